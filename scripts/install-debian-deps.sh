@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# Installs distzo's build and test dependencies on Debian 12 (bookworm).
+# Runs apt-get through sudo unless already root. Safe to run again.
+set -euo pipefail
+packages=(
+  build-essential cmake pkg-config
+  libtrilinos-kokkos-dev libtrilinos-kokkos-kernels-dev  # Kokkos 3.4 + Kokkos Kernels (Serial, BLAS TPL)
+  libopenblas-dev
+  mpich libmpich-dev
+  libhdf5-mpich-dev hdf5-tools
+  libyaml-cpp-dev
+  googletest libgtest-dev
+)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]} == 0)); then
+  echo "install-debian-deps: all ${#packages[@]} packages already installed"
+  exit 0
+fi
+sudo_cmd=()
+[ "$(id -u)" -eq 0 ] || sudo_cmd=(sudo)
+echo "install-debian-deps: installing ${missing[*]}"
+"${sudo_cmd[@]}" apt-get update -qq
+DEBIAN_FRONTEND=noninteractive "${sudo_cmd[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}"

@@ -1,0 +1,36 @@
+#pragma once
+// The project's error type. Library code throws distzo::Error; only main()
+// catches it, prints it on the failing rank and aborts the job. Messages say
+// what was expected and what was found, so the user can fix the input.
+
+#include <sstream>
+#include <stdexcept>
+#include <string>
+
+namespace distzo {
+
+class Error : public std::runtime_error {
+ public:
+  explicit Error(const std::string& what) : std::runtime_error(what) {}
+};
+
+namespace detail {
+[[noreturn]] void throw_error(const char* file, int line, const std::string& message);
+}  // namespace detail
+
+}  // namespace distzo
+
+/// Throws distzo::Error with file:line when `cond` is false. The message is a
+/// stream expression: DISTZO_REQUIRE(n > 0, "n must be positive, got " << n).
+#define DISTZO_REQUIRE(cond, message_stream)                           \
+  do {                                                                 \
+    if (!(cond)) {                                                     \
+      std::ostringstream distzo_require_os_;                           \
+      distzo_require_os_ << message_stream;                            \
+      ::distzo::detail::throw_error(__FILE__, __LINE__,                \
+                                    distzo_require_os_.str());         \
+    }                                                                  \
+  } while (0)
+
+/// Unconditional throw with the same formatting.
+#define DISTZO_FAIL(message_stream) DISTZO_REQUIRE(false, message_stream)

@@ -1,0 +1,37 @@
+#pragma once
+// View and precision aliases shared by every layer.
+//
+// Tensors are row-major (LayoutRight) so that a (rows, cols) View has the same
+// element order as a Hugging Face / PyTorch tensor of that shape, and so the
+// HDF5 datasets can be copied without transposition.
+
+#include <Kokkos_Core.hpp>
+
+#include <cstdint>
+
+namespace distzo {
+
+/// Storage and compute precision of weights and activations.
+using real = float;
+
+using ExecSpace = Kokkos::DefaultExecutionSpace;
+using MemSpace = ExecSpace::memory_space;
+using HostSpace = Kokkos::HostSpace;
+
+/// Device tensors.
+using Vec = Kokkos::View<real*, Kokkos::LayoutRight, MemSpace>;
+using Mat = Kokkos::View<real**, Kokkos::LayoutRight, MemSpace>;
+using ConstVec = Kokkos::View<const real*, Kokkos::LayoutRight, MemSpace>;
+using ConstMat = Kokkos::View<const real**, Kokkos::LayoutRight, MemSpace>;
+using IntVec = Kokkos::View<int*, Kokkos::LayoutRight, MemSpace>;
+using IntMat = Kokkos::View<int**, Kokkos::LayoutRight, MemSpace>;
+using ConstIntVec = Kokkos::View<const int*, Kokkos::LayoutRight, MemSpace>;
+using ConstIntMat = Kokkos::View<const int**, Kokkos::LayoutRight, MemSpace>;
+
+/// Host tensors with the same layout (staging for IO and tests).
+using HostVec = Kokkos::View<real*, Kokkos::LayoutRight, HostSpace>;
+using HostMat = Kokkos::View<real**, Kokkos::LayoutRight, HostSpace>;
+using HostIntVec = Kokkos::View<int*, Kokkos::LayoutRight, HostSpace>;
+using HostIntMat = Kokkos::View<int**, Kokkos::LayoutRight, HostSpace>;
+
+}  // namespace distzo
