@@ -1,0 +1,82 @@
+#pragma once
+// Philox-4x32 counter-based random number generator (Salmon, Moraes, Dror and
+// Shaw, "Parallel random numbers: as easy as 1, 2, 3", SC'11; the Random123
+// library). A pure function of a 128-bit counter and a 64-bit key: no state, so
+// any element of any stream can be generated on any rank, in any order, on the
+// host or in a device kernel, and comes out the same.
+//
+// One round maps counter (c0, c1, c2, c3) and key (k0, k1) to
+//   (hi(M1*c2) ^ c1 ^ k0,  lo(M1*c2),  hi(M0*c0) ^ c3 ^ k1,  lo(M0*c0))
+// where hi/lo are the upper/lower 32 bits of the 64-bit product,
+// M0 = 0xD2511F53 and M1 = 0xCD9E8D57. Between rounds the key is bumped by the
+// Weyl constants: k0 += 0x9E3779B9, k1 += 0xBB67AE85 (mod 2^32). The first
+// round uses the key as given. Philox-4x32-10 is ten rounds; it matches the
+// Random123 known-answer vectors (tests/test_philox.cpp).
+
+#include <Kokkos_Core.hpp>
+
+#include <cstdint>
+
+namespace distzo {
+
+/// 64-bit Philox key as two 32-bit words.
+struct PhiloxKey {
+  std::uint32_t k[2];
+};
+
+/// 128-bit Philox counter or output block as four 32-bit words.
+struct PhiloxBlock {
+  std::uint32_t v[4];
+};
+
+namespace philox_detail {
+
+constexpr std::uint32_t kM0 = 0xD2511F53u;
+constexpr std::uint32_t kM1 = 0xCD9E8D57u;
+constexpr std::uint32_t kW0 = 0x9E3779B9u;
+constexpr std::uint32_t kW1 = 0xBB67AE85u;
+
+/// Upper and lower 32 bits of a*b. A 64-bit product of 32-bit operands is
+/// exact on every backend (nvcc turns it into mul.lo/mul.hi), so no intrinsics.
+KOKKOS_FORCEINLINE_FUNCTION void mulhilo(std::uint32_t a, std::uint32_t b, std::uint32_t& hi,
+                                         std::uint32_t& lo) {
+  const std::uint64_t product = static_cast<std::uint64_t>(a) * static_cast<std::uint64_t>(b);
+  hi = static_cast<std::uint32_t>(product >> 32);
+  lo = static_cast<std::uint32_t>(product);
+}
+
+KOKKOS_FORCEINLINE_FUNCTION PhiloxBlock philox_round(PhiloxBlock c, PhiloxKey key) {
+  std::uint32_t hi0, lo0, hi1, lo1;
+  mulhilo(kM0, c.v[0], hi0, lo0);
+  mulhilo(kM1, c.v[2], hi1, lo1);
+  PhiloxBlock out;
+  out.v[0] = hi1 ^ c.v[1] ^ key.k[0];
+  out.v[1] = lo1;
+  out.v[2] = hi0 ^ c.v[3] ^ key.k[1];
+  out.v[3] = lo0;
+  return out;
+}
+
+}  // namespace philox_detail
+
+/// Philox-4x32 with `Rounds` rounds. Only 10 is used by distzo; other round
+/// counts exist so the tests can check the key schedule against Random123's
+/// 7-round vectors as well.
+template <int Rounds>
+KOKKOS_INLINE_FUNCTION PhiloxBlock philox4x32(PhiloxBlock ctr, PhiloxKey key) {
+  static_assert(Rounds >= 1, "Philox needs at least one round");
+  ctr = philox_detail::philox_round(ctr, key);
+  for (int r = 1; r < Rounds; ++r) {
+    key.k[0] += philox_detail::kW0;
+    key.k[1] += philox_detail::kW1;
+    ctr = philox_detail::philox_round(ctr, key);
+  }
+  return ctr;
+}
+
+/// Philox-4x32-10: the generator behind every perturbation z.
+KOKKOS_INLINE_FUNCTION PhiloxBlock philox4x32_10(PhiloxBlock ctr, PhiloxKey key) {
+  return philox4x32<10>(ctr, key);
+}
+
+}  // namespace distzo
