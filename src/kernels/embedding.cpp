@@ -1,0 +1,105 @@
+#include "kernels/embedding.hpp"
+
+#include <cstdint>
+
+#include "core/error.hpp"
+#include "kernels/common.hpp"
+
+namespace distzo::kernels {
+
+void embedding_gather(const ExecSpace& space, const Mat& out, const ConstIntMat& tokens,
+                      const ConstMat& table) {
+  const std::int64_t batch = static_cast<std::int64_t>(tokens.extent(0));
+  const std::int64_t seq = static_cast<std::int64_t>(tokens.extent(1));
+  const std::int64_t dim = static_cast<std::int64_t>(table.extent(1));
+  DISTZO_REQUIRE(static_cast<std::int64_t>(out.extent(0)) == batch * seq &&
+                     static_cast<std::int64_t>(out.extent(1)) == dim,
+                 "distzo::kernels::embedding_gather: out is ("
+                     << out.extent(0) << ", " << out.extent(1) << "), expected (" << batch * seq
+                     << ", " << dim << ")");
+  const Mat o = out;
+  const ConstIntMat tok = tokens;
+  const ConstMat tab = table;
+  const std::int64_t n = batch * seq * dim;
+  if (n == 0) return;
+  // One thread per output element, consecutive threads on consecutive columns
+  // of the same table row (coalesced on GPUs).
+  Kokkos::parallel_for(
+      "distzo::embedding_gather", RangePolicy64(space, 0, n), KOKKOS_LAMBDA(const std::int64_t i) {
+        const std::int64_t row = i / dim;
+        const std::int64_t d = i % dim;
+        o(row, d) = tab(tok(row / seq, row % seq), d);
+      });
+}
+
+void opt_positions(const ExecSpace& space, const IntMat& pos, const ConstIntMat& mask) {
+  DISTZO_REQUIRE(pos.extent(0) == mask.extent(0) && pos.extent(1) == mask.extent(1),
+                 "distzo::kernels::opt_positions: pos is ("
+                     << pos.extent(0) << ", " << pos.extent(1) << "), mask is (" << mask.extent(0)
+                     << ", " << mask.extent(1) << ")");
+  const IntMat p = pos;
+  const ConstIntMat m = mask;
+  const int batch = static_cast<int>(mask.extent(0));
+  const int seq = static_cast<int>(mask.extent(1));
+  if (batch == 0 || seq == 0) return;
+  // One thread per sequence with a sequential prefix sum: this runs once per
+  // batch on B x T integers, far too little work to justify a parallel scan.
+  Kokkos::parallel_for(
+      "distzo::opt_positions", RangePolicy(space, 0, batch), KOKKOS_LAMBDA(const int b) {
+        int cumsum = 0;
+        for (int t = 0; t < seq; ++t) {
+          const int real_token = m(b, t) != 0 ? 1 : 0;
+          cumsum += real_token;
+          p(b, t) = cumsum * real_token - 1;
+        }
+      });
+}
+
+void add_positional(const ExecSpace& space, const Mat& x, const ConstIntMat& pos,
+                    const ConstMat& table, int offset) {
+  const std::int64_t batch = static_cast<std::int64_t>(pos.extent(0));
+  const std::int64_t seq = static_cast<std::int64_t>(pos.extent(1));
+  const std::int64_t dim = static_cast<std::int64_t>(x.extent(1));
+  DISTZO_REQUIRE(static_cast<std::int64_t>(x.extent(0)) == batch * seq,
+                 "distzo::kernels::add_positional: x has " << x.extent(0) << " rows, pos is ("
+                                                           << batch << ", " << seq << ")");
+  DISTZO_REQUIRE(static_cast<std::int64_t>(table.extent(1)) == dim,
+                 "distzo::kernels::add_positional: x has "
+                     << dim << " columns, table is (" << table.extent(0) << ", " << table.extent(1)
+                     << ")");
+  const Mat xx = x;
+  const ConstIntMat p = pos;
+  const ConstMat tab = table;
+  const std::int64_t n = batch * seq * dim;
+  if (n == 0) return;
+  Kokkos::parallel_for(
+      "distzo::add_positional", RangePolicy64(space, 0, n), KOKKOS_LAMBDA(const std::int64_t i) {
+        const std::int64_t row = i / dim;
+        const std::int64_t d = i % dim;
+        xx(row, d) += tab(p(row / seq, row % seq) + offset, d);
+      });
+}
+
+void gather_rows(const ExecSpace& space, const Mat& out, const ConstMat& x,
+                 const ConstIntVec& rows) {
+  const std::int64_t count = static_cast<std::int64_t>(rows.extent(0));
+  const std::int64_t dim = static_cast<std::int64_t>(x.extent(1));
+  DISTZO_REQUIRE(static_cast<std::int64_t>(out.extent(0)) == count &&
+                     static_cast<std::int64_t>(out.extent(1)) == dim,
+                 "distzo::kernels::gather_rows: out is (" << out.extent(0) << ", " << out.extent(1)
+                                                          << "), expected (" << count << ", " << dim
+                                                          << ")");
+  const Mat o = out;
+  const ConstMat xx = x;
+  const ConstIntVec idx = rows;
+  const std::int64_t n = count * dim;
+  if (n == 0) return;
+  Kokkos::parallel_for(
+      "distzo::gather_rows", RangePolicy64(space, 0, n), KOKKOS_LAMBDA(const std::int64_t i) {
+        const std::int64_t r = i / dim;
+        const std::int64_t d = i % dim;
+        o(r, d) = xx(idx(r), d);
+      });
+}
+
+}  // namespace distzo::kernels

@@ -1,0 +1,40 @@
+#pragma once
+// Token and position embeddings (OPT), and row gathers.
+//
+// Index validity: token ids, positions and row indices are read on the device
+// and are NOT range-checked there (a device-side check would need a fence and
+// a host read on every call). Callers validate ids when they are loaded or
+// built on the host (dataset loader: 0 <= id < vocab). An out-of-range id reads
+// out of bounds (caught by Kokkos' bounds checking in debug builds only).
+
+#include "core/types.hpp"
+
+namespace distzo::kernels {
+
+/// out[b*T + t, :] = table[tokens[b, t], :]
+///   out: (B*T, D)   tokens: (B, T) ids in [0, V)   table: (V, D)
+void embedding_gather(const ExecSpace& space, const Mat& out, const ConstIntMat& tokens,
+                      const ConstMat& table);
+
+/// OPT position ids, exactly as Hugging Face's OPTLearnedPositionalEmbedding
+/// (no past key values): pos = cumsum(mask, dim=1) * mask - 1.
+/// The first real token of a row gets 0, the next 1, ...; padding gets -1,
+/// wherever it is (left or right padding).
+///   pos: (B, T)   mask: (B, T), 1 = real token, 0 = padding
+void opt_positions(const ExecSpace& space, const IntMat& pos, const ConstIntMat& mask);
+
+/// x[b*T + t, :] += table[pos[b, t] + offset, :]
+/// OPT's learned position table has max_positions + 2 rows and is indexed
+/// with offset 2, so padding (pos = -1) reads row 1, as Hugging Face does.
+///   x: (B*T, C)   pos: (B, T) in [-offset, rows - offset)   table: (rows, C)
+void add_positional(const ExecSpace& space, const Mat& x, const ConstIntMat& pos,
+                    const ConstMat& table, int offset = 2);
+
+/// out[r, :] = x[rows[r], :]  (e.g. the hidden state of each sequence's last
+/// real token for a classification head).
+///   out: (R, C)   x: (N, C)   rows: (R) in [0, N)
+/// out must not alias x.
+void gather_rows(const ExecSpace& space, const Mat& out, const ConstMat& x,
+                 const ConstIntVec& rows);
+
+}  // namespace distzo::kernels

@@ -1,0 +1,58 @@
+#include "kernels/layernorm.hpp"
+
+#include "core/error.hpp"
+#include "core/math.hpp"
+#include "kernels/common.hpp"
+
+namespace distzo::kernels {
+
+void layernorm(const ExecSpace& space, const Mat& y, const ConstMat& x, const ConstVec& gamma,
+               const ConstVec& beta, real eps) {
+  const int rows = static_cast<int>(x.extent(0));
+  const int cols = static_cast<int>(x.extent(1));
+  DISTZO_REQUIRE(y.extent(0) == x.extent(0) && y.extent(1) == x.extent(1),
+                 "distzo::kernels::layernorm: y is (" << y.extent(0) << ", " << y.extent(1)
+                                                      << "), x is (" << rows << ", " << cols
+                                                      << ")");
+  DISTZO_REQUIRE(gamma.extent(0) == x.extent(1) && beta.extent(0) == x.extent(1),
+                 "distzo::kernels::layernorm: gamma has " << gamma.extent(0) << " and beta "
+                                                          << beta.extent(0) << " entries, expected "
+                                                          << cols);
+  DISTZO_REQUIRE(eps > real(0), "distzo::kernels::layernorm: eps must be positive, got " << eps);
+  if (rows == 0 || cols == 0) return;
+
+  const Mat yy = y;
+  const ConstMat xx = x;
+  const ConstVec g = gamma;
+  const ConstVec bt = beta;
+  const double eps_d = static_cast<double>(eps);
+  // One team per row: two passes (mean, then squared deviations) are more
+  // accurate than E[x^2] - E[x]^2, and the row is re-read from cache anyway.
+  Kokkos::parallel_for(
+      "distzo::layernorm", TeamPolicy(space, rows, Kokkos::AUTO),
+      KOKKOS_LAMBDA(const TeamMember& member) {
+        const int r = member.league_rank();
+        double sum = 0.0;
+        Kokkos::parallel_reduce(
+            Kokkos::TeamThreadRange(member, cols),
+            [&](const int c, double& acc) { acc += static_cast<double>(xx(r, c)); }, sum);
+        const double mean = sum / cols;
+        double sq = 0.0;
+        Kokkos::parallel_reduce(
+            Kokkos::TeamThreadRange(member, cols),
+            [&](const int c, double& acc) {
+              const double d = static_cast<double>(xx(r, c)) - mean;
+              acc += d * d;
+            },
+            sq);
+        const double rstd = 1.0 / math::sqrt(sq / cols + eps_d);
+        // Both reductions above have completed on every thread of the team,
+        // so overwriting x in place cannot disturb the statistics.
+        Kokkos::parallel_for(Kokkos::TeamThreadRange(member, cols), [&](const int c) {
+          const real normed = static_cast<real>((static_cast<double>(xx(r, c)) - mean) * rstd);
+          yy(r, c) = normed * g(c) + bt(c);
+        });
+      });
+}
+
+}  // namespace distzo::kernels
