@@ -1,0 +1,48 @@
+#pragma once
+// The fused perturb/update kernel: the only code that writes θ or the
+// perturbed copies of θ (DESIGN.md invariants 2 and 5).
+//
+// For every element e of one parameter tensor (in one pass over memory):
+//
+//   θ_e ← θ_e − Σ_q a_q · z_q(e) − decay · θ_e      if an update is pending
+//   w⁺_e = θ_e + ε·z(e),   w⁻_e = θ_e − ε·z(e)        each only if requested
+//
+// where z_q are the previous step's perturbations (a_q = lr · g_q / q, decay =
+// lr · weight_decay or 0 for biases/norms) and z is this step's. θ itself is
+// never perturbed: w± go to scratch buffers and θ changes only by the update,
+// so "was θ restored before the update?" cannot arise. The same function runs
+// when an update is fused with the next perturbation and when `flush` applies
+// it alone, so both give bit-identical θ.
+
+#include "core/perturbation.hpp"
+#include "core/types.hpp"
+
+#include <cstdint>
+
+namespace distzo::kernels {
+
+/// At most this many queries per step (the update terms are passed by value).
+constexpr int kMaxQueries = 32;
+
+/// A pending SGD update as plain data that kernels take by value.
+struct UpdateTerms {
+  int count = 0;                                 // number of queries q; 0 = no update
+  real decay = 0;                                // lr · weight_decay for this tensor
+  PerturbationStream stream[kMaxQueries] = {};   // z_q of the step being applied
+  real coefficient[kMaxQueries] = {};            // a_q = lr · g_q / q
+};
+
+/// Applies `update` (if count > 0) to θ and writes θ ± ε·z into `plus` /
+/// `minus` (either may be an empty View: not written). θ holds elements
+/// [first_element, first_element + θ.extent(0)) of parameter `param_id`, so a
+/// slice of a tensor is perturbed exactly like the whole. Enqueued on `space`.
+void update_and_perturb(const ExecSpace& space, const Vec& theta, std::uint32_t param_id,
+                        std::uint64_t first_element, const UpdateTerms& update,
+                        const PerturbationStream& stream, real eps, const Vec& plus,
+                        const Vec& minus);
+
+/// Only the update (flush before eval or checkpoint): the same arithmetic.
+void apply_update(const ExecSpace& space, const Vec& theta, std::uint32_t param_id,
+                  std::uint64_t first_element, const UpdateTerms& update);
+
+}  // namespace distzo::kernels
