@@ -1,0 +1,41 @@
+#pragma once
+// One micro-batch on the device, as the forward pass and the losses consume
+// it. io/ fills it from a dataset (io::BatchBuilder); the engine never sees files.
+
+#include "core/types.hpp"
+
+#include <cstdint>
+
+namespace distzo::model {
+
+/// What the loss is computed on.
+///   causal_lm:      next-token cross-entropy on marked target positions;
+///   classification: cross-entropy over the candidate label words, predicted
+///                   at the last prompt token (MeZO's "train as classification").
+enum class Task { causal_lm, classification };
+
+/// One micro-batch of B rows x T positions in device memory. Rows past
+/// `num_examples` are padding: pad tokens, mask 0, targets and gold -100
+/// (kernels::kIgnoreIndex), so every loss kernel skips them.
+struct Batch {
+  Task task = Task::causal_lm;
+  int micro_batch = 0;  // B
+  int seq_len = 0;      // T
+
+  IntMat tokens;      // (B, T) token ids, pad_token_id after each length
+  IntMat mask;        // (B, T) 1 for t < length, else 0
+  IntVec targets;     // (B*T) causal_lm: targets[b*T+t] = tokens[b, t+1] if token t+1 is a
+                      //       target, else -100 (position t predicts t+1). Empty otherwise.
+  IntVec rows;        // (B) classification: b*T + length-1, the row of the flattened (B*T, C)
+                      //     hidden states that predicts the label; b*T for padding rows.
+  IntVec gold;        // (B) classification: label in [0, K), -100 for padding rows.
+  IntVec candidates;  // (K) classification: label-word token ids (constant).
+
+  // Host-side counts for this fill (no device read needed).
+  std::int64_t num_examples = 0;  // real rows, <= B
+  std::int64_t num_tokens = 0;    // sum of lengths of the real rows
+  std::int64_t num_targets = 0;   // positions the loss counts: targets != -100
+                                  // (causal_lm) or real rows (classification)
+};
+
+}  // namespace distzo::model

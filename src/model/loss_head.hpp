@@ -1,0 +1,34 @@
+#pragma once
+// Turns the final hidden state into the batch's loss: the tied LM head plus
+// the task's loss. Owns the head's scratch (logits or candidate logits).
+
+#include "core/types.hpp"
+#include "kernels/losses.hpp"
+#include "model/batch.hpp"
+#include "model/opt_config.hpp"
+#include "model/opt_weights.hpp"
+
+namespace distzo::model {
+
+class LossHead {
+ public:
+  /// `candidates` = K for classification tasks (0 for causal LM).
+  LossHead(const OptConfig& config, Task task, int batch, int seq_len, int candidates);
+
+  /// sums = (loss sum, count) of `batch` given hidden (B*T, E); for
+  /// classification also the predicted candidate per row. Enqueued, no fence.
+  void loss(const ExecSpace& space, const OptEdgeView& edge, ConstMat hidden, const Batch& batch,
+            const kernels::LossSums& sums);
+
+  /// Predictions of the last classification loss() call, (B).
+  IntVec predictions() const { return predictions_; }
+
+ private:
+  Task task_;
+  Mat logits_;       // causal_lm: (B*T, V)
+  Mat selected_;     // classification: (B, E)
+  Mat cand_logits_;  // classification: (B, K)
+  IntVec predictions_;
+};
+
+}  // namespace distzo::model

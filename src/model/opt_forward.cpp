@@ -1,0 +1,116 @@
+#include "model/opt_forward.hpp"
+
+#include "core/error.hpp"
+#include "kernels/activations.hpp"
+#include "kernels/attention.hpp"
+#include "kernels/embedding.hpp"
+#include "kernels/layernorm.hpp"
+#include "kernels/linear.hpp"
+
+#include <cmath>
+
+namespace distzo::model {
+
+namespace {
+// Hugging Face OPT uses nn.LayerNorm's default epsilon.
+constexpr real kLayerNormEps = 1e-5f;
+}  // namespace
+
+OptForward::OptForward(const OptConfig& config, int batch, int seq_len)
+    : config_(config), batch_(batch), seq_len_(seq_len) {
+  config_.validate();
+  DISTZO_REQUIRE(batch > 0 && seq_len > 0,
+                 "forward: batch and sequence length must be positive, got " << batch << " x "
+                                                                             << seq_len);
+  DISTZO_REQUIRE(seq_len <= config.max_position_embeddings,
+                 "forward: sequence length " << seq_len << " exceeds max_position_embeddings "
+                                             << config.max_position_embeddings);
+  const auto N = static_cast<std::size_t>(rows());
+  const auto C = static_cast<std::size_t>(config.hidden_size);
+  const auto E = static_cast<std::size_t>(config.word_embed_proj_dim);
+  const auto F = static_cast<std::size_t>(config.ffn_dim);
+  positions_ = IntMat("distzo::forward::positions", batch, seq_len);
+  if (config.has_projection()) {
+    embedded_ = Mat("distzo::forward::embedded", N, E);
+    hidden_out_ = Mat("distzo::forward::hidden_out", N, E);
+  }
+  normed_ = Mat("distzo::forward::normed", N, C);
+  q_ = Mat("distzo::forward::q", N, C);
+  k_ = Mat("distzo::forward::k", N, C);
+  v_ = Mat("distzo::forward::v", N, C);
+  attended_ = Mat("distzo::forward::attended", N, C);
+  projected_ = Mat("distzo::forward::projected", N, C);
+  ffn_ = Mat("distzo::forward::ffn", N, F);
+}
+
+void OptForward::embed(const ExecSpace& space, const OptEdgeView& edge, ConstIntMat tokens,
+                       ConstIntMat mask, const Mat& h) {
+  if (config_.has_projection()) {
+    kernels::embedding_gather(space, embedded_, tokens, edge.embed_tokens);
+    kernels::linear(space, h, embedded_, edge.project_in, ConstVec());
+  } else {
+    kernels::embedding_gather(space, h, tokens, edge.embed_tokens);
+  }
+  kernels::opt_positions(space, positions_, mask);
+  kernels::add_positional(space, h, positions_, edge.embed_positions,
+                          OptConfig::kPositionOffset);
+}
+
+void OptForward::block(const ExecSpace& space, const OptBlockView& w, ConstIntMat mask,
+                       const Mat& h) {
+  const bool pre_ln = config_.do_layer_norm_before;
+  const int heads = static_cast<int>(config_.num_attention_heads);
+  const real scale = static_cast<real>(1.0 / std::sqrt(static_cast<double>(config_.head_dim())));
+
+  // Self-attention sub-layer: h += out_proj(attention(q, k, v)).
+  ConstMat attn_in = h;
+  if (pre_ln) {
+    kernels::layernorm(space, normed_, h, w.attn_norm_w, w.attn_norm_b, kLayerNormEps);
+    attn_in = normed_;
+  }
+  kernels::linear(space, q_, attn_in, w.q_w, w.q_b);
+  kernels::linear(space, k_, attn_in, w.k_w, w.k_b);
+  kernels::linear(space, v_, attn_in, w.v_w, w.v_b);
+  kernels::attention(space, attended_, q_, k_, v_, mask, heads, scale);
+  kernels::linear(space, projected_, attended_, w.out_w, w.out_b);
+  kernels::add_inplace(space, h, projected_);
+  if (!pre_ln) {
+    kernels::layernorm(space, normed_, h, w.attn_norm_w, w.attn_norm_b, kLayerNormEps);
+    Kokkos::deep_copy(space, h, normed_);
+  }
+
+  // Feed-forward sub-layer: h += fc2(relu(fc1(h))).
+  ConstMat ffn_in = h;
+  if (pre_ln) {
+    kernels::layernorm(space, normed_, h, w.ffn_norm_w, w.ffn_norm_b, kLayerNormEps);
+    ffn_in = normed_;
+  }
+  kernels::linear(space, ffn_, ffn_in, w.fc1_w, w.fc1_b);
+  kernels::relu(space, ffn_);
+  kernels::linear(space, projected_, ffn_, w.fc2_w, w.fc2_b);
+  kernels::add_inplace(space, h, projected_);
+  if (!pre_ln) {
+    kernels::layernorm(space, normed_, h, w.ffn_norm_w, w.ffn_norm_b, kLayerNormEps);
+    Kokkos::deep_copy(space, h, normed_);
+  }
+}
+
+Mat OptForward::final_hidden(const ExecSpace& space, const OptEdgeView& edge, const Mat& h) {
+  Mat x = h;
+  if (config_.has_final_layer_norm()) {
+    kernels::layernorm(space, normed_, h, edge.final_norm_w, edge.final_norm_b, kLayerNormEps);
+    x = normed_;
+  }
+  if (config_.has_projection()) {
+    kernels::linear(space, hidden_out_, x, edge.project_out, ConstVec());
+    return hidden_out_;
+  }
+  return x;
+}
+
+void OptForward::logits(const ExecSpace& space, const OptEdgeView& edge, ConstMat hidden,
+                        const Mat& logits) {
+  kernels::linear(space, logits, hidden, edge.embed_tokens, ConstVec());
+}
+
+}  // namespace distzo::model

@@ -1,0 +1,81 @@
+#pragma once
+// The canonical list of an OPT model's parameters: Hugging Face names, shapes,
+// stable ids and grouping. A parameter's id is its index in this list, which
+// depends only on the architecture, never on file order or traversal order, so
+// the perturbation z(seed, step, query, id, element) is the same wherever and
+// in whatever order a tensor is visited (DESIGN.md invariant 1).
+
+#include "model/opt_config.hpp"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace distzo::model {
+
+/// Where a parameter lives in the forward pass. Blocks stream one at a time;
+/// embeddings run before them, the head after.
+enum class ParameterGroup { embeddings, block, head };
+
+/// What a tensor is inside its block, so code never matches on names.
+enum class ParameterRole {
+  embed_tokens,       // (V, E), also the tied LM head
+  embed_positions,    // (max_pos + 2, C)
+  project_in,         // (C, E)
+  project_out,        // (E, C)
+  final_norm_weight,  // (C)
+  final_norm_bias,    // (C)
+  q_weight, q_bias, k_weight, k_bias, v_weight, v_bias, out_weight, out_bias,
+  attn_norm_weight, attn_norm_bias,
+  fc1_weight, fc1_bias, fc2_weight, fc2_bias,
+  ffn_norm_weight, ffn_norm_bias,
+};
+
+struct ParameterInfo {
+  std::uint32_t id = 0;
+  std::string name;                  // Hugging Face state-dict key
+  std::vector<std::int64_t> shape;   // PyTorch shape, row-major
+  ParameterGroup group = ParameterGroup::block;
+  ParameterRole role = ParameterRole::q_weight;
+  int block = -1;                    // layer index for group == block, else -1
+  bool weight_decay = true;          // MeZO: no decay on biases and LayerNorm weights
+
+  std::int64_t numel() const;
+};
+
+class ParameterRegistry {
+ public:
+  static ParameterRegistry for_opt(const OptConfig& config);
+
+  const std::vector<ParameterInfo>& parameters() const { return parameters_; }
+  const ParameterInfo& operator[](std::uint32_t id) const { return parameters_.at(id); }
+  std::size_t size() const { return parameters_.size(); }
+  int num_blocks() const { return static_cast<int>(block_ids_.size()); }
+
+  /// Ids of the parameters of one group, in canonical order.
+  const std::vector<std::uint32_t>& block_ids(int block) const { return block_ids_.at(block); }
+  const std::vector<std::uint32_t>& embedding_ids() const { return embedding_ids_; }
+  const std::vector<std::uint32_t>& head_ids() const { return head_ids_; }
+
+  /// Id of the parameter with this role (block = -1 outside blocks); throws if absent.
+  std::uint32_t id_of(ParameterRole role, int block = -1) const;
+  /// Id for a Hugging Face name, or throws naming the closest expectation.
+  std::uint32_t id_of(const std::string& name) const;
+  bool contains(const std::string& name) const;
+
+  std::int64_t total_elements() const;
+
+ private:
+  void add(std::string name, std::vector<std::int64_t> shape, ParameterGroup group,
+           ParameterRole role, int block, bool weight_decay);
+
+  std::vector<ParameterInfo> parameters_;
+  std::vector<std::vector<std::uint32_t>> block_ids_;
+  std::vector<std::uint32_t> embedding_ids_;
+  std::vector<std::uint32_t> head_ids_;
+};
+
+/// "(768, 3072)" — for error messages and tables.
+std::string format_shape(const std::vector<std::int64_t>& shape);
+
+}  // namespace distzo::model
