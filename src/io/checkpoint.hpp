@@ -1,0 +1,53 @@
+#pragma once
+// Checkpoints: a model file (HF-named tensors, config attributes) whose
+// distzo_format is "checkpoint", plus the training state:
+//
+//   root attributes  step (steps completed), seed, queries, distribution,
+//                    deck_yaml (the resolved deck), pending_* (the update not
+//                    yet applied to θ; distzo flushes before writing, so
+//                    pending_active is 0 in files it writes)
+//   distzo/seed_log/{step, lr, loss} (n,) and g (n, q): one row per completed
+//                    step, enough to replay θ from the initial model
+//
+// Written atomically (temporary file, then rename), so a crash never leaves a
+// half-written ckpt-STEP.h5.
+
+#include "io/model_file.hpp"
+#include "zo/pending_update.hpp"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace distzo::io {
+
+/// One row of the seed log.
+struct SeedLogEntry {
+  std::int64_t step = 0;
+  double lr = 0;
+  double loss = 0;
+  std::vector<double> g;  // per query; empty when the step was skipped
+};
+
+struct TrainingState {
+  std::int64_t step = 0;  // steps completed
+  std::uint64_t seed = 0;
+  int queries = 1;
+  Distribution distribution = Distribution::gaussian;
+  std::string deck_yaml;
+  zo::PendingUpdate pending;
+  std::vector<SeedLogEntry> seed_log;
+};
+
+void write_checkpoint(const std::string& path, const LoadedModel& model,
+                      const TrainingState& state);
+
+/// Reads the training state of a checkpoint (the tensors load with load_model).
+TrainingState read_training_state(const std::string& path);
+
+/// "ckpt-000100.h5" for step 100.
+std::string checkpoint_name(std::int64_t step);
+/// Checkpoints in `dir` as (step, path), oldest first.
+std::vector<std::pair<std::int64_t, std::string>> list_checkpoints(const std::string& dir);
+
+}  // namespace distzo::io

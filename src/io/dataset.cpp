@@ -1,0 +1,511 @@
+#include "io/dataset.hpp"
+
+#include "core/error.hpp"
+#include "core/philox.hpp"
+#include "io/hdf5_file.hpp"
+#include "kernels/common.hpp"
+#include "kernels/losses.hpp"
+
+#include <utility>
+#include <limits>
+#include <numeric>
+#include <set>
+#include <sstream>
+
+namespace distzo::io {
+
+static_assert(kIgnoreLabel == kernels::kIgnoreIndex,
+              "padding labels must be what the loss kernels skip");
+
+const char* to_string(Task task) {
+  switch (task) {
+    case Task::causal_lm:
+      return "causal_lm";
+    case Task::classification:
+      return "classification";
+  }
+  return "unknown";
+}
+
+Task parse_task(const std::string& name) {
+  if (name == "causal_lm") return Task::causal_lm;
+  if (name == "classification") return Task::classification;
+  DISTZO_FAIL("unknown task '" << name << "'; allowed: causal_lm, classification");
+}
+
+std::int64_t Dataset::targets_of(std::int64_t example) const {
+  if (task == Task::classification) return 1;
+  std::int64_t n = 0;
+  const std::size_t row = static_cast<std::size_t>(example * seq_len);
+  for (std::int64_t t = 0; t < seq_len; ++t)
+    if (target_mask[row + static_cast<std::size_t>(t)] != 0) ++n;
+  return n;
+}
+
+namespace {
+
+std::string shape_string(const std::vector<std::int64_t>& shape) {
+  std::ostringstream os;
+  os << "(";
+  for (std::size_t i = 0; i < shape.size(); ++i) os << (i ? ", " : "") << shape[i];
+  os << (shape.size() == 1 ? ",)" : ")");
+  return os.str();
+}
+
+/// Remembers the first violation of one rule and counts the others, so a
+/// message shows one concrete example and how widespread the problem is.
+class Violations {
+ public:
+  template <class MessageFn>
+  void add(MessageFn&& message) {
+    if (count_++ == 0) first_ = message();
+  }
+  /// `what` names the violations in the plural, for the count when there are
+  /// several: "... (12 tokens outside the vocabulary in all)".
+  void throw_if_any(const char* what) const {
+    if (count_ == 0) return;
+    if (count_ == 1) DISTZO_FAIL(first_);
+    DISTZO_FAIL(first_ << " (" << count_ << " " << what << " in all)");
+  }
+
+ private:
+  std::int64_t count_ = 0;
+  std::string first_;
+};
+
+}  // namespace
+
+void validate_dataset(const Dataset& d, std::int64_t vocab_size, const std::string& source) {
+  const std::string& src = source;
+  DISTZO_REQUIRE(vocab_size >= 1 && vocab_size <= (std::int64_t{1} << 31),
+                 src << ": vocabulary size " << vocab_size << " must be in [1, 2^31]");
+  DISTZO_REQUIRE(d.num_examples >= 1, src << ": the dataset has no examples");
+  DISTZO_REQUIRE(d.seq_len >= 1 && d.seq_len <= std::numeric_limits<std::int32_t>::max(),
+                 src << ": sequence length " << d.seq_len << " must be in [1, 2^31)");
+  const std::int64_t n = d.num_examples;
+  const std::int64_t T = d.seq_len;
+  const std::size_t nt = static_cast<std::size_t>(n * T);
+  DISTZO_REQUIRE(d.input_ids.size() == nt, src << ": input_ids holds " << d.input_ids.size()
+                                               << " tokens, expected N*T = " << n << "*" << T
+                                               << " = " << nt);
+  DISTZO_REQUIRE(d.lengths.size() == static_cast<std::size_t>(n),
+                 src << ": lengths holds " << d.lengths.size()
+                     << " entries, expected one per example (" << n << ")");
+  DISTZO_REQUIRE(d.pad_token_id >= 0 && d.pad_token_id < vocab_size,
+                 src << ": pad_token_id " << d.pad_token_id << " is outside the vocabulary [0, "
+                     << vocab_size << ")");
+
+  {
+    Violations bad;
+    for (std::int64_t i = 0; i < n; ++i) {
+      const std::int32_t len = d.lengths[static_cast<std::size_t>(i)];
+      if (len < 1 || len > T)
+        bad.add([&] {
+          std::ostringstream os;
+          os << src << ": lengths: example " << i << " has length " << len << ", allowed [1, " << T
+             << "] (the sequence length)";
+          return os.str();
+        });
+    }
+    bad.throw_if_any("examples with a bad length");
+  }
+  {
+    Violations out_of_vocab;
+    Violations not_padding;
+    for (std::int64_t i = 0; i < n; ++i) {
+      const std::int64_t len = d.lengths[static_cast<std::size_t>(i)];
+      for (std::int64_t t = 0; t < T; ++t) {
+        const std::int64_t id = d.token(i, t);
+        if (t < len && (id < 0 || id >= vocab_size))
+          out_of_vocab.add([&] {
+            std::ostringstream os;
+            os << src << ": input_ids: example " << i << ", position " << t << ": token id " << id
+               << " is outside the vocabulary [0, " << vocab_size << ")";
+            return os.str();
+          });
+        if (t >= len && id != d.pad_token_id)
+          not_padding.add([&] {
+            std::ostringstream os;
+            os << src << ": input_ids: example " << i << ", position " << t
+               << " is past its length " << len << " but holds " << id << ", not pad_token_id "
+               << d.pad_token_id << " (examples must be right-padded)";
+            return os.str();
+          });
+      }
+    }
+    out_of_vocab.throw_if_any("tokens outside the vocabulary");
+    not_padding.throw_if_any("padding positions that are not pad_token_id");
+  }
+
+  if (d.task == Task::causal_lm) {
+    DISTZO_REQUIRE(d.target_mask.size() == nt, src << ": target_mask holds " << d.target_mask.size()
+                                                   << " entries, expected N*T = " << nt
+                                                   << " (task causal_lm)");
+    DISTZO_REQUIRE(d.candidates.empty() && d.labels.empty(),
+                   src << ": candidates/labels belong to task classification, not causal_lm");
+    Violations misplaced;
+    Violations no_targets;
+    for (std::int64_t i = 0; i < n; ++i) {
+      const std::int64_t len = d.lengths[static_cast<std::size_t>(i)];
+      std::int64_t targets = 0;
+      for (std::int64_t t = 0; t < T; ++t) {
+        if (d.target_mask[static_cast<std::size_t>(i * T + t)] == 0) continue;
+        if (t == 0 || t >= len)
+          misplaced.add([&] {
+            std::ostringstream os;
+            os << src << ": target_mask: example " << i << " marks position " << t
+               << " as a target; targets must lie in [1, length) = [1, " << len
+               << ") (position 0 has nothing to predict it from, positions from the length on are "
+                  "padding)";
+            return os.str();
+          });
+        else
+          ++targets;
+      }
+      if (targets == 0)
+        no_targets.add([&] {
+          std::ostringstream os;
+          os << src << ": target_mask: example " << i
+             << " has no target tokens (is the answer truncated away?)";
+          return os.str();
+        });
+    }
+    misplaced.throw_if_any("misplaced targets");
+    no_targets.throw_if_any("examples without targets");
+  } else {
+    DISTZO_REQUIRE(d.target_mask.empty(),
+                   src << ": target_mask belongs to task causal_lm, not classification");
+    const std::int64_t k = d.num_candidates();
+    DISTZO_REQUIRE(
+        k >= 2, src << ": candidates: " << k << " label word(s); classification needs at least 2");
+    std::set<std::int32_t> seen;
+    for (std::int64_t c = 0; c < k; ++c) {
+      const std::int64_t id = d.candidates[static_cast<std::size_t>(c)];
+      DISTZO_REQUIRE(id >= 0 && id < vocab_size,
+                     src << ": candidates: candidate " << c << " is token id " << id
+                         << ", outside the vocabulary [0, " << vocab_size << ")");
+      DISTZO_REQUIRE(
+          seen.insert(static_cast<std::int32_t>(id)).second,
+          src << ": candidates: token id " << id << " appears twice (candidate " << c << ")");
+    }
+    DISTZO_REQUIRE(d.labels.size() == static_cast<std::size_t>(n),
+                   src << ": labels holds " << d.labels.size()
+                       << " entries, expected one per example (" << n << ")");
+    Violations bad;
+    for (std::int64_t i = 0; i < n; ++i) {
+      const std::int32_t label = d.labels[static_cast<std::size_t>(i)];
+      if (label < 0 || label >= k)
+        bad.add([&] {
+          std::ostringstream os;
+          os << src << ": labels: example " << i << " has label " << label << ", allowed [0, " << k
+             << ") (an index into candidates)";
+          return os.str();
+        });
+    }
+    bad.throw_if_any("labels out of range");
+  }
+}
+
+// ---------------------------------------------------------------- file IO
+
+namespace {
+
+/// Shape of an integer dataset; errors name the file, the dataset and what
+/// was found, so float or boolean arrays written by mistake are explained.
+std::vector<std::int64_t> integer_dataset_shape(const Hdf5File& file, const std::string& name,
+                                                std::size_t rank) {
+  DISTZO_REQUIRE(file.has_dataset(name), file.path() << ": missing dataset '" << name << "'");
+  Hdf5Handle dset(H5Dopen2(file.id(), name.c_str(), H5P_DEFAULT), H5Dclose);
+  DISTZO_REQUIRE(dset.get() >= 0, file.path() << ": cannot open dataset '" << name << "'");
+  Hdf5Handle type(H5Dget_type(dset.get()), H5Tclose);
+  DISTZO_REQUIRE(type.get() >= 0, file.path()
+                                      << ": cannot read the type of dataset '" << name << "'");
+  const H5T_class_t cls = H5Tget_class(type.get());
+  DISTZO_REQUIRE(cls != H5T_ENUM, file.path() << ": dataset '" << name
+                                              << "' is an enum (h5py writes numpy bool that way); "
+                                                 "store it as an integer type, e.g. "
+                                                 "mask.astype('int32')");
+  DISTZO_REQUIRE(cls == H5T_INTEGER, file.path() << ": dataset '" << name
+                                                 << "' must hold integers (int32 preferred), got "
+                                                 << file.dataset_info(name).dtype);
+  const std::vector<std::int64_t> shape = file.dataset_info(name).shape;
+  DISTZO_REQUIRE(shape.size() == rank, file.path() << ": dataset '" << name << "' has shape "
+                                                   << shape_string(shape) << ", expected " << rank
+                                                   << " dimension" << (rank > 1 ? "s" : ""));
+  return shape;
+}
+
+void require_shape(const Hdf5File& file, const std::string& name,
+                   const std::vector<std::int64_t>& shape,
+                   const std::vector<std::int64_t>& expected, const char* why) {
+  DISTZO_REQUIRE(shape == expected, file.path() << ": dataset '" << name << "' has shape "
+                                                << shape_string(shape) << ", expected "
+                                                << shape_string(expected) << " (" << why << ")");
+}
+
+}  // namespace
+
+Dataset load_dataset(const std::string& path, std::int64_t vocab_size) {
+  Hdf5File file(path, Hdf5File::Mode::read);
+  DISTZO_REQUIRE(file.has_attribute("distzo_format") && file.has_attribute("format_version"),
+                 path << " is not a distzo dataset file (no 'distzo_format' / 'format_version' "
+                         "attributes); the format is described in docs/datasets.md");
+  const std::string kind = file.read_string_attribute("distzo_format");
+  DISTZO_REQUIRE(kind == "dataset",
+                 path << ": distzo_format is '" << kind
+                      << "', expected 'dataset' (is this a model or checkpoint?)");
+  const std::int64_t version = file.read_int_attribute("format_version");
+  DISTZO_REQUIRE(version == kDatasetFormatVersion, path << ": dataset format_version " << version
+                                                        << " is not supported (this distzo reads "
+                                                        << kDatasetFormatVersion << ")");
+
+  Dataset d;
+  const std::string task = file.read_string_attribute("task");
+  DISTZO_REQUIRE(
+      task == "causal_lm" || task == "classification",
+      path << ": attribute 'task' is '" << task << "'; allowed: causal_lm, classification");
+  d.task = parse_task(task);
+  d.pad_token_id = file.read_int_attribute("pad_token_id");
+  if (file.has_attribute("description")) d.description = file.read_string_attribute("description");
+
+  const bool lm = d.task == Task::causal_lm;
+  const std::set<std::string> allowed =
+      lm ? std::set<std::string>{"input_ids", "lengths", "target_mask"}
+         : std::set<std::string>{"input_ids", "lengths", "candidates", "labels"};
+  for (const auto& info : file.list_datasets()) {
+    if (allowed.count(info.name) != 0) continue;
+    std::ostringstream names;
+    for (const auto& a : allowed) names << (names.tellp() > 0 ? ", " : "") << a;
+    DISTZO_FAIL(path << ": unexpected dataset '" << info.name << "' for task " << to_string(d.task)
+                     << " (allowed: " << names.str() << ")");
+  }
+
+  const auto ids_shape = integer_dataset_shape(file, "input_ids", 2);
+  d.num_examples = ids_shape[0];
+  d.seq_len = ids_shape[1];
+  DISTZO_REQUIRE(d.num_examples >= 1 && d.seq_len >= 1,
+                 path << ": dataset 'input_ids' has shape " << shape_string(ids_shape)
+                      << "; it needs at least one example of at least one token");
+  const std::int64_t n = d.num_examples;
+  require_shape(file, "lengths", integer_dataset_shape(file, "lengths", 1), {n},
+                "one length per row of input_ids");
+  d.input_ids = file.read_ints("input_ids");
+  d.lengths = file.read_ints("lengths");
+  if (lm) {
+    require_shape(file, "target_mask", integer_dataset_shape(file, "target_mask", 2),
+                  {n, d.seq_len}, "the shape of input_ids");
+    d.target_mask = file.read_ints("target_mask");
+    for (auto& m : d.target_mask) m = m != 0 ? 1 : 0;
+  } else {
+    const auto cand_shape = integer_dataset_shape(file, "candidates", 1);
+    require_shape(file, "labels", integer_dataset_shape(file, "labels", 1), {n},
+                  "one label per row of input_ids");
+    (void)cand_shape;
+    d.candidates = file.read_ints("candidates");
+    d.labels = file.read_ints("labels");
+  }
+  validate_dataset(d, vocab_size, path);
+  return d;
+}
+
+void write_dataset(const std::string& path, const Dataset& d) {
+  // Token ids are int32 on disk; without a model, only non-negativity is checked.
+  validate_dataset(d, std::int64_t{1} << 31, path);
+  const std::int64_t n = d.num_examples;
+  const std::int64_t T = d.seq_len;
+  write_atomically(path, [&](Hdf5File& f) {
+    f.write_string_attribute("distzo_format", "dataset");
+    f.write_int_attribute("format_version", kDatasetFormatVersion);
+    f.write_string_attribute("task", to_string(d.task));
+    f.write_int_attribute("pad_token_id", d.pad_token_id);
+    if (!d.description.empty()) f.write_string_attribute("description", d.description);
+    f.write_ints("input_ids", {n, T}, d.input_ids.data());
+    f.write_ints("lengths", {n}, d.lengths.data());
+    if (d.task == Task::causal_lm) {
+      f.write_ints("target_mask", {n, T}, d.target_mask.data());
+    } else {
+      f.write_ints("candidates", {d.num_candidates()}, d.candidates.data());
+      f.write_ints("labels", {n}, d.labels.data());
+    }
+  });
+}
+
+// ---------------------------------------------------------------- batches
+
+BatchBuilder::BatchBuilder(const Dataset& data, int micro_batch) : data_(&data) {
+  DISTZO_REQUIRE(micro_batch >= 1,
+                 "BatchBuilder: micro_batch must be at least 1, got " << micro_batch);
+  DISTZO_REQUIRE(data.seq_len >= 1 && data.seq_len * micro_batch <= std::numeric_limits<int>::max(),
+                 "BatchBuilder: micro_batch * seq_len = " << micro_batch << " * " << data.seq_len
+                                                          << " does not fit a 32-bit row index");
+  const int B = micro_batch;
+  const int T = static_cast<int>(data.seq_len);
+  Batch& b = batch_;
+  b.task = data.task;
+  b.micro_batch = B;
+  b.seq_len = T;
+  b.tokens = IntMat("distzo::batch::tokens", B, T);
+  b.mask = IntMat("distzo::batch::mask", B, T);
+  h_tokens_ = Kokkos::create_mirror_view(b.tokens);
+  h_mask_ = Kokkos::create_mirror_view(b.mask);
+  if (data.task == Task::causal_lm) {
+    b.targets = IntVec("distzo::batch::targets", static_cast<std::size_t>(B) * T);
+    h_targets_ = Kokkos::create_mirror_view(b.targets);
+  } else {
+    b.rows = IntVec("distzo::batch::rows", B);
+    b.gold = IntVec("distzo::batch::gold", B);
+    b.candidates = IntVec("distzo::batch::candidates", data.candidates.size());
+    h_rows_ = Kokkos::create_mirror_view(b.rows);
+    h_gold_ = Kokkos::create_mirror_view(b.gold);
+    auto h_cand = Kokkos::create_mirror_view(b.candidates);
+    for (std::size_t c = 0; c < data.candidates.size(); ++c) h_cand(c) = data.candidates[c];
+    Kokkos::deep_copy(b.candidates, h_cand);
+  }
+}
+
+const Batch& BatchBuilder::fill(const ExecSpace& space,
+                                const std::vector<std::int64_t>& example_indices) {
+  const Dataset& d = *data_;
+  Batch& b = batch_;
+  const int B = b.micro_batch;
+  const int T = b.seq_len;
+  DISTZO_REQUIRE(example_indices.size() <= static_cast<std::size_t>(B),
+                 "BatchBuilder::fill: " << example_indices.size()
+                                        << " examples do not fit a micro-batch of " << B);
+  for (std::size_t r = 0; r < example_indices.size(); ++r)
+    DISTZO_REQUIRE(example_indices[r] >= 0 && example_indices[r] < d.num_examples,
+                   "BatchBuilder::fill: example index " << example_indices[r] << " (row " << r
+                                                        << ") is outside [0, " << d.num_examples
+                                                        << ")");
+
+  // The mirrors are about to be overwritten; on host backends they alias the
+  // device views that earlier kernels on `space` may still read.
+  kernels::fence(space, "distzo::BatchBuilder::fill: previous batch no longer in use");
+
+  const bool lm = b.task == Task::causal_lm;
+  const int pad = static_cast<int>(d.pad_token_id);
+  std::int64_t tokens = 0;
+  std::int64_t targets = 0;
+  for (int r = 0; r < B; ++r) {
+    const bool real = static_cast<std::size_t>(r) < example_indices.size();
+    const std::int64_t i = real ? example_indices[static_cast<std::size_t>(r)] : 0;
+    const int len = real ? d.lengths[static_cast<std::size_t>(i)] : 0;
+    tokens += len;
+    for (int t = 0; t < T; ++t) {
+      h_tokens_(r, t) = real ? d.token(i, t) : pad;
+      h_mask_(r, t) = t < len ? 1 : 0;
+    }
+    if (lm) {
+      // Position t predicts token t+1: the label at row r*T+t is that token
+      // when the file marks t+1 as a target.
+      const std::size_t row = static_cast<std::size_t>(i * T);
+      for (int t = 0; t < T; ++t) {
+        const bool is_target =
+            real && t + 1 < T && d.target_mask[row + static_cast<std::size_t>(t) + 1] != 0;
+        h_targets_(static_cast<std::size_t>(r) * T + t) =
+            is_target ? d.token(i, t + 1) : kIgnoreLabel;
+        if (is_target) ++targets;
+      }
+    } else {
+      h_rows_(r) = r * T + (real ? len - 1 : 0);
+      h_gold_(r) = real ? d.labels[static_cast<std::size_t>(i)] : kIgnoreLabel;
+      if (real) ++targets;
+    }
+  }
+  b.num_examples = static_cast<std::int64_t>(example_indices.size());
+  b.num_tokens = tokens;
+  b.num_targets = targets;
+
+  Kokkos::deep_copy(space, b.tokens, h_tokens_);
+  Kokkos::deep_copy(space, b.mask, h_mask_);
+  if (lm) {
+    Kokkos::deep_copy(space, b.targets, h_targets_);
+  } else {
+    Kokkos::deep_copy(space, b.rows, h_rows_);
+    Kokkos::deep_copy(space, b.gold, h_gold_);
+  }
+  return b;
+}
+
+const Batch& BatchBuilder::fill(const std::vector<std::int64_t>& example_indices) {
+  const ExecSpace space;
+  fill(space, example_indices);
+  kernels::fence(space, "distzo::BatchBuilder::fill: batch copied to the device");
+  return batch_;
+}
+
+// ---------------------------------------------------------------- data order
+
+DataOrder::DataOrder(std::int64_t num_examples, std::uint64_t shuffle_seed)
+    : num_examples_(num_examples), shuffle_seed_(shuffle_seed) {
+  DISTZO_REQUIRE(num_examples >= 1, "DataOrder: the dataset has no examples");
+}
+
+std::vector<std::int64_t> DataOrder::permutation(std::int64_t epoch) const {
+  DISTZO_REQUIRE(epoch >= 0, "DataOrder: epoch must be non-negative, got " << epoch);
+  const auto e = static_cast<std::uint64_t>(epoch);
+  // Epoch key: one Philox call on (epoch, tag) under the seed, as the
+  // perturbation derives its stream keys, with a tag of its own.
+  const PhiloxKey seed_key{
+      {static_cast<std::uint32_t>(shuffle_seed_), static_cast<std::uint32_t>(shuffle_seed_ >> 32)}};
+  const PhiloxBlock key_ctr{
+      {static_cast<std::uint32_t>(e), static_cast<std::uint32_t>(e >> 32), 0u, kDataOrderKeyTag}};
+  const PhiloxBlock k = philox4x32_10(key_ctr, seed_key);
+  const PhiloxKey epoch_key{{k.v[0], k.v[1]}};
+
+  std::vector<std::int64_t> perm(static_cast<std::size_t>(num_examples_));
+  std::iota(perm.begin(), perm.end(), std::int64_t{0});
+  // Fisher-Yates from the back; swap i draws j uniformly in [0, i] from the
+  // 64-bit word w1:w0 of Philox(counter = (i, 0, tag)). The modulo bias is at
+  // most (i+1) / 2^64, far below anything measurable.
+  for (std::int64_t i = num_examples_ - 1; i >= 1; --i) {
+    const auto u = static_cast<std::uint64_t>(i);
+    const PhiloxBlock ctr{{static_cast<std::uint32_t>(u), static_cast<std::uint32_t>(u >> 32), 0u,
+                           kDataOrderSwapTag}};
+    const PhiloxBlock w = philox4x32_10(ctr, epoch_key);
+    const std::uint64_t r = (static_cast<std::uint64_t>(w.v[1]) << 32) | w.v[0];
+    const auto j = static_cast<std::size_t>(r % (u + 1));
+    std::swap(perm[static_cast<std::size_t>(i)], perm[j]);
+  }
+  return perm;
+}
+
+const std::vector<std::int64_t>& DataOrder::cached_permutation(std::int64_t epoch) {
+  for (auto& c : cache_)
+    if (c.epoch == epoch) return c.perm;
+  Cached& slot = cache_[next_slot_];
+  next_slot_ = 1 - next_slot_;
+  slot.perm = permutation(epoch);
+  slot.epoch = epoch;
+  return slot.perm;
+}
+
+std::vector<std::int64_t> DataOrder::micro_batch(std::int64_t step, int data_rank, int data_size,
+                                                 int micro_batch) {
+  DISTZO_REQUIRE(step >= 0, "DataOrder: step must be non-negative, got " << step);
+  DISTZO_REQUIRE(data_size >= 1 && data_rank >= 0 && data_rank < data_size,
+                 "DataOrder: data-parallel rank " << data_rank << " of " << data_size
+                                                  << " is not a valid replica");
+  DISTZO_REQUIRE(micro_batch >= 1,
+                 "DataOrder: micro_batch must be at least 1, got " << micro_batch);
+  const std::int64_t global = static_cast<std::int64_t>(micro_batch) * data_size;
+  DISTZO_REQUIRE(step <= (std::numeric_limits<std::int64_t>::max() - global) / global,
+                 "DataOrder: step " << step << " with a global batch of " << global
+                                    << " overflows a 64-bit position");
+  const std::int64_t first = step * global + static_cast<std::int64_t>(data_rank) * micro_batch;
+  std::vector<std::int64_t> out(static_cast<std::size_t>(micro_batch));
+  for (int k = 0; k < micro_batch; ++k) {
+    const std::int64_t position = first + k;
+    const auto& perm = cached_permutation(position / num_examples_);
+    out[static_cast<std::size_t>(k)] = perm[static_cast<std::size_t>(position % num_examples_)];
+  }
+  return out;
+}
+
+std::int64_t DataOrder::epoch_of_step(std::int64_t step, std::int64_t global_batch) const {
+  DISTZO_REQUIRE(step >= 0 && global_batch >= 1,
+                 "DataOrder::epoch_of_step: step " << step << ", global batch " << global_batch);
+  return step * global_batch / num_examples_;
+}
+
+}  // namespace distzo::io

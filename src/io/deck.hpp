@@ -1,0 +1,140 @@
+#pragma once
+// Input decks (docs/decks.md): the YAML file a user hands to `distzo run`,
+// read into plain structs with every default filled in.
+//
+// Decks are strict. yaml-cpp accepts unknown and duplicate keys silently, so
+// the loader walks every map itself: an unknown key, a duplicate key, a wrong
+// type, an out-of-range value, an unknown enum value, a missing required key
+// or file, a YAML syntax error, or a mesh that does not fit the job is a
+// distzo::Error whose message starts with `<source>:<line>: <section.key>: `
+// and says what is allowed and what was found.
+//
+// Paths in a deck are used as written: a relative path is relative to the
+// working directory of the process (as in most HPC codes), not to the deck.
+
+#include "core/perturbation.hpp"
+#include "zo/lr_schedule.hpp"
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace distzo::io {
+
+/// Deck enums are the engine's own types (spelled in decks as to_string gives).
+using Schedule = zo::ScheduleKind;
+using distzo::Distribution;
+
+struct ModelSection {
+  std::string path;  // HDF5 model file (required)
+};
+
+struct DataSection {
+  std::string train;               // training set (required)
+  std::string eval;                // evaluation set; empty = no evaluation
+  int micro_batch = 8;             // examples per rank and step, >= 1
+  std::uint64_t shuffle_seed = 0;  // seed of the example order
+};
+
+struct OptimSection {
+  std::int64_t steps = 0;  // required, >= 0
+  double lr = 0.0;         // required, > 0
+  Schedule schedule = Schedule::constant;
+  std::int64_t warmup_steps = 0;  // >= 0 and <= steps
+  double eps = 1e-3;              // perturbation scale, > 0
+  double weight_decay = 0.0;      // >= 0
+  int queries = 1;                // q: SPSA queries per step, >= 1
+  Distribution distribution = Distribution::gaussian;
+  std::uint64_t seed = 0;  // run seed of z
+  int max_nonfinite = 5;   // abort after this many consecutive non-finite losses
+};
+
+struct EvalSection {
+  std::int64_t interval = 0;      // steps between evals; 0 = before training and at the end only
+  std::int64_t max_examples = 0;  // 0 = the whole eval set
+};
+
+struct CheckpointSection {
+  std::int64_t interval = 0;  // steps between checkpoints; 0 = at the end only
+  int keep = 2;               // newest checkpoints kept, >= 1
+  std::string resume;         // "" = fresh start, a ckpt path, or "latest"
+};
+
+struct OutputSection {
+  std::string dir;                // required; created by the runner
+  std::int64_t log_interval = 10;  // steps between progress lines, >= 1
+};
+
+struct ParallelSection {
+  int perturbation = 1;               // P: ranks sharing the 2q evaluations of a step
+  int data = 1;                       // D: data-parallel replicas
+  std::int64_t check_interval = 100;  // steps between replica digest checks; 0 = never
+};
+
+/// Where a deck came from, for error messages raised after parsing
+/// (a mesh mismatch, a file that vanished, ...).
+struct DeckOrigin {
+  std::string source;  // the name given to parse_deck (the path, for load_deck)
+  /// 1-based line of every section ("optim") and key ("optim.lr") written in
+  /// the deck; keys left to their default are absent.
+  std::map<std::string, int> lines;
+
+  bool written(const std::string& key) const { return lines.count(key) != 0; }
+  /// The key's line, else its section's line, else 1.
+  int line(const std::string& key) const;
+  /// "<source>:<line>: <key>: " — the prefix every deck error starts with.
+  std::string where(const std::string& key) const;
+};
+
+struct Deck {
+  ModelSection model;
+  DataSection data;
+  OptimSection optim;
+  EvalSection eval;
+  CheckpointSection checkpoint;
+  OutputSection output;
+  ParallelSection parallel;
+  DeckOrigin origin;  // not part of the value: operator== ignores it
+};
+
+/// Compares the values of two decks (every section), not where they came from.
+bool operator==(const Deck& a, const Deck& b);
+inline bool operator!=(const Deck& a, const Deck& b) { return !(a == b); }
+
+/// Every key a deck may hold, as "section.key", in the canonical order that
+/// resolved_yaml writes.
+std::vector<std::string> deck_keys();
+
+/// Parses and validates deck text: syntax, keys, types, ranges, enums and
+/// the cross-field rules (optim.warmup_steps <= optim.steps,
+/// parallel.perturbation divides 2 * optim.queries). Touches no files:
+/// `source_name` is only used in messages. Throws distzo::Error.
+Deck parse_deck(const std::string& yaml_text, const std::string& source_name);
+
+/// Checks the files a deck names, relative to the current working directory:
+/// model.path, data.train, data.eval (when set) and checkpoint.resume (when a
+/// path, not "latest") must be existing regular files; output.dir, if it
+/// exists, must be a directory. Throws distzo::Error at the key's line.
+void validate_files(const Deck& deck);
+
+/// Reads the file, parse_deck()s it with the path as the source name, then
+/// validate_files(). What `distzo run` calls on every rank.
+Deck load_deck(const std::string& path);
+
+/// Throws unless parallel.perturbation * parallel.data == world_size; the
+/// message names both keys, their lines, the product and the rank count.
+void check_mesh(const Deck& deck, int world_size);
+
+/// The checkpoint to resume from: "" for a fresh start (checkpoint.resume
+/// empty, or "latest" with no ckpt-STEP.h5 in output.dir yet), the newest
+/// output.dir/ckpt-STEP.h5 (highest STEP) for "latest", else the path as
+/// written.
+std::string resume_checkpoint_path(const Deck& deck);
+
+/// The deck as YAML with every key written and defaults filled in, in the
+/// canonical key order, so that parse_deck(resolved_yaml(d), ...) == d. The
+/// runner writes it to output.dir/deck.resolved.yaml.
+std::string resolved_yaml(const Deck& deck);
+
+}  // namespace distzo::io

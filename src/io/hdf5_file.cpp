@@ -1,0 +1,258 @@
+#include "io/hdf5_file.hpp"
+
+#include "core/error.hpp"
+
+#include <cstdio>
+#include <unistd.h>
+
+namespace distzo::io {
+
+namespace {
+
+/// HDF5 prints its own error stack to stderr by default; distzo reports errors
+/// itself, with the file and object named, so the stack is silenced once.
+void silence_hdf5_error_stack() {
+  static const bool silenced = [] {
+    H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr);
+    return true;
+  }();
+  (void)silenced;
+}
+
+Hdf5Handle check(hid_t id, Hdf5Handle::Closer closer, const std::string& what) {
+  DISTZO_REQUIRE(id >= 0, what);
+  return Hdf5Handle(id, closer);
+}
+
+std::string dtype_name(hid_t type) {
+  const H5T_class_t cls = H5Tget_class(type);
+  const std::size_t size = H5Tget_size(type);
+  if (cls == H5T_FLOAT) return size == 4 ? "float32" : size == 8 ? "float64" : "other";
+  if (cls == H5T_INTEGER) return size == 4 ? "int32" : size == 8 ? "int64" : "other";
+  return "other";
+}
+
+herr_t collect_name(hid_t, const char* name, const H5L_info_t*, void* out) {
+  static_cast<std::vector<std::string>*>(out)->emplace_back(name);
+  return 0;
+}
+
+}  // namespace
+
+Hdf5File::Hdf5File(const std::string& path, Mode mode) : path_(path) {
+  silence_hdf5_error_stack();
+  if (mode == Mode::read) {
+    DISTZO_REQUIRE(access(path.c_str(), R_OK) == 0, "cannot read file '" << path << "'");
+    file_ = check(H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT), H5Fclose,
+                  "'" + path + "' is not an HDF5 file");
+  } else {
+    file_ = check(H5Fcreate(path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT), H5Fclose,
+                  "cannot create HDF5 file '" + path + "'");
+  }
+}
+
+bool Hdf5File::has_attribute(const std::string& name) const {
+  return H5Aexists(id(), name.c_str()) > 0;
+}
+
+std::int64_t Hdf5File::read_int_attribute(const std::string& name) const {
+  DISTZO_REQUIRE(has_attribute(name), path_ << ": missing attribute '" << name << "'");
+  auto attr = check(H5Aopen(id(), name.c_str(), H5P_DEFAULT), H5Aclose, path_ + ": attribute " + name);
+  auto type = check(H5Aget_type(attr.get()), H5Tclose, path_ + ": attribute type " + name);
+  DISTZO_REQUIRE(H5Tget_class(type.get()) == H5T_INTEGER,
+                 path_ << ": attribute '" << name << "' should be an integer");
+  std::int64_t value = 0;
+  DISTZO_REQUIRE(H5Aread(attr.get(), H5T_NATIVE_INT64, &value) >= 0,
+                 path_ << ": cannot read attribute '" << name << "'");
+  return value;
+}
+
+double Hdf5File::read_double_attribute(const std::string& name) const {
+  DISTZO_REQUIRE(has_attribute(name), path_ << ": missing attribute '" << name << "'");
+  auto attr = check(H5Aopen(id(), name.c_str(), H5P_DEFAULT), H5Aclose, path_ + ": attribute " + name);
+  double value = 0;
+  DISTZO_REQUIRE(H5Aread(attr.get(), H5T_NATIVE_DOUBLE, &value) >= 0,
+                 path_ << ": cannot read attribute '" << name << "' as a number");
+  return value;
+}
+
+std::string Hdf5File::read_string_attribute(const std::string& name) const {
+  DISTZO_REQUIRE(has_attribute(name), path_ << ": missing attribute '" << name << "'");
+  auto attr = check(H5Aopen(id(), name.c_str(), H5P_DEFAULT), H5Aclose, path_ + ": attribute " + name);
+  auto type = check(H5Aget_type(attr.get()), H5Tclose, path_ + ": attribute type " + name);
+  DISTZO_REQUIRE(H5Tget_class(type.get()) == H5T_STRING,
+                 path_ << ": attribute '" << name << "' should be a string");
+  // h5py writes variable-length UTF-8 strings; other writers use fixed length.
+  if (H5Tis_variable_str(type.get()) > 0) {
+    char* raw = nullptr;
+    DISTZO_REQUIRE(H5Aread(attr.get(), type.get(), &raw) >= 0,
+                   path_ << ": cannot read attribute '" << name << "'");
+    std::string value = raw ? raw : "";
+    H5free_memory(raw);
+    return value;
+  }
+  std::string value(H5Tget_size(type.get()), '\0');
+  DISTZO_REQUIRE(H5Aread(attr.get(), type.get(), value.data()) >= 0,
+                 path_ << ": cannot read attribute '" << name << "'");
+  value.resize(value.find('\0') == std::string::npos ? value.size() : value.find('\0'));
+  return value;
+}
+
+namespace {
+template <class T>
+void write_scalar_attribute(hid_t file, const std::string& path, const std::string& name,
+                            hid_t type, const T* value) {
+  if (H5Aexists(file, name.c_str()) > 0) H5Adelete(file, name.c_str());
+  auto space = check(H5Screate(H5S_SCALAR), H5Sclose, path + ": dataspace");
+  auto attr = check(H5Acreate2(file, name.c_str(), type, space.get(), H5P_DEFAULT, H5P_DEFAULT),
+                    H5Aclose, path + ": cannot create attribute " + name);
+  DISTZO_REQUIRE(H5Awrite(attr.get(), type, value) >= 0,
+                 path << ": cannot write attribute '" << name << "'");
+}
+}  // namespace
+
+void Hdf5File::write_int_attribute(const std::string& name, std::int64_t value) {
+  write_scalar_attribute(id(), path_, name, H5T_NATIVE_INT64, &value);
+}
+
+void Hdf5File::write_double_attribute(const std::string& name, double value) {
+  write_scalar_attribute(id(), path_, name, H5T_NATIVE_DOUBLE, &value);
+}
+
+void Hdf5File::write_string_attribute(const std::string& name, const std::string& value) {
+  // Variable-length UTF-8, the type h5py writes and reads as `str`.
+  auto type = check(H5Tcopy(H5T_C_S1), H5Tclose, path_ + ": string type");
+  H5Tset_size(type.get(), H5T_VARIABLE);
+  H5Tset_cset(type.get(), H5T_CSET_UTF8);
+  const char* raw = value.c_str();
+  write_scalar_attribute(id(), path_, name, type.get(), &raw);
+}
+
+bool Hdf5File::has_dataset(const std::string& name) const {
+  if (H5Lexists(id(), name.c_str(), H5P_DEFAULT) <= 0) return false;
+  // H5Oopen + H5Iget_type works on HDF5 1.10 (Debian 12) and 1.12+ alike.
+  const hid_t object = H5Oopen(id(), name.c_str(), H5P_DEFAULT);
+  if (object < 0) return false;
+  const bool is_dataset = H5Iget_type(object) == H5I_DATASET;
+  H5Oclose(object);
+  return is_dataset;
+}
+
+DatasetInfo Hdf5File::dataset_info(const std::string& name) const {
+  DISTZO_REQUIRE(has_dataset(name), path_ << ": missing dataset '" << name << "'");
+  auto dset = check(H5Dopen2(id(), name.c_str(), H5P_DEFAULT), H5Dclose, path_ + ": dataset " + name);
+  auto space = check(H5Dget_space(dset.get()), H5Sclose, path_ + ": dataspace of " + name);
+  auto type = check(H5Dget_type(dset.get()), H5Tclose, path_ + ": type of " + name);
+  const int rank = H5Sget_simple_extent_ndims(space.get());
+  std::vector<hsize_t> dims(static_cast<std::size_t>(rank > 0 ? rank : 0));
+  if (rank > 0) H5Sget_simple_extent_dims(space.get(), dims.data(), nullptr);
+  DatasetInfo info;
+  info.name = name;
+  for (hsize_t d : dims) info.shape.push_back(static_cast<std::int64_t>(d));
+  info.dtype = dtype_name(type.get());
+  return info;
+}
+
+std::vector<DatasetInfo> Hdf5File::list_datasets() const {
+  std::vector<std::string> names;
+  H5Literate(id(), H5_INDEX_NAME, H5_ITER_INC, nullptr, collect_name, &names);
+  std::vector<DatasetInfo> out;
+  for (const auto& n : names)
+    if (has_dataset(n)) out.push_back(dataset_info(n));
+  return out;
+}
+
+void Hdf5File::read_into(const std::string& name, hid_t mem_type, void* out,
+                         std::size_t count) const {
+  const DatasetInfo info = dataset_info(name);
+  std::size_t n = 1;
+  for (auto d : info.shape) n *= static_cast<std::size_t>(d);
+  DISTZO_REQUIRE(n == count, path_ << ": dataset '" << name << "' has " << n
+                                   << " elements, expected " << count);
+  auto dset = check(H5Dopen2(id(), name.c_str(), H5P_DEFAULT), H5Dclose, path_ + ": dataset " + name);
+  DISTZO_REQUIRE(H5Dread(dset.get(), mem_type, H5S_ALL, H5S_ALL, H5P_DEFAULT, out) >= 0,
+                 path_ << ": cannot read dataset '" << name << "' (" << info.dtype << ")");
+}
+
+namespace {
+std::size_t element_count(const DatasetInfo& info) {
+  std::size_t n = 1;
+  for (auto d : info.shape) n *= static_cast<std::size_t>(d);
+  return n;
+}
+}  // namespace
+
+std::vector<float> Hdf5File::read_floats(const std::string& name) const {
+  std::vector<float> v(element_count(dataset_info(name)));
+  read_into(name, H5T_NATIVE_FLOAT, v.data(), v.size());
+  return v;
+}
+
+std::vector<double> Hdf5File::read_doubles(const std::string& name) const {
+  std::vector<double> v(element_count(dataset_info(name)));
+  read_into(name, H5T_NATIVE_DOUBLE, v.data(), v.size());
+  return v;
+}
+
+std::vector<std::int32_t> Hdf5File::read_ints(const std::string& name) const {
+  std::vector<std::int32_t> v(element_count(dataset_info(name)));
+  read_into(name, H5T_NATIVE_INT32, v.data(), v.size());
+  return v;
+}
+
+std::vector<std::int64_t> Hdf5File::read_int64s(const std::string& name) const {
+  std::vector<std::int64_t> v(element_count(dataset_info(name)));
+  read_into(name, H5T_NATIVE_INT64, v.data(), v.size());
+  return v;
+}
+
+void Hdf5File::write_from(const std::string& name, const std::vector<std::int64_t>& shape,
+                          hid_t file_type, hid_t mem_type, const void* data) {
+  std::vector<hsize_t> dims(shape.begin(), shape.end());
+  auto space = check(dims.empty() ? H5Screate(H5S_SCALAR)
+                                  : H5Screate_simple(static_cast<int>(dims.size()), dims.data(), nullptr),
+                     H5Sclose, path_ + ": dataspace for " + name);
+  // No timestamps: the same tensors always give the same bytes on disk.
+  auto dcpl = check(H5Pcreate(H5P_DATASET_CREATE), H5Pclose, path_ + ": property list");
+  H5Pset_obj_track_times(dcpl.get(), 0);
+  auto lcpl = check(H5Pcreate(H5P_LINK_CREATE), H5Pclose, path_ + ": property list");
+  H5Pset_create_intermediate_group(lcpl.get(), 1);
+  auto dset = check(H5Dcreate2(id(), name.c_str(), file_type, space.get(), lcpl.get(), dcpl.get(),
+                               H5P_DEFAULT),
+                    H5Dclose, path_ + ": cannot create dataset " + name);
+  DISTZO_REQUIRE(H5Dwrite(dset.get(), mem_type, H5S_ALL, H5S_ALL, H5P_DEFAULT, data) >= 0,
+                 path_ << ": cannot write dataset '" << name << "'");
+}
+
+void Hdf5File::write_floats(const std::string& name, const std::vector<std::int64_t>& shape,
+                            const float* data) {
+  write_from(name, shape, H5T_IEEE_F32LE, H5T_NATIVE_FLOAT, data);
+}
+
+void Hdf5File::write_doubles(const std::string& name, const std::vector<std::int64_t>& shape,
+                             const double* data) {
+  write_from(name, shape, H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, data);
+}
+
+void Hdf5File::write_ints(const std::string& name, const std::vector<std::int64_t>& shape,
+                          const std::int32_t* data) {
+  write_from(name, shape, H5T_STD_I32LE, H5T_NATIVE_INT32, data);
+}
+
+void Hdf5File::write_int64s(const std::string& name, const std::vector<std::int64_t>& shape,
+                            const std::int64_t* data) {
+  write_from(name, shape, H5T_STD_I64LE, H5T_NATIVE_INT64, data);
+}
+
+std::string temporary_path_for(const std::string& path) {
+  return path + ".tmp." + std::to_string(static_cast<long>(getpid()));
+}
+
+void commit_temporary(const std::string& temporary, const std::string& path) {
+  DISTZO_REQUIRE(std::rename(temporary.c_str(), path.c_str()) == 0,
+                 "cannot rename '" << temporary << "' to '" << path << "'");
+}
+
+void discard_temporary(const std::string& temporary) { std::remove(temporary.c_str()); }
+
+}  // namespace distzo::io

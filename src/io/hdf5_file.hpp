@@ -1,0 +1,120 @@
+#pragma once
+// A thin RAII layer over the HDF5 C API: handles close themselves, every call
+// is checked, and errors name the file and the object. Only what distzo's
+// formats need: root-level datasets and attributes of a few scalar types.
+
+#include <hdf5.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace distzo::io {
+
+/// Owns one hid_t and closes it with the matching H5*close.
+class Hdf5Handle {
+ public:
+  using Closer = herr_t (*)(hid_t);
+  Hdf5Handle() = default;
+  Hdf5Handle(hid_t id, Closer closer) : id_(id), closer_(closer) {}
+  Hdf5Handle(const Hdf5Handle&) = delete;
+  Hdf5Handle& operator=(const Hdf5Handle&) = delete;
+  Hdf5Handle(Hdf5Handle&& other) noexcept { swap(other); }
+  Hdf5Handle& operator=(Hdf5Handle&& other) noexcept {
+    swap(other);
+    return *this;
+  }
+  ~Hdf5Handle() {
+    if (id_ >= 0 && closer_) closer_(id_);
+  }
+  hid_t get() const { return id_; }
+
+ private:
+  void swap(Hdf5Handle& other) noexcept {
+    std::swap(id_, other.id_);
+    std::swap(closer_, other.closer_);
+  }
+  hid_t id_ = -1;
+  Closer closer_ = nullptr;
+};
+
+/// Shape and element type of one dataset.
+struct DatasetInfo {
+  std::string name;
+  std::vector<std::int64_t> shape;
+  std::string dtype;  // "float32", "float64", "int32", "int64", or "other"
+};
+
+class Hdf5File {
+ public:
+  enum class Mode { read, create };
+  Hdf5File(const std::string& path, Mode mode);
+
+  const std::string& path() const { return path_; }
+  hid_t id() const { return file_.get(); }
+
+  bool has_attribute(const std::string& name) const;
+  std::int64_t read_int_attribute(const std::string& name) const;
+  double read_double_attribute(const std::string& name) const;
+  std::string read_string_attribute(const std::string& name) const;
+  void write_int_attribute(const std::string& name, std::int64_t value);
+  void write_double_attribute(const std::string& name, double value);
+  void write_string_attribute(const std::string& name, const std::string& value);
+
+  /// Names may contain '/' ("distzo/seed_log/g"): groups are created on write.
+  bool has_dataset(const std::string& name) const;
+  /// Root-level datasets in name order (datasets inside groups are not listed).
+  std::vector<DatasetInfo> list_datasets() const;
+  DatasetInfo dataset_info(const std::string& name) const;
+
+  /// Reads a whole dataset, converting to the requested type (HDF5 converts
+  /// between numeric types; the caller checks shapes).
+  std::vector<float> read_floats(const std::string& name) const;
+  std::vector<double> read_doubles(const std::string& name) const;
+  std::vector<std::int32_t> read_ints(const std::string& name) const;
+  std::vector<std::int64_t> read_int64s(const std::string& name) const;
+
+  void write_floats(const std::string& name, const std::vector<std::int64_t>& shape,
+                    const float* data);
+  void write_doubles(const std::string& name, const std::vector<std::int64_t>& shape,
+                     const double* data);
+  void write_ints(const std::string& name, const std::vector<std::int64_t>& shape,
+                  const std::int32_t* data);
+  void write_int64s(const std::string& name, const std::vector<std::int64_t>& shape,
+                    const std::int64_t* data);
+
+ private:
+  void read_into(const std::string& name, hid_t mem_type, void* out, std::size_t count) const;
+  void write_from(const std::string& name, const std::vector<std::int64_t>& shape,
+                  hid_t file_type, hid_t mem_type, const void* data);
+
+  std::string path_;
+  Hdf5Handle file_;
+};
+
+/// Writes a file atomically: `write` fills a temporary file beside `path`,
+/// which is renamed over `path` only if `write` returns normally. A crash or an
+/// exception leaves any previous file at `path` untouched.
+template <class WriteFn>
+void write_atomically(const std::string& path, WriteFn&& write);
+
+std::string temporary_path_for(const std::string& path);
+void commit_temporary(const std::string& temporary, const std::string& path);
+void discard_temporary(const std::string& temporary);
+
+template <class WriteFn>
+void write_atomically(const std::string& path, WriteFn&& write) {
+  const std::string tmp = temporary_path_for(path);
+  try {
+    {
+      Hdf5File file(tmp, Hdf5File::Mode::create);
+      write(file);
+    }  // closed (and flushed) before the rename
+    commit_temporary(tmp, path);
+  } catch (...) {
+    discard_temporary(tmp);
+    throw;
+  }
+}
+
+}  // namespace distzo::io

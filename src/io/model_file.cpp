@@ -1,0 +1,110 @@
+#include "io/model_file.hpp"
+
+#include "core/error.hpp"
+
+#include <set>
+
+namespace distzo::io {
+
+namespace {
+const char* const kConfigInts[] = {"hidden_size",         "num_hidden_layers",
+                                   "num_attention_heads", "ffn_dim",
+                                   "vocab_size",          "max_position_embeddings",
+                                   "word_embed_proj_dim"};
+}  // namespace
+
+model::OptConfig read_opt_config(const Hdf5File& file) {
+  DISTZO_REQUIRE(file.has_attribute("distzo_format") && file.has_attribute("format_version"),
+                 file.path() << " is not a distzo model file (no 'distzo_format' / "
+                                "'format_version' attributes); convert Hugging Face "
+                                "checkpoints with tools/hf_to_h5.py");
+  const std::string kind = file.read_string_attribute("distzo_format");
+  DISTZO_REQUIRE(kind == "model" || kind == "checkpoint",
+                 file.path() << " is a distzo " << kind
+                             << " file, not a model or checkpoint (distzo_format = \"" << kind
+                             << "\")");
+  const std::int64_t version = file.read_int_attribute("format_version");
+  DISTZO_REQUIRE(version == kModelFormatVersion,
+                 file.path() << ": format_version " << version << " is not supported (this distzo reads "
+                             << kModelFormatVersion << ")");
+  const std::string arch = file.read_string_attribute("architecture");
+  DISTZO_REQUIRE(arch == "opt", file.path() << ": architecture '" << arch
+                                            << "' is not supported (supported: opt)");
+  model::OptConfig c;
+  std::int64_t* fields[] = {&c.hidden_size,         &c.num_hidden_layers,
+                            &c.num_attention_heads, &c.ffn_dim,
+                            &c.vocab_size,          &c.max_position_embeddings,
+                            &c.word_embed_proj_dim};
+  for (std::size_t i = 0; i < std::size(kConfigInts); ++i)
+    *fields[i] = file.read_int_attribute(kConfigInts[i]);
+  c.do_layer_norm_before = file.read_int_attribute("do_layer_norm_before") != 0;
+  c.tie_word_embeddings = file.read_int_attribute("tie_word_embeddings") != 0;
+  c.activation_function = file.read_string_attribute("activation_function");
+  try {
+    c.validate();
+  } catch (const Error& e) {
+    DISTZO_FAIL(file.path() << ": " << e.what());
+  }
+  return c;
+}
+
+void write_opt_config(Hdf5File& file, const model::OptConfig& c,
+                      const std::string& hf_config_json) {
+  file.write_int_attribute("format_version", kModelFormatVersion);
+  file.write_string_attribute("architecture", "opt");
+  const std::int64_t values[] = {c.hidden_size, c.num_hidden_layers, c.num_attention_heads,
+                                 c.ffn_dim,     c.vocab_size,        c.max_position_embeddings,
+                                 c.word_embed_proj_dim};
+  for (std::size_t i = 0; i < std::size(kConfigInts); ++i)
+    file.write_int_attribute(kConfigInts[i], values[i]);
+  file.write_int_attribute("do_layer_norm_before", c.do_layer_norm_before ? 1 : 0);
+  file.write_int_attribute("tie_word_embeddings", c.tie_word_embeddings ? 1 : 0);
+  file.write_string_attribute("activation_function", c.activation_function);
+  file.write_string_attribute("hf_config_json", hf_config_json);
+}
+
+LoadedModel load_model(const std::string& path) {
+  Hdf5File file(path, Hdf5File::Mode::read);
+  LoadedModel m;
+  m.config = read_opt_config(file);
+  m.kind = file.read_string_attribute("distzo_format");
+  if (file.has_attribute("hf_config_json"))
+    m.hf_config_json = file.read_string_attribute("hf_config_json");
+  m.registry = model::ParameterRegistry::for_opt(m.config);
+
+  std::set<std::string> expected;
+  for (const auto& p : m.registry.parameters()) expected.insert(p.name);
+  for (const auto& d : file.list_datasets())
+    DISTZO_REQUIRE(expected.count(d.name) != 0,
+                   path << ": unexpected tensor '" << d.name
+                        << "' for this OPT config (an untied lm_head or a non-canonical name? "
+                           "tools/hf_to_h5.py normalises Hugging Face checkpoints)");
+
+  m.tensors = model::allocate_tensors(m.registry);
+  for (const auto& p : m.registry.parameters()) {
+    DISTZO_REQUIRE(file.has_dataset(p.name), path << ": missing tensor '" << p.name << "', shape "
+                                                  << model::format_shape(p.shape));
+    const DatasetInfo info = file.dataset_info(p.name);
+    DISTZO_REQUIRE(info.shape == p.shape, path << ": tensor " << p.name << ": got "
+                                               << model::format_shape(info.shape) << ", expected "
+                                               << model::format_shape(p.shape));
+    DISTZO_REQUIRE(info.dtype == "float32", path << ": tensor " << p.name << " is " << info.dtype
+                                                 << ", expected float32");
+    std::vector<float> host = file.read_floats(p.name);
+    Kokkos::View<const float*, Kokkos::HostSpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>> src(
+        host.data(), host.size());
+    Kokkos::deep_copy(m.tensors[p.id], src);
+  }
+  return m;
+}
+
+void write_model_tensors(Hdf5File& file, const LoadedModel& m) {
+  file.write_string_attribute("distzo_format", m.kind.empty() ? "model" : m.kind);
+  write_opt_config(file, m.config, m.hf_config_json);
+  for (const auto& p : m.registry.parameters()) {
+    auto host = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), m.tensors[p.id]);
+    file.write_floats(p.name, p.shape, host.data());
+  }
+}
+
+}  // namespace distzo::io

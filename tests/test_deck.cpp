@@ -1,0 +1,556 @@
+// Input decks: values and defaults, the resolved round trip, and one test per
+// kind of malformed deck, each checked for its "<source>:<line>: <key>: "
+// prefix and the fragment that tells the user what to fix.
+#include "core/error.hpp"
+#include "io/deck.hpp"
+
+#include <gtest/gtest.h>
+
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+namespace distzo_test_deck {
+
+namespace fs = std::filesystem;
+using distzo::io::check_mesh;
+using distzo::io::Deck;
+using distzo::io::deck_keys;
+using distzo::io::Distribution;
+using distzo::io::load_deck;
+using distzo::io::parse_deck;
+using distzo::io::resolved_yaml;
+using distzo::io::resume_checkpoint_path;
+using distzo::io::Schedule;
+using distzo::io::validate_files;
+
+const std::string kData = DISTZO_TEST_DATA;
+
+std::string read_text(const std::string& path) {
+  std::ifstream in(path);
+  EXPECT_TRUE(in.good()) << "cannot open " << path;
+  std::ostringstream os;
+  os << in.rdbuf();
+  return os.str();
+}
+
+void write_text(const fs::path& path, const std::string& text) {
+  std::ofstream out(path);
+  out << text;
+}
+
+/// A fresh directory under the system temp dir, removed at the end of the test.
+class TempDir {
+ public:
+  TempDir() {
+    static int counter = 0;
+    path_ = fs::temp_directory_path() /
+            ("distzo_test_deck_" + std::to_string(::getpid()) + "_" + std::to_string(counter++));
+    fs::remove_all(path_);
+    fs::create_directories(path_);
+  }
+  ~TempDir() {
+    std::error_code ec;
+    fs::remove_all(path_, ec);
+  }
+  const fs::path& path() const { return path_; }
+
+ private:
+  fs::path path_;
+};
+
+/// The message of the distzo::Error that parsing throws, or "(no error)".
+std::string parse_error(const std::string& text) {
+  try {
+    parse_deck(text, "deck.yaml");
+  } catch (const distzo::Error& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+
+#define EXPECT_STARTS_WITH(message, prefix) \
+  EXPECT_EQ((message).rfind((prefix), 0), 0u) << "message: " << (message)
+#define EXPECT_CONTAINS(message, fragment) \
+  EXPECT_NE((message).find(fragment), std::string::npos) << "message: " << (message)
+#define EXPECT_LACKS(message, fragment) \
+  EXPECT_EQ((message).find(fragment), std::string::npos) << "message: " << (message)
+
+/// Parsing `text` fails with a message starting `prefix` and holding `fragment`.
+#define EXPECT_DECK_ERROR(text, prefix, fragment) \
+  do {                                            \
+    const std::string message_ = parse_error(text); \
+    EXPECT_STARTS_WITH(message_, prefix);         \
+    EXPECT_CONTAINS(message_, fragment);          \
+  } while (0)
+
+// Lines 1-6 of most decks below, so their own lines start at 7.
+const std::string kHead =
+    "model:\n"         // 1
+    "  path: m.h5\n"   // 2
+    "data:\n"          // 3
+    "  train: t.h5\n"  // 4
+    "output:\n"        // 5
+    "  dir: out\n";    // 6
+
+/// kHead plus an optim section (lines 7-9) and `tail` from line 10 on.
+std::string deck_with(const std::string& tail) {
+  return kHead +
+         "optim:\n"       // 7
+         "  steps: 10\n"  // 8
+         "  lr: 1e-5\n"   // 9
+         + tail;
+}
+
+// ---------------------------------------------------------------------------
+// Valid decks
+
+TEST(Deck, FullDeckParsesEveryValue) {
+  const Deck d = parse_deck(read_text(kData + "/decks/full.yaml"), "full.yaml");
+  EXPECT_EQ(d.model.path, "models/opt-125m.h5");
+  EXPECT_EQ(d.data.train, "data/sst2.train.h5");
+  EXPECT_EQ(d.data.eval, "data/sst2.eval.h5");
+  EXPECT_EQ(d.data.micro_batch, 16);
+  EXPECT_EQ(d.data.shuffle_seed, 7u);
+  EXPECT_EQ(d.optim.steps, 20000);
+  EXPECT_EQ(d.optim.lr, 1.0e-6);
+  EXPECT_EQ(d.optim.schedule, Schedule::cosine);
+  EXPECT_EQ(d.optim.warmup_steps, 500);
+  EXPECT_EQ(d.optim.eps, 2.0e-3);
+  EXPECT_EQ(d.optim.weight_decay, 0.01);
+  EXPECT_EQ(d.optim.queries, 3);
+  EXPECT_EQ(d.optim.distribution, Distribution::rademacher);
+  EXPECT_EQ(d.optim.seed, 18446744073709551615ull);
+  EXPECT_EQ(d.optim.max_nonfinite, 9);
+  EXPECT_EQ(d.eval.interval, 1000);
+  EXPECT_EQ(d.eval.max_examples, 872);
+  EXPECT_EQ(d.checkpoint.interval, 2000);
+  EXPECT_EQ(d.checkpoint.keep, 4);
+  EXPECT_EQ(d.checkpoint.resume, "latest");
+  EXPECT_EQ(d.output.dir, "runs/sst2-125m");
+  EXPECT_EQ(d.output.log_interval, 50);
+  EXPECT_EQ(d.parallel.perturbation, 3);
+  EXPECT_EQ(d.parallel.data, 2);
+  EXPECT_EQ(d.parallel.check_interval, 0);
+
+  EXPECT_EQ(d.origin.source, "full.yaml");
+  EXPECT_EQ(d.origin.line("model"), 3);
+  EXPECT_EQ(d.origin.line("optim.lr"), 12);
+  EXPECT_EQ(d.origin.line("parallel"), 31);
+  EXPECT_EQ(d.origin.line("parallel.perturbation"), 32);
+  EXPECT_EQ(d.origin.line("parallel.data"), 33);
+  EXPECT_EQ(d.origin.line("parallel.check_interval"), 34);
+  EXPECT_EQ(d.origin.where("parallel.data"), "full.yaml:33: parallel.data: ");
+  for (const std::string& key : deck_keys()) EXPECT_TRUE(d.origin.written(key)) << key;
+}
+
+TEST(Deck, MinimalDeckGetsDefaults) {
+  const Deck d = parse_deck(deck_with(""), "min.yaml");
+  EXPECT_EQ(d.model.path, "m.h5");
+  EXPECT_EQ(d.data.train, "t.h5");
+  EXPECT_EQ(d.data.eval, "");
+  EXPECT_EQ(d.data.micro_batch, 8);
+  EXPECT_EQ(d.data.shuffle_seed, 0u);
+  EXPECT_EQ(d.optim.steps, 10);
+  EXPECT_EQ(d.optim.lr, 1e-5);
+  EXPECT_EQ(d.optim.schedule, Schedule::constant);
+  EXPECT_EQ(d.optim.warmup_steps, 0);
+  EXPECT_EQ(d.optim.eps, 1e-3);
+  EXPECT_EQ(d.optim.weight_decay, 0.0);
+  EXPECT_EQ(d.optim.queries, 1);
+  EXPECT_EQ(d.optim.distribution, Distribution::gaussian);
+  EXPECT_EQ(d.optim.seed, 0u);
+  EXPECT_EQ(d.optim.max_nonfinite, 5);
+  EXPECT_EQ(d.eval.interval, 0);
+  EXPECT_EQ(d.eval.max_examples, 0);
+  EXPECT_EQ(d.checkpoint.interval, 0);
+  EXPECT_EQ(d.checkpoint.keep, 2);
+  EXPECT_EQ(d.checkpoint.resume, "");
+  EXPECT_EQ(d.output.dir, "out");
+  EXPECT_EQ(d.output.log_interval, 10);
+  EXPECT_EQ(d.parallel.perturbation, 1);
+  EXPECT_EQ(d.parallel.data, 1);
+  EXPECT_EQ(d.parallel.check_interval, 100);
+
+  // Defaults are not "written"; their line falls back to the section, then 1.
+  EXPECT_TRUE(d.origin.written("optim.lr"));
+  EXPECT_FALSE(d.origin.written("optim.eps"));
+  EXPECT_EQ(d.origin.line("optim.eps"), 7);
+  EXPECT_EQ(d.origin.line("parallel.data"), 1);
+}
+
+TEST(Deck, NumberSpellings) {
+  const Deck d = parse_deck(deck_with("  eps: 5E-4\n"
+                                      "  weight_decay: 0\n"
+                                      "  seed: +12\n"
+                                      "  queries: !!int 2\n"
+                                      "  warmup_steps: 0010\n"),
+                            "deck.yaml");
+  EXPECT_EQ(d.optim.eps, 5e-4);
+  EXPECT_EQ(d.optim.weight_decay, 0.0);
+  EXPECT_EQ(d.optim.seed, 12u);
+  EXPECT_EQ(d.optim.queries, 2);
+  EXPECT_EQ(d.optim.warmup_steps, 10);
+  // Flow style is YAML too; an empty optional section takes every default.
+  const Deck f = parse_deck(
+      "{model: {path: m.h5}, data: {train: t.h5}, optim: {steps: 0, lr: .5},"
+      " output: {dir: o}, eval: {}}",
+      "flow.yaml");
+  EXPECT_EQ(f.optim.steps, 0);
+  EXPECT_EQ(f.optim.lr, 0.5);
+  EXPECT_EQ(f.eval.interval, 0);
+}
+
+TEST(Deck, ResolvedYamlRoundTrips) {
+  const Deck decks[] = {
+      parse_deck(read_text(kData + "/decks/full.yaml"), "full.yaml"),
+      parse_deck(deck_with(""), "min.yaml"),
+      // Strings that need quoting and doubles that print with 17 digits.
+      parse_deck(
+          "model:\n  path: \"dir with: colon/#hash 'q' \\\"dq\\\" \\\\ näme.h5\"\n"
+          "data:\n  train: ' leading space'\n  eval: \"123\"\n"
+          "optim:\n  steps: 3\n  lr: 0.30000000000000004\n  eps: 1e-300\n"
+          "  weight_decay: 1.7976931348623157e308\n"
+          "checkpoint:\n  resume: 'null'\n"
+          "output:\n  dir: \"true\"\n",
+          "odd.yaml"),
+  };
+  for (const Deck& d : decks) {
+    const std::string text = resolved_yaml(d);
+    SCOPED_TRACE(text);
+    const Deck back = parse_deck(text, "resolved.yaml");
+    EXPECT_TRUE(back == d);
+    // Every key is written, in the canonical order.
+    std::size_t at = 0;
+    for (const std::string& key : deck_keys()) {
+      EXPECT_TRUE(back.origin.written(key)) << key;
+      const std::string leaf = "  " + key.substr(key.find('.') + 1) + ": ";
+      const std::size_t found = text.find(leaf, at);
+      EXPECT_NE(found, std::string::npos) << key;
+      at = found;
+    }
+    // Resolving is idempotent.
+    EXPECT_EQ(resolved_yaml(parse_deck(text, d.origin.source)), text);
+  }
+  EXPECT_EQ(decks[2].model.path, "dir with: colon/#hash 'q' \"dq\" \\ näme.h5");
+  EXPECT_EQ(decks[2].data.eval, "123");
+  EXPECT_EQ(decks[2].checkpoint.resume, "null");
+  EXPECT_EQ(decks[2].output.dir, "true");
+  EXPECT_EQ(decks[2].optim.lr, 0.30000000000000004);
+
+  Deck changed = decks[1];
+  changed.parallel.check_interval = 5;
+  EXPECT_TRUE(changed != decks[1]);
+}
+
+TEST(Deck, LoadDeckChecksFilesRelativeToTheWorkingDirectory) {
+  TempDir tmp;
+  write_text(tmp.path() / "train.h5", "not really hdf5");
+  const std::string model = kData + "/opt_tiny_preln.model.h5";
+  const fs::path deck = tmp.path() / "run.yaml";
+  write_text(deck, "model:\n  path: " + model +
+                       "\ndata:\n  train: train.h5\noptim:\n  steps: 1\n  lr: 1e-4\n"
+                       "output:\n  dir: out\n");
+
+  const fs::path old_cwd = fs::current_path();
+  fs::current_path(tmp.path());
+  EXPECT_NO_THROW({
+    const Deck d = load_deck(deck.string());
+    EXPECT_EQ(d.origin.source, deck.string());
+    EXPECT_EQ(d.data.train, "train.h5");  // kept as written
+  });
+  fs::current_path(old_cwd);
+
+  // From elsewhere the relative path no longer resolves.
+  try {
+    load_deck(deck.string());
+    ADD_FAILURE() << "expected an error";
+  } catch (const distzo::Error& e) {
+    const std::string m = e.what();
+    EXPECT_STARTS_WITH(m, deck.string() + ":4: data.train: ");
+    EXPECT_CONTAINS(m, "no such file \"train.h5\"");
+    EXPECT_CONTAINS(m, "working directory");
+  }
+}
+
+TEST(Deck, ResumeLatestPicksTheHighestStep) {
+  TempDir tmp;
+  Deck d = parse_deck(deck_with(""), "deck.yaml");
+  d.output.dir = (tmp.path() / "run").string();
+  EXPECT_EQ(resume_checkpoint_path(d), "");  // no resume asked
+  d.checkpoint.resume = "latest";
+  EXPECT_EQ(resume_checkpoint_path(d), "");  // output dir not there yet
+  fs::create_directories(d.output.dir);
+  EXPECT_EQ(resume_checkpoint_path(d), "");  // nothing written yet
+  for (const char* name : {"ckpt-9.h5", "ckpt-10.h5", "ckpt-2.h5", "ckpt-99.h5.tmp", "x.h5"})
+    write_text(fs::path(d.output.dir) / name, "");
+  EXPECT_EQ(resume_checkpoint_path(d), (fs::path(d.output.dir) / "ckpt-10.h5").string());
+  d.checkpoint.resume = "some/ckpt-3.h5";
+  EXPECT_EQ(resume_checkpoint_path(d), "some/ckpt-3.h5");
+}
+
+TEST(Deck, DocsExampleParsesAndNamesEveryKey) {
+  const std::string docs = read_text(kData + "/../../docs/decks.md");
+  const std::size_t begin = docs.find("```yaml\n");
+  ASSERT_NE(begin, std::string::npos);
+  const std::size_t end = docs.find("```", begin + 8);
+  ASSERT_NE(end, std::string::npos);
+  EXPECT_NO_THROW(parse_deck(docs.substr(begin + 8, end - begin - 8), "docs/decks.md"));
+  for (const std::string& key : deck_keys())
+    EXPECT_CONTAINS(docs, "`" + key + "`");
+}
+
+// ---------------------------------------------------------------------------
+// Malformed decks
+
+TEST(DeckError, DuplicateKey) {
+  EXPECT_DECK_ERROR(deck_with("  steps: 20\n"), "deck.yaml:10: optim.steps: ",
+                    "duplicate key (first given at line 8)");
+}
+
+TEST(DeckError, DuplicateSection) {
+  EXPECT_DECK_ERROR(deck_with("model:\n  path: other.h5\n"), "deck.yaml:10: model: ",
+                    "duplicate section (first given at line 1)");
+}
+
+TEST(DeckError, UnknownKeySuggestsTheClosest) {
+  const std::string m = parse_error(deck_with("  setps: 5\n"));
+  EXPECT_STARTS_WITH(m, "deck.yaml:10: optim.setps: ");
+  EXPECT_CONTAINS(m, "unknown key (did you mean \"steps\"?)");
+  EXPECT_CONTAINS(m, "allowed keys in optim: steps, lr, schedule, warmup_steps, eps, "
+                     "weight_decay, queries, distribution, seed, max_nonfinite");
+  EXPECT_DECK_ERROR(deck_with("parallel:\n  perturbations: 2\n"),
+                    "deck.yaml:11: parallel.perturbations: ", "did you mean \"perturbation\"?");
+}
+
+TEST(DeckError, UnknownKeyFarFromAllHasNoSuggestion) {
+  const std::string m = parse_error(deck_with("  momentum: 0.9\n"));
+  EXPECT_STARTS_WITH(m, "deck.yaml:10: optim.momentum: unknown key; allowed keys in optim: ");
+  EXPECT_LACKS(m, "did you mean");
+}
+
+TEST(DeckError, UnknownSection) {
+  EXPECT_DECK_ERROR(deck_with("paralel:\n  data: 2\n"), "deck.yaml:10: paralel: ",
+                    "unknown section (did you mean \"parallel\"?); allowed sections: model, "
+                    "data, optim, eval, checkpoint, output, parallel");
+}
+
+TEST(DeckError, WrongTypes) {
+  EXPECT_DECK_ERROR(deck_with("  queries: abc\n"), "deck.yaml:10: optim.queries: ",
+                    "expected an integer >= 1, found the string \"abc\"");
+  EXPECT_DECK_ERROR(deck_with("  queries: 1.5\n"), "deck.yaml:10: optim.queries: ",
+                    "expected an integer >= 1, found the number 1.5");
+  EXPECT_DECK_ERROR(deck_with("  queries: true\n"), "deck.yaml:10: optim.queries: ",
+                    "found the boolean true");
+  EXPECT_DECK_ERROR(deck_with("  queries: [1, 2]\n"), "deck.yaml:10: optim.queries: ",
+                    "found a list");
+  EXPECT_DECK_ERROR(deck_with("  queries: \"2\"\n"), "deck.yaml:10: optim.queries: ",
+                    "found the quoted string \"2\"");
+  EXPECT_DECK_ERROR(deck_with("  queries:\n"), "deck.yaml:10: optim.queries: ",
+                    "found nothing (an empty value)");
+  EXPECT_DECK_ERROR(deck_with("  eps: yes\n"), "deck.yaml:10: optim.eps: ",
+                    "expected a number > 0, found the boolean yes");
+  EXPECT_DECK_ERROR(deck_with("  eps: .inf\n"), "deck.yaml:10: optim.eps: ",
+                    "found the non-finite number .inf");
+  EXPECT_DECK_ERROR(deck_with("  seed: 0x10\n"), "deck.yaml:10: optim.seed: ",
+                    "expected an integer in [0, 18446744073709551615], found the string \"0x10\"");
+  EXPECT_DECK_ERROR(deck_with("  schedule: {kind: cosine}\n"), "deck.yaml:10: optim.schedule: ",
+                    "expected one of constant, linear, cosine, found a map");
+  EXPECT_DECK_ERROR(
+      "model:\n  path: [a.h5, b.h5]\ndata:\n  train: t\noptim:\n  steps: 1\n  lr: 1\n"
+      "output:\n  dir: o\n",
+      "deck.yaml:2: model.path: ", "expected a path (a string), found a list");
+}
+
+TEST(DeckError, OutOfRange) {
+  EXPECT_DECK_ERROR(
+      "model:\n  path: m\ndata:\n  train: t\n  micro_batch: 0\noptim:\n  steps: 1\n  lr: 1\n"
+      "output:\n  dir: o\n",
+      "deck.yaml:5: data.micro_batch: ",
+      "out of range: expected an integer in [1, 2147483647], found 0");
+  EXPECT_DECK_ERROR(deck_with("  queries: 0\n"), "deck.yaml:10: optim.queries: ",
+                    "out of range: expected an integer in [1, 2147483647], found 0");
+  EXPECT_DECK_ERROR(deck_with("  queries: 3000000000\n"), "deck.yaml:10: optim.queries: ",
+                    "out of range");
+  EXPECT_DECK_ERROR(deck_with("  warmup_steps: -1\n"), "deck.yaml:10: optim.warmup_steps: ",
+                    "out of range: expected an integer in [0, 9223372036854775807], found -1");
+  EXPECT_DECK_ERROR(deck_with("  seed: -1\n"), "deck.yaml:10: optim.seed: ",
+                    "out of range: expected an integer in [0, 18446744073709551615], found -1");
+  EXPECT_DECK_ERROR(deck_with("  seed: 18446744073709551616\n"), "deck.yaml:10: optim.seed: ",
+                    "out of range");
+  EXPECT_DECK_ERROR(deck_with("  eps: 0\n"), "deck.yaml:10: optim.eps: ",
+                    "out of range: expected a number > 0, found 0");
+  EXPECT_DECK_ERROR(deck_with("  weight_decay: -0.1\n"), "deck.yaml:10: optim.weight_decay: ",
+                    "out of range: expected a number >= 0, found -0.1");
+  EXPECT_DECK_ERROR(deck_with("  eps: 1e400\n"), "deck.yaml:10: optim.eps: ", "out of range");
+  EXPECT_DECK_ERROR(deck_with("checkpoint:\n  keep: 0\n"), "deck.yaml:11: checkpoint.keep: ",
+                    "out of range: expected an integer in [1, 2147483647], found 0");
+  EXPECT_DECK_ERROR(kHead + "optim:\n  steps: 10\n  lr: -1e-5\n", "deck.yaml:9: optim.lr: ",
+                    "out of range: expected a number > 0, found -1e-5");
+  EXPECT_DECK_ERROR(
+      "model:\n  path: ''\ndata:\n  train: t\noptim:\n  steps: 1\n  lr: 1\noutput:\n  dir: o\n",
+      "deck.yaml:2: model.path: ", "expected a non-empty path, found the empty string");
+}
+
+TEST(DeckError, WarmupLongerThanTraining) {
+  EXPECT_DECK_ERROR(deck_with("  warmup_steps: 11\n"), "deck.yaml:10: optim.warmup_steps: ",
+                    "must be <= optim.steps (10), found 11");
+}
+
+TEST(DeckError, UnknownEnumValue) {
+  EXPECT_DECK_ERROR(deck_with("  schedule: cosin\n"), "deck.yaml:10: optim.schedule: ",
+                    "unknown value \"cosin\" (did you mean \"cosine\"?); allowed: constant, "
+                    "linear, cosine");
+  const std::string m = parse_error(deck_with("  distribution: uniform\n"));
+  EXPECT_STARTS_WITH(m, "deck.yaml:10: optim.distribution: unknown value \"uniform\"; "
+                        "allowed: gaussian, rademacher");
+}
+
+TEST(DeckError, MissingRequiredKey) {
+  EXPECT_DECK_ERROR(kHead + "optim:\n  steps: 10\n", "deck.yaml:7: optim.lr: ",
+                    "missing required key in the optim section (which starts at line 7)");
+  EXPECT_DECK_ERROR("model:\n  path: m\ndata:\n  eval: e\noptim:\n  steps: 1\n  lr: 1\n"
+                    "output:\n  dir: o\n",
+                    "deck.yaml:3: data.train: ", "missing required key");
+}
+
+TEST(DeckError, MissingRequiredSection) {
+  EXPECT_DECK_ERROR("model:\n  path: m\ndata:\n  train: t\noptim:\n  steps: 1\n  lr: 1\n",
+                    "deck.yaml:1: output: ",
+                    "missing required section; a deck needs at least the sections model, data, "
+                    "optim and output");
+}
+
+TEST(DeckError, MissingFile) {
+  TempDir tmp;
+  const std::string model = kData + "/opt_tiny_preln.model.h5";
+  Deck d = parse_deck(deck_with("  eps: 1e-3\n"), "deck.yaml");
+  d.model.path = model;
+  d.data.train = model;
+  d.data.eval = (tmp.path() / "missing.eval.h5").string();
+  d.output.dir = (tmp.path() / "out").string();
+  try {
+    validate_files(d);
+    ADD_FAILURE() << "expected an error";
+  } catch (const distzo::Error& e) {
+    const std::string m = e.what();
+    // data.eval is not in the deck text: its line is that of the data section.
+    EXPECT_STARTS_WITH(m, "deck.yaml:3: data.eval: no such file \"" + d.data.eval + "\"");
+  }
+  d.data.eval = "";
+  d.model.path = "no/such/model.h5";
+  try {
+    validate_files(d);
+    ADD_FAILURE() << "expected an error";
+  } catch (const distzo::Error& e) {
+    EXPECT_STARTS_WITH(std::string(e.what()),
+                       "deck.yaml:2: model.path: no such file \"no/such/model.h5\"");
+  }
+  d.model.path = tmp.path().string();
+  try {
+    validate_files(d);
+    ADD_FAILURE() << "expected an error";
+  } catch (const distzo::Error& e) {
+    EXPECT_STARTS_WITH(std::string(e.what()), "deck.yaml:2: model.path: expected a regular "
+                                              "file, found a directory");
+  }
+  d.model.path = model;
+  d.output.dir = model;
+  try {
+    validate_files(d);
+    ADD_FAILURE() << "expected an error";
+  } catch (const distzo::Error& e) {
+    EXPECT_STARTS_WITH(std::string(e.what()), "deck.yaml:6: output.dir: expected a directory");
+  }
+  d.output.dir = (tmp.path() / "out").string();
+  d.checkpoint.resume = "latest";  // not a file: resolved later from output.dir
+  EXPECT_NO_THROW(validate_files(d));
+  d.checkpoint.resume = (tmp.path() / "ckpt-5.h5").string();
+  EXPECT_THROW(validate_files(d), distzo::Error);
+
+  // A deck file that is not there at all.
+  try {
+    load_deck((tmp.path() / "nope.yaml").string());
+    ADD_FAILURE() << "expected an error";
+  } catch (const distzo::Error& e) {
+    EXPECT_STARTS_WITH(std::string(e.what()),
+                       (tmp.path() / "nope.yaml").string() + ": cannot read the deck: no such file");
+  }
+}
+
+TEST(DeckError, SyntaxError) {
+  EXPECT_DECK_ERROR(deck_with("  queries: [1, 2\nparallel:\n  data: 1\n"),
+                    "deck.yaml:11: invalid YAML: ", "end of sequence flow not found");
+  EXPECT_DECK_ERROR(deck_with("  eps: 1e-3\n\tseed: 1\n"), "deck.yaml:11: invalid YAML: ",
+                    "tab");
+}
+
+TEST(DeckError, PerturbationMustDivideTwoQ) {
+  EXPECT_DECK_ERROR(deck_with("  queries: 3\nparallel:\n  data: 2\n  perturbation: 4\n"),
+                    "deck.yaml:13: parallel.perturbation: ",
+                    "P must divide the 2q evaluations of a step: 2 * optim.queries = 2 * 3 = 6 "
+                    "is not a multiple of P = 4; allowed P: 1, 2, 3, 6");
+  EXPECT_NO_THROW(parse_deck(deck_with("  queries: 3\nparallel:\n  perturbation: 6\n"), "ok"));
+}
+
+TEST(DeckError, MeshMismatch) {
+  const Deck d =
+      parse_deck(deck_with("  queries: 3\nparallel:\n  perturbation: 2\n  data: 3\n"), "deck.yaml");
+  EXPECT_NO_THROW(check_mesh(d, 6));
+  try {
+    check_mesh(d, 4);
+    ADD_FAILURE() << "expected an error";
+  } catch (const distzo::Error& e) {
+    const std::string m = e.what();
+    EXPECT_STARTS_WITH(m, "deck.yaml:12: parallel.perturbation, parallel.data: ");
+    EXPECT_CONTAINS(m, "P x D = 2 x 3 = 6 ranks");
+    EXPECT_CONTAINS(m, "parallel.perturbation = 2 at line 12, parallel.data = 3 at line 13");
+    EXPECT_CONTAINS(m, "does not match the 4 MPI ranks of this job");
+  }
+  // Defaults say so.
+  const Deck single = parse_deck(deck_with(""), "deck.yaml");
+  try {
+    check_mesh(single, 2);
+    ADD_FAILURE() << "expected an error";
+  } catch (const distzo::Error& e) {
+    const std::string m = e.what();
+    EXPECT_STARTS_WITH(m, "deck.yaml:1: parallel.perturbation, parallel.data: ");
+    EXPECT_CONTAINS(m, "parallel.perturbation = 1 (default), parallel.data = 1 (default)");
+    EXPECT_CONTAINS(m, "2 MPI ranks");
+  }
+}
+
+TEST(DeckError, SectionMustBeAMap) {
+  EXPECT_DECK_ERROR(deck_with("eval: 5\n"), "deck.yaml:10: eval: ",
+                    "must be a map of keys (interval, max_examples), found the integer 5");
+  EXPECT_DECK_ERROR(deck_with("parallel:\n  - 2\n  - 3\n"), "deck.yaml:10: parallel: ",
+                    "found a list");
+  EXPECT_DECK_ERROR(deck_with("checkpoint:\n"), "deck.yaml:10: checkpoint: ",
+                    "found nothing (an empty value)");
+}
+
+TEST(DeckError, EmptyDocument) {
+  EXPECT_DECK_ERROR("", "deck.yaml:1: empty deck: ", "no YAML content found");
+  EXPECT_DECK_ERROR("# just a comment\n\n", "deck.yaml:1: empty deck: ", "no YAML content");
+  EXPECT_DECK_ERROR("---\n", "deck.yaml:1: empty deck: ", "model, data, optim and output");
+}
+
+TEST(DeckError, DocumentMustBeOneMap) {
+  EXPECT_DECK_ERROR("- model\n- data\n", "deck.yaml:1: deck: ",
+                    "must be a map of sections (model, data, optim, eval, checkpoint, output, "
+                    "parallel), found a list");
+  EXPECT_DECK_ERROR(deck_with("---\nmodel:\n  path: x\n"), "deck.yaml:11: deck: ",
+                    "a deck is one YAML document, found a second one");
+  EXPECT_DECK_ERROR(deck_with("[a, b]: 1\n"), "deck.yaml:10: deck: ",
+                    "section names must be plain words, found a list");
+}
+
+TEST(DeckError, ErrorsAreDistzoErrors) {
+  EXPECT_THROW(parse_deck("model: [", "x.yaml"), distzo::Error);
+  EXPECT_THROW(load_deck("/nonexistent/deck.yaml"), distzo::Error);
+}
+
+}  // namespace distzo_test_deck
