@@ -1,0 +1,54 @@
+#pragma once
+// The communicator seam: everything distzo exchanges between ranks goes
+// through this interface, so the engine runs unchanged on one process
+// (SerialCommunicator) or under MPI (MpiCommunicator), and tests can drive
+// the parallel logic in one process.
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace distzo::runtime {
+
+class Communicator {
+ public:
+  virtual ~Communicator() = default;
+  virtual int rank() const = 0;
+  virtual int size() const = 0;
+
+  /// recv[r*count + i] = send[i] of rank r, for every rank r, in rank order.
+  virtual void allgather(const double* send, int count, double* recv) const = 0;
+  /// Same, for 64-bit unsigned values (digests).
+  virtual void allgather(const std::uint64_t* send, int count, std::uint64_t* recv) const = 0;
+  /// Sum over ranks, element-wise, in place.
+  virtual void allreduce_sum(double* values, int count) const = 0;
+  /// Logical AND over ranks (a collective decision, e.g. "every rank is fine").
+  virtual bool all_true(bool value) const = 0;
+  virtual void barrier() const = 0;
+
+  /// Ranks with the same color form a new communicator, ordered by key.
+  virtual std::unique_ptr<Communicator> split(int color, int key) const = 0;
+
+  /// Convenience: one double per rank.
+  std::vector<double> allgather(double value) const {
+    std::vector<double> out(static_cast<std::size_t>(size()));
+    allgather(&value, 1, out.data());
+    return out;
+  }
+};
+
+/// One rank; every collective is the identity.
+class SerialCommunicator final : public Communicator {
+ public:
+  int rank() const override { return 0; }
+  int size() const override { return 1; }
+  void allgather(const double* send, int count, double* recv) const override;
+  void allgather(const std::uint64_t* send, int count, std::uint64_t* recv) const override;
+  void allreduce_sum(double*, int) const override {}
+  bool all_true(bool value) const override { return value; }
+  void barrier() const override {}
+  std::unique_ptr<Communicator> split(int color, int key) const override;
+};
+
+}  // namespace distzo::runtime

@@ -1,0 +1,44 @@
+#include "zo/estimator.hpp"
+
+#include "core/error.hpp"
+
+#include <cmath>
+
+namespace distzo::zo {
+
+StepEstimate combine_losses(const runtime::Communicator& comm, const std::vector<double>& local,
+                            int queries, double eps) {
+  const int evaluations = 2 * queries;
+  DISTZO_REQUIRE(static_cast<int>(local.size()) == 2 * evaluations,
+                 "combine_losses: expected " << 2 * evaluations << " values, got " << local.size());
+  std::vector<double> all(static_cast<std::size_t>(comm.size()) * local.size());
+  comm.allgather(local.data(), static_cast<int>(local.size()), all.data());
+
+  std::vector<double> mean(static_cast<std::size_t>(evaluations));
+  std::vector<double> count(static_cast<std::size_t>(evaluations));
+  for (int e = 0; e < evaluations; ++e) {
+    double sum = 0, n = 0;
+    for (int r = 0; r < comm.size(); ++r) {  // fixed rank order: identical on every rank
+      sum += all[static_cast<std::size_t>(r) * local.size() + 2 * e];
+      n += all[static_cast<std::size_t>(r) * local.size() + 2 * e + 1];
+    }
+    DISTZO_REQUIRE(n > 0, "evaluation " << e << " of the step counted no tokens on any rank");
+    mean[e] = sum / n;
+    count[e] = n;
+  }
+
+  StepEstimate est;
+  est.count = count[0];
+  for (int q = 0; q < queries; ++q) {
+    const double plus = mean[2 * q], minus = mean[2 * q + 1];
+    est.loss_plus.push_back(plus);
+    est.loss_minus.push_back(minus);
+    est.g.push_back((plus - minus) / (2.0 * eps));
+    est.loss += 0.5 * (plus + minus) / queries;
+    est.finite = est.finite && std::isfinite(plus) && std::isfinite(minus) &&
+                 std::isfinite(est.g.back());
+  }
+  return est;
+}
+
+}  // namespace distzo::zo

@@ -1,0 +1,26 @@
+#include "zo/evaluation_plan.hpp"
+
+#include "core/error.hpp"
+
+namespace distzo::zo {
+
+EvaluationPlan EvaluationPlan::make(int queries, int group_size, int group_rank) {
+  DISTZO_REQUIRE(queries >= 1, "a ZO step needs at least one query, got " << queries);
+  DISTZO_REQUIRE(group_size >= 1 && (2 * queries) % group_size == 0,
+                 "perturbation parallelism P=" << group_size << " must divide the 2q="
+                                               << 2 * queries
+                                               << " forward evaluations of a step (q=" << queries
+                                               << " queries, two signs each)");
+  DISTZO_REQUIRE(group_rank >= 0 && group_rank < group_size,
+                 "rank " << group_rank << " outside a perturbation group of " << group_size);
+  EvaluationPlan plan;
+  plan.queries = queries;
+  plan.group_size = group_size;
+  plan.group_rank = group_rank;
+  const int per_rank = 2 * queries / group_size;
+  for (int e = group_rank * per_rank; e < (group_rank + 1) * per_rank; ++e)
+    plan.owned.push_back({e, e / 2, e % 2 == 0 ? +1 : -1});
+  return plan;
+}
+
+}  // namespace distzo::zo

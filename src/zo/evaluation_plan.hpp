@@ -1,0 +1,33 @@
+#pragma once
+// Which forward evaluations of a ZO step this rank runs. A step with q queries
+// has 2q evaluations, indexed e = 2*query + (sign < 0). The P ranks of a
+// perturbation group split them into P contiguous, equal ranges, so with
+// P <= q every rank evaluates whole queries (both signs, one materialisation
+// pass for w+ and w-). Pure data: a function of (q, P, rank).
+
+#include <vector>
+
+namespace distzo::zo {
+
+struct Evaluation {
+  int index;  // e = 2*query + (sign < 0 ? 1 : 0): the position in the gathered loss table
+  int query;  // 0 .. q-1
+  int sign;   // +1 or -1
+};
+
+struct EvaluationPlan {
+  int queries = 1;                   // q
+  int group_size = 1;                // P
+  int group_rank = 0;                // this rank's position in its perturbation group
+  std::vector<Evaluation> owned;     // in increasing index order
+
+  /// Throws distzo::Error unless P divides 2q and 0 <= rank < P.
+  static EvaluationPlan make(int queries, int group_size, int group_rank);
+
+  int total_evaluations() const { return 2 * queries; }
+  int evaluations_per_rank() const { return total_evaluations() / group_size; }
+  /// The rank of the group that owns evaluation e.
+  int owner_of(int evaluation) const { return evaluation / evaluations_per_rank(); }
+};
+
+}  // namespace distzo::zo

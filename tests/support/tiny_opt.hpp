@@ -1,0 +1,104 @@
+#pragma once
+// Shared by the engine tests: a tiny random OPT model and hand-made batches.
+
+#include "core/digest.hpp"
+#include "model/batch.hpp"
+#include "model/init.hpp"
+#include "model/opt_config.hpp"
+#include "model/parameter_digest.hpp"
+#include "model/parameter_registry.hpp"
+
+#include <cstdint>
+#include <vector>
+
+namespace distzo::testing {
+
+inline model::OptConfig tiny_config(bool pre_ln = true, std::int64_t proj = 0) {
+  model::OptConfig c;
+  c.hidden_size = 16;
+  c.num_hidden_layers = 2;
+  c.num_attention_heads = 2;
+  c.ffn_dim = 32;
+  c.vocab_size = 40;
+  c.max_position_embeddings = 32;
+  c.word_embed_proj_dim = proj ? proj : c.hidden_size;
+  c.do_layer_norm_before = pre_ln;
+  return c;
+}
+
+struct TinyModel {
+  model::OptConfig config;
+  model::ParameterRegistry registry;
+  model::TensorTable theta;
+
+  explicit TinyModel(const model::OptConfig& c, std::uint64_t seed = 1234)
+      : config(c), registry(model::ParameterRegistry::for_opt(c)) {
+    theta = model::allocate_tensors(registry);
+    model::init_random(ExecSpace(), registry, theta, seed, 0.2);
+    Kokkos::fence();
+  }
+
+  std::string digest() const { return model::parameter_digest(registry, theta); }
+
+  /// A deep copy of θ (for independent reference paths).
+  model::TensorTable clone_theta() const {
+    model::TensorTable copy = model::allocate_tensors(registry);
+    for (std::size_t i = 0; i < theta.size(); ++i) Kokkos::deep_copy(copy[i], theta[i]);
+    return copy;
+  }
+};
+
+/// B rows of lengths `lengths` (right-padded to T) with deterministic tokens.
+/// Causal LM: every real token after the first is a target. Classification:
+/// K = 2 candidates {5, 6}; gold = row parity; rows past `examples` are filler.
+inline model::Batch make_batch(model::Task task, int B, int T, const std::vector<int>& lengths,
+                               int examples = -1) {
+  if (examples < 0) examples = B;
+  model::Batch batch;
+  batch.task = task;
+  batch.micro_batch = B;
+  batch.seq_len = T;
+  batch.tokens = IntMat("tokens", B, T);
+  batch.mask = IntMat("mask", B, T);
+  auto tok = Kokkos::create_mirror_view(batch.tokens);
+  auto mask = Kokkos::create_mirror_view(batch.mask);
+  for (int b = 0; b < B; ++b)
+    for (int t = 0; t < T; ++t) {
+      const bool real_token = b < examples && t < lengths[b];
+      tok(b, t) = real_token ? 2 + (7 * b + 3 * t + b * t) % 37 : 1;
+      mask(b, t) = real_token ? 1 : 0;
+      if (real_token) ++batch.num_tokens;
+    }
+  Kokkos::deep_copy(batch.tokens, tok);
+  Kokkos::deep_copy(batch.mask, mask);
+  batch.num_examples = examples;
+  if (task == model::Task::causal_lm) {
+    batch.targets = IntVec("targets", B * T);
+    auto tg = Kokkos::create_mirror_view(batch.targets);
+    for (int b = 0; b < B; ++b)
+      for (int t = 0; t < T; ++t)
+        tg(b * T + t) = (b < examples && t + 1 < lengths[b]) ? tok(b, t + 1) : -100;
+    for (int r = 0; r < B * T; ++r) batch.num_targets += tg(r) != -100 ? 1 : 0;
+    Kokkos::deep_copy(batch.targets, tg);
+  } else {
+    batch.rows = IntVec("rows", B);
+    batch.gold = IntVec("gold", B);
+    batch.candidates = IntVec("candidates", 2);
+    auto rows = Kokkos::create_mirror_view(batch.rows);
+    auto gold = Kokkos::create_mirror_view(batch.gold);
+    auto cand = Kokkos::create_mirror_view(batch.candidates);
+    for (int b = 0; b < B; ++b) {
+      rows(b) = b * T + (b < examples ? lengths[b] - 1 : 0);
+      gold(b) = b < examples ? b % 2 : -100;
+    }
+    batch.num_targets = examples;
+    cand(0) = 5;
+    cand(1) = 6;
+    Kokkos::deep_copy(batch.rows, rows);
+    Kokkos::deep_copy(batch.gold, gold);
+    Kokkos::deep_copy(batch.candidates, cand);
+  }
+  return batch;
+}
+
+}  // namespace distzo::testing
