@@ -1,0 +1,63 @@
+#include "app/inspect.hpp"
+
+#include "io/model_file.hpp"
+#include "model/parameter_digest.hpp"
+
+#include <cstdio>
+#include <iomanip>
+
+namespace distzo::app {
+
+namespace {
+const char* group_name(const model::ParameterInfo& p) {
+  switch (p.group) {
+    case model::ParameterGroup::embeddings: return "embeddings";
+    case model::ParameterGroup::head: return "head";
+    case model::ParameterGroup::block: break;
+  }
+  return "block";
+}
+
+std::string human_bytes(double bytes) {
+  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  int u = 0;
+  while (bytes >= 1024.0 && u < 4) {
+    bytes /= 1024.0;
+    ++u;
+  }
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "%.1f %s", bytes, units[u]);
+  return buf;
+}
+}  // namespace
+
+void inspect(const std::string& path, bool digest_only, std::ostream& out) {
+  const io::LoadedModel m = io::load_model(path);
+  if (digest_only) {
+    out << model::parameter_digest(m.registry, m.tensors) << "\n";
+    return;
+  }
+  const auto& c = m.config;
+  const std::int64_t params = m.registry.total_elements();
+  out << "file          " << path << " (" << m.kind << ", format " << io::kModelFormatVersion
+      << ")\n"
+      << "architecture  OPT, " << c.num_hidden_layers << " layers, hidden " << c.hidden_size
+      << ", " << c.num_attention_heads << " heads (head_dim " << c.head_dim() << "), ffn "
+      << c.ffn_dim << ", vocab " << c.vocab_size << ", max positions "
+      << c.max_position_embeddings << "\n"
+      << "              " << (c.do_layer_norm_before ? "pre-LN" : "post-LN")
+      << ", word_embed_proj_dim " << c.word_embed_proj_dim
+      << (c.has_projection() ? " (project_in/out)" : "") << ", lm_head tied to embed_tokens\n"
+      << "parameters    " << params << " in " << m.registry.size() << " tensors, "
+      << human_bytes(4.0 * static_cast<double>(params)) << " as float32\n\n";
+  out << std::left << std::setw(5) << "id" << std::setw(52) << "name" << std::setw(14) << "shape"
+      << std::setw(12) << "elements" << "group\n";
+  for (const auto& p : m.registry.parameters()) {
+    out << std::left << std::setw(5) << p.id << std::setw(52) << p.name << std::setw(14)
+        << model::format_shape(p.shape) << std::setw(12) << p.numel() << group_name(p);
+    if (p.block >= 0) out << " " << p.block;
+    out << "\n";
+  }
+}
+
+}  // namespace distzo::app

@@ -1,0 +1,99 @@
+// The `distzo` executable: parses the subcommand, runs it, and turns any
+// distzo::Error into a message on the failing rank and a non-zero exit.
+
+#include "app/inspect.hpp"
+#include "app/make_synthetic.hpp"
+#include "app/run.hpp"
+#include "core/error.hpp"
+#include "runtime/mpi_communicator.hpp"
+
+#include <Kokkos_Core.hpp>
+#include <mpi.h>
+
+#include <cstring>
+#include <iostream>
+#include <string>
+#include <vector>
+
+namespace {
+
+const char* const kUsage =
+    "distzo - zeroth-order (MeZO / ZO2 / DistZO2) fine-tuning of OPT language models\n"
+    "\n"
+    "usage:\n"
+    "  distzo run DECK.yaml              fine-tune as the deck says (docs/decks.md);\n"
+    "                                    under MPI: mpiexec -n P*D distzo run DECK.yaml\n"
+    "  distzo inspect FILE.h5            architecture, tensor table, parameter count\n"
+    "  distzo inspect FILE.h5 --digest   one hex digest over all parameters\n"
+    "  distzo make-synthetic OUT.h5 --task classification|causal_lm --examples N\n"
+    "                         --seq-len T --vocab V [--seed S]   a small learnable dataset\n"
+    "  distzo --help | --version\n"
+    "\n"
+    "FILE.h5 is a distzo model or checkpoint (docs/formats.md); convert Hugging Face\n"
+    "OPT checkpoints with tools/hf_to_h5.py.\n";
+
+int run_inspect(const std::vector<std::string>& args) {
+  std::string path;
+  bool digest = false;
+  for (const auto& a : args) {
+    if (a == "--digest") {
+      digest = true;
+    } else if (!a.empty() && a[0] == '-') {
+      DISTZO_FAIL("inspect: unknown option '" << a << "' (allowed: --digest)");
+    } else {
+      DISTZO_REQUIRE(path.empty(), "inspect: one file expected, got '" << path << "' and '" << a << "'");
+      path = a;
+    }
+  }
+  DISTZO_REQUIRE(!path.empty(), "inspect: missing FILE.h5\n\n" << kUsage);
+  distzo::app::inspect(path, digest, std::cout);
+  return 0;
+}
+
+int dispatch(const std::vector<std::string>& args) {
+  if (args.empty() || args[0] == "--help" || args[0] == "-h" || args[0] == "help") {
+    std::cout << kUsage;
+    return args.empty() ? 1 : 0;
+  }
+  if (args[0] == "--version") {
+    std::cout << "distzo " << DISTZO_VERSION << "\n";
+    return 0;
+  }
+  const std::vector<std::string> rest(args.begin() + 1, args.end());
+  if (args[0] == "inspect") return run_inspect(rest);
+  if (args[0] == "make-synthetic") return distzo::app::make_synthetic(rest);
+  if (args[0] == "run") {
+    const auto world = distzo::runtime::MpiCommunicator::world();
+    distzo::app::run(distzo::app::parse_run_options(rest), *world);
+    return 0;
+  }
+  DISTZO_FAIL("unknown command '" << args[0] << "'\n\n" << kUsage);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  MPI_Init(&argc, &argv);
+  int rank = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  int status = 0;
+  {
+    Kokkos::ScopeGuard kokkos(argc, argv);
+    std::vector<std::string> args(argv + 1, argv + argc);
+    try {
+      status = dispatch(args);
+    } catch (const distzo::Error& e) {
+      std::cerr << "distzo: error on rank " << rank << ": " << e.what() << "\n";
+      status = 2;
+    } catch (const std::exception& e) {
+      std::cerr << "distzo: internal error on rank " << rank << ": " << e.what() << "\n";
+      status = 3;
+    }
+  }
+  int size = 1;
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  // A failure on one rank of a multi-rank job must not leave the others hanging.
+  if (status != 0 && size > 1) MPI_Abort(MPI_COMM_WORLD, status);
+  MPI_Finalize();
+  return status;
+}

@@ -1,0 +1,12 @@
+#pragma once
+// `distzo make-synthetic`: writes a small learnable dataset (io/synthetic.hpp),
+// e.g. to smoke-test an installation or a SLURM setup without real data.
+
+#include <string>
+#include <vector>
+
+namespace distzo::app {
+
+int make_synthetic(const std::vector<std::string>& args);
+
+}  // namespace distzo::app

@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# Each malformed deck in bad_decks/ fails with its specific message (the
+# `expect` table below), a non-zero exit, and no output directory.
+source "$(dirname "$0")/lib.sh" "$@"
+"$DISTZO" make-synthetic wide_vocab.h5 --task classification --examples 8 --seq-len 12 --vocab 500 --seed 3 >/dev/null
+
+declare -A expect=(
+  [01-unknown-key]='bad_decks/01-unknown-key.yaml:9: optim.lrr: unknown key (did you mean "lr"?)'
+  [02-duplicate-key]='bad_decks/02-duplicate-key.yaml:8: optim.steps: duplicate key (first given at line 7)'
+  [03-wrong-type]='bad_decks/03-wrong-type.yaml:5: data.micro_batch: expected an integer >= 1, found the string "four"'
+  [04-out-of-range]='bad_decks/04-out-of-range.yaml:9: optim.eps: out of range: expected a number > 0, found -0.5'
+  [05-bad-enum]='bad_decks/05-bad-enum.yaml:9: optim.schedule: unknown value "exponential"; allowed: constant, linear, cosine'
+  [06-missing-key]='bad_decks/06-missing-key.yaml:6: optim.steps: missing required key'
+  [07-missing-file]='bad_decks/07-missing-file.yaml:2: model.path: no such file "no-such-model.h5"'
+  [08-yaml-syntax]='bad_decks/08-yaml-syntax.yaml:9: invalid YAML'
+  [09-p-does-not-divide-2q]='bad_decks/09-p-does-not-divide-2q.yaml:12: parallel.perturbation: P must divide the 2q evaluations of a step'
+  [10-mesh-mismatch]='does not match the 1 MPI rank'
+  [11-warmup-longer-than-steps]='bad_decks/11-warmup-longer-than-steps.yaml:9: optim.warmup_steps: out of range: must be <= optim.steps (4)'
+  [12-not-a-model-file]='train.h5 is a distzo dataset file, not a model or checkpoint'
+  [13-tokens-outside-vocab]='wide_vocab.h5: input_ids: example 0, position 0: token id 281 is outside the vocabulary [0, 96)'
+  [14-resume-missing]='bad_decks/14-resume-missing.yaml:12: checkpoint.resume: no such file "ckpt-000999.h5"'
+  [15-section-not-a-map]='bad_decks/15-section-not-a-map.yaml:11: eval: must be a map of keys'
+)
+mkdir bad_decks
+cp "$HERE"/bad_decks/*.yaml bad_decks/
+n=0
+for deck_file in bad_decks/*.yaml; do
+  name=$(basename "$deck_file" .yaml)
+  [ -n "${expect[$name]:-}" ] || fail "no expected message for $name"
+  set +e
+  "$DISTZO" run "$deck_file" > "$name.out" 2> "$name.err"
+  status=$?
+  set -e
+  [ "$status" -ne 0 ] || fail "$name: exit status 0"
+  grep -qF -- "${expect[$name]}" "$name.err" || fail "$name: expected '${expect[$name]}', got: $(cat "$name.err")"
+  [ ! -e out ] || fail "$name: the output directory was created"
+  n=$((n + 1))
+  pass "$name: $(head -c 160 "$name.err")"
+done
+[ "$n" -ge 10 ] || fail "only $n malformed decks"

@@ -1,0 +1,45 @@
+# Shared by the command-line tests: a scratch directory with the tiny
+# pre-LN model and synthetic datasets, and small assertion helpers.
+# Usage from a test: source lib.sh DISTZO TEST_DATA [MPIEXEC]
+set -euo pipefail
+DISTZO=$1
+TEST_DATA=$2
+MPIEXEC=${3:-mpiexec}
+HERE=$(cd "$(dirname "${BASH_SOURCE[1]}")" && pwd)  # the calling test's folder
+WORK=$(mktemp -d "${TMPDIR:-/tmp}/distzo-test.XXXXXX")
+trap 'rm -rf "$WORK"' EXIT
+cd "$WORK"
+ln -s "$TEST_DATA/opt_tiny_preln.model.h5" model.h5
+"$DISTZO" make-synthetic train.h5 --task classification --examples 256 --seq-len 12 --vocab 96 --seed 1 >/dev/null
+"$DISTZO" make-synthetic eval.h5 --task classification --examples 128 --seq-len 12 --vocab 96 --seed 2 >/dev/null
+
+fail() { echo "FAIL: $*" >&2; exit 1; }
+pass() { echo "ok: $*"; }
+
+# deck NAME STEPS DIR [extra YAML lines...]: writes NAME.yaml training the tiny model.
+deck() {
+  local name=$1 steps=$2 dir=$3; shift 3
+  {
+    printf 'model:\n  path: model.h5\n'
+    printf 'data:\n  train: train.h5\n  eval: eval.h5\n  micro_batch: %s\n' "${MICRO_BATCH:-16}"
+    printf 'optim:\n  steps: %s\n  lr: 1.0e-3\n  eps: 1.0e-3\n  queries: %s\n' "$steps" "${QUERIES:-1}"
+    printf 'output:\n  dir: %s\n  log_interval: 1000\n' "$dir"
+    printf 'eval:\n  interval: 0\n  max_examples: 64\n'
+    printf '%s\n' "$@"
+  } > "$name.yaml"
+}
+
+# digest FILE: the parameter digest of a model or checkpoint.
+digest() { "$DISTZO" inspect "$1" --digest; }
+
+# column FILE NAME: the values of one column of a CSV file, one per line.
+column() {
+  awk -F, -v name="$2" 'NR == 1 { for (i = 1; i <= NF; i++) if ($i == name) c = i; next } { print $c }' "$1"
+}
+
+# close_rel A_FILE B_FILE TOL: every pair of lines agrees to TOL relative.
+close_rel() {
+  paste -d' ' "$1" "$2" | awk -v tol="$3" '
+    { d = $1 - $2; if (d < 0) d = -d; s = ($2 < 0 ? -$2 : $2); if (d > tol * s + 1e-12) { bad++; if (!w) w = NR ": " $1 " vs " $2 } }
+    END { if (bad) { print bad " values differ beyond " tol " relative, first at line " w; exit 1 } }'
+}

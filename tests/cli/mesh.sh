@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# The 2D mesh under mpiexec (DESIGN.md invariants 3, 4, 6): perturbation
+# parallelism reproduces a single rank bit for bit; data parallelism keeps the
+# replicas identical and matches a single rank with the same global batch;
+# mismatched meshes and diverged replicas stop with clear errors.
+source "$(dirname "$0")/lib.sh" "$@"
+STEPS=20
+mesh() {  # mesh NAME P D RANKS [extra lines]: run the deck on RANKS ranks
+  local name=$1 p=$2 d=$3 n=$4; shift 4
+  deck "$name" "$STEPS" "$name" 'parallel:' "  perturbation: $p" "  data: $d" '  check_interval: 1' "$@"
+  "$MPIEXEC" -n "$n" "$DISTZO" run "$name.yaml" > "$name.log" 2>&1 || { cat "$name.log"; fail "$name failed"; }
+}
+final() { digest "$1/ckpt-$(printf %06d "$STEPS").h5"; }
+
+MICRO_BATCH=16 mesh single 1 1 1
+MICRO_BATCH=16 mesh p2 2 1 2
+[ "$(final p2)" = "$(final single)" ] || fail "P=2 differs from 1 rank"
+pass "P=2 on 2 ranks == 1 rank after $STEPS steps ($(final single))"
+
+# D=2 halves the micro-batch: the same global batch of 16 examples.
+MICRO_BATCH=8 mesh d2 1 2 2
+for c in loss_plus loss_minus; do
+  column single/metrics.csv $c > a.txt; column d2/metrics.csv $c > b.txt
+  close_rel b.txt a.txt 1e-6 || fail "D=2 $c differs from 1 rank by more than 1e-6 relative"
+done
+column single/metrics.csv g > a.txt; column d2/metrics.csv g > b.txt
+close_rel b.txt a.txt 1e-3 || fail "D=2 g differs from 1 rank by more than 1e-3 relative"
+pass "D=2: replicas identical at every step (check_interval 1); losses within 1e-6, g within 1e-3 of 1 rank"
+
+MICRO_BATCH=8 mesh p2d2 2 2 4
+[ "$(final p2d2)" = "$(final d2)" ] || fail "P=2 x D=2 on 4 ranks differs from D=2 on 2 ranks"
+pass "P=2 x D=2 on 4 ranks == D=2 on 2 ranks ($(final d2))"
+
+QUERIES=2 MICRO_BATCH=16 mesh q2 1 1 1
+QUERIES=2 MICRO_BATCH=16 mesh q2p4 4 1 4
+[ "$(final q2p4)" = "$(final q2)" ] || fail "q=2, P=4 differs from q=2 on 1 rank"
+pass "q=2 with P=4 == q=2 on 1 rank ($(final q2))"
+
+# Errors: a mesh that does not match the ranks; P not dividing 2q.
+deck wrong 4 wrong 'parallel:' '  perturbation: 1' '  data: 1'
+if "$MPIEXEC" -n 2 "$DISTZO" run wrong.yaml > wrong.log 2>&1; then fail "a 1x1 mesh ran on 2 ranks"; fi
+grep -q "does not match the 2 MPI ranks" wrong.log || fail "mesh mismatch message: $(cat wrong.log)"
+[ ! -e wrong ] || fail "the mismatched run created its output directory"
+pass "a 1x1 mesh on 2 ranks is rejected"
+deck odd 4 odd 'parallel:' '  perturbation: 4' '  data: 1'
+if "$MPIEXEC" -n 4 "$DISTZO" run odd.yaml > odd.log 2>&1; then fail "P=4 with q=1 ran"; fi
+grep -q "P must divide the 2q evaluations" odd.log || fail "P/2q message: $(cat odd.log)"
+pass "P=4 with q=1 (2q=2) is rejected"
+
+# Divergence guard: rank 1 corrupts one weight; the check must stop the run.
+deck diverge 4 diverge 'parallel:' '  perturbation: 1' '  data: 2' '  check_interval: 2'
+if "$MPIEXEC" -n 2 "$DISTZO" run diverge.yaml --debug-corrupt-rank=1 > diverge.log 2>&1; then
+  fail "a corrupted replica went unnoticed"
+fi
+grep -q "replicas diverged after step 2: the parameter digest of rank(s) 1 differs from rank 0's" diverge.log ||
+  fail "divergence message: $(cat diverge.log)"
+pass "a diverged replica stops the run, naming rank 1"

@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# distzo run end to end on one rank: training lowers the held-out loss and
+# raises accuracy; repeated runs give identical digests; N steps + resume + N
+# steps equal 2N steps straight, digest and metrics alike.
+source "$(dirname "$0")/lib.sh" "$@"
+
+deck straight 120 a 'checkpoint:' '  interval: 60'
+"$DISTZO" run straight.yaml > a.log
+deck again 120 b
+"$DISTZO" run again.yaml > b.log
+[ "$(digest a/ckpt-000120.h5)" = "$(digest b/ckpt-000120.h5)" ] || fail "repeated runs differ"
+pass "repeated runs give digest $(digest a/ckpt-000120.h5)"
+
+# Learning: eval loss falls and accuracy rises between step 0 and the end.
+read -r loss0 acc0 <<<"$(awk -F, 'NR == 2 { print $2, $3 }' a/eval.csv)"
+read -r loss1 acc1 <<<"$(awk -F, 'END { print $2, $3 }' a/eval.csv)"
+awk -v a="$loss0" -v b="$loss1" 'BEGIN { exit !(b < 0.8 * a) }' || fail "eval loss $loss0 -> $loss1 did not fall by 20%"
+awk -v a="$acc0" -v b="$acc1" 'BEGIN { exit !(b > a + 0.1) }' || fail "accuracy $acc0 -> $acc1 did not rise by 0.1"
+pass "eval loss $loss0 -> $loss1, accuracy $acc0 -> $acc1"
+
+# Resume: 60 steps, then a second run to 120 from the latest checkpoint.
+deck first 60 c
+"$DISTZO" run first.yaml > c1.log
+deck second 120 c 'checkpoint:' '  resume: latest'
+"$DISTZO" run second.yaml > c2.log
+grep -q "resuming from c/ckpt-000060.h5" c2.log || fail "the second run did not resume from step 60"
+[ "$(digest c/ckpt-000120.h5)" = "$(digest a/ckpt-000120.h5)" ] || fail "resumed run differs from the straight run"
+cmp <(cut -d, -f1-7 a/metrics.csv) <(cut -d, -f1-7 c/metrics.csv) || fail "metrics of the resumed run differ"
+pass "60 + resume + 60 steps == 120 steps straight (digest and metrics.csv)"
+
+# keep: 2 checkpoints by default; the straight run wrote 60 and 120.
+[ "$(ls a/ckpt-*.h5 | wc -l)" = 2 ] || fail "expected 2 checkpoints in a/"
+pass "checkpoint.keep"
