@@ -19,9 +19,9 @@
 namespace {
 
 using namespace distzo;
-using distzo::testing::make_batch;
-using distzo::testing::tiny_config;
-using distzo::testing::TinyModel;
+using distzo::test_support::make_batch;
+using distzo::test_support::tiny_config;
+using distzo::test_support::TinyModel;
 
 constexpr int B = 3, T = 7;
 const std::vector<int> kLengths = {7, 5, 3};

@@ -11,7 +11,7 @@
 #include <cstdint>
 #include <vector>
 
-namespace distzo::testing {
+namespace distzo::test_support {
 
 inline model::OptConfig tiny_config(bool pre_ln = true, std::int64_t proj = 0) {
   model::OptConfig c;
@@ -101,4 +101,4 @@ inline model::Batch make_batch(model::Task task, int B, int T, const std::vector
   return batch;
 }
 
-}  // namespace distzo::testing
+}  // namespace distzo::test_support
