@@ -8,6 +8,7 @@
 #include "io/deck.hpp"
 #include "io/model_file.hpp"
 #include "model/parameter_digest.hpp"
+#include "runtime/mesh.hpp"
 #include "zo/block_executor.hpp"
 #include "zo/estimator.hpp"
 #include "zo/lr_schedule.hpp"
@@ -50,16 +51,6 @@ void make_directories(const std::string& path) {
     }
     if (i < path.size()) partial += path[i];
   }
-}
-
-/// Where this rank sits in the P x D mesh; perturbation is the inner axis, so
-/// the P ranks of one replica are neighbours (world rank = d*P + p).
-struct MeshCoordinates {
-  int perturbation_rank, perturbation_size, data_rank, data_size;
-};
-
-MeshCoordinates mesh_coordinates(int world_rank, int P, int D) {
-  return {world_rank % P, P, world_rank / P, D};
 }
 
 /// Divergence guard (DESIGN.md invariant 3): every rank's parameter digest
@@ -152,7 +143,8 @@ void run(const RunOptions& options, const runtime::Communicator& world) {
   RunOutputs out(deck.output.dir, root, resume.empty() ? -1 : state.step);
 
   const int P = deck.parallel.perturbation, D = deck.parallel.data;
-  const MeshCoordinates mesh = mesh_coordinates(world.rank(), P, D);
+  const runtime::Mesh mesh_comms(world, runtime::MeshLayout{P, D});
+  const runtime::MeshCoordinates mesh = mesh_comms.coordinates();
   const int micro_batch = deck.data.micro_batch;
   const int K = static_cast<int>(train.num_candidates());
   zo::BlockExecutor executor(model.config, model.registry, model.tensors,
@@ -228,9 +220,9 @@ void run(const RunOptions& options, const runtime::Communicator& world) {
     perturbation.eps = opt.eps;
     perturbation.distribution = opt.distribution;
     std::vector<double> local = executor.run_step(space, batch, perturbation, pending);
-    // Only the data rank's first perturbation rank counts the batch's tokens.
-    double tokens[1] = {mesh.perturbation_rank == 0 ? static_cast<double>(batch.num_tokens) : 0.0};
-    world.allreduce_sum(tokens, 1);
+    // Tokens of the global batch: one micro-batch per replica of the data group.
+    double tokens[1] = {static_cast<double>(batch.num_tokens)};
+    mesh_comms.data_group().allreduce_sum(tokens, 1);
     const zo::StepEstimate est = zo::combine_losses(world, local, opt.queries, opt.eps);
     const double lr = schedule.at(step);
 

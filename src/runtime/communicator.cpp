@@ -17,4 +17,8 @@ std::unique_ptr<Communicator> SerialCommunicator::split(int, int) const {
   return std::make_unique<SerialCommunicator>();
 }
 
+std::unique_ptr<Communicator> SerialCommunicator::split_node() const {
+  return std::make_unique<SerialCommunicator>();
+}
+
 }  // namespace distzo::runtime

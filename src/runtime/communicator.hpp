@@ -29,6 +29,8 @@ class Communicator {
 
   /// Ranks with the same color form a new communicator, ordered by key.
   virtual std::unique_ptr<Communicator> split(int color, int key) const = 0;
+  /// The ranks that share this rank's node (memory domain).
+  virtual std::unique_ptr<Communicator> split_node() const = 0;
 
   /// Convenience: one double per rank.
   std::vector<double> allgather(double value) const {
@@ -49,6 +51,7 @@ class SerialCommunicator final : public Communicator {
   bool all_true(bool value) const override { return value; }
   void barrier() const override {}
   std::unique_ptr<Communicator> split(int color, int key) const override;
+  std::unique_ptr<Communicator> split_node() const override;
 };
 
 }  // namespace distzo::runtime

@@ -58,7 +58,7 @@ std::unique_ptr<Communicator> MpiCommunicator::split(int color, int key) const {
   return std::make_unique<MpiCommunicator>(out, true);
 }
 
-std::unique_ptr<MpiCommunicator> MpiCommunicator::split_node() const {
+std::unique_ptr<Communicator> MpiCommunicator::split_node() const {
   MPI_Comm out;
   check_mpi(MPI_Comm_split_type(comm_, MPI_COMM_TYPE_SHARED, rank_, MPI_INFO_NULL, &out),
             "MPI_Comm_split_type(shared)");

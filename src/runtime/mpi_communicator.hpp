@@ -28,7 +28,7 @@ class MpiCommunicator final : public Communicator {
   std::unique_ptr<Communicator> split(int color, int key) const override;
 
   /// Ranks sharing this node's memory (MPI_COMM_TYPE_SHARED).
-  std::unique_ptr<MpiCommunicator> split_node() const;
+  std::unique_ptr<Communicator> split_node() const override;
   MPI_Comm comm() const { return comm_; }
 
  private:
