@@ -18,13 +18,17 @@ std::vector<std::pair<std::int64_t, std::string>> list_checkpoints(const std::st
   std::vector<std::pair<std::int64_t, std::string>> found;
   DIR* d = opendir(dir.c_str());
   if (!d) return found;
+  // "ckpt-<digits>.h5", padded (as distzo writes them) or not; temporary
+  // files ("ckpt-000100.h5.tmp.PID") do not match.
+  const std::string prefix = "ckpt-", suffix = ".h5";
   while (dirent* e = readdir(d)) {
-    long long step = -1;
-    char tail[8] = {0};
-    // Exactly "ckpt-<digits>.h5"; temporary files (".h5.tmp.PID") do not match.
-    if (std::sscanf(e->d_name, "ckpt-%lld.h%2s", &step, tail) == 2 && std::string(tail) == "5" &&
-        std::string(e->d_name) == checkpoint_name(step))
-      found.emplace_back(step, dir + "/" + e->d_name);
+    const std::string name = e->d_name;
+    if (name.size() <= prefix.size() + suffix.size() || name.compare(0, prefix.size(), prefix) != 0 ||
+        name.compare(name.size() - suffix.size(), suffix.size(), suffix) != 0)
+      continue;
+    const std::string digits = name.substr(prefix.size(), name.size() - prefix.size() - suffix.size());
+    if (digits.size() > 18 || digits.find_first_not_of("0123456789") != std::string::npos) continue;
+    found.emplace_back(std::stoll(digits), dir + "/" + name);
   }
   closedir(d);
   std::sort(found.begin(), found.end());

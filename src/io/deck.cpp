@@ -1,5 +1,7 @@
 #include "io/deck.hpp"
 
+#include "io/checkpoint.hpp"
+
 #include "core/error.hpp"
 
 #include <yaml-cpp/yaml.h>
@@ -674,25 +676,8 @@ void check_mesh(const Deck& deck, int world_size) {
 std::string resume_checkpoint_path(const Deck& deck) {
   const std::string& resume = deck.checkpoint.resume;
   if (resume != "latest") return resume;
-  std::error_code ec;
-  if (!fs::is_directory(deck.output.dir, ec)) return "";
-  static const std::regex name("ckpt-([0-9]+)\\.h5");
-  std::string best;
-  std::uint64_t best_step = 0;
-  for (const auto& entry : fs::directory_iterator(deck.output.dir, ec)) {
-    const std::string file = entry.path().filename().string();
-    std::smatch m;
-    if (!entry.is_regular_file(ec) || !std::regex_match(file, m, name)) continue;
-    std::uint64_t step = 0;
-    const std::string digits = m[1].str();
-    if (std::from_chars(digits.data(), digits.data() + digits.size(), step).ec != std::errc())
-      continue;
-    if (best.empty() || step > best_step) {
-      best = entry.path().string();
-      best_step = step;
-    }
-  }
-  return best;
+  const auto found = list_checkpoints(deck.output.dir);  // oldest first
+  return found.empty() ? "" : found.back().second;
 }
 
 std::string resolved_yaml(const Deck& deck) {
