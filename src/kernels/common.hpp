@@ -19,6 +19,10 @@ using RangePolicy = Kokkos::RangePolicy<ExecSpace>;
 /// activations (e.g. 16k tokens x 50k vocabulary) cannot overflow the index.
 using RangePolicy64 = Kokkos::RangePolicy<ExecSpace, Kokkos::IndexType<std::int64_t>>;
 
+/// Element-wise kernels over (rows, cols) without index division.
+using MDRangePolicy2 =
+    Kokkos::MDRangePolicy<ExecSpace, Kokkos::Rank<2>, Kokkos::IndexType<std::int64_t>>;
+
 /// Per-team scratch buffer of `real` (level 0: shared memory on GPUs).
 using ScratchReal =
     Kokkos::View<real*, ExecSpace::scratch_memory_space, Kokkos::MemoryTraits<Kokkos::Unmanaged>>;

@@ -92,10 +92,12 @@ void linear(const ExecSpace& space, const Mat& y, const ConstMat& x, const Const
   // never reads y, so y may start out uninitialised.
   const Mat yy = y;
   const ConstVec bb = b;
-  const std::int64_t cols = static_cast<std::int64_t>(out);
+  // A 2-D range gives (row, column) without a division per element.
   Kokkos::parallel_for(
-      "distzo::linear::bias", RangePolicy64(space, 0, static_cast<std::int64_t>(rows) * cols),
-      KOKKOS_LAMBDA(const std::int64_t i) { yy(i / cols, i % cols) += bb(i % cols); });
+      "distzo::linear::bias",
+      MDRangePolicy2(space, {0, 0},
+                     {static_cast<std::int64_t>(rows), static_cast<std::int64_t>(out)}),
+      KOKKOS_LAMBDA(const std::int64_t r, const std::int64_t c) { yy(r, c) += bb(c); });
 }
 
 }  // namespace distzo::kernels
