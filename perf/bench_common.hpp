@@ -1,0 +1,301 @@
+#pragma once
+// Shared by the perf/ benchmarks: wall-clock statistics, a machine banner,
+// command-line parsing, the fixed token pattern, and one machine-readable
+// result line per measurement.
+//
+// Every benchmark runs warm-up repetitions first, then `reps` timed ones, and
+// reports the MEDIAN and the min/max over the timed repetitions of a rate
+// (tokens/s, GB/s, ...). Rates are computed per repetition, so the median rate
+// is the rate of the median repetition.
+//
+// Result lines look like
+//   RESULT {"bench":"forward","metric":"tokens_per_s","median":...,"min":...,"max":...,...}
+// one JSON object per line after the literal "RESULT "; perf/run_benchmarks.sh
+// collects them into perf/RESULTS.md. Everything else on stdout is for people.
+
+#include "core/error.hpp"
+#include "core/types.hpp"
+#include "model/batch.hpp"
+
+#include <Kokkos_Core.hpp>
+#include <sched.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <iomanip>
+#include <iostream>
+#include <map>
+#include <set>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+// OpenBLAS reports its own thread count and build (core type, MAX_THREADS).
+// Weak, so the benchmarks still link against another BLAS (then: "unknown").
+extern "C" int openblas_get_num_threads(void) __attribute__((weak));
+extern "C" char* openblas_get_config(void) __attribute__((weak));
+
+namespace distzo::perf {
+
+using Clock = std::chrono::steady_clock;
+
+inline double seconds_since(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+/// Median, min and max of a sample (the median of an even count is the mean
+/// of the two middle values).
+struct Stats {
+  double median = 0, min = 0, max = 0;
+  int n = 0;
+
+  static Stats of(std::vector<double> v) {
+    Stats s;
+    s.n = static_cast<int>(v.size());
+    if (v.empty()) return s;
+    std::sort(v.begin(), v.end());
+    s.min = v.front();
+    s.max = v.back();
+    const std::size_t m = v.size() / 2;
+    s.median = v.size() % 2 ? v[m] : 0.5 * (v[m - 1] + v[m]);
+    return s;
+  }
+};
+
+/// Rates value/time_i for every repetition time_i.
+inline std::vector<double> rates(double value, const std::vector<double>& seconds) {
+  std::vector<double> out;
+  for (double t : seconds) out.push_back(t > 0 ? value / t : 0.0);
+  return out;
+}
+
+inline std::string fmt(double x, int precision = 4) {
+  std::ostringstream os;
+  os << std::setprecision(precision) << x;
+  return os.str();
+}
+
+inline std::string json_escape(const std::string& s) {
+  std::string out;
+  for (char c : s) {
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += c;
+    } else if (static_cast<unsigned char>(c) < 0x20) {
+      out += ' ';
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
+/// One RESULT line: the stats of `metric` plus free-form string fields.
+inline void print_result(const std::string& bench, const std::string& metric, const Stats& s,
+                         const std::vector<std::pair<std::string, std::string>>& fields = {}) {
+  std::ostringstream os;
+  os << std::setprecision(9) << "RESULT {\"bench\":\"" << json_escape(bench) << "\",\"metric\":\""
+     << json_escape(metric) << "\",\"median\":" << s.median << ",\"min\":" << s.min
+     << ",\"max\":" << s.max << ",\"reps\":" << s.n;
+  for (const auto& kv : fields)
+    os << ",\"" << json_escape(kv.first) << "\":\"" << json_escape(kv.second) << "\"";
+  os << "}";
+  std::cout << os.str() << std::endl;
+}
+
+// ---------------------------------------------------------------------------
+// machine banner
+
+inline std::string cpu_model() {
+  std::ifstream in("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind("model name", 0) == 0) {
+      const auto colon = line.find(':');
+      if (colon != std::string::npos) {
+        std::string v = line.substr(colon + 1);
+        v.erase(0, v.find_first_not_of(" \t"));
+        return v;
+      }
+    }
+  }
+  return "unknown";
+}
+
+inline int affinity_cpus() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof(set), &set) != 0) return -1;
+  return CPU_COUNT(&set);
+}
+
+inline std::string env_or(const char* name, const char* fallback = "(unset)") {
+  const char* v = std::getenv(name);
+  return v ? std::string(v) : std::string(fallback);
+}
+
+inline std::string blas_threads() {
+  return openblas_get_num_threads ? std::to_string(openblas_get_num_threads()) : "unknown";
+}
+
+inline std::string blas_config() {
+  if (!openblas_get_config) return "none linked into this binary (or not OpenBLAS)";
+  std::string s = openblas_get_config();
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\n')) s.pop_back();
+  return s;
+}
+
+/// Machine, threads and backend, printed before any measurement.
+inline void print_machine(const std::string& bench) {
+  std::cout << "== distzo " << bench << " ==\n"
+            << "cpu            : " << cpu_model() << "\n"
+            << "logical cpus   : " << std::thread::hardware_concurrency()
+            << " online, " << affinity_cpus() << " in this process's affinity mask\n"
+            << "kokkos         : " << ExecSpace::name() << " backend, concurrency "
+            << ExecSpace::concurrency() << " (Kokkos " << KOKKOS_VERSION << ")\n"
+            << "blas           : " << blas_config() << "; threads " << blas_threads() << "\n"
+            << "env            : OPENBLAS_NUM_THREADS=" << env_or("OPENBLAS_NUM_THREADS")
+            << " OMP_NUM_THREADS=" << env_or("OMP_NUM_THREADS") << "\n";
+  std::cout << "RESULT {\"bench\":\"" << json_escape(bench)
+            << "\",\"metric\":\"machine\",\"cpu\":\"" << json_escape(cpu_model())
+            << "\",\"cpus\":\"" << std::thread::hardware_concurrency() << "\",\"affinity\":\""
+            << affinity_cpus() << "\",\"kokkos\":\"" << ExecSpace::name() << " x"
+            << ExecSpace::concurrency() << "\",\"blas\":\"" << json_escape(blas_config())
+            << "\",\"blas_threads\":\"" << blas_threads() << "\"}" << std::endl;
+}
+
+// ---------------------------------------------------------------------------
+// command line
+
+/// `prog [positional...] [--key value | --flag]...`; every option must be
+/// declared, and an undeclared one is an error that lists the allowed ones.
+class Args {
+ public:
+  Args(int argc, char** argv, std::string usage, std::set<std::string> options,
+       std::set<std::string> flags = {})
+      : usage_(std::move(usage)), options_(std::move(options)), flags_(std::move(flags)) {
+    for (int i = 1; i < argc; ++i) {
+      const std::string a = argv[i];
+      if (a == "--help" || a == "-h") {
+        help_ = true;
+        continue;
+      }
+      if (a.rfind("--", 0) == 0) {
+        const std::string key = a.substr(2);
+        if (flags_.count(key)) {
+          values_[key] = "1";
+        } else if (options_.count(key)) {
+          DISTZO_REQUIRE(i + 1 < argc, "option " << a << " needs a value\n\n" << usage_);
+          values_[key] = argv[++i];
+        } else {
+          DISTZO_FAIL("unknown option " << a << "\n\n" << usage_);
+        }
+      } else {
+        positional_.push_back(a);
+      }
+    }
+  }
+
+  /// --help or -h was given: print usage() and exit 0.
+  bool help() const { return help_; }
+  const std::vector<std::string>& positional() const { return positional_; }
+  bool flag(const std::string& key) const { return values_.count(key) != 0; }
+
+  std::string str(const std::string& key, const std::string& fallback) const {
+    const auto it = values_.find(key);
+    return it == values_.end() ? fallback : it->second;
+  }
+
+  long long integer(const std::string& key, long long fallback) const {
+    const auto it = values_.find(key);
+    if (it == values_.end()) return fallback;
+    try {
+      std::size_t used = 0;
+      const long long v = std::stoll(it->second, &used, 0);
+      DISTZO_REQUIRE(used == it->second.size(), "");
+      return v;
+    } catch (...) {
+      DISTZO_FAIL("--" << key << " expects an integer, got '" << it->second << "'");
+    }
+  }
+
+  double real_value(const std::string& key, double fallback) const {
+    const auto it = values_.find(key);
+    if (it == values_.end()) return fallback;
+    try {
+      std::size_t used = 0;
+      const double v = std::stod(it->second, &used);
+      DISTZO_REQUIRE(used == it->second.size(), "");
+      return v;
+    } catch (...) {
+      DISTZO_FAIL("--" << key << " expects a number, got '" << it->second << "'");
+    }
+  }
+
+  const std::string& usage() const { return usage_; }
+
+ private:
+  std::string usage_;
+  std::set<std::string> options_, flags_;
+  std::map<std::string, std::string> values_;
+  std::vector<std::string> positional_;
+  bool help_ = false;
+};
+
+// ---------------------------------------------------------------------------
+// inputs
+
+/// The fixed "random" token pattern shared with tools/torch_forward_bench.py
+/// and tools/mezo_reference.py (fixed_tokens there), so every benchmark runs
+/// on the same ids: a 64-bit LCG (Knuth's MMIX constants), token = (x >> 33) % V,
+/// row-major over (B, T).
+inline std::vector<int> fixed_tokens(int batch, int seq_len, std::int64_t vocab,
+                                     std::uint64_t seed) {
+  std::vector<int> out(static_cast<std::size_t>(batch) * seq_len);
+  std::uint64_t x = seed;
+  for (auto& t : out) {
+    x = 6364136223846793005ULL * x + 1442695040888963407ULL;
+    t = static_cast<int>((x >> 33) % static_cast<std::uint64_t>(vocab));
+  }
+  return out;
+}
+
+/// A causal-LM batch of fixed_tokens without padding: every position is a real
+/// token and every position with a successor is a target (B*(T-1) targets,
+/// exactly what Hugging Face computes with labels = input_ids).
+inline model::Batch causal_lm_batch(int batch, int seq_len, std::int64_t vocab,
+                                    std::uint64_t seed) {
+  const std::vector<int> ids = fixed_tokens(batch, seq_len, vocab, seed);
+  model::Batch b;
+  b.task = model::Task::causal_lm;
+  b.tokens = IntMat("distzo::perf::tokens", batch, seq_len);
+  b.mask = IntMat("distzo::perf::mask", batch, seq_len);
+  b.targets = IntVec("distzo::perf::targets", static_cast<std::size_t>(batch) * seq_len);
+  auto tok = Kokkos::create_mirror_view(b.tokens);
+  auto mask = Kokkos::create_mirror_view(b.mask);
+  auto tgt = Kokkos::create_mirror_view(b.targets);
+  for (int r = 0; r < batch; ++r)
+    for (int t = 0; t < seq_len; ++t) {
+      const std::size_t i = static_cast<std::size_t>(r) * seq_len + t;
+      tok(r, t) = ids[i];
+      mask(r, t) = 1;
+      tgt(i) = t + 1 < seq_len ? ids[i + 1] : -100;
+    }
+  Kokkos::deep_copy(b.tokens, tok);
+  Kokkos::deep_copy(b.mask, mask);
+  Kokkos::deep_copy(b.targets, tgt);
+  b.micro_batch = batch;
+  b.seq_len = seq_len;
+  b.num_examples = batch;
+  b.num_tokens = static_cast<std::int64_t>(batch) * seq_len;
+  b.num_targets = static_cast<std::int64_t>(batch) * (seq_len - 1);
+  return b;
+}
+
+}  // namespace distzo::perf

@@ -1,0 +1,186 @@
+// bench_step: ZO steps/s and tokens/s of the block executor on one rank,
+// causal-LM loss on the fixed token pattern (every position with a successor
+// is a target), with the lazy update in the loop: every timed step starts
+// with the previous step's pending update active, so it pays for applying it
+// (fused with this step's perturbation), as a training run does. The baseline
+// is tools/mezo_reference.py --bench (PyTorch MeZO) on the same file and batch.
+//
+//   bench_step MODEL.h5 [--batch 8] [--seq 128] [--reps 3] [--queries 1]
+//              [--warmup 1] [--eps 1e-3] [--lr 1e-6] [--weight-decay 0]
+//              [--distribution gaussian|rademacher] [--seed 1] [--profile]
+//
+// tokens/s counts B*T tokens per step (the batch a step trains on), not the
+// 2q forward passes over it; forward-tokens/s = tokens/s * 2q. --profile runs
+// one more step (pending update active) with time per kernel label.
+
+#include "bench_common.hpp"
+#include "kernel_profile.hpp"
+
+#include "core/perturbation.hpp"
+#include "io/model_file.hpp"
+#include "runtime/communicator.hpp"
+#include "zo/block_executor.hpp"
+#include "zo/estimator.hpp"
+#include "zo/evaluation_plan.hpp"
+#include "zo/pending_update.hpp"
+
+#include <Kokkos_Core.hpp>
+
+#include <cmath>
+#include <iostream>
+#include <string>
+#include <vector>
+
+namespace {
+
+using namespace distzo;
+using perf::Clock;
+using perf::fmt;
+using perf::seconds_since;
+using perf::Stats;
+
+const char* const kUsage =
+    "usage: bench_step MODEL.h5 [--batch B] [--seq T] [--reps N] [--queries q] [--warmup W]\n"
+    "                  [--eps E] [--lr LR] [--weight-decay WD] [--distribution gaussian|rademacher]\n"
+    "                  [--seed S] [--profile]\n"
+    "  ZO steps/s of BlockExecutor::run_step (causal LM, pending update applied every step);\n"
+    "  defaults: --batch 8 --seq 128 --reps 3 --queries 1 --warmup 1 --eps 1e-3 --lr 1e-6\n"
+    "            --weight-decay 0 --distribution gaussian --seed 1\n";
+
+int run(int argc, char** argv) {
+  perf::Args args(argc, argv, kUsage,
+                  {"batch", "seq", "reps", "queries", "warmup", "eps", "lr", "weight-decay",
+                   "distribution", "seed"},
+                  {"profile"});
+  if (args.help()) {
+    std::cout << kUsage;
+    return 0;
+  }
+  DISTZO_REQUIRE(args.positional().size() == 1, "one MODEL.h5 expected\n\n" << kUsage);
+  const std::string path = args.positional()[0];
+  const int B = static_cast<int>(args.integer("batch", 8));
+  const int T = static_cast<int>(args.integer("seq", 128));
+  const int reps = static_cast<int>(args.integer("reps", 3));
+  const int q = static_cast<int>(args.integer("queries", 1));
+  // At least one untimed step, so the first timed step has a pending update.
+  const int warmup = std::max(1, static_cast<int>(args.integer("warmup", 1)));
+  const double eps = args.real_value("eps", 1e-3);
+  const double lr = args.real_value("lr", 1e-6);
+  const double wd = args.real_value("weight-decay", 0.0);
+  const Distribution dist = parse_distribution(args.str("distribution", "gaussian"));
+  const auto seed = static_cast<std::uint64_t>(args.integer("seed", 1));
+  DISTZO_REQUIRE(B > 0 && T > 0 && reps > 0 && q >= 1, "batch, seq, reps, queries must be > 0");
+
+  perf::print_machine("step");
+  const auto t_load = Clock::now();
+  io::LoadedModel m = io::load_model(path);
+  const model::OptConfig& c = m.config;
+  std::cout << "model          : " << path << " (L=" << c.num_hidden_layers
+            << " C=" << c.hidden_size << " V=" << c.vocab_size << ", "
+            << m.registry.total_elements() << " parameters), loaded in "
+            << fmt(seconds_since(t_load), 3) << " s\n";
+
+  ExecSpace space;
+  const model::Batch batch = perf::causal_lm_batch(B, T, c.vocab_size, seed);
+  zo::BlockExecutor executor(c, m.registry, m.tensors, zo::EvaluationPlan::make(q, 1, 0),
+                             model::Task::causal_lm, B, T, 0);
+  const runtime::SerialCommunicator comm;
+  zo::PendingUpdate pending;
+  std::cout << "workload       : batch " << B << " x seq " << T << ", q = " << q << " ("
+            << 2 * q << " forward passes per step), eps " << eps << ", lr " << lr << ", wd "
+            << wd << ", z " << to_string(dist) << "; " << warmup << " warm-up + " << reps
+            << " timed steps\n";
+
+  double first_loss = 0, last_loss = 0, last_g = 0;
+  bool all_finite = true;
+  // One training step: run_step (applying the pending update on the way),
+  // the estimate, and the update it leaves pending for the next step.
+  auto step = [&](int s) {
+    zo::StepPerturbation p;
+    p.seed = seed;
+    p.step = s;
+    p.eps = eps;
+    p.distribution = dist;
+    const auto t0 = Clock::now();
+    const std::vector<double> local = executor.run_step(space, batch, p, pending);
+    const zo::StepEstimate est = zo::combine_losses(comm, local, q, eps);
+    pending.active = true;
+    pending.seed = p.seed;
+    pending.step = p.step;
+    pending.distribution = dist;
+    pending.lr = lr;
+    pending.weight_decay = wd;
+    pending.g = est.g;
+    const double t = seconds_since(t0);
+    if (s == 0) first_loss = est.loss;
+    last_loss = est.loss;
+    last_g = est.g.empty() ? 0 : est.g[0];
+    all_finite = all_finite && est.finite;
+    return t;
+  };
+  std::vector<double> seconds;
+  for (int s = 0; s < warmup + reps; ++s) {
+    const bool timed = s >= warmup;
+    DISTZO_REQUIRE(!timed || pending.active, "internal: a timed step without a pending update");
+    const double t = step(s);
+    if (timed) seconds.push_back(t);
+  }
+  double profiled_wall = 0;
+  if (args.flag("profile")) {
+    perf::KernelProfile::start();
+    profiled_wall = step(warmup + reps);
+    perf::KernelProfile::stop();
+  }
+  const auto t_flush = Clock::now();
+  executor.flush(space, pending);
+  space.fence();
+  const double flush_s = seconds_since(t_flush);
+
+  const double tokens = static_cast<double>(B) * T;
+  const Stats sps = Stats::of(perf::rates(1.0, seconds));
+  const Stats tps = Stats::of(perf::rates(tokens, seconds));
+  const Stats t_s = Stats::of(seconds);
+  std::cout << "zo step        : " << fmt(sps.median, 5) << " steps/s (median; min "
+            << fmt(sps.min, 5) << ", max " << fmt(sps.max, 5) << "), " << fmt(t_s.median, 5)
+            << " s per step\n"
+            << "  tokens/s       : " << fmt(tps.median, 5) << " (B*T per step; min "
+            << fmt(tps.min, 5) << ", max " << fmt(tps.max, 5) << "); forward tokens/s "
+            << fmt(tps.median * 2 * q, 5) << "\n"
+            << "  flush          : " << fmt(flush_s * 1e3, 4)
+            << " ms (one apply_update pass over all parameters)\n"
+            << "  check          : loss step 0 = " << fmt(first_loss, 8) << ", last = "
+            << fmt(last_loss, 8) << ", last g = " << fmt(last_g, 5)
+            << (all_finite ? "" : "  (NON-FINITE loss or g!)") << "\n";
+
+  const std::vector<std::pair<std::string, std::string>> fields = {
+      {"model", path},
+      {"batch", std::to_string(B)},
+      {"seq", std::to_string(T)},
+      {"queries", std::to_string(q)},
+      {"parameters", std::to_string(m.registry.total_elements())},
+      {"distribution", to_string(dist)},
+      {"s_per_step", fmt(t_s.median, 6)},
+      {"tokens_per_s_median", fmt(tps.median, 6)},
+      {"tokens_per_s_min", fmt(tps.min, 6)},
+      {"tokens_per_s_max", fmt(tps.max, 6)},
+      {"flush_ms", fmt(flush_s * 1e3, 5)},
+      {"loss_first", fmt(first_loss, 8)},
+      {"finite", all_finite ? "yes" : "no"},
+      {"blas_threads", perf::blas_threads()}};
+  perf::print_result("step", "steps_per_s", sps, fields);
+  if (args.flag("profile"))
+    perf::KernelProfile::report("step", profiled_wall, "one step with a pending update");
+  return all_finite ? 0 : 1;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Kokkos::ScopeGuard kokkos(argc, argv);
+  try {
+    return run(argc, argv);
+  } catch (const std::exception& e) {
+    std::cerr << "bench_step: error: " << e.what() << "\n";
+    return 2;
+  }
+}
