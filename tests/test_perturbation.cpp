@@ -3,6 +3,7 @@
 // docs/perturbation.md, independence from chunking and order, distinct
 // streams, and the statistics of both distributions.
 #include "core/error.hpp"
+#include "core/fence.hpp"
 #include "core/perturbation.hpp"
 #include "core/types.hpp"
 
@@ -24,15 +25,7 @@
 
 namespace distzo_test_perturbation {
 
-// Fences one instance; Kokkos < 3.5 has only the unnamed form.
-void fence(const distzo::ExecSpace& space, const char* reason) {
-#if KOKKOS_VERSION >= 30500
-  space.fence(reason);
-#else
-  (void)reason;
-  space.fence();
-#endif
-}
+using distzo::fence;
 
 using distzo::Distribution;
 using distzo::PerturbationStream;

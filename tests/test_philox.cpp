@@ -1,5 +1,6 @@
 // Philox-4x32 against the Random123 known-answer vectors, on the host and in a
 // kernel on the default execution space.
+#include "core/fence.hpp"
 #include "core/philox.hpp"
 #include "core/types.hpp"
 
@@ -11,15 +12,7 @@
 
 namespace distzo_test_philox {
 
-// Fences one instance; Kokkos < 3.5 has only the unnamed form.
-void fence(const distzo::ExecSpace& space, const char* reason) {
-#if KOKKOS_VERSION >= 30500
-  space.fence(reason);
-#else
-  (void)reason;
-  space.fence();
-#endif
-}
+using distzo::fence;
 
 using distzo::PhiloxBlock;
 using distzo::PhiloxKey;

@@ -3,7 +3,7 @@
 #include "core/error.hpp"
 #include "core/philox.hpp"
 #include "io/hdf5_file.hpp"
-#include "kernels/common.hpp"
+#include "core/fence.hpp"
 #include "kernels/losses.hpp"
 
 #include <utility>
@@ -380,7 +380,7 @@ const Batch& BatchBuilder::fill(const ExecSpace& space,
 
   // The mirrors are about to be overwritten; on host backends they alias the
   // device views that earlier kernels on `space` may still read.
-  kernels::fence(space, "distzo::BatchBuilder::fill: previous batch no longer in use");
+  fence(space, "distzo::BatchBuilder::fill: previous batch no longer in use");
 
   const bool lm = b.task == Task::causal_lm;
   const int pad = static_cast<int>(d.pad_token_id);
@@ -430,7 +430,7 @@ const Batch& BatchBuilder::fill(const ExecSpace& space,
 const Batch& BatchBuilder::fill(const std::vector<std::int64_t>& example_indices) {
   const ExecSpace space;
   fill(space, example_indices);
-  kernels::fence(space, "distzo::BatchBuilder::fill: batch copied to the device");
+  fence(space, "distzo::BatchBuilder::fill: batch copied to the device");
   return batch_;
 }
 

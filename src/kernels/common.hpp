@@ -8,6 +8,7 @@
 #include <Kokkos_Core.hpp>
 #include <cstdint>
 
+#include "core/fence.hpp"
 #include "core/types.hpp"
 
 namespace distzo::kernels {
@@ -27,15 +28,7 @@ using MDRangePolicy2 =
 using ScratchReal =
     Kokkos::View<real*, ExecSpace::scratch_memory_space, Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
 
-/// Fences one execution-space instance (never the whole device). Named fences
-/// show up in Kokkos Tools profiles; Kokkos < 3.5 has only the unnamed form.
-inline void fence(const ExecSpace& space, const char* reason) {
-#if KOKKOS_VERSION >= 30500
-  space.fence(reason);
-#else
-  (void)reason;
-  space.fence();
-#endif
-}
+/// Kernels and their callers fence through the core helper.
+using distzo::fence;
 
 }  // namespace distzo::kernels

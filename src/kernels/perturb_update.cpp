@@ -73,8 +73,8 @@ void update_and_perturb(const ExecSpace& space, const Vec& theta, std::uint32_t 
         for (unsigned l = 0; l < 4; ++l)
           if (base + l >= r.first && base + l <= r.last) value[l] = t(base + l - r.first);
         if (u.count > 0) updated4(value, u, param_id, block);
-        real z[4];
-        s.z4(param_id, block, z);
+        real z[4] = {0, 0, 0, 0};
+        if (write_plus || write_minus) s.z4(param_id, block, z);
         for (unsigned l = 0; l < 4; ++l) {
           if (base + l < r.first || base + l > r.last) continue;
           const std::uint64_t j = base + l - r.first;
@@ -88,23 +88,11 @@ void update_and_perturb(const ExecSpace& space, const Vec& theta, std::uint32_t 
 
 void apply_update(const ExecSpace& space, const Vec& theta, std::uint32_t param_id,
                   std::uint64_t first_element, const UpdateTerms& update) {
-  check_terms(update);
-  if (update.count == 0 || theta.extent(0) == 0) return;
-  const Vec t = theta;
-  const UpdateTerms u = update;
-  const BlockRange r(first_element, theta.extent(0));
-  Kokkos::parallel_for(
-      "distzo::apply_update", RangePolicy64(space, 0, r.num_blocks),
-      KOKKOS_LAMBDA(const std::int64_t i) {
-        const std::uint64_t block = r.first_block + static_cast<std::uint64_t>(i);
-        const std::uint64_t base = 4 * block;
-        real value[4] = {0, 0, 0, 0};
-        for (unsigned l = 0; l < 4; ++l)
-          if (base + l >= r.first && base + l <= r.last) value[l] = t(base + l - r.first);
-        updated4(value, u, param_id, block);
-        for (unsigned l = 0; l < 4; ++l)
-          if (base + l >= r.first && base + l <= r.last) t(base + l - r.first) = value[l];
-      });
+  if (update.count == 0) return;
+  // The fused kernel with no outputs requested: the same update arithmetic,
+  // and this step's z is never evaluated.
+  update_and_perturb(space, theta, param_id, first_element, update, PerturbationStream(), real(0),
+                     Vec(), Vec());
 }
 
 }  // namespace distzo::kernels

@@ -1,7 +1,7 @@
 #include "zo/block_executor.hpp"
 
 #include "core/error.hpp"
-#include "kernels/common.hpp"
+#include "core/fence.hpp"
 #include "kernels/perturb_update.hpp"
 
 namespace distzo::zo {
@@ -123,7 +123,7 @@ std::vector<double> BlockExecutor::run_step(const ExecSpace& space, const model:
     head_.loss(space, edges[i], hidden, batch, sums_[i]);
   }
 
-  kernels::fence(space, "distzo: loss sums of the step ready for the host");
+  fence(space, "distzo: loss sums of the step ready for the host");
   std::vector<double> local(static_cast<std::size_t>(4 * plan_.queries), 0.0);
   for (std::size_t i = 0; i < evals; ++i) {
     auto host = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), sums_[i]);
@@ -148,7 +148,7 @@ EvalOutcome BlockExecutor::evaluate(const ExecSpace& space, const model::Batch& 
     forward_.block(space, model::make_block_view(registry_, theta_, k), batch.mask, h);
   Mat hidden = forward_.final_hidden(space, edge, h);
   head_.loss(space, edge, hidden, batch, sums_.at(0));
-  kernels::fence(space, "distzo: evaluation loss ready for the host");
+  fence(space, "distzo: evaluation loss ready for the host");
 
   EvalOutcome out;
   auto host = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), sums_[0]);
