@@ -77,11 +77,16 @@ int main(int argc, char** argv) {
   int rank = 0;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   int status = 0;
+  bool collective = false;  // every rank failed together: finish MPI cleanly
   {
     Kokkos::ScopeGuard kokkos(argc, argv);
     std::vector<std::string> args(argv + 1, argv + argc);
     try {
       status = dispatch(args);
+    } catch (const distzo::CollectiveError& e) {
+      if (e.report()) std::cerr << "distzo: error: " << e.what() << "\n";
+      collective = true;
+      status = 2;
     } catch (const distzo::Error& e) {
       std::cerr << "distzo: error on rank " << rank << ": " << e.what() << "\n";
       status = 2;
@@ -93,7 +98,7 @@ int main(int argc, char** argv) {
   int size = 1;
   MPI_Comm_size(MPI_COMM_WORLD, &size);
   // A failure on one rank of a multi-rank job must not leave the others hanging.
-  if (status != 0 && size > 1) MPI_Abort(MPI_COMM_WORLD, status);
+  if (status != 0 && size > 1 && !collective) MPI_Abort(MPI_COMM_WORLD, status);
   MPI_Finalize();
   return status;
 }

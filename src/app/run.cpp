@@ -17,6 +17,7 @@
 #include <cerrno>
 #include <chrono>
 #include <fstream>
+#include <sstream>
 #include <cstdio>
 #include <memory>
 #include <sys/stat.h>
@@ -64,12 +65,16 @@ void check_replicas(const model::ParameterRegistry& registry, const model::Tenso
   std::string diverged;
   for (int r = 1; r < world.size(); ++r)
     if (all[r] != all[0]) diverged += (diverged.empty() ? "" : ", ") + std::to_string(r);
-  DISTZO_REQUIRE(diverged.empty(),
-                 "replicas diverged after step " << step << ": the parameter digest of rank(s) "
+  if (!diverged.empty()) {
+    std::ostringstream os;
+    os << "replicas diverged after step " << step << ": the parameter digest of rank(s) "
                      << diverged << " differs from rank 0's. Every rank must apply the same "
                                     "update to the same θ; this points at a non-deterministic "
                                     "kernel or corrupted memory. Stopping before the replicas "
-                                    "drift further.");
+                                    "drift further.";
+    // Every rank saw the same gathered digests: stop together, report once.
+    throw CollectiveError(os.str(), world.rank() == 0);
+  }
 }
 
 }  // namespace
@@ -92,46 +97,91 @@ RunOptions parse_run_options(const std::vector<std::string>& args) {
   return o;
 }
 
-void run(const RunOptions& options, const runtime::Communicator& world) {
-  const Clock::time_point started = Clock::now();
-  // ---- Everything is validated before anything is written. ----------------
-  const io::Deck deck = io::load_deck(options.deck_path);
-  io::check_mesh(deck, world.size());
+namespace {
+
+/// Everything a run reads, validated before anything is written.
+struct Inputs {
+  io::Deck deck;
+  std::string resume;  // checkpoint to continue from, or empty
+  io::LoadedModel model;
+  io::TrainingState state;
+  io::Dataset train;
+  std::unique_ptr<io::Dataset> eval;
+};
+
+Inputs load_inputs(const RunOptions& options, int world_size) {
+  Inputs in;
+  in.deck = io::load_deck(options.deck_path);
+  const io::Deck& deck = in.deck;
+  io::check_mesh(deck, world_size);
   const auto& opt = deck.optim;
   DISTZO_REQUIRE(opt.queries <= kernels::kMaxQueries,
                  deck.origin.where("optim.queries") << "at most " << kernels::kMaxQueries
                                                     << " queries per step, found " << opt.queries);
-  const std::string resume = io::resume_checkpoint_path(deck);
-  io::LoadedModel model = io::load_model(resume.empty() ? deck.model.path : resume);
-  io::TrainingState state;
-  state.seed = opt.seed;
-  state.queries = opt.queries;
-  state.distribution = opt.distribution;
-  if (!resume.empty()) {
-    state = io::read_training_state(resume);
-    DISTZO_REQUIRE(state.seed == opt.seed && state.queries == opt.queries &&
-                       state.distribution == opt.distribution,
-                   "checkpoint " << resume << " was written with optim.seed=" << state.seed
-                                 << ", queries=" << state.queries << ", distribution="
-                                 << to_string(state.distribution)
+  in.resume = io::resume_checkpoint_path(deck);
+  in.model = io::load_model(in.resume.empty() ? deck.model.path : in.resume);
+  in.state.seed = opt.seed;
+  in.state.queries = opt.queries;
+  in.state.distribution = opt.distribution;
+  if (!in.resume.empty()) {
+    in.state = io::read_training_state(in.resume);
+    const io::TrainingState& s = in.state;
+    DISTZO_REQUIRE(s.seed == opt.seed && s.queries == opt.queries &&
+                       s.distribution == opt.distribution,
+                   "checkpoint " << in.resume << " was written with optim.seed=" << s.seed
+                                 << ", queries=" << s.queries << ", distribution="
+                                 << to_string(s.distribution)
                                  << "; the deck says seed=" << opt.seed << ", queries="
                                  << opt.queries << ", distribution=" << to_string(opt.distribution)
                                  << ". Resuming with other perturbations would not continue the run.");
   }
-  const std::int64_t vocab = model.config.vocab_size;
-  const io::Dataset train = io::load_dataset(deck.data.train, vocab);
-  std::unique_ptr<io::Dataset> eval_data;
+  const std::int64_t vocab = in.model.config.vocab_size;
+  in.train = io::load_dataset(deck.data.train, vocab);
   if (!deck.data.eval.empty())
-    eval_data = std::make_unique<io::Dataset>(io::load_dataset(deck.data.eval, vocab));
-  for (const io::Dataset* d : {&train, static_cast<const io::Dataset*>(eval_data.get())}) {
+    in.eval = std::make_unique<io::Dataset>(io::load_dataset(deck.data.eval, vocab));
+  for (const io::Dataset* d : {static_cast<const io::Dataset*>(&in.train), static_cast<const io::Dataset*>(in.eval.get())}) {
     if (!d) continue;
-    DISTZO_REQUIRE(d->seq_len <= model.config.max_position_embeddings,
+    DISTZO_REQUIRE(d->seq_len <= in.model.config.max_position_embeddings,
                    "dataset sequences of " << d->seq_len << " tokens exceed the model's "
-                                           << model.config.max_position_embeddings << " positions");
-    DISTZO_REQUIRE(d->task == train.task && d->candidates == train.candidates &&
-                       d->seq_len == train.seq_len,
+                                           << in.model.config.max_position_embeddings
+                                           << " positions");
+    DISTZO_REQUIRE(d->task == in.train.task && d->candidates == in.train.candidates &&
+                       d->seq_len == in.train.seq_len,
                    "data.eval must have the task, candidates and sequence length of data.train");
   }
+  return in;
+}
+
+/// Every rank loads and validates; they then agree, so that either all go on
+/// or all stop with a CollectiveError (printed by rank 0, or by the failing
+/// ranks when rank 0 itself was fine, e.g. a file missing on one node).
+Inputs load_inputs_collectively(const RunOptions& options, const runtime::Communicator& world) {
+  Inputs in;
+  std::string problem;
+  try {
+    in = load_inputs(options, world.size());
+  } catch (const Error& e) {
+    problem = e.what();
+  }
+  const std::vector<double> ok = world.allgather(problem.empty() ? 1.0 : 0.0);
+  const bool all_ok = std::all_of(ok.begin(), ok.end(), [](double v) { return v == 1.0; });
+  if (all_ok) return in;
+  if (problem.empty()) throw CollectiveError("another rank could not start the run", false);
+  throw CollectiveError(problem, world.rank() == 0 || ok[0] == 1.0);
+}
+
+}  // namespace
+
+void run(const RunOptions& options, const runtime::Communicator& world) {
+  const Clock::time_point started = Clock::now();
+  Inputs inputs = load_inputs_collectively(options, world);
+  const io::Deck& deck = inputs.deck;
+  const auto& opt = deck.optim;
+  const std::string& resume = inputs.resume;
+  io::LoadedModel& model = inputs.model;
+  io::TrainingState& state = inputs.state;
+  const io::Dataset& train = inputs.train;
+  const std::unique_ptr<io::Dataset>& eval_data = inputs.eval;
 
   // ---- Outputs. -------------------------------------------------------------
   const bool root = world.rank() == 0;
@@ -242,10 +292,6 @@ void run(const RunOptions& options, const runtime::Communicator& world) {
       ++skipped_total;
       out.print("step " + std::to_string(step + 1) + ": non-finite loss, update skipped (" +
                 std::to_string(consecutive_nonfinite) + " in a row)");
-      DISTZO_REQUIRE(consecutive_nonfinite < opt.max_nonfinite,
-                     opt.max_nonfinite << " consecutive steps had a non-finite loss (last: step "
-                                       << step + 1 << "); lower optim.lr or optim.eps, or check "
-                                                       "the data. Stopping (optim.max_nonfinite).");
     }
     state.seed_log.push_back(log_entry);
 
@@ -262,6 +308,13 @@ void run(const RunOptions& options, const runtime::Communicator& world) {
     row.step_seconds = seconds_since(t0);
     row.skipped = !est.finite;
     out.step(row);
+    // g is identical on every rank, so every rank stops here together.
+    if (consecutive_nonfinite >= opt.max_nonfinite) {
+      std::ostringstream os;
+      os << opt.max_nonfinite << " consecutive steps had a non-finite loss (last: step " << step + 1
+         << "); lower optim.lr or optim.eps, or check the data. Stopping (optim.max_nonfinite).";
+      throw CollectiveError(os.str(), root);
+    }
 
     const std::int64_t done = step + 1;
     if (done % deck.output.log_interval == 0 || done == opt.steps) {

@@ -14,6 +14,18 @@ class Error : public std::runtime_error {
   explicit Error(const std::string& what) : std::runtime_error(what) {}
 };
 
+/// An error every rank of the job raises together (a bad deck, diverged
+/// replicas): the ranks finish MPI cleanly instead of aborting, and only the
+/// ranks with `report()` print it, so a 1000-rank job prints it once.
+class CollectiveError : public Error {
+ public:
+  CollectiveError(const std::string& what, bool report) : Error(what), report_(report) {}
+  bool report() const { return report_; }
+
+ private:
+  bool report_;
+};
+
 namespace detail {
 [[noreturn]] void throw_error(const char* file, int line, const std::string& message);
 }  // namespace detail

@@ -55,3 +55,19 @@ fi
 grep -q "replicas diverged after step 2: the parameter digest of rank(s) 1 differs from rank 0's" diverge.log ||
   fail "divergence message: $(cat diverge.log)"
 pass "a diverged replica stops the run, naming rank 1"
+
+# A checkpoint resumes under another layout. P=2 is exact, so 10 steps on a
+# P=2 mesh + 10 resumed on 1 rank equal 20 straight on 1 rank, bit for bit.
+STEPS=10 MICRO_BATCH=16 mesh half_p2 2 1 2
+deck rest_1 20 half_p2 'checkpoint:' '  resume: latest'
+"$DISTZO" run rest_1.yaml > rest_1.log 2>&1 || { cat rest_1.log; fail "resume on 1 rank failed"; }
+grep -q "resuming from half_p2/ckpt-000010.h5" rest_1.log || fail "did not resume from step 10"
+[ "$(final half_p2)" = "$(final single)" ] || fail "P=2 checkpoint resumed on 1 rank differs from 1 rank straight"
+pass "a P=2 checkpoint resumes on 1 rank, bit-identical to 20 steps straight"
+
+# ... and a P=2 x D=2 checkpoint resumes on D=2 (2 ranks): the same run.
+STEPS=10 MICRO_BATCH=8 mesh half_4 2 2 4
+MICRO_BATCH=8 deck rest_d2 20 half_4 'parallel:' '  data: 2' 'checkpoint:' '  resume: latest'
+"$MPIEXEC" -n 2 "$DISTZO" run rest_d2.yaml > rest_d2.log 2>&1 || { cat rest_d2.log; fail "resume on D=2 failed"; }
+[ "$(final half_4)" = "$(final d2)" ] || fail "P=2 x D=2 checkpoint resumed on D=2 differs from D=2 straight"
+pass "a P=2 x D=2 checkpoint resumes on D=2 (2 ranks), bit-identical to D=2 straight"

@@ -31,3 +31,13 @@ pass "60 + resume + 60 steps == 120 steps straight (digest and metrics.csv)"
 # keep: 2 checkpoints by default; the straight run wrote 60 and 120.
 [ "$(ls a/ckpt-*.h5 | wc -l)" = 2 ] || fail "expected 2 checkpoints in a/"
 pass "checkpoint.keep"
+
+# Non-finite losses: a huge learning rate blows θ up after the first update;
+# every later step is skipped (θ stays as it is) and max_nonfinite in a row stop the run.
+deck blowup 50 e 'checkpoint:' '  interval: 0'
+sed -i 's/lr: 1.0e-3/lr: 1.0e+30/; s/queries: 1/queries: 1\n  max_nonfinite: 3/' blowup.yaml
+if "$DISTZO" run blowup.yaml > e.log 2> e.err; then fail "a diverging run exited 0"; fi
+grep -q "3 consecutive steps had a non-finite loss" e.err || fail "non-finite message: $(cat e.err)"
+[ "$(grep -c 'non-finite loss, update skipped' e.log)" = 3 ] || fail "expected 3 skipped-step lines in the log"
+[ "$(column e/metrics.csv skipped | awk '{ s += $1 } END { print s }')" = 3 ] || fail "expected 3 skipped rows in metrics.csv"
+pass "non-finite losses skip the update, are logged and counted, and stop the run after 3"
