@@ -9,7 +9,8 @@
 # median over the timed steps (the first step is warm-up). Efficiency per rank
 # = speed-up / ranks. Writes its table between the mesh markers of
 # perf/RESULTS.md (appending them if absent). Run on a quiet machine.
-# Knobs: STEPS (6), PRESET (opt-125m; "small" for a smoke test), BUILD_DIR, PYTHON.
+# Knobs: STEPS (6), PRESET (opt-125m; "small" for a smoke test), MODEL (an existing
+# distzo .h5 instead), BUILD_DIR, PYTHON.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/.." && pwd)
@@ -23,7 +24,11 @@ trap 'rm -rf "$work"' EXIT
 load=$(cut -d' ' -f1 /proc/loadavg)
 awk -v l="$load" 'BEGIN { exit !(l > 0.5) }' && echo "bench_mesh: warning: load average $load; numbers are not results" >&2
 
-"$python" "$here/make_random_opt.py" "$work/model.h5" --preset "${PRESET:-opt-125m}" >/dev/null
+if [ -n "${MODEL:-}" ]; then
+  ln -s "$(realpath "$MODEL")" "$work/model.h5"
+else
+  "$python" "$here/make_random_opt.py" "$work/model.h5" --preset "${PRESET:-opt-125m}" >/dev/null
+fi
 vocab=$("$build/distzo" inspect "$work/model.h5" | sed -n 's/.*, vocab \([0-9]*\),.*/\1/p')
 "$build/distzo" make-synthetic "$work/train.h5" --task causal_lm --examples 64 --seq-len 128 --vocab "$vocab" --seed 5 >/dev/null
 
