@@ -50,15 +50,23 @@ int run_inspect(const std::vector<std::string>& args) {
   return 0;
 }
 
-int dispatch(const std::vector<std::string>& args) {
+// --help and --version are answered before MPI and Kokkos start: Kokkos 3.x
+// treats a bare --help as its own and would print its option table first.
+bool answers_without_runtime(const std::vector<std::string>& args, int& status) {
   if (args.empty() || args[0] == "--help" || args[0] == "-h" || args[0] == "help") {
     std::cout << kUsage;
-    return args.empty() ? 1 : 0;
+    status = args.empty() ? 1 : 0;
+    return true;
   }
   if (args[0] == "--version") {
     std::cout << "distzo " << DISTZO_VERSION << "\n";
-    return 0;
+    status = 0;
+    return true;
   }
+  return false;
+}
+
+int dispatch(const std::vector<std::string>& args) {
   const std::vector<std::string> rest(args.begin() + 1, args.end());
   if (args[0] == "inspect") return run_inspect(rest);
   if (args[0] == "make-synthetic") return distzo::app::make_synthetic(rest);
@@ -73,10 +81,11 @@ int dispatch(const std::vector<std::string>& args) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  int status = 0;
+  if (answers_without_runtime(std::vector<std::string>(argv + 1, argv + argc), status)) return status;
   MPI_Init(&argc, &argv);
   int rank = 0;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-  int status = 0;
   bool collective = false;  // every rank failed together: finish MPI cleanly
   {
     Kokkos::ScopeGuard kokkos(argc, argv);

@@ -38,3 +38,12 @@ for deck_file in bad_decks/*.yaml; do
   pass "$name: $(head -c 160 "$name.err")"
 done
 [ "$n" -ge 10 ] || fail "only $n malformed decks"
+
+# The usage text is distzo's own, whatever the Kokkos version does with --help.
+"$DISTZO" --help > help.out
+head -n 1 help.out | grep -q '^distzo - zeroth-order' || fail "--help does not start with distzo's usage: $(head -n 2 help.out)"
+! grep -q 'Kokkos command line' help.out || fail "--help printed Kokkos' option table"
+"$DISTZO" --version | grep -q '^distzo [0-9]' || fail "--version"
+set +e; "$DISTZO" frobnicate > unknown.out 2>&1; status=$?; set -e
+[ "$status" -ne 0 ] && grep -qF "unknown command 'frobnicate'" unknown.out || fail "unknown command: $(cat unknown.out)"
+pass "usage: --help, --version, unknown command"
