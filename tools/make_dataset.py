@@ -43,7 +43,8 @@ occurrence kept), shuffled with --seed; the first --test-size become test (unles
 --k-shot examples per class are drawn from the train pool (0 = the whole pool)
 and --dev-k-shot per class for dev if given. Every split written by one call is
 padded to the same length T (distzo requires equal sequence lengths for
-data.train and data.eval), at most --max-len tokens; a prompt longer than
+data.train and data.eval), at most --max-len tokens. Runs of whitespace in a
+text are collapsed to one space. A prompt longer than
 --max-len is truncated in its text slot(s), word by word from the end (the
 longest slot first), never in the template, and re-tokenised, so input_ids are
 always exactly what the tokenizer gives for the prompt that was kept.
@@ -333,10 +334,6 @@ def label_candidates(tok: Tok, words, prefix: str):
     if len(set(ids)) != len(ids):
         raise DatasetError(f"label words {list(words)} map to repeated token ids {ids}")
     return ids
-
-
-def _truncate_words(text: str, n: int) -> str:
-    return " ".join(text.split()[:n])
 
 
 def encode_prompt(tok: Tok, template: Template, texts, max_len: int):

@@ -221,40 +221,43 @@ def read_deck(path: str, overrides) -> dict:
 
 
 def read_eval_csv(path: str):
-    steps, acc = [], []
+    """(steps, eval_loss, accuracy) arrays of an eval.csv (distzo's or ours)."""
+    steps, loss, acc = [], [], []
     with open(path, newline="") as fh:
         for row in csv.DictReader(fh):
             if row["accuracy"] != "":
                 steps.append(int(row["step"]))
+                loss.append(float(row["eval_loss"]))
                 acc.append(float(row["accuracy"]))
-    return np.array(steps), np.array(acc)
+    return np.array(steps), np.array(loss), np.array(acc)
 
 
 def plot(out_png: str, distzo_runs, mezo_runs, title: str) -> None:
-    """Accuracy against step: one thin line per run (output directory with an
-    eval.csv), a thick line for the mean of each method."""
+    """Eval accuracy and eval loss against step: one thin line per run (an
+    output directory with an eval.csv), a thick line for each method's mean."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, ax = plt.subplots(figsize=(7, 4.2), dpi=120)
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4.2), dpi=110)
     for runs, name, color in ((distzo_runs, "distzo", "tab:blue"), (mezo_runs, "MeZO (PyTorch reference)", "tab:orange")):
         curves = [read_eval_csv(os.path.join(r, "eval.csv")) for r in runs]
-        for steps, acc in curves:
-            ax.plot(steps, 100 * acc, color=color, alpha=0.35, linewidth=1)
-        if curves:
-            steps = curves[0][0]
-            same = all(len(c[0]) == len(steps) and (c[0] == steps).all() for c in curves)
-            if same:
-                mean = np.mean([c[1] for c in curves], axis=0)
-                ax.plot(steps, 100 * mean, color=color, linewidth=2.5, marker="o", markersize=3,
+        for col, ax, scale in ((2, axes[0], 100.0), (1, axes[1], 1.0)):
+            for c in curves:
+                ax.plot(c[0], scale * c[col], color=color, alpha=0.3, linewidth=1)
+            if curves and all(len(c[0]) == len(curves[0][0]) and (c[0] == curves[0][0]).all() for c in curves):
+                mean = np.mean([c[col] for c in curves], axis=0)
+                ax.plot(curves[0][0], scale * mean, color=color, linewidth=2.5, marker="o", markersize=3,
                         label=f"{name}, mean of {len(curves)} seed{'s' if len(curves) > 1 else ''}")
-    ax.set_xlabel("step")
-    ax.set_ylabel("test accuracy (%)")
-    ax.set_title(title, fontsize=10)
-    ax.grid(alpha=0.3)
-    ax.legend(loc="lower right", fontsize=9)
+    axes[0].set_ylabel("test accuracy (%)")
+    axes[1].set_ylabel("test loss (cross-entropy over the label words)")
+    axes[1].axhline(np.log(2), color="gray", linestyle=":", linewidth=1)
+    for ax in axes:
+        ax.set_xlabel("step")
+        ax.grid(alpha=0.3)
+        ax.legend(loc="lower right" if ax is axes[0] else "upper right", fontsize=9)
+    fig.suptitle(title, fontsize=10)
     fig.tight_layout()
     fig.savefig(out_png, metadata={"Software": None})
     print(f"wrote {out_png}")

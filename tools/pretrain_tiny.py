@@ -6,12 +6,16 @@ so it needs a small OPT-architecture model whose pretraining anyone can redo on
 a laptop. This script makes it from freely available text only:
 
   * the tweets, New York Times editorial and Amazon product-review snippets of
-    hutto_ICWSM_2014.tar.gz inside the vaderSentiment 3.3.2 sdist (MIT licence;
-    text only, the ratings are not used), and
+    hutto_ICWSM_2014.tar.gz inside the vaderSentiment 3.3.2 sdist (MIT
+    licence); those with |mean rating| >= --rated-suffix (0.5) get an
+    evaluative sentence appended ("<snippet> Verdict: great.", phrasing and
+    adjective drawn at random, RATED_TEMPLATES below), standing in for the
+    evaluative text of web-scale corpora, and
   * the Rotten Tomatoes movie-review snippets of the TRAIN POOL of the demo's
     split (tools/make_dataset.py vader_movie_splits, same --split-seed,
-    --test-size, --dev-size), text only. The dev and test sentences are never
-    seen: they are removed before the tokenizer is trained.
+    --test-size, --dev-size), text only: their ratings are never used. The dev
+    and test sentences are never seen: they are removed before the tokenizer
+    is trained.
 
 Steps (all seeded; single-process, CPU):
 
@@ -30,6 +34,11 @@ Steps (all seeded; single-process, CPU):
 
     pip download vaderSentiment==3.3.2 --no-binary :all: --no-deps -d /tmp/vader
     python tools/pretrain_tiny.py --vader /tmp/vader/vaderSentiment-3.3.2.tar.gz --out inputs/demo
+
+The defaults make the committed inputs/demo/model.h5 (2 layers, hidden 128,
+4 heads, FFN 512, vocabulary 4096, 64 positions: 929,536 parameters, 3.7 MB),
+bit-identically with torch 2.15 / transformers 5.24 / tokenizers 0.23, in
+about 8 minutes on 2 idle cores (docs/demo.md).
 
 Needs torch, transformers, tokenizers, numpy, h5py. Deterministic for a given
 torch build and thread count (--threads, default 2).
@@ -64,11 +73,12 @@ PAD_ID, BOS_ID, EOS_ID = 1, 2, 2
 # Evaluative sentences appended to the rated tweets / NYT / Amazon snippets
 # (--rated-suffix), e.g. "<snippet> Verdict: great." They stand in for the
 # evaluative text that web-scale pretraining corpora are full of, from the
-# ratings of corpora that are NOT the demo's task (the movie reviews' ratings are
-# never used). None of the phrasings is the demo's prompt "<sentence> It was",
-# so for the model that prompt is new, as MeZO's SST-2 template is new to OPT.
-RATED_TEMPLATES = ("{text} Overall, it was {word}.", "{text} I thought it was {word}.", "{text} In short: {word}.",
-                   "{text} Verdict: {word}.", "{text} All in all: {word}.")
+# ratings of corpora that are NOT the demo's task (the movie reviews' own
+# ratings are never used). Phrasing and adjective are drawn at random per
+# snippet. The demo prompt, "<sentence> This movie was [terrible|great] .", is
+# none of these phrasings (docs/demo.md says why).
+RATED_TEMPLATES = ("{text} It was {word}.", "{text} Overall, it was {word}.", "{text} I thought it was {word}.",
+                   "{text} In short: {word}.", "{text} Verdict: {word}.")
 RATED_NEGATIVE = ("bad", "terrible", "awful", "boring")
 RATED_POSITIVE = ("good", "great", "excellent", "enjoyable")
 
@@ -272,7 +282,7 @@ def main(argv=None) -> int:
     p.add_argument("--wd", type=float, default=0.01)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--threads", type=int, default=2)
-    p.add_argument("--log-every", type=int, default=200)
+    p.add_argument("--log-every", type=int, default=700)
     args = p.parse_args(argv)
 
     import torch
