@@ -14,6 +14,7 @@
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/.." && pwd)
+source "$here/lib.sh"
 build=${BUILD_DIR:-$root/build}
 steps=${STEPS:-6}
 python=${PYTHON:-python3}
@@ -79,12 +80,5 @@ line above) is what keeps the efficiency per rank below 1.
 <!-- mesh:end -->
 MD
 )
-results=$root/perf/RESULTS.md
-touch "$results"
-if grep -q '<!-- mesh:begin -->' "$results"; then
-  awk -v t="$table" '/<!-- mesh:begin -->/ { print t; skip = 1 } /<!-- mesh:end -->/ { skip = 0; next } !skip' "$results" > "$results.tmp"
-  mv "$results.tmp" "$results"
-else
-  printf '\n%s\n' "$table" >> "$results"
-fi
+write_section mesh "$table"
 echo "$table"

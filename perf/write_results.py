@@ -283,6 +283,19 @@ def render(records: list[dict], meta: dict, smoke: bool) -> str:
     return "\n".join(out)
 
 
+def kept_sections(path: str) -> str:
+    """The sections other scripts own in an existing RESULTS.md (bench_mesh.sh,
+    bench_demo.sh): each runs from a line `<!-- NAME:begin -->` to the matching
+    `<!-- NAME:end -->` and is carried over unchanged, so regenerating the
+    benchmark tables does not drop them."""
+    if not os.path.exists(path):
+        return ""
+    with open(path, encoding="utf-8") as fh:
+        text = fh.read()
+    blocks = re.finditer(r"^<!-- ([a-z]+):begin -->\n.*?^<!-- \1:end -->\n?", text, flags=re.M | re.S)
+    return "".join("\n" + m.group(0).rstrip("\n") + "\n" for m in blocks)
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("log")
@@ -293,7 +306,7 @@ def main(argv=None) -> int:
     if not records:
         print(f"write_results: no RESULT lines in {args.log}", file=sys.stderr)
         return 1
-    text = render(records, meta, args.smoke)
+    text = render(records, meta, args.smoke) + kept_sections(args.out)
     tmp = args.out + ".tmp"
     with open(tmp, "w", encoding="utf-8") as fh:
         fh.write(text)
