@@ -476,6 +476,17 @@ TEST(KernelsEmbedding, GatherRows) {
     for (std::size_t c = 0; c < 13; ++c) EXPECT_EQ(got(r, c), x(rows(r), c));
 }
 
+TEST(KernelsEmbedding, MarkRowsIsTheSetOfTokensAndExtras) {
+  const HostIntMat tokens = int_mat({{3, 3, 7, 1}, {0, 7, 1, 1}});
+  const HostIntVec extra = int_vec({11, 3});
+  IntVec used("used", 12);
+  Kokkos::deep_copy(used, 5);  // stale contents must be cleared
+  k::mark_rows(space(), used, to_device(tokens), to_device(extra));
+  const HostIntVec got = to_host(used);
+  const std::vector<int> expected = {1, 1, 0, 1, 0, 0, 0, 1, 0, 0, 0, 1};  // {0, 1, 3, 7, 11}
+  for (std::size_t r = 0; r < expected.size(); ++r) EXPECT_EQ(got(r), expected[r]) << "row " << r;
+}
+
 // ------------------------------------------------------------- attention
 
 /// Causal + key-padding attention from the definition, in double. Queries

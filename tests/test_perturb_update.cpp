@@ -124,6 +124,45 @@ TEST(PerturbUpdate, FusedAndFlushedUpdatesAreBitIdentical) {
   EXPECT_TRUE(same_bits(to_host(fused), to_host(flushed)));
 }
 
+TEST(PerturbUpdate, RowSelectionWritesOnlySelectedRowsAndUpdatesAll) {
+  // A (13, 7) tensor: rows of 7 elements, so Philox blocks straddle rows.
+  ExecSpace space;
+  const std::size_t rows = 13, width = 7, n = rows * width;
+  const kernels::UpdateTerms u = two_query_update();
+  const PerturbationStream s = PerturbationStream::make(5, 6, 0, Distribution::gaussian);
+  Vec full = make_theta(n, 0.4f), full_plus("fp", n), full_minus("fm", n);
+  kernels::update_and_perturb(space, full, 3, 0, u, s, 1e-3f, full_plus, full_minus);
+
+  const std::vector<int> selected = {0, 1, 0, 0, 1, 1, 0, 0, 0, 0, 0, 0, 1};
+  IntVec used("used", rows);
+  auto hu = Kokkos::create_mirror_view(used);
+  for (std::size_t r = 0; r < rows; ++r) hu(r) = selected[r];
+  Kokkos::deep_copy(used, hu);
+  const float stale = 123.0f;
+  Vec part = make_theta(n, 0.4f), part_plus("pp", n), part_minus("pm", n);
+  Kokkos::deep_copy(part_plus, stale);
+  Kokkos::deep_copy(part_minus, stale);
+  kernels::update_and_perturb(space, part, 3, 0, u, s, 1e-3f, part_plus, part_minus,
+                              kernels::RowSelection{used, width});
+
+  EXPECT_TRUE(same_bits(to_host(part), to_host(full))) << "the update must cover every row";
+  const std::vector<float> fp = to_host(full_plus), fm = to_host(full_minus);
+  const std::vector<float> pp = to_host(part_plus), pm = to_host(part_minus);
+  for (std::size_t i = 0; i < n; ++i) {
+    if (selected[i / width] != 0) {
+      ASSERT_EQ(std::memcmp(&pp[i], &fp[i], sizeof(float)), 0) << "w+ element " << i;
+      ASSERT_EQ(std::memcmp(&pm[i], &fm[i], sizeof(float)), 0) << "w- element " << i;
+    } else {
+      ASSERT_EQ(pp[i], stale) << "w+ of an unselected row written, element " << i;
+      ASSERT_EQ(pm[i], stale) << "w- of an unselected row written, element " << i;
+    }
+  }
+  // A selection that does not cover the tensor is rejected.
+  EXPECT_THROW(kernels::update_and_perturb(space, part, 3, 0, u, s, 1e-3f, part_plus, part_minus,
+                                           kernels::RowSelection{used, width - 1}),
+               Error);
+}
+
 TEST(PerturbUpdate, RejectsMismatchedScratch) {
   ExecSpace space;
   Vec theta("theta", 10), small("small", 9);

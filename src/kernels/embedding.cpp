@@ -102,4 +102,22 @@ void gather_rows(const ExecSpace& space, const Mat& out, const ConstMat& x,
       });
 }
 
+void mark_rows(const ExecSpace& space, const IntVec& used, const ConstIntMat& tokens,
+               const ConstIntVec& extra) {
+  Kokkos::deep_copy(space, used, 0);
+  const IntVec u = used;
+  const ConstIntMat tok = tokens;
+  const ConstIntVec ext = extra;
+  const std::int64_t seq = static_cast<std::int64_t>(tokens.extent(1));
+  const std::int64_t n_tokens = static_cast<std::int64_t>(tokens.extent(0)) * seq;
+  const std::int64_t n = n_tokens + static_cast<std::int64_t>(extra.extent(0));
+  if (n == 0) return;
+  // Several threads may mark the same row; all store 1, atomically.
+  Kokkos::parallel_for(
+      "distzo::mark_rows", RangePolicy64(space, 0, n), KOKKOS_LAMBDA(const std::int64_t i) {
+        const int row = i < n_tokens ? tok(i / seq, i % seq) : ext(i - n_tokens);
+        Kokkos::atomic_exchange(&u(row), 1);
+      });
+}
+
 }  // namespace distzo::kernels

@@ -51,19 +51,30 @@ void check_terms(const UpdateTerms& update) {
 void update_and_perturb(const ExecSpace& space, const Vec& theta, std::uint32_t param_id,
                         std::uint64_t first_element, const UpdateTerms& update,
                         const PerturbationStream& stream, real eps, const Vec& plus,
-                        const Vec& minus) {
+                        const Vec& minus, const RowSelection& rows) {
   check_terms(update);
   check(theta, plus, "w+");
   check(theta, minus, "w-");
+  const bool all_rows = rows.used.extent(0) == 0;
+  DISTZO_REQUIRE(all_rows || (rows.row_elements > 0 &&
+                              (first_element + theta.extent(0) + rows.row_elements - 1) /
+                                      rows.row_elements <=
+                                  rows.used.extent(0)),
+                 "update_and_perturb: a row selection of " << rows.used.extent(0) << " rows of "
+                     << rows.row_elements << " elements does not cover elements [" << first_element
+                     << ", " << first_element + theta.extent(0) << ")");
   if (theta.extent(0) == 0) return;
   const Vec t = theta, p = plus, m = minus;
   const bool write_plus = plus.extent(0) != 0, write_minus = minus.extent(0) != 0;
   const UpdateTerms u = update;
   const PerturbationStream s = stream;
   const BlockRange r(first_element, theta.extent(0));
+  const ConstIntVec used = rows.used;
+  const std::uint64_t row_elements = all_rows ? 1 : rows.row_elements;
   // One thread per Philox block of 4 elements: θ is read once, θ' and w± are
   // written once; the z of the pending update and of this step come from
-  // their coordinates (no z is ever stored).
+  // their coordinates (no z is ever stored). Lanes of unselected rows skip
+  // this step's z and the w± stores (a block may straddle two rows).
   Kokkos::parallel_for(
       "distzo::update_and_perturb", RangePolicy64(space, 0, r.num_blocks),
       KOKKOS_LAMBDA(const std::int64_t i) {
@@ -73,12 +84,20 @@ void update_and_perturb(const ExecSpace& space, const Vec& theta, std::uint32_t 
         for (unsigned l = 0; l < 4; ++l)
           if (base + l >= r.first && base + l <= r.last) value[l] = t(base + l - r.first);
         if (u.count > 0) updated4(value, u, param_id, block);
+        bool selected[4] = {true, true, true, true};
+        if (!all_rows)
+          for (unsigned l = 0; l < 4; ++l)
+            selected[l] = base + l >= r.first && base + l <= r.last &&
+                          used((base + l) / row_elements) != 0;
         real z[4] = {0, 0, 0, 0};
-        if (write_plus || write_minus) s.z4(param_id, block, z);
+        if ((write_plus || write_minus) &&
+            (selected[0] || selected[1] || selected[2] || selected[3]))
+          s.z4(param_id, block, z);
         for (unsigned l = 0; l < 4; ++l) {
           if (base + l < r.first || base + l > r.last) continue;
           const std::uint64_t j = base + l - r.first;
           if (u.count > 0) t(j) = value[l];
+          if (!selected[l]) continue;
           const real ez = eps * z[l];
           if (write_plus) p(j) = value[l] + ez;
           if (write_minus) m(j) = value[l] - ez;

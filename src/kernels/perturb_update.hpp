@@ -32,14 +32,26 @@ struct UpdateTerms {
   real coefficient[kMaxQueries] = {};            // a_q = lr · g_q / q
 };
 
+/// Which rows of a row-major (rows, row_elements) parameter need w±: used(r)
+/// != 0. A forward pass that reads only some rows of a tensor — the embedding
+/// rows of the batch's tokens and, with a classification head, the candidate
+/// rows of the tied head — needs w± of those rows only. An empty `used` means
+/// every row. The update is never restricted: it always covers all of θ.
+struct RowSelection {
+  ConstIntVec used;
+  std::uint64_t row_elements = 0;
+};
+
 /// Applies `update` (if count > 0) to θ and writes θ ± ε·z into `plus` /
-/// `minus` (either may be an empty View: not written). θ holds elements
-/// [first_element, first_element + θ.extent(0)) of parameter `param_id`, so a
-/// slice of a tensor is perturbed exactly like the whole. Enqueued on `space`.
+/// `minus` (either may be an empty View: not written), for the rows that
+/// `rows` selects (all by default; the other rows of w± are left as they
+/// were). θ holds elements [first_element, first_element + θ.extent(0)) of
+/// parameter `param_id`, so a slice of a tensor is perturbed exactly like the
+/// whole. Enqueued on `space`.
 void update_and_perturb(const ExecSpace& space, const Vec& theta, std::uint32_t param_id,
                         std::uint64_t first_element, const UpdateTerms& update,
                         const PerturbationStream& stream, real eps, const Vec& plus,
-                        const Vec& minus);
+                        const Vec& minus, const RowSelection& rows = RowSelection());
 
 /// Only the update (flush before eval or checkpoint): the same arithmetic.
 void apply_update(const ExecSpace& space, const Vec& theta, std::uint32_t param_id,

@@ -2,7 +2,7 @@
 
 #include "core/error.hpp"
 #include "core/fence.hpp"
-#include "kernels/perturb_update.hpp"
+#include "kernels/embedding.hpp"
 
 namespace distzo::zo {
 
@@ -31,6 +31,13 @@ BlockExecutor::BlockExecutor(const model::OptConfig& config,
     if (queries_.empty() || queries_.back() != e.query) queries_.push_back(e.query);
   edge_ids_ = registry.embedding_ids();
   edge_ids_.insert(edge_ids_.end(), registry.head_ids().begin(), registry.head_ids().end());
+  embed_id_ = registry.id_of(model::ParameterRole::embed_tokens);
+  if (task == model::Task::classification) {
+    embed_rows_used_ = IntVec("distzo::executor::embed_rows_used",
+                              static_cast<std::size_t>(config.vocab_size));
+    embed_rows_.used = embed_rows_used_;
+    embed_rows_.row_elements = static_cast<std::uint64_t>(config.word_embed_proj_dim);
+  }
 
   const std::size_t evals = plan_.owned.size();
   hidden_.resize(evals);
@@ -59,7 +66,8 @@ void BlockExecutor::materialise(const ExecSpace& space, const std::vector<std::u
   for (std::uint32_t id : ids) {
     const kernels::UpdateTerms terms = with_update ? pending.terms_for(registry_[id]) : none;
     kernels::update_and_perturb(space, theta_[id], id, 0, terms, stream, eps,
-                                plus ? (*plus)[id] : Vec(), minus ? (*minus)[id] : Vec());
+                                plus ? (*plus)[id] : Vec(), minus ? (*minus)[id] : Vec(),
+                                id == embed_id_ ? embed_rows_ : kernels::RowSelection());
   }
 }
 
@@ -80,6 +88,8 @@ std::vector<double> BlockExecutor::run_step(const ExecSpace& space, const model:
 
   // Embeddings and head: materialised once per evaluation for the whole step
   // (the tied embed_tokens is used at both ends).
+  if (embed_rows_used_.extent(0) != 0)
+    kernels::mark_rows(space, embed_rows_used_, batch.tokens, batch.candidates);
   bool with_update = pending.active;
   for (int q : queries_) {
     const int ip = owned_index(q, +1), im = owned_index(q, -1);

@@ -10,6 +10,7 @@
 
 #include "core/perturbation.hpp"
 #include "kernels/losses.hpp"
+#include "kernels/perturb_update.hpp"
 #include "model/batch.hpp"
 #include "model/loss_head.hpp"
 #include "model/opt_forward.hpp"
@@ -64,6 +65,7 @@ class BlockExecutor {
  private:
   /// update_and_perturb over `ids`, for query `query`, into the scratch
   /// tables of the owned signs; applies `pending` only if `with_update`.
+  /// embed_tokens gets w± only in the rows embed_rows_ selects.
   void materialise(const ExecSpace& space, const std::vector<std::uint32_t>& ids,
                    const PendingUpdate& pending, bool with_update,
                    const StepPerturbation& perturbation, int query,
@@ -74,6 +76,13 @@ class BlockExecutor {
   EvaluationPlan plan_;
   std::vector<int> queries_;           // owned queries, increasing
   std::vector<std::uint32_t> edge_ids_;  // embeddings + head: live for the whole step
+  // With a classification head the forward reads only the embed_tokens rows
+  // of the batch's tokens and of the candidate words (the tied head), so only
+  // those rows get w±: a large saving when V*E dominates the parameters, as
+  // in small models. A causal-LM head reads every row: no selection.
+  std::uint32_t embed_id_ = 0;
+  IntVec embed_rows_used_;             // (V), classification only
+  kernels::RowSelection embed_rows_;   // views embed_rows_used_; empty = all rows
   model::OptForward forward_;
   model::LossHead head_;
   std::vector<Mat> hidden_;                      // per owned evaluation: (B*T, C)
