@@ -23,8 +23,7 @@ trap 'rm -rf "$work"' EXIT
 cd "$root"
 
 [ -x "$build/distzo" ] || { echo "bench_demo: build $build/distzo first (README)" >&2; exit 1; }
-load=$(cut -d' ' -f1 /proc/loadavg)
-awk -v l="$load" 'BEGIN { exit !(l > 0.5) }' && echo "bench_demo: warning: load average $load; numbers are not results" >&2
+load=$(start_load bench_demo)
 
 # The deck with its output directory moved into the scratch folder.
 sed "s#^\(  dir: \).*#\1$work/distzo#" "$deck" > "$work/deck.yaml"

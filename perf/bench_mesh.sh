@@ -22,8 +22,7 @@ work=$(mktemp -d "${TMPDIR:-/tmp}/distzo-mesh.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 
 [ -x "$build/distzo" ] || { cmake -S "$root" -B "$build" >/dev/null && cmake --build "$build" --target distzo -j2; }
-load=$(cut -d' ' -f1 /proc/loadavg)
-awk -v l="$load" 'BEGIN { exit !(l > 0.5) }' && echo "bench_mesh: warning: load average $load; numbers are not results" >&2
+load=$(start_load bench_mesh)
 
 if [ -n "${MODEL:-}" ]; then
   ln -s "$(realpath "$MODEL")" "$work/model.h5"

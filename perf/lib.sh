@@ -15,3 +15,12 @@ write_section() {
     printf '\n%s\n' "$text" >> "$results"
   fi
 }
+
+# start_load NAME: prints the 1-minute load average, and warns on stderr when
+# it is above 0.5 (other work shares the machine: the numbers are not results).
+start_load() {
+  local load
+  load=$(cut -d' ' -f1 /proc/loadavg)
+  awk -v l="$load" 'BEGIN { exit !(l > 0.5) }' && echo "$1: warning: load average $load; numbers are not results" >&2
+  echo "$load"
+}
