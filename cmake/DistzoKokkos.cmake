@@ -19,6 +19,22 @@ if(Kokkos_FOUND AND TARGET Kokkos::kokkos)
   target_link_libraries(distzo::kokkoskernels INTERFACE Kokkos::kokkoskernels)
   kokkos_check(DEVICES CUDA RETURN_VALUE DISTZO_KOKKOS_HAS_CUDA)
   set(DISTZO_KOKKOS_FLAVOUR "Kokkos ${Kokkos_VERSION} (CMake package)")
+  # Kokkos' mdspan-based View (the default from 4.6.99 on) is broken with GCC 12:
+  # with Kokkos 4.6.99 (develop 28848dfa) and g++ 12.2 a default-constructed View
+  # crashes when assigned, so distzo's tests segfault (kokkos/kokkos#7464
+  # reports the same family). The same Kokkos built with clang 14, or with
+  # -DKokkos_ENABLE_IMPL_VIEW_LEGACY=ON, passes every distzo test.
+  if(CMAKE_CXX_COMPILER_ID STREQUAL "GNU" AND CMAKE_CXX_COMPILER_VERSION VERSION_LESS 13
+     AND Kokkos_VERSION VERSION_GREATER_EQUAL 4.6.99)
+    kokkos_check(OPTIONS IMPL_VIEW_LEGACY RETURN_VALUE distzo_kokkos_legacy_view)
+    if(NOT distzo_kokkos_legacy_view)
+      message(WARNING
+        "distzo: Kokkos ${Kokkos_VERSION} uses its mdspan-based View, which GCC "
+        "${CMAKE_CXX_COMPILER_VERSION} miscompiles (default-constructed Views crash "
+        "when assigned). Rebuild Kokkos with -DKokkos_ENABLE_IMPL_VIEW_LEGACY=ON, or "
+        "build Kokkos and distzo with clang (or a CUDA host compiler other than GCC 12).")
+    endif()
+  endif()
   return()
 endif()
 
