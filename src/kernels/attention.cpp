@@ -34,9 +34,10 @@ void attention(const ExecSpace& space, const Mat& out, const ConstMat& q, const 
   const ConstIntMat m = mask;
 
   // One team per (b, h, i) query row; the team keeps the i + 1 causal scores
-  // of its row in scratch. League index = (b * heads + h) * T + i.
+  // of its row and the head_dim output sums in scratch.
+  // League index = (b * heads + h) * T + i.
   const int league = batch * heads * seq;
-  const std::size_t scratch_bytes = ScratchReal::shmem_size(seq);
+  const std::size_t scratch_bytes = ScratchReal::shmem_size(seq) + ScratchReal::shmem_size(head_dim);
   Kokkos::parallel_for(
       "distzo::attention",
       TeamPolicy(space, league, Kokkos::AUTO).set_scratch_size(0, Kokkos::PerTeam(scratch_bytes)),
@@ -49,6 +50,7 @@ void attention(const ExecSpace& space, const Mat& out, const ConstMat& q, const 
         const int col0 = h * head_dim;
         const int n_keys = i + 1;  // causal: keys 0..i
         ScratchReal p(member.team_scratch(0), seq);
+        ScratchReal acc(member.team_scratch(0), head_dim);
 
         int visible = 0;
         Kokkos::parallel_reduce(
@@ -91,12 +93,24 @@ void attention(const ExecSpace& space, const Mat& out, const ConstMat& q, const 
             Kokkos::TeamThreadRange(member, n_keys), [&](const int j, real& acc) { acc += p(j); },
             denom);
 
-        // Each thread owns output columns and sums over keys in the fixed
-        // order j = 0..i: no atomics, so repeated runs give identical bits.
-        Kokkos::parallel_for(Kokkos::TeamThreadRange(member, head_dim), [&](const int d) {
-          real acc = 0;
-          for (int j = 0; j < n_keys; ++j) acc += p(j) * vv(b * seq + j, col0 + d);
-          o(row_q, col0 + d) = acc / denom;
+        // Each thread owns a contiguous chunk of output columns and sums over
+        // the keys in the fixed order j = 0..i: no atomics, and the same
+        // additions in the same order for any team size, so every backend and
+        // repeated runs give identical bits. Keys outermost, so the inner loop
+        // runs over contiguous columns of v (vectorised on CPUs, where a team
+        // is one thread holding every column).
+        const int lanes = member.team_size();
+        const int chunk = (head_dim + lanes - 1) / lanes;
+        Kokkos::parallel_for(Kokkos::TeamThreadRange(member, lanes), [&](const int lane) {
+          const int d0 = lane * chunk;
+          const int d1 = d0 + chunk < head_dim ? d0 + chunk : head_dim;
+          for (int d = d0; d < d1; ++d) acc(d) = 0;
+          for (int j = 0; j < n_keys; ++j) {
+            const real pj = p(j);
+            const int row_v = b * seq + j;
+            for (int d = d0; d < d1; ++d) acc(d) += pj * vv(row_v, col0 + d);
+          }
+          for (int d = d0; d < d1; ++d) o(row_q, col0 + d) = acc(d) / denom;
         });
       });
 }
