@@ -98,7 +98,7 @@ void attention(const ExecSpace& space, const Mat& out, const ConstMat& q, const 
         // additions in the same order for any team size, so every backend and
         // repeated runs give identical bits. Keys outermost, so the inner loop
         // runs over contiguous columns of v (vectorised on CPUs, where a team
-        // is one thread holding every column).
+        // is usually one thread holding every column).
         const int lanes = member.team_size();
         const int chunk = (head_dim + lanes - 1) / lanes;
         Kokkos::parallel_for(Kokkos::TeamThreadRange(member, lanes), [&](const int lane) {
