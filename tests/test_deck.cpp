@@ -303,6 +303,21 @@ TEST(Deck, DocsExampleParsesAndNamesEveryKey) {
     EXPECT_CONTAINS(docs, "`" + key + "`");
 }
 
+TEST(Deck, DocsKeyTablesAreTheFieldTable) {
+  // docs/decks.md carries the output of `distzo help deck` between two
+  // markers; when a key changes, paste the new output there.
+  const std::string docs = read_text(kData + "/../../docs/decks.md");
+  const std::string begin_marker = "<!-- deck-keys: generated";
+  const std::string end_marker = "<!-- deck-keys: end -->";
+  const std::size_t begin = docs.find(begin_marker);
+  ASSERT_NE(begin, std::string::npos) << "docs/decks.md lost its deck-keys marker";
+  const std::size_t first = docs.find('\n', begin) + 1;
+  const std::size_t end = docs.find(end_marker, first);
+  ASSERT_NE(end, std::string::npos);
+  EXPECT_EQ(docs.substr(first, end - first), distzo::io::deck_reference_markdown())
+      << "docs/decks.md's key tables differ from `distzo help deck`";
+}
+
 // ---------------------------------------------------------------------------
 // Malformed decks
 

@@ -5,6 +5,7 @@
 #include "app/make_synthetic.hpp"
 #include "app/run.hpp"
 #include "core/error.hpp"
+#include "io/deck.hpp"
 #include "runtime/mpi_communicator.hpp"
 
 #include <Kokkos_Core.hpp>
@@ -27,6 +28,7 @@ const char* const kUsage =
     "  distzo inspect FILE.h5 --digest   one hex digest over all parameters\n"
     "  distzo make-synthetic OUT.h5 --task classification|causal_lm --examples N\n"
     "                         --seq-len T --vocab V [--seed S]   a small learnable dataset\n"
+    "  distzo help deck                  every deck key: type, default, allowed values\n"
     "  distzo --help | --version\n"
     "\n"
     "FILE.h5 is a distzo model or checkpoint (docs/formats.md); convert Hugging Face\n"
@@ -53,9 +55,20 @@ int run_inspect(const std::vector<std::string>& args) {
 // --help and --version are answered before MPI and Kokkos start: Kokkos 3.x
 // treats a bare --help as its own and would print its option table first.
 bool answers_without_runtime(const std::vector<std::string>& args, int& status) {
-  if (args.empty() || args[0] == "--help" || args[0] == "-h" || args[0] == "help") {
+  if (args.empty() || args[0] == "--help" || args[0] == "-h" ||
+      (args[0] == "help" && args.size() == 1)) {
     std::cout << kUsage;
     status = args.empty() ? 1 : 0;
+    return true;
+  }
+  if (args[0] == "help") {  // help TOPIC
+    if (args.size() == 2 && args[1] == "deck") {
+      std::cout << distzo::io::deck_reference_markdown();
+      status = 0;
+    } else {
+      std::cerr << "distzo: error: help takes one topic: deck\n";
+      status = 2;
+    }
     return true;
   }
   if (args[0] == "--version") {

@@ -204,7 +204,8 @@ void run(const RunOptions& options, const runtime::Communicator& world) {
   std::unique_ptr<io::BatchBuilder> eval_batches;
   if (eval_data) eval_batches = std::make_unique<io::BatchBuilder>(*eval_data, micro_batch);
   io::DataOrder order(train.num_examples, deck.data.shuffle_seed);
-  const zo::LrSchedule schedule{opt.schedule, opt.lr, opt.warmup_steps, opt.steps};
+  const zo::LrSchedule schedule{zo::parse_schedule(io::to_string(opt.schedule)), opt.lr,
+                                opt.warmup_steps, opt.steps};
   zo::PendingUpdate& pending = state.pending;
   const ExecSpace space;
 
@@ -216,7 +217,7 @@ void run(const RunOptions& options, const runtime::Communicator& world) {
                   options.deck_path.c_str(), static_cast<long long>(model.registry.total_elements()),
                   world.size(), P, D, micro_batch * D, static_cast<long long>(train.seq_len),
                   io::to_string(train.task), opt.queries, opt.eps, opt.lr,
-                  zo::to_string(opt.schedule),
+                  io::to_string(opt.schedule),
                   resume.empty() ? "" : (", resuming from " + resume).c_str());
     out.print(line);
   }

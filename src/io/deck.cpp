@@ -9,12 +9,14 @@
 #include <algorithm>
 #include <charconv>
 #include <cctype>
+#include <functional>
 #include <filesystem>
 #include <fstream>
 #include <limits>
 #include <regex>
 #include <sstream>
 #include <system_error>
+#include <type_traits>
 #include <utility>
 
 namespace distzo::io {
@@ -22,38 +24,6 @@ namespace distzo::io {
 namespace {
 
 namespace fs = std::filesystem;
-
-// ---------------------------------------------------------------------------
-// The schema: sections and their keys, in canonical order. The parser, the
-// resolved writer and deck_keys() all follow this table.
-
-struct SectionSchema {
-  const char* name;
-  bool required;
-  std::vector<const char*> keys;
-};
-
-const std::vector<SectionSchema>& schema() {
-  static const std::vector<SectionSchema> table = {
-      {"model", true, {"path"}},
-      {"data", true, {"train", "eval", "micro_batch", "shuffle_seed"}},
-      {"optim",
-       true,
-       {"steps", "lr", "schedule", "warmup_steps", "eps", "weight_decay", "queries",
-        "distribution", "seed", "max_nonfinite"}},
-      {"eval", false, {"interval", "max_examples"}},
-      {"checkpoint", false, {"interval", "keep", "resume"}},
-      {"output", true, {"dir", "log_interval"}},
-      {"parallel", false, {"perturbation", "data", "check_interval"}},
-  };
-  return table;
-}
-
-const SectionSchema& section_schema(const std::string& name) {
-  for (const auto& s : schema())
-    if (name == s.name) return s;
-  throw Error("deck: no schema for section " + name);  // a bug in this file
-}
 
 // ---------------------------------------------------------------------------
 // Small helpers.
@@ -200,6 +170,381 @@ std::string format_double(double v) {
   return std::string(buf, r.ptr);
 }
 
+/// A YAML double-quoted scalar; every path and string goes out this way so
+/// that no value can be mistaken for a number, a boolean or null.
+std::string yaml_string(const std::string& s) {
+  std::string out = "\"";
+  for (const char ch : s) {
+    const unsigned char c = static_cast<unsigned char>(ch);
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += ch;
+    } else if (c < 0x20 || c == 0x7f) {
+      static const char* hex = "0123456789abcdef";
+      out += "\\x";
+      out += hex[c >> 4];
+      out += hex[c & 15];
+    } else {
+      out += ch;
+    }
+  }
+  return out + "\"";
+}
+
+std::string one_line(std::string s) {
+  std::replace_if(s.begin(), s.end(), [](char c) { return c == '\n' || c == '\r'; }, ' ');
+  return s;
+}
+
+// ---------------------------------------------------------------------------
+// Reading the values of one section.
+
+/// The keys of one section as written, and the typed readers that check
+/// each value against its field's type and range.
+class SectionReader {
+ public:
+  SectionReader(const DeckOrigin& origin, std::string section, int section_line,
+                std::map<std::string, YAML::Node> entries)
+      : origin_(origin),
+        section_(std::move(section)),
+        section_line_(section_line),
+        entries_(std::move(entries)) {}
+
+  void require(const char* key) const {
+    if (!entries_.count(key))
+      fail(origin_.source, section_line_, section_ + "." + key,
+           "missing required key in the " + section_ + " section (which starts at line " +
+               std::to_string(section_line_) + ")");
+  }
+
+  template <class Int>
+  void read_int(const char* key, Int& out, std::int64_t min) const {
+    const YAML::Node* v = find(key);
+    if (!v) return;
+    const std::int64_t max = std::numeric_limits<Int>::max();
+    const std::string allowed = "an integer >= " + std::to_string(min);
+    if (!v->IsScalar() || !is_plain(*v) || !std::regex_match(v->Scalar(), integer_form()))
+      fail_value(key, "expected " + allowed + ", found " + describe(*v));
+    std::string text = v->Scalar();
+    if (text[0] == '+') text.erase(0, 1);
+    std::int64_t value = 0;
+    const auto r = std::from_chars(text.data(), text.data() + text.size(), value);
+    if (r.ec == std::errc::result_out_of_range || value < min || value > max)
+      fail_value(key,
+                 "out of range: expected an integer in [" + std::to_string(min) + ", " +
+                     std::to_string(max) + "], found " + v->Scalar());
+    out = static_cast<Int>(value);
+  }
+
+  void read_uint64(const char* key, std::uint64_t& out) const {
+    const YAML::Node* v = find(key);
+    if (!v) return;
+    const std::uint64_t max = std::numeric_limits<std::uint64_t>::max();
+    const std::string range = "[0, " + std::to_string(max) + "]";
+    if (!v->IsScalar() || !is_plain(*v) || !std::regex_match(v->Scalar(), integer_form()))
+      fail_value(key, "expected an integer in " + range + ", found " + describe(*v));
+    std::string text = v->Scalar();
+    bool negative = text[0] == '-';
+    if (text[0] == '+' || text[0] == '-') text.erase(0, 1);
+    std::uint64_t value = 0;
+    const auto r = std::from_chars(text.data(), text.data() + text.size(), value);
+    if (r.ec == std::errc::result_out_of_range || (negative && value != 0))
+      fail_value(key,
+                 "out of range: expected an integer in " + range + ", found " + v->Scalar());
+    out = value;
+  }
+
+  void read_double(const char* key, double& out, double min, bool exclusive) const {
+    const YAML::Node* v = find(key);
+    if (!v) return;
+    const std::string allowed =
+        std::string("a number ") + (exclusive ? "> " : ">= ") + format_double(min);
+    if (!v->IsScalar() || !is_plain(*v) || !std::regex_match(v->Scalar(), real_form()))
+      fail_value(key, "expected " + allowed + ", found " + describe(*v));
+    std::string text = v->Scalar();
+    if (text[0] == '+') text.erase(0, 1);
+    double value = 0.0;
+    const auto r = std::from_chars(text.data(), text.data() + text.size(), value);
+    if (r.ec == std::errc::result_out_of_range)
+      fail_value(key,
+                 "out of range: expected " + allowed + " that fits a double, found " +
+                     v->Scalar());
+    if (exclusive ? !(value > min) : !(value >= min))
+      fail_value(key, "out of range: expected " + allowed + ", found " + v->Scalar());
+    out = value;
+  }
+
+  /// Any scalar is a string; a required one must not be empty.
+  void read_path(const char* key, std::string& out, bool required) const {
+    if (required) require(key);
+    const YAML::Node* v = find(key);
+    if (!v) return;
+    if (!v->IsScalar()) fail_value(key, "expected a path (a string), found " + describe(*v));
+    if (required && v->Scalar().empty())
+      fail_value(key, "expected a non-empty path, found the empty string");
+    out = v->Scalar();
+  }
+
+  template <class Enum>
+  void read_enum(const char* key, Enum& out,
+                 const std::vector<std::pair<const char*, Enum>>& choices) const {
+    const YAML::Node* v = find(key);
+    if (!v) return;
+    std::vector<const char*> names;
+    for (const auto& c : choices) names.push_back(c.first);
+    if (!v->IsScalar())
+      fail_value(key, "expected one of " + join(names) + ", found " + describe(*v));
+    const std::string& s = v->Scalar();
+    for (const auto& c : choices) {
+      if (s == c.first) {
+        out = c.second;
+        return;
+      }
+    }
+    fail_value(key,
+               "unknown value " + quoted(s) + suggestion(s, names) + "; allowed: " + join(names));
+  }
+
+ private:
+  const YAML::Node* find(const char* key) const {
+    const auto it = entries_.find(key);
+    return it == entries_.end() ? nullptr : &it->second;
+  }
+
+  /// Value errors point at the key's line: a null value has no useful mark,
+  /// and a block value starts below its key.
+  [[noreturn]] void fail_value(const std::string& key, const std::string& what) const {
+    const std::string dotted = section_ + "." + key;
+    fail(origin_.source, origin_.lines.at(dotted), dotted, what);
+  }
+
+  const DeckOrigin& origin_;
+  std::string section_;
+  int section_line_;
+  std::map<std::string, YAML::Node> entries_;
+};
+
+// ---------------------------------------------------------------------------
+// The field table: every deck key once. The reader, the resolved writer,
+// operator==, deck_keys() and the docs tables all follow it, in its order.
+
+struct Field {
+  Field(const char* section_name, const char* key_name, bool is_required = false)
+      : section(section_name), key(key_name), required(is_required) {}
+
+  const char* section;
+  const char* key;
+  bool required;
+  std::string type;     // docs: "integer", "number", "path", ...
+  std::string allowed;  // docs: the values accepted
+  std::string meaning;  // docs
+  std::function<void(const SectionReader&, Deck&)> read;
+  /// The value as a YAML scalar that reads back exactly; two decks are equal
+  /// when every field writes the same text.
+  std::function<std::string(const Deck&)> write;
+};
+
+struct SectionInfo {
+  const char* name;
+  bool required;
+};
+
+const std::vector<SectionInfo>& sections() {
+  static const std::vector<SectionInfo> table = {
+      {"model", true},       {"data", true},    {"optim", true},     {"eval", false},
+      {"checkpoint", false}, {"output", true},  {"parallel", false},
+  };
+  return table;
+}
+
+/// The member `m` of section `s` of a deck.
+template <class S, class T>
+struct Member {
+  S Deck::*section;
+  T S::*member;
+  T& of(Deck& d) const { return d.*section.*member; }
+  const T& of(const Deck& d) const { return d.*section.*member; }
+};
+
+template <class S, class T>
+Member<S, T> member(S Deck::*section, T S::*member) {
+  return {section, member};
+}
+
+template <class S, class Int>
+Field integer(const char* section, const char* key, Member<S, Int> m, std::int64_t min,
+              std::string meaning, std::string also_allowed = "") {
+  static_assert(std::is_integral<Int>::value && std::is_signed<Int>::value, "signed integers");
+  Field f(section, key);
+  f.type = sizeof(Int) == 8 ? "integer (int64)" : "integer";
+  f.allowed = ">= " + std::to_string(min) + also_allowed;
+  f.meaning = std::move(meaning);
+  f.read = [key, m, min](const SectionReader& r, Deck& d) { r.read_int(key, m.of(d), min); };
+  f.write = [m](const Deck& d) { return std::to_string(m.of(d)); };
+  return f;
+}
+
+template <class S>
+Field uint64(const char* section, const char* key, Member<S, std::uint64_t> m,
+             std::string meaning) {
+  Field f(section, key);
+  f.type = "uint64";
+  f.allowed = "any";
+  f.meaning = std::move(meaning);
+  f.read = [key, m](const SectionReader& r, Deck& d) { r.read_uint64(key, m.of(d)); };
+  f.write = [m](const Deck& d) { return std::to_string(m.of(d)); };
+  return f;
+}
+
+template <class S>
+Field number(const char* section, const char* key, Member<S, double> m, double min,
+             bool exclusive, std::string meaning, bool required = false) {
+  Field f(section, key, required);
+  f.type = "number";
+  f.allowed = (exclusive ? "> " : ">= ") + format_double(min);
+  f.meaning = std::move(meaning);
+  f.read = [key, m, min, exclusive, required](const SectionReader& r, Deck& d) {
+    if (required) r.require(key);
+    r.read_double(key, m.of(d), min, exclusive);
+  };
+  f.write = [m](const Deck& d) { return format_double(m.of(d)); };
+  return f;
+}
+
+template <class S>
+Field path(const char* section, const char* key, Member<S, std::string> m, bool required,
+           std::string allowed, std::string meaning) {
+  Field f(section, key, required);
+  f.type = "path";
+  f.allowed = std::move(allowed);
+  f.meaning = std::move(meaning);
+  f.read = [key, m, required](const SectionReader& r, Deck& d) {
+    r.read_path(key, m.of(d), required);
+  };
+  f.write = [m](const Deck& d) { return yaml_string(m.of(d)); };
+  return f;
+}
+
+template <class S, class Enum>
+Field choice(const char* section, const char* key, Member<S, Enum> m,
+             std::vector<std::pair<const char*, Enum>> choices, std::string meaning) {
+  Field f(section, key);
+  f.type = "enum";
+  for (const auto& c : choices) f.allowed += (f.allowed.empty() ? "`" : ", `") + std::string(c.first) + "`";
+  f.meaning = std::move(meaning);
+  f.read = [key, m, choices](const SectionReader& r, Deck& d) { r.read_enum(key, m.of(d), choices); };
+  f.write = [key, m, choices](const Deck& d) {
+    for (const auto& c : choices)
+      if (c.second == m.of(d)) return std::string(c.first);
+    throw Error(std::string("deck: no name for the value of ") + key);  // a bug in this file
+  };
+  return f;
+}
+
+/// A field whose value the deck cannot leave out (integers are never required).
+Field required(Field f) {
+  f.required = true;
+  auto read = f.read;
+  const char* key = f.key;
+  f.read = [read, key](const SectionReader& r, Deck& d) {
+    r.require(key);
+    read(r, d);
+  };
+  return f;
+}
+
+const std::vector<Field>& fields() {
+  static const std::vector<Field> table = [] {
+    using D = DataSection;
+    using O = OptimSection;
+    const auto m = &Deck::model;
+    const auto d = &Deck::data;
+    const auto o = &Deck::optim;
+    const auto e = &Deck::eval;
+    const auto c = &Deck::checkpoint;
+    const auto out = &Deck::output;
+    const auto p = &Deck::parallel;
+    return std::vector<Field>{
+        path("model", "path", member(m, &ModelSection::path), true, "an existing file",
+             "HDF5 model file (docs/formats.md)"),
+
+        path("data", "train", member(d, &D::train), true, "an existing file", "training set"),
+        path("data", "eval", member(d, &D::eval), false, "empty or an existing file",
+             "evaluation set; empty (or left out) = no evaluation"),
+        integer("data", "micro_batch", member(d, &D::micro_batch), 1,
+                "examples per replica and step; the global batch is `micro_batch` x "
+                "`parallel.data`"),
+        uint64("data", "shuffle_seed", member(d, &D::shuffle_seed), "seed of the example order"),
+
+        required(integer("optim", "steps", member(o, &O::steps), 0,
+                         "optimisation steps; 0 only evaluates")),
+        number("optim", "lr", member(o, &O::lr), 0.0, true, "peak learning rate η", true),
+        choice("optim", "schedule", member(o, &O::schedule),
+               {{"constant", Schedule::constant},
+                {"linear", Schedule::linear},
+                {"cosine", Schedule::cosine}},
+               "learning-rate schedule after warm-up (linear and cosine decay to 0 at `steps`)"),
+        integer("optim", "warmup_steps", member(o, &O::warmup_steps), 0,
+                "linear warm-up from 0 to `lr`", " and <= `optim.steps`"),
+        number("optim", "eps", member(o, &O::eps), 0.0, true, "perturbation scale ε"),
+        number("optim", "weight_decay", member(o, &O::weight_decay), 0.0, false,
+               "decoupled weight decay λ"),
+        integer("optim", "queries", member(o, &O::queries), 1,
+                "SPSA queries q per step (2q forward evaluations)"),
+        choice("optim", "distribution", member(o, &O::distribution),
+               {{"gaussian", Distribution::gaussian}, {"rademacher", Distribution::rademacher}},
+               "distribution of the perturbation z"),
+        uint64("optim", "seed", member(o, &O::seed),
+               "run seed: z is a pure function of (seed, step, query, parameter, element)"),
+        integer("optim", "max_nonfinite", member(o, &O::max_nonfinite), 1,
+                "this many consecutive non-finite losses abort the run"),
+
+        integer("eval", "interval", member(e, &EvalSection::interval), 0,
+                "steps between evaluations; 0 = only before training and at the end"),
+        integer("eval", "max_examples", member(e, &EvalSection::max_examples), 0,
+                "examples used per evaluation; 0 = the whole eval set"),
+
+        integer("checkpoint", "interval", member(c, &CheckpointSection::interval), 0,
+                "steps between checkpoints; 0 = only at the end"),
+        integer("checkpoint", "keep", member(c, &CheckpointSection::keep), 1,
+                "newest checkpoints kept in `output.dir`"),
+        path("checkpoint", "resume", member(c, &CheckpointSection::resume), false,
+             "empty, `latest`, or an existing file",
+             "empty = fresh start; a checkpoint file to continue from; `latest` = the "
+             "`ckpt-STEP.h5` with the highest STEP in `output.dir`, or a fresh start if there "
+             "is none yet (so a requeued job script needs no edit)"),
+
+        path("output", "dir", member(out, &OutputSection::dir), true,
+             "a directory or a path to create",
+             "metrics.csv, eval.csv, checkpoints, deck.resolved.yaml, the run log"),
+        integer("output", "log_interval", member(out, &OutputSection::log_interval), 1,
+                "steps between progress lines on rank 0"),
+
+        integer("parallel", "perturbation", member(p, &ParallelSection::perturbation), 1,
+                "P: ranks that share the 2q forward evaluations of one step",
+                ", divides 2 x `optim.queries`"),
+        integer("parallel", "data", member(p, &ParallelSection::data), 1,
+                "D: data-parallel replicas, each with its own micro-batch"),
+        integer("parallel", "check_interval", member(p, &ParallelSection::check_interval), 0,
+                "steps between replica digest checks; 0 = never"),
+    };
+  }();
+  return table;
+}
+
+std::vector<const char*> keys_of(const std::string& section) {
+  std::vector<const char*> keys;
+  for (const Field& f : fields())
+    if (section == f.section) keys.push_back(f.key);
+  return keys;
+}
+
+std::string section_list() {
+  std::vector<const char*> names;
+  for (const auto& s : sections()) names.push_back(s.name);
+  return join(names);
+}
+
 // ---------------------------------------------------------------------------
 // The parser: one instance per deck text.
 
@@ -218,9 +563,9 @@ class DeckParser {
       fail(origin_.source, e.mark.is_null() ? 1 : e.mark.line + 1, "invalid YAML",
            what.str());
     }
-    const std::string sections = "a deck needs at least the sections model, data, optim and output";
+    const std::string needed = "a deck needs at least the sections model, data, optim and output";
     if (documents.empty() || (documents.size() == 1 && documents[0].IsNull()))
-      fail(origin_.source, 1, "empty deck", "no YAML content found; " + sections);
+      fail(origin_.source, 1, "empty deck", "no YAML content found; " + needed);
     if (documents.size() > 1)
       fail(origin_.source, line_of(documents[1]), "deck",
            "a deck is one YAML document, found a second one here");
@@ -229,8 +574,10 @@ class DeckParser {
       fail(origin_.source, line_of(root), "deck",
            "must be a map of sections (" + section_list() + "), found " + describe(root));
 
-    // Sections: check names and duplicates, then read each in schema order.
-    std::map<std::string, std::pair<YAML::Node, YAML::Node>> found;
+    // Sections: check names and duplicates, then read each in table order.
+    std::map<std::string, YAML::Node> found;
+    std::vector<const char*> names;
+    for (const auto& s : sections()) names.push_back(s.name);
     // yaml-cpp iterators hand out pairs by value: hold the pair, not a
     // reference into it->first.
     for (const auto& pair : root) {
@@ -239,12 +586,9 @@ class DeckParser {
         fail(origin_.source, line_of(key), "deck",
              "section names must be plain words, found " + describe(key));
       const std::string name = key.Scalar();
-      const std::string shown = display_key(name);
-      std::vector<const char*> names;
-      for (const auto& s : schema()) names.push_back(s.name);
       if (std::find_if(names.begin(), names.end(), [&](const char* n) { return name == n; }) ==
           names.end())
-        fail(origin_.source, line_of(key), shown,
+        fail(origin_.source, line_of(key), display_key(name),
              "unknown section" + suggestion(name, names) + "; allowed sections: " +
                  section_list());
       if (found.count(name))
@@ -252,242 +596,54 @@ class DeckParser {
              "duplicate section (first given at line " +
                  std::to_string(origin_.lines.at(name)) + "); each section may appear once");
       origin_.lines[name] = line_of(key);
-      found[name] = {key, pair.second};
+      found[name] = pair.second;
     }
-    for (const auto& s : schema())
+    for (const auto& s : sections())
       if (s.required && !found.count(s.name))
-        fail(origin_.source, line_of(root), s.name,
-             std::string("missing required section; ") + sections);
+        fail(origin_.source, line_of(root), s.name, std::string("missing required section; ") + needed);
 
     Deck deck;
-    read_model(found, deck.model);
-    read_data(found, deck.data);
-    read_optim(found, deck.optim);
-    read_eval(found, deck.eval);
-    read_checkpoint(found, deck.checkpoint);
-    read_output(found, deck.output);
-    read_parallel(found, deck.parallel);
+    for (const auto& s : sections()) {
+      const auto it = found.find(s.name);
+      if (it == found.end()) continue;  // an optional section left out: every default
+      const SectionReader reader = open(s.name, it->second);
+      for (const Field& f : fields())
+        if (std::string(f.section) == s.name) f.read(reader, deck);
+    }
     deck.origin = origin_;
     check_cross_fields(deck);
     return deck;
   }
 
  private:
-  using Found = std::map<std::string, std::pair<YAML::Node, YAML::Node>>;
-
-  static std::string section_list() {
-    std::vector<const char*> names;
-    for (const auto& s : schema()) names.push_back(s.name);
-    return join(names);
-  }
-
-  // --- sections -------------------------------------------------------------
-
-  /// Makes `name` the current section: checks it is a map, that every key is
-  /// known and given once, and records the key lines. Returns false when the
-  /// (optional) section is absent.
-  bool open(const Found& found, const std::string& name) {
-    section_ = name;
-    entries_.clear();
-    const SectionSchema& s = section_schema(name);
-    const auto f = found.find(name);
-    if (f == found.end()) return false;
-    const YAML::Node& map = f->second.second;
-    section_line_ = origin_.lines.at(name);
+  /// Checks that section `name` is a map whose keys are all known and given
+  /// once, and records the key lines.
+  SectionReader open(const std::string& name, const YAML::Node& map) {
+    const int section_line = origin_.lines.at(name);
+    const std::vector<const char*> keys = keys_of(name);
     if (!map.IsMap())
-      fail(origin_.source, section_line_, name,
-           "must be a map of keys (" + join(s.keys) + "), found " + describe(map));
+      fail(origin_.source, section_line, name,
+           "must be a map of keys (" + join(keys) + "), found " + describe(map));
+    std::map<std::string, YAML::Node> entries;
     for (const auto& pair : map) {
       const YAML::Node& key = pair.first;
       if (!key.IsScalar())
-        fail(origin_.source, line_of(key), name,
-             "keys must be plain words, found " + describe(key));
+        fail(origin_.source, line_of(key), name, "keys must be plain words, found " + describe(key));
       const std::string k = key.Scalar();
       const std::string dotted = name + "." + k;
-      const std::string shown = name + "." + display_key(k);
-      if (std::find_if(s.keys.begin(), s.keys.end(), [&](const char* n) { return k == n; }) ==
-          s.keys.end())
-        fail(origin_.source, line_of(key), shown,
-             "unknown key" + suggestion(k, s.keys) + "; allowed keys in " + name + ": " +
-                 join(s.keys));
-      if (entries_.count(k))
+      if (std::find_if(keys.begin(), keys.end(), [&](const char* n) { return k == n; }) ==
+          keys.end())
+        fail(origin_.source, line_of(key), name + "." + display_key(k),
+             "unknown key" + suggestion(k, keys) + "; allowed keys in " + name + ": " +
+                 join(keys));
+      if (entries.count(k))
         fail(origin_.source, line_of(key), dotted,
              "duplicate key (first given at line " + std::to_string(origin_.lines.at(dotted)) +
                  "); each key may appear once");
       origin_.lines[dotted] = line_of(key);
-      entries_[k] = pair.second;
+      entries[k] = pair.second;
     }
-    return true;
-  }
-
-  void read_model(const Found& found, ModelSection& m) {
-    open(found, "model");
-    read_path("path", m.path, true);
-  }
-
-  void read_data(const Found& found, DataSection& d) {
-    open(found, "data");
-    read_path("train", d.train, true);
-    read_path("eval", d.eval, false);
-    read_int("micro_batch", d.micro_batch, 1);
-    read_uint64("shuffle_seed", d.shuffle_seed);
-  }
-
-  void read_optim(const Found& found, OptimSection& o) {
-    open(found, "optim");
-    require("steps");
-    require("lr");
-    read_int("steps", o.steps, 0);
-    read_double("lr", o.lr, 0.0, true);
-    read_enum("schedule", o.schedule,
-              {{"constant", Schedule::constant},
-               {"linear", Schedule::linear},
-               {"cosine", Schedule::cosine}});
-    read_int("warmup_steps", o.warmup_steps, 0);
-    read_double("eps", o.eps, 0.0, true);
-    read_double("weight_decay", o.weight_decay, 0.0, false);
-    read_int("queries", o.queries, 1);
-    read_enum("distribution", o.distribution,
-              {{"gaussian", Distribution::gaussian}, {"rademacher", Distribution::rademacher}});
-    read_uint64("seed", o.seed);
-    read_int("max_nonfinite", o.max_nonfinite, 1);
-  }
-
-  void read_eval(const Found& found, EvalSection& e) {
-    if (!open(found, "eval")) return;
-    read_int("interval", e.interval, 0);
-    read_int("max_examples", e.max_examples, 0);
-  }
-
-  void read_checkpoint(const Found& found, CheckpointSection& c) {
-    if (!open(found, "checkpoint")) return;
-    read_int("interval", c.interval, 0);
-    read_int("keep", c.keep, 1);
-    read_path("resume", c.resume, false);
-  }
-
-  void read_output(const Found& found, OutputSection& o) {
-    open(found, "output");
-    read_path("dir", o.dir, true);
-    read_int("log_interval", o.log_interval, 1);
-  }
-
-  void read_parallel(const Found& found, ParallelSection& p) {
-    if (!open(found, "parallel")) return;
-    read_int("perturbation", p.perturbation, 1);
-    read_int("data", p.data, 1);
-    read_int("check_interval", p.check_interval, 0);
-  }
-
-  // --- values ---------------------------------------------------------------
-
-  /// Value errors point at the key's line: a null value has no useful mark,
-  /// and a block value starts below its key.
-  [[noreturn]] void fail_value(const std::string& key, const std::string& what) const {
-    const std::string dotted = section_ + "." + key;
-    fail(origin_.source, origin_.lines.at(dotted), dotted, what);
-  }
-
-  void require(const char* key) const {
-    if (!entries_.count(key))
-      fail(origin_.source, section_line_, section_ + "." + key,
-           "missing required key in the " + section_ + " section (which starts at line " +
-               std::to_string(section_line_) + ")");
-  }
-
-  const YAML::Node* find(const char* key) const {
-    const auto it = entries_.find(key);
-    return it == entries_.end() ? nullptr : &it->second;
-  }
-
-  template <class Int>
-  void read_int(const char* key, Int& out, std::int64_t min) {
-    const YAML::Node* v = find(key);
-    if (!v) return;
-    const std::int64_t max = std::numeric_limits<Int>::max();
-    const std::string allowed = "an integer >= " + std::to_string(min);
-    if (!v->IsScalar() || !is_plain(*v) || !std::regex_match(v->Scalar(), integer_form()))
-      fail_value(key, "expected " + allowed + ", found " + describe(*v));
-    std::string text = v->Scalar();
-    if (text[0] == '+') text.erase(0, 1);
-    std::int64_t value = 0;
-    const auto r = std::from_chars(text.data(), text.data() + text.size(), value);
-    if (r.ec == std::errc::result_out_of_range || value < min || value > max)
-      fail_value(key,
-                 "out of range: expected an integer in [" + std::to_string(min) + ", " +
-                     std::to_string(max) + "], found " + v->Scalar());
-    out = static_cast<Int>(value);
-  }
-
-  void read_uint64(const char* key, std::uint64_t& out) {
-    const YAML::Node* v = find(key);
-    if (!v) return;
-    const std::uint64_t max = std::numeric_limits<std::uint64_t>::max();
-    const std::string range = "[0, " + std::to_string(max) + "]";
-    if (!v->IsScalar() || !is_plain(*v) || !std::regex_match(v->Scalar(), integer_form()))
-      fail_value(key, "expected an integer in " + range + ", found " + describe(*v));
-    std::string text = v->Scalar();
-    bool negative = text[0] == '-';
-    if (text[0] == '+' || text[0] == '-') text.erase(0, 1);
-    std::uint64_t value = 0;
-    const auto r = std::from_chars(text.data(), text.data() + text.size(), value);
-    if (r.ec == std::errc::result_out_of_range || (negative && value != 0))
-      fail_value(key,
-                 "out of range: expected an integer in " + range + ", found " + v->Scalar());
-    out = value;
-  }
-
-  void read_double(const char* key, double& out, double min, bool exclusive) {
-    const YAML::Node* v = find(key);
-    if (!v) return;
-    const std::string allowed =
-        std::string("a number ") + (exclusive ? "> " : ">= ") + format_double(min);
-    if (!v->IsScalar() || !is_plain(*v) || !std::regex_match(v->Scalar(), real_form()))
-      fail_value(key, "expected " + allowed + ", found " + describe(*v));
-    std::string text = v->Scalar();
-    if (text[0] == '+') text.erase(0, 1);
-    double value = 0.0;
-    const auto r = std::from_chars(text.data(), text.data() + text.size(), value);
-    if (r.ec == std::errc::result_out_of_range)
-      fail_value(key,
-                 "out of range: expected " + allowed +
-                     " that fits a double, found " + v->Scalar());
-    if (exclusive ? !(value > min) : !(value >= min))
-      fail_value(key, "out of range: expected " + allowed + ", found " + v->Scalar());
-    out = value;
-  }
-
-  /// Any scalar is a string; a required one must not be empty.
-  void read_path(const char* key, std::string& out, bool required) {
-    if (required) require(key);
-    const YAML::Node* v = find(key);
-    if (!v) return;
-    if (!v->IsScalar())
-      fail_value(key, "expected a path (a string), found " + describe(*v));
-    if (required && v->Scalar().empty())
-      fail_value(key, "expected a non-empty path, found the empty string");
-    out = v->Scalar();
-  }
-
-  template <class Enum>
-  void read_enum(const char* key, Enum& out,
-                 const std::vector<std::pair<const char*, Enum>>& choices) {
-    const YAML::Node* v = find(key);
-    if (!v) return;
-    std::vector<const char*> names;
-    for (const auto& c : choices) names.push_back(c.first);
-    if (!v->IsScalar())
-      fail_value(key, "expected one of " + join(names) + ", found " + describe(*v));
-    const std::string& s = v->Scalar();
-    for (const auto& c : choices) {
-      if (s == c.first) {
-        out = c.second;
-        return;
-      }
-    }
-    fail_value(key,
-               "unknown value " + quoted(s) + suggestion(s, names) + "; allowed: " +
-                   join(names));
+    return SectionReader(origin_, name, section_line, std::move(entries));
   }
 
   // --- rules across keys ----------------------------------------------------
@@ -515,39 +671,7 @@ class DeckParser {
   }
 
   DeckOrigin origin_;
-  std::string section_;
-  int section_line_ = 1;
-  std::map<std::string, YAML::Node> entries_;
 };
-
-// ---------------------------------------------------------------------------
-// Writing.
-
-/// A YAML double-quoted scalar; every path and string goes out this way so
-/// that no value can be mistaken for a number, a boolean or null.
-std::string yaml_string(const std::string& s) {
-  std::string out = "\"";
-  for (const char ch : s) {
-    const unsigned char c = static_cast<unsigned char>(ch);
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += ch;
-    } else if (c < 0x20 || c == 0x7f) {
-      static const char* hex = "0123456789abcdef";
-      out += "\\x";
-      out += hex[c >> 4];
-      out += hex[c & 15];
-    } else {
-      out += ch;
-    }
-  }
-  return out + "\"";
-}
-
-std::string one_line(std::string s) {
-  std::replace_if(s.begin(), s.end(), [](char c) { return c == '\n' || c == '\r'; }, ' ');
-  return s;
-}
 
 }  // namespace
 
@@ -565,41 +689,49 @@ std::string DeckOrigin::where(const std::string& key) const {
   return source + ":" + std::to_string(line(key)) + ": " + key + ": ";
 }
 
+const char* to_string(Schedule schedule) {
+  switch (schedule) {
+    case Schedule::constant: return "constant";
+    case Schedule::linear: return "linear";
+    case Schedule::cosine: return "cosine";
+  }
+  return "?";
+}
+
 bool operator==(const Deck& a, const Deck& b) {
-  const auto& am = a.model;
-  const auto& bm = b.model;
-  const auto& ad = a.data;
-  const auto& bd = b.data;
-  const auto& ao = a.optim;
-  const auto& bo = b.optim;
-  const auto& ae = a.eval;
-  const auto& be = b.eval;
-  const auto& ac = a.checkpoint;
-  const auto& bc = b.checkpoint;
-  const auto& aout = a.output;
-  const auto& bout = b.output;
-  const auto& ap = a.parallel;
-  const auto& bp = b.parallel;
-  return am.path == bm.path &&                                                           //
-         ad.train == bd.train && ad.eval == bd.eval && ad.micro_batch == bd.micro_batch &&  //
-         ad.shuffle_seed == bd.shuffle_seed &&                                            //
-         ao.steps == bo.steps && ao.lr == bo.lr && ao.schedule == bo.schedule &&          //
-         ao.warmup_steps == bo.warmup_steps && ao.eps == bo.eps &&                        //
-         ao.weight_decay == bo.weight_decay && ao.queries == bo.queries &&                //
-         ao.distribution == bo.distribution && ao.seed == bo.seed &&                      //
-         ao.max_nonfinite == bo.max_nonfinite &&                                          //
-         ae.interval == be.interval && ae.max_examples == be.max_examples &&              //
-         ac.interval == bc.interval && ac.keep == bc.keep && ac.resume == bc.resume &&    //
-         aout.dir == bout.dir && aout.log_interval == bout.log_interval &&                //
-         ap.perturbation == bp.perturbation && ap.data == bp.data &&                      //
-         ap.check_interval == bp.check_interval;
+  for (const Field& f : fields())
+    if (f.write(a) != f.write(b)) return false;
+  return true;
 }
 
 std::vector<std::string> deck_keys() {
   std::vector<std::string> keys;
-  for (const auto& s : schema())
-    for (const char* k : s.keys) keys.push_back(std::string(s.name) + "." + k);
+  for (const Field& f : fields()) keys.push_back(std::string(f.section) + "." + f.key);
   return keys;
+}
+
+std::string deck_reference_markdown() {
+  const Deck defaults;
+  std::ostringstream os;
+  for (const auto& s : sections()) {
+    os << "### `" << s.name << "`" << (s.required ? "" : " (optional section)") << "\n\n"
+       << "| key | type | default | allowed | meaning |\n"
+       << "|---|---|---|---|---|\n";
+    for (const Field& f : fields()) {
+      if (std::string(f.section) != s.name) continue;
+      std::string shown = f.write(defaults);
+      if (f.required)
+        shown = "**required**";
+      else if (shown == "\"\"")
+        shown = "empty";
+      else if (f.type == "enum")
+        shown = "`" + shown + "`";
+      os << "| `" << f.section << "." << f.key << "` | " << f.type << " | " << shown << " | "
+         << f.allowed << " | " << f.meaning << " |\n";
+    }
+    os << "\n";
+  }
+  return os.str();
 }
 
 Deck parse_deck(const std::string& yaml_text, const std::string& source_name) {
@@ -684,39 +816,11 @@ std::string resolved_yaml(const Deck& deck) {
   std::ostringstream os;
   os << "# distzo deck resolved from " << one_line(deck.origin.source)
      << ": every key, defaults filled in.\n";
-  const auto& d = deck;
-  os << "model:\n"
-     << "  path: " << yaml_string(d.model.path) << "\n";
-  os << "data:\n"
-     << "  train: " << yaml_string(d.data.train) << "\n"
-     << "  eval: " << yaml_string(d.data.eval) << "\n"
-     << "  micro_batch: " << d.data.micro_batch << "\n"
-     << "  shuffle_seed: " << d.data.shuffle_seed << "\n";
-  os << "optim:\n"
-     << "  steps: " << d.optim.steps << "\n"
-     << "  lr: " << format_double(d.optim.lr) << "\n"
-     << "  schedule: " << to_string(d.optim.schedule) << "\n"
-     << "  warmup_steps: " << d.optim.warmup_steps << "\n"
-     << "  eps: " << format_double(d.optim.eps) << "\n"
-     << "  weight_decay: " << format_double(d.optim.weight_decay) << "\n"
-     << "  queries: " << d.optim.queries << "\n"
-     << "  distribution: " << to_string(d.optim.distribution) << "\n"
-     << "  seed: " << d.optim.seed << "\n"
-     << "  max_nonfinite: " << d.optim.max_nonfinite << "\n";
-  os << "eval:\n"
-     << "  interval: " << d.eval.interval << "\n"
-     << "  max_examples: " << d.eval.max_examples << "\n";
-  os << "checkpoint:\n"
-     << "  interval: " << d.checkpoint.interval << "\n"
-     << "  keep: " << d.checkpoint.keep << "\n"
-     << "  resume: " << yaml_string(d.checkpoint.resume) << "\n";
-  os << "output:\n"
-     << "  dir: " << yaml_string(d.output.dir) << "\n"
-     << "  log_interval: " << d.output.log_interval << "\n";
-  os << "parallel:\n"
-     << "  perturbation: " << d.parallel.perturbation << "\n"
-     << "  data: " << d.parallel.data << "\n"
-     << "  check_interval: " << d.parallel.check_interval << "\n";
+  for (const auto& s : sections()) {
+    os << s.name << ":\n";
+    for (const Field& f : fields())
+      if (std::string(f.section) == s.name) os << "  " << f.key << ": " << f.write(deck) << "\n";
+  }
   return os.str();
 }
 

@@ -13,7 +13,6 @@
 // working directory of the process (as in most HPC codes), not to the deck.
 
 #include "core/perturbation.hpp"
-#include "zo/lr_schedule.hpp"
 
 #include <cstdint>
 #include <map>
@@ -22,8 +21,10 @@
 
 namespace distzo::io {
 
-/// Deck enums are the engine's own types (spelled in decks as to_string gives).
-using Schedule = zo::ScheduleKind;
+/// Learning-rate schedule after warm-up (the app maps it onto zo's schedules).
+enum class Schedule { constant, linear, cosine };
+const char* to_string(Schedule schedule);
+/// The perturbation's distribution is z's own type (core/perturbation.hpp).
 using distzo::Distribution;
 
 struct ModelSection {
@@ -105,6 +106,12 @@ inline bool operator!=(const Deck& a, const Deck& b) { return !(a == b); }
 /// Every key a deck may hold, as "section.key", in the canonical order that
 /// resolved_yaml writes.
 std::vector<std::string> deck_keys();
+
+/// The key tables of docs/decks.md (type, default, allowed values, meaning of
+/// every key, section by section), generated from the same field table that
+/// the reader, the resolved writer and operator== use. `distzo help deck`
+/// prints it; a test keeps docs/decks.md equal to it.
+std::string deck_reference_markdown();
 
 /// Parses and validates deck text: syntax, keys, types, ranges, enums and
 /// the cross-field rules (optim.warmup_steps <= optim.steps,

@@ -46,4 +46,8 @@ head -n 1 help.out | grep -q '^distzo - zeroth-order' || fail "--help does not s
 "$DISTZO" --version | grep -q '^distzo [0-9]' || fail "--version"
 set +e; "$DISTZO" frobnicate > unknown.out 2>&1; status=$?; set -e
 [ "$status" -ne 0 ] && grep -qF "unknown command 'frobnicate'" unknown.out || fail "unknown command: $(cat unknown.out)"
-pass "usage: --help, --version, unknown command"
+"$DISTZO" help deck > help_deck.out
+grep -qF '| `optim.lr` | number | **required** | > 0 |' help_deck.out || fail "help deck: $(head -n 5 help_deck.out)"
+set +e; "$DISTZO" help decks > help_bad.out 2>&1; status=$?; set -e
+[ "$status" -ne 0 ] && grep -qF "help takes one topic: deck" help_bad.out || fail "help with an unknown topic: $(cat help_bad.out)"
+pass "usage: --help, --version, help deck, unknown command"
