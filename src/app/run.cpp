@@ -9,9 +9,7 @@
 #include "io/model_file.hpp"
 #include "model/parameter_digest.hpp"
 #include "runtime/mesh.hpp"
-#include "zo/block_executor.hpp"
-#include "zo/estimator.hpp"
-#include "zo/lr_schedule.hpp"
+#include "zo/trainer.hpp"
 
 #include <algorithm>
 #include <cerrno>
@@ -51,29 +49,6 @@ void make_directories(const std::string& path) {
       }
     }
     if (i < path.size()) partial += path[i];
-  }
-}
-
-/// Divergence guard (DESIGN.md invariant 3): every rank's parameter digest
-/// must equal rank 0's. θ is compared as it stands (pending updates are
-/// pending on every rank alike), so no flush is needed.
-void check_replicas(const model::ParameterRegistry& registry, const model::TensorTable& theta,
-                    const runtime::Communicator& world, std::int64_t step) {
-  const std::uint64_t mine = std::stoull(model::parameter_digest(registry, theta), nullptr, 16);
-  std::vector<std::uint64_t> all(static_cast<std::size_t>(world.size()));
-  world.allgather(&mine, 1, all.data());
-  std::string diverged;
-  for (int r = 1; r < world.size(); ++r)
-    if (all[r] != all[0]) diverged += (diverged.empty() ? "" : ", ") + std::to_string(r);
-  if (!diverged.empty()) {
-    std::ostringstream os;
-    os << "replicas diverged after step " << step << ": the parameter digest of rank(s) "
-                     << diverged << " differs from rank 0's. Every rank must apply the same "
-                                    "update to the same θ; this points at a non-deterministic "
-                                    "kernel or corrupted memory. Stopping before the replicas "
-                                    "drift further.";
-    // Every rank saw the same gathered digests: stop together, report once.
-    throw CollectiveError(os.str(), world.rank() == 0);
   }
 }
 
@@ -170,6 +145,160 @@ Inputs load_inputs_collectively(const RunOptions& options, const runtime::Commun
   throw CollectiveError(problem, world.rank() == 0 || ok[0] == 1.0);
 }
 
+zo::ScheduleKind schedule_kind(io::Schedule schedule) {
+  switch (schedule) {
+    case io::Schedule::constant: return zo::ScheduleKind::constant;
+    case io::Schedule::linear: return zo::ScheduleKind::linear;
+    case io::Schedule::cosine: return zo::ScheduleKind::cosine;
+  }
+  DISTZO_FAIL("unknown schedule");
+}
+
+zo::TrainerConfig trainer_config(const io::Deck& deck, const RunOptions& options, bool evaluate) {
+  const auto& opt = deck.optim;
+  zo::TrainerConfig c;
+  c.steps = opt.steps;
+  c.schedule = {schedule_kind(opt.schedule), opt.lr, opt.warmup_steps, opt.steps};
+  c.eps = opt.eps;
+  c.weight_decay = opt.weight_decay;
+  c.queries = opt.queries;
+  c.distribution = opt.distribution;
+  c.seed = opt.seed;
+  c.max_nonfinite = opt.max_nonfinite;
+  c.eval_interval = deck.eval.interval;
+  c.checkpoint_interval = deck.checkpoint.interval;
+  c.check_interval = deck.parallel.check_interval;
+  c.evaluate = evaluate;
+  c.debug_corrupt_rank = options.debug_corrupt_rank;
+  return c;
+}
+
+zo::TrainerState trainer_state(const io::TrainingState& saved, const zo::TrainerConfig& c) {
+  zo::TrainerState s;
+  s.step = saved.step;
+  s.pending.active = saved.pending.active;
+  s.pending.seed = c.seed;
+  s.pending.step = saved.pending.step;
+  s.pending.distribution = c.distribution;
+  s.pending.lr = saved.pending.lr;
+  s.pending.weight_decay = saved.pending.weight_decay;
+  s.pending.g = saved.pending.g;
+  return s;
+}
+
+/// The run's side of the trainer: batches from the dataset, rows of
+/// metrics.csv and eval.csv, progress lines, checkpoints with the seed log.
+class RunHooks final : public zo::TrainerHooks {
+ public:
+  RunHooks(Inputs& in, zo::BlockExecutor& executor, const runtime::Mesh& mesh, RunOutputs& out)
+      : in_(in),
+        deck_(in.deck),
+        executor_(executor),
+        mesh_(mesh),
+        out_(out),
+        train_batches_(in.train, deck_.data.micro_batch),
+        order_(in.train.num_examples, deck_.data.shuffle_seed),
+        first_step_(in.state.step) {
+    if (in.eval) eval_batches_ = std::make_unique<io::BatchBuilder>(*in.eval, deck_.data.micro_batch);
+  }
+
+  const model::Batch& batch(std::int64_t step) override {
+    const int D = mesh_.layout().data_size, B = deck_.data.micro_batch;
+    return train_batches_.fill(ExecSpace(),
+                               order_.micro_batch(step, mesh_.coordinates().data_rank, D, B));
+  }
+
+  void step_done(const zo::StepReport& r) override {
+    const zo::StepEstimate& est = r.estimate;
+    const int q = deck_.optim.queries;
+    in_.state.seed_log.push_back({r.step - 1, r.lr, est.loss, r.skipped ? std::vector<double>() : est.g});
+    if (r.skipped)
+      out_.print("step " + std::to_string(r.step) + ": non-finite loss, update skipped (" +
+                 std::to_string(r.nonfinite_streak) + " in a row)");
+    StepRow row;
+    row.step = r.step;
+    row.loss = est.loss;
+    for (int i = 0; i < q; ++i) {
+      row.loss_plus += est.loss_plus[i] / q;
+      row.loss_minus += est.loss_minus[i] / q;
+      row.g += est.g[i] / q;
+    }
+    row.lr = r.lr;
+    row.tokens = r.tokens;
+    row.step_seconds = r.seconds;
+    row.skipped = r.skipped;
+    out_.step(row);
+
+    if (r.step == first_step_ + 1)  // the clock of the ETA starts with the first step
+      train_start_ = Clock::now() - std::chrono::duration_cast<Clock::duration>(
+                                        std::chrono::duration<double>(r.seconds));
+    const std::int64_t steps = deck_.optim.steps;
+    if (r.step % deck_.output.log_interval == 0 || r.step == steps) {
+      const double per_step =
+          seconds_since(train_start_) / static_cast<double>(r.step - first_step_);
+      char line[256];
+      std::snprintf(line, sizeof(line),
+                    "step %lld/%lld  loss %.4f  g %+.3e  lr %.2e  %.0f tok/s  ETA %s",
+                    static_cast<long long>(r.step), static_cast<long long>(steps), est.loss,
+                    row.g, r.lr, static_cast<double>(row.tokens) / row.step_seconds,
+                    format_duration(per_step * static_cast<double>(steps - r.step)).c_str());
+      out_.print(line);
+    }
+  }
+
+  void evaluate(std::int64_t step, const char* when) override {
+    const EvalSummary s = app::evaluate(executor_, *eval_batches_, *in_.eval,
+                                        deck_.eval.max_examples, deck_.data.micro_batch,
+                                        mesh_.world());
+    out_.eval({step, s.loss, s.accuracy, s.examples});
+    char line[256];
+    if (s.accuracy >= 0)
+      std::snprintf(line, sizeof(line),
+                    "eval %-6s step %lld: loss %.4f, accuracy %.4f (%lld examples)", when,
+                    static_cast<long long>(step), s.loss, s.accuracy,
+                    static_cast<long long>(s.examples));
+    else
+      std::snprintf(line, sizeof(line), "eval %-6s step %lld: loss %.4f (%lld examples)", when,
+                    static_cast<long long>(step), s.loss, static_cast<long long>(s.examples));
+    out_.print(line);
+    if (step == 0) before_ = s;
+    after_ = s;
+  }
+
+  void checkpoint(const zo::TrainerState& state) override {
+    io::TrainingState& saved = in_.state;
+    saved.step = state.step;
+    saved.pending = {state.pending.active, state.pending.step, state.pending.lr,
+                     state.pending.weight_decay, state.pending.g};
+    saved.deck_yaml = io::resolved_yaml(deck_);
+    if (mesh_.world().rank() == 0) {
+      const std::string path = deck_.output.dir + "/" + io::checkpoint_name(state.step);
+      io::write_checkpoint(path, in_.model, saved);
+      auto existing = io::list_checkpoints(deck_.output.dir);
+      for (std::size_t i = 0; i + static_cast<std::size_t>(deck_.checkpoint.keep) < existing.size(); ++i)
+        std::remove(existing[i].second.c_str());
+      out_.print("checkpoint " + path);
+    }
+    mesh_.world().barrier();
+  }
+
+  const EvalSummary& before() const { return before_; }
+  const EvalSummary& after() const { return after_; }
+
+ private:
+  Inputs& in_;
+  const io::Deck& deck_;
+  zo::BlockExecutor& executor_;
+  const runtime::Mesh& mesh_;
+  RunOutputs& out_;
+  io::BatchBuilder train_batches_;
+  std::unique_ptr<io::BatchBuilder> eval_batches_;
+  io::DataOrder order_;
+  std::int64_t first_step_;
+  Clock::time_point train_start_ = Clock::now();
+  EvalSummary before_, after_;
+};
+
 }  // namespace
 
 void run(const RunOptions& options, const runtime::Communicator& world) {
@@ -179,36 +308,23 @@ void run(const RunOptions& options, const runtime::Communicator& world) {
   const auto& opt = deck.optim;
   const std::string& resume = inputs.resume;
   io::LoadedModel& model = inputs.model;
-  io::TrainingState& state = inputs.state;
   const io::Dataset& train = inputs.train;
-  const std::unique_ptr<io::Dataset>& eval_data = inputs.eval;
 
-  // ---- Outputs. -------------------------------------------------------------
   const bool root = world.rank() == 0;
   if (root) {
     make_directories(deck.output.dir);
     std::ofstream(deck.output.dir + "/deck.resolved.yaml") << io::resolved_yaml(deck);
   }
   world.barrier();
-  RunOutputs out(deck.output.dir, root, resume.empty() ? -1 : state.step);
+  RunOutputs out(deck.output.dir, root, resume.empty() ? -1 : inputs.state.step);
 
   const int P = deck.parallel.perturbation, D = deck.parallel.data;
-  const runtime::Mesh mesh_comms(world, runtime::MeshLayout{P, D});
-  const runtime::MeshCoordinates mesh = mesh_comms.coordinates();
+  const runtime::Mesh mesh(world, runtime::MeshLayout{P, D});
   const int micro_batch = deck.data.micro_batch;
-  const int K = static_cast<int>(train.num_candidates());
   zo::BlockExecutor executor(model.config, model.registry, model.tensors,
-                             zo::EvaluationPlan::make(opt.queries, P, mesh.perturbation_rank),
-                             train.task, micro_batch, static_cast<int>(train.seq_len), K);
-  io::BatchBuilder train_batches(train, micro_batch);
-  std::unique_ptr<io::BatchBuilder> eval_batches;
-  if (eval_data) eval_batches = std::make_unique<io::BatchBuilder>(*eval_data, micro_batch);
-  io::DataOrder order(train.num_examples, deck.data.shuffle_seed);
-  const zo::LrSchedule schedule{zo::parse_schedule(io::to_string(opt.schedule)), opt.lr,
-                                opt.warmup_steps, opt.steps};
-  zo::PendingUpdate& pending = state.pending;
-  const ExecSpace space;
-
+                             zo::EvaluationPlan::make(opt.queries, P, mesh.coordinates().perturbation_rank),
+                             train.task, micro_batch, static_cast<int>(train.seq_len),
+                             static_cast<int>(train.num_candidates()));
   {
     char line[512];
     std::snprintf(line, sizeof(line),
@@ -222,141 +338,23 @@ void run(const RunOptions& options, const runtime::Communicator& world) {
     out.print(line);
   }
 
-  auto run_eval = [&](std::int64_t step, const char* when) -> EvalSummary {
-    executor.flush(space, pending);
-    const EvalSummary s =
-        evaluate(executor, *eval_batches, *eval_data, deck.eval.max_examples, micro_batch, world);
-    out.eval({step, s.loss, s.accuracy, s.examples});
-    char line[256];
-    if (s.accuracy >= 0)
-      std::snprintf(line, sizeof(line), "eval %-6s step %lld: loss %.4f, accuracy %.4f (%lld examples)",
-                    when, static_cast<long long>(step), s.loss, s.accuracy,
-                    static_cast<long long>(s.examples));
-    else
-      std::snprintf(line, sizeof(line), "eval %-6s step %lld: loss %.4f (%lld examples)", when,
-                    static_cast<long long>(step), s.loss, static_cast<long long>(s.examples));
-    out.print(line);
-    return s;
-  };
-  auto write_checkpoint = [&](std::int64_t step) {
-    executor.flush(space, pending);
-    state.step = step;
-    state.deck_yaml = io::resolved_yaml(deck);
-    if (root) {
-      const std::string path = deck.output.dir + "/" + io::checkpoint_name(step);
-      io::write_checkpoint(path, model, state);
-      auto existing = io::list_checkpoints(deck.output.dir);
-      for (std::size_t i = 0; i + static_cast<std::size_t>(deck.checkpoint.keep) < existing.size(); ++i)
-        std::remove(existing[i].second.c_str());
-      out.print("checkpoint " + path);
-    }
-    world.barrier();
-  };
-
+  const zo::TrainerConfig config = trainer_config(deck, options, inputs.eval != nullptr);
+  zo::TrainerState state = trainer_state(inputs.state, config);
   const std::int64_t first_step = state.step;
-  EvalSummary before;
-  if (eval_data && first_step == 0) before = run_eval(0, "start");
+  RunHooks hooks(inputs, executor, mesh, out);
+  const zo::TrainSummary summary = zo::Trainer(executor, mesh, config, hooks).run(state);
 
-  // ---- Training. ------------------------------------------------------------
-  int consecutive_nonfinite = 0;
-  std::int64_t skipped_total = 0;
-  const Clock::time_point train_start = Clock::now();
-  for (std::int64_t step = first_step; step < opt.steps; ++step) {
-    const Clock::time_point t0 = Clock::now();
-    const model::Batch& batch =
-        train_batches.fill(space, order.micro_batch(step, mesh.data_rank, D, micro_batch));
-    zo::StepPerturbation perturbation;
-    perturbation.seed = opt.seed;
-    perturbation.step = step;
-    perturbation.eps = opt.eps;
-    perturbation.distribution = opt.distribution;
-    std::vector<double> local = executor.run_step(space, batch, perturbation, pending);
-    // Tokens of the global batch: one micro-batch per replica of the data group.
-    double tokens[1] = {static_cast<double>(batch.num_tokens)};
-    mesh_comms.data_group().allreduce_sum(tokens, 1);
-    const zo::StepEstimate est = zo::combine_losses(world, local, opt.queries, opt.eps);
-    const double lr = schedule.at(step);
-
-    io::SeedLogEntry log_entry{step, lr, est.loss, {}};
-    if (est.finite) {
-      consecutive_nonfinite = 0;
-      pending.active = true;
-      pending.seed = opt.seed;
-      pending.step = step;
-      pending.distribution = opt.distribution;
-      pending.lr = lr;
-      pending.weight_decay = opt.weight_decay;
-      pending.g = est.g;
-      log_entry.g = est.g;
-    } else {
-      ++consecutive_nonfinite;
-      ++skipped_total;
-      out.print("step " + std::to_string(step + 1) + ": non-finite loss, update skipped (" +
-                std::to_string(consecutive_nonfinite) + " in a row)");
-    }
-    state.seed_log.push_back(log_entry);
-
-    StepRow row;
-    row.step = step + 1;
-    row.loss = est.loss;
-    for (int q = 0; q < opt.queries; ++q) {
-      row.loss_plus += est.loss_plus[q] / opt.queries;
-      row.loss_minus += est.loss_minus[q] / opt.queries;
-      row.g += est.g[q] / opt.queries;
-    }
-    row.lr = lr;
-    row.tokens = static_cast<std::int64_t>(tokens[0]);
-    row.step_seconds = seconds_since(t0);
-    row.skipped = !est.finite;
-    out.step(row);
-    // g is identical on every rank, so every rank stops here together.
-    if (consecutive_nonfinite >= opt.max_nonfinite) {
-      std::ostringstream os;
-      os << opt.max_nonfinite << " consecutive steps had a non-finite loss (last: step " << step + 1
-         << "); lower optim.lr or optim.eps, or check the data. Stopping (optim.max_nonfinite).";
-      throw CollectiveError(os.str(), root);
-    }
-
-    const std::int64_t done = step + 1;
-    if (done % deck.output.log_interval == 0 || done == opt.steps) {
-      const double elapsed = seconds_since(train_start);
-      const double per_step = elapsed / static_cast<double>(done - first_step);
-      char line[256];
-      std::snprintf(line, sizeof(line),
-                    "step %lld/%lld  loss %.4f  g %+.3e  lr %.2e  %.0f tok/s  ETA %s",
-                    static_cast<long long>(done), static_cast<long long>(opt.steps), est.loss,
-                    row.g, lr, row.tokens / row.step_seconds,
-                    format_duration(per_step * static_cast<double>(opt.steps - done)).c_str());
-      out.print(line);
-    }
-    if (deck.parallel.check_interval > 0 && done % deck.parallel.check_interval == 0) {
-      if (options.debug_corrupt_rank == world.rank()) {
-        Kokkos::deep_copy(Kokkos::subview(model.tensors[0], std::make_pair(0, 1)), real(12345));
-      }
-      check_replicas(model.registry, model.tensors, world, done);
-    }
-    if (eval_data && deck.eval.interval > 0 && done % deck.eval.interval == 0 && done != opt.steps)
-      run_eval(done, "");
-    if (deck.checkpoint.interval > 0 && done % deck.checkpoint.interval == 0 && done != opt.steps)
-      write_checkpoint(done);
-  }
-
-  // ---- The end: every pending update applied, final eval and checkpoint. ----
-  executor.flush(space, pending);
-  if (world.size() > 1) check_replicas(model.registry, model.tensors, world, opt.steps);
-  EvalSummary after;
-  if (eval_data) after = run_eval(opt.steps, "end");
-  if (opt.steps > first_step || resume.empty()) write_checkpoint(opt.steps);
   char line[512];
   std::snprintf(line, sizeof(line), "done: %lld steps in %s (%lld skipped), digest %s",
                 static_cast<long long>(opt.steps - first_step),
                 format_duration(seconds_since(started)).c_str(),
-                static_cast<long long>(skipped_total),
-                model::parameter_digest(model.registry, model.tensors).c_str());
+                static_cast<long long>(summary.skipped), executor.parameter_digest().c_str());
   out.print(line);
-  if (eval_data && before.accuracy >= 0 && after.accuracy >= 0 && first_step == 0) {
-    std::snprintf(line, sizeof(line), "accuracy: %.4f before, %.4f after fine-tuning (%lld held-out examples)",
-                  before.accuracy, after.accuracy, static_cast<long long>(after.examples));
+  if (inputs.eval && hooks.before().accuracy >= 0 && hooks.after().accuracy >= 0 && first_step == 0) {
+    std::snprintf(line, sizeof(line),
+                  "accuracy: %.4f before, %.4f after fine-tuning (%lld held-out examples)",
+                  hooks.before().accuracy, hooks.after().accuracy,
+                  static_cast<long long>(hooks.after().examples));
     out.print(line);
   }
 }

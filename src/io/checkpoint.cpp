@@ -47,7 +47,7 @@ void write_checkpoint(const std::string& path, const LoadedModel& model,
     file.write_string_attribute("distribution", to_string(state.distribution));
     file.write_string_attribute("deck_yaml", state.deck_yaml);
 
-    const zo::PendingUpdate& p = state.pending;
+    const PendingRecord& p = state.pending;
     file.write_int_attribute("pending_active", p.active ? 1 : 0);
     file.write_int_attribute("pending_step", p.step);
     file.write_double_attribute("pending_lr", p.lr);
@@ -86,8 +86,6 @@ TrainingState read_training_state(const std::string& path) {
   s.deck_yaml = file.read_string_attribute("deck_yaml");
 
   s.pending.active = file.read_int_attribute("pending_active") != 0;
-  s.pending.seed = s.seed;
-  s.pending.distribution = s.distribution;
   s.pending.step = file.read_int_attribute("pending_step");
   s.pending.lr = file.read_double_attribute("pending_lr");
   s.pending.weight_decay = file.read_double_attribute("pending_weight_decay");

@@ -12,8 +12,8 @@
 // Written atomically (temporary file, then rename), so a crash never leaves a
 // half-written ckpt-STEP.h5.
 
+#include "core/perturbation.hpp"
 #include "io/model_file.hpp"
-#include "zo/pending_update.hpp"
 
 #include <cstdint>
 #include <string>
@@ -29,13 +29,24 @@ struct SeedLogEntry {
   std::vector<double> g;  // per query; empty when the step was skipped
 };
 
+/// The SGD update of the last finished step, not yet applied to θ: with the
+/// run's seed and distribution, all that is needed to apply it (zo's
+/// PendingUpdate, as plain data).
+struct PendingRecord {
+  bool active = false;
+  std::int64_t step = 0;  // the step whose z the update uses
+  double lr = 0;
+  double weight_decay = 0;
+  std::vector<double> g;  // per query
+};
+
 struct TrainingState {
   std::int64_t step = 0;  // steps completed
   std::uint64_t seed = 0;
   int queries = 1;
   Distribution distribution = Distribution::gaussian;
   std::string deck_yaml;
-  zo::PendingUpdate pending;
+  PendingRecord pending;
   std::vector<SeedLogEntry> seed_log;
 };
 

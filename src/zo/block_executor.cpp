@@ -3,6 +3,7 @@
 #include "core/error.hpp"
 #include "core/fence.hpp"
 #include "kernels/embedding.hpp"
+#include "model/parameter_digest.hpp"
 
 namespace distzo::zo {
 
@@ -169,6 +170,14 @@ EvalOutcome BlockExecutor::evaluate(const ExecSpace& space, const model::Batch& 
     out.predictions.assign(pred.data(), pred.data() + pred.extent(0));
   }
   return out;
+}
+
+std::string BlockExecutor::parameter_digest() const {
+  return model::parameter_digest(registry_, theta_);
+}
+
+void BlockExecutor::debug_corrupt_parameter() {
+  Kokkos::deep_copy(Kokkos::subview(theta_.at(0), std::make_pair(0, 1)), real(12345));
 }
 
 }  // namespace distzo::zo

@@ -19,6 +19,7 @@
 #include "zo/pending_update.hpp"
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 namespace distzo::zo {
@@ -61,6 +62,12 @@ class BlockExecutor {
 
   /// Forward pass at θ (which must be flushed) and its loss. Fences.
   EvalOutcome evaluate(const ExecSpace& space, const model::Batch& batch);
+
+  /// The digest of θ as it stands (model/parameter_digest.hpp).
+  std::string parameter_digest() const;
+
+  /// Test switch of the divergence guard: overwrites one element of θ.
+  void debug_corrupt_parameter();
 
  private:
   /// update_and_perturb over `ids`, for query `query`, into the scratch

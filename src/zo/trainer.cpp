@@ -1,0 +1,118 @@
+#include "zo/trainer.hpp"
+
+#include "core/error.hpp"
+
+#include <chrono>
+#include <sstream>
+
+namespace distzo::zo {
+
+Trainer::Trainer(BlockExecutor& executor, const runtime::Mesh& mesh, const TrainerConfig& config,
+                 TrainerHooks& hooks)
+    : executor_(executor), mesh_(mesh), config_(config), hooks_(hooks) {}
+
+void Trainer::check_replicas(std::int64_t step) {
+  const runtime::Communicator& world = mesh_.world();
+  // θ is compared as it stands: a pending update is pending on every rank
+  // alike, so no flush is needed.
+  const std::uint64_t mine = std::stoull(executor_.parameter_digest(), nullptr, 16);
+  std::vector<std::uint64_t> all(static_cast<std::size_t>(world.size()));
+  world.allgather(&mine, 1, all.data());
+  std::string diverged;
+  for (int r = 1; r < world.size(); ++r)
+    if (all[r] != all[0]) diverged += (diverged.empty() ? "" : ", ") + std::to_string(r);
+  if (diverged.empty()) return;
+  std::ostringstream os;
+  os << "replicas diverged after step " << step << ": the parameter digest of rank(s) "
+     << diverged
+     << " differs from rank 0's. Every rank must apply the same update to the same θ; this "
+        "points at a non-deterministic kernel or corrupted memory. Stopping before the "
+        "replicas drift further.";
+  // Every rank saw the same gathered digests: stop together, report once.
+  throw CollectiveError(os.str(), world.rank() == 0);
+}
+
+TrainSummary Trainer::run(TrainerState& state) {
+  using Clock = std::chrono::steady_clock;
+  const ExecSpace space;
+  const TrainerConfig& c = config_;
+  PendingUpdate& pending = state.pending;
+  const std::int64_t first_step = state.step;
+  TrainSummary summary;
+
+  if (c.evaluate && first_step == 0) {
+    executor_.flush(space, pending);
+    hooks_.evaluate(0, "start");
+  }
+
+  int streak = 0;
+  for (std::int64_t step = first_step; step < c.steps; ++step) {
+    const Clock::time_point t0 = Clock::now();
+    const model::Batch& batch = hooks_.batch(step);
+    StepPerturbation perturbation;
+    perturbation.seed = c.seed;
+    perturbation.step = step;
+    perturbation.eps = c.eps;
+    perturbation.distribution = c.distribution;
+    const std::vector<double> local = executor_.run_step(space, batch, perturbation, pending);
+    // Tokens of the global batch: one micro-batch per replica of the data group.
+    double tokens = static_cast<double>(batch.num_tokens);
+    mesh_.data_group().allreduce_sum(&tokens, 1);
+
+    StepReport report;
+    report.estimate = combine_losses(mesh_.world(), local, c.queries, c.eps);
+    report.step = step + 1;
+    report.lr = c.schedule.at(step);
+    report.tokens = static_cast<std::int64_t>(tokens);
+    // g is identical on every rank, so every rank takes the same branch.
+    if (report.estimate.finite) {
+      streak = 0;
+      pending.active = true;
+      pending.seed = c.seed;
+      pending.step = step;
+      pending.distribution = c.distribution;
+      pending.lr = report.lr;
+      pending.weight_decay = c.weight_decay;
+      pending.g = report.estimate.g;
+    } else {
+      ++streak;
+      ++summary.skipped;
+      report.skipped = true;
+    }
+    report.nonfinite_streak = streak;
+    state.step = step + 1;
+    ++summary.steps_run;
+    report.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
+    hooks_.step_done(report);
+    if (streak >= c.max_nonfinite) {
+      std::ostringstream os;
+      os << c.max_nonfinite << " consecutive steps had a non-finite loss (last: step " << step + 1
+         << "); lower optim.lr or optim.eps, or check the data. Stopping (optim.max_nonfinite).";
+      throw CollectiveError(os.str(), mesh_.world().rank() == 0);
+    }
+
+    const std::int64_t done = step + 1;
+    if (c.check_interval > 0 && done % c.check_interval == 0) {
+      if (c.debug_corrupt_rank == mesh_.world().rank()) executor_.debug_corrupt_parameter();
+      check_replicas(done);
+    }
+    if (done == c.steps) break;
+    if (c.evaluate && c.eval_interval > 0 && done % c.eval_interval == 0) {
+      executor_.flush(space, pending);
+      hooks_.evaluate(done, "");
+    }
+    if (c.checkpoint_interval > 0 && done % c.checkpoint_interval == 0) {
+      executor_.flush(space, pending);
+      hooks_.checkpoint(state);
+    }
+  }
+
+  // The end: every pending update applied, then the final checks and outputs.
+  executor_.flush(space, pending);
+  if (mesh_.world().size() > 1) check_replicas(c.steps);
+  if (c.evaluate) hooks_.evaluate(c.steps, "end");
+  if (state.step > first_step || first_step == 0) hooks_.checkpoint(state);
+  return summary;
+}
+
+}  // namespace distzo::zo

@@ -1,0 +1,100 @@
+#pragma once
+// The step loop of a run, as policy over the block executor (torchtitan's
+// train loop, llm.c's main): get the micro-batch → one ZO step → combine the
+// scalars → schedule the update → evaluate / checkpoint / check replicas when
+// due. What the run writes and where (files, progress lines) is the hooks'
+// business; what happens when is the trainer's:
+//
+//   - a finite step becomes the pending update (applied lazily, fused with the
+//     next step's perturbation); a non-finite one is skipped, and
+//     max_nonfinite in a row stop every rank together;
+//   - θ is flushed before every evaluation and checkpoint;
+//   - every check_interval steps the replicas compare parameter digests
+//     (DESIGN.md invariant 3) and stop, naming the ranks, if they differ;
+//   - at the end: flush, a last digest check, the final evaluation and
+//     checkpoint.
+
+#include "core/perturbation.hpp"
+#include "model/batch.hpp"
+#include "runtime/mesh.hpp"
+#include "zo/block_executor.hpp"
+#include "zo/estimator.hpp"
+#include "zo/lr_schedule.hpp"
+#include "zo/pending_update.hpp"
+
+#include <cstdint>
+#include <string>
+
+namespace distzo::zo {
+
+struct TrainerConfig {
+  std::int64_t steps = 0;            // the run ends after this many steps
+  LrSchedule schedule;
+  double eps = 1e-3;
+  double weight_decay = 0;
+  int queries = 1;
+  Distribution distribution = Distribution::gaussian;
+  std::uint64_t seed = 0;
+  int max_nonfinite = 5;             // consecutive non-finite steps that stop the run
+  std::int64_t eval_interval = 0;    // 0: before training and at the end only
+  std::int64_t checkpoint_interval = 0;  // 0: at the end only
+  std::int64_t check_interval = 0;   // replica digest checks; 0: never
+  bool evaluate = false;             // is there an evaluation set
+  int debug_corrupt_rank = -1;       // test switch: this rank corrupts θ before each check
+};
+
+/// What continues across a checkpoint.
+struct TrainerState {
+  std::int64_t step = 0;  // steps completed
+  PendingUpdate pending;
+};
+
+/// One finished step, as the hooks see it.
+struct StepReport {
+  std::int64_t step = 0;     // steps completed, counting this one (1-based)
+  StepEstimate estimate;
+  double lr = 0;
+  std::int64_t tokens = 0;   // non-padding tokens of the global batch
+  double seconds = 0;        // wall time of the step
+  bool skipped = false;      // non-finite: no update
+  int nonfinite_streak = 0;  // consecutive skipped steps, this one included
+};
+
+/// Where the trainer's effects go. Called on every rank.
+class TrainerHooks {
+ public:
+  virtual ~TrainerHooks() = default;
+  /// This replica's micro-batch of `step` (0-based), in device memory.
+  virtual const model::Batch& batch(std::int64_t step) = 0;
+  virtual void step_done(const StepReport& report) = 0;
+  /// Evaluate θ (flushed); `when` is "start", "" or "end".
+  virtual void evaluate(std::int64_t step, const char* when) = 0;
+  /// Write a checkpoint of θ (flushed) after `state.step` steps.
+  virtual void checkpoint(const TrainerState& state) = 0;
+};
+
+struct TrainSummary {
+  std::int64_t steps_run = 0;  // in this process (a resumed run counts from its checkpoint)
+  std::int64_t skipped = 0;
+};
+
+class Trainer {
+ public:
+  Trainer(BlockExecutor& executor, const runtime::Mesh& mesh, const TrainerConfig& config,
+          TrainerHooks& hooks);
+
+  /// Runs from `state` (fresh: step 0, nothing pending) to config.steps.
+  /// Collective; throws CollectiveError on every rank together for a
+  /// non-finite streak or diverged replicas.
+  TrainSummary run(TrainerState& state);
+
+ private:
+  void check_replicas(std::int64_t step);
+
+  BlockExecutor& executor_;
+  const runtime::Mesh& mesh_;
+  TrainerConfig config_;
+  TrainerHooks& hooks_;
+};
+
+}  // namespace distzo::zo
