@@ -19,6 +19,9 @@
 #include "kernels/losses.hpp"
 #include "model/opt_forward.hpp"
 #include "model/opt_weights.hpp"
+#include "runtime/block_streamer.hpp"
+#include "runtime/parameter_store.hpp"
+#include "zo/model_walk.hpp"
 
 #include <Kokkos_Core.hpp>
 
@@ -69,7 +72,10 @@ int run(int argc, char** argv) {
 
   perf::print_machine("forward");
   const auto t_load = Clock::now();
-  io::LoadedModel m = io::load_model(path);
+  const io::ModelReader reader(path);
+  const io::ModelInfo& m = reader.info();
+  runtime::ParameterStore store(m.registry, runtime::PlacementConfig());
+  store.fill([&](std::uint32_t id, real* dst) { reader.read(id, dst); });
   const model::OptConfig& c = m.config;
   std::cout << "model          : " << path << " (L=" << c.num_hidden_layers
             << " C=" << c.hidden_size << " H=" << c.num_attention_heads << " F=" << c.ffn_dim
@@ -82,32 +88,31 @@ int run(int argc, char** argv) {
   const int N = B * T;
   const model::Batch batch = perf::causal_lm_batch(B, T, c.vocab_size, seed);
   model::OptForward forward(c, B, T);
-  const model::OptEdgeView edge = model::make_edge_view(m.registry, m.tensors);
-  std::vector<model::OptBlockView> blocks;
-  for (int k = 0; k < m.registry.num_blocks(); ++k)
-    blocks.push_back(model::make_block_view(m.registry, m.tensors, k));
+  const model::OptEdgeView edge = model::make_edge_view(m.registry, store.device_tensors());
   Mat h("distzo::perf::h", N, c.hidden_size);
   Mat logits("distzo::perf::logits", N, c.vocab_size);
+  runtime::BlockStreamer streamer(store, space);
 
-  // Stage times of one forward pass; each stage ends with a fence so the
-  // split is meaningful on asynchronous backends too.
+  // Stage times of one forward pass (the walk's ForwardPass); each stage ends
+  // with a fence so the split is meaningful on asynchronous backends too.
   struct Split { double embed, blocks, final_hidden, logits, total; };
   auto forward_once = [&]() {
     Split s{};
     const auto t0 = Clock::now();
-    forward.embed(space, edge, batch.tokens, batch.mask, h);
-    space.fence();
-    s.embed = seconds_since(t0);
-    auto t = Clock::now();
-    for (const auto& w : blocks) forward.block(space, w, batch.mask, h);
-    space.fence();
-    s.blocks = seconds_since(t);
+    auto t = t0;
+    const int L = m.registry.num_blocks();
+    auto observe = [&](int stage, const Mat&) {
+      space.fence();
+      const double dt = seconds_since(t);
+      if (stage < 0) s.embed = dt;
+      else if (stage < L) s.blocks += dt;
+      else s.final_hidden = dt;
+      t = Clock::now();
+    };
+    zo::ForwardPass pass(forward, m.registry, h, batch.tokens, batch.mask, observe);
+    zo::walk(streamer, pass);
     t = Clock::now();
-    const Mat hidden = forward.final_hidden(space, edge, h);
-    space.fence();
-    s.final_hidden = seconds_since(t);
-    t = Clock::now();
-    forward.logits(space, edge, hidden, logits);
+    forward.logits(space, edge, pass.final_hidden(), logits);
     space.fence();
     s.logits = seconds_since(t);
     s.total = seconds_since(t0);
@@ -151,15 +156,16 @@ int run(int argc, char** argv) {
 
   // GEMM check: one fc1-shaped linear, (N, C) x (F, C)^T -> (N, F).
   double gemm_gflops = 0;
-  if (!blocks.empty()) {
+  if (m.registry.num_blocks() > 0) {
+    const model::OptBlockView block0 = model::make_block_view(m.registry, store.device_tensors(), 0);
     Mat y("distzo::perf::gemm_y", N, c.ffn_dim);
     const Mat x = h;  // any (N, C) data
-    kernels::linear(space, y, x, blocks[0].fc1_w, blocks[0].fc1_b);
+    kernels::linear(space, y, x, block0.fc1_w, block0.fc1_b);
     space.fence();
     std::vector<double> g;
     for (int i = 0; i < 3; ++i) {
       const auto t0 = Clock::now();
-      kernels::linear(space, y, x, blocks[0].fc1_w, blocks[0].fc1_b);
+      kernels::linear(space, y, x, block0.fc1_w, block0.fc1_b);
       space.fence();
       g.push_back(seconds_since(t0));
     }

@@ -18,6 +18,7 @@
 
 #include "core/perturbation.hpp"
 #include "io/model_file.hpp"
+#include "runtime/parameter_store.hpp"
 #include "runtime/communicator.hpp"
 #include "zo/block_executor.hpp"
 #include "zo/estimator.hpp"
@@ -73,7 +74,10 @@ int run(int argc, char** argv) {
 
   perf::print_machine("step");
   const auto t_load = Clock::now();
-  io::LoadedModel m = io::load_model(path);
+  const io::ModelReader reader(path);
+  const io::ModelInfo& m = reader.info();
+  runtime::ParameterStore store(m.registry, runtime::PlacementConfig());
+  store.fill([&](std::uint32_t id, real* dst) { reader.read(id, dst); });
   const model::OptConfig& c = m.config;
   std::cout << "model          : " << path << " (L=" << c.num_hidden_layers
             << " C=" << c.hidden_size << " V=" << c.vocab_size << ", "
@@ -82,8 +86,8 @@ int run(int argc, char** argv) {
 
   ExecSpace space;
   const model::Batch batch = perf::causal_lm_batch(B, T, c.vocab_size, seed);
-  zo::BlockExecutor executor(c, m.registry, m.tensors, zo::EvaluationPlan::make(q, 1, 0),
-                             model::Task::causal_lm, B, T, 0);
+  zo::BlockExecutor executor(c, store, zo::EvaluationPlan::make(q, 1, 0), model::Task::causal_lm,
+                             B, T, 0, space);
   const runtime::SerialCommunicator comm;
   zo::PendingUpdate pending;
   std::cout << "workload       : batch " << B << " x seq " << T << ", q = " << q << " ("
@@ -102,7 +106,7 @@ int run(int argc, char** argv) {
     p.eps = eps;
     p.distribution = dist;
     const auto t0 = Clock::now();
-    const std::vector<double> local = executor.run_step(space, batch, p, pending);
+    const std::vector<double> local = executor.run_step(batch, p, pending);
     const zo::StepEstimate est = zo::combine_losses(comm, local, q, eps);
     pending.active = true;
     pending.seed = p.seed;
@@ -132,7 +136,7 @@ int run(int argc, char** argv) {
     perf::KernelProfile::stop();
   }
   const auto t_flush = Clock::now();
-  executor.flush(space, pending);
+  executor.flush(pending);
   space.fence();
   const double flush_s = seconds_since(t_flush);
 

@@ -6,10 +6,12 @@
 #include "kernels/losses.hpp"
 #include "model/loss_head.hpp"
 #include "model/opt_forward.hpp"
+#include "runtime/block_streamer.hpp"
 #include "runtime/communicator.hpp"
 #include "support/tiny_opt.hpp"
 #include "zo/block_executor.hpp"
 #include "zo/estimator.hpp"
+#include "zo/model_walk.hpp"
 
 #include <gtest/gtest.h>
 
@@ -27,27 +29,27 @@ constexpr int B = 3, T = 7;
 const std::vector<int> kLengths = {7, 5, 3};
 
 /// Loss at θ + sign·ε·z, computed without the executor or the fused kernel:
-/// z from the scalar generator on the host, the forward pass stage by stage.
+/// z from the scalar generator on the host, added in double to a host copy
+/// of θ, then the plain forward pass of the walk on a store holding w.
 double naive_loss(const TinyModel& m, const model::Batch& batch, const zo::StepPerturbation& p,
                   int query, int sign) {
-  model::TensorTable w = m.clone_theta();
+  const std::vector<std::vector<float>> theta = m.host_theta();
   const PerturbationStream s = p.stream(query);
-  for (const auto& info : m.registry.parameters()) {
-    auto h = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), w[info.id]);
-    for (std::size_t e = 0; e < h.extent(0); ++e)
-      h(e) = static_cast<float>(double(h(e)) + sign * p.eps * double(s.z(info.id, e)));
-    Kokkos::deep_copy(w[info.id], h);
-  }
+  runtime::ParameterStore w(m.registry, runtime::PlacementConfig());
+  w.fill([&](std::uint32_t id, real* dst) {
+    for (std::size_t e = 0; e < theta[id].size(); ++e)
+      dst[e] = static_cast<float>(double(theta[id][e]) + sign * p.eps * double(s.z(id, e)));
+  });
   ExecSpace space;
+  runtime::BlockStreamer streamer(w, space);
   model::OptForward forward(m.config, B, T);
   model::LossHead head(m.config, batch.task, B, T, 2);
-  const model::OptEdgeView edge = model::make_edge_view(m.registry, w);
   Mat h("h", B * T, m.config.hidden_size);
-  forward.embed(space, edge, batch.tokens, batch.mask, h);
-  for (int k = 0; k < m.registry.num_blocks(); ++k)
-    forward.block(space, model::make_block_view(m.registry, w, k), batch.mask, h);
+  zo::ForwardPass pass(forward, m.registry, h, batch.tokens, batch.mask);
+  zo::walk(streamer, pass);
   kernels::LossSums sums = kernels::make_loss_sums();
-  head.loss(space, edge, forward.final_hidden(space, edge, h), batch, sums);
+  head.loss(space, model::make_edge_view(m.registry, w.device_tensors()), pass.final_hidden(),
+            batch, sums);
   return kernels::read_loss(space, sums).mean();
 }
 
@@ -68,11 +70,11 @@ TEST_P(ExecutorTask, EstimateEqualsNaiveCentralDifference) {
     TinyModel m(tiny_config(pre_ln, pre_ln ? 0 : 8));
     const model::Batch batch = make_batch(GetParam(), B, T, kLengths);
     const int q = 2;
-    zo::BlockExecutor ex(m.config, m.registry, m.theta, zo::EvaluationPlan::make(q, 1, 0),
+    zo::BlockExecutor ex(m.config, *m.store, zo::EvaluationPlan::make(q, 1, 0),
                          GetParam(), B, T, 2);
     zo::PendingUpdate none;
     const zo::StepPerturbation p = perturbation(3);
-    const auto local = ex.run_step(ExecSpace(), batch, p, none);
+    const auto local = ex.run_step(batch, p, none);
     const zo::StepEstimate est = zo::combine_losses(runtime::SerialCommunicator(), local, q, p.eps);
     for (int query = 0; query < q; ++query) {
       const double plus = naive_loss(m, batch, p, query, +1);
@@ -95,17 +97,17 @@ INSTANTIATE_TEST_SUITE_P(Tasks, ExecutorTask,
 TEST(Executor, StepLeavesThetaUntouched) {
   TinyModel m(tiny_config());
   const std::string before = m.digest();
-  zo::BlockExecutor ex(m.config, m.registry, m.theta, zo::EvaluationPlan::make(1, 1, 0),
+  zo::BlockExecutor ex(m.config, *m.store, zo::EvaluationPlan::make(1, 1, 0),
                        model::Task::causal_lm, B, T, 0);
   zo::PendingUpdate none;
-  ex.run_step(ExecSpace(), make_batch(model::Task::causal_lm, B, T, kLengths), perturbation(0), none);
+  ex.run_step(make_batch(model::Task::causal_lm, B, T, kLengths), perturbation(0), none);
   EXPECT_EQ(m.digest(), before) << "θ changed during a step without a pending update";
 }
 
 TEST(Executor, UpdateFollowsTheMezoRule) {
   TinyModel m(tiny_config());
-  const model::TensorTable before = m.clone_theta();
-  zo::BlockExecutor ex(m.config, m.registry, m.theta, zo::EvaluationPlan::make(2, 1, 0),
+  const std::vector<std::vector<float>> before = m.host_theta();
+  zo::BlockExecutor ex(m.config, *m.store, zo::EvaluationPlan::make(2, 1, 0),
                        model::Task::classification, B, T, 2);
   zo::PendingUpdate u;
   u.active = true;
@@ -114,22 +116,23 @@ TEST(Executor, UpdateFollowsTheMezoRule) {
   u.lr = 0.05;
   u.weight_decay = 0.1;
   u.g = {1.5, -0.75};
-  ex.flush(ExecSpace(), u);
+  ex.flush(u);
   EXPECT_FALSE(u.active);
 
   double max_err = 0;
   bool decay_seen = false, no_decay_seen = false;
+  const std::vector<std::vector<float>> after = m.host_theta();
   for (const auto& info : m.registry.parameters()) {
-    auto t0 = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), before[info.id]);
-    auto t1 = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), m.theta[info.id]);
+    const std::vector<float>& t0 = before[info.id];
+    const std::vector<float>& t1 = after[info.id];
     const double wd = info.weight_decay ? u.weight_decay : 0.0;
     (info.weight_decay ? decay_seen : no_decay_seen) = true;
-    for (std::size_t e = 0; e < t0.extent(0); ++e) {
+    for (std::size_t e = 0; e < t0.size(); ++e) {
       double grad = 0;
       for (int q = 0; q < 2; ++q)
         grad += u.g[q] * PerturbationStream::make(99, 17, q, Distribution::gaussian).z(info.id, e) / 2;
-      const double want = t0(e) - u.lr * (grad + wd * t0(e));
-      max_err = std::max(max_err, std::fabs(t1(e) - want));
+      const double want = t0[e] - u.lr * (grad + wd * t0[e]);
+      max_err = std::max(max_err, std::fabs(t1[e] - want));
     }
   }
   EXPECT_TRUE(decay_seen && no_decay_seen);
@@ -140,12 +143,12 @@ TEST(Executor, UpdateFollowsTheMezoRule) {
 std::vector<std::vector<double>> train(TinyModel& m, const zo::EvaluationPlan& plan,
                                        const model::Batch& batch, int steps,
                                        const std::vector<std::vector<double>>* g_from = nullptr) {
-  zo::BlockExecutor ex(m.config, m.registry, m.theta, plan, batch.task, B, T, 2);
+  zo::BlockExecutor ex(m.config, *m.store, plan, batch.task, B, T, 2);
   zo::PendingUpdate pending;
   std::vector<std::vector<double>> tables;
   for (int s = 0; s < steps; ++s) {
     const zo::StepPerturbation p = perturbation(s, 1e-3);
-    tables.push_back(ex.run_step(ExecSpace(), batch, p, pending));
+    tables.push_back(ex.run_step(batch, p, pending));
     pending.active = true;
     pending.seed = p.seed;
     pending.step = s;
@@ -157,7 +160,7 @@ std::vector<std::vector<double>> train(TinyModel& m, const zo::EvaluationPlan& p
       pending.g.push_back((table[4 * q] / table[4 * q + 1] - table[4 * q + 2] / table[4 * q + 3]) /
                           (2 * p.eps));
   }
-  ex.flush(ExecSpace(), pending);
+  ex.flush(pending);
   return tables;
 }
 
@@ -194,10 +197,10 @@ TEST(Executor, RepeatedRunsAreBitIdentical) {
 
 TEST(Executor, FillerRowsDoNotCount) {
   TinyModel m(tiny_config());
-  zo::BlockExecutor ex(m.config, m.registry, m.theta, zo::EvaluationPlan::make(1, 1, 0),
+  zo::BlockExecutor ex(m.config, *m.store, zo::EvaluationPlan::make(1, 1, 0),
                        model::Task::classification, B, T, 2);
   const zo::EvalOutcome out =
-      ex.evaluate(ExecSpace(), make_batch(model::Task::classification, B, T, kLengths, 2));
+      ex.evaluate(make_batch(model::Task::classification, B, T, kLengths, 2));
   EXPECT_EQ(out.count, 2.0);
   ASSERT_EQ(out.predictions.size(), 3u);
 }
@@ -205,18 +208,18 @@ TEST(Executor, FillerRowsDoNotCount) {
 TEST(Executor, LossFallsOnALearnableBatch) {
   TinyModel m(tiny_config());
   const model::Batch batch = make_batch(model::Task::classification, B, T, kLengths);
-  zo::BlockExecutor ex(m.config, m.registry, m.theta, zo::EvaluationPlan::make(1, 1, 0),
+  zo::BlockExecutor ex(m.config, *m.store, zo::EvaluationPlan::make(1, 1, 0),
                        batch.task, B, T, 2);
-  const double initial = ex.evaluate(ExecSpace(), batch).loss_sum / 3;
+  const double initial = ex.evaluate(batch).loss_sum / 3;
   zo::PendingUpdate pending;
   for (int s = 0; s < 150; ++s) {
     const zo::StepPerturbation p = perturbation(s, 1e-3);
-    const auto local = ex.run_step(ExecSpace(), batch, p, pending);
+    const auto local = ex.run_step(batch, p, pending);
     const zo::StepEstimate est = zo::combine_losses(runtime::SerialCommunicator(), local, 1, p.eps);
     pending = {true, p.seed, s, p.distribution, 0.05, 0.0, est.g};
   }
-  ex.flush(ExecSpace(), pending);
-  const double final_loss = ex.evaluate(ExecSpace(), batch).loss_sum / 3;
+  ex.flush(pending);
+  const double final_loss = ex.evaluate(batch).loss_sum / 3;
   EXPECT_LT(final_loss, 0.7 * initial) << "initial " << initial << ", final " << final_loss;
 }
 

@@ -10,14 +10,13 @@ EvalSummary evaluate(zo::BlockExecutor& executor, io::BatchBuilder& builder,
                      const runtime::Communicator& world) {
   const std::int64_t n = limit > 0 ? std::min(limit, data.num_examples) : data.num_examples;
   double totals[3] = {0, 0, 0};  // loss sum, count, correct
-  const ExecSpace space;
   std::int64_t batch_index = 0;
   for (std::int64_t first = 0; first < n; first += micro_batch, ++batch_index) {
     if (batch_index % world.size() != world.rank()) continue;
     std::vector<std::int64_t> idx;
     for (std::int64_t i = first; i < std::min(n, first + micro_batch); ++i) idx.push_back(i);
-    const model::Batch& batch = builder.fill(space, idx);
-    const zo::EvalOutcome out = executor.evaluate(space, batch);
+    const model::Batch& batch = builder.fill(ExecSpace(), idx);
+    const zo::EvalOutcome out = executor.evaluate(batch);
     totals[0] += out.loss_sum;
     totals[1] += out.count;
     if (data.task == model::Task::classification)

@@ -1,7 +1,6 @@
 #include "app/inspect.hpp"
 
 #include "io/model_file.hpp"
-#include "model/parameter_digest.hpp"
 
 #include <cstdio>
 #include <iomanip>
@@ -32,11 +31,14 @@ std::string human_bytes(double bytes) {
 }  // namespace
 
 void inspect(const std::string& path, bool digest_only, std::ostream& out) {
-  const io::LoadedModel m = io::load_model(path);
+  // Tensors are read from the file on the host only: inspecting a model
+  // never allocates in the execution space.
+  const io::ModelReader reader(path);
   if (digest_only) {
-    out << model::parameter_digest(m.registry, m.tensors) << "\n";
+    out << reader.digest() << "\n";
     return;
   }
+  const io::ModelInfo& m = reader.info();
   const auto& c = m.config;
   const std::int64_t params = m.registry.total_elements();
   out << "file          " << path << " (" << m.kind << ", format " << io::kModelFormatVersion

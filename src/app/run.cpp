@@ -7,7 +7,7 @@
 #include "io/dataset.hpp"
 #include "io/deck.hpp"
 #include "io/model_file.hpp"
-#include "model/parameter_digest.hpp"
+#include "runtime/parameter_store.hpp"
 #include "runtime/mesh.hpp"
 #include "zo/trainer.hpp"
 
@@ -78,7 +78,7 @@ namespace {
 struct Inputs {
   io::Deck deck;
   std::string resume;  // checkpoint to continue from, or empty
-  io::LoadedModel model;
+  std::unique_ptr<io::ModelReader> model;  // the model file or the checkpoint resumed
   io::TrainingState state;
   io::Dataset train;
   std::unique_ptr<io::Dataset> eval;
@@ -94,7 +94,7 @@ Inputs load_inputs(const RunOptions& options, int world_size) {
                  deck.origin.where("optim.queries") << "at most " << kernels::kMaxQueries
                                                     << " queries per step, found " << opt.queries);
   in.resume = io::resume_checkpoint_path(deck);
-  in.model = io::load_model(in.resume.empty() ? deck.model.path : in.resume);
+  in.model = std::make_unique<io::ModelReader>(in.resume.empty() ? deck.model.path : in.resume);
   in.state.seed = opt.seed;
   in.state.queries = opt.queries;
   in.state.distribution = opt.distribution;
@@ -110,15 +110,16 @@ Inputs load_inputs(const RunOptions& options, int world_size) {
                                  << opt.queries << ", distribution=" << to_string(opt.distribution)
                                  << ". Resuming with other perturbations would not continue the run.");
   }
-  const std::int64_t vocab = in.model.config.vocab_size;
+  const model::OptConfig& config = in.model->info().config;
+  const std::int64_t vocab = config.vocab_size;
   in.train = io::load_dataset(deck.data.train, vocab);
   if (!deck.data.eval.empty())
     in.eval = std::make_unique<io::Dataset>(io::load_dataset(deck.data.eval, vocab));
   for (const io::Dataset* d : {static_cast<const io::Dataset*>(&in.train), static_cast<const io::Dataset*>(in.eval.get())}) {
     if (!d) continue;
-    DISTZO_REQUIRE(d->seq_len <= in.model.config.max_position_embeddings,
+    DISTZO_REQUIRE(d->seq_len <= config.max_position_embeddings,
                    "dataset sequences of " << d->seq_len << " tokens exceed the model's "
-                                           << in.model.config.max_position_embeddings
+                                           << config.max_position_embeddings
                                            << " positions");
     DISTZO_REQUIRE(d->task == in.train.task && d->candidates == in.train.candidates &&
                        d->seq_len == in.train.seq_len,
@@ -192,6 +193,7 @@ class RunHooks final : public zo::TrainerHooks {
  public:
   RunHooks(Inputs& in, zo::BlockExecutor& executor, const runtime::Mesh& mesh, RunOutputs& out)
       : in_(in),
+        model_(in.model->info()),
         deck_(in.deck),
         executor_(executor),
         mesh_(mesh),
@@ -273,7 +275,9 @@ class RunHooks final : public zo::TrainerHooks {
     saved.deck_yaml = io::resolved_yaml(deck_);
     if (mesh_.world().rank() == 0) {
       const std::string path = deck_.output.dir + "/" + io::checkpoint_name(state.step);
-      io::write_checkpoint(path, in_.model, saved);
+      io::write_checkpoint(
+          path, model_,
+          [&](const io::TensorSink& sink) { executor_.store().visit(sink); }, saved);
       auto existing = io::list_checkpoints(deck_.output.dir);
       for (std::size_t i = 0; i + static_cast<std::size_t>(deck_.checkpoint.keep) < existing.size(); ++i)
         std::remove(existing[i].second.c_str());
@@ -287,6 +291,7 @@ class RunHooks final : public zo::TrainerHooks {
 
  private:
   Inputs& in_;
+  const io::ModelInfo model_;
   const io::Deck& deck_;
   zo::BlockExecutor& executor_;
   const runtime::Mesh& mesh_;
@@ -307,7 +312,7 @@ void run(const RunOptions& options, const runtime::Communicator& world) {
   const io::Deck& deck = inputs.deck;
   const auto& opt = deck.optim;
   const std::string& resume = inputs.resume;
-  io::LoadedModel& model = inputs.model;
+  const io::ModelInfo& model = inputs.model->info();
   const io::Dataset& train = inputs.train;
 
   const bool root = world.rank() == 0;
@@ -321,7 +326,9 @@ void run(const RunOptions& options, const runtime::Communicator& world) {
   const int P = deck.parallel.perturbation, D = deck.parallel.data;
   const runtime::Mesh mesh(world, runtime::MeshLayout{P, D});
   const int micro_batch = deck.data.micro_batch;
-  zo::BlockExecutor executor(model.config, model.registry, model.tensors,
+  runtime::ParameterStore store(model.registry, runtime::PlacementConfig());
+  store.fill([&](std::uint32_t id, real* dst) { inputs.model->read(id, dst); });
+  zo::BlockExecutor executor(model.config, store,
                              zo::EvaluationPlan::make(opt.queries, P, mesh.coordinates().perturbation_rank),
                              train.task, micro_batch, static_cast<int>(train.seq_len),
                              static_cast<int>(train.num_candidates()));

@@ -28,6 +28,16 @@ using IntMat = Kokkos::View<int**, Kokkos::LayoutRight, MemSpace>;
 using ConstIntVec = Kokkos::View<const int*, Kokkos::LayoutRight, MemSpace>;
 using ConstIntMat = Kokkos::View<const int**, Kokkos::LayoutRight, MemSpace>;
 
+/// θ's master copy in host memory when blocks are offloaded (and the staging
+/// buffers of batches): pinned under CUDA, so uploads and write-backs are
+/// asynchronous DMA at full PCIe bandwidth; plain host memory otherwise.
+#ifdef KOKKOS_ENABLE_CUDA
+using PinnedSpace = Kokkos::CudaHostPinnedSpace;
+#else
+using PinnedSpace = Kokkos::HostSpace;
+#endif
+using PinnedVec = Kokkos::View<real*, Kokkos::LayoutRight, PinnedSpace>;
+
 /// Host tensors with the same layout (staging for IO and tests).
 using HostVec = Kokkos::View<real*, Kokkos::LayoutRight, HostSpace>;
 using HostMat = Kokkos::View<real**, Kokkos::LayoutRight, HostSpace>;

@@ -35,12 +35,12 @@ std::vector<std::pair<std::int64_t, std::string>> list_checkpoints(const std::st
   return found;
 }
 
-void write_checkpoint(const std::string& path, const LoadedModel& model,
-                      const TrainingState& state) {
+void write_checkpoint(const std::string& path, const ModelInfo& model,
+                      const TensorSource& tensors, const TrainingState& state) {
   write_atomically(path, [&](Hdf5File& file) {
-    LoadedModel as_checkpoint_kind = {model.config, model.registry, model.tensors, "checkpoint",
-                                      model.hf_config_json};
-    write_model_tensors(file, as_checkpoint_kind);
+    ModelInfo as_checkpoint = model;
+    as_checkpoint.kind = "checkpoint";
+    write_model_tensors(file, as_checkpoint, tensors);
     file.write_int_attribute("step", state.step);
     file.write_string_attribute("seed", std::to_string(state.seed));  // uint64: exact as text
     file.write_int_attribute("queries", state.queries);

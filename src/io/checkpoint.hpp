@@ -50,10 +50,11 @@ struct TrainingState {
   std::vector<SeedLogEntry> seed_log;
 };
 
-void write_checkpoint(const std::string& path, const LoadedModel& model,
-                      const TrainingState& state);
+/// Writes θ (from `tensors`, in canonical order) and the training state.
+void write_checkpoint(const std::string& path, const ModelInfo& model,
+                      const TensorSource& tensors, const TrainingState& state);
 
-/// Reads the training state of a checkpoint (the tensors load with load_model).
+/// Reads the training state of a checkpoint (its tensors: ModelReader).
 TrainingState read_training_state(const std::string& path);
 
 /// "ckpt-000100.h5" for step 100.

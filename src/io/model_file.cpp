@@ -1,6 +1,9 @@
 #include "io/model_file.hpp"
 
+#include "core/digest.hpp"
 #include "core/error.hpp"
+
+#include <algorithm>
 
 #include <set>
 
@@ -63,48 +66,57 @@ void write_opt_config(Hdf5File& file, const model::OptConfig& c,
   file.write_string_attribute("hf_config_json", hf_config_json);
 }
 
-LoadedModel load_model(const std::string& path) {
-  Hdf5File file(path, Hdf5File::Mode::read);
-  LoadedModel m;
-  m.config = read_opt_config(file);
-  m.kind = file.read_string_attribute("distzo_format");
-  if (file.has_attribute("hf_config_json"))
-    m.hf_config_json = file.read_string_attribute("hf_config_json");
-  m.registry = model::ParameterRegistry::for_opt(m.config);
+ModelReader::ModelReader(const std::string& path) : file_(path, Hdf5File::Mode::read) {
+  info_.config = read_opt_config(file_);
+  info_.kind = file_.read_string_attribute("distzo_format");
+  if (file_.has_attribute("hf_config_json"))
+    info_.hf_config_json = file_.read_string_attribute("hf_config_json");
+  info_.registry = model::ParameterRegistry::for_opt(info_.config);
 
   std::set<std::string> expected;
-  for (const auto& p : m.registry.parameters()) expected.insert(p.name);
-  for (const auto& d : file.list_datasets())
+  for (const auto& p : info_.registry.parameters()) expected.insert(p.name);
+  for (const auto& d : file_.list_datasets())
     DISTZO_REQUIRE(expected.count(d.name) != 0,
                    path << ": unexpected tensor '" << d.name
                         << "' for this OPT config (an untied lm_head or a non-canonical name? "
                            "tools/hf_to_h5.py normalises Hugging Face checkpoints)");
-
-  m.tensors = model::allocate_tensors(m.registry);
-  for (const auto& p : m.registry.parameters()) {
-    DISTZO_REQUIRE(file.has_dataset(p.name), path << ": missing tensor '" << p.name << "', shape "
-                                                  << model::format_shape(p.shape));
-    const DatasetInfo info = file.dataset_info(p.name);
-    DISTZO_REQUIRE(info.shape == p.shape, path << ": tensor " << p.name << ": got "
-                                               << model::format_shape(info.shape) << ", expected "
-                                               << model::format_shape(p.shape));
-    DISTZO_REQUIRE(info.dtype == "float32", path << ": tensor " << p.name << " is " << info.dtype
-                                                 << ", expected float32");
-    std::vector<float> host = file.read_floats(p.name);
-    Kokkos::View<const float*, Kokkos::HostSpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>> src(
-        host.data(), host.size());
-    Kokkos::deep_copy(m.tensors[p.id], src);
+  for (const auto& p : info_.registry.parameters()) {
+    DISTZO_REQUIRE(file_.has_dataset(p.name), path << ": missing tensor '" << p.name << "', shape "
+                                                   << model::format_shape(p.shape));
+    const DatasetInfo d = file_.dataset_info(p.name);
+    DISTZO_REQUIRE(d.shape == p.shape, path << ": tensor " << p.name << ": got "
+                                            << model::format_shape(d.shape) << ", expected "
+                                            << model::format_shape(p.shape));
+    DISTZO_REQUIRE(d.dtype == "float32", path << ": tensor " << p.name << " is " << d.dtype
+                                              << ", expected float32");
   }
-  return m;
 }
 
-void write_model_tensors(Hdf5File& file, const LoadedModel& m) {
-  file.write_string_attribute("distzo_format", m.kind.empty() ? "model" : m.kind);
-  write_opt_config(file, m.config, m.hf_config_json);
-  for (const auto& p : m.registry.parameters()) {
-    auto host = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), m.tensors[p.id]);
-    file.write_floats(p.name, p.shape, host.data());
+void ModelReader::read(std::uint32_t id, real* dst) const {
+  const model::ParameterInfo& p = info_.registry[id];
+  const std::vector<float> data = file_.read_floats(p.name);
+  DISTZO_REQUIRE(static_cast<std::int64_t>(data.size()) == p.numel(),
+                 path() << ": tensor " << p.name << " holds " << data.size() << " elements, expected "
+                        << p.numel());
+  std::copy(data.begin(), data.end(), dst);
+}
+
+std::string ModelReader::digest() const {
+  Digest digest;
+  for (const auto& p : info_.registry.parameters()) {
+    const std::vector<float> data = file_.read_floats(p.name);
+    digest.add_tensor(p.name, p.shape, data.data(), data.size());
   }
+  return digest.hex();
+}
+
+void write_model_tensors(Hdf5File& file, const ModelInfo& info, const TensorSource& tensors) {
+  file.write_string_attribute("distzo_format", info.kind.empty() ? "model" : info.kind);
+  write_opt_config(file, info.config, info.hf_config_json);
+  tensors([&](std::uint32_t id, const real* data) {
+    const model::ParameterInfo& p = info.registry[id];
+    file.write_floats(p.name, p.shape, data);
+  });
 }
 
 }  // namespace distzo::io

@@ -1,23 +1,27 @@
 #pragma once
 // distzo model files (docs/formats.md): Hugging Face-named float32 tensors at
-// the root, the architecture as root attributes, format version 1.
+// the root, the architecture as root attributes, format version 1. Tensors
+// move one at a time through host memory: a model is read into, and written
+// out of, whatever holds θ (runtime::ParameterStore) without being whole in
+// the execution space, and `distzo inspect` touches no device memory at all.
 
+#include "core/types.hpp"
 #include "io/hdf5_file.hpp"
 #include "model/opt_config.hpp"
-#include "model/opt_weights.hpp"
 #include "model/parameter_registry.hpp"
 
+#include <cstdint>
+#include <functional>
 #include <string>
 
 namespace distzo::io {
 
 constexpr std::int64_t kModelFormatVersion = 1;
 
-/// A model in device memory, with the description that goes with it.
-struct LoadedModel {
+/// What a model file describes, without its tensors.
+struct ModelInfo {
   model::OptConfig config;
   model::ParameterRegistry registry;
-  model::TensorTable tensors;
   std::string kind;            // "model" or "checkpoint"
   std::string hf_config_json;  // kept for the way back to Hugging Face
 };
@@ -27,12 +31,33 @@ model::OptConfig read_opt_config(const Hdf5File& file);
 void write_opt_config(Hdf5File& file, const model::OptConfig& config,
                       const std::string& hf_config_json);
 
-/// Loads every parameter, checking that the file holds exactly the tensors
-/// the architecture needs, each with the expected shape.
-LoadedModel load_model(const std::string& path);
+/// An open model file whose tensor list has been checked against the
+/// architecture: exactly the tensors it needs, each with the expected shape
+/// and float32. Tensors are read on demand.
+class ModelReader {
+ public:
+  explicit ModelReader(const std::string& path);
 
-/// Writes the parameters (copied from the device) and the config attributes
-/// into an open file; `kind` is "model" or "checkpoint".
-void write_model_tensors(Hdf5File& file, const LoadedModel& model);
+  const ModelInfo& info() const { return info_; }
+  const std::string& path() const { return file_.path(); }
+
+  /// Writes the numel elements of parameter `id` to dst (host memory).
+  void read(std::uint32_t id, real* dst) const;
+  /// The parameter digest (core/digest.hpp) of the file's tensors.
+  std::string digest() const;
+
+ private:
+  Hdf5File file_;
+  ModelInfo info_;
+};
+
+/// Receives every parameter in canonical order, its elements in host memory.
+using TensorSink = std::function<void(std::uint32_t id, const real* data)>;
+/// Produces every parameter into a sink (e.g. ParameterStore::visit).
+using TensorSource = std::function<void(const TensorSink& sink)>;
+
+/// Writes the config attributes (distzo_format = info.kind, "model" when
+/// empty) and every tensor from `tensors` into an open file.
+void write_model_tensors(Hdf5File& file, const ModelInfo& info, const TensorSource& tensors);
 
 }  // namespace distzo::io

@@ -14,7 +14,7 @@ namespace distzo::kernels {
 ///   sums(0) = sum over counted rows of -log p(target)
 ///   sums(1) = number of counted rows (exact in double up to 2^53).
 /// A loss kernel OVERWRITES both entries; combine several calls on the host.
-using LossSums = Kokkos::View<double*, MemSpace>;
+using LossSums = Kokkos::View<double*, Kokkos::LayoutRight, MemSpace>;
 
 /// Labels ignored by the losses, as PyTorch's CrossEntropyLoss ignore_index.
 inline constexpr int kIgnoreIndex = -100;

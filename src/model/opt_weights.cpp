@@ -4,13 +4,6 @@
 
 namespace distzo::model {
 
-TensorTable allocate_tensors(const ParameterRegistry& registry) {
-  TensorTable tensors(registry.size());
-  for (const auto& p : registry.parameters())
-    tensors[p.id] = Vec("distzo::" + p.name, static_cast<std::size_t>(p.numel()));
-  return tensors;
-}
-
 namespace {
 
 const Vec& tensor_for(const ParameterRegistry& registry, const TensorTable& tensors,

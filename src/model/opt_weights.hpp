@@ -1,11 +1,13 @@
 #pragma once
 // Views of an OPT model's parameters as the forward pass consumes them.
 //
-// Parameters are stored flat, one 1-D View per parameter id (the element index
-// of the perturbation generator is the flat row-major index). The forward pass
-// sees them through OptBlockView / OptEdgeView, which reshape them without
-// copying. A view may point at the master weights θ or at a scratch buffer
-// holding θ ± εz: the forward pass cannot tell, which is the point.
+// Parameters are seen flat, one 1-D View per parameter id (the element index
+// of the perturbation generator is the flat row-major index); the Views are
+// segments of a group's arena (runtime::ParameterStore, the streamer's
+// slots, the executor's scratch). The forward pass sees them through
+// OptBlockView / OptEdgeView, which reshape them without copying. A view may
+// point at the master weights θ or at a scratch buffer holding θ ± εz: the
+// forward pass cannot tell, which is the point.
 
 #include "core/types.hpp"
 #include "model/parameter_registry.hpp"
@@ -16,9 +18,6 @@ namespace distzo::model {
 
 /// One flat device tensor per parameter id; unused ids may hold empty Views.
 using TensorTable = std::vector<Vec>;
-
-/// Allocates a zeroed flat tensor for every parameter, labelled with its name.
-TensorTable allocate_tensors(const ParameterRegistry& registry);
 
 /// The weights of transformer block k, in the shapes the kernels take.
 struct OptBlockView {

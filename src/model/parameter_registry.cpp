@@ -121,6 +121,31 @@ std::uint32_t ParameterRegistry::id_of(const std::string& name) const {
                                       << "')");
 }
 
+std::string GroupRef::name() const {
+  switch (kind) {
+    case ParameterGroup::embeddings: return "embeddings";
+    case ParameterGroup::head: return "head";
+    case ParameterGroup::block: break;
+  }
+  return "block " + std::to_string(block);
+}
+
+std::vector<GroupRef> ParameterRegistry::groups() const {
+  std::vector<GroupRef> out{GroupRef::embeddings()};
+  for (int k = 0; k < num_blocks(); ++k) out.push_back(GroupRef::of_block(k));
+  out.push_back(GroupRef::head());
+  return out;
+}
+
+const std::vector<std::uint32_t>& ParameterRegistry::ids(GroupRef group) const {
+  switch (group.kind) {
+    case ParameterGroup::embeddings: return embedding_ids_;
+    case ParameterGroup::head: return head_ids_;
+    case ParameterGroup::block: break;
+  }
+  return block_ids(group.block);
+}
+
 std::int64_t ParameterRegistry::total_elements() const {
   std::int64_t n = 0;
   for (const auto& p : parameters_) n += p.numel();

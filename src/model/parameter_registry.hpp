@@ -31,6 +31,18 @@ enum class ParameterRole {
   ffn_norm_weight, ffn_norm_bias,
 };
 
+/// One group of the walk: the embeddings, block `block`, or the head.
+struct GroupRef {
+  ParameterGroup kind = ParameterGroup::embeddings;
+  int block = -1;  // kind == block only
+
+  static GroupRef embeddings() { return {ParameterGroup::embeddings, -1}; }
+  static GroupRef head() { return {ParameterGroup::head, -1}; }
+  static GroupRef of_block(int k) { return {ParameterGroup::block, k}; }
+  /// "embeddings", "block 3", "head".
+  std::string name() const;
+};
+
 struct ParameterInfo {
   std::uint32_t id = 0;
   std::string name;                  // Hugging Face state-dict key
@@ -56,6 +68,12 @@ class ParameterRegistry {
   const std::vector<std::uint32_t>& block_ids(int block) const { return block_ids_.at(block); }
   const std::vector<std::uint32_t>& embedding_ids() const { return embedding_ids_; }
   const std::vector<std::uint32_t>& head_ids() const { return head_ids_; }
+
+  /// The groups in walk order: embeddings, blocks 0..L-1, head. A group's
+  /// ids are consecutive, and the groups in this order run through every id
+  /// once, in canonical order.
+  std::vector<GroupRef> groups() const;
+  const std::vector<std::uint32_t>& ids(GroupRef group) const;
 
   /// Id of the parameter with this role (block = -1 outside blocks); throws if absent.
   std::uint32_t id_of(ParameterRole role, int block = -1) const;

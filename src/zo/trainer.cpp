@@ -34,14 +34,13 @@ void Trainer::check_replicas(std::int64_t step) {
 
 TrainSummary Trainer::run(TrainerState& state) {
   using Clock = std::chrono::steady_clock;
-  const ExecSpace space;
   const TrainerConfig& c = config_;
   PendingUpdate& pending = state.pending;
   const std::int64_t first_step = state.step;
   TrainSummary summary;
 
   if (c.evaluate && first_step == 0) {
-    executor_.flush(space, pending);
+    executor_.flush(pending);
     hooks_.evaluate(0, "start");
   }
 
@@ -54,7 +53,7 @@ TrainSummary Trainer::run(TrainerState& state) {
     perturbation.step = step;
     perturbation.eps = c.eps;
     perturbation.distribution = c.distribution;
-    const std::vector<double> local = executor_.run_step(space, batch, perturbation, pending);
+    const std::vector<double> local = executor_.run_step(batch, perturbation, pending);
     // Tokens of the global batch: one micro-batch per replica of the data group.
     double tokens = static_cast<double>(batch.num_tokens);
     mesh_.data_group().allreduce_sum(&tokens, 1);
@@ -98,17 +97,17 @@ TrainSummary Trainer::run(TrainerState& state) {
     }
     if (done == c.steps) break;
     if (c.evaluate && c.eval_interval > 0 && done % c.eval_interval == 0) {
-      executor_.flush(space, pending);
+      executor_.flush(pending);
       hooks_.evaluate(done, "");
     }
     if (c.checkpoint_interval > 0 && done % c.checkpoint_interval == 0) {
-      executor_.flush(space, pending);
+      executor_.flush(pending);
       hooks_.checkpoint(state);
     }
   }
 
   // The end: every pending update applied, then the final checks and outputs.
-  executor_.flush(space, pending);
+  executor_.flush(pending);
   if (mesh_.world().size() > 1) check_replicas(c.steps);
   if (c.evaluate) hooks_.evaluate(c.steps, "end");
   if (state.step > first_step || first_step == 0) hooks_.checkpoint(state);

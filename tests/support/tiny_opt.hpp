@@ -5,10 +5,11 @@
 #include "model/batch.hpp"
 #include "model/init.hpp"
 #include "model/opt_config.hpp"
-#include "model/parameter_digest.hpp"
 #include "model/parameter_registry.hpp"
+#include "runtime/parameter_store.hpp"
 
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 namespace distzo::test_support {
@@ -26,25 +27,35 @@ inline model::OptConfig tiny_config(bool pre_ln = true, std::int64_t proj = 0) {
   return c;
 }
 
+/// A tiny random OPT model whose θ lives in a parameter store placed as
+/// asked (resident by default). The same seed gives the same θ whatever the
+/// placement.
 struct TinyModel {
   model::OptConfig config;
   model::ParameterRegistry registry;
-  model::TensorTable theta;
+  std::unique_ptr<runtime::ParameterStore> store;
 
-  explicit TinyModel(const model::OptConfig& c, std::uint64_t seed = 1234)
+  explicit TinyModel(const model::OptConfig& c, std::uint64_t seed = 1234,
+                     const runtime::PlacementConfig& placement = runtime::PlacementConfig())
       : config(c), registry(model::ParameterRegistry::for_opt(c)) {
-    theta = model::allocate_tensors(registry);
-    model::init_random(ExecSpace(), registry, theta, seed, 0.2);
+    runtime::ParameterStore initial(registry, runtime::PlacementConfig());
+    model::TensorTable tensors = initial.device_tensors();
+    model::init_random(ExecSpace(), registry, tensors, seed, 0.2);
     Kokkos::fence();
+    store = std::make_unique<runtime::ParameterStore>(registry, placement);
+    store->fill([&](std::uint32_t id, real* dst) { initial.read(id, dst); });
   }
 
-  std::string digest() const { return model::parameter_digest(registry, theta); }
+  std::string digest() const { return store->digest(); }
 
-  /// A deep copy of θ (for independent reference paths).
-  model::TensorTable clone_theta() const {
-    model::TensorTable copy = model::allocate_tensors(registry);
-    for (std::size_t i = 0; i < theta.size(); ++i) Kokkos::deep_copy(copy[i], theta[i]);
-    return copy;
+  /// θ of every parameter in host memory, by id.
+  std::vector<std::vector<float>> host_theta() const {
+    std::vector<std::vector<float>> out(registry.size());
+    for (const auto& p : registry.parameters()) {
+      out[p.id].resize(static_cast<std::size_t>(p.numel()));
+      store->read(p.id, out[p.id].data());
+    }
+    return out;
   }
 };
 

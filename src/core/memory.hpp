@@ -1,0 +1,59 @@
+#pragma once
+// Memory by role (DESIGN.md, Placement: accounting). Every allocation distzo
+// makes carries its role in its Kokkos label, "distzo:<role>:<name>":
+//
+//   weights      θ on the device: resident arenas and the streaming slots
+//   scratch      per-step device buffers: the perturbed weights w±, row marks
+//   activations  forward activations, hidden states, batches, loss sums
+//   host_master  θ's master copy in host memory (offloaded blocks), staging
+//
+// MemoryAccounting listens to Kokkos Tools' allocation callbacks (Kokkos >=
+// 3.3) and keeps live bytes and high-water marks per role. It is a listener,
+// not a counter the allocating code updates, so what it reports is what
+// Kokkos allocated. On host backends every space reports itself as "Host":
+// there the role says whether an allocation stands for device memory; under
+// CUDA the space says it, and device allocations without a distzo role
+// (Kokkos' own, a library's) count as `other`.
+
+#include <cstdint>
+#include <string>
+
+namespace distzo {
+
+enum class MemoryRole { weights, scratch, activations, host_master, other };
+constexpr int kMemoryRoles = 5;
+
+const char* to_string(MemoryRole role);
+
+/// "distzo:<role>:<name>": the label of a View allocated for `role`.
+std::string memory_label(MemoryRole role, const std::string& name);
+
+/// The role a label names; `other` for labels distzo did not make.
+MemoryRole memory_role_of(const std::string& label);
+
+/// Whether `role` stands for device memory (weights, scratch, activations).
+bool is_device_role(MemoryRole role);
+
+struct MemoryUsage {
+  std::uint64_t current[kMemoryRoles] = {};  // live bytes per role
+  std::uint64_t peak[kMemoryRoles] = {};     // high-water mark per role
+  std::uint64_t device_current = 0;          // live device bytes, every role together
+  std::uint64_t device_peak = 0;             // their high-water mark
+  std::uint64_t allocations = 0;             // allocations seen since start()
+
+  std::uint64_t peak_of(MemoryRole role) const { return peak[static_cast<int>(role)]; }
+};
+
+/// Process-wide listener (Kokkos Tools callbacks are global).
+class MemoryAccounting {
+ public:
+  /// Installs the callbacks and starts from zero; call after Kokkos is
+  /// initialised. Allocations made before are not seen, nor their frees.
+  static void start();
+  /// Removes the callbacks; usage() stays readable.
+  static void stop();
+  static bool active();
+  static MemoryUsage usage();
+};
+
+}  // namespace distzo

@@ -1,0 +1,117 @@
+#pragma once
+// θ's master copy (DESIGN.md, Placement). Parameters are kept per group of
+// the walk — embeddings, block 0..L-1, head — each group in one contiguous
+// arena described by (parameter id, offset, count) segments. Where an arena
+// lives is the placement's choice:
+//
+//   device  (resident groups)  a View in the execution space; the tensors
+//           the forward pass reads are subviews of it (device_tensors());
+//   host    (offloaded blocks) a View in pinned host memory (plain host
+//           memory without CUDA); the block streamer uploads it into a
+//           device slot when the walk reaches the block, and writes the
+//           updated block back.
+//
+// The store is filled and read one parameter at a time through host memory,
+// so a model is loaded, checkpointed and digested without ever being whole
+// in the execution space. It knows nothing of files, MPI or the algorithm.
+
+#include "core/types.hpp"
+#include "model/opt_weights.hpp"
+#include "model/parameter_registry.hpp"
+#include "runtime/placement.hpp"
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace distzo::runtime {
+
+/// One parameter inside its group's arena: elements [offset, offset + count).
+struct Segment {
+  std::uint32_t id = 0;
+  std::size_t offset = 0;
+  std::size_t count = 0;
+};
+
+/// Where each parameter of a group sits in the group's arena. Offsets are
+/// multiples of kArenaAlignElements; the padding between tensors is zero.
+struct ArenaLayout {
+  std::uint32_t first_id = 0;     // the group's ids are first_id .. first_id + size - 1
+  std::vector<Segment> segments;  // in id order
+  std::size_t elements = 0;       // arena length, padding included
+
+  static ArenaLayout of(const model::ParameterRegistry& registry,
+                        const std::vector<std::uint32_t>& ids);
+  const Segment& segment(std::uint32_t id) const;
+  std::size_t bytes() const { return elements * sizeof(real); }
+};
+
+/// Points table[id] at its segment of `arena`, for every parameter of the layout.
+void bind_tensors(model::TensorTable& table, const ArenaLayout& layout, const Vec& arena);
+/// Empties table[id] for every parameter of the layout.
+void unbind_tensors(model::TensorTable& table, const ArenaLayout& layout);
+
+class ParameterStore {
+ public:
+  /// Allocates every arena (zeroed) for `placement`; fill() loads θ.
+  ParameterStore(const model::ParameterRegistry& registry, const PlacementConfig& placement);
+  ParameterStore(const ParameterStore&) = delete;
+  ParameterStore& operator=(const ParameterStore&) = delete;
+
+  const model::ParameterRegistry& registry() const { return registry_; }
+  const PlacementConfig& placement() const { return placement_; }
+  int num_blocks() const { return registry_.num_blocks(); }
+  /// Blocks 0..device_blocks()-1 live on the device; the others in host memory.
+  int device_blocks() const { return device_blocks_; }
+  bool on_device(int block) const { return block < device_blocks_; }
+
+  const ArenaLayout& layout(model::GroupRef group) const;
+  /// The largest block arena (every OPT block has the same size).
+  std::size_t max_block_elements() const { return max_block_elements_; }
+
+  /// Device tensors by id of every group on the device: the embeddings, the
+  /// head and the device blocks. Entries of offloaded blocks are empty.
+  const model::TensorTable& device_tensors() const { return device_tensors_; }
+  /// The host master of an offloaded block.
+  const PinnedVec& host_block(int block) const;
+
+  /// Bytes of θ in the execution space / in host memory (padding included).
+  std::size_t device_bytes() const;
+  std::size_t host_bytes() const;
+
+  /// Copies parameter `id` (numel elements) to / from host memory.
+  void read(std::uint32_t id, real* host_dst) const;
+  void write(std::uint32_t id, const real* host_src);
+
+  /// Loads every parameter in canonical order: `source(id, dst)` writes the
+  /// numel elements of parameter id to dst (host memory).
+  void fill(const std::function<void(std::uint32_t id, real* dst)>& source);
+  /// Hands every parameter in canonical order to `sink(id, data)` (host memory).
+  void visit(const std::function<void(std::uint32_t id, const real* data)>& sink) const;
+
+  /// The parameter digest (core/digest.hpp) of θ as it stands.
+  std::string digest() const;
+
+  /// Test switch of the divergence guard: overwrites element 0 of parameter 0.
+  void debug_corrupt();
+
+ private:
+  /// Index of a group's arena: 0 embeddings, 1 + k block k, L + 1 head.
+  std::size_t index(model::GroupRef group) const;
+  std::size_t index_of_id(std::uint32_t id) const;
+
+  model::ParameterRegistry registry_;
+  PlacementConfig placement_;
+  int device_blocks_ = 0;
+  std::size_t max_block_elements_ = 0;
+  std::vector<ArenaLayout> layouts_;    // per group, walk order
+  std::vector<Vec> device_arenas_;      // per group; empty for offloaded blocks
+  std::vector<PinnedVec> host_arenas_;  // per group; set for offloaded blocks only
+  std::vector<bool> in_host_memory_;    // per group: an offloaded block
+  std::vector<std::size_t> group_of_id_;
+  model::TensorTable device_tensors_;
+};
+
+}  // namespace distzo::runtime

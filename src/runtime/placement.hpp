@@ -1,0 +1,40 @@
+#pragma once
+// Where θ lives (DESIGN.md, Placement), as plain data: the deck's
+// `placement:` section after validation.
+//
+//   resident  every group's master copy lives in the execution space;
+//   offload   (ZO2) blocks K..L-1 live in host memory and stream through a
+//             ring of device slots; the embeddings, the head and blocks
+//             0..K-1 stay on the device.
+
+#include <cstddef>
+
+namespace distzo::runtime {
+
+enum class PlacementMode { resident, offload };
+
+const char* to_string(PlacementMode mode);
+
+struct PlacementConfig {
+  PlacementMode mode = PlacementMode::resident;
+  int resident_blocks = 0;  // K (offload): blocks 0..K-1 stay on the device; K >= L is resident
+  int prefetch = 1;         // offload: uploads in flight ahead of the block in use, >= 1
+  bool poison_released_slots = false;  // test switch: NaN-fill every slot as it is released
+
+  /// Blocks that live on the device for the whole run: all L when resident,
+  /// min(K, L) when offloaded.
+  int device_blocks(int num_blocks) const;
+  /// Blocks that stream through the slots: L - device_blocks.
+  int streamed_blocks(int num_blocks) const { return num_blocks - device_blocks(num_blocks); }
+  /// Device slots of the streamer: the block in use, `prefetch` uploads
+  /// ahead of it and one write-back in flight (prefetch + 2), but no more
+  /// than there are streamed blocks.
+  int stream_slots(int num_blocks) const;
+};
+
+/// Elements an arena segment is aligned to: 16 floats = 64 bytes, a cache
+/// line and four Philox blocks of 4, so tensors start on a line and a slice
+/// of an arena can be cut without splitting a Philox block.
+constexpr std::size_t kArenaAlignElements = 16;
+
+}  // namespace distzo::runtime

@@ -1,0 +1,60 @@
+#include "runtime/stream_event.hpp"
+
+#include "core/error.hpp"
+#include "core/fence.hpp"
+
+#ifdef KOKKOS_ENABLE_CUDA
+#include <cuda_runtime.h>
+#endif
+
+namespace distzo::runtime {
+
+StreamInstances StreamInstances::make(const ExecSpace& compute) {
+  StreamInstances s{compute, compute, compute, false};
+#if KOKKOS_VERSION >= 40000
+  auto parts = Kokkos::Experimental::partition_space(compute, 1, 1);
+  s.upload = parts[0];
+  s.writeback = parts[1];
+  s.distinct = true;
+#endif
+  return s;
+}
+
+#ifdef KOKKOS_ENABLE_CUDA
+
+namespace {
+void check(cudaError_t status, const char* what) {
+  DISTZO_REQUIRE(status == cudaSuccess, what << ": " << cudaGetErrorString(status));
+}
+}  // namespace
+
+StreamEvent StreamEvent::record(const ExecSpace& space) {
+  cudaEvent_t event = nullptr;
+  check(cudaEventCreateWithFlags(&event, cudaEventDisableTiming), "cudaEventCreateWithFlags");
+  check(cudaEventRecord(event, space.cuda_stream()), "cudaEventRecord");
+  StreamEvent e;
+  // Destroying an event whose work is still pending is allowed: CUDA releases
+  // it once the work completes.
+  e.event_ = std::shared_ptr<void>(static_cast<void*>(event),
+                                   [](void* p) { cudaEventDestroy(static_cast<cudaEvent_t>(p)); });
+  return e;
+}
+
+void StreamEvent::enqueue_wait(const ExecSpace& space) const {
+  if (!event_) return;
+  check(cudaStreamWaitEvent(space.cuda_stream(), static_cast<cudaEvent_t>(event_.get()), 0),
+        "cudaStreamWaitEvent");
+}
+
+#else
+
+StreamEvent StreamEvent::record(const ExecSpace& space) {
+  fence(space, "distzo: stream event (host backends complete work as it is enqueued)");
+  return StreamEvent();
+}
+
+void StreamEvent::enqueue_wait(const ExecSpace&) const {}
+
+#endif
+
+}  // namespace distzo::runtime

@@ -1,0 +1,44 @@
+#include "zo/model_walk.hpp"
+
+namespace distzo::zo {
+
+void walk(runtime::BlockStreamer& streamer, WalkPass& pass) {
+  const ExecSpace& space = streamer.instances().compute;
+  const model::TensorTable& edges = streamer.store().device_tensors();
+  streamer.begin_pass();
+  pass.embeddings(space, edges);
+  for (int k = 0; k < streamer.store().num_blocks(); ++k) {
+    const model::TensorTable& theta = streamer.acquire(k);
+    const bool modified = pass.block(space, k, theta);
+    streamer.release(k, modified);
+  }
+  pass.head(space, edges);
+  streamer.end_pass();
+}
+
+ForwardPass::ForwardPass(model::OptForward& forward, const model::ParameterRegistry& registry,
+                         const Mat& h, ConstIntMat tokens, ConstIntMat mask, Observer observer)
+    : forward_(forward),
+      registry_(registry),
+      h_(h),
+      tokens_(tokens),
+      mask_(mask),
+      observer_(std::move(observer)) {}
+
+void ForwardPass::embeddings(const ExecSpace& space, const model::TensorTable& edges) {
+  forward_.embed(space, model::make_edge_view(registry_, edges), tokens_, mask_, h_);
+  if (observer_) observer_(-1, h_);
+}
+
+bool ForwardPass::block(const ExecSpace& space, int k, const model::TensorTable& theta) {
+  forward_.block(space, model::make_block_view(registry_, theta, k), mask_, h_);
+  if (observer_) observer_(k, h_);
+  return false;
+}
+
+void ForwardPass::head(const ExecSpace& space, const model::TensorTable& edges) {
+  final_hidden_ = forward_.final_hidden(space, model::make_edge_view(registry_, edges), h_);
+  if (observer_) observer_(registry_.num_blocks(), final_hidden_);
+}
+
+}  // namespace distzo::zo
