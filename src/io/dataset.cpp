@@ -1,6 +1,7 @@
 #include "io/dataset.hpp"
 
 #include "core/error.hpp"
+#include "core/memory.hpp"
 #include "core/philox.hpp"
 #include "io/hdf5_file.hpp"
 #include "core/fence.hpp"
@@ -344,19 +345,30 @@ BatchBuilder::BatchBuilder(const Dataset& data, int micro_batch) : data_(&data) 
   b.task = data.task;
   b.micro_batch = B;
   b.seq_len = T;
-  b.tokens = IntMat("distzo::batch::tokens", B, T);
-  b.mask = IntMat("distzo::batch::mask", B, T);
-  h_tokens_ = Kokkos::create_mirror_view(b.tokens);
-  h_mask_ = Kokkos::create_mirror_view(b.mask);
-  if (data.task == Task::causal_lm) {
-    b.targets = IntVec("distzo::batch::targets", static_cast<std::size_t>(B) * T);
-    h_targets_ = Kokkos::create_mirror_view(b.targets);
+  const auto device = [](const char* name) { return memory_label(MemoryRole::activations, name); };
+  const auto host = [](const char* name, int set) {
+    return memory_label(MemoryRole::host_master, std::string(name) + "." + std::to_string(set));
+  };
+  const bool lm = data.task == Task::causal_lm;
+  b.tokens = IntMat(device("batch.tokens"), B, T);
+  b.mask = IntMat(device("batch.mask"), B, T);
+  for (int j = 0; j < 2; ++j) {
+    Staging& st = staging_[j];
+    st.tokens = decltype(st.tokens)(host("batch_staging.tokens", j), B, T);
+    st.mask = decltype(st.mask)(host("batch_staging.mask", j), B, T);
+    if (lm) {
+      st.targets = decltype(st.targets)(host("batch_staging.targets", j), static_cast<std::size_t>(B) * T);
+    } else {
+      st.rows = decltype(st.rows)(host("batch_staging.rows", j), B);
+      st.gold = decltype(st.gold)(host("batch_staging.gold", j), B);
+    }
+  }
+  if (lm) {
+    b.targets = IntVec(device("batch.targets"), static_cast<std::size_t>(B) * T);
   } else {
-    b.rows = IntVec("distzo::batch::rows", B);
-    b.gold = IntVec("distzo::batch::gold", B);
-    b.candidates = IntVec("distzo::batch::candidates", data.candidates.size());
-    h_rows_ = Kokkos::create_mirror_view(b.rows);
-    h_gold_ = Kokkos::create_mirror_view(b.gold);
+    b.rows = IntVec(device("batch.rows"), B);
+    b.gold = IntVec(device("batch.gold"), B);
+    b.candidates = IntVec(device("batch.candidates"), data.candidates.size());
     auto h_cand = Kokkos::create_mirror_view(b.candidates);
     for (std::size_t c = 0; c < data.candidates.size(); ++c) h_cand(c) = data.candidates[c];
     Kokkos::deep_copy(b.candidates, h_cand);
@@ -378,9 +390,10 @@ const Batch& BatchBuilder::fill(const ExecSpace& space,
                                                         << ") is outside [0, " << d.num_examples
                                                         << ")");
 
-  // The mirrors are about to be overwritten; on host backends they alias the
-  // device views that earlier kernels on `space` may still read.
-  fence(space, "distzo::BatchBuilder::fill: previous batch no longer in use");
+  // This staging set was copied out two fills ago: wait for that copy.
+  Staging& st = staging_[next_staging_];
+  next_staging_ = 1 - next_staging_;
+  st.copied.host_wait();
 
   const bool lm = b.task == Task::causal_lm;
   const int pad = static_cast<int>(d.pad_token_id);
@@ -392,8 +405,8 @@ const Batch& BatchBuilder::fill(const ExecSpace& space,
     const int len = real ? d.lengths[static_cast<std::size_t>(i)] : 0;
     tokens += len;
     for (int t = 0; t < T; ++t) {
-      h_tokens_(r, t) = real ? d.token(i, t) : pad;
-      h_mask_(r, t) = t < len ? 1 : 0;
+      st.tokens(r, t) = real ? d.token(i, t) : pad;
+      st.mask(r, t) = t < len ? 1 : 0;
     }
     if (lm) {
       // Position t predicts token t+1: the label at row r*T+t is that token
@@ -402,13 +415,13 @@ const Batch& BatchBuilder::fill(const ExecSpace& space,
       for (int t = 0; t < T; ++t) {
         const bool is_target =
             real && t + 1 < T && d.target_mask[row + static_cast<std::size_t>(t) + 1] != 0;
-        h_targets_(static_cast<std::size_t>(r) * T + t) =
+        st.targets(static_cast<std::size_t>(r) * T + t) =
             is_target ? d.token(i, t + 1) : kIgnoreLabel;
         if (is_target) ++targets;
       }
     } else {
-      h_rows_(r) = r * T + (real ? len - 1 : 0);
-      h_gold_(r) = real ? d.labels[static_cast<std::size_t>(i)] : kIgnoreLabel;
+      st.rows(r) = r * T + (real ? len - 1 : 0);
+      st.gold(r) = real ? d.labels[static_cast<std::size_t>(i)] : kIgnoreLabel;
       if (real) ++targets;
     }
   }
@@ -416,14 +429,15 @@ const Batch& BatchBuilder::fill(const ExecSpace& space,
   b.num_tokens = tokens;
   b.num_targets = targets;
 
-  Kokkos::deep_copy(space, b.tokens, h_tokens_);
-  Kokkos::deep_copy(space, b.mask, h_mask_);
+  Kokkos::deep_copy(space, b.tokens, st.tokens);
+  Kokkos::deep_copy(space, b.mask, st.mask);
   if (lm) {
-    Kokkos::deep_copy(space, b.targets, h_targets_);
+    Kokkos::deep_copy(space, b.targets, st.targets);
   } else {
-    Kokkos::deep_copy(space, b.rows, h_rows_);
-    Kokkos::deep_copy(space, b.gold, h_gold_);
+    Kokkos::deep_copy(space, b.rows, st.rows);
+    Kokkos::deep_copy(space, b.gold, st.gold);
   }
+  st.copied = StreamEvent::record(space);
   return b;
 }
 

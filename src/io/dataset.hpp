@@ -11,6 +11,7 @@
 //                 micro_batch), so a resumed run continues exactly.
 
 #include "core/types.hpp"
+#include "core/stream_event.hpp"
 #include "model/batch.hpp"
 
 #include <cstdint>
@@ -72,7 +73,9 @@ void write_dataset(const std::string& path, const Dataset& data);
 using model::Batch;
 
 /// Fills one Batch again and again without reallocating: the device views and
-/// their host mirrors are allocated once, in the constructor.
+/// two sets of pinned host staging buffers are allocated once, in the
+/// constructor. Fills alternate between the staging sets, so the host writes
+/// the next batch while the copy out of the other set may still run.
 /// The Dataset must outlive the builder (it is referenced, not copied).
 class BatchBuilder {
  public:
@@ -80,10 +83,10 @@ class BatchBuilder {
 
   /// Copies examples `example_indices` (at most B, each in [0, N), repeats
   /// allowed) into rows 0.. of the batch; the remaining rows become padding.
-  /// Work that reads the previous batch must be finished: this fences `space`
-  /// first (the host mirrors are reused and, on host backends, ARE the device
-  /// views), then writes the mirrors and enqueues the copies on `space`.
-  /// Kernels enqueued on `space` afterwards see the new batch.
+  /// Writes a staging set (after waiting for its copy of two fills ago),
+  /// then enqueues the copies to the device views on `space`: kernels
+  /// enqueued on `space` before see the previous batch, after it the new one.
+  /// Work on other instances that reads the batch must be ordered by the caller.
   const Batch& fill(const ExecSpace& space, const std::vector<std::int64_t>& example_indices);
 
   /// Same on the default instance, and fenced after the copies: the batch is
@@ -93,13 +96,18 @@ class BatchBuilder {
   const Batch& batch() const { return batch_; }
 
  private:
+  /// Pinned host buffers of one batch, and the event after their last copy.
+  struct Staging {
+    Kokkos::View<int**, Kokkos::LayoutRight, PinnedSpace> tokens, mask;  // (B, T)
+    Kokkos::View<int*, Kokkos::LayoutRight, PinnedSpace> targets;        // (B*T) causal LM
+    Kokkos::View<int*, Kokkos::LayoutRight, PinnedSpace> rows, gold;     // (B) classification
+    StreamEvent copied;
+  };
+
   const Dataset* data_;
   Batch batch_;
-  IntMat::host_mirror_type h_tokens_;
-  IntMat::host_mirror_type h_mask_;
-  IntVec::host_mirror_type h_targets_;
-  IntVec::host_mirror_type h_rows_;
-  IntVec::host_mirror_type h_gold_;
+  Staging staging_[2];
+  int next_staging_ = 0;
 };
 
 /// Philox domain-separation tags of the data order (ASCII "DKEY", "DSWP"),

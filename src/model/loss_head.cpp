@@ -1,6 +1,7 @@
 #include "model/loss_head.hpp"
 
 #include "core/error.hpp"
+#include "core/memory.hpp"
 #include "kernels/embedding.hpp"
 #include "kernels/linear.hpp"
 
@@ -9,13 +10,13 @@ namespace distzo::model {
 LossHead::LossHead(const OptConfig& config, Task task, int batch, int seq_len, int candidates)
     : task_(task) {
   if (task == Task::causal_lm) {
-    logits_ = Mat("distzo::head::logits", static_cast<std::size_t>(batch) * seq_len,
+    logits_ = Mat(memory_label(MemoryRole::activations, "head.logits"), static_cast<std::size_t>(batch) * seq_len,
                   config.vocab_size);
   } else {
     DISTZO_REQUIRE(candidates > 0, "classification needs at least one candidate label word");
-    selected_ = Mat("distzo::head::selected", batch, config.word_embed_proj_dim);
-    cand_logits_ = Mat("distzo::head::candidate_logits", batch, candidates);
-    predictions_ = IntVec("distzo::head::predictions", batch);
+    selected_ = Mat(memory_label(MemoryRole::activations, "head.selected"), batch, config.word_embed_proj_dim);
+    cand_logits_ = Mat(memory_label(MemoryRole::activations, "head.candidate_logits"), batch, candidates);
+    predictions_ = IntVec(memory_label(MemoryRole::activations, "head.predictions"), batch);
   }
 }
 

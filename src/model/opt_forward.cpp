@@ -1,6 +1,7 @@
 #include "model/opt_forward.hpp"
 
 #include "core/error.hpp"
+#include "core/memory.hpp"
 #include "kernels/activations.hpp"
 #include "kernels/attention.hpp"
 #include "kernels/embedding.hpp"
@@ -29,18 +30,18 @@ OptForward::OptForward(const OptConfig& config, int batch, int seq_len)
   const auto C = static_cast<std::size_t>(config.hidden_size);
   const auto E = static_cast<std::size_t>(config.word_embed_proj_dim);
   const auto F = static_cast<std::size_t>(config.ffn_dim);
-  positions_ = IntMat("distzo::forward::positions", batch, seq_len);
+  positions_ = IntMat(memory_label(MemoryRole::activations, "forward.positions"), batch, seq_len);
   if (config.has_projection()) {
-    embedded_ = Mat("distzo::forward::embedded", N, E);
-    hidden_out_ = Mat("distzo::forward::hidden_out", N, E);
+    embedded_ = Mat(memory_label(MemoryRole::activations, "forward.embedded"), N, E);
+    hidden_out_ = Mat(memory_label(MemoryRole::activations, "forward.hidden_out"), N, E);
   }
-  normed_ = Mat("distzo::forward::normed", N, C);
-  q_ = Mat("distzo::forward::q", N, C);
-  k_ = Mat("distzo::forward::k", N, C);
-  v_ = Mat("distzo::forward::v", N, C);
-  attended_ = Mat("distzo::forward::attended", N, C);
-  projected_ = Mat("distzo::forward::projected", N, C);
-  ffn_ = Mat("distzo::forward::ffn", N, F);
+  normed_ = Mat(memory_label(MemoryRole::activations, "forward.normed"), N, C);
+  q_ = Mat(memory_label(MemoryRole::activations, "forward.q"), N, C);
+  k_ = Mat(memory_label(MemoryRole::activations, "forward.k"), N, C);
+  v_ = Mat(memory_label(MemoryRole::activations, "forward.v"), N, C);
+  attended_ = Mat(memory_label(MemoryRole::activations, "forward.attended"), N, C);
+  projected_ = Mat(memory_label(MemoryRole::activations, "forward.projected"), N, C);
+  ffn_ = Mat(memory_label(MemoryRole::activations, "forward.ffn"), N, F);
 }
 
 void OptForward::embed(const ExecSpace& space, const OptEdgeView& edge, ConstIntMat tokens,

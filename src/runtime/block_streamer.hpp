@@ -30,7 +30,7 @@
 #include "core/types.hpp"
 #include "model/opt_weights.hpp"
 #include "runtime/parameter_store.hpp"
-#include "runtime/stream_event.hpp"
+#include "core/stream_event.hpp"
 
 #include <cstdint>
 #include <string>

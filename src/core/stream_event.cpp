@@ -1,4 +1,4 @@
-#include "runtime/stream_event.hpp"
+#include "core/stream_event.hpp"
 
 #include "core/error.hpp"
 #include "core/fence.hpp"
@@ -7,7 +7,7 @@
 #include <cuda_runtime.h>
 #endif
 
-namespace distzo::runtime {
+namespace distzo {
 
 StreamInstances StreamInstances::make(const ExecSpace& compute) {
   StreamInstances s{compute, compute, compute, false};
@@ -46,6 +46,11 @@ void StreamEvent::enqueue_wait(const ExecSpace& space) const {
         "cudaStreamWaitEvent");
 }
 
+void StreamEvent::host_wait() const {
+  if (!event_) return;
+  check(cudaEventSynchronize(static_cast<cudaEvent_t>(event_.get())), "cudaEventSynchronize");
+}
+
 #else
 
 StreamEvent StreamEvent::record(const ExecSpace& space) {
@@ -55,6 +60,8 @@ StreamEvent StreamEvent::record(const ExecSpace& space) {
 
 void StreamEvent::enqueue_wait(const ExecSpace&) const {}
 
+void StreamEvent::host_wait() const {}
+
 #endif
 
-}  // namespace distzo::runtime
+}  // namespace distzo

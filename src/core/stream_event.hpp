@@ -2,8 +2,9 @@
 // Ordering between execution-space instances without blocking the host, the
 // one place distzo touches a backend's streams directly (STYLE.md).
 //
-// Kokkos orders work within one instance; the block streamer runs uploads,
-// compute and write-backs on three instances and orders them with events:
+// Kokkos orders work within one instance; the block streamer
+// (runtime/block_streamer.hpp) runs uploads, compute and write-backs on three
+// instances and orders them with events:
 // record an event after some work on instance A, then make instance B wait
 // for it before its next work. Under CUDA these are cudaEvent_t and
 // cudaStreamWaitEvent. On host backends (Serial, OpenMP) an instance runs
@@ -14,7 +15,7 @@
 
 #include <memory>
 
-namespace distzo::runtime {
+namespace distzo {
 
 /// The three instances of the streamer. Kokkos >= 4 partitions them off the
 /// compute instance (CUDA: three streams); Kokkos 3.4 has no instances, and
@@ -36,9 +37,11 @@ class StreamEvent {
   static StreamEvent record(const ExecSpace& space);
   /// Work enqueued on `space` after this call starts after the event.
   void enqueue_wait(const ExecSpace& space) const;
+  /// Blocks the host until the event has happened.
+  void host_wait() const;
 
  private:
   std::shared_ptr<void> event_;  // the backend's event; null when already complete
 };
 
-}  // namespace distzo::runtime
+}  // namespace distzo
