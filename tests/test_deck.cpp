@@ -135,6 +135,9 @@ TEST(Deck, FullDeckParsesEveryValue) {
   EXPECT_EQ(d.parallel.perturbation, 3);
   EXPECT_EQ(d.parallel.data, 2);
   EXPECT_EQ(d.parallel.check_interval, 0);
+  EXPECT_EQ(d.placement.mode, distzo::io::Placement::offload);
+  EXPECT_EQ(d.placement.resident_blocks, 4);
+  EXPECT_EQ(d.placement.prefetch, 2);
 
   EXPECT_EQ(d.origin.source, "full.yaml");
   EXPECT_EQ(d.origin.line("model"), 3);
@@ -174,6 +177,9 @@ TEST(Deck, MinimalDeckGetsDefaults) {
   EXPECT_EQ(d.parallel.perturbation, 1);
   EXPECT_EQ(d.parallel.data, 1);
   EXPECT_EQ(d.parallel.check_interval, 100);
+  EXPECT_EQ(d.placement.mode, distzo::io::Placement::resident);
+  EXPECT_EQ(d.placement.resident_blocks, 0);
+  EXPECT_EQ(d.placement.prefetch, 1);
 
   // Defaults are not "written"; their line falls back to the section, then 1.
   EXPECT_TRUE(d.origin.written("optim.lr"));
@@ -350,7 +356,7 @@ TEST(DeckError, UnknownKeyFarFromAllHasNoSuggestion) {
 TEST(DeckError, UnknownSection) {
   EXPECT_DECK_ERROR(deck_with("paralel:\n  data: 2\n"), "deck.yaml:10: paralel: ",
                     "unknown section (did you mean \"parallel\"?); allowed sections: model, "
-                    "data, optim, eval, checkpoint, output, parallel");
+                    "data, optim, eval, checkpoint, output, parallel, placement");
 }
 
 TEST(DeckError, WrongTypes) {
@@ -408,6 +414,23 @@ TEST(DeckError, OutOfRange) {
   EXPECT_DECK_ERROR(
       "model:\n  path: ''\ndata:\n  train: t\noptim:\n  steps: 1\n  lr: 1\noutput:\n  dir: o\n",
       "deck.yaml:2: model.path: ", "expected a non-empty path, found the empty string");
+}
+
+TEST(DeckError, Placement) {
+  EXPECT_DECK_ERROR(deck_with("placement:\n  mode: offlaod\n"), "deck.yaml:11: placement.mode: ",
+                    "unknown value \"offlaod\" (did you mean \"offload\"?); allowed: resident, "
+                    "offload");
+  EXPECT_DECK_ERROR(deck_with("placement:\n  mode: offload\n  resident_blocks: -1\n"),
+                    "deck.yaml:12: placement.resident_blocks: ",
+                    "out of range: expected an integer in [0, 2147483647], found -1");
+  EXPECT_DECK_ERROR(deck_with("placement:\n  mode: offload\n  prefetch: 0\n"),
+                    "deck.yaml:12: placement.prefetch: ",
+                    "out of range: expected an integer in [1, 2147483647], found 0");
+  EXPECT_DECK_ERROR(deck_with("placement:\n  prefech: 2\n"), "deck.yaml:11: placement.prefech: ",
+                    "unknown key (did you mean \"prefetch\"?)");
+  // A K beyond the model's blocks is not a deck error: it means resident.
+  EXPECT_NO_THROW(parse_deck(deck_with("placement:\n  mode: offload\n  resident_blocks: 1000\n"),
+                             "ok"));
 }
 
 TEST(DeckError, WarmupLongerThanTraining) {
@@ -556,7 +579,7 @@ TEST(DeckError, EmptyDocument) {
 TEST(DeckError, DocumentMustBeOneMap) {
   EXPECT_DECK_ERROR("- model\n- data\n", "deck.yaml:1: deck: ",
                     "must be a map of sections (model, data, optim, eval, checkpoint, output, "
-                    "parallel), found a list");
+                    "parallel, placement), found a list");
   EXPECT_DECK_ERROR(deck_with("---\nmodel:\n  path: x\n"), "deck.yaml:11: deck: ",
                     "a deck is one YAML document, found a second one");
   EXPECT_DECK_ERROR(deck_with("[a, b]: 1\n"), "deck.yaml:10: deck: ",

@@ -1,5 +1,7 @@
 #include "app/inspect.hpp"
 
+#include "app/format.hpp"
+
 #include "io/model_file.hpp"
 
 #include <cstdio>
@@ -17,17 +19,6 @@ const char* group_name(const model::ParameterInfo& p) {
   return "block";
 }
 
-std::string human_bytes(double bytes) {
-  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-  int u = 0;
-  while (bytes >= 1024.0 && u < 4) {
-    bytes /= 1024.0;
-    ++u;
-  }
-  char buf[32];
-  std::snprintf(buf, sizeof(buf), "%.1f %s", bytes, units[u]);
-  return buf;
-}
 }  // namespace
 
 void inspect(const std::string& path, bool digest_only, std::ostream& out) {

@@ -2,7 +2,9 @@
 // distzo::Error into a message on the failing rank and a non-zero exit.
 
 #include "app/inspect.hpp"
+#include "app/make_model.hpp"
 #include "app/make_synthetic.hpp"
+#include "app/plan.hpp"
 #include "app/run.hpp"
 #include "core/error.hpp"
 #include "io/deck.hpp"
@@ -24,10 +26,15 @@ const char* const kUsage =
     "usage:\n"
     "  distzo run DECK.yaml              fine-tune as the deck says (docs/decks.md);\n"
     "                                    under MPI: mpiexec -n P*D distzo run DECK.yaml\n"
+    "  distzo plan DECK.yaml             predicted device memory, host memory and bytes\n"
+    "                                    moved per step, before submitting the job\n"
+    "  distzo plan config.json [...]     the same for a Hugging Face OPT config\n"
     "  distzo inspect FILE.h5            architecture, tensor table, parameter count\n"
     "  distzo inspect FILE.h5 --digest   one hex digest over all parameters\n"
     "  distzo make-synthetic OUT.h5 --task classification|causal_lm --examples N\n"
     "                         --seq-len T --vocab V [--seed S]   a small learnable dataset\n"
+    "  distzo make-model OUT.h5 --config config.json | --layers L --hidden C --heads H\n"
+    "                         --ffn F --vocab V [...]      an OPT model with random weights\n"
     "  distzo help deck                  every deck key: type, default, allowed values\n"
     "  distzo --help | --version\n"
     "\n"
@@ -83,6 +90,8 @@ int dispatch(const std::vector<std::string>& args) {
   const std::vector<std::string> rest(args.begin() + 1, args.end());
   if (args[0] == "inspect") return run_inspect(rest);
   if (args[0] == "make-synthetic") return distzo::app::make_synthetic(rest);
+  if (args[0] == "make-model") return distzo::app::make_model(rest);
+  if (args[0] == "plan") return distzo::app::plan(rest);
   if (args[0] == "run") {
     const auto world = distzo::runtime::MpiCommunicator::world();
     distzo::app::run(distzo::app::parse_run_options(rest), *world);

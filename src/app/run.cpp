@@ -1,8 +1,10 @@
 #include "app/run.hpp"
 
 #include "app/evaluation.hpp"
+#include "app/format.hpp"
 #include "app/run_outputs.hpp"
 #include "core/error.hpp"
+#include "core/memory.hpp"
 #include "io/checkpoint.hpp"
 #include "io/dataset.hpp"
 #include "io/deck.hpp"
@@ -30,13 +32,6 @@ double seconds_since(Clock::time_point t0) {
   return std::chrono::duration<double>(Clock::now() - t0).count();
 }
 
-std::string format_duration(double seconds) {
-  const long s = static_cast<long>(seconds + 0.5);
-  char buf[32];
-  std::snprintf(buf, sizeof(buf), "%02ld:%02ld:%02ld", s / 3600, (s / 60) % 60, s % 60);
-  return buf;
-}
-
 void make_directories(const std::string& path) {
   std::string partial;
   for (std::size_t i = 0; i <= path.size(); ++i) {
@@ -60,6 +55,8 @@ RunOptions parse_run_options(const std::vector<std::string>& args) {
     const std::string corrupt = "--debug-corrupt-rank=";
     if (a.compare(0, corrupt.size(), corrupt) == 0) {
       o.debug_corrupt_rank = std::stoi(a.substr(corrupt.size()));
+    } else if (a == "--debug-poison-slots") {
+      o.debug_poison_slots = true;
     } else if (!a.empty() && a[0] == '-') {
       DISTZO_FAIL("run: unknown option '" << a << "'");
     } else {
@@ -174,6 +171,37 @@ zo::TrainerConfig trainer_config(const io::Deck& deck, const RunOptions& options
   return c;
 }
 
+runtime::PlacementConfig placement_config(const io::Deck& deck, const RunOptions& options) {
+  runtime::PlacementConfig p;
+  p.mode = deck.placement.mode == io::Placement::offload ? runtime::PlacementMode::offload
+                                                         : runtime::PlacementMode::resident;
+  p.resident_blocks = deck.placement.resident_blocks;
+  p.prefetch = deck.placement.prefetch;
+  p.poison_released_slots = options.debug_poison_slots;
+  return p;
+}
+
+/// One line on where θ lives, for the run log.
+std::string describe_placement(const runtime::ParameterStore& store) {
+  const runtime::PlacementConfig& p = store.placement();
+  const int L = store.num_blocks(), K = store.device_blocks();
+  std::ostringstream os;
+  os << "placement: ";
+  if (p.mode == runtime::PlacementMode::resident) {
+    os << "resident, all " << L << " blocks in device memory";
+  } else if (K >= L) {
+    os << "offload with placement.resident_blocks = " << p.resident_blocks << " >= the model's "
+       << L << " blocks: every block stays in device memory (as resident)";
+  } else {
+    os << "offload, blocks " << (K > 0 ? "0.." + std::to_string(K - 1) : std::string("none"))
+       << " in device memory, " << L - K << " streamed from host memory through "
+       << p.stream_slots(L) << " device slots (prefetch " << p.prefetch << ")";
+  }
+  os << "; θ: " << exact_bytes(static_cast<double>(store.device_bytes())) << " on the device, "
+     << exact_bytes(static_cast<double>(store.host_bytes())) << " in host memory";
+  return os.str();
+}
+
 zo::TrainerState trainer_state(const io::TrainingState& saved, const zo::TrainerConfig& c) {
   zo::TrainerState s;
   s.step = saved.step;
@@ -230,6 +258,7 @@ class RunHooks final : public zo::TrainerHooks {
     row.step_seconds = r.seconds;
     row.skipped = r.skipped;
     out_.step(row);
+    last_step_moved_ = r.moved;
 
     if (r.step == first_step_ + 1)  // the clock of the ETA starts with the first step
       train_start_ = Clock::now() - std::chrono::duration_cast<Clock::duration>(
@@ -286,6 +315,7 @@ class RunHooks final : public zo::TrainerHooks {
     mesh_.world().barrier();
   }
 
+  const runtime::TransferBytes& last_step_moved() const { return last_step_moved_; }
   const EvalSummary& before() const { return before_; }
   const EvalSummary& after() const { return after_; }
 
@@ -302,12 +332,36 @@ class RunHooks final : public zo::TrainerHooks {
   std::int64_t first_step_;
   Clock::time_point train_start_ = Clock::now();
   EvalSummary before_, after_;
+  runtime::TransferBytes last_step_moved_;
 };
+
+/// The end-of-run memory line: the device high-water mark by role as Kokkos
+/// Tools saw the allocations, and θ's traffic in the last step.
+std::string describe_memory(const MemoryUsage& u, const runtime::ParameterStore& store,
+                            const runtime::TransferBytes& moved) {
+  std::ostringstream os;
+  os << "memory: device peak " << exact_bytes(static_cast<double>(u.device_peak)) << " = weights "
+     << exact_bytes(static_cast<double>(u.peak_of(MemoryRole::weights))) << " + scratch "
+     << exact_bytes(static_cast<double>(u.peak_of(MemoryRole::scratch))) << " + activations "
+     << exact_bytes(static_cast<double>(u.peak_of(MemoryRole::activations)));
+  if (u.peak_of(MemoryRole::other) != 0)
+    os << " (+ " << exact_bytes(static_cast<double>(u.peak_of(MemoryRole::other)))
+       << " allocated outside distzo)";
+  os << "; host master " << exact_bytes(static_cast<double>(store.host_bytes()))
+     << "; last step moved " << exact_bytes(static_cast<double>(moved.to_device))
+     << " to the device, " << exact_bytes(static_cast<double>(moved.to_host)) << " to the host";
+  return os.str();
+}
 
 }  // namespace
 
 void run(const RunOptions& options, const runtime::Communicator& world) {
   const Clock::time_point started = Clock::now();
+  // Kokkos Tools sees every allocation of the run from here on.
+  struct Accounting {
+    Accounting() { MemoryAccounting::start(); }
+    ~Accounting() { MemoryAccounting::stop(); }
+  } accounting;
   Inputs inputs = load_inputs_collectively(options, world);
   const io::Deck& deck = inputs.deck;
   const auto& opt = deck.optim;
@@ -326,7 +380,7 @@ void run(const RunOptions& options, const runtime::Communicator& world) {
   const int P = deck.parallel.perturbation, D = deck.parallel.data;
   const runtime::Mesh mesh(world, runtime::MeshLayout{P, D});
   const int micro_batch = deck.data.micro_batch;
-  runtime::ParameterStore store(model.registry, runtime::PlacementConfig());
+  runtime::ParameterStore store(model.registry, placement_config(deck, options));
   store.fill([&](std::uint32_t id, real* dst) { inputs.model->read(id, dst); });
   zo::BlockExecutor executor(model.config, store,
                              zo::EvaluationPlan::make(opt.queries, P, mesh.coordinates().perturbation_rank),
@@ -343,6 +397,7 @@ void run(const RunOptions& options, const runtime::Communicator& world) {
                   io::to_string(opt.schedule),
                   resume.empty() ? "" : (", resuming from " + resume).c_str());
     out.print(line);
+    out.print(describe_placement(store));
   }
 
   const zo::TrainerConfig config = trainer_config(deck, options, inputs.eval != nullptr);
@@ -357,6 +412,7 @@ void run(const RunOptions& options, const runtime::Communicator& world) {
                 format_duration(seconds_since(started)).c_str(),
                 static_cast<long long>(summary.skipped), executor.parameter_digest().c_str());
   out.print(line);
+  out.print(describe_memory(MemoryAccounting::usage(), store, hooks.last_step_moved()));
   if (inputs.eval && hooks.before().accuracy >= 0 && hooks.after().accuracy >= 0 && first_step == 0) {
     std::snprintf(line, sizeof(line),
                   "accuracy: %.4f before, %.4f after fine-tuning (%lld held-out examples)",

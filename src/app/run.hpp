@@ -13,6 +13,9 @@ struct RunOptions {
   /// Test-only: this world rank nudges one weight before the first replica
   /// check, so the divergence guard can be tested. -1 = off.
   int debug_corrupt_rank = -1;
+  /// Test-only: fill every device slot with NaN when the streamer releases
+  /// it, so a use after release shows up as a non-finite loss.
+  bool debug_poison_slots = false;
 };
 
 RunOptions parse_run_options(const std::vector<std::string>& args);

@@ -352,7 +352,7 @@ struct SectionInfo {
 const std::vector<SectionInfo>& sections() {
   static const std::vector<SectionInfo> table = {
       {"model", true},       {"data", true},    {"optim", true},     {"eval", false},
-      {"checkpoint", false}, {"output", true},  {"parallel", false},
+      {"checkpoint", false}, {"output", true},  {"parallel", false}, {"placement", false},
   };
   return table;
 }
@@ -464,6 +464,7 @@ const std::vector<Field>& fields() {
     const auto c = &Deck::checkpoint;
     const auto out = &Deck::output;
     const auto p = &Deck::parallel;
+    const auto pl = &Deck::placement;
     return std::vector<Field>{
         path("model", "path", member(m, &ModelSection::path), true, "an existing file",
              "HDF5 model file (docs/formats.md)"),
@@ -527,6 +528,19 @@ const std::vector<Field>& fields() {
                 "D: data-parallel replicas, each with its own micro-batch"),
         integer("parallel", "check_interval", member(p, &ParallelSection::check_interval), 0,
                 "steps between replica digest checks; 0 = never"),
+
+        choice("placement", "mode", member(pl, &PlacementSection::mode),
+               {{"resident", Placement::resident}, {"offload", Placement::offload}},
+               "where θ lives: `resident` = every parameter in device memory; `offload` (ZO2) "
+               "= transformer blocks in host memory, streamed through device slots one at a "
+               "time (docs/placement.md)"),
+        integer("placement", "resident_blocks", member(pl, &PlacementSection::resident_blocks),
+                0,
+                "offload: blocks 0..K-1 stay in device memory, the others stream; K at or above "
+                "the model's block count means resident"),
+        integer("placement", "prefetch", member(pl, &PlacementSection::prefetch), 1,
+                "offload: block uploads in flight ahead of the block in use (device slots = "
+                "prefetch + 2)"),
     };
   }();
   return table;
@@ -687,6 +701,14 @@ int DeckOrigin::line(const std::string& key) const {
 
 std::string DeckOrigin::where(const std::string& key) const {
   return source + ":" + std::to_string(line(key)) + ": " + key + ": ";
+}
+
+const char* to_string(Placement placement) {
+  switch (placement) {
+    case Placement::resident: return "resident";
+    case Placement::offload: return "offload";
+  }
+  return "?";
 }
 
 const char* to_string(Schedule schedule) {

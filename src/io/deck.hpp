@@ -73,6 +73,16 @@ struct ParallelSection {
   std::int64_t check_interval = 100;  // steps between replica digest checks; 0 = never
 };
 
+/// Where θ lives (the app maps it onto runtime::PlacementConfig).
+enum class Placement { resident, offload };
+const char* to_string(Placement placement);
+
+struct PlacementSection {
+  Placement mode = Placement::resident;
+  int resident_blocks = 0;  // offload: blocks 0..K-1 stay on the device; K >= L means resident
+  int prefetch = 1;         // offload: block uploads in flight ahead of the block in use
+};
+
 /// Where a deck came from, for error messages raised after parsing
 /// (a mesh mismatch, a file that vanished, ...).
 struct DeckOrigin {
@@ -96,6 +106,7 @@ struct Deck {
   CheckpointSection checkpoint;
   OutputSection output;
   ParallelSection parallel;
+  PlacementSection placement;
   DeckOrigin origin;  // not part of the value: operator== ignores it
 };
 

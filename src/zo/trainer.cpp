@@ -53,7 +53,9 @@ TrainSummary Trainer::run(TrainerState& state) {
     perturbation.step = step;
     perturbation.eps = c.eps;
     perturbation.distribution = c.distribution;
+    const runtime::TransferBytes before = executor_.streamer().total_bytes();
     const std::vector<double> local = executor_.run_step(batch, perturbation, pending);
+    const runtime::TransferBytes after = executor_.streamer().total_bytes();
     // Tokens of the global batch: one micro-batch per replica of the data group.
     double tokens = static_cast<double>(batch.num_tokens);
     mesh_.data_group().allreduce_sum(&tokens, 1);
@@ -63,6 +65,7 @@ TrainSummary Trainer::run(TrainerState& state) {
     report.step = step + 1;
     report.lr = c.schedule.at(step);
     report.tokens = static_cast<std::int64_t>(tokens);
+    report.moved = {after.to_device - before.to_device, after.to_host - before.to_host};
     // g is identical on every rank, so every rank takes the same branch.
     if (report.estimate.finite) {
       streak = 0;

@@ -58,6 +58,7 @@ struct StepReport {
   double seconds = 0;        // wall time of the step
   bool skipped = false;      // non-finite: no update
   int nonfinite_streak = 0;  // consecutive skipped steps, this one included
+  runtime::TransferBytes moved;  // θ moved between host master and device slots
 };
 
 /// Where the trainer's effects go. Called on every rank.

@@ -20,6 +20,9 @@ declare -A expect=(
   [13-tokens-outside-vocab]='wide_vocab.h5: input_ids: example 0, position 0: token id 281 is outside the vocabulary [0, 96)'
   [14-resume-missing]='bad_decks/14-resume-missing.yaml:12: checkpoint.resume: no such file "ckpt-000999.h5"'
   [15-section-not-a-map]='bad_decks/15-section-not-a-map.yaml:11: eval: must be a map of keys'
+  [16-unknown-placement-mode]='bad_decks/16-unknown-placement-mode.yaml:12: placement.mode: unknown value "offlaod" (did you mean "offload"?); allowed: resident, offload'
+  [17-negative-resident-blocks]='bad_decks/17-negative-resident-blocks.yaml:13: placement.resident_blocks: out of range: expected an integer in [0, 2147483647], found -2'
+  [18-prefetch-zero]='bad_decks/18-prefetch-zero.yaml:13: placement.prefetch: out of range: expected an integer in [1, 2147483647], found 0'
 )
 mkdir bad_decks
 cp "$HERE"/bad_decks/*.yaml bad_decks/

@@ -1,0 +1,74 @@
+#include "app/make_model.hpp"
+
+#include "app/format.hpp"
+#include "app/options.hpp"
+#include "core/error.hpp"
+#include "io/hf_config.hpp"
+#include "io/model_file.hpp"
+#include "model/init.hpp"
+#include "runtime/parameter_store.hpp"
+
+#include <iostream>
+
+namespace distzo::app {
+
+namespace {
+const char* const kUsage =
+    "usage: distzo make-model OUT.h5 --config config.json [--seed S] [--std X]\n"
+    "       distzo make-model OUT.h5 --layers L --hidden C --heads H --ffn F --vocab V\n"
+    "                         [--positions P] [--proj E] [--post-ln] [--seed S] [--std X]\n"
+    "  an OPT model file with random weights (std: 0.02 by default)";
+}  // namespace
+
+int make_model(const std::vector<std::string>& args) {
+  const Options o("make-model", args,
+                  {"--config", "--layers", "--hidden", "--heads", "--ffn", "--vocab",
+                   "--positions", "--proj", "--seed", "--std"},
+                  {"--post-ln"}, kUsage);
+  const std::string out = o.single("output file");
+  model::OptConfig c;
+  if (o.has("--config")) {
+    for (const char* shape : {"--layers", "--hidden", "--heads", "--ffn", "--vocab", "--positions",
+                              "--proj"})
+      DISTZO_REQUIRE(!o.has(shape), "make-model: " << shape << " and --config exclude each other\n"
+                                                   << kUsage);
+    c = io::read_hf_opt_config(o.text("--config", ""));
+  } else {
+    c.num_hidden_layers = o.required_integer("--layers", 1);
+    c.hidden_size = o.required_integer("--hidden", 1);
+    c.num_attention_heads = o.required_integer("--heads", 1);
+    c.ffn_dim = o.required_integer("--ffn", 1);
+    c.vocab_size = o.required_integer("--vocab", 1);
+    c.max_position_embeddings = o.integer("--positions", 2048, 1);
+    c.word_embed_proj_dim = o.integer("--proj", c.hidden_size, 1);
+    c.do_layer_norm_before = !o.flag("--post-ln");
+    try {
+      c.validate();
+    } catch (const Error& e) {
+      DISTZO_FAIL("make-model: " << e.what());
+    }
+  }
+  const auto seed = static_cast<std::uint64_t>(o.integer("--seed", 0));
+  const double std = o.positive("--std", 0.02);
+
+  io::ModelInfo info;
+  info.config = c;
+  info.registry = model::ParameterRegistry::for_opt(c);
+  info.kind = "model";
+  info.hf_config_json = io::hf_opt_config_json(c);
+  runtime::ParameterStore store(info.registry, runtime::PlacementConfig());
+  model::TensorTable tensors = store.device_tensors();
+  const ExecSpace space;
+  model::init_random(space, info.registry, tensors, seed, std);
+  space.fence();
+  io::write_atomically(out, [&](io::Hdf5File& file) {
+    io::write_model_tensors(file, info, [&](const io::TensorSink& sink) { store.visit(sink); });
+  });
+  const double params = static_cast<double>(info.registry.total_elements());
+  std::cout << "wrote " << out << ": OPT, " << c.num_hidden_layers << " layers, hidden "
+            << c.hidden_size << ", " << static_cast<long long>(params) << " parameters ("
+            << human_bytes(4 * params) << " as float32), seed " << seed << ", std " << std << "\n";
+  return 0;
+}
+
+}  // namespace distzo::app

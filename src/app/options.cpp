@@ -1,0 +1,76 @@
+#include "app/options.hpp"
+
+#include "core/error.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+namespace distzo::app {
+
+Options::Options(std::string command, const std::vector<std::string>& args,
+                 const std::vector<std::string>& valued, const std::vector<std::string>& flags,
+                 std::string usage)
+    : command_(std::move(command)), usage_(std::move(usage)) {
+  const auto known = [](const std::vector<std::string>& list, const std::string& a) {
+    return std::find(list.begin(), list.end(), a) != list.end();
+  };
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    if (known(valued, a)) {
+      DISTZO_REQUIRE(i + 1 < args.size(), command_ << ": " << a << " needs a value\n" << usage_);
+      DISTZO_REQUIRE(!values_.count(a), command_ << ": " << a << " given twice\n" << usage_);
+      values_[a] = args[++i];
+    } else if (known(flags, a)) {
+      flags_.insert(a);
+    } else if (!a.empty() && a[0] == '-') {
+      DISTZO_FAIL(command_ << ": unknown option '" << a << "'\n" << usage_);
+    } else {
+      positional_.push_back(a);
+    }
+  }
+}
+
+const std::string& Options::single(const char* what) const {
+  DISTZO_REQUIRE(positional_.size() == 1, command_ << ": expected one " << what << ", got "
+                                                   << positional_.size() << "\n" << usage_);
+  return positional_[0];
+}
+
+std::string Options::text(const std::string& key, const std::string& fallback) const {
+  const auto it = values_.find(key);
+  return it == values_.end() ? fallback : it->second;
+}
+
+std::int64_t Options::integer(const std::string& key, std::int64_t fallback,
+                              std::int64_t min) const {
+  const auto it = values_.find(key);
+  if (it == values_.end()) return fallback;
+  try {
+    std::size_t used = 0;
+    const long long v = std::stoll(it->second, &used);
+    if (used == it->second.size() && v >= min) return v;
+  } catch (const std::exception&) {
+  }
+  DISTZO_FAIL(command_ << ": " << key << " expects an integer >= " << min << ", got '"
+                       << it->second << "'\n" << usage_);
+}
+
+std::int64_t Options::required_integer(const std::string& key, std::int64_t min) const {
+  DISTZO_REQUIRE(has(key), command_ << ": missing " << key << "\n" << usage_);
+  return integer(key, 0, min);
+}
+
+double Options::positive(const std::string& key, double fallback) const {
+  const auto it = values_.find(key);
+  if (it == values_.end()) return fallback;
+  try {
+    std::size_t used = 0;
+    const double v = std::stod(it->second, &used);
+    if (used == it->second.size() && std::isfinite(v) && v > 0) return v;
+  } catch (const std::exception&) {
+  }
+  DISTZO_FAIL(command_ << ": " << key << " expects a number > 0, got '" << it->second << "'\n"
+                       << usage_);
+}
+
+}  // namespace distzo::app

@@ -1,0 +1,54 @@
+#pragma once
+// `distzo plan`: what a run will hold and move, predicted before it is
+// submitted (DESIGN.md, Placement: accounting). The prediction is a formula
+// over the architecture, the placement and the batch (docs/placement.md),
+// written independently of the allocations it predicts; the run measures the
+// same quantities through Kokkos Tools (core/memory.hpp) and the block
+// streamer's byte counters, and tests hold the two together.
+
+#include "model/batch.hpp"
+#include "model/opt_config.hpp"
+#include "runtime/placement.hpp"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace distzo::app {
+
+/// Everything the prediction depends on.
+struct PlanInputs {
+  model::OptConfig config;
+  runtime::PlacementConfig placement;
+  model::Task task = model::Task::causal_lm;
+  int micro_batch = 1;    // B
+  int seq_len = 1;        // T
+  int candidates = 0;     // K (classification)
+  int queries = 1;        // q
+  int perturbation = 1;   // P: a rank owns 2q/P evaluations
+  bool eval_set = false;  // a run with an eval set holds a second batch
+};
+
+/// Bytes per role on one rank's device, θ in host memory, and θ's traffic.
+struct MemoryPlan {
+  std::uint64_t weights = 0;      // resident arenas + streaming slots
+  std::uint64_t scratch = 0;      // w± of one block, the edges' w±, row marks
+  std::uint64_t activations = 0;  // forward scratch, hidden states, head, batches, loss sums
+  std::uint64_t device_total() const { return weights + scratch + activations; }
+  std::uint64_t host_master = 0;      // offloaded blocks' master copy
+  std::uint64_t to_device_per_step = 0;  // uploads of a step (with an update pending)
+  std::uint64_t to_host_per_step = 0;    // write-backs of a step
+  // The terms, for the printed breakdown.
+  std::uint64_t edge_arena = 0, block_arena = 0;
+  int device_blocks = 0, slots = 0, evaluations = 0;
+};
+
+MemoryPlan plan_memory(const PlanInputs& in);
+
+/// The printed plan (what `distzo plan` writes).
+std::string describe_plan(const PlanInputs& in, const MemoryPlan& plan);
+
+/// The subcommand: `distzo plan DECK.yaml` or `distzo plan config.json [...]`.
+int plan(const std::vector<std::string>& args);
+
+}  // namespace distzo::app

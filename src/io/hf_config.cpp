@@ -1,0 +1,118 @@
+#include "io/hf_config.hpp"
+
+#include "core/error.hpp"
+
+#include <yaml-cpp/yaml.h>
+
+#include <fstream>
+#include <sstream>
+
+namespace distzo::io {
+
+namespace {
+
+/// A JSON value as yaml-cpp reads it (JSON is YAML 1.2 flow style).
+class JsonConfig {
+ public:
+  JsonConfig(const std::string& text, std::string source) : source_(std::move(source)) {
+    try {
+      root_ = YAML::Load(text);
+    } catch (const YAML::Exception& e) {
+      DISTZO_FAIL(source_ << ": not valid JSON: " << e.msg);
+    }
+    DISTZO_REQUIRE(root_.IsMap(), source_ << ": expected a JSON object (a config.json)");
+  }
+
+  bool present(const char* key) const { return root_[key] && !root_[key].IsNull(); }
+
+  std::int64_t integer(const char* key, std::int64_t fallback) const {
+    if (!present(key)) return fallback;
+    try {
+      return root_[key].as<std::int64_t>();
+    } catch (const YAML::Exception&) {
+      DISTZO_FAIL(source_ << ": " << key << " must be an integer, found '" << root_[key].Scalar()
+                          << "'");
+    }
+  }
+
+  bool boolean(const char* key, bool fallback) const {
+    if (!present(key)) return fallback;
+    try {
+      return root_[key].as<bool>();
+    } catch (const YAML::Exception&) {
+      DISTZO_FAIL(source_ << ": " << key << " must be true or false");
+    }
+  }
+
+  std::string text(const char* key, const std::string& fallback) const {
+    return present(key) ? root_[key].as<std::string>() : fallback;
+  }
+
+  const std::string& source() const { return source_; }
+
+ private:
+  std::string source_;
+  YAML::Node root_;
+};
+
+}  // namespace
+
+model::OptConfig parse_hf_opt_config(const std::string& json_text, const std::string& source) {
+  const JsonConfig j(json_text, source);
+  const std::string type = j.text("model_type", "");
+  DISTZO_REQUIRE(type == "opt", source << ": model_type is '" << type
+                                       << "': only 'opt' is supported (an OPT config.json from "
+                                          "Hugging Face)");
+  DISTZO_REQUIRE(j.boolean("enable_bias", true),
+                 source << ": enable_bias is false: distzo needs the linear biases");
+  DISTZO_REQUIRE(j.boolean("layer_norm_elementwise_affine", true),
+                 source << ": layer_norm_elementwise_affine is false: distzo needs layer-norm "
+                           "weights and biases");
+  model::OptConfig c;
+  c.hidden_size = j.integer("hidden_size", 768);
+  c.num_hidden_layers = j.integer("num_hidden_layers", 12);
+  c.num_attention_heads = j.integer("num_attention_heads", 12);
+  c.ffn_dim = j.integer("ffn_dim", 3072);
+  c.vocab_size = j.integer("vocab_size", 50272);
+  c.max_position_embeddings = j.integer("max_position_embeddings", 2048);
+  c.word_embed_proj_dim = j.integer("word_embed_proj_dim", c.hidden_size);
+  c.do_layer_norm_before = j.boolean("do_layer_norm_before", true);
+  DISTZO_REQUIRE(!(c.do_layer_norm_before && j.boolean("_remove_final_layer_norm", false)),
+                 source << ": _remove_final_layer_norm is true: models without the final layer "
+                           "norm (pre-v4.20 fine-tunes) are not supported");
+  c.tie_word_embeddings = j.boolean("tie_word_embeddings", true);
+  c.activation_function = j.text("activation_function", "relu");
+  try {
+    c.validate();
+  } catch (const Error& e) {
+    DISTZO_FAIL(source << ": " << e.what());
+  }
+  return c;
+}
+
+model::OptConfig read_hf_opt_config(const std::string& path) {
+  std::ifstream in(path);
+  DISTZO_REQUIRE(in.good(), path << ": cannot read the config");
+  std::ostringstream text;
+  text << in.rdbuf();
+  return parse_hf_opt_config(text.str(), path);
+}
+
+std::string hf_opt_config_json(const model::OptConfig& c) {
+  std::ostringstream os;
+  os << "{\n  \"model_type\": \"opt\",\n  \"architectures\": [\"OPTForCausalLM\"],\n"
+     << "  \"hidden_size\": " << c.hidden_size << ",\n"
+     << "  \"num_hidden_layers\": " << c.num_hidden_layers << ",\n"
+     << "  \"num_attention_heads\": " << c.num_attention_heads << ",\n"
+     << "  \"ffn_dim\": " << c.ffn_dim << ",\n"
+     << "  \"vocab_size\": " << c.vocab_size << ",\n"
+     << "  \"max_position_embeddings\": " << c.max_position_embeddings << ",\n"
+     << "  \"word_embed_proj_dim\": " << c.word_embed_proj_dim << ",\n"
+     << "  \"do_layer_norm_before\": " << (c.do_layer_norm_before ? "true" : "false") << ",\n"
+     << "  \"activation_function\": \"" << c.activation_function << "\",\n"
+     << "  \"tie_word_embeddings\": true,\n  \"enable_bias\": true,\n"
+     << "  \"torch_dtype\": \"float32\"\n}\n";
+  return os.str();
+}
+
+}  // namespace distzo::io

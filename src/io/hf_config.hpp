@@ -1,0 +1,21 @@
+#pragma once
+// A Hugging Face config.json of an OPT model, read without its weights (for
+// `distzo plan` and `distzo make-model`). Same defaults and the same
+// refusals as tools/distzo_h5.py's config_from_hf: keys left out take
+// OPTConfig's defaults, and the variants distzo does not implement are
+// errors naming the key.
+
+#include "model/opt_config.hpp"
+
+#include <string>
+
+namespace distzo::io {
+
+/// Parses config.json text; `source` names it in errors.
+model::OptConfig parse_hf_opt_config(const std::string& json_text, const std::string& source);
+/// Reads and parses a config.json file.
+model::OptConfig read_hf_opt_config(const std::string& path);
+/// The config.json of `config` (the keys OPTConfig needs; parses back to it).
+std::string hf_opt_config_json(const model::OptConfig& config);
+
+}  // namespace distzo::io

@@ -1,0 +1,190 @@
+// `distzo plan`'s memory formula against what Kokkos Tools sees allocated by
+// the objects of a run (the parameter store, the block executor with its
+// streamer, the batch builders), across tasks, queries, perturbation
+// splits, placements and a projected model; the config.json reader; and
+// `distzo inspect`, which must not allocate in the execution space.
+
+#include "app/inspect.hpp"
+#include "app/plan.hpp"
+#include "core/memory.hpp"
+#include "io/dataset.hpp"
+#include "io/hf_config.hpp"
+#include "io/synthetic.hpp"
+#include "support/tiny_opt.hpp"
+#include "zo/block_executor.hpp"
+
+#include <gtest/gtest.h>
+
+#include <sstream>
+
+namespace {
+
+using namespace distzo;
+using distzo::test_support::tiny_config;
+
+struct Case {
+  model::Task task;
+  int queries, perturbation;
+  runtime::PlacementConfig placement;
+  std::int64_t proj;
+  bool eval_set;
+};
+
+runtime::PlacementConfig offload(int k, int prefetch) {
+  runtime::PlacementConfig p;
+  p.mode = runtime::PlacementMode::offload;
+  p.resident_blocks = k;
+  p.prefetch = prefetch;
+  return p;
+}
+
+TEST(Plan, PredictsWhatARunAllocates) {
+  const std::vector<Case> cases = {
+      {model::Task::causal_lm, 1, 1, runtime::PlacementConfig(), 0, true},
+      {model::Task::classification, 1, 1, runtime::PlacementConfig(), 0, false},
+      {model::Task::classification, 2, 2, offload(0, 1), 0, true},
+      {model::Task::causal_lm, 2, 4, offload(1, 2), 8, false},
+      {model::Task::classification, 3, 1, offload(3, 1), 8, true},
+  };
+  for (const Case& c : cases) {
+    model::OptConfig config = tiny_config(true, c.proj);
+    config.num_hidden_layers = 5;
+    const int B = 4, T = 9;
+    const io::Dataset data =
+        c.task == model::Task::causal_lm
+            ? io::make_synthetic_causal_lm(16, T, config.vocab_size, 1)
+            : io::make_synthetic_classification(16, T, config.vocab_size, 1);
+    app::PlanInputs in;
+    in.config = config;
+    in.placement = c.placement;
+    in.task = c.task;
+    in.micro_batch = B;
+    in.seq_len = T;
+    in.candidates = static_cast<int>(data.num_candidates());
+    in.queries = c.queries;
+    in.perturbation = c.perturbation;
+    in.eval_set = c.eval_set;
+    const app::MemoryPlan plan = app::plan_memory(in);
+
+    MemoryAccounting::start();
+    MemoryUsage used;
+    {
+      const model::ParameterRegistry registry = model::ParameterRegistry::for_opt(config);
+      runtime::ParameterStore store(registry, c.placement);
+      zo::BlockExecutor executor(config, store,
+                                 zo::EvaluationPlan::make(c.queries, c.perturbation, 0), c.task, B,
+                                 T, in.candidates);
+      io::BatchBuilder train(data, B);
+      std::unique_ptr<io::BatchBuilder> eval;
+      if (c.eval_set) eval = std::make_unique<io::BatchBuilder>(data, B);
+      used = MemoryAccounting::usage();
+      EXPECT_EQ(plan.host_master, store.host_bytes());
+    }
+    const MemoryUsage after = MemoryAccounting::usage();
+    MemoryAccounting::stop();
+
+    SCOPED_TRACE("task " + std::to_string(static_cast<int>(c.task)) + " q=" +
+                 std::to_string(c.queries) + " P=" + std::to_string(c.perturbation) + " K=" +
+                 std::to_string(c.placement.resident_blocks));
+    // The formula is written to be exact; the contract is 5 %.
+    const auto near = [](std::uint64_t measured, std::uint64_t planned) {
+      return std::abs(static_cast<double>(measured) - static_cast<double>(planned)) <=
+             0.05 * static_cast<double>(measured);
+    };
+    EXPECT_TRUE(near(used.peak_of(MemoryRole::weights), plan.weights))
+        << used.peak_of(MemoryRole::weights) << " vs " << plan.weights;
+    EXPECT_TRUE(near(used.peak_of(MemoryRole::scratch), plan.scratch))
+        << used.peak_of(MemoryRole::scratch) << " vs " << plan.scratch;
+    EXPECT_TRUE(near(used.peak_of(MemoryRole::activations), plan.activations))
+        << used.peak_of(MemoryRole::activations) << " vs " << plan.activations;
+    EXPECT_TRUE(near(used.device_peak, plan.device_total()))
+        << used.device_peak << " vs " << plan.device_total();
+    EXPECT_GT(used.allocations, 10u);
+    // Everything was freed again: the listener saw the deallocations too.
+    EXPECT_EQ(after.device_current, 0u);
+  }
+}
+
+TEST(Plan, TrafficAndHostMemoryFollowThePlacement) {
+  app::PlanInputs in;
+  in.config = tiny_config();
+  in.config.num_hidden_layers = 6;
+  const std::uint64_t block = app::plan_memory(in).block_arena;
+  EXPECT_EQ(app::plan_memory(in).to_device_per_step, 0u);  // resident moves nothing
+  in.placement = offload(2, 1);
+  const app::MemoryPlan p = app::plan_memory(in);
+  EXPECT_EQ(p.host_master, 4 * block);
+  EXPECT_EQ(p.to_device_per_step, 4 * block);
+  EXPECT_EQ(p.to_host_per_step, 4 * block);
+  EXPECT_EQ(p.slots, 3);
+  in.perturbation = 3;  // does not divide 2q = 2
+  EXPECT_THROW(app::plan_memory(in), Error);
+}
+
+TEST(HfConfig, ReadsOptAndRefusesWhatDistzoDoesNotImplement) {
+  const model::OptConfig c = io::parse_hf_opt_config(
+      R"({"model_type": "opt", "hidden_size": 64, "num_hidden_layers": 3,
+          "num_attention_heads": 4, "ffn_dim": 256, "vocab_size": 100,
+          "max_position_embeddings": 128, "word_embed_proj_dim": 32,
+          "do_layer_norm_before": false, "torch_dtype": "float16"})",
+      "config.json");
+  EXPECT_EQ(c.hidden_size, 64);
+  EXPECT_EQ(c.num_hidden_layers, 3);
+  EXPECT_EQ(c.word_embed_proj_dim, 32);
+  EXPECT_FALSE(c.do_layer_norm_before);
+  // Left out: OPTConfig's defaults (opt-125m's shape).
+  const model::OptConfig d = io::parse_hf_opt_config(R"({"model_type": "opt"})", "c.json");
+  EXPECT_EQ(d.hidden_size, 768);
+  EXPECT_EQ(d.vocab_size, 50272);
+  EXPECT_EQ(d.word_embed_proj_dim, 768);
+  // Round trip through the writer.
+  const model::OptConfig back = io::parse_hf_opt_config(io::hf_opt_config_json(c), "back.json");
+  EXPECT_EQ(back.hidden_size, c.hidden_size);
+  EXPECT_EQ(back.word_embed_proj_dim, c.word_embed_proj_dim);
+  EXPECT_EQ(back.do_layer_norm_before, c.do_layer_norm_before);
+
+  const auto error = [](const std::string& text) {
+    try {
+      io::parse_hf_opt_config(text, "c.json");
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string("(no error)");
+  };
+  EXPECT_NE(error(R"({"model_type": "llama"})").find("model_type is 'llama'"), std::string::npos);
+  EXPECT_NE(error(R"({"model_type": "opt", "tie_word_embeddings": false})").find("tie_word_embeddings"),
+            std::string::npos);
+  EXPECT_NE(error(R"({"model_type": "opt", "activation_function": "gelu"})").find("gelu"),
+            std::string::npos);
+  EXPECT_NE(error(R"({"model_type": "opt", "hidden_size": "big"})").find("hidden_size must be an integer"),
+            std::string::npos);
+  EXPECT_NE(error("[1, 2]").find("expected a JSON object"), std::string::npos);
+  EXPECT_NE(error("{\"model_type\": ").find("not valid JSON"), std::string::npos);
+}
+
+TEST(Inspect, AllocatesNothingInTheExecutionSpace) {
+  const std::string model = std::string(DISTZO_TEST_DATA) + "/opt_tiny_preln.model.h5";
+  MemoryAccounting::start();
+  std::ostringstream table, digest;
+  app::inspect(model, false, table);
+  app::inspect(model, true, digest);
+  const MemoryUsage u = MemoryAccounting::usage();
+  MemoryAccounting::stop();
+  EXPECT_NE(table.str().find("parameters"), std::string::npos);
+  EXPECT_EQ(digest.str().size(), 17u);  // 16 hex digits and a newline
+  EXPECT_EQ(u.allocations, 0u) << "inspect allocated Kokkos memory";
+  EXPECT_EQ(u.device_peak, 0u);
+}
+
+TEST(MemoryRoles, LabelsCarryTheRole) {
+  EXPECT_EQ(memory_label(MemoryRole::scratch, "block_w+"), "distzo:scratch:block_w+");
+  EXPECT_EQ(memory_role_of("distzo:weights:slot.0"), MemoryRole::weights);
+  EXPECT_EQ(memory_role_of("distzo:host_master:block.3"), MemoryRole::host_master);
+  EXPECT_EQ(memory_role_of("distzo::forward::q"), MemoryRole::other);
+  EXPECT_EQ(memory_role_of("Kokkos::Serial::scratch"), MemoryRole::other);
+  EXPECT_EQ(memory_role_of("distzo:nonsense:x"), MemoryRole::other);
+  EXPECT_TRUE(is_device_role(MemoryRole::activations));
+  EXPECT_FALSE(is_device_role(MemoryRole::host_master));
+}
+
+}  // namespace
