@@ -48,8 +48,12 @@ KOKKOS_INLINE_FUNCTION PhiloxBlock run_kat(const Kat& kat) {
 }
 
 // Evaluates every known-answer case in a kernel; returns the outputs on the host.
-Kokkos::View<std::uint32_t* [4], Kokkos::HostSpace> run_kats_on_device() {
-  Kokkos::View<std::uint32_t* [4], distzo::MemSpace> out("distzo::test::philox_kat", kNumKats);
+// Both Views say LayoutRight: a View without a layout is LayoutLeft under CUDA,
+// and its host mirror would not convert to the return type.
+using KatResults = Kokkos::View<std::uint32_t* [4], Kokkos::LayoutRight, Kokkos::HostSpace>;
+KatResults run_kats_on_device() {
+  Kokkos::View<std::uint32_t* [4], Kokkos::LayoutRight, distzo::MemSpace> out(
+      "distzo::test::philox_kat", kNumKats);
   Kokkos::View<Kat*, distzo::MemSpace> kats("distzo::test::philox_kat_in", kNumKats);
   auto kats_host = Kokkos::create_mirror_view(kats);
   for (int i = 0; i < kNumKats; ++i) kats_host(i) = kKats[i];

@@ -7,7 +7,7 @@ namespace distzo::app {
 std::string human_bytes(double bytes) {
   const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB"};
   int u = 0;
-  while (bytes >= 1024.0 && u < 5) {
+  while (bytes >= 1000.0 && u < 5) {  // "0.98 GiB", never "1e+03 MiB"
     bytes /= 1024.0;
     ++u;
   }

@@ -22,9 +22,12 @@ const char* const kUsage =
     "       distzo plan config.json [--batch B] [--seq T] [--task causal_lm|classification]\n"
     "                   [--candidates K] [--queries q] [--perturbation P] [--eval]\n"
     "                   [--placement resident|offload] [--resident-blocks K] [--prefetch N]\n"
+    "                   [--device-gib G]\n"
     "  predicted device memory per rank by role, host memory for θ, and bytes moved per\n"
     "  step, for a deck or for a Hugging Face OPT config.json (defaults: batch 1, seq\n"
-    "  2048 or the model's positions, causal_lm, q 1, P 1, resident, prefetch 1)";
+    "  2048 or the model's positions, causal_lm, q 1, P 1, resident, prefetch 1);\n"
+    "  --device-gib G also says whether the run fits a device of G GiB and the largest\n"
+    "  resident_blocks K that does";
 
 constexpr std::uint64_t kFloat = sizeof(float), kInt = sizeof(int), kDouble = sizeof(double);
 
@@ -124,6 +127,35 @@ std::string describe_plan(const PlanInputs& in, const MemoryPlan& p) {
   return os.str();
 }
 
+std::string fit_on_device(const PlanInputs& in, double device_bytes) {
+  const MemoryPlan p = plan_memory(in);
+  const int L = static_cast<int>(in.config.num_hidden_layers);
+  std::ostringstream os;
+  os << "device of " << human_bytes(device_bytes) << ": this placement "
+     << (static_cast<double>(p.device_total()) <= device_bytes ? "fits" : "does NOT fit");
+  // Every resident block adds one block arena and removes its traffic; the
+  // slots shrink once fewer blocks stream than there are slots.
+  int best = -1;
+  PlanInputs k = in;
+  k.placement.mode = runtime::PlacementMode::offload;
+  for (int K = 0; K <= L; ++K) {
+    k.placement.resident_blocks = K;
+    if (static_cast<double>(plan_memory(k).device_total()) <= device_bytes) best = K;
+  }
+  if (best < 0)
+    os << "; not even with every block offloaded (K = 0): " << human_bytes(static_cast<double>(
+              [&] { k.placement.resident_blocks = 0; return plan_memory(k).device_total(); }()))
+       << " needed\n";
+  else if (best >= L)
+    os << "; so does the whole model resident (resident_blocks >= " << L << ")\n";
+  else
+    os << "; the largest resident_blocks that fits is K = " << best << " (moves "
+       << human_bytes(static_cast<double>(
+              [&] { k.placement.resident_blocks = best; return plan_memory(k).to_device_per_step; }()))
+       << " up per step)\n";
+  return os.str();
+}
+
 namespace {
 
 /// `distzo plan DECK.yaml`: everything from the deck, its model file (the
@@ -184,14 +216,20 @@ PlanInputs inputs_from_config(const std::string& path, const Options& o) {
 int plan(const std::vector<std::string>& args) {
   const Options o("plan", args,
                   {"--batch", "--seq", "--task", "--candidates", "--queries", "--perturbation",
-                   "--placement", "--resident-blocks", "--prefetch"},
+                   "--placement", "--resident-blocks", "--prefetch", "--device-gib"},
                   {"--eval"}, kUsage);
   const std::string path = o.single("DECK.yaml or config.json");
   const bool json = path.size() >= 5 && path.compare(path.size() - 5, 5, ".json") == 0;
-  DISTZO_REQUIRE(json || args.size() == 1,
-                 "plan: options go with a config.json; a deck says everything itself\n" << kUsage);
+  DISTZO_REQUIRE(json || args.size() == 1 || (args.size() == 3 && o.has("--device-gib")),
+                 "plan: options other than --device-gib go with a config.json; a deck says "
+                 "everything else itself\n" << kUsage);
   const PlanInputs in = json ? inputs_from_config(path, o) : inputs_from_deck(path);
-  std::cout << "distzo plan " << path << "\n" << describe_plan(in, plan_memory(in));
+  const MemoryPlan p = plan_memory(in);
+  std::cout << "distzo plan " << path << "\n" << describe_plan(in, p);
+  if (o.has("--device-gib")) {
+    const double device = o.positive("--device-gib", 0) * 1024.0 * 1024.0 * 1024.0;
+    std::cout << "\n" << fit_on_device(in, device);
+  }
   return 0;
 }
 

@@ -45,6 +45,10 @@ struct MemoryPlan {
 
 MemoryPlan plan_memory(const PlanInputs& in);
 
+/// Whether the run fits a device of `device_bytes`, and the largest number
+/// of resident blocks K that does (offloading the rest).
+std::string fit_on_device(const PlanInputs& in, double device_bytes);
+
 /// The printed plan (what `distzo plan` writes).
 std::string describe_plan(const PlanInputs& in, const MemoryPlan& plan);
 

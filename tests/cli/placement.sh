@@ -130,3 +130,22 @@ block=$(( (peak_resident_16 - peak_resident_8) / 8 ))
 [ $((peak_offload_8 - peak_offload_2)) = "$block" ] ||
   fail "offloaded, 2 -> 8 layers: +$((peak_offload_8 - peak_offload_2)) B, expected one slot ($block B)"
 pass "device peak, offload K=0: $peak_offload_2 / $peak_offload_8 / $peak_offload_16 B for 2 / 8 / 16 layers (one block: $block B); resident $peak_resident_2 / $peak_resident_8 / $peak_resident_16 B; plan within 5% of each, bytes moved per step exact"
+
+# plan from a Hugging Face config.json: the largest K it says fits does fit,
+# and one more block does not; bad requests are errors naming the option.
+printf '%s\n' '{"model_type": "opt", "hidden_size": 64, "num_hidden_layers": 16, "num_attention_heads": 4,' \
+  '"ffn_dim": 256, "vocab_size": 96, "max_position_embeddings": 32}' > tiny.json
+total() { bytes <("$DISTZO" plan tiny.json --seq 32 --placement offload --resident-blocks "$1") total; }
+gib=$(awk -v b="$(total 5)" 'BEGIN { printf "%.9f", (b + 1000) / 1073741824 }')
+"$DISTZO" plan tiny.json --seq 32 --placement offload --device-gib "$gib" > fit.txt
+k=$(sed -n 's/.*the largest resident_blocks that fits is K = \([0-9]*\).*/\1/p' fit.txt)
+[ "$k" = 5 ] || fail "plan --device-gib: expected K = 5 for a device of total(K=5) + 1000 B, got: $(tail -n 1 fit.txt)"
+[ "$(total 6)" -gt "$(awk -v g="$gib" 'BEGIN { printf "%.0f", g * 1073741824 }')" ] || fail "K = 6 would fit too"
+for bad in "--seq 33:exceeds the model's 32 positions" "--placement swap:--placement must be resident or offload" \
+            "--frobnicate 1:unknown option '--frobnicate'" "--perturbation 3:does not divide 2q"; do
+  set +e; "$DISTZO" plan tiny.json ${bad%%:*} > bad.out 2>&1; status=$?; set -e
+  [ "$status" -ne 0 ] && grep -qF -- "${bad#*:}" bad.out || fail "plan ${bad%%:*}: $(cat bad.out)"
+done
+set +e; "$DISTZO" plan res_classification.yaml --batch 4 > bad.out 2>&1; status=$?; set -e
+[ "$status" -ne 0 ] && grep -qF "a deck says everything else itself" bad.out || fail "plan DECK --batch: $(cat bad.out)"
+pass "plan config.json: --device-gib finds the largest K that fits (5 of 16); bad options are errors"
