@@ -5,9 +5,16 @@
 // (fused with this step's perturbation), as a training run does. The baseline
 // is tools/mezo_reference.py --bench (PyTorch MeZO) on the same file and batch.
 //
-//   bench_step MODEL.h5 [--batch 8] [--seq 128] [--reps 3] [--queries 1]
+//   bench_step MODEL.h5 | CONFIG.json [--batch 8] [--seq 128] [--reps 3] [--queries 1]
 //              [--warmup 1] [--eps 1e-3] [--lr 1e-6] [--weight-decay 0]
 //              [--distribution gaussian|rademacher] [--seed 1] [--profile]
+//              [--placement resident|offload] [--resident-blocks K] [--prefetch N]
+//
+// A Hugging Face config.json instead of a model file gives random weights
+// (model::init_random, std 0.02): shapes too large to write to disk first.
+// With --placement offload θ lives in host memory and streams as in a run
+// (docs/placement.md); the bytes moved per step and the device peak (Kokkos
+// Tools) are printed.
 //
 // tokens/s counts B*T tokens per step (the batch a step trains on), not the
 // 2q forward passes over it; forward-tokens/s = tokens/s * 2q. --profile runs
@@ -16,8 +23,11 @@
 #include "bench_common.hpp"
 #include "kernel_profile.hpp"
 
+#include "core/memory.hpp"
 #include "core/perturbation.hpp"
+#include "io/hf_config.hpp"
 #include "io/model_file.hpp"
+#include "model/init.hpp"
 #include "runtime/parameter_store.hpp"
 #include "runtime/communicator.hpp"
 #include "zo/block_executor.hpp"
@@ -41,23 +51,26 @@ using perf::seconds_since;
 using perf::Stats;
 
 const char* const kUsage =
-    "usage: bench_step MODEL.h5 [--batch B] [--seq T] [--reps N] [--queries q] [--warmup W]\n"
-    "                  [--eps E] [--lr LR] [--weight-decay WD] [--distribution gaussian|rademacher]\n"
-    "                  [--seed S] [--profile]\n"
+    "usage: bench_step MODEL.h5|CONFIG.json [--batch B] [--seq T] [--reps N] [--queries q]\n"
+    "                  [--warmup W] [--eps E] [--lr LR] [--weight-decay WD]\n"
+    "                  [--distribution gaussian|rademacher] [--seed S] [--profile]\n"
+    "                  [--placement resident|offload] [--resident-blocks K] [--prefetch N]\n"
     "  ZO steps/s of BlockExecutor::run_step (causal LM, pending update applied every step);\n"
     "  defaults: --batch 8 --seq 128 --reps 3 --queries 1 --warmup 1 --eps 1e-3 --lr 1e-6\n"
-    "            --weight-decay 0 --distribution gaussian --seed 1\n";
+    "            --weight-decay 0 --distribution gaussian --seed 1 --placement resident\n"
+    "            --resident-blocks 0 --prefetch 1; a config.json gives random weights\n";
 
 int run(int argc, char** argv) {
   perf::Args args(argc, argv, kUsage,
                   {"batch", "seq", "reps", "queries", "warmup", "eps", "lr", "weight-decay",
-                   "distribution", "seed"},
+                   "distribution", "seed", "placement", "resident-blocks", "prefetch"},
                   {"profile"});
   if (args.help()) {
     std::cout << kUsage;
     return 0;
   }
-  DISTZO_REQUIRE(args.positional().size() == 1, "one MODEL.h5 expected\n\n" << kUsage);
+  DISTZO_REQUIRE(args.positional().size() == 1, "one MODEL.h5 or CONFIG.json expected\n\n"
+                                                     << kUsage);
   const std::string path = args.positional()[0];
   const int B = static_cast<int>(args.integer("batch", 8));
   const int T = static_cast<int>(args.integer("seq", 128));
@@ -74,14 +87,39 @@ int run(int argc, char** argv) {
 
   perf::print_machine("step");
   const auto t_load = Clock::now();
-  const io::ModelReader reader(path);
-  const io::ModelInfo& m = reader.info();
-  runtime::ParameterStore store(m.registry, runtime::PlacementConfig());
-  store.fill([&](std::uint32_t id, real* dst) { reader.read(id, dst); });
+  runtime::PlacementConfig placement;
+  const std::string mode = args.str("placement", "resident");
+  DISTZO_REQUIRE(mode == "resident" || mode == "offload",
+                 "--placement must be resident or offload, got '" << mode << "'");
+  if (mode == "offload") placement.mode = runtime::PlacementMode::offload;
+  placement.resident_blocks = static_cast<int>(args.integer("resident-blocks", 0));
+  placement.prefetch = static_cast<int>(args.integer("prefetch", 1));
+  io::ModelInfo m;
+  std::unique_ptr<runtime::ParameterStore> owned;
+  const bool random = path.size() > 5 && path.compare(path.size() - 5, 5, ".json") == 0;
+  if (random) {
+    m.config = io::read_hf_opt_config(path);
+    m.registry = model::ParameterRegistry::for_opt(m.config);
+    owned = std::make_unique<runtime::ParameterStore>(m.registry, placement);
+    owned->fill([&](std::uint32_t id, real* dst) {
+      model::random_parameter(m.registry[id], seed, 0.02, dst);
+    });
+  } else {
+    const io::ModelReader reader(path);
+    m = reader.info();
+    owned = std::make_unique<runtime::ParameterStore>(m.registry, placement);
+    owned->fill([&](std::uint32_t id, real* dst) { reader.read(id, dst); });
+  }
+  runtime::ParameterStore& store = *owned;
+  // The peak of the run: the store (already placed), the executor, the batch.
+  MemoryAccounting::start();
+  const std::uint64_t store_bytes = store.device_bytes();
   const model::OptConfig& c = m.config;
   std::cout << "model          : " << path << " (L=" << c.num_hidden_layers
             << " C=" << c.hidden_size << " V=" << c.vocab_size << ", "
-            << m.registry.total_elements() << " parameters), loaded in "
+            << m.registry.total_elements() << " parameters" << (random ? ", random" : "")
+            << "), placement " << mode << " K=" << store.device_blocks() << "/"
+            << store.num_blocks() << ", loaded in "
             << fmt(seconds_since(t_load), 3) << " s\n";
 
   ExecSpace space;
@@ -96,6 +134,7 @@ int run(int argc, char** argv) {
             << " timed steps\n";
 
   double first_loss = 0, last_loss = 0, last_g = 0;
+  runtime::TransferBytes step_moved;  // θ's traffic in the last step
   bool all_finite = true;
   // One training step: run_step (applying the pending update on the way),
   // the estimate, and the update it leaves pending for the next step.
@@ -106,7 +145,10 @@ int run(int argc, char** argv) {
     p.eps = eps;
     p.distribution = dist;
     const auto t0 = Clock::now();
+    const runtime::TransferBytes before = executor.streamer().total_bytes();
     const std::vector<double> local = executor.run_step(batch, p, pending);
+    step_moved = {executor.streamer().total_bytes().to_device - before.to_device,
+                  executor.streamer().total_bytes().to_host - before.to_host};
     const zo::StepEstimate est = zo::combine_losses(comm, local, q, eps);
     pending.active = true;
     pending.seed = p.seed;
@@ -140,6 +182,9 @@ int run(int argc, char** argv) {
   space.fence();
   const double flush_s = seconds_since(t_flush);
 
+  const runtime::TransferBytes moved = step_moved;
+  const MemoryUsage memory = MemoryAccounting::usage();
+  MemoryAccounting::stop();
   const double tokens = static_cast<double>(B) * T;
   const Stats sps = Stats::of(perf::rates(1.0, seconds));
   const Stats tps = Stats::of(perf::rates(tokens, seconds));
@@ -154,7 +199,15 @@ int run(int argc, char** argv) {
             << " ms (one apply_update pass over all parameters)\n"
             << "  check          : loss step 0 = " << fmt(first_loss, 8) << ", last = "
             << fmt(last_loss, 8) << ", last g = " << fmt(last_g, 5)
-            << (all_finite ? "" : "  (NON-FINITE loss or g!)") << "\n";
+            << (all_finite ? "" : "  (NON-FINITE loss or g!)") << "\n"
+            << "  placement      : " << mode << ", " << store.device_blocks() << " of "
+            << store.num_blocks() << " blocks resident; a step moves " << fmt(moved.to_device * 1e-9, 4)
+            << " GB up, " << fmt(moved.to_host * 1e-9, 4) << " GB back\n"
+            << "  device peak    : " << fmt((memory.device_peak + store_bytes) * 1e-9, 4)
+            << " GB (θ's resident arenas, then Kokkos Tools; weights "
+            << fmt((memory.peak_of(MemoryRole::weights) + store_bytes) * 1e-9, 4)
+            << ", scratch " << fmt(memory.peak_of(MemoryRole::scratch) * 1e-9, 4) << ", activations "
+            << fmt(memory.peak_of(MemoryRole::activations) * 1e-9, 4) << ")\n";
 
   const std::vector<std::pair<std::string, std::string>> fields = {
       {"model", path},
@@ -170,6 +223,10 @@ int run(int argc, char** argv) {
       {"flush_ms", fmt(flush_s * 1e3, 5)},
       {"loss_first", fmt(first_loss, 8)},
       {"finite", all_finite ? "yes" : "no"},
+      {"placement", mode},
+      {"resident_blocks", std::to_string(store.device_blocks())},
+      {"bytes_up_per_step", std::to_string(moved.to_device)},
+      {"device_peak_bytes", std::to_string(memory.device_peak + store_bytes)},
       {"blas_threads", perf::blas_threads()}};
   perf::print_result("step", "steps_per_s", sps, fields);
   if (args.flag("profile"))

@@ -6,9 +6,9 @@
 #include "io/hf_config.hpp"
 #include "io/model_file.hpp"
 #include "model/init.hpp"
-#include "runtime/parameter_store.hpp"
 
 #include <iostream>
+#include <vector>
 
 namespace distzo::app {
 
@@ -56,13 +56,17 @@ int make_model(const std::vector<std::string>& args) {
   info.registry = model::ParameterRegistry::for_opt(c);
   info.kind = "model";
   info.hf_config_json = io::hf_opt_config_json(c);
-  runtime::ParameterStore store(info.registry, runtime::PlacementConfig());
-  model::TensorTable tensors = store.device_tensors();
-  const ExecSpace space;
-  model::init_random(space, info.registry, tensors, seed, std);
-  space.fence();
+  // One tensor at a time: a model of any size is written without being
+  // whole in device or host memory.
   io::write_atomically(out, [&](io::Hdf5File& file) {
-    io::write_model_tensors(file, info, [&](const io::TensorSink& sink) { store.visit(sink); });
+    io::write_model_tensors(file, info, [&](const io::TensorSink& sink) {
+      std::vector<real> tensor;
+      for (const auto& p : info.registry.parameters()) {
+        tensor.resize(static_cast<std::size_t>(p.numel()));
+        model::random_parameter(p, seed, std, tensor.data());
+        sink(p.id, tensor.data());
+      }
+    });
   });
   const double params = static_cast<double>(info.registry.total_elements());
   std::cout << "wrote " << out << ": OPT, " << c.num_hidden_layers << " layers, hidden "

@@ -38,12 +38,10 @@ struct TinyModel {
   explicit TinyModel(const model::OptConfig& c, std::uint64_t seed = 1234,
                      const runtime::PlacementConfig& placement = runtime::PlacementConfig())
       : config(c), registry(model::ParameterRegistry::for_opt(c)) {
-    runtime::ParameterStore initial(registry, runtime::PlacementConfig());
-    model::TensorTable tensors = initial.device_tensors();
-    model::init_random(ExecSpace(), registry, tensors, seed, 0.2);
-    Kokkos::fence();
     store = std::make_unique<runtime::ParameterStore>(registry, placement);
-    store->fill([&](std::uint32_t id, real* dst) { initial.read(id, dst); });
+    store->fill([&](std::uint32_t id, real* dst) {
+      model::random_parameter(registry[id], seed, 0.2, dst);
+    });
   }
 
   std::string digest() const { return store->digest(); }
