@@ -3,6 +3,8 @@
 #include "core/error.hpp"
 #include "core/fence.hpp"
 
+#include <type_traits>
+
 #ifdef KOKKOS_ENABLE_CUDA
 #include <cuda_runtime.h>
 #endif
@@ -11,11 +13,18 @@ namespace distzo {
 
 StreamInstances StreamInstances::make(const ExecSpace& compute) {
   StreamInstances s{compute, compute, compute, false};
+  // Instances of their own only where they run concurrently: on a device
+  // backend (CUDA: streams). A host backend runs each instance's work as it
+  // is enqueued, so partitioning buys nothing there, and OpenMP would split
+  // its threads between the partitions (with one thread, into empty ones,
+  // which Kokkos refuses).
 #if KOKKOS_VERSION >= 40000
-  auto parts = Kokkos::Experimental::partition_space(compute, 1, 1);
-  s.upload = parts[0];
-  s.writeback = parts[1];
-  s.distinct = true;
+  if (!std::is_same<ExecSpace::memory_space, Kokkos::HostSpace>::value) {
+    auto parts = Kokkos::Experimental::partition_space(compute, 1, 1);
+    s.upload = parts[0];
+    s.writeback = parts[1];
+    s.distinct = true;
+  }
 #endif
   return s;
 }

@@ -17,9 +17,9 @@
 
 namespace distzo {
 
-/// The three instances of the streamer. Kokkos >= 4 partitions them off the
-/// compute instance (CUDA: three streams); Kokkos 3.4 has no instances, and
-/// all three are the default one.
+/// The three instances of the streamer. On a device backend Kokkos >= 4
+/// partitions them off the compute instance (CUDA: three streams); on host
+/// backends, and with Kokkos 3.4, all three are the compute instance.
 struct StreamInstances {
   ExecSpace compute;
   ExecSpace upload;

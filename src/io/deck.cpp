@@ -360,8 +360,12 @@ const std::vector<SectionInfo>& sections() {
 /// The member `m` of section `s` of a deck.
 template <class S, class T>
 struct Member {
-  S Deck::*section;
-  T S::*member;
+  // Aliases, not `S Deck::*section;`: nvcc's front end rewrites such
+  // declarations with parentheses that g++ then warns about.
+  using SectionPointer = S Deck::*;
+  using ValuePointer = T S::*;
+  SectionPointer section;
+  ValuePointer member;
   T& of(Deck& d) const { return d.*section.*member; }
   const T& of(const Deck& d) const { return d.*section.*member; }
 };

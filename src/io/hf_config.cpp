@@ -48,8 +48,6 @@ class JsonConfig {
     return present(key) ? root_[key].as<std::string>() : fallback;
   }
 
-  const std::string& source() const { return source_; }
-
  private:
   std::string source_;
   YAML::Node root_;
