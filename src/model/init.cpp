@@ -1,5 +1,6 @@
 #include "model/init.hpp"
 
+#include "core/fence.hpp"
 #include "core/memory.hpp"
 #include "core/perturbation.hpp"
 
@@ -40,7 +41,7 @@ void random_parameter(const ParameterInfo& p, std::uint64_t seed, double std, re
   const Kokkos::View<real*, Kokkos::HostSpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>> dst(
       host_dst, t.extent(0));
   Kokkos::deep_copy(space, dst, t);
-  space.fence();
+  fence(space, "distzo: random parameter copied to the host");
 }
 
 }  // namespace distzo::model
