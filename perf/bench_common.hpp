@@ -298,4 +298,19 @@ inline model::Batch causal_lm_batch(int batch, int seq_len, std::int64_t vocab,
   return b;
 }
 
+// ---------------------------------------------------------------------------
+// main
+
+/// A benchmark's main(): Kokkos for the program's lifetime, and any error
+/// printed as "NAME: error: ..." with exit status 2.
+inline int run_main(const char* name, int argc, char** argv, int (*body)(int, char**)) {
+  Kokkos::ScopeGuard kokkos(argc, argv);
+  try {
+    return body(argc, argv);
+  } catch (const std::exception& e) {
+    std::cerr << name << ": error: " << e.what() << "\n";
+    return 2;
+  }
+}
+
 }  // namespace distzo::perf

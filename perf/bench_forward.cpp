@@ -204,12 +204,4 @@ int run(int argc, char** argv) {
 
 }  // namespace
 
-int main(int argc, char** argv) {
-  Kokkos::ScopeGuard kokkos(argc, argv);
-  try {
-    return run(argc, argv);
-  } catch (const std::exception& e) {
-    std::cerr << "bench_forward: error: " << e.what() << "\n";
-    return 2;
-  }
-}
+int main(int argc, char** argv) { return distzo::perf::run_main("bench_forward", argc, argv, run); }

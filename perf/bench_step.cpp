@@ -236,12 +236,4 @@ int run(int argc, char** argv) {
 
 }  // namespace
 
-int main(int argc, char** argv) {
-  Kokkos::ScopeGuard kokkos(argc, argv);
-  try {
-    return run(argc, argv);
-  } catch (const std::exception& e) {
-    std::cerr << "bench_step: error: " << e.what() << "\n";
-    return 2;
-  }
-}
+int main(int argc, char** argv) { return distzo::perf::run_main("bench_step", argc, argv, run); }

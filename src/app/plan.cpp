@@ -1,5 +1,6 @@
 #include "app/plan.hpp"
 
+#include "app/deck_config.hpp"
 #include "app/format.hpp"
 #include "app/options.hpp"
 #include "core/error.hpp"
@@ -175,11 +176,7 @@ PlanInputs inputs_from_deck(const std::string& path) {
   in.queries = deck.optim.queries;
   in.perturbation = deck.parallel.perturbation;
   in.eval_set = !deck.data.eval.empty();
-  in.placement.mode = deck.placement.mode == io::Placement::offload
-                          ? runtime::PlacementMode::offload
-                          : runtime::PlacementMode::resident;
-  in.placement.resident_blocks = deck.placement.resident_blocks;
-  in.placement.prefetch = deck.placement.prefetch;
+  in.placement = placement_config(deck);
   return in;
 }
 

@@ -1,5 +1,6 @@
 #include "app/run.hpp"
 
+#include "app/deck_config.hpp"
 #include "app/evaluation.hpp"
 #include "app/format.hpp"
 #include "app/run_outputs.hpp"
@@ -143,15 +144,6 @@ Inputs load_inputs_collectively(const RunOptions& options, const runtime::Commun
   throw CollectiveError(problem, world.rank() == 0 || ok[0] == 1.0);
 }
 
-zo::ScheduleKind schedule_kind(io::Schedule schedule) {
-  switch (schedule) {
-    case io::Schedule::constant: return zo::ScheduleKind::constant;
-    case io::Schedule::linear: return zo::ScheduleKind::linear;
-    case io::Schedule::cosine: return zo::ScheduleKind::cosine;
-  }
-  DISTZO_FAIL("unknown schedule");
-}
-
 zo::TrainerConfig trainer_config(const io::Deck& deck, const RunOptions& options, bool evaluate) {
   const auto& opt = deck.optim;
   zo::TrainerConfig c;
@@ -169,16 +161,6 @@ zo::TrainerConfig trainer_config(const io::Deck& deck, const RunOptions& options
   c.evaluate = evaluate;
   c.debug_corrupt_rank = options.debug_corrupt_rank;
   return c;
-}
-
-runtime::PlacementConfig placement_config(const io::Deck& deck, const RunOptions& options) {
-  runtime::PlacementConfig p;
-  p.mode = deck.placement.mode == io::Placement::offload ? runtime::PlacementMode::offload
-                                                         : runtime::PlacementMode::resident;
-  p.resident_blocks = deck.placement.resident_blocks;
-  p.prefetch = deck.placement.prefetch;
-  p.poison_released_slots = options.debug_poison_slots;
-  return p;
 }
 
 /// One line on where θ lives, for the run log.
@@ -380,7 +362,9 @@ void run(const RunOptions& options, const runtime::Communicator& world) {
   const int P = deck.parallel.perturbation, D = deck.parallel.data;
   const runtime::Mesh mesh(world, runtime::MeshLayout{P, D});
   const int micro_batch = deck.data.micro_batch;
-  runtime::ParameterStore store(model.registry, placement_config(deck, options));
+  runtime::PlacementConfig placement = placement_config(deck);
+  placement.poison_released_slots = options.debug_poison_slots;
+  runtime::ParameterStore store(model.registry, placement);
   store.fill([&](std::uint32_t id, real* dst) { inputs.model->read(id, dst); });
   zo::BlockExecutor executor(model.config, store,
                              zo::EvaluationPlan::make(opt.queries, P, mesh.coordinates().perturbation_rank),

@@ -51,12 +51,12 @@ std::string join(const std::vector<const char*>& words) {
   return out;
 }
 
-/// A string shown in a message: quoted, control characters escaped, long
-/// values shortened.
-std::string quoted(const std::string& s) {
-  constexpr std::size_t kMax = 80;
+/// A YAML double-quoted scalar: quotes and backslashes escaped, newline and
+/// tab by name, other control characters as \xHH; at most `max_chars`
+/// characters of `s`, then "..." inside the quotes.
+std::string double_quoted(const std::string& s, std::size_t max_chars) {
   std::string out = "\"";
-  for (std::size_t i = 0; i < s.size() && i < kMax; ++i) {
+  for (std::size_t i = 0; i < s.size() && i < max_chars; ++i) {
     const unsigned char c = static_cast<unsigned char>(s[i]);
     if (c == '"' || c == '\\') {
       out += '\\';
@@ -74,9 +74,13 @@ std::string quoted(const std::string& s) {
       out += static_cast<char>(c);
     }
   }
-  if (s.size() > kMax) out += "...";
+  if (s.size() > max_chars) out += "...";
   return out + "\"";
 }
+
+/// A string shown in a message: quoted, control characters escaped, long
+/// values shortened.
+std::string quoted(const std::string& s) { return double_quoted(s, 80); }
 
 /// A key as written by the user, for the key slot of a message: plain words
 /// as they are, anything else quoted so the message stays on one line.
@@ -170,26 +174,9 @@ std::string format_double(double v) {
   return std::string(buf, r.ptr);
 }
 
-/// A YAML double-quoted scalar; every path and string goes out this way so
+/// Every path and string of the resolved deck goes out double-quoted, so
 /// that no value can be mistaken for a number, a boolean or null.
-std::string yaml_string(const std::string& s) {
-  std::string out = "\"";
-  for (const char ch : s) {
-    const unsigned char c = static_cast<unsigned char>(ch);
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += ch;
-    } else if (c < 0x20 || c == 0x7f) {
-      static const char* hex = "0123456789abcdef";
-      out += "\\x";
-      out += hex[c >> 4];
-      out += hex[c & 15];
-    } else {
-      out += ch;
-    }
-  }
-  return out + "\"";
-}
+std::string yaml_string(const std::string& s) { return double_quoted(s, std::string::npos); }
 
 std::string one_line(std::string s) {
   std::replace_if(s.begin(), s.end(), [](char c) { return c == '\n' || c == '\r'; }, ' ');
