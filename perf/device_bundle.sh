@@ -43,7 +43,7 @@ done
 [ -x "$stage/bin/mpiexec.hydra" ] && ln -s mpiexec.hydra "$stage/bin/mpiexec"
 
 # Shared libraries the executables load, less what the GPU machine brings.
-skip='^(linux-vdso|ld-linux|libc|libm|libdl|librt|libpthread|libstdc\+\+|libgcc_s|libcuda|libcudart|libcublas|libcublasLt|libnccl|libnvidia)[.-]'
+skip='^(linux-vdso|ld-linux|libc|libm|libdl|librt|libpthread|libresolv|libnsl|libutil|libanl|libstdc\+\+|libgcc_s|libcuda|libcudart|libcublas|libcublasLt|libnccl|libnvidia)[.-]'
 for exe in "$stage"/bin/* "$stage"/tests/* "$stage"/perf/*; do
   [ -L "$exe" ] && continue
   ldd "$exe" | awk '$2 == "=>" && $3 ~ /^\// { print $1, $3 }'

@@ -31,20 +31,30 @@ mkdir -p "$dz"
 tar -C "$dz" -xJf "$bundle_dir/bundle.tar.xz" || { note "FAIL: no bundle at $bundle_dir/bundle.tar.xz"; exit 1; }
 head -n 2 "$dz/bundle.txt"
 
-# cuBLAS and NCCL: the CUDA toolkit's, else the ones PyTorch's wheels bring.
+# The CUDA runtime and cuBLAS: the CUDA toolkit's, else the ones PyTorch's
+# wheels bring. The bundled libraries (older than the machine's own) are seen
+# by the bundled programs only: each gets a wrapper that sets
+# LD_LIBRARY_PATH for it alone, so the machine's tools keep their libraries.
 libdirs="$dz/lib"
 for d in /usr/local/cuda/lib64 /usr/local/cuda/targets/x86_64-linux/lib; do [ -d "$d" ] && libdirs+=":$d"; done
 site=$(python3 -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])' 2>/dev/null || true)
 for d in "$site"/nvidia/*/lib "$site"/nvidia/cu13/lib; do [ -d "$d" ] && libdirs+=":$d"; done
-export LD_LIBRARY_PATH="$libdirs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+mkdir -p "$dz/real"
+for exe in "$dz"/bin/* "$dz"/tests/* "$dz"/perf/*; do
+  [ -f "$exe" ] && [ ! -L "$exe" ] || continue
+  real="$dz/real/$(basename "$exe")"
+  mv "$exe" "$real"
+  printf '#!/bin/sh\nLD_LIBRARY_PATH="%s${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" exec "%s" "$@"\n' "$libdirs" "$real" > "$exe"
+  chmod +x "$exe"
+done
 export PATH="$dz/bin:$PATH" OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1
 
 step "machine"
 nvidia-smi -L || note "FAIL: nvidia-smi"
 nvidia-smi --query-gpu=name,memory.total,driver_version,pcie.link.gen.current,pcie.link.width.current --format=csv
-missing=$(ldd "$dz/bin/distzo" | grep "not found" || true)
+missing=$(LD_LIBRARY_PATH=$libdirs ldd "$dz/real/distzo" | grep "not found" || true)
 [ -z "$missing" ] || { note "FAIL: distzo cannot load: $missing"; exit 1; }
-ldd "$dz/bin/distzo" | grep -E "cublas|nccl|cudart|mpich|hdf5" || true
+LD_LIBRARY_PATH=$libdirs ldd "$dz/real/distzo" | grep -E "cublas|cudart|mpich|hdf5" || true
 note "# distzo on $(nvidia-smi --query-gpu=name --format=csv,noheader | head -n 1), $(date -u +%Y-%m-%d)"
 note "bundle: $(head -n 1 "$dz/bundle.txt")"
 
