@@ -361,9 +361,9 @@ TEST(DeckError, UnknownSection) {
 
 TEST(DeckError, WrongTypes) {
   EXPECT_DECK_ERROR(deck_with("  queries: abc\n"), "deck.yaml:10: optim.queries: ",
-                    "expected an integer >= 1, found the string \"abc\"");
+                    "expected an integer in [1, 32], found the string \"abc\"");
   EXPECT_DECK_ERROR(deck_with("  queries: 1.5\n"), "deck.yaml:10: optim.queries: ",
-                    "expected an integer >= 1, found the number 1.5");
+                    "expected an integer in [1, 32], found the number 1.5");
   EXPECT_DECK_ERROR(deck_with("  queries: true\n"), "deck.yaml:10: optim.queries: ",
                     "found the boolean true");
   EXPECT_DECK_ERROR(deck_with("  queries: [1, 2]\n"), "deck.yaml:10: optim.queries: ",
@@ -393,7 +393,10 @@ TEST(DeckError, OutOfRange) {
       "deck.yaml:5: data.micro_batch: ",
       "out of range: expected an integer in [1, 2147483647], found 0");
   EXPECT_DECK_ERROR(deck_with("  queries: 0\n"), "deck.yaml:10: optim.queries: ",
-                    "out of range: expected an integer in [1, 2147483647], found 0");
+                    "out of range: expected an integer in [1, 32], found 0");
+  // The fused kernel carries at most 32 queries' update terms.
+  EXPECT_DECK_ERROR(deck_with("  queries: 33\n"), "deck.yaml:10: optim.queries: ",
+                    "out of range: expected an integer in [1, 32], found 33");
   EXPECT_DECK_ERROR(deck_with("  queries: 3000000000\n"), "deck.yaml:10: optim.queries: ",
                     "out of range");
   EXPECT_DECK_ERROR(deck_with("  warmup_steps: -1\n"), "deck.yaml:10: optim.warmup_steps: ",
@@ -428,6 +431,8 @@ TEST(DeckError, Placement) {
                     "out of range: expected an integer in [1, 2147483647], found 0");
   EXPECT_DECK_ERROR(deck_with("placement:\n  prefech: 2\n"), "deck.yaml:11: placement.prefech: ",
                     "unknown key (did you mean \"prefetch\"?)");
+  EXPECT_DECK_ERROR(deck_with("placement:\n  resident: 2\n"), "deck.yaml:11: placement.resident: ",
+                    "unknown key (did you mean \"resident_blocks\"?)");
   // A K beyond the model's blocks is not a deck error: it means resident.
   EXPECT_NO_THROW(parse_deck(deck_with("placement:\n  mode: offload\n  resident_blocks: 1000\n"),
                              "ok"));

@@ -13,7 +13,9 @@
 #include <Kokkos_Core.hpp>
 #include <mpi.h>
 
+#include <algorithm>
 #include <cstring>
+#include <new>
 #include <iostream>
 #include <string>
 #include <vector>
@@ -48,22 +50,25 @@ int run_inspect(const std::vector<std::string>& args) {
     if (a == "--digest") {
       digest = true;
     } else if (!a.empty() && a[0] == '-') {
-      DISTZO_FAIL("inspect: unknown option '" << a << "' (allowed: --digest)");
+      DISTZO_INPUT_FAIL("inspect: unknown option '" << a << "' (allowed: --digest)");
     } else {
-      DISTZO_REQUIRE(path.empty(), "inspect: one file expected, got '" << path << "' and '" << a << "'");
+      DISTZO_INPUT_REQUIRE(path.empty(), "inspect: one file expected, got '" << path << "' and '" << a << "'");
       path = a;
     }
   }
-  DISTZO_REQUIRE(!path.empty(), "inspect: missing FILE.h5\n\n" << kUsage);
+  DISTZO_INPUT_REQUIRE(!path.empty(), "inspect: missing FILE.h5\n\n" << kUsage);
   distzo::app::inspect(path, digest, std::cout);
   return 0;
 }
 
-// --help and --version are answered before MPI and Kokkos start: Kokkos 3.x
-// treats a bare --help as its own and would print its option table first.
+// --help (anywhere on the line) and --version are answered before MPI and
+// Kokkos start: Kokkos treats --help as its own and would print its option
+// table first.
 bool answers_without_runtime(const std::vector<std::string>& args, int& status) {
-  if (args.empty() || args[0] == "--help" || args[0] == "-h" ||
-      (args[0] == "help" && args.size() == 1)) {
+  const bool asks_help = std::any_of(args.begin(), args.end(), [](const std::string& a) {
+    return a == "--help" || a == "-h";
+  });
+  if (args.empty() || asks_help || (args[0] == "help" && args.size() == 1)) {
     std::cout << kUsage;
     status = args.empty() ? 1 : 0;
     return true;
@@ -73,7 +78,8 @@ bool answers_without_runtime(const std::vector<std::string>& args, int& status) 
       std::cout << distzo::io::deck_reference_markdown();
       status = 0;
     } else {
-      std::cerr << "distzo: error: help takes one topic: deck\n";
+      std::cerr << "distzo: error: help " << (args.size() > 1 ? "'" + args[1] + "'" : "")
+                << ": the one topic is deck (distzo help deck)\n";
       status = 2;
     }
     return true;
@@ -97,7 +103,7 @@ int dispatch(const std::vector<std::string>& args) {
     distzo::app::run(distzo::app::parse_run_options(rest), *world);
     return 0;
   }
-  DISTZO_FAIL("unknown command '" << args[0] << "'\n\n" << kUsage);
+  DISTZO_INPUT_FAIL("unknown command '" << args[0] << "'\n\n" << kUsage);
 }
 
 }  // namespace
@@ -106,28 +112,35 @@ int main(int argc, char** argv) {
   int status = 0;
   if (answers_without_runtime(std::vector<std::string>(argv + 1, argv + argc), status)) return status;
   MPI_Init(&argc, &argv);
-  int rank = 0;
+  int rank = 0, size = 1;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  const std::string where = size > 1 ? " on rank " + std::to_string(rank) : "";
   bool collective = false;  // every rank failed together: finish MPI cleanly
   {
     Kokkos::ScopeGuard kokkos(argc, argv);
     std::vector<std::string> args(argv + 1, argv + argc);
     try {
-      status = dispatch(args);
+      // Only `run` is a parallel program; under mpiexec the other commands
+      // run once, on rank 0 (two ranks writing one model file would race).
+      if (args[0] == "run" || rank == 0) status = dispatch(args);
     } catch (const distzo::CollectiveError& e) {
       if (e.report()) std::cerr << "distzo: error: " << e.what() << "\n";
       collective = true;
       status = 2;
     } catch (const distzo::Error& e) {
-      std::cerr << "distzo: error on rank " << rank << ": " << e.what() << "\n";
+      std::cerr << "distzo: error" << where << ": " << e.what() << "\n";
+      status = 2;
+    } catch (const std::bad_alloc&) {
+      std::cerr << "distzo: error" << where
+                << ": out of host memory (the sizes asked for need more than this machine has; "
+                   "`distzo plan` predicts a run's memory)\n";
       status = 2;
     } catch (const std::exception& e) {
-      std::cerr << "distzo: internal error on rank " << rank << ": " << e.what() << "\n";
+      std::cerr << "distzo: internal error" << where << ": " << e.what() << "\n";
       status = 3;
     }
   }
-  int size = 1;
-  MPI_Comm_size(MPI_COMM_WORLD, &size);
   // A failure on one rank of a multi-rank job must not leave the others hanging.
   if (status != 0 && size > 1 && !collective) MPI_Abort(MPI_COMM_WORLD, status);
   MPI_Finalize();

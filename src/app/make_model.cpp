@@ -7,6 +7,7 @@
 #include "io/model_file.hpp"
 #include "model/init.hpp"
 
+#include <filesystem>
 #include <iostream>
 #include <vector>
 
@@ -26,11 +27,16 @@ int make_model(const std::vector<std::string>& args) {
                    "--positions", "--proj", "--seed", "--std"},
                   {"--post-ln"}, kUsage);
   const std::string out = o.single("output file");
+  const std::filesystem::path parent = std::filesystem::path(out).parent_path();
+  std::error_code ec;
+  DISTZO_INPUT_REQUIRE(parent.empty() || std::filesystem::is_directory(parent, ec),
+                       "make-model: no directory '" << parent.string() << "' to write " << out
+                                                    << " into");
   model::OptConfig c;
   if (o.has("--config")) {
     for (const char* shape : {"--layers", "--hidden", "--heads", "--ffn", "--vocab", "--positions",
                               "--proj"})
-      DISTZO_REQUIRE(!o.has(shape), "make-model: " << shape << " and --config exclude each other\n"
+      DISTZO_INPUT_REQUIRE(!o.has(shape), "make-model: " << shape << " and --config exclude each other\n"
                                                    << kUsage);
     c = io::read_hf_opt_config(o.text("--config", ""));
   } else {
@@ -45,7 +51,7 @@ int make_model(const std::vector<std::string>& args) {
     try {
       c.validate();
     } catch (const Error& e) {
-      DISTZO_FAIL("make-model: " << e.what());
+      throw Error(std::string("make-model: ") + e.what());
     }
   }
   const auto seed = static_cast<std::uint64_t>(o.integer("--seed", 0));

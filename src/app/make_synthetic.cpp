@@ -20,7 +20,7 @@ int make_synthetic(const std::vector<std::string>& args) {
   const Options o("make-synthetic", args, {"--task", "--examples", "--seq-len", "--vocab", "--seed"},
                   {}, kUsage);
   const std::string out = o.single("output file");
-  DISTZO_REQUIRE(o.has("--task"), "make-synthetic: missing --task\n" << kUsage);
+  DISTZO_INPUT_REQUIRE(o.has("--task"), "make-synthetic: missing --task\n" << kUsage);
   const std::string task = o.text("--task", "");
   const int examples = static_cast<int>(o.required_integer("--examples"));
   const int seq_len = static_cast<int>(o.required_integer("--seq-len"));
@@ -32,7 +32,7 @@ int make_synthetic(const std::vector<std::string>& args) {
   else if (task == "causal_lm")
     d = io::make_synthetic_causal_lm(examples, seq_len, vocab, seed);
   else
-    DISTZO_FAIL("make-synthetic: --task must be classification or causal_lm, got '" << task << "'");
+    DISTZO_INPUT_FAIL("make-synthetic: --task must be classification or causal_lm, got '" << task << "'");
   io::write_dataset(out, d);
   std::cout << "wrote " << out << ": " << examples << " " << task << " examples of up to "
             << seq_len << " tokens (vocab " << vocab << ", seed " << seed << ")\n";

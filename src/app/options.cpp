@@ -7,6 +7,14 @@
 
 namespace distzo::app {
 
+namespace {
+/// A command-line mistake is the user's: the message names the option, not
+/// a line of distzo's source.
+void require(bool ok, const std::string& message) {
+  if (!ok) throw Error(message);
+}
+}  // namespace
+
 Options::Options(std::string command, const std::vector<std::string>& args,
                  const std::vector<std::string>& valued, const std::vector<std::string>& flags,
                  std::string usage)
@@ -17,13 +25,13 @@ Options::Options(std::string command, const std::vector<std::string>& args,
   for (std::size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
     if (known(valued, a)) {
-      DISTZO_REQUIRE(i + 1 < args.size(), command_ << ": " << a << " needs a value\n" << usage_);
-      DISTZO_REQUIRE(!values_.count(a), command_ << ": " << a << " given twice\n" << usage_);
+      require(i + 1 < args.size(), command_ + ": " + a + " needs a value\n" + usage_);
+      require(!values_.count(a), command_ + ": " + a + " given twice\n" + usage_);
       values_[a] = args[++i];
     } else if (known(flags, a)) {
       flags_.insert(a);
     } else if (!a.empty() && a[0] == '-') {
-      DISTZO_FAIL(command_ << ": unknown option '" << a << "'\n" << usage_);
+      require(false, command_ + ": unknown option '" + a + "'\n" + usage_);
     } else {
       positional_.push_back(a);
     }
@@ -31,8 +39,8 @@ Options::Options(std::string command, const std::vector<std::string>& args,
 }
 
 const std::string& Options::single(const char* what) const {
-  DISTZO_REQUIRE(positional_.size() == 1, command_ << ": expected one " << what << ", got "
-                                                   << positional_.size() << "\n" << usage_);
+  require(positional_.size() == 1, command_ + ": expected one " + what + ", got " +
+                                       std::to_string(positional_.size()) + "\n" + usage_);
   return positional_[0];
 }
 
@@ -51,12 +59,12 @@ std::int64_t Options::integer(const std::string& key, std::int64_t fallback,
     if (used == it->second.size() && v >= min) return v;
   } catch (const std::exception&) {
   }
-  DISTZO_FAIL(command_ << ": " << key << " expects an integer >= " << min << ", got '"
-                       << it->second << "'\n" << usage_);
+  throw Error(command_ + ": " + key + " expects an integer >= " + std::to_string(min) +
+              ", got '" + it->second + "'\n" + usage_);
 }
 
 std::int64_t Options::required_integer(const std::string& key, std::int64_t min) const {
-  DISTZO_REQUIRE(has(key), command_ << ": missing " << key << "\n" << usage_);
+  require(has(key), command_ + ": missing " + key + "\n" + usage_);
   return integer(key, 0, min);
 }
 
@@ -69,8 +77,8 @@ double Options::positive(const std::string& key, double fallback) const {
     if (used == it->second.size() && std::isfinite(v) && v > 0) return v;
   } catch (const std::exception&) {
   }
-  DISTZO_FAIL(command_ << ": " << key << " expects a number > 0, got '" << it->second << "'\n"
-                       << usage_);
+  throw Error(command_ + ": " + key + " expects a number > 0, got '" + it->second + "'\n" +
+              usage_);
 }
 
 }  // namespace distzo::app

@@ -8,10 +8,15 @@
 #include "io/deck.hpp"
 #include "io/hf_config.hpp"
 #include "io/model_file.hpp"
+#include "kernels/perturb_update.hpp"
 #include "model/parameter_registry.hpp"
 #include "runtime/parameter_store.hpp"
 
+#include <algorithm>
+#include <climits>
+#include <cstdint>
 #include <iostream>
+#include <limits>
 #include <sstream>
 
 namespace distzo::app {
@@ -19,16 +24,22 @@ namespace distzo::app {
 namespace {
 
 const char* const kUsage =
-    "usage: distzo plan DECK.yaml\n"
+    "usage: distzo plan DECK.yaml [--device-gib G]\n"
     "       distzo plan config.json [--batch B] [--seq T] [--task causal_lm|classification]\n"
     "                   [--candidates K] [--queries q] [--perturbation P] [--eval]\n"
     "                   [--placement resident|offload] [--resident-blocks K] [--prefetch N]\n"
     "                   [--device-gib G]\n"
     "  predicted device memory per rank by role, host memory for θ, and bytes moved per\n"
     "  step, for a deck or for a Hugging Face OPT config.json (defaults: batch 1, seq\n"
-    "  2048 or the model's positions, causal_lm, q 1, P 1, resident, prefetch 1);\n"
-    "  --device-gib G also says whether the run fits a device of G GiB and the largest\n"
-    "  resident_blocks K that does";
+    "  2048 or the model's positions, causal_lm, 2 candidates for classification, q 1,\n"
+    "  P 1, resident, K 0, prefetch 1). --device-gib G also says whether the run fits a\n"
+    "  device of G GiB and the largest resident_blocks K that does; the exit status is 1\n"
+    "  when it does not fit.";
+
+/// "1 slot", "3 slots".
+std::string count(std::int64_t n, const char* singular, const char* plural) {
+  return std::to_string(n) + " " + (n == 1 ? singular : plural);
+}
 
 constexpr std::uint64_t kFloat = sizeof(float), kInt = sizeof(int), kDouble = sizeof(double);
 
@@ -36,11 +47,29 @@ std::uint64_t u(std::int64_t v) { return static_cast<std::uint64_t>(v); }
 
 }  // namespace
 
+void check_plan_inputs(const PlanInputs& in) {
+  const auto fail = [](const std::string& what) { throw Error("plan: " + what); };
+  if (in.micro_batch < 1 || in.seq_len < 1) fail("the micro-batch and sequence length must be >= 1");
+  if (static_cast<std::int64_t>(in.micro_batch) * in.seq_len > std::numeric_limits<int>::max())
+    fail("micro-batch x sequence length = " + std::to_string(in.micro_batch) + " x " +
+         std::to_string(in.seq_len) + " exceeds the 2147483647 rows a batch may have");
+  if (in.seq_len > in.config.max_position_embeddings)
+    fail("a sequence of " + std::to_string(in.seq_len) + " tokens exceeds the model's " +
+         std::to_string(in.config.max_position_embeddings) + " positions");
+  if (in.queries < 1 || in.queries > kernels::kMaxQueries)
+    fail("q = " + std::to_string(in.queries) + " queries: allowed 1 to " +
+         std::to_string(kernels::kMaxQueries));
+  if (in.perturbation < 1 || (2 * in.queries) % in.perturbation != 0)
+    fail("P = " + std::to_string(in.perturbation) + " does not divide 2q = " +
+         std::to_string(2 * in.queries));
+  if (in.task == model::Task::classification && in.candidates < 1)
+    fail("a classification head needs at least one candidate word");
+}
+
 MemoryPlan plan_memory(const PlanInputs& in) {
+  check_plan_inputs(in);
   const model::OptConfig& c = in.config;
   const model::ParameterRegistry r = model::ParameterRegistry::for_opt(c);
-  DISTZO_REQUIRE(in.perturbation >= 1 && (2 * in.queries) % in.perturbation == 0,
-                 "plan: P = " << in.perturbation << " does not divide 2q = " << 2 * in.queries);
   MemoryPlan p;
   const int L = r.num_blocks();
   p.device_blocks = in.placement.device_blocks(L);
@@ -102,24 +131,28 @@ std::string describe_plan(const PlanInputs& in, const MemoryPlan& p) {
      << "; transfers and w± are float32 too (fp16 storage would halve weights, scratch and "
         "traffic; not implemented)\n"
      << "placement    ";
-  if (in.placement.mode == runtime::PlacementMode::resident || p.device_blocks >= L)
-    os << "resident: all " << L << " blocks in device memory\n";
+  if (in.placement.mode == runtime::PlacementMode::resident)
+    os << "resident: all " << count(L, "block", "blocks") << " in device memory\n";
+  else if (p.device_blocks >= L)
+    os << "offload with resident_blocks = " << in.placement.resident_blocks << " >= the model's "
+       << count(L, "block", "blocks") << ": every block stays in device memory (as resident)\n";
   else
-    os << "offload: " << p.device_blocks << " of " << L << " blocks in device memory, "
-       << L - p.device_blocks << " streamed through " << p.slots << " slots (prefetch "
-       << in.placement.prefetch << ")\n";
+    os << "offload: " << p.device_blocks << " of " << count(L, "block", "blocks")
+       << " in device memory, " << L - p.device_blocks << " streamed through "
+       << count(p.slots, "slot", "slots") << " (prefetch " << in.placement.prefetch << ")\n";
   os << "workload     " << (in.task == model::Task::causal_lm ? "causal_lm" : "classification")
      << ", micro-batch " << in.micro_batch << " x " << in.seq_len << " tokens, q = " << in.queries
-     << ", P = " << in.perturbation << ": " << p.evaluations << " evaluations per rank"
+     << ", P = " << in.perturbation << ": " << count(p.evaluations, "evaluation", "evaluations")
+     << " per rank"
      << (in.eval_set ? ", with an eval set" : "") << "\n\n"
      << "device memory per rank (predicted)\n"
      << "  weights      " << b(p.weights) << ": embeddings + head " << human_bytes(p.edge_arena)
-     << ", " << p.device_blocks << " resident + " << p.slots << " slot blocks x "
-     << human_bytes(p.block_arena) << "\n"
+     << ", " << p.device_blocks << " resident + " << count(p.slots, "slot", "slots") << " x "
+     << human_bytes(p.block_arena) << " per block\n"
      << "  scratch      " << b(p.scratch) << ": w+ and w- of one block, the edges' w± for "
-     << p.evaluations << " evaluations\n"
-     << "  activations  " << b(p.activations) << ": forward scratch, " << p.evaluations
-     << " hidden states, head, batches\n"
+     << count(p.evaluations, "evaluation", "evaluations") << "\n"
+     << "  activations  " << b(p.activations) << ": forward scratch, "
+     << count(p.evaluations, "hidden state", "hidden states") << ", head, batches\n"
      << "  total        " << b(p.device_total()) << "\n"
      << "host memory    " << b(p.host_master) << " for θ of the streamed blocks (pinned under CUDA)\n"
      << "moved per step " << b(p.to_device_per_step) << " to the device, "
@@ -128,12 +161,14 @@ std::string describe_plan(const PlanInputs& in, const MemoryPlan& p) {
   return os.str();
 }
 
-std::string fit_on_device(const PlanInputs& in, double device_bytes) {
+std::string fit_on_device(const PlanInputs& in, double device_bytes, bool* fits) {
   const MemoryPlan p = plan_memory(in);
   const int L = static_cast<int>(in.config.num_hidden_layers);
+  const bool ok = static_cast<double>(p.device_total()) <= device_bytes;
+  if (fits) *fits = ok;
   std::ostringstream os;
   os << "device of " << human_bytes(device_bytes) << ": this placement "
-     << (static_cast<double>(p.device_total()) <= device_bytes ? "fits" : "does NOT fit");
+     << (ok ? "fits" : "does NOT fit");
   // Every resident block adds one block arena and removes its traffic; the
   // slots shrink once fewer blocks stream than there are slots.
   int best = -1;
@@ -161,7 +196,7 @@ namespace {
 
 /// `distzo plan DECK.yaml`: everything from the deck, its model file (the
 /// attributes only) and its datasets.
-PlanInputs inputs_from_deck(const std::string& path) {
+PlanInputs inputs_from_deck(const std::string& path, std::vector<std::string>& notes) {
   const io::Deck deck = io::load_deck(path);
   PlanInputs in;
   {
@@ -177,34 +212,45 @@ PlanInputs inputs_from_deck(const std::string& path) {
   in.perturbation = deck.parallel.perturbation;
   in.eval_set = !deck.data.eval.empty();
   in.placement = placement_config(deck);
+  if (deck.placement.mode == io::Placement::resident &&
+      (deck.origin.written("placement.resident_blocks") || deck.origin.written("placement.prefetch")))
+    notes.push_back("placement.resident_blocks and placement.prefetch apply to mode offload; "
+                    "ignored with mode resident");
   return in;
 }
 
-PlanInputs inputs_from_config(const std::string& path, const Options& o) {
+PlanInputs inputs_from_config(const std::string& path, const Options& o,
+                              std::vector<std::string>& notes) {
   PlanInputs in;
   in.config = io::read_hf_opt_config(path);
-  in.micro_batch = static_cast<int>(o.integer("--batch", 1, 1));
+  in.micro_batch = static_cast<int>(std::min<std::int64_t>(o.integer("--batch", 1, 1), INT32_MAX));
   const std::int64_t positions = in.config.max_position_embeddings;
-  in.seq_len = static_cast<int>(o.integer("--seq", std::min<std::int64_t>(2048, positions), 1));
-  DISTZO_REQUIRE(in.seq_len <= positions, "plan: --seq " << in.seq_len << " exceeds the model's "
-                                                         << positions << " positions");
+  in.seq_len = static_cast<int>(
+      std::min<std::int64_t>(o.integer("--seq", std::min<std::int64_t>(2048, positions), 1), INT32_MAX));
+  if (o.integer("--batch", 1, 1) > INT32_MAX || o.integer("--seq", 1, 1) > INT32_MAX)
+    throw Error("plan: --batch and --seq go up to 2147483647");
   const std::string task = o.text("--task", "causal_lm");
-  DISTZO_REQUIRE(task == "causal_lm" || task == "classification",
-                 "plan: --task must be causal_lm or classification, got '" << task << "'");
+  if (task != "causal_lm" && task != "classification")
+    throw Error("plan: --task must be causal_lm or classification, got '" + task + "'");
   in.task = task == "causal_lm" ? model::Task::causal_lm : model::Task::classification;
   in.candidates = in.task == model::Task::classification
-                      ? static_cast<int>(o.integer("--candidates", 2, 1))
+                      ? static_cast<int>(std::min<std::int64_t>(o.integer("--candidates", 2, 1), INT32_MAX))
                       : 0;
-  in.queries = static_cast<int>(o.integer("--queries", 1, 1));
-  in.perturbation = static_cast<int>(o.integer("--perturbation", 1, 1));
+  if (in.task == model::Task::causal_lm && o.has("--candidates"))
+    notes.push_back("--candidates applies to --task classification; ignored");
+  in.queries = static_cast<int>(std::min<std::int64_t>(o.integer("--queries", 1, 1), INT32_MAX));
+  in.perturbation = static_cast<int>(std::min<std::int64_t>(o.integer("--perturbation", 1, 1), INT32_MAX));
   in.eval_set = o.flag("--eval");
   const std::string mode = o.text("--placement", "resident");
-  DISTZO_REQUIRE(mode == "resident" || mode == "offload",
-                 "plan: --placement must be resident or offload, got '" << mode << "'");
+  if (mode != "resident" && mode != "offload")
+    throw Error("plan: --placement must be resident or offload, got '" + mode + "'");
   in.placement.mode =
       mode == "offload" ? runtime::PlacementMode::offload : runtime::PlacementMode::resident;
-  in.placement.resident_blocks = static_cast<int>(o.integer("--resident-blocks", 0, 0));
-  in.placement.prefetch = static_cast<int>(o.integer("--prefetch", 1, 1));
+  in.placement.resident_blocks =
+      static_cast<int>(std::min<std::int64_t>(o.integer("--resident-blocks", 0, 0), INT32_MAX));
+  in.placement.prefetch = static_cast<int>(std::min<std::int64_t>(o.integer("--prefetch", 1, 1), INT32_MAX));
+  if (mode == "resident" && (o.has("--resident-blocks") || o.has("--prefetch")))
+    notes.push_back("--resident-blocks and --prefetch apply to --placement offload; ignored");
   return in;
 }
 
@@ -216,18 +262,21 @@ int plan(const std::vector<std::string>& args) {
                    "--placement", "--resident-blocks", "--prefetch", "--device-gib"},
                   {"--eval"}, kUsage);
   const std::string path = o.single("DECK.yaml or config.json");
-  const bool json = path.size() >= 5 && path.compare(path.size() - 5, 5, ".json") == 0;
-  DISTZO_REQUIRE(json || args.size() == 1 || (args.size() == 3 && o.has("--device-gib")),
-                 "plan: options other than --device-gib go with a config.json; a deck says "
-                 "everything else itself\n" << kUsage);
-  const PlanInputs in = json ? inputs_from_config(path, o) : inputs_from_deck(path);
+  const bool config = io::is_hf_config_file(path);
+  if (!config && !(args.size() == 1 || (args.size() == 3 && o.has("--device-gib"))))
+    throw Error("plan: " + path + " is a deck: it says everything but --device-gib itself\n" +
+                kUsage);
+  const double device_gib = o.has("--device-gib") ? o.positive("--device-gib", 0) : 0;
+  std::vector<std::string> notes;
+  const PlanInputs in = config ? inputs_from_config(path, o, notes) : inputs_from_deck(path, notes);
   const MemoryPlan p = plan_memory(in);
-  std::cout << "distzo plan " << path << "\n" << describe_plan(in, p);
-  if (o.has("--device-gib")) {
-    const double device = o.positive("--device-gib", 0) * 1024.0 * 1024.0 * 1024.0;
-    std::cout << "\n" << fit_on_device(in, device);
-  }
-  return 0;
+  std::cout << "distzo plan " << path << "\n";
+  for (const std::string& n : notes) std::cout << "note: " << n << "\n";
+  std::cout << describe_plan(in, p);
+  bool fits = true;
+  if (device_gib > 0)
+    std::cout << "\n" << fit_on_device(in, device_gib * 1024.0 * 1024.0 * 1024.0, &fits);
+  return fits ? 0 : 1;
 }
 
 }  // namespace distzo::app

@@ -43,11 +43,15 @@ struct MemoryPlan {
   int device_blocks = 0, slots = 0, evaluations = 0;
 };
 
+/// Throws distzo::Error for inputs no run accepts (q above 32, P not
+/// dividing 2q, a sequence longer than the model's positions, ...).
+void check_plan_inputs(const PlanInputs& in);
+
 MemoryPlan plan_memory(const PlanInputs& in);
 
-/// Whether the run fits a device of `device_bytes`, and the largest number
-/// of resident blocks K that does (offloading the rest).
-std::string fit_on_device(const PlanInputs& in, double device_bytes);
+/// Whether the run fits a device of `device_bytes` (also in *fits, if given),
+/// and the largest number of resident blocks K that does (offloading the rest).
+std::string fit_on_device(const PlanInputs& in, double device_bytes, bool* fits = nullptr);
 
 /// The printed plan (what `distzo plan` writes).
 std::string describe_plan(const PlanInputs& in, const MemoryPlan& plan);

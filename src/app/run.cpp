@@ -88,9 +88,6 @@ Inputs load_inputs(const RunOptions& options, int world_size) {
   const io::Deck& deck = in.deck;
   io::check_mesh(deck, world_size);
   const auto& opt = deck.optim;
-  DISTZO_REQUIRE(opt.queries <= kernels::kMaxQueries,
-                 deck.origin.where("optim.queries") << "at most " << kernels::kMaxQueries
-                                                    << " queries per step, found " << opt.queries);
   in.resume = io::resume_checkpoint_path(deck);
   in.model = std::make_unique<io::ModelReader>(in.resume.empty() ? deck.model.path : in.resume);
   in.state.seed = opt.seed;
@@ -126,23 +123,32 @@ Inputs load_inputs(const RunOptions& options, int world_size) {
   return in;
 }
 
-/// Every rank loads and validates; they then agree, so that either all go on
+/// Runs `work` on every rank; the ranks then agree, so that either all go on
 /// or all stop with a CollectiveError (printed by rank 0, or by the failing
 /// ranks when rank 0 itself was fine, e.g. a file missing on one node).
-Inputs load_inputs_collectively(const RunOptions& options, const runtime::Communicator& world) {
-  Inputs in;
+template <class Work>
+void collectively(const runtime::Communicator& world, Work&& work) {
   std::string problem;
   try {
-    in = load_inputs(options, world.size());
+    work();
   } catch (const Error& e) {
     problem = e.what();
   }
   const std::vector<double> ok = world.allgather(problem.empty() ? 1.0 : 0.0);
   const bool all_ok = std::all_of(ok.begin(), ok.end(), [](double v) { return v == 1.0; });
-  if (all_ok) return in;
+  if (all_ok) return;
   if (problem.empty()) throw CollectiveError("another rank could not start the run", false);
   throw CollectiveError(problem, world.rank() == 0 || ok[0] == 1.0);
 }
+
+/// The micro-batches a run fills, train and (with an eval set) eval.
+struct Batches {
+  Batches(const Inputs& in, int micro_batch)
+      : train(in.train, micro_batch),
+        eval(in.eval ? std::make_unique<io::BatchBuilder>(*in.eval, micro_batch) : nullptr) {}
+  io::BatchBuilder train;
+  std::unique_ptr<io::BatchBuilder> eval;
+};
 
 zo::TrainerConfig trainer_config(const io::Deck& deck, const RunOptions& options, bool evaluate) {
   const auto& opt = deck.optim;
@@ -163,24 +169,36 @@ zo::TrainerConfig trainer_config(const io::Deck& deck, const RunOptions& options
   return c;
 }
 
+/// "1 block", "3 blocks".
+std::string count(int n, const char* singular, const char* plural) {
+  return std::to_string(n) + " " + (n == 1 ? singular : plural);
+}
+
 /// One line on where θ lives, for the run log.
-std::string describe_placement(const runtime::ParameterStore& store) {
+std::string describe_placement(const runtime::ParameterStore& store, const io::Deck& deck) {
   const runtime::PlacementConfig& p = store.placement();
   const int L = store.num_blocks(), K = store.device_blocks();
   std::ostringstream os;
   os << "placement: ";
   if (p.mode == runtime::PlacementMode::resident) {
-    os << "resident, all " << L << " blocks in device memory";
+    os << "resident, all " << count(L, "block", "blocks") << " in device memory";
+    if (deck.origin.written("placement.resident_blocks") || deck.origin.written("placement.prefetch"))
+      os << " (placement.resident_blocks and placement.prefetch apply to mode offload: ignored)";
   } else if (K >= L) {
     os << "offload with placement.resident_blocks = " << p.resident_blocks << " >= the model's "
-       << L << " blocks: every block stays in device memory (as resident)";
+       << count(L, "block", "blocks") << ": every block stays in device memory (as resident)";
   } else {
-    os << "offload, blocks " << (K > 0 ? "0.." + std::to_string(K - 1) : std::string("none"))
-       << " in device memory, " << L - K << " streamed from host memory through "
-       << p.stream_slots(L) << " device slots (prefetch " << p.prefetch << ")";
+    const std::string kept = K == 0   ? std::string("no block")
+                             : K == 1 ? std::string("block 0")
+                                      : "blocks 0.." + std::to_string(K - 1);
+    const int slots = p.stream_slots(L);
+    os << "offload, " << kept << " kept in device memory, " << L - K
+       << " streamed from host memory through " << count(slots, "device slot", "device slots")
+       << " (prefetch " << p.prefetch << ")";
   }
-  os << "; θ: " << exact_bytes(static_cast<double>(store.device_bytes())) << " on the device, "
-     << exact_bytes(static_cast<double>(store.host_bytes())) << " in host memory";
+  os << "; θ's master copy: " << exact_bytes(static_cast<double>(store.device_bytes()))
+     << " in device memory, " << exact_bytes(static_cast<double>(store.host_bytes()))
+     << " in host memory";
   return os.str();
 }
 
@@ -201,22 +219,21 @@ zo::TrainerState trainer_state(const io::TrainingState& saved, const zo::Trainer
 /// metrics.csv and eval.csv, progress lines, checkpoints with the seed log.
 class RunHooks final : public zo::TrainerHooks {
  public:
-  RunHooks(Inputs& in, zo::BlockExecutor& executor, const runtime::Mesh& mesh, RunOutputs& out)
+  RunHooks(Inputs& in, zo::BlockExecutor& executor, Batches& batches, const runtime::Mesh& mesh,
+           RunOutputs& out)
       : in_(in),
         model_(in.model->info()),
         deck_(in.deck),
         executor_(executor),
+        batches_(batches),
         mesh_(mesh),
         out_(out),
-        train_batches_(in.train, deck_.data.micro_batch),
         order_(in.train.num_examples, deck_.data.shuffle_seed),
-        first_step_(in.state.step) {
-    if (in.eval) eval_batches_ = std::make_unique<io::BatchBuilder>(*in.eval, deck_.data.micro_batch);
-  }
+        first_step_(in.state.step) {}
 
   const model::Batch& batch(std::int64_t step) override {
     const int D = mesh_.layout().data_size, B = deck_.data.micro_batch;
-    return train_batches_.fill(ExecSpace(),
+    return batches_.train.fill(ExecSpace(),
                                order_.micro_batch(step, mesh_.coordinates().data_rank, D, B));
   }
 
@@ -260,7 +277,7 @@ class RunHooks final : public zo::TrainerHooks {
   }
 
   void evaluate(std::int64_t step, const char* when) override {
-    const EvalSummary s = app::evaluate(executor_, *eval_batches_, *in_.eval,
+    const EvalSummary s = app::evaluate(executor_, *batches_.eval, *in_.eval,
                                         deck_.eval.max_examples, deck_.data.micro_batch,
                                         mesh_.world());
     out_.eval({step, s.loss, s.accuracy, s.examples});
@@ -306,10 +323,9 @@ class RunHooks final : public zo::TrainerHooks {
   const io::ModelInfo model_;
   const io::Deck& deck_;
   zo::BlockExecutor& executor_;
+  Batches& batches_;
   const runtime::Mesh& mesh_;
   RunOutputs& out_;
-  io::BatchBuilder train_batches_;
-  std::unique_ptr<io::BatchBuilder> eval_batches_;
   io::DataOrder order_;
   std::int64_t first_step_;
   Clock::time_point train_start_ = Clock::now();
@@ -344,12 +360,49 @@ void run(const RunOptions& options, const runtime::Communicator& world) {
     Accounting() { MemoryAccounting::start(); }
     ~Accounting() { MemoryAccounting::stop(); }
   } accounting;
-  Inputs inputs = load_inputs_collectively(options, world);
+  Inputs inputs;
+  collectively(world, [&] { inputs = load_inputs(options, world.size()); });
   const io::Deck& deck = inputs.deck;
   const auto& opt = deck.optim;
   const std::string& resume = inputs.resume;
   const io::ModelInfo& model = inputs.model->info();
   const io::Dataset& train = inputs.train;
+
+  const int P = deck.parallel.perturbation, D = deck.parallel.data;
+  const runtime::Mesh mesh(world, runtime::MeshLayout{P, D});
+  const int micro_batch = deck.data.micro_batch;
+  // Everything the run allocates comes before anything is written: a run
+  // that does not fit stops with nothing left behind.
+  std::unique_ptr<runtime::ParameterStore> store_owner;
+  std::unique_ptr<zo::BlockExecutor> executor_owner;
+  std::unique_ptr<Batches> batches;
+  collectively(world, [&] {
+    try {
+      runtime::PlacementConfig placement = placement_config(deck);
+      placement.poison_released_slots = options.debug_poison_slots;
+      store_owner = std::make_unique<runtime::ParameterStore>(model.registry, placement);
+      store_owner->fill([&](std::uint32_t id, real* dst) { inputs.model->read(id, dst); });
+      executor_owner = std::make_unique<zo::BlockExecutor>(
+          model.config, *store_owner,
+          zo::EvaluationPlan::make(opt.queries, P, mesh.coordinates().perturbation_rank),
+          train.task, micro_batch, static_cast<int>(train.seq_len),
+          static_cast<int>(train.num_candidates()));
+      batches = std::make_unique<Batches>(inputs, micro_batch);
+    } catch (const Error&) {
+      throw;
+    } catch (const std::exception& e) {
+      // Kokkos reports a failed allocation as std::bad_alloc (4.x) or
+      // std::runtime_error (3.4); nothing else here throws anything else.
+      const std::string what = e.what();
+      throw Error("cannot allocate the memory this run needs (" +
+                  what.substr(0, what.find("  (The allocation")) + "); `distzo plan " +
+                  options.deck_path +
+                  "` shows what it needs: lower data.micro_batch, or offload blocks with "
+                  "placement.mode: offload");
+    }
+  });
+  runtime::ParameterStore& store = *store_owner;
+  zo::BlockExecutor& executor = *executor_owner;
 
   const bool root = world.rank() == 0;
   if (root) {
@@ -358,18 +411,6 @@ void run(const RunOptions& options, const runtime::Communicator& world) {
   }
   world.barrier();
   RunOutputs out(deck.output.dir, root, resume.empty() ? -1 : inputs.state.step);
-
-  const int P = deck.parallel.perturbation, D = deck.parallel.data;
-  const runtime::Mesh mesh(world, runtime::MeshLayout{P, D});
-  const int micro_batch = deck.data.micro_batch;
-  runtime::PlacementConfig placement = placement_config(deck);
-  placement.poison_released_slots = options.debug_poison_slots;
-  runtime::ParameterStore store(model.registry, placement);
-  store.fill([&](std::uint32_t id, real* dst) { inputs.model->read(id, dst); });
-  zo::BlockExecutor executor(model.config, store,
-                             zo::EvaluationPlan::make(opt.queries, P, mesh.coordinates().perturbation_rank),
-                             train.task, micro_batch, static_cast<int>(train.seq_len),
-                             static_cast<int>(train.num_candidates()));
   {
     char line[512];
     std::snprintf(line, sizeof(line),
@@ -381,13 +422,13 @@ void run(const RunOptions& options, const runtime::Communicator& world) {
                   io::to_string(opt.schedule),
                   resume.empty() ? "" : (", resuming from " + resume).c_str());
     out.print(line);
-    out.print(describe_placement(store));
+    out.print(describe_placement(store, deck));
   }
 
   const zo::TrainerConfig config = trainer_config(deck, options, inputs.eval != nullptr);
   zo::TrainerState state = trainer_state(inputs.state, config);
   const std::int64_t first_step = state.step;
-  RunHooks hooks(inputs, executor, mesh, out);
+  RunHooks hooks(inputs, executor, *batches, mesh, out);
   const zo::TrainSummary summary = zo::Trainer(executor, mesh, config, hooks).run(state);
 
   char line[512];

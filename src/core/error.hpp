@@ -46,3 +46,16 @@ namespace detail {
 
 /// Unconditional throw with the same formatting.
 #define DISTZO_FAIL(message_stream) DISTZO_REQUIRE(false, message_stream)
+
+/// For mistakes in what the user gave (a file's contents, a command line):
+/// the message alone, which names the input, without distzo's source location.
+#define DISTZO_INPUT_REQUIRE(cond, message_stream)                     \
+  do {                                                                 \
+    if (!(cond)) {                                                     \
+      std::ostringstream distzo_require_os_;                           \
+      distzo_require_os_ << message_stream;                            \
+      throw ::distzo::Error(distzo_require_os_.str());                 \
+    }                                                                  \
+  } while (0)
+
+#define DISTZO_INPUT_FAIL(message_stream) DISTZO_INPUT_REQUIRE(false, message_stream)

@@ -1,6 +1,7 @@
 #include "io/deck.hpp"
 
 #include "io/checkpoint.hpp"
+#include "kernels/perturb_update.hpp"
 
 #include "core/error.hpp"
 
@@ -122,6 +123,15 @@ std::string suggestion(const std::string& word, const std::vector<const char*>& 
       best_distance = d;
     }
   }
+  // A shortened key ("resident" for "resident_blocks") is far in edits but
+  // plainly meant: the one candidate it begins, if there is exactly one.
+  if (!best && word.size() >= 4) {
+    for (const char* c : candidates) {
+      if (std::string(c).compare(0, word.size(), word) != 0) continue;
+      if (best) return std::string();  // ambiguous
+      best = c;
+    }
+  }
   return best ? std::string(" (did you mean \"") + best + "\"?)" : std::string();
 }
 
@@ -205,11 +215,14 @@ class SectionReader {
   }
 
   template <class Int>
-  void read_int(const char* key, Int& out, std::int64_t min) const {
+  void read_int(const char* key, Int& out, std::int64_t min,
+                std::int64_t max = std::numeric_limits<Int>::max()) const {
     const YAML::Node* v = find(key);
     if (!v) return;
-    const std::int64_t max = std::numeric_limits<Int>::max();
-    const std::string allowed = "an integer >= " + std::to_string(min);
+    const std::string allowed = max < std::numeric_limits<Int>::max()
+                                    ? "an integer in [" + std::to_string(min) + ", " +
+                                          std::to_string(max) + "]"
+                                    : "an integer >= " + std::to_string(min);
     if (!v->IsScalar() || !is_plain(*v) || !std::regex_match(v->Scalar(), integer_form()))
       fail_value(key, "expected " + allowed + ", found " + describe(*v));
     std::string text = v->Scalar();
@@ -364,13 +377,19 @@ Member<S, T> member(S Deck::*section, T S::*member) {
 
 template <class S, class Int>
 Field integer(const char* section, const char* key, Member<S, Int> m, std::int64_t min,
-              std::string meaning, std::string also_allowed = "") {
+              std::string meaning, std::string also_allowed = "",
+              std::int64_t max = std::numeric_limits<Int>::max()) {
   static_assert(std::is_integral<Int>::value && std::is_signed<Int>::value, "signed integers");
   Field f(section, key);
   f.type = sizeof(Int) == 8 ? "integer (int64)" : "integer";
-  f.allowed = ">= " + std::to_string(min) + also_allowed;
+  f.allowed = (max < std::numeric_limits<Int>::max()
+                   ? std::to_string(min) + " to " + std::to_string(max)
+                   : ">= " + std::to_string(min)) +
+              also_allowed;
   f.meaning = std::move(meaning);
-  f.read = [key, m, min](const SectionReader& r, Deck& d) { r.read_int(key, m.of(d), min); };
+  f.read = [key, m, min, max](const SectionReader& r, Deck& d) {
+    r.read_int(key, m.of(d), min, max);
+  };
   f.write = [m](const Deck& d) { return std::to_string(m.of(d)); };
   return f;
 }
@@ -482,7 +501,8 @@ const std::vector<Field>& fields() {
         number("optim", "weight_decay", member(o, &O::weight_decay), 0.0, false,
                "decoupled weight decay λ"),
         integer("optim", "queries", member(o, &O::queries), 1,
-                "SPSA queries q per step (2q forward evaluations)"),
+                "SPSA queries q per step (2q forward evaluations)", "",
+                kernels::kMaxQueries),
         choice("optim", "distribution", member(o, &O::distribution),
                {{"gaussian", Distribution::gaussian}, {"rademacher", Distribution::rademacher}},
                "distribution of the perturbation z"),

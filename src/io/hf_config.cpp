@@ -4,6 +4,7 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -18,9 +19,9 @@ class JsonConfig {
     try {
       root_ = YAML::Load(text);
     } catch (const YAML::Exception& e) {
-      DISTZO_FAIL(source_ << ": not valid JSON: " << e.msg);
+      DISTZO_INPUT_FAIL(source_ << ": not valid JSON: " << e.msg);
     }
-    DISTZO_REQUIRE(root_.IsMap(), source_ << ": expected a JSON object (a config.json)");
+    DISTZO_INPUT_REQUIRE(root_.IsMap(), source_ << ": expected a JSON object (a config.json)");
   }
 
   bool present(const char* key) const { return root_[key] && !root_[key].IsNull(); }
@@ -30,7 +31,7 @@ class JsonConfig {
     try {
       return root_[key].as<std::int64_t>();
     } catch (const YAML::Exception&) {
-      DISTZO_FAIL(source_ << ": " << key << " must be an integer, found '" << root_[key].Scalar()
+      DISTZO_INPUT_FAIL(source_ << ": " << key << " must be an integer, found '" << root_[key].Scalar()
                           << "'");
     }
   }
@@ -40,7 +41,7 @@ class JsonConfig {
     try {
       return root_[key].as<bool>();
     } catch (const YAML::Exception&) {
-      DISTZO_FAIL(source_ << ": " << key << " must be true or false");
+      DISTZO_INPUT_FAIL(source_ << ": " << key << " must be true or false");
     }
   }
 
@@ -57,13 +58,16 @@ class JsonConfig {
 
 model::OptConfig parse_hf_opt_config(const std::string& json_text, const std::string& source) {
   const JsonConfig j(json_text, source);
+  DISTZO_INPUT_REQUIRE(j.present("model_type"),
+                 source << ": no model_type key: not a Hugging Face config.json (an OPT one "
+                           "says \"model_type\": \"opt\")");
   const std::string type = j.text("model_type", "");
-  DISTZO_REQUIRE(type == "opt", source << ": model_type is '" << type
+  DISTZO_INPUT_REQUIRE(type == "opt", source << ": model_type is '" << type
                                        << "': only 'opt' is supported (an OPT config.json from "
                                           "Hugging Face)");
-  DISTZO_REQUIRE(j.boolean("enable_bias", true),
+  DISTZO_INPUT_REQUIRE(j.boolean("enable_bias", true),
                  source << ": enable_bias is false: distzo needs the linear biases");
-  DISTZO_REQUIRE(j.boolean("layer_norm_elementwise_affine", true),
+  DISTZO_INPUT_REQUIRE(j.boolean("layer_norm_elementwise_affine", true),
                  source << ": layer_norm_elementwise_affine is false: distzo needs layer-norm "
                            "weights and biases");
   model::OptConfig c;
@@ -75,7 +79,7 @@ model::OptConfig parse_hf_opt_config(const std::string& json_text, const std::st
   c.max_position_embeddings = j.integer("max_position_embeddings", 2048);
   c.word_embed_proj_dim = j.integer("word_embed_proj_dim", c.hidden_size);
   c.do_layer_norm_before = j.boolean("do_layer_norm_before", true);
-  DISTZO_REQUIRE(!(c.do_layer_norm_before && j.boolean("_remove_final_layer_norm", false)),
+  DISTZO_INPUT_REQUIRE(!(c.do_layer_norm_before && j.boolean("_remove_final_layer_norm", false)),
                  source << ": _remove_final_layer_norm is true: models without the final layer "
                            "norm (pre-v4.20 fine-tunes) are not supported");
   c.tie_word_embeddings = j.boolean("tie_word_embeddings", true);
@@ -83,17 +87,37 @@ model::OptConfig parse_hf_opt_config(const std::string& json_text, const std::st
   try {
     c.validate();
   } catch (const Error& e) {
-    DISTZO_FAIL(source << ": " << e.what());
+    throw Error(source + ": " + e.what());
   }
   return c;
 }
 
-model::OptConfig read_hf_opt_config(const std::string& path) {
+namespace {
+std::string read_text(const std::string& path) {
+  std::error_code ec;
+  DISTZO_INPUT_REQUIRE(std::filesystem::is_regular_file(path, ec),
+                 path << ": cannot read the config: "
+                      << (std::filesystem::exists(path, ec) ? "not a regular file" : "no such file"));
   std::ifstream in(path);
-  DISTZO_REQUIRE(in.good(), path << ": cannot read the config");
   std::ostringstream text;
   text << in.rdbuf();
-  return parse_hf_opt_config(text.str(), path);
+  return text.str();
+}
+}  // namespace
+
+bool is_hf_config_file(const std::string& path) {
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(path, ec)) return false;
+  try {
+    const YAML::Node root = YAML::Load(read_text(path));
+    return root.IsMap() && root["model_type"];
+  } catch (const std::exception&) {
+    return false;  // not YAML or JSON: whoever reads it as a deck says so
+  }
+}
+
+model::OptConfig read_hf_opt_config(const std::string& path) {
+  return parse_hf_opt_config(read_text(path), path);
 }
 
 std::string hf_opt_config_json(const model::OptConfig& c) {

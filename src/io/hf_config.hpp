@@ -13,6 +13,10 @@ namespace distzo::io {
 
 /// Parses config.json text; `source` names it in errors.
 model::OptConfig parse_hf_opt_config(const std::string& json_text, const std::string& source);
+/// Whether `path` holds a config (a JSON/YAML map with a model_type key)
+/// rather than, say, a deck: what `distzo plan` goes by, not the file name.
+bool is_hf_config_file(const std::string& path);
+
 /// Reads and parses a config.json file.
 model::OptConfig read_hf_opt_config(const std::string& path);
 /// The config.json of `config` (the keys OPTConfig needs; parses back to it).

@@ -52,5 +52,5 @@ set +e; "$DISTZO" frobnicate > unknown.out 2>&1; status=$?; set -e
 "$DISTZO" help deck > help_deck.out
 grep -qF '| `optim.lr` | number | **required** | > 0 |' help_deck.out || fail "help deck: $(head -n 5 help_deck.out)"
 set +e; "$DISTZO" help decks > help_bad.out 2>&1; status=$?; set -e
-[ "$status" -ne 0 ] && grep -qF "help takes one topic: deck" help_bad.out || fail "help with an unknown topic: $(cat help_bad.out)"
+[ "$status" -ne 0 ] && grep -qF "help 'decks': the one topic is deck" help_bad.out || fail "help with an unknown topic: $(cat help_bad.out)"
 pass "usage: --help, --version, help deck, unknown command"

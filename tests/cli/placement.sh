@@ -43,7 +43,7 @@ for task in classification causal_lm q2; do
   done
   pass "$task: offload with K = 0, 1, 3 of 4 blocks == resident (digest $(final "res_$task"), losses and g at all $STEPS steps)"
 done
-grep -q "placement: offload, blocks 0..0 in device memory, 3 streamed from host memory through 3 device slots (prefetch 2)" off1_q2/run.log ||
+grep -q "placement: offload, block 0 kept in device memory, 3 streamed from host memory through 3 device slots (prefetch 2)" off1_q2/run.log ||
   fail "the run log does not describe the placement: $(grep placement: off1_q2/run.log)"
 
 # K at or above the model's blocks is resident, and the log says so.
@@ -147,5 +147,19 @@ for bad in "--seq 33:exceeds the model's 32 positions" "--placement swap:--place
   [ "$status" -ne 0 ] && grep -qF -- "${bad#*:}" bad.out || fail "plan ${bad%%:*}: $(cat bad.out)"
 done
 set +e; "$DISTZO" plan res_classification.yaml --batch 4 > bad.out 2>&1; status=$?; set -e
-[ "$status" -ne 0 ] && grep -qF "a deck says everything else itself" bad.out || fail "plan DECK --batch: $(cat bad.out)"
-pass "plan config.json: --device-gib finds the largest K that fits (5 of 16); bad options are errors"
+[ "$status" -ne 0 ] && grep -qF "is a deck: it says everything but --device-gib itself" bad.out || fail "plan DECK --batch: $(cat bad.out)"
+# Not fitting is exit status 1 (for scripts); absurd requests are errors, not overflows.
+set +e; "$DISTZO" plan tiny.json --seq 32 --device-gib 0.000001 > small.out 2>&1; status=$?; set -e
+[ "$status" = 1 ] && grep -q "does NOT fit" small.out || fail "plan on a too small device: status $status, $(tail -n 1 small.out)"
+for bad in "--batch 3000000000:--batch and --seq go up to 2147483647" "--queries 33:queries: allowed 1 to 32" \
+            "--batch 100000000 --seq 32:exceeds the 2147483647 rows a batch may have"; do
+  set +e; "$DISTZO" plan tiny.json ${bad%%:*} > bad.out 2>&1; status=$?; set -e
+  [ "$status" -ne 0 ] && grep -qF -- "${bad#*:}" bad.out || fail "plan ${bad%%:*}: $(cat bad.out)"
+done
+cp tiny.json tiny.txt  # a config is told by its content, not its name
+"$DISTZO" plan tiny.txt --seq 32 > /dev/null || fail "plan does not take a config named .txt"
+set +e; "$DISTZO" make-model huge.h5 --layers 99999999999 --hidden 64 --heads 4 --ffn 128 --vocab 100 > bad.out 2>&1; status=$?; set -e
+[ "$status" = 2 ] && grep -qF "num_hidden_layers must be in [1, 2147483647]" bad.out && [ ! -e huge.h5 ] ||
+  fail "make-model with absurd sizes: status $status, $(cat bad.out)"
+"$DISTZO" plan --help | head -n 1 | grep -q '^distzo - zeroth-order' || fail "plan --help"
+pass "plan config.json: --device-gib finds the largest K that fits (5 of 16), exit 1 when nothing fits; bad options and sizes are errors"
