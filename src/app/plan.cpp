@@ -14,6 +14,7 @@
 
 #include <algorithm>
 #include <climits>
+#include <filesystem>
 #include <cstdint>
 #include <iostream>
 #include <limits>
@@ -262,6 +263,9 @@ int plan(const std::vector<std::string>& args) {
                    "--placement", "--resident-blocks", "--prefetch", "--device-gib"},
                   {"--eval"}, kUsage);
   const std::string path = o.single("DECK.yaml or config.json");
+  std::error_code ec;
+  DISTZO_INPUT_REQUIRE(std::filesystem::is_regular_file(path, ec),
+                       "plan: no such file '" << path << "' (a deck or a config.json)");
   const bool config = io::is_hf_config_file(path);
   if (!config && !(args.size() == 1 || (args.size() == 3 && o.has("--device-gib"))))
     throw Error("plan: " + path + " is a deck: it says everything but --device-gib itself\n" +
