@@ -1,0 +1,38 @@
+# Host compile flags every distzo target gets (through distzo::flags, which
+# distzo_core passes on to everything built on it):
+#   -ffp-contract=off  never fuse a*b + c into an fma: the perturbation z
+#                      (recipe v2) and the update of θ are specified operation
+#                      by operation (core/fp.hpp), so a contraction would change
+#                      their bits between compilers and flag sets;
+#   -fno-math-errno    sqrt need not set errno, so loops that take square
+#                      roots vectorise (results unchanged);
+#   -march=${DISTZO_HOST_ARCH}
+#                      the vector width the perturbation kernel is vectorised
+#                      for. "native" (the default on x86-64 with GCC or Clang)
+#                      targets the build machine; a binary that must run on
+#                      other CPUs wants e.g. x86-64-v3 (AVX2) or "" (the
+#                      compiler's default, SSE2 on x86-64: correct, slower).
+#                      Results are the same bits whatever it is: no operation
+#                      the recipe uses depends on the vector width.
+
+add_library(distzo_flags INTERFACE)
+add_library(distzo::flags ALIAS distzo_flags)
+if(CMAKE_CXX_COMPILER_ID MATCHES "GNU|Clang")
+  target_compile_options(distzo_flags INTERFACE
+    $<$<COMPILE_LANGUAGE:CXX>:-ffp-contract=off -fno-math-errno>)
+  if(CMAKE_SYSTEM_PROCESSOR MATCHES "x86_64|AMD64")
+    set(_distzo_default_arch native)
+  else()
+    set(_distzo_default_arch "")
+  endif()
+  set(DISTZO_HOST_ARCH "${_distzo_default_arch}" CACHE STRING
+      "-march for host code: native (default on x86-64), x86-64-v3, ..., or empty for the compiler's default")
+  if(DISTZO_HOST_ARCH)
+    target_compile_options(distzo_flags INTERFACE $<$<COMPILE_LANGUAGE:CXX>:-march=${DISTZO_HOST_ARCH}>)
+  endif()
+  if(DISTZO_HOST_ARCH)
+    message(STATUS "distzo: host flags -ffp-contract=off -fno-math-errno -march=${DISTZO_HOST_ARCH}")
+  else()
+    message(STATUS "distzo: host flags -ffp-contract=off -fno-math-errno (compiler's default -march)")
+  endif()
+endif()
