@@ -84,7 +84,8 @@ int run(int argc, char** argv) {
   Vec src("distzo::perf::copy_src", 2 * n), dst("distzo::perf::copy_dst", 2 * n);
   // Realistic θ (weights of scale 0.02); every buffer touched once so page
   // faults stay out of the timings.
-  fill_perturbation(space, theta, PerturbationStream::make(7, 0, 0, Distribution::gaussian), 0, 0);
+  fill_perturbation(space, theta,
+                    PerturbationStream::make(7, 0, 0, Distribution::gaussian, ZRecipe::v2), 0, 0);
   Kokkos::deep_copy(space, plus, real(0));
   Kokkos::deep_copy(space, minus, real(0));
   Kokkos::deep_copy(space, src, real(1));
@@ -95,17 +96,21 @@ int run(int argc, char** argv) {
   const real eps = 1e-3f;
   // The pending update of step 41 applied while materialising step 42. The
   // coefficients are tiny so θ stays O(1) over any number of repetitions.
-  auto pending = [](Distribution d) {
+  auto pending = [](Distribution d, ZRecipe r) {
     kernels::UpdateTerms u;
     u.count = 1;
     u.decay = 1e-9f;
-    u.stream[0] = PerturbationStream::make(2024, 41, 0, d);
+    u.stream[0] = PerturbationStream::make(2024, 41, 0, d, r);
     u.coefficient[0] = 1e-9f;
     return u;
   };
   const kernels::UpdateTerms none;
-  const PerturbationStream gauss = PerturbationStream::make(2024, 42, 0, Distribution::gaussian);
-  const PerturbationStream rad = PerturbationStream::make(2024, 42, 0, Distribution::rademacher);
+  const PerturbationStream gauss =
+      PerturbationStream::make(2024, 42, 0, Distribution::gaussian, ZRecipe::v2);
+  const PerturbationStream gauss_v1 =
+      PerturbationStream::make(2024, 42, 0, Distribution::gaussian, ZRecipe::v1);
+  const PerturbationStream rad =
+      PerturbationStream::make(2024, 42, 0, Distribution::rademacher, ZRecipe::v2);
 
   struct Line {
     std::string name, metric;
@@ -120,7 +125,7 @@ int run(int argc, char** argv) {
   lines.push_back({"deep_copy of 2N floats (baseline)", "deep_copy", 16,
                    time_reps(space, warmup, reps, [&] { Kokkos::deep_copy(space, dst, src); })});
   {
-    const kernels::UpdateTerms u = pending(Distribution::gaussian);
+    const kernels::UpdateTerms u = pending(Distribution::gaussian, ZRecipe::v2);
     lines.push_back({"update_and_perturb, update + w+ + w-, gaussian", "fused_gaussian", 16,
                      time_reps(space, warmup, reps, [&] {
                        kernels::update_and_perturb(space, theta, param_id, 0, u, gauss, eps, plus,
@@ -128,7 +133,15 @@ int run(int argc, char** argv) {
                      })});
   }
   {
-    const kernels::UpdateTerms u = pending(Distribution::rademacher);
+    const kernels::UpdateTerms u = pending(Distribution::gaussian, ZRecipe::v1);
+    lines.push_back({"update_and_perturb, update + w+ + w-, gaussian v1", "fused_gaussian_v1", 16,
+                     time_reps(space, warmup, reps, [&] {
+                       kernels::update_and_perturb(space, theta, param_id, 0, u, gauss_v1, eps,
+                                                   plus, minus);
+                     })});
+  }
+  {
+    const kernels::UpdateTerms u = pending(Distribution::rademacher, ZRecipe::v2);
     lines.push_back({"update_and_perturb, update + w+ + w-, rademacher", "fused_rademacher", 16,
                      time_reps(space, warmup, reps, [&] {
                        kernels::update_and_perturb(space, theta, param_id, 0, u, rad, eps, plus,
@@ -146,7 +159,7 @@ int run(int argc, char** argv) {
                                                  minus);
                    })});
   {
-    const kernels::UpdateTerms u = pending(Distribution::gaussian);
+    const kernels::UpdateTerms u = pending(Distribution::gaussian, ZRecipe::v2);
     lines.push_back({"apply_update (flush), gaussian", "apply_update_gaussian", 8,
                      time_reps(space, warmup, reps, [&] {
                        kernels::apply_update(space, theta, param_id, 0, u);

@@ -1,7 +1,8 @@
 // The fused perturb/update kernel against a plain host loop over the scalar
-// generator, and the properties the engine relies on: θ is never perturbed in
-// place; a slice is perturbed exactly like the whole; a fused update and a
-// flushed update give bit-identical θ.
+// generator and, bit for bit, against the Python reference's update
+// (tools/z_reference.py); and the properties the engine relies on: θ is never
+// perturbed in place; a slice is perturbed exactly like the whole; a fused
+// update and a flushed update give bit-identical θ.
 
 #include "kernels/perturb_update.hpp"
 
@@ -10,6 +11,9 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <fstream>
+#include <sstream>
+#include <string>
 #include <vector>
 
 namespace {
@@ -33,26 +37,92 @@ bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
   return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
 }
 
-kernels::UpdateTerms two_query_update() {
+/// The pending update of tools/z_reference.py's update rows: seed 7, step 41,
+/// two queries, coefficients 0.25e-2 and -0.5e-2, decay 1e-3.
+kernels::UpdateTerms two_query_update(Distribution d = Distribution::gaussian,
+                                      ZRecipe recipe = ZRecipe::v2) {
   kernels::UpdateTerms u;
   u.count = 2;
   u.decay = 1e-3f;
   for (int q = 0; q < 2; ++q) {
-    u.stream[q] = PerturbationStream::make(7, 41, static_cast<std::uint32_t>(q), Distribution::gaussian);
-    u.coefficient[q] = (q == 0 ? 0.25f : -0.5f) * 1e-2f;
+    u.stream[q] = PerturbationStream::make(7, 41, static_cast<std::uint32_t>(q), d, recipe);
+    u.coefficient[q] = q == 0 ? 0.25e-2f : -0.5e-2f;
   }
   return u;
 }
 
+PerturbationStream stream(std::uint64_t seed, std::uint64_t step, std::uint32_t query,
+                          Distribution d = Distribution::gaussian, ZRecipe recipe = ZRecipe::v2) {
+  return PerturbationStream::make(seed, step, query, d, recipe);
+}
+
+float from_bits(std::uint32_t b) {
+  float f;
+  std::memcpy(&f, &b, sizeof f);
+  return f;
+}
+
+std::uint32_t bits_of(float f) {
+  std::uint32_t b;
+  std::memcpy(&b, &f, sizeof b);
+  return b;
+}
+
+TEST(PerturbUpdate, MatchesThePythonReferenceBitForBit) {
+  // tests/data/z_recipe2.kat's update rows: θ of element e, and θ', w+, w-
+  // after the pending update of step 41 fused with step 42's perturbation.
+  std::ifstream in(std::string(DISTZO_TEST_DATA) + "/z_recipe2.kat");
+  ASSERT_TRUE(in.good());
+  std::string line;
+  int rows = 0;
+  const kernels::UpdateTerms u = two_query_update();
+  const PerturbationStream now = stream(7, 42, 0);
+  ExecSpace space;
+  while (std::getline(in, line)) {
+    std::istringstream is(line);
+    std::string kind;
+    is >> kind;
+    if (kind != "update") continue;
+    std::uint64_t element;
+    std::uint32_t theta_bits, new_bits, plus_bits, minus_bits;
+    is >> std::dec >> element >> std::hex >> theta_bits >> new_bits >> plus_bits >> minus_bits;
+    ASSERT_FALSE(is.fail()) << line;
+    // The element alone, as a one-element slice at its offset; and inside a
+    // larger range, so the kernel's chunked path is the one exercised.
+    for (std::uint64_t before : {std::uint64_t(0), std::uint64_t(5)}) {
+      if (before > element) continue;
+      const std::size_t n = static_cast<std::size_t>(before) + 1 + 200;
+      Vec theta("theta", n), plus("plus", n), minus("minus", n);
+      auto h = Kokkos::create_mirror_view(theta);
+      for (std::size_t i = 0; i < n; ++i) h(i) = 0.5f;
+      h(before) = from_bits(theta_bits);
+      Kokkos::deep_copy(theta, h);
+      kernels::update_and_perturb(space, theta, 5, element - before, u, now, 1e-3f, plus, minus);
+      EXPECT_EQ(bits_of(to_host(theta)[before]), new_bits) << "θ' of element " << element;
+      EXPECT_EQ(bits_of(to_host(plus)[before]), plus_bits) << "w+ of element " << element;
+      EXPECT_EQ(bits_of(to_host(minus)[before]), minus_bits) << "w- of element " << element;
+    }
+    ++rows;
+  }
+  EXPECT_GE(rows, 8);
+}
+
+/// Both Gaussian recipes and Rademacher: the kernel must be the same
+/// function of (θ, z) whatever makes z.
+const std::pair<Distribution, ZRecipe> kKinds[] = {{Distribution::gaussian, ZRecipe::v2},
+                                                    {Distribution::gaussian, ZRecipe::v1},
+                                                    {Distribution::rademacher, ZRecipe::v2}};
+
 TEST(PerturbUpdate, MatchesHostReference) {
+ for (const auto& [dist, recipe] : kKinds) {
   const std::size_t n = 1003;  // not a multiple of 4
   const std::uint32_t id = 5;
   const std::uint64_t first = 6;  // starts mid-block
   ExecSpace space;
   Vec theta = make_theta(n, 0.1f), plus("plus", n), minus("minus", n);
   const std::vector<float> before = to_host(theta);
-  const kernels::UpdateTerms u = two_query_update();
-  const PerturbationStream s = PerturbationStream::make(7, 42, 0, Distribution::gaussian);
+  const kernels::UpdateTerms u = two_query_update(dist, recipe);
+  const PerturbationStream s = stream(7, 42, 0, dist, recipe);
   const float eps = 1e-3f;
   kernels::update_and_perturb(space, theta, id, first, u, s, eps, plus, minus);
 
@@ -68,7 +138,9 @@ TEST(PerturbUpdate, MatchesHostReference) {
     max_err = std::max({max_err, std::fabs(t[i] - ref), std::fabs(p[i] - (ref + eps * z)),
                         std::fabs(m[i] - (ref - eps * z))});
   }
-  EXPECT_LT(max_err, 1e-6) << "max abs error against the double reference";
+  EXPECT_LT(max_err, 1e-6) << "max abs error against the double reference, "
+                           << to_string(dist) << " recipe " << to_int(recipe);
+ }
 }
 
 TEST(PerturbUpdate, NeverPerturbsThetaInPlace) {
@@ -76,7 +148,7 @@ TEST(PerturbUpdate, NeverPerturbsThetaInPlace) {
   const std::size_t n = 257;
   Vec theta = make_theta(n, 0.0f), plus("plus", n), minus("minus", n);
   const std::vector<float> before = to_host(theta);
-  const PerturbationStream s = PerturbationStream::make(1, 2, 3, Distribution::rademacher);
+  const PerturbationStream s = stream(1, 2, 3, Distribution::rademacher);
   for (int round = 0; round < 5; ++round)
     kernels::update_and_perturb(space, theta, 0, 0, kernels::UpdateTerms(), s, 1e-2f, plus, minus);
   EXPECT_TRUE(same_bits(before, to_host(theta))) << "θ changed without an update";
@@ -88,10 +160,11 @@ TEST(PerturbUpdate, NeverPerturbsThetaInPlace) {
 }
 
 TEST(PerturbUpdate, SliceEqualsWhole) {
+ for (const auto& [dist, recipe] : kKinds) {
   ExecSpace space;
   const std::size_t n = 999;
-  const kernels::UpdateTerms u = two_query_update();
-  const PerturbationStream s = PerturbationStream::make(3, 9, 1, Distribution::gaussian);
+  const kernels::UpdateTerms u = two_query_update(dist, recipe);
+  const PerturbationStream s = stream(3, 9, 1, dist, recipe);
   Vec whole = make_theta(n, 0.2f), whole_plus("wp", n);
   kernels::update_and_perturb(space, whole, 11, 0, u, s, 1e-3f, whole_plus, Vec());
   const std::vector<float> w = to_host(whole), wp = to_host(whole_plus);
@@ -110,6 +183,7 @@ TEST(PerturbUpdate, SliceEqualsWhole) {
     EXPECT_TRUE(same_bits(st, std::vector<float>(w.begin() + a, w.begin() + b))) << "part " << part;
     EXPECT_TRUE(same_bits(sp, std::vector<float>(wp.begin() + a, wp.begin() + b))) << "part " << part;
   }
+ }
 }
 
 TEST(PerturbUpdate, FusedAndFlushedUpdatesAreBitIdentical) {
@@ -118,7 +192,7 @@ TEST(PerturbUpdate, FusedAndFlushedUpdatesAreBitIdentical) {
   const kernels::UpdateTerms u = two_query_update();
   Vec fused = make_theta(n, -0.3f), flushed = make_theta(n, -0.3f), plus("plus", n);
   kernels::update_and_perturb(space, fused, 2, 0, u,
-                              PerturbationStream::make(7, 42, 0, Distribution::gaussian), 1e-3f,
+                              stream(7, 42, 0), 1e-3f,
                               plus, Vec());
   kernels::apply_update(space, flushed, 2, 0, u);
   EXPECT_TRUE(same_bits(to_host(fused), to_host(flushed)));
@@ -129,7 +203,7 @@ TEST(PerturbUpdate, RowSelectionWritesOnlySelectedRowsAndUpdatesAll) {
   ExecSpace space;
   const std::size_t rows = 13, width = 7, n = rows * width;
   const kernels::UpdateTerms u = two_query_update();
-  const PerturbationStream s = PerturbationStream::make(5, 6, 0, Distribution::gaussian);
+  const PerturbationStream s = stream(5, 6, 0);
   Vec full = make_theta(n, 0.4f), full_plus("fp", n), full_minus("fm", n);
   kernels::update_and_perturb(space, full, 3, 0, u, s, 1e-3f, full_plus, full_minus);
 
@@ -167,7 +241,7 @@ TEST(PerturbUpdate, RejectsMismatchedScratch) {
   ExecSpace space;
   Vec theta("theta", 10), small("small", 9);
   EXPECT_THROW(kernels::update_and_perturb(space, theta, 0, 0, kernels::UpdateTerms(),
-                                           PerturbationStream::make(0, 0, 0, Distribution::gaussian),
+                                           stream(0, 0, 0),
                                            1e-3f, small, Vec()),
                Error);
 }

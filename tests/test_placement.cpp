@@ -308,7 +308,7 @@ std::vector<std::vector<double>> train(TinyModel& m, model::Task task, int q, in
     p.eps = 1e-3;
     tables.push_back(ex.run_step(batch, p, pending));
     const auto& t = tables.back();
-    pending = {true, p.seed, s, p.distribution, 1e-2, 0.01, {}};
+    pending = {true, p.seed, s, p.distribution, p.recipe, 1e-2, 0.01, {}};
     for (int i = 0; i < q; ++i)
       pending.g.push_back((t[4 * i] / t[4 * i + 1] - t[4 * i + 2] / t[4 * i + 3]) / (2 * p.eps));
   }

@@ -130,7 +130,7 @@ TEST(Executor, UpdateFollowsTheMezoRule) {
     for (std::size_t e = 0; e < t0.size(); ++e) {
       double grad = 0;
       for (int q = 0; q < 2; ++q)
-        grad += u.g[q] * PerturbationStream::make(99, 17, q, Distribution::gaussian).z(info.id, e) / 2;
+        grad += u.g[q] * PerturbationStream::make(99, 17, q, Distribution::gaussian, u.recipe).z(info.id, e) / 2;
       const double want = t0[e] - u.lr * (grad + wd * t0[e]);
       max_err = std::max(max_err, std::fabs(t1[e] - want));
     }
@@ -216,7 +216,7 @@ TEST(Executor, LossFallsOnALearnableBatch) {
     const zo::StepPerturbation p = perturbation(s, 1e-3);
     const auto local = ex.run_step(batch, p, pending);
     const zo::StepEstimate est = zo::combine_losses(runtime::SerialCommunicator(), local, 1, p.eps);
-    pending = {true, p.seed, s, p.distribution, 0.05, 0.0, est.g};
+    pending = {true, p.seed, s, p.distribution, p.recipe, 0.05, 0.0, est.g};
   }
   ex.flush(pending);
   const double final_loss = ex.evaluate(batch).loss_sum / 3;

@@ -1,39 +1,21 @@
 #include "kernels/perturb_update.hpp"
 
 #include "core/error.hpp"
+#include "core/fp.hpp"
 #include "kernels/common.hpp"
+
+#include <type_traits>
 
 namespace distzo::kernels {
 
 namespace {
 
-/// The elements [first, first + n) of a parameter, walked in Philox blocks of 4
-/// (z4 gives all four lanes of a block from one Philox call per stream).
-struct BlockRange {
-  std::uint64_t first, last;    // element range, inclusive
-  std::uint64_t first_block;    // first / 4
-  std::int64_t num_blocks;
-
-  BlockRange(std::uint64_t first_element, std::uint64_t n)
-      : first(first_element),
-        last(first_element + n - 1),
-        first_block(first_element >> 2),
-        num_blocks(static_cast<std::int64_t>(((first_element + n - 1) >> 2) - (first_element >> 2) + 1)) {}
-};
-
-/// θ' for the 4 lanes of one block; shared by both kernels so a fused update
-/// and a flushed update round identically.
-KOKKOS_INLINE_FUNCTION void updated4(real theta[4], const UpdateTerms& u, std::uint32_t param_id,
-                                     std::uint64_t block) {
-  real step[4];
-  for (int l = 0; l < 4; ++l) step[l] = u.decay * theta[l];
-  for (int q = 0; q < u.count; ++q) {
-    real z[4];
-    u.stream[q].z4(param_id, block, z);
-    for (int l = 0; l < 4; ++l) step[l] += u.coefficient[q] * z[l];
-  }
-  for (int l = 0; l < 4; ++l) theta[l] -= step[l];
-}
+/// Philox blocks (of 4 elements) per work item: on host backends a chunk the
+/// compiler vectorises (the z of 32 blocks in SIMD loops, then contiguous
+/// loads and stores of 128 elements); on a device one block per thread.
+constexpr int kBlocksPerItem =
+    std::is_same<MemSpace, Kokkos::HostSpace>::value ? 32 : 1;
+constexpr int kElementsPerItem = 4 * kBlocksPerItem;
 
 void check(const Vec& theta, const Vec& out, const char* which) {
   DISTZO_REQUIRE(out.extent(0) == 0 || out.extent(0) == theta.extent(0),
@@ -66,41 +48,95 @@ void update_and_perturb(const ExecSpace& space, const Vec& theta, std::uint32_t 
   if (theta.extent(0) == 0) return;
   const Vec t = theta, p = plus, m = minus;
   const bool write_plus = plus.extent(0) != 0, write_minus = minus.extent(0) != 0;
+  const bool perturb = write_plus || write_minus;
   const UpdateTerms u = update;
   const PerturbationStream s = stream;
-  const BlockRange r(first_element, theta.extent(0));
   const ConstIntVec used = rows.used;
   const std::uint64_t row_elements = all_rows ? 1 : rows.row_elements;
-  // One thread per Philox block of 4 elements: θ is read once, θ' and w± are
-  // written once; the z of the pending update and of this step come from
-  // their coordinates (no z is ever stored). Lanes of unselected rows skip
-  // this step's z and the w± stores (a block may straddle two rows).
+  // Elements [first, last] of the parameter; items cover whole chunks of
+  // kBlocksPerItem Philox blocks starting at the block holding `first`.
+  const std::uint64_t first = first_element, last = first_element + theta.extent(0) - 1;
+  const std::uint64_t first_block = first >> 2;
+  const std::int64_t items = static_cast<std::int64_t>(
+      ((last >> 2) - first_block) / kBlocksPerItem + 1);
+  // Each item: load θ, apply the pending update (its z regenerated from its
+  // coordinates), then this step's z and w± = θ' ± εz. Arithmetic through
+  // core/fp.hpp: the same bits on every backend. Lanes outside [first, last]
+  // are neither read nor written; lanes of unselected rows get no w±.
   Kokkos::parallel_for(
-      "distzo::update_and_perturb", RangePolicy64(space, 0, r.num_blocks),
-      KOKKOS_LAMBDA(const std::int64_t i) {
-        const std::uint64_t block = r.first_block + static_cast<std::uint64_t>(i);
-        const std::uint64_t base = 4 * block;
-        real value[4] = {0, 0, 0, 0};
-        for (unsigned l = 0; l < 4; ++l)
-          if (base + l >= r.first && base + l <= r.last) value[l] = t(base + l - r.first);
-        if (u.count > 0) updated4(value, u, param_id, block);
-        bool selected[4] = {true, true, true, true};
-        if (!all_rows)
-          for (unsigned l = 0; l < 4; ++l)
-            selected[l] = base + l >= r.first && base + l <= r.last &&
-                          used((base + l) / row_elements) != 0;
-        real z[4] = {0, 0, 0, 0};
-        if ((write_plus || write_minus) &&
-            (selected[0] || selected[1] || selected[2] || selected[3]))
-          s.z4(param_id, block, z);
-        for (unsigned l = 0; l < 4; ++l) {
-          if (base + l < r.first || base + l > r.last) continue;
-          const std::uint64_t j = base + l - r.first;
-          if (u.count > 0) t(j) = value[l];
-          if (!selected[l]) continue;
-          const real ez = eps * z[l];
-          if (write_plus) p(j) = value[l] + ez;
-          if (write_minus) m(j) = value[l] - ez;
+      "distzo::update_and_perturb", RangePolicy64(space, 0, items),
+      KOKKOS_LAMBDA(const std::int64_t item) {
+        const std::uint64_t block0 = first_block + static_cast<std::uint64_t>(item) * kBlocksPerItem;
+        const std::uint64_t base = 4 * block0;  // element of lane 0
+        const bool whole = base >= first && base + kElementsPerItem - 1 <= last;
+        // Rows: the first and last row the item touches decide whether this
+        // step's z is needed at all and whether every lane gets w±.
+        bool any = perturb && all_rows, every = all_rows;
+        if (perturb && !all_rows) {
+          const std::uint64_t lo = base > first ? base : first;
+          const std::uint64_t hi =
+              base + kElementsPerItem - 1 < last ? base + kElementsPerItem - 1 : last;
+          every = true;
+          for (std::uint64_t row = lo / row_elements; row <= hi / row_elements; ++row) {
+            const bool on = used(row) != 0;
+            any = any || on;
+            every = every && on;
+          }
+        }
+        real value[kElementsPerItem];
+        if (whole) {
+          for (int i = 0; i < kElementsPerItem; ++i) value[i] = t(base + i - first);
+        } else {
+          for (int i = 0; i < kElementsPerItem; ++i) {
+            const std::uint64_t e = base + i;
+            value[i] = (e >= first && e <= last) ? t(e - first) : real(0);
+          }
+        }
+        // z of this step, and of the pending update's queries. One query
+        // (the common case) and this step's z come from one interleaved pass.
+        real ez[kElementsPerItem];
+        bool have_ez = false;
+        if (u.count > 0) {
+          real step[kElementsPerItem];
+          for (int i = 0; i < kElementsPerItem; ++i) step[i] = fp::mul(u.decay, value[i]);
+          for (int q = 0; q < u.count; ++q) {
+            real z[kElementsPerItem];
+            if (q == 0 && u.count == 1 && any && u.stream[0].same_kind(s)) {
+              const PerturbationStream both[2] = {u.stream[0], s};
+              real* const outs[2] = {z, ez};
+              PerturbationStream::zn_streams<kBlocksPerItem, 2>(both, param_id, block0, outs);
+              have_ez = true;
+            } else {
+              u.stream[q].zn<kBlocksPerItem>(param_id, block0, z);
+            }
+            const real a = u.coefficient[q];
+            for (int i = 0; i < kElementsPerItem; ++i) step[i] = fp::add(step[i], fp::mul(a, z[i]));
+          }
+          for (int i = 0; i < kElementsPerItem; ++i) value[i] = fp::sub(value[i], step[i]);
+          if (whole) {
+            for (int i = 0; i < kElementsPerItem; ++i) t(base + i - first) = value[i];
+          } else {
+            for (int i = 0; i < kElementsPerItem; ++i) {
+              const std::uint64_t e = base + i;
+              if (e >= first && e <= last) t(e - first) = value[i];
+            }
+          }
+        }
+        if (!any) return;
+        if (!have_ez) s.zn<kBlocksPerItem>(param_id, block0, ez);
+        for (int i = 0; i < kElementsPerItem; ++i) ez[i] = fp::mul(eps, ez[i]);
+        if (whole && every) {
+          if (write_plus)
+            for (int i = 0; i < kElementsPerItem; ++i) p(base + i - first) = fp::add(value[i], ez[i]);
+          if (write_minus)
+            for (int i = 0; i < kElementsPerItem; ++i) m(base + i - first) = fp::sub(value[i], ez[i]);
+        } else {
+          for (int i = 0; i < kElementsPerItem; ++i) {
+            const std::uint64_t e = base + i;
+            if (e < first || e > last || (!all_rows && used(e / row_elements) == 0)) continue;
+            if (write_plus) p(e - first) = fp::add(value[i], ez[i]);
+            if (write_minus) m(e - first) = fp::sub(value[i], ez[i]);
+          }
         }
       });
 }
@@ -110,7 +146,7 @@ void apply_update(const ExecSpace& space, const Vec& theta, std::uint32_t param_
   if (update.count == 0) return;
   // The fused kernel with no outputs requested: the same update arithmetic,
   // and this step's z is never evaluated.
-  update_and_perturb(space, theta, param_id, first_element, update, PerturbationStream(), real(0),
+  update_and_perturb(space, theta, param_id, first_element, update, PerturbationStream{}, real(0),
                      Vec(), Vec());
 }
 

@@ -10,8 +10,9 @@ namespace distzo::model {
 
 void init_random_tensor(const ExecSpace& space, const ParameterInfo& p, const Vec& t,
                         std::uint64_t seed, double std) {
+  // Recipe v1: random models keep the values they had before recipe v2.
   const PerturbationStream stream = PerturbationStream::make(
-      seed, std::numeric_limits<std::uint64_t>::max(), 0, Distribution::gaussian);
+      seed, std::numeric_limits<std::uint64_t>::max(), 0, Distribution::gaussian, ZRecipe::v1);
   switch (p.role) {
     case ParameterRole::attn_norm_weight:
     case ParameterRole::ffn_norm_weight:

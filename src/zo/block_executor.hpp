@@ -33,10 +33,11 @@ struct StepPerturbation {
   std::int64_t step = 0;
   double eps = 1e-3;
   Distribution distribution = Distribution::gaussian;
+  ZRecipe recipe = kDefaultZRecipe;
 
   PerturbationStream stream(int query) const {
     return PerturbationStream::make(seed, static_cast<std::uint64_t>(step),
-                                    static_cast<std::uint32_t>(query), distribution);
+                                    static_cast<std::uint32_t>(query), distribution, recipe);
   }
 };
 

@@ -14,7 +14,7 @@ kernels::UpdateTerms PendingUpdate::terms_for(const model::ParameterInfo& parame
   terms.decay = parameter.weight_decay ? static_cast<real>(lr * weight_decay) : real(0);
   for (int i = 0; i < q; ++i) {
     terms.stream[i] = PerturbationStream::make(seed, static_cast<std::uint64_t>(step),
-                                               static_cast<std::uint32_t>(i), distribution);
+                                               static_cast<std::uint32_t>(i), distribution, recipe);
     terms.coefficient[i] = static_cast<real>(lr * g[i] / q);
   }
   return terms;

@@ -17,6 +17,7 @@ struct PendingUpdate {
   std::uint64_t seed = 0;        // run seed: z_q = Z(seed, step, q, ...)
   std::int64_t step = 0;         // the step whose z the update uses
   Distribution distribution = Distribution::gaussian;
+  ZRecipe recipe = kDefaultZRecipe;  // how that step's Gaussian z was made
   double lr = 0;                 // learning rate of that step
   double weight_decay = 0;
   std::vector<double> g;         // projected gradient per query

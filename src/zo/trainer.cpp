@@ -53,6 +53,7 @@ TrainSummary Trainer::run(TrainerState& state) {
     perturbation.step = step;
     perturbation.eps = c.eps;
     perturbation.distribution = c.distribution;
+    perturbation.recipe = c.recipe;
     const runtime::TransferBytes before = executor_.streamer().total_bytes();
     const std::vector<double> local = executor_.run_step(batch, perturbation, pending);
     const runtime::TransferBytes after = executor_.streamer().total_bytes();
@@ -73,6 +74,7 @@ TrainSummary Trainer::run(TrainerState& state) {
       pending.seed = c.seed;
       pending.step = step;
       pending.distribution = c.distribution;
+      pending.recipe = c.recipe;
       pending.lr = report.lr;
       pending.weight_decay = c.weight_decay;
       pending.g = report.estimate.g;

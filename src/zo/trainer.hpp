@@ -34,6 +34,7 @@ struct TrainerConfig {
   double weight_decay = 0;
   int queries = 1;
   Distribution distribution = Distribution::gaussian;
+  ZRecipe recipe = kDefaultZRecipe;  // the Gaussian's recipe (core/perturbation.hpp)
   std::uint64_t seed = 0;
   int max_nonfinite = 5;             // consecutive non-finite steps that stop the run
   std::int64_t eval_interval = 0;    // 0: before training and at the end only
