@@ -123,6 +123,7 @@ TEST(Deck, FullDeckParsesEveryValue) {
   EXPECT_EQ(d.optim.weight_decay, 0.01);
   EXPECT_EQ(d.optim.queries, 3);
   EXPECT_EQ(d.optim.distribution, Distribution::rademacher);
+  EXPECT_EQ(d.optim.z_recipe, 1);
   EXPECT_EQ(d.optim.seed, 18446744073709551615ull);
   EXPECT_EQ(d.optim.max_nonfinite, 9);
   EXPECT_EQ(d.eval.interval, 1000);
@@ -142,11 +143,11 @@ TEST(Deck, FullDeckParsesEveryValue) {
   EXPECT_EQ(d.origin.source, "full.yaml");
   EXPECT_EQ(d.origin.line("model"), 3);
   EXPECT_EQ(d.origin.line("optim.lr"), 12);
-  EXPECT_EQ(d.origin.line("parallel"), 31);
-  EXPECT_EQ(d.origin.line("parallel.perturbation"), 32);
-  EXPECT_EQ(d.origin.line("parallel.data"), 33);
-  EXPECT_EQ(d.origin.line("parallel.check_interval"), 34);
-  EXPECT_EQ(d.origin.where("parallel.data"), "full.yaml:33: parallel.data: ");
+  EXPECT_EQ(d.origin.line("parallel"), 32);
+  EXPECT_EQ(d.origin.line("parallel.perturbation"), 33);
+  EXPECT_EQ(d.origin.line("parallel.data"), 34);
+  EXPECT_EQ(d.origin.line("parallel.check_interval"), 35);
+  EXPECT_EQ(d.origin.where("parallel.data"), "full.yaml:34: parallel.data: ");
   for (const std::string& key : deck_keys()) EXPECT_TRUE(d.origin.written(key)) << key;
 }
 
@@ -165,6 +166,7 @@ TEST(Deck, MinimalDeckGetsDefaults) {
   EXPECT_EQ(d.optim.weight_decay, 0.0);
   EXPECT_EQ(d.optim.queries, 1);
   EXPECT_EQ(d.optim.distribution, Distribution::gaussian);
+  EXPECT_EQ(d.optim.z_recipe, 2);
   EXPECT_EQ(d.optim.seed, 0u);
   EXPECT_EQ(d.optim.max_nonfinite, 5);
   EXPECT_EQ(d.eval.interval, 0);
@@ -342,7 +344,7 @@ TEST(DeckError, UnknownKeySuggestsTheClosest) {
   EXPECT_STARTS_WITH(m, "deck.yaml:10: optim.setps: ");
   EXPECT_CONTAINS(m, "unknown key (did you mean \"steps\"?)");
   EXPECT_CONTAINS(m, "allowed keys in optim: steps, lr, schedule, warmup_steps, eps, "
-                     "weight_decay, queries, distribution, seed, max_nonfinite");
+                     "weight_decay, queries, distribution, z_recipe, seed, max_nonfinite");
   EXPECT_DECK_ERROR(deck_with("parallel:\n  perturbations: 2\n"),
                     "deck.yaml:11: parallel.perturbations: ", "did you mean \"perturbation\"?");
 }
@@ -394,6 +396,8 @@ TEST(DeckError, OutOfRange) {
       "out of range: expected an integer in [1, 2147483647], found 0");
   EXPECT_DECK_ERROR(deck_with("  queries: 0\n"), "deck.yaml:10: optim.queries: ",
                     "out of range: expected an integer in [1, 32], found 0");
+  EXPECT_DECK_ERROR(deck_with("  z_recipe: 3\n"), "deck.yaml:10: optim.z_recipe: ",
+                    "out of range: expected an integer in [1, 2], found 3");
   // The fused kernel carries at most 32 queries' update terms.
   EXPECT_DECK_ERROR(deck_with("  queries: 33\n"), "deck.yaml:10: optim.queries: ",
                     "out of range: expected an integer in [1, 32], found 33");

@@ -93,8 +93,18 @@ Inputs load_inputs(const RunOptions& options, int world_size) {
   in.state.seed = opt.seed;
   in.state.queries = opt.queries;
   in.state.distribution = opt.distribution;
+  in.state.z_recipe = opt.z_recipe;
   if (!in.resume.empty()) {
     in.state = io::read_training_state(in.resume);
+    // The recipe of z is the checkpoint's: a run in progress is never
+    // stranded by a new default. Only an explicit, different choice is an error.
+    DISTZO_INPUT_REQUIRE(!deck.origin.written("optim.z_recipe") || opt.z_recipe == in.state.z_recipe,
+                         deck.origin.where("optim.z_recipe")
+                             << "the checkpoint " << in.resume << " was written with z recipe "
+                             << in.state.z_recipe << ", the deck asks for " << opt.z_recipe
+                             << "; a run continues with the z it started with (leave the key out "
+                                "to resume, or start a new run for recipe "
+                             << opt.z_recipe << ")");
     const io::TrainingState& s = in.state;
     DISTZO_REQUIRE(s.seed == opt.seed && s.queries == opt.queries &&
                        s.distribution == opt.distribution,
@@ -150,7 +160,8 @@ struct Batches {
   std::unique_ptr<io::BatchBuilder> eval;
 };
 
-zo::TrainerConfig trainer_config(const io::Deck& deck, const RunOptions& options, bool evaluate) {
+zo::TrainerConfig trainer_config(const io::Deck& deck, const RunOptions& options, bool evaluate,
+                                 int recipe) {
   const auto& opt = deck.optim;
   zo::TrainerConfig c;
   c.steps = opt.steps;
@@ -159,6 +170,7 @@ zo::TrainerConfig trainer_config(const io::Deck& deck, const RunOptions& options
   c.weight_decay = opt.weight_decay;
   c.queries = opt.queries;
   c.distribution = opt.distribution;
+  c.recipe = z_recipe_from_int(recipe);
   c.seed = opt.seed;
   c.max_nonfinite = opt.max_nonfinite;
   c.eval_interval = deck.eval.interval;
@@ -209,6 +221,7 @@ zo::TrainerState trainer_state(const io::TrainingState& saved, const zo::Trainer
   s.pending.seed = c.seed;
   s.pending.step = saved.pending.step;
   s.pending.distribution = c.distribution;
+  s.pending.recipe = c.recipe;
   s.pending.lr = saved.pending.lr;
   s.pending.weight_decay = saved.pending.weight_decay;
   s.pending.g = saved.pending.g;
@@ -415,17 +428,18 @@ void run(const RunOptions& options, const runtime::Communicator& world) {
     char line[512];
     std::snprintf(line, sizeof(line),
                   "distzo run %s: %lld parameters, %d ranks (P=%d x D=%d), global batch %d x %lld "
-                  "tokens, %s, q=%d, eps=%g, lr=%g (%s)%s",
+                  "tokens, %s, q=%d, %s z (recipe %d), eps=%g, lr=%g (%s)%s",
                   options.deck_path.c_str(), static_cast<long long>(model.registry.total_elements()),
                   world.size(), P, D, micro_batch * D, static_cast<long long>(train.seq_len),
-                  io::to_string(train.task), opt.queries, opt.eps, opt.lr,
-                  io::to_string(opt.schedule),
+                  io::to_string(train.task), opt.queries, to_string(opt.distribution),
+                  inputs.state.z_recipe, opt.eps, opt.lr, io::to_string(opt.schedule),
                   resume.empty() ? "" : (", resuming from " + resume).c_str());
     out.print(line);
     out.print(describe_placement(store, deck));
   }
 
-  const zo::TrainerConfig config = trainer_config(deck, options, inputs.eval != nullptr);
+  const zo::TrainerConfig config =
+      trainer_config(deck, options, inputs.eval != nullptr, inputs.state.z_recipe);
   zo::TrainerState state = trainer_state(inputs.state, config);
   const std::int64_t first_step = state.step;
   RunHooks hooks(inputs, executor, *batches, mesh, out);

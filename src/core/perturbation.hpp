@@ -100,9 +100,10 @@ inline Distribution parse_distribution(const std::string& name) {
   return Distribution::gaussian;
 }
 
-/// The Gaussian's recipe (step 4 above).
+/// The Gaussian's recipe (step 4 above). Checkpoints record it, so a run
+/// resumes with the recipe it started with.
 enum class ZRecipe : std::uint8_t { v1 = 1, v2 = 2 };
-constexpr ZRecipe kDefaultZRecipe = ZRecipe::v1;
+constexpr ZRecipe kDefaultZRecipe = ZRecipe::v2;
 
 inline int to_int(ZRecipe r) { return static_cast<int>(r); }
 /// Throws distzo::Error unless `version` is 1 or 2.

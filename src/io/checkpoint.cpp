@@ -45,6 +45,7 @@ void write_checkpoint(const std::string& path, const ModelInfo& model,
     file.write_string_attribute("seed", std::to_string(state.seed));  // uint64: exact as text
     file.write_int_attribute("queries", state.queries);
     file.write_string_attribute("distribution", to_string(state.distribution));
+    file.write_int_attribute("z_recipe", state.z_recipe);
     file.write_string_attribute("deck_yaml", state.deck_yaml);
 
     const PendingRecord& p = state.pending;
@@ -83,6 +84,9 @@ TrainingState read_training_state(const std::string& path) {
   s.seed = std::stoull(file.read_string_attribute("seed"));
   s.queries = static_cast<int>(file.read_int_attribute("queries"));
   s.distribution = parse_distribution(file.read_string_attribute("distribution"));
+  s.z_recipe = file.has_attribute("z_recipe") ? static_cast<int>(file.read_int_attribute("z_recipe")) : 1;
+  DISTZO_REQUIRE(s.z_recipe == 1 || s.z_recipe == 2,
+                 path << ": z_recipe " << s.z_recipe << " is not a recipe this distzo knows (1, 2)");
   s.deck_yaml = file.read_string_attribute("deck_yaml");
 
   s.pending.active = file.read_int_attribute("pending_active") != 0;

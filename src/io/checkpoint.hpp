@@ -3,6 +3,7 @@
 // distzo_format is "checkpoint", plus the training state:
 //
 //   root attributes  step (steps completed), seed, queries, distribution,
+//                    z_recipe (how Gaussian z is computed; 1 when absent),
 //                    deck_yaml (the resolved deck), pending_* (the update not
 //                    yet applied to θ; distzo flushes before writing, so
 //                    pending_active is 0 in files it writes)
@@ -45,6 +46,7 @@ struct TrainingState {
   std::uint64_t seed = 0;
   int queries = 1;
   Distribution distribution = Distribution::gaussian;
+  int z_recipe = 1;  // checkpoints from before the attribute existed used recipe 1
   std::string deck_yaml;
   PendingRecord pending;
   std::vector<SeedLogEntry> seed_log;

@@ -506,6 +506,11 @@ const std::vector<Field>& fields() {
         choice("optim", "distribution", member(o, &O::distribution),
                {{"gaussian", Distribution::gaussian}, {"rademacher", Distribution::rademacher}},
                "distribution of the perturbation z"),
+        integer("optim", "z_recipe", member(o, &O::z_recipe), 1,
+                "how a Gaussian z is computed from its Philox words (docs/perturbation.md): 2 = "
+                "binary32, the same bits on every backend; 1 = double with libm, as runs before "
+                "recipe 2. A resumed run keeps its checkpoint's recipe",
+                "", 2),
         uint64("optim", "seed", member(o, &O::seed),
                "run seed: z is a pure function of (seed, step, query, parameter, element)"),
         integer("optim", "max_nonfinite", member(o, &O::max_nonfinite), 1,

@@ -47,6 +47,7 @@ struct OptimSection {
   double weight_decay = 0.0;      // >= 0
   int queries = 1;                // q: SPSA queries per step, >= 1
   Distribution distribution = Distribution::gaussian;
+  int z_recipe = 2;        // the Gaussian's recipe (core/perturbation.hpp): 2, or 1 for old runs
   std::uint64_t seed = 0;  // run seed of z
   int max_nonfinite = 5;   // abort after this many consecutive non-finite losses
 };

@@ -41,3 +41,25 @@ grep -q "3 consecutive steps had a non-finite loss" e.err || fail "non-finite me
 [ "$(grep -c 'non-finite loss, update skipped' e.log)" = 3 ] || fail "expected 3 skipped-step lines in the log"
 [ "$(column e/metrics.csv skipped | awk '{ s += $1 } END { print s }')" = 3 ] || fail "expected 3 skipped rows in metrics.csv"
 pass "non-finite losses skip the update, are logged and counted, and stop the run after 3"
+
+# The recipe of z: recipe 1 stays selectable and gives other z than the default
+# 2; a run resumes with the recipe its checkpoint records even when the deck
+# leaves the key out; an explicit, different recipe on resume is an error.
+deck v1 120 f 'checkpoint:' '  interval: 0'
+sed -i 's/queries: 1/queries: 1\n  z_recipe: 1/' v1.yaml
+"$DISTZO" run v1.yaml > f.log
+grep -q "gaussian z (recipe 1)" f.log || fail "the banner does not name recipe 1: $(head -1 f.log)"
+[ "$(digest f/ckpt-000120.h5)" != "$(digest a/ckpt-000120.h5)" ] || fail "recipes 1 and 2 gave the same run"
+deck v1first 60 g 'checkpoint:' '  interval: 0'
+sed -i 's/queries: 1/queries: 1\n  z_recipe: 1/' v1first.yaml
+"$DISTZO" run v1first.yaml > g1.log
+deck v1second 120 g 'checkpoint:' '  resume: latest'
+"$DISTZO" run v1second.yaml > g2.log
+grep -q "gaussian z (recipe 1), .*resuming from g/ckpt-000060.h5" g2.log || fail "resume banner: $(head -1 g2.log)"
+[ "$(digest g/ckpt-000120.h5)" = "$(digest f/ckpt-000120.h5)" ] || fail "a recipe-1 run resumed under the default recipe differs"
+deck v1clash 120 g 'checkpoint:' '  resume: latest'
+sed -i 's/queries: 1/queries: 1\n  z_recipe: 2/' v1clash.yaml
+if "$DISTZO" run v1clash.yaml > h.log 2> h.err; then fail "resuming recipe 1 with z_recipe: 2 exited 0"; fi
+grep -q "v1clash.yaml:.*optim.z_recipe: the checkpoint g/ckpt-000120.h5 was written with z recipe 1, the deck asks for 2" h.err \
+  || fail "recipe clash message: $(cat h.err)"
+pass "z recipe 1 selectable, resumed from its checkpoint without the key, an explicit clash refused"

@@ -1,0 +1,107 @@
+// The training state of a checkpoint round-trips, and the recipe of z is
+// read the way resume relies on: written when present, 1 when the attribute
+// is absent (checkpoints from before recipe 2), an error when unknown.
+#include "io/checkpoint.hpp"
+#include "io/hdf5_file.hpp"
+#include "io/model_file.hpp"
+
+#include "core/error.hpp"
+
+#include <gtest/gtest.h>
+#include <hdf5.h>
+
+#include <cstdio>
+#include <string>
+#include <unistd.h>
+#include <vector>
+
+namespace {
+
+using namespace distzo;
+
+/// A checkpoint of the tiny test model with `state`, at a fresh path.
+std::string write_tiny_checkpoint(const io::TrainingState& state, const std::string& name) {
+  const io::ModelReader model(std::string(DISTZO_TEST_DATA) + "/opt_tiny_preln.model.h5");
+  const std::string path = "/tmp/distzo_test_checkpoint_" + std::to_string(getpid()) + "_" + name;
+  io::write_checkpoint(path, model.info(), [&](const io::TensorSink& sink) {
+    for (const auto& p : model.info().registry.parameters()) {
+      std::vector<real> data(static_cast<std::size_t>(p.numel()));
+      model.read(p.id, data.data());
+      sink(p.id, data.data());
+    }
+  }, state);
+  return path;
+}
+
+io::TrainingState some_state() {
+  io::TrainingState s;
+  s.step = 3;
+  s.seed = 0xFFFFFFFFFFFFFFFFull;  // uint64 beyond int64: stored as text
+  s.queries = 2;
+  s.distribution = Distribution::gaussian;
+  s.z_recipe = 2;
+  s.deck_yaml = "optim:\n  steps: 3\n";
+  for (int i = 1; i <= 3; ++i) s.seed_log.push_back({i, 1e-3 * i, 2.5 / i, {0.5 * i, -0.25 * i}});
+  return s;
+}
+
+/// Rewrites the root attribute `name` of `path` (HDF5 C API): removed when
+/// value < 0, else set to value.
+void set_root_attribute(const std::string& path, const char* name, long long value) {
+  const hid_t file = H5Fopen(path.c_str(), H5F_ACC_RDWR, H5P_DEFAULT);
+  ASSERT_GE(file, 0);
+  ASSERT_GE(H5Adelete(file, name), 0);
+  if (value >= 0) {
+    const hid_t space = H5Screate(H5S_SCALAR);
+    const hid_t attr = H5Acreate2(file, name, H5T_STD_I64LE, space, H5P_DEFAULT, H5P_DEFAULT);
+    ASSERT_GE(H5Awrite(attr, H5T_NATIVE_LLONG, &value), 0);
+    H5Aclose(attr);
+    H5Sclose(space);
+  }
+  H5Fclose(file);
+}
+
+TEST(Checkpoint, TrainingStateRoundTrips) {
+  const io::TrainingState s = some_state();
+  const std::string path = write_tiny_checkpoint(s, "roundtrip.h5");
+  const io::TrainingState r = io::read_training_state(path);
+  std::remove(path.c_str());
+  EXPECT_EQ(r.step, s.step);
+  EXPECT_EQ(r.seed, s.seed);
+  EXPECT_EQ(r.queries, s.queries);
+  EXPECT_EQ(r.distribution, s.distribution);
+  EXPECT_EQ(r.z_recipe, 2);
+  EXPECT_EQ(r.deck_yaml, s.deck_yaml);
+  ASSERT_EQ(r.seed_log.size(), s.seed_log.size());
+  for (std::size_t i = 0; i < s.seed_log.size(); ++i) {
+    EXPECT_EQ(r.seed_log[i].step, s.seed_log[i].step);
+    EXPECT_EQ(r.seed_log[i].lr, s.seed_log[i].lr);
+    EXPECT_EQ(r.seed_log[i].g, s.seed_log[i].g);
+  }
+}
+
+TEST(Checkpoint, RecipeIsOneWhenTheAttributeIsAbsent) {
+  io::TrainingState s = some_state();
+  s.z_recipe = 2;
+  const std::string path = write_tiny_checkpoint(s, "norecipe.h5");
+  set_root_attribute(path, "z_recipe", -1);
+  const io::TrainingState r = io::read_training_state(path);
+  std::remove(path.c_str());
+  EXPECT_EQ(r.z_recipe, 1);
+}
+
+TEST(Checkpoint, UnknownRecipeIsAnError) {
+  const std::string path = write_tiny_checkpoint(some_state(), "recipe3.h5");
+  set_root_attribute(path, "z_recipe", 3);
+  try {
+    io::read_training_state(path);
+    ADD_FAILURE() << "a checkpoint with z_recipe 3 was accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("z_recipe 3 is not a recipe this distzo knows (1, 2)"),
+              std::string::npos)
+        << e.what();
+  }
+  std::remove(path.c_str());
+}
+
+}  // namespace
