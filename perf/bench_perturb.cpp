@@ -19,10 +19,11 @@
 // deep_copy becomes for contiguous host Views) switches to non-temporal
 // stores for large copies and moves only the counted 16 B.
 //
-// The Gaussian z costs one double-precision log, sqrt, sin and cos per two
-// elements (core/perturbation.hpp), and a pending update regenerates the
-// previous step's z as well, so on a CPU the kernel is compute-bound: the
-// Gaussian/Rademacher ratio shows by how much.
+// The Gaussian z (recipe 2, the default) costs a binary32 log polynomial, a
+// square root and sin/cos polynomials per two elements (core/perturbation.hpp)
+// and a pending update regenerates the previous step's z as well, so on a CPU
+// the kernel is compute-bound: the Gaussian/Rademacher ratio shows by how
+// much. Recipe 1 (double precision with libm) is measured for comparison.
 
 #include "bench_common.hpp"
 

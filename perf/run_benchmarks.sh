@@ -12,7 +12,8 @@
 #
 # Environment (defaults in brackets): BUILD_DIR [build-perf], JOBS [2], PYTHON [python3],
 # BATCH [8], SEQ [128], WARMUP [1], FORWARD_REPS [5], STEP_REPS [3], QUERIES [1],
-# PERTURB_ELEMENTS [16777216], PERTURB_REPS [5], ATTN [sdpa], SEED [1], MODEL_SEED [1234].
+# PERTURB_ELEMENTS [16777216], PERTURB_REPS [5], ATTN [sdpa], SEED [1], MODEL_SEED [1234],
+# Z_SAMPLES [100000000].
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -30,7 +31,7 @@ while [[ $# -gt 0 ]]; do
     --model) MODEL="$(realpath "$2")"; shift 2 ;;
     --threads) THREADS="$2"; shift 2 ;;
     --out) OUT="$(realpath -m "$2")"; shift 2 ;;
-    -h|--help) sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "run_benchmarks.sh: unknown argument '$1' (try --help)" >&2; exit 2 ;;
   esac
 done
@@ -46,13 +47,14 @@ STEP_REPS="${STEP_REPS:-3}"
 QUERIES="${QUERIES:-1}"
 PERTURB_ELEMENTS="${PERTURB_ELEMENTS:-16777216}"
 PERTURB_REPS="${PERTURB_REPS:-5}"
+Z_SAMPLES="${Z_SAMPLES:-100000000}"
 ATTN="${ATTN:-sdpa}"
 SEED="${SEED:-1}"
 MODEL_SEED="${MODEL_SEED:-1234}"
 PRESET="opt-125m"
 if [[ $QUICK == 1 ]]; then
   PRESET="small"
-  FORWARD_REPS=3; STEP_REPS=3; PERTURB_REPS=3; PERTURB_ELEMENTS=1048576
+  FORWARD_REPS=3; STEP_REPS=3; PERTURB_REPS=3; PERTURB_ELEMENTS=1048576; Z_SAMPLES=1000000
 fi
 
 START=$(date +%s)
@@ -64,12 +66,12 @@ LOG="$WORK/run.log"
 say() { echo "[run_benchmarks] $*"; }
 
 # --- build -------------------------------------------------------------------
-say "build: $BUILD_DIR (targets bench_forward bench_perturb bench_step, -j$JOBS)"
+say "build: $BUILD_DIR (targets bench_forward bench_perturb bench_step bench_z_statistics, -j$JOBS)"
 if [[ ! -f "$BUILD_DIR/CMakeCache.txt" ]]; then
   cmake -S "$ROOT" -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE=Release -DDISTZO_ENABLE_TESTS=OFF \
     -DDISTZO_ENABLE_PERF=ON > "$WORK/cmake.log" || { cat "$WORK/cmake.log"; exit 1; }
 fi
-cmake --build "$BUILD_DIR" --target bench_forward bench_perturb bench_step -j"$JOBS" > "$WORK/build.log" \
+cmake --build "$BUILD_DIR" --target bench_forward bench_perturb bench_step bench_z_statistics -j"$JOBS" > "$WORK/build.log" \
   || { tail -50 "$WORK/build.log"; exit 1; }
 BIN="$BUILD_DIR/perf"
 [[ "$BIN" == "$ROOT/"* ]] && BIN="${BIN#"$ROOT"/}"   # shorter commands in RESULTS.md (we run from $ROOT)
@@ -124,6 +126,8 @@ for n in $THREADS; do
     --steps "$STEP_REPS" --warmup "$WARMUP" --threads "$n" --seed "$SEED" --attn "$ATTN"
   run "$n" "$BIN/bench_perturb" --elements "$PERTURB_ELEMENTS" --reps "$PERTURB_REPS" --warmup "$WARMUP"
 done
+# Normality of z on Z_SAMPLES samples per recipe (a check, single-threaded; ~30 s at 10^8).
+run 1 "$BIN/bench_z_statistics" --samples "$Z_SAMPLES"
 
 WALL=$(( $(date +%s) - START ))
 {

@@ -7,6 +7,7 @@
 #include "core/fence.hpp"
 #include "core/perturbation.hpp"
 #include "core/types.hpp"
+#include "support/normal_statistics.hpp"
 
 #include <Kokkos_Core.hpp>
 #include <gtest/gtest.h>
@@ -158,9 +159,6 @@ constexpr KnownAnswer kKnownAnswers[] = {
     {0xffffffffffffffffull, 0xffffffffffffffffull, 0x1u, 0x2u, 0x5ull, 0x76ceaf17u, 0x6ad0910bu,
      0xbf7d4ccau, -0.989452958f, -1},
 };
-
-// Standard normal CDF.
-double phi(double x) { return 0.5 * std::erfc(-x / std::sqrt(2.0)); }
 
 }  // namespace distzo_test_perturbation
 
@@ -391,60 +389,12 @@ TEST_P(GaussianRecipe, MomentsChiSquareAndKolmogorovSmirnov) {
   const PerturbationStream s =
       PerturbationStream::make(31337, 42, 0, Distribution::gaussian, GetParam());
   // Start off the block grid so partial blocks are included.
-  const std::vector<real> z = fill(s, 3, 2, n);
-
-  double sum = 0, sum2 = 0, sum4 = 0, lag1 = 0, max_abs = 0;
-  for (std::size_t i = 0; i < n; ++i) {
-    const double x = z[i];
-    ASSERT_TRUE(std::isfinite(x)) << "z[" << i << "] = " << x;
-    sum += x;
-    sum2 += x * x;
-    sum4 += x * x * x * x;
-    if (i + 1 < n) lag1 += x * z[i + 1];
-    max_abs = std::max(max_abs, std::fabs(x));
-  }
-  const double dn = static_cast<double>(n);
-  const double mean = sum / dn;
-  const double var = sum2 / dn - mean * mean;
-  // 6-sigma bounds for N(0,1): sd(mean) = 1/sqrt(n); sd(sample variance) =
-  // sqrt(2/n); sd(mean of x^4) = sqrt((105 - 9)/n); sd(mean of x_i x_{i+1}) =
-  // 1/sqrt(n) (adjacent elements include the two halves of a Box–Muller pair).
-  EXPECT_LT(std::fabs(mean), 6.0 / std::sqrt(dn)) << "mean " << mean;
-  EXPECT_LT(std::fabs(var - 1.0), 6.0 * std::sqrt(2.0 / dn)) << "variance " << var;
-  EXPECT_LT(std::fabs(sum4 / dn - 3.0), 6.0 * std::sqrt(96.0 / dn)) << "4th moment " << sum4 / dn;
-  EXPECT_LT(std::fabs(lag1 / (dn - 1)), 6.0 / std::sqrt(dn - 1)) << "lag-1 correlation";
+  std::vector<real> z = fill(s, 3, 2, n);
   // Recipe 1: u1 >= 2^-32 bounds |z| by sqrt(64 ln 2); recipe 2: u1 >= 2^-30,
   // sqrt(60 ln 2).
-  EXPECT_LE(max_abs, std::sqrt((GetParam() == ZRecipe::v1 ? 64.0 : 60.0) * std::log(2.0)) + 1e-6);
-
-  // Chi-square goodness of fit on k = 100 equiprobable bins: bin = floor(k Phi(z)).
-  // Expected count n/k = 10^4 per bin, df = 99. Critical value at significance
-  // 1e-6: chi2_{99}(1 - 1e-6) = 180.79 (regularised upper incomplete gamma,
-  // computed with mpmath). A fixed seed makes the outcome deterministic; the
-  // small significance means a correct generator fails with odds 1e-6.
-  const int k = 100;
-  std::vector<double> counts(k, 0.0);
-  for (real x : z) {
-    const int bin = std::min(k - 1, static_cast<int>(phi(x) * k));
-    counts[bin] += 1.0;
-  }
-  const double expected = dn / k;
-  double chi2 = 0;
-  for (double c : counts) chi2 += (c - expected) * (c - expected) / expected;
-  EXPECT_LT(chi2, 180.79) << "chi-square statistic with 99 degrees of freedom";
-
-  // Kolmogorov–Smirnov against the normal CDF: D_n = sup |F_n - Phi|. Under
-  // the null sqrt(n) D_n follows Kolmogorov's distribution; its upper 1e-6
-  // point is sqrt(-ln(1e-6 / 2) / 2) = 2.6934.
-  std::vector<double> sorted(z.begin(), z.end());
-  std::sort(sorted.begin(), sorted.end());
-  double d_max = 0;
-  for (std::size_t i = 0; i < n; ++i) {
-    const double f = phi(sorted[i]);
-    d_max = std::max({d_max, std::fabs(f - static_cast<double>(i) / dn),
-                      std::fabs(static_cast<double>(i + 1) / dn - f)});
-  }
-  EXPECT_LT(std::sqrt(dn) * d_max, 2.6934) << "Kolmogorov-Smirnov statistic D_n = " << d_max;
+  const double max_abs = std::sqrt((GetParam() == ZRecipe::v1 ? 64.0 : 60.0) * std::log(2.0));
+  for (const distzo_test::NormalCheck& c : distzo_test::normal_checks(z, max_abs))
+    EXPECT_TRUE(c.ok()) << c.name << " = " << c.value << ", bound " << c.bound;
 }
 
 INSTANTIATE_TEST_SUITE_P(Recipes, GaussianRecipe, ::testing::Values(ZRecipe::v1, ZRecipe::v2),
