@@ -133,3 +133,44 @@ TEST(Philox, EveryCounterWordAndKeyWordMatters) {
     EXPECT_EQ(same, 0) << "flipping the low bit of key word " << w;
   }
 }
+
+/// The bulk form against one philox4x32_10 call per counter, for chunks that
+/// cross a 2^32 boundary of the block index (the carry into counter word 1)
+/// and the end of the 64-bit range.
+template <int N, int K, class Bulk>
+void expect_bulk_matches_single_calls(Bulk bulk, const char* what) {
+  const PhiloxKey keys[2] = {{{0x27cac5a1u, 0xbf36e5ecu}}, {{0x76d3886cu, 0x667a1eb2u}}};
+  PhiloxKey k[K];
+  for (int i = 0; i < K; ++i) k[i] = keys[i];
+  for (const std::uint64_t first : {0ull, 5ull, 0xFFFFFFF7ull, 0x1FFFFFFF0ull,
+                                    0xFFFFFFFFFFFFFFFFull - N + 1}) {
+    std::uint32_t out[K][4][N];
+    bulk(first, 17u, 0x5A56414Cu, k, out);
+    for (int key = 0; key < K; ++key)
+      for (int i = 0; i < N; ++i) {
+        const std::uint64_t b = first + static_cast<std::uint64_t>(i);
+        const PhiloxBlock want = distzo::philox4x32_10(
+            {{static_cast<std::uint32_t>(b), static_cast<std::uint32_t>(b >> 32), 17u, 0x5A56414Cu}},
+            k[key]);
+        for (int w = 0; w < 4; ++w)
+          ASSERT_EQ(out[key][w][i], want.v[w])
+              << what << " N=" << N << " K=" << K << ": first " << first << ", block " << i
+              << ", key " << key << ", word " << w;
+      }
+  }
+}
+
+TEST(Philox, BulkFormMatchesSingleCalls) {
+  // The dispatching form (AVX-512 intrinsics where the build has them, for
+  // N a multiple of 16) and the plain C++ one, for every shape kernels use.
+  expect_bulk_matches_single_calls<32, 2>(distzo::philox4x32_10_n<32, 2>, "dispatched");
+  expect_bulk_matches_single_calls<32, 1>(distzo::philox4x32_10_n<32, 1>, "dispatched");
+  expect_bulk_matches_single_calls<1, 1>(distzo::philox4x32_10_n<1, 1>, "dispatched");
+  expect_bulk_matches_single_calls<3, 2>(distzo::philox4x32_10_n<3, 2>, "dispatched");
+  expect_bulk_matches_single_calls<32, 2>(distzo::philox_detail::philox4x32_10_n_portable<32, 2>,
+                                          "portable");
+#if defined(DISTZO_PHILOX_AVX512)
+  expect_bulk_matches_single_calls<64, 2>(distzo::philox_detail::philox4x32_10_n_avx512<64, 2>,
+                                          "avx512");
+#endif
+}
