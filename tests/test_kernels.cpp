@@ -99,6 +99,12 @@ HostIntVec to_host(const IntVec& d) {
   return h;
 }
 
+std::uint32_t float_bits(real x) {
+  std::uint32_t bits;
+  std::memcpy(&bits, &x, sizeof bits);
+  return bits;
+}
+
 HostIntMat int_mat(const std::vector<std::vector<int>>& rows) {
   HostIntMat h("test::int_mat", rows.size(), rows.empty() ? 0 : rows[0].size());
   for (std::size_t r = 0; r < rows.size(); ++r)
@@ -373,32 +379,41 @@ TEST(KernelsLayerNorm, InPlaceAndConstantRows) {
 
 // ------------------------------------------------------- element-wise ops
 
-TEST(KernelsActivations, ReluAndResidualAddAreExact) {
+TEST(KernelsActivations, BiasReluAndBiasResidualAreTheUnfusedPassesBitForBit) {
   HostMat x = random_host(17, 33, 41);
   x(0, 0) = std::numeric_limits<real>::quiet_NaN();
   x(0, 1) = -0.0f;
   const HostMat y = random_host(17, 33, 42);
+  const HostVec b = random_host_vec(33, 43);
 
-  Mat d = to_device(x);
-  k::relu(space(), d);
-  const HostMat r = to_host(d);
-  EXPECT_TRUE(std::isnan(r(0, 0)));  // as torch.relu
-  for (std::size_t i = 0; i < 17; ++i)
-    for (std::size_t j = 0; j < 33; ++j)
-      if (!(i == 0 && j == 0)) {
-        EXPECT_EQ(r(i, j), x(i, j) < 0.0f ? 0.0f : x(i, j));
-      }
+  for (const bool with_bias : {true, false}) {
+    const ConstVec bias = with_bias ? ConstVec(to_device(b)) : ConstVec();
+    const auto bias_at = [&](std::size_t j) { return with_bias ? b(j) : 0.0f; };
 
+    Mat d = to_device(x);
+    k::bias_relu(space(), d, bias);
+    const HostMat r = to_host(d);
+    EXPECT_TRUE(std::isnan(r(0, 0)));  // as torch.relu
+    for (std::size_t i = 0; i < 17; ++i)
+      for (std::size_t j = 0; j < 33; ++j)
+        if (!(i == 0 && j == 0)) {
+          const real t = with_bias ? x(i, j) + b(j) : x(i, j);
+          EXPECT_EQ(float_bits(r(i, j)), float_bits(t < 0.0f ? 0.0f : t)) << i << ", " << j;
+        }
+
+    Mat e = to_device(x);
+    k::add_bias_residual(space(), e, to_device(y), bias);
+    const HostMat s = to_host(e);
+    for (std::size_t i = 0; i < 17; ++i)
+      for (std::size_t j = 0; j < 33; ++j)
+        if (!(i == 0 && j == 0)) {
+          const real t = with_bias ? y(i, j) + bias_at(j) : y(i, j);
+          EXPECT_EQ(float_bits(s(i, j)), float_bits(x(i, j) + t)) << i << ", " << j;
+        }
+  }
   Mat e = to_device(x);
-  k::add_inplace(space(), e, to_device(y));
-  const HostMat s = to_host(e);
-  for (std::size_t i = 0; i < 17; ++i)
-    for (std::size_t j = 0; j < 33; ++j)
-      if (!(i == 0 && j == 0)) {
-        EXPECT_EQ(s(i, j), x(i, j) + y(i, j));
-      }
-
-  EXPECT_THROW(k::add_inplace(space(), e, Mat("bad", 17, 32)), Error);
+  EXPECT_THROW(k::add_bias_residual(space(), e, Mat("bad", 17, 32), ConstVec()), Error);
+  EXPECT_THROW(k::bias_relu(space(), e, Vec("bad", 32)), Error);
 }
 
 // ------------------------------------------------------------ embeddings
@@ -521,6 +536,60 @@ Ref attention_ref(const HostMat& q, const HostMat& kk, const HostMat& v, const H
   return out;
 }
 
+/// The two attention implementations on interleaved (B*T, C) q, k, v: the
+/// reference kernel, or split_heads -> attention_heads -> merge_heads.
+enum class AttentionPath { reference, heads };
+const AttentionPath kAttentionPaths[] = {AttentionPath::reference, AttentionPath::heads};
+const char* name(AttentionPath p) { return p == AttentionPath::reference ? "reference" : "heads"; }
+
+HostMat run_attention(AttentionPath path, const HostMat& q, const HostMat& kk, const HostMat& v,
+                      const HostIntMat& mask, int heads, real scale) {
+  const std::size_t rows = q.extent(0), channels = q.extent(1);
+  const int seq = static_cast<int>(mask.extent(1));
+  Mat out("out", rows, channels);
+  Kokkos::deep_copy(out, 123.0f);  // every element must be overwritten
+  if (path == AttentionPath::reference) {
+    k::attention(space(), out, to_device(q), to_device(kk), to_device(v), to_device(mask), heads,
+                 scale);
+    return to_host(out);
+  }
+  const std::size_t hd = channels / heads;
+  Mat qh("qh", rows * heads, hd), kh("kh", rows * heads, hd), vh("vh", rows * heads, hd);
+  Mat oh("oh", rows * heads, hd), scores("scores", seq, seq);
+  Kokkos::deep_copy(oh, 321.0f);
+  Kokkos::deep_copy(scores, std::numeric_limits<real>::quiet_NaN());  // stale scratch is harmless
+  k::split_heads(space(), qh, to_device(q), ConstVec(), heads, seq);
+  k::split_heads(space(), kh, to_device(kk), ConstVec(), heads, seq);
+  k::split_heads(space(), vh, to_device(v), ConstVec(), heads, seq);
+  k::attention_heads(space(), oh, qh, kh, vh, to_device(mask), heads, scale, scores);
+  k::merge_heads(space(), out, oh, heads, seq);
+  return to_host(out);
+}
+
+TEST(KernelsAttention, SplitAndMergeHeadsAreExactReorderings) {
+  const int heads = 3, seq = 5;
+  const std::size_t batch = 2, hd = 4, channels = heads * hd;
+  const HostMat x = random_host(batch * seq, channels, 71);
+  const HostVec b = random_host_vec(channels, 72);
+  Mat hm("hm", batch * seq * heads, hd), back("back", batch * seq, channels);
+  k::split_heads(space(), hm, to_device(x), to_device(b), heads, seq);
+  const HostMat got = to_host(hm);
+  for (std::size_t bb = 0; bb < batch; ++bb)
+    for (std::size_t h = 0; h < std::size_t(heads); ++h)
+      for (std::size_t t = 0; t < std::size_t(seq); ++t)
+        for (std::size_t d = 0; d < hd; ++d)
+          EXPECT_EQ(float_bits(got((bb * heads + h) * seq + t, d)),
+                    float_bits(x(bb * seq + t, h * hd + d) + b(h * hd + d)));
+  k::split_heads(space(), hm, to_device(x), ConstVec(), heads, seq);
+  k::merge_heads(space(), back, hm, heads, seq);
+  const HostMat round_trip = to_host(back);
+  for (std::size_t r = 0; r < batch * seq; ++r)
+    for (std::size_t c = 0; c < channels; ++c) EXPECT_EQ(float_bits(round_trip(r, c)), float_bits(x(r, c)));
+  EXPECT_THROW(k::split_heads(space(), hm, to_device(x), ConstVec(), 5, seq), Error);  // 5 ∤ 12
+  EXPECT_THROW(k::split_heads(space(), hm, to_device(x), ConstVec(), heads, 3), Error);  // 3 ∤ 10
+  EXPECT_THROW(k::merge_heads(space(), back, Mat("small", 6, hd), heads, seq), Error);
+}
+
 TEST(KernelsAttention, CausalWithLeftRightPaddingAndEmptyRows) {
   const int heads = 3;
   const std::size_t seq = 13, hd = 16, channels = heads * hd;
@@ -537,31 +606,29 @@ TEST(KernelsAttention, CausalWithLeftRightPaddingAndEmptyRows) {
   const HostMat v = random_host(batch * seq, channels, 83);
   const real scale = 1.0f / std::sqrt(real(hd));
 
-  Mat out("out", batch * seq, channels);
-  Kokkos::deep_copy(out, 123.0f);  // every element must be overwritten
-  k::attention(space(), out, to_device(q), to_device(kk), to_device(v), to_device(mask), heads,
-               scale);
-  const HostMat got = to_host(out);
   const Ref ref = attention_ref(q, kk, v, mask, heads, scale);
-
   // Tolerance, from |q|, |k|, |v| <= 1. Each score is a float dot product of
-  // length hd, scaled: error <= gamma_{hd+1} * scale * hd. It enters exp()
-  // as an absolute error, i.e. a relative error of each probability; the
-  // max-subtracted normalisation doubles it (numerator and denominator).
-  // The weighted sum of |v| <= 1 over <= T keys adds gamma_{T+1}, the
-  // division one more u.
+  // length hd, scaled: error <= gamma_{hd+1} * scale * hd (in any summation
+  // order). It enters exp() as an absolute error, i.e. a relative error of
+  // each probability; the max-subtracted normalisation doubles it (numerator
+  // and denominator). The weighted sum of |v| <= 1 over <= T keys adds
+  // gamma_{T+1}, the division one more u.
   const double score_err = dot_bound(hd + 1, scale * hd);
   const double atol = 2.0 * score_err + dot_bound(seq + 2, 1.0) + 4 * kFloatU;
-  EXPECT_TRUE(all_close(got, ref, atol, 0.0));
 
-  // Fully masked query rows are exactly zero, not NaN.
-  for (std::size_t c = 0; c < channels; ++c) {
-    EXPECT_EQ(got(1 * seq + 0, c), 0.0f);
-    EXPECT_EQ(got(1 * seq + 3, c), 0.0f);
-    EXPECT_EQ(got(3 * seq + 7, c), 0.0f);
+  for (const AttentionPath path : kAttentionPaths) {
+    SCOPED_TRACE(name(path));
+    const HostMat got = run_attention(path, q, kk, v, mask, heads, scale);
+    EXPECT_TRUE(all_close(got, ref, atol, 0.0));
+    // Fully masked query rows are exactly zero, not NaN.
+    for (std::size_t c = 0; c < channels; ++c) {
+      EXPECT_EQ(got(1 * seq + 0, c), 0.0f);
+      EXPECT_EQ(got(1 * seq + 3, c), 0.0f);
+      EXPECT_EQ(got(3 * seq + 7, c), 0.0f);
+    }
+    // The first real token of a left-padded row attends only to itself.
+    for (std::size_t c = 0; c < channels; ++c) EXPECT_EQ(got(1 * seq + 4, c), v(1 * seq + 4, c));
   }
-  // The first real token of a left-padded row attends only to itself.
-  for (std::size_t c = 0; c < channels; ++c) EXPECT_EQ(got(1 * seq + 4, c), v(1 * seq + 4, c));
 }
 
 TEST(KernelsAttention, LargeScoresStayFinite) {
@@ -574,13 +641,14 @@ TEST(KernelsAttention, LargeScoresStayFinite) {
   const HostMat kk = random_host(seq, channels, 92, 4.0, 6.0);
   const HostMat v = random_host(seq, channels, 93);
   const real scale = 1.0f;
-  Mat out("out", seq, channels);
-  k::attention(space(), out, to_device(q), to_device(kk), to_device(v), to_device(mask), heads,
-               scale);
   // Scores up to 8 * 5 * 6 = 240: the score error bound scales with them.
   const double score_err = dot_bound(hd + 1, 240.0);
   const double atol = 2.0 * score_err + dot_bound(seq + 2, 1.0) + 4 * kFloatU;
-  EXPECT_TRUE(all_close(to_host(out), attention_ref(q, kk, v, mask, heads, scale), atol, 0.0));
+  for (const AttentionPath path : kAttentionPaths) {
+    SCOPED_TRACE(name(path));
+    EXPECT_TRUE(all_close(run_attention(path, q, kk, v, mask, heads, scale),
+                          attention_ref(q, kk, v, mask, heads, scale), atol, 0.0));
+  }
 }
 
 TEST(KernelsAttention, ShapeErrorsThrow) {
@@ -589,6 +657,12 @@ TEST(KernelsAttention, ShapeErrorsThrow) {
   EXPECT_THROW(k::attention(space(), q, q, q, q, mask, 3, 1.0f), Error);  // 3 does not divide 8
   IntMat mask_bad("mask_bad", 2, 4);
   EXPECT_THROW(k::attention(space(), q, q, q, q, mask_bad, 2, 1.0f), Error);
+  // Head-major (B*H*T, hd) = (12, 4) for B = 2, T = 3, H = 2.
+  Mat h("h", 12, 4), o("o", 12, 4), scores("scores", 3, 3);
+  EXPECT_NO_THROW(k::attention_heads(space(), o, h, h, h, mask, 2, 1.0f, scores));
+  EXPECT_THROW(k::attention_heads(space(), o, h, h, h, mask, 3, 1.0f, scores), Error);
+  EXPECT_THROW(k::attention_heads(space(), o, h, h, h, mask, 2, 1.0f, Mat("s", 3, 4)), Error);
+  EXPECT_THROW(k::attention_heads(space(), Mat("o", 12, 3), h, h, h, mask, 2, 1.0f, scores), Error);
 }
 
 // ---------------------------------------------------------------- losses
@@ -726,7 +800,7 @@ TEST(KernelsDeterminism, RepeatedRunsAreBitIdentical) {
     k::layernorm(space(), n, x, g, b);
     k::linear(space(), q, n, wq, b);
     k::attention(space(), a, q, q, q, dmask, heads, 0.5f);
-    k::add_inplace(space(), a, x);
+    k::add_bias_residual(space(), a, x, ConstVec());
     k::linear(space(), logits, a, head, ConstVec());
     k::LossSums sums = k::make_loss_sums();
     k::causal_lm_loss(space(), sums, logits, targets);

@@ -216,7 +216,10 @@ TEST(Executor, LossFallsOnALearnableBatch) {
     const zo::StepPerturbation p = perturbation(s, 1e-3);
     const auto local = ex.run_step(batch, p, pending);
     const zo::StepEstimate est = zo::combine_losses(runtime::SerialCommunicator(), local, 1, p.eps);
-    pending = {true, p.seed, s, p.distribution, p.recipe, 0.05, 0.0, est.g};
+    // lr 0.01 descends steadily (0.96 -> 0.02); at 0.05 the loss first
+    // climbs by orders of magnitude and whether it recovers within 150
+    // steps depends on the last bits of the forward pass.
+    pending = {true, p.seed, s, p.distribution, p.recipe, 0.01, 0.0, est.g};
   }
   ex.flush(pending);
   const double final_loss = ex.evaluate(batch).loss_sum / 3;

@@ -94,13 +94,14 @@ MemoryPlan plan_memory(const PlanInputs& in) {
               (in.task == model::Task::classification ? u(c.vocab_size) * kInt : 0);
 
   // Activations for N = B*T rows: the forward's scratch (normed, q, k, v,
-  // attended, projected: N x C each; ffn: N x F; positions: B x T ints;
-  // with project_in/out two N x E more), one hidden state per evaluation,
+  // attended, projected: N x C each; ffn: N x F; one head's attention
+  // scores: T x T; positions: B x T ints; with project_in/out two N x E
+  // more), one hidden state per evaluation,
   // the head, the loss sums, and the batches (train, and eval if any).
   const std::uint64_t B = u(in.micro_batch), T = u(in.seq_len), N = B * T;
   const std::uint64_t C = u(c.hidden_size), F = u(c.ffn_dim), E = u(c.word_embed_proj_dim),
                       V = u(c.vocab_size), K = u(in.candidates);
-  const std::uint64_t forward = B * T * kInt + (6 * N * C + N * F) * kFloat +
+  const std::uint64_t forward = B * T * kInt + (6 * N * C + N * F + T * T) * kFloat +
                                 (c.has_projection() ? 2 * N * E * kFloat : 0);
   const std::uint64_t hidden = e * N * C * kFloat;
   const bool lm = in.task == model::Task::causal_lm;

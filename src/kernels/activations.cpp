@@ -7,33 +7,54 @@
 
 namespace distzo::kernels {
 
-void relu(const ExecSpace& space, const Mat& x) {
-  DISTZO_REQUIRE(x.span_is_contiguous(), "distzo::kernels::relu: x must be contiguous");
-  const std::int64_t n = static_cast<std::int64_t>(x.size());
-  if (n == 0) return;
-  // Flat over the contiguous span: no 2-D index arithmetic per element.
-  real* const v = x.data();
+namespace {
+
+void check_bias(const char* kernel, const ConstVec& b, std::size_t cols) {
+  DISTZO_REQUIRE(b.extent(0) == 0 || b.extent(0) == cols,
+                 "distzo::kernels::" << kernel << ": bias has " << b.extent(0)
+                                     << " entries, expected " << cols << " (or 0 for no bias)");
+}
+
+MDRangePolicy2 rows_by_cols(const ExecSpace& space, std::size_t rows, std::size_t cols) {
+  return MDRangePolicy2(space, {0, 0},
+                        {static_cast<std::int64_t>(rows), static_cast<std::int64_t>(cols)});
+}
+
+}  // namespace
+
+void bias_relu(const ExecSpace& space, const Mat& y, const ConstVec& b) {
+  check_bias("bias_relu", b, y.extent(1));
+  if (y.size() == 0) return;
+  const Mat yy = y;
+  const ConstVec bb = b;
+  const bool has_bias = b.extent(0) != 0;
+  // "t < 0 ? 0 : t" selects without a branch (a data-dependent branch on the
+  // sign costs a misprediction per element on a CPU) and lets NaN through.
   Kokkos::parallel_for(
-      "distzo::relu", RangePolicy64(space, 0, n), KOKKOS_LAMBDA(const std::int64_t i) {
-        // "v < 0" rather than "v > 0 ? v : 0" so that NaN propagates.
-        if (v[i] < real(0)) v[i] = real(0);
+      "distzo::bias_relu", rows_by_cols(space, y.extent(0), y.extent(1)),
+      KOKKOS_LAMBDA(const std::int64_t r, const std::int64_t c) {
+        const real t = has_bias ? yy(r, c) + bb(c) : yy(r, c);
+        yy(r, c) = t < real(0) ? real(0) : t;
       });
 }
 
-void add_inplace(const ExecSpace& space, const Mat& x, const ConstMat& y) {
-  DISTZO_REQUIRE(x.extent(0) == y.extent(0) && x.extent(1) == y.extent(1),
-                 "distzo::kernels::add_inplace: x is (" << x.extent(0) << ", " << x.extent(1)
-                                                        << "), y is (" << y.extent(0) << ", "
-                                                        << y.extent(1) << ")");
-  const std::int64_t n = static_cast<std::int64_t>(x.size());
-  if (n == 0) return;
-  DISTZO_REQUIRE(x.span_is_contiguous() && y.span_is_contiguous(),
-                 "distzo::kernels::add_inplace: x and y must be contiguous");
-  real* const xx = x.data();
-  const real* const yy = y.data();
+void add_bias_residual(const ExecSpace& space, const Mat& h, const ConstMat& y, const ConstVec& b) {
+  DISTZO_REQUIRE(h.extent(0) == y.extent(0) && h.extent(1) == y.extent(1),
+                 "distzo::kernels::add_bias_residual: h is (" << h.extent(0) << ", " << h.extent(1)
+                                                              << "), y is (" << y.extent(0) << ", "
+                                                              << y.extent(1) << ")");
+  check_bias("add_bias_residual", b, h.extent(1));
+  if (h.size() == 0) return;
+  const Mat hh = h;
+  const ConstMat yy = y;
+  const ConstVec bb = b;
+  const bool has_bias = b.extent(0) != 0;
   Kokkos::parallel_for(
-      "distzo::add_inplace", RangePolicy64(space, 0, n),
-      KOKKOS_LAMBDA(const std::int64_t i) { xx[i] += yy[i]; });
+      "distzo::add_bias_residual", rows_by_cols(space, h.extent(0), h.extent(1)),
+      KOKKOS_LAMBDA(const std::int64_t r, const std::int64_t c) {
+        const real t = has_bias ? yy(r, c) + bb(c) : yy(r, c);
+        hh(r, c) += t;
+      });
 }
 
 }  // namespace distzo::kernels

@@ -1,18 +1,22 @@
 #pragma once
-// Element-wise activations and residual connections.
+// The epilogues of the dense layers, each one pass over its output: the bias
+// with the activation, and the bias with the residual connection. Each
+// computes exactly what the separate passes did (the same roundings in the
+// same order), so fusing them changes no bit.
 
 #include "core/types.hpp"
 
 namespace distzo::kernels {
 
-/// x = max(x, 0) in place (OPT's activation_function "relu"). NaN stays NaN,
-/// as in torch.relu.
-///   x: (N, C)
-void relu(const ExecSpace& space, const Mat& x);
+/// y = max(y + b, 0) in place: fc1's bias and OPT's activation_function
+/// "relu". NaN stays NaN, as in torch.relu.
+///   y: (N, F)  b: (F), or empty (extent 0) for no bias
+void bias_relu(const ExecSpace& space, const Mat& y, const ConstVec& b);
 
-/// x += y (residual connection).
-///   x, y: (N, C)
-/// y may be the same View as x (then x doubles).
-void add_inplace(const ExecSpace& space, const Mat& x, const ConstMat& y);
+/// h += y + b: a projection's bias and the residual connection (y + b is
+/// rounded first, then added to h, as the unfused passes did).
+///   h, y: (N, C)  b: (C), or empty for no bias
+/// y may be the same View as h.
+void add_bias_residual(const ExecSpace& space, const Mat& h, const ConstMat& y, const ConstVec& b);
 
 }  // namespace distzo::kernels

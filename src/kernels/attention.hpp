@@ -1,6 +1,19 @@
 #pragma once
-// Causal multi-head self-attention with key padding: the reference kernel
-// (the oracle a faster batched-GEMM / cuBLAS path is tested against).
+// Causal multi-head self-attention with key padding, two ways:
+//
+//   attention        the reference kernel: one team per query row, scores
+//                    and sums in scratch, on the interleaved (B*T, C) layout;
+//                    the oracle the fast path is tested against;
+//   attention_heads  the fast path: per (batch row, head) two GEMMs through
+//                    Kokkos Kernels (OpenBLAS on the host, cuBLAS under CUDA)
+//                    around a masked softmax, on head-major buffers, which
+//                    split_heads and merge_heads convert to and from.
+//
+// Head-major layout: a (B*H*T, hd) matrix whose rows (b*H + h)*T .. +T are
+// the T positions of head h of batch row b, each row hd contiguous floats,
+// so every (b, h) is a contiguous LayoutRight (T, hd) matrix that BLAS takes
+// as it is (a strided per-head view of the interleaved layout would send
+// Kokkos Kernels to its slow native GEMM).
 
 #include "core/types.hpp"
 
@@ -28,5 +41,27 @@ namespace distzo::kernels {
 /// and sums are float, as in torch's fp32 eager attention.
 void attention(const ExecSpace& space, const Mat& out, const ConstMat& q, const ConstMat& k,
                const ConstMat& v, const ConstIntMat& mask, int heads, real scale);
+
+/// out (head-major) = x + b, reordered: out[(b*H + h)*T + t, d] =
+/// x[b*T + t, h*hd + d] + bias[h*hd + d]. The bias pass of the q, k and v
+/// projections and the reordering in one pass.
+///   out: (B*H*T, hd)  x: (B*T, C)  bias: (C), or empty  seq: T
+void split_heads(const ExecSpace& space, const Mat& out, const ConstMat& x, const ConstVec& bias,
+                 int heads, int seq);
+
+/// The inverse reordering: out[b*T + t, h*hd + d] = x[(b*H + h)*T + t, d].
+///   out: (B*T, C)  x: (B*H*T, hd)  seq: T
+void merge_heads(const ExecSpace& space, const Mat& out, const ConstMat& x, int heads, int seq);
+
+/// The same attention as `attention`, on head-major q, k, v and out, for
+/// every (b, h) in turn: scores = scale * q kᵀ (GEMM), the causal and
+/// key-padding masked softmax of each row (max-subtracted; masked keys get
+/// exactly 0; a query with no visible key gets a row of zeros, hence an
+/// output of zeros), out = p v (GEMM). Results differ from `attention` by
+/// rounding only (another summation order).
+///   out, q, k, v: (B*H*T, hd)  mask: (B, T)  scores: (T, T) scratch
+void attention_heads(const ExecSpace& space, const Mat& out, const ConstMat& q, const ConstMat& k,
+                     const ConstMat& v, const ConstIntMat& mask, int heads, real scale,
+                     const Mat& scores);
 
 }  // namespace distzo::kernels

@@ -36,9 +36,12 @@ OptForward::OptForward(const OptConfig& config, int batch, int seq_len)
     hidden_out_ = Mat(memory_label(MemoryRole::activations, "forward.hidden_out"), N, E);
   }
   normed_ = Mat(memory_label(MemoryRole::activations, "forward.normed"), N, C);
-  q_ = Mat(memory_label(MemoryRole::activations, "forward.q"), N, C);
-  k_ = Mat(memory_label(MemoryRole::activations, "forward.k"), N, C);
-  v_ = Mat(memory_label(MemoryRole::activations, "forward.v"), N, C);
+  // q, k and v head-major: (B*H*T, hd), the same N*C floats.
+  const auto heads = static_cast<std::size_t>(config.num_attention_heads);
+  q_ = Mat(memory_label(MemoryRole::activations, "forward.q"), N * heads, C / heads);
+  k_ = Mat(memory_label(MemoryRole::activations, "forward.k"), N * heads, C / heads);
+  v_ = Mat(memory_label(MemoryRole::activations, "forward.v"), N * heads, C / heads);
+  scores_ = Mat(memory_label(MemoryRole::activations, "forward.scores"), seq_len, seq_len);
   attended_ = Mat(memory_label(MemoryRole::activations, "forward.attended"), N, C);
   projected_ = Mat(memory_label(MemoryRole::activations, "forward.projected"), N, C);
   ffn_ = Mat(memory_label(MemoryRole::activations, "forward.ffn"), N, F);
@@ -69,12 +72,21 @@ void OptForward::block(const ExecSpace& space, const OptBlockView& w, ConstIntMa
     kernels::layernorm(space, normed_, h, w.attn_norm_w, w.attn_norm_b, kLayerNormEps);
     attn_in = normed_;
   }
-  kernels::linear(space, q_, attn_in, w.q_w, w.q_b);
-  kernels::linear(space, k_, attn_in, w.k_w, w.k_b);
-  kernels::linear(space, v_, attn_in, w.v_w, w.v_b);
-  kernels::attention(space, attended_, q_, k_, v_, mask, heads, scale);
-  kernels::linear(space, projected_, attended_, w.out_w, w.out_b);
-  kernels::add_inplace(space, h, projected_);
+  // Each projection's bias is added while its output is reordered head-major
+  // (projected_ is free until the output projection); the attention output
+  // comes back head-major in projected_ and is reordered into attended_.
+  const int T = seq_len_;
+  kernels::linear(space, projected_, attn_in, w.q_w, ConstVec());
+  kernels::split_heads(space, q_, projected_, w.q_b, heads, T);
+  kernels::linear(space, projected_, attn_in, w.k_w, ConstVec());
+  kernels::split_heads(space, k_, projected_, w.k_b, heads, T);
+  kernels::linear(space, projected_, attn_in, w.v_w, ConstVec());
+  kernels::split_heads(space, v_, projected_, w.v_b, heads, T);
+  const Mat heads_out(projected_.data(), q_.extent(0), q_.extent(1));  // projected_, head-major
+  kernels::attention_heads(space, heads_out, q_, k_, v_, mask, heads, scale, scores_);
+  kernels::merge_heads(space, attended_, heads_out, heads, T);
+  kernels::linear(space, projected_, attended_, w.out_w, ConstVec());
+  kernels::add_bias_residual(space, h, projected_, w.out_b);
   if (!pre_ln) {
     kernels::layernorm(space, normed_, h, w.attn_norm_w, w.attn_norm_b, kLayerNormEps);
     Kokkos::deep_copy(space, h, normed_);
@@ -86,10 +98,10 @@ void OptForward::block(const ExecSpace& space, const OptBlockView& w, ConstIntMa
     kernels::layernorm(space, normed_, h, w.ffn_norm_w, w.ffn_norm_b, kLayerNormEps);
     ffn_in = normed_;
   }
-  kernels::linear(space, ffn_, ffn_in, w.fc1_w, w.fc1_b);
-  kernels::relu(space, ffn_);
-  kernels::linear(space, projected_, ffn_, w.fc2_w, w.fc2_b);
-  kernels::add_inplace(space, h, projected_);
+  kernels::linear(space, ffn_, ffn_in, w.fc1_w, ConstVec());
+  kernels::bias_relu(space, ffn_, w.fc1_b);
+  kernels::linear(space, projected_, ffn_, w.fc2_w, ConstVec());
+  kernels::add_bias_residual(space, h, projected_, w.fc2_b);
   if (!pre_ln) {
     kernels::layernorm(space, normed_, h, w.ffn_norm_w, w.ffn_norm_b, kLayerNormEps);
     Kokkos::deep_copy(space, h, normed_);

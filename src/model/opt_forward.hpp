@@ -46,7 +46,8 @@ class OptForward {
   IntMat positions_;  // (B, T)
   Mat embedded_;      // (N, E), used when E != C
   Mat normed_;        // (N, C)
-  Mat q_, k_, v_;     // (N, C)
+  Mat q_, k_, v_;     // (B*H*T, hd): head-major (kernels/attention.hpp)
+  Mat scores_;        // (T, T): one head's attention scores
   Mat attended_;      // (N, C)
   Mat projected_;     // (N, C)
   Mat ffn_;           // (N, F)

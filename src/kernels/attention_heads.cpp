@@ -1,0 +1,150 @@
+// The fast attention path (kernels/attention.hpp): head-major reordering,
+// two GEMMs per (batch row, head) and the masked softmax between them.
+#include "kernels/attention.hpp"
+
+#include "core/error.hpp"
+#include "core/math.hpp"
+#include "kernels/common.hpp"
+#include "kernels/linear.hpp"
+
+#include <cstdint>
+
+namespace distzo::kernels {
+
+namespace {
+
+using MDRangePolicy4 =
+    Kokkos::MDRangePolicy<ExecSpace, Kokkos::Rank<4>, Kokkos::IndexType<std::int64_t>>;
+
+/// (B, H, T, hd) of an interleaved (B*T, C) matrix; throws unless T and H fit.
+struct HeadShape {
+  std::int64_t batch, heads, seq, head_dim;
+  HeadShape(const char* kernel, std::size_t rows, std::size_t channels, int heads_, int seq_)
+      : batch(0), heads(heads_), seq(seq_), head_dim(0) {
+    DISTZO_REQUIRE(heads_ > 0 && seq_ > 0 && channels % static_cast<std::size_t>(heads_) == 0 &&
+                       rows % static_cast<std::size_t>(seq_) == 0,
+                   "distzo::kernels::" << kernel << ": " << heads_ << " heads and sequence length "
+                                       << seq_ << " do not divide a (" << rows << ", " << channels
+                                       << ") matrix");
+    batch = static_cast<std::int64_t>(rows) / seq;
+    head_dim = static_cast<std::int64_t>(channels) / heads;
+  }
+  std::int64_t head_major_rows() const { return batch * heads * seq; }
+  MDRangePolicy4 policy(const ExecSpace& space) const {
+    return MDRangePolicy4(space, {0, 0, 0, 0}, {batch, heads, seq, head_dim});
+  }
+};
+
+/// Row i of scores (one head of batch row b) becomes the softmax over the
+/// keys j <= i with mask(b, j) != 0, and exactly 0 elsewhere (j > i too: the
+/// next GEMM multiplies every column).
+void masked_softmax(const ExecSpace& space, const Mat& scores, const ConstIntMat& mask, int b) {
+  const Mat s = scores;
+  const ConstIntMat m = mask;
+  const int seq = static_cast<int>(scores.extent(0));
+  Kokkos::parallel_for(
+      "distzo::attention_heads::softmax", TeamPolicy(space, seq, Kokkos::AUTO),
+      KOKKOS_LAMBDA(const TeamMember& member) {
+        const int i = member.league_rank();
+        real row_max = 0;
+        int visible = 0;
+        Kokkos::parallel_reduce(
+            Kokkos::TeamThreadRange(member, i + 1),
+            [&](const int j, real& mx) {
+              if (m(b, j) != 0 && s(i, j) > mx) mx = s(i, j);
+            },
+            Kokkos::Max<real>(row_max));
+        Kokkos::parallel_reduce(
+            Kokkos::TeamThreadRange(member, i + 1),
+            [&](const int j, int& count) { count += m(b, j) != 0 ? 1 : 0; }, visible);
+        Kokkos::parallel_for(Kokkos::TeamThreadRange(member, seq), [&](const int j) {
+          s(i, j) = visible != 0 && j <= i && m(b, j) != 0 ? math::exp(s(i, j) - row_max) : real(0);
+        });
+        member.team_barrier();
+        if (visible == 0) return;  // a row of zeros: the output row is zero
+        real denom = 0;  // >= 1: the maximal key contributes exp(0)
+        Kokkos::parallel_reduce(
+            Kokkos::TeamThreadRange(member, i + 1), [&](const int j, real& acc) { acc += s(i, j); },
+            denom);
+        Kokkos::parallel_for(Kokkos::TeamThreadRange(member, i + 1),
+                             [&](const int j) { s(i, j) /= denom; });
+      });
+}
+
+}  // namespace
+
+void split_heads(const ExecSpace& space, const Mat& out, const ConstMat& x, const ConstVec& bias,
+                 int heads, int seq) {
+  const HeadShape shape("split_heads", x.extent(0), x.extent(1), heads, seq);
+  DISTZO_REQUIRE(out.extent(0) == static_cast<std::size_t>(shape.head_major_rows()) &&
+                     out.extent(1) == static_cast<std::size_t>(shape.head_dim),
+                 "distzo::kernels::split_heads: out is (" << out.extent(0) << ", " << out.extent(1)
+                     << "), expected (" << shape.head_major_rows() << ", " << shape.head_dim << ")");
+  DISTZO_REQUIRE(bias.extent(0) == 0 || bias.extent(0) == x.extent(1),
+                 "distzo::kernels::split_heads: bias has " << bias.extent(0) << " entries, expected "
+                                                           << x.extent(1) << " (or 0)");
+  if (x.size() == 0) return;
+  const Mat o = out;
+  const ConstMat xx = x;
+  const ConstVec bb = bias;
+  const bool has_bias = bias.extent(0) != 0;
+  const std::int64_t H = shape.heads, T = shape.seq, hd = shape.head_dim;
+  Kokkos::parallel_for(
+      "distzo::split_heads", shape.policy(space),
+      KOKKOS_LAMBDA(const std::int64_t b, const std::int64_t h, const std::int64_t t,
+                    const std::int64_t d) {
+        const real v = xx(b * T + t, h * hd + d);
+        o((b * H + h) * T + t, d) = has_bias ? v + bb(h * hd + d) : v;
+      });
+}
+
+void merge_heads(const ExecSpace& space, const Mat& out, const ConstMat& x, int heads, int seq) {
+  const HeadShape shape("merge_heads", out.extent(0), out.extent(1), heads, seq);
+  DISTZO_REQUIRE(x.extent(0) == static_cast<std::size_t>(shape.head_major_rows()) &&
+                     x.extent(1) == static_cast<std::size_t>(shape.head_dim),
+                 "distzo::kernels::merge_heads: x is (" << x.extent(0) << ", " << x.extent(1)
+                     << "), expected (" << shape.head_major_rows() << ", " << shape.head_dim << ")");
+  if (out.size() == 0) return;
+  const Mat o = out;
+  const ConstMat xx = x;
+  const std::int64_t H = shape.heads, T = shape.seq, hd = shape.head_dim;
+  Kokkos::parallel_for(
+      "distzo::merge_heads", shape.policy(space),
+      KOKKOS_LAMBDA(const std::int64_t b, const std::int64_t h, const std::int64_t t,
+                    const std::int64_t d) { o(b * T + t, h * hd + d) = xx((b * H + h) * T + t, d); });
+}
+
+void attention_heads(const ExecSpace& space, const Mat& out, const ConstMat& q, const ConstMat& k,
+                     const ConstMat& v, const ConstIntMat& mask, int heads, real scale,
+                     const Mat& scores) {
+  const std::size_t batch = mask.extent(0), seq = mask.extent(1), head_dim = q.extent(1);
+  const std::size_t rows = batch * static_cast<std::size_t>(heads > 0 ? heads : 0) * seq;
+  const auto head_major = [&](const auto& t) {
+    return t.extent(0) == rows && t.extent(1) == head_dim;
+  };
+  DISTZO_REQUIRE(heads > 0 && head_major(k) && head_major(v) && head_major(out) &&
+                     q.extent(0) == rows,
+                 "distzo::kernels::attention_heads: q, k, v and out must all be (B*H*T, hd) = ("
+                     << rows << ", " << head_dim << ") for " << heads << " heads and a (" << batch
+                     << ", " << seq << ") mask; got q (" << q.extent(0) << ", " << q.extent(1)
+                     << "), k (" << k.extent(0) << ", " << k.extent(1) << "), v (" << v.extent(0)
+                     << ", " << v.extent(1) << "), out (" << out.extent(0) << ", " << out.extent(1)
+                     << ")");
+  DISTZO_REQUIRE(scores.extent(0) == seq && scores.extent(1) == seq,
+                 "distzo::kernels::attention_heads: scores is (" << scores.extent(0) << ", "
+                     << scores.extent(1) << "), expected (" << seq << ", " << seq << ")");
+  if (rows == 0 || head_dim == 0) return;
+  for (std::size_t b = 0; b < batch; ++b) {
+    for (std::size_t h = 0; h < static_cast<std::size_t>(heads); ++h) {
+      const std::size_t r0 = (b * static_cast<std::size_t>(heads) + h) * seq;
+      const auto head = Kokkos::make_pair(r0, r0 + seq);
+      gemm(space, "N", "T", scale, Kokkos::subview(q, head, Kokkos::ALL),
+           Kokkos::subview(k, head, Kokkos::ALL), real(0), scores);
+      masked_softmax(space, scores, mask, static_cast<int>(b));
+      gemm(space, "N", "N", real(1), scores, Kokkos::subview(v, head, Kokkos::ALL), real(0),
+           Kokkos::subview(out, head, Kokkos::ALL));
+    }
+  }
+}
+
+}  // namespace distzo::kernels
