@@ -1,6 +1,7 @@
 #include "kernels/losses.hpp"
 
 #include "core/error.hpp"
+#include "core/fp.hpp"
 #include "core/math.hpp"
 #include "kernels/common.hpp"
 
@@ -62,7 +63,12 @@ void causal_lm_loss(const ExecSpace& space, const LossSums& sums, const ConstMat
   const ConstMat z = logits;
   const ConstIntVec t = targets;
 
-  // One team per row: max, then sum of exp(z - max) in double.
+  // One team per row: max, then the sum of exp(z - max), each exp by
+  // fp::exp in float (within 1 ulp) and each chunk of kChunk summed pairwise
+  // in float before it joins the row's double sum: the exps vectorise, and
+  // the double additions (a latency chain) are one per chunk.
+  constexpr int kChunk = 16;
+  const int chunks = (vocab + kChunk - 1) / kChunk;
   Kokkos::parallel_reduce(
       "distzo::causal_lm_loss", TeamPolicy(space, rows, Kokkos::AUTO),
       KOKKOS_LAMBDA(const TeamMember& member, double& loss) {
@@ -79,9 +85,17 @@ void causal_lm_loss(const ExecSpace& space, const LossSums& sums, const ConstMat
         const double shift = static_cast<double>(row_max);
         double sum_exp = 0.0;
         Kokkos::parallel_reduce(
-            Kokkos::TeamThreadRange(member, vocab),
-            [&](const int c, double& acc) {
-              acc += math::exp(static_cast<double>(z(r, c)) - shift);
+            Kokkos::TeamThreadRange(member, chunks),
+            [&](const int k, double& acc) {
+              real e[kChunk];
+              for (int i = 0; i < kChunk; ++i) {
+                const int c = k * kChunk + i;
+                const real v = fp::exp(z(r, c < vocab ? c : vocab - 1) - row_max);
+                e[i] = c < vocab ? v : real(0);
+              }
+              for (int width = kChunk / 2; width > 0; width /= 2)
+                for (int i = 0; i < width; ++i) e[i] += e[i + width];
+              acc += static_cast<double>(e[0]);
             },
             sum_exp);
         const double row_loss = math::log(sum_exp) + shift - static_cast<double>(z(r, target));
