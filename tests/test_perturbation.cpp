@@ -457,6 +457,28 @@ std::vector<KatRow> read_kat() {
   return rows;
 }
 
+/// Recipe-2 z at the coordinates of `rows`, each from one thread of a kernel
+/// on the default execution space (a free function: CUDA lambdas cannot live
+/// in a test body).
+std::vector<real> recipe2_z_in_a_kernel(const std::vector<KatRow>& rows) {
+  Kokkos::View<KatRow*, distzo::MemSpace> coords("distzo::test::kat", rows.size());
+  Kokkos::View<real*, distzo::MemSpace> got("distzo::test::kat_z", rows.size());
+  auto h = Kokkos::create_mirror_view(coords);
+  for (std::size_t i = 0; i < rows.size(); ++i) h(i) = rows[i];
+  Kokkos::deep_copy(coords, h);
+  distzo::ExecSpace space;
+  Kokkos::parallel_for(
+      "distzo::test::kat_kernel", Kokkos::RangePolicy<distzo::ExecSpace>(space, 0, rows.size()),
+      KOKKOS_LAMBDA(const std::size_t i) {
+        const KatRow& r = coords(i);
+        got(i) = distzo::perturbation_z(r.seed, r.step, r.query, r.param_id, r.element,
+                                        Distribution::gaussian, ZRecipe::v2);
+      });
+  fence(space, "distzo::test: KAT results ready for the host");
+  const auto host = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), got);
+  return std::vector<real>(host.data(), host.data() + rows.size());
+}
+
 }  // namespace distzo_test_perturbation
 
 TEST(Recipe2, KnownAnswersOnTheHostAndInAKernel) {
@@ -481,23 +503,9 @@ TEST(Recipe2, KnownAnswersOnTheHostAndInAKernel) {
   std::vector<KatRow> zs;
   for (const KatRow& r : rows)
     if (!r.pair) zs.push_back(r);
-  Kokkos::View<KatRow*, distzo::MemSpace> coords("distzo::test::kat", zs.size());
-  Kokkos::View<real*, distzo::MemSpace> got("distzo::test::kat_z", zs.size());
-  auto h = Kokkos::create_mirror_view(coords);
-  for (std::size_t i = 0; i < zs.size(); ++i) h(i) = zs[i];
-  Kokkos::deep_copy(coords, h);
-  distzo::ExecSpace space;
-  Kokkos::parallel_for(
-      "distzo::test::kat_kernel", Kokkos::RangePolicy<distzo::ExecSpace>(space, 0, zs.size()),
-      KOKKOS_LAMBDA(const std::size_t i) {
-        const KatRow& r = coords(i);
-        got(i) = distzo::perturbation_z(r.seed, r.step, r.query, r.param_id, r.element,
-                                        Distribution::gaussian, ZRecipe::v2);
-      });
-  fence(space, "distzo::test: KAT results ready for the host");
-  auto host = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), got);
+  const std::vector<real> got = recipe2_z_in_a_kernel(zs);
   for (std::size_t i = 0; i < zs.size(); ++i)
-    EXPECT_EQ(float_bits(host(i)), zs[i].bits) << "element " << zs[i].element << " in a kernel";
+    EXPECT_EQ(float_bits(got[i]), zs[i].bits) << "element " << zs[i].element << " in a kernel";
 }
 
 TEST(Recipe2, ErrorAgainstTheExactTransformIsBelow1e6) {
