@@ -5,6 +5,7 @@
 #include "io/hdf5_file.hpp"
 #include "io/model_file.hpp"
 
+#include "core/digest.hpp"
 #include "core/error.hpp"
 
 #include <gtest/gtest.h>
@@ -78,6 +79,16 @@ TEST(Checkpoint, TrainingStateRoundTrips) {
     EXPECT_EQ(r.seed_log[i].lr, s.seed_log[i].lr);
     EXPECT_EQ(r.seed_log[i].g, s.seed_log[i].g);
   }
+}
+
+TEST(Checkpoint, RecordsTheDigestVersionAndKeepsTheDigest) {
+  const std::string path = write_tiny_checkpoint(some_state(), "digest.h5");
+  const io::ModelReader checkpoint(path);
+  const io::ModelReader model(std::string(DISTZO_TEST_DATA) + "/opt_tiny_preln.model.h5");
+  EXPECT_EQ(checkpoint.info().digest_version, kDigestVersion);
+  EXPECT_EQ(model.info().digest_version, 0) << "the fixture was written by tools/distzo_h5.py";
+  EXPECT_EQ(checkpoint.digest(), model.digest()) << "the same tensors, the same digest";
+  std::remove(path.c_str());
 }
 
 TEST(Checkpoint, RecipeIsOneWhenTheAttributeIsAbsent) {

@@ -1,8 +1,12 @@
-// Placement: arena layouts, the parameter store under every placement, the
-// block streamer's schedule (asserted on its trace, since Serial Kokkos runs
-// everything in order and would hide a missing wait), use-after-release made
-// visible by poisoned slots, and the ZO step offloaded ≡ resident bit for bit.
+// Placement: arena layouts, the parameter store under every placement (its
+// digest, computed where θ lives, included), the block streamer's schedule
+// (asserted on its trace, since Serial Kokkos runs everything in order and
+// would hide a missing wait), use-after-release made visible by poisoned
+// slots, and the ZO step offloaded ≡ resident bit for bit.
 
+#include "core/digest.hpp"
+#include "io/hdf5_file.hpp"
+#include "io/model_file.hpp"
 #include "runtime/block_streamer.hpp"
 #include "runtime/parameter_store.hpp"
 #include "support/tiny_opt.hpp"
@@ -12,8 +16,11 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdio>
 #include <map>
+#include <string>
 #include <type_traits>
+#include <unistd.h>
 #include <vector>
 
 namespace {
@@ -99,6 +106,52 @@ TEST(ParameterStore, EveryPlacementHoldsTheSameTheta) {
     EXPECT_EQ(m.store->device_bytes() + m.store->host_bytes(),
               resident.store->device_bytes());
   }
+}
+
+TEST(ParameterStore, DigestIsComputedWhereThetaLivesAndMatchesTheFile) {
+  // Device arenas are reduced on the execution space, offloaded blocks in
+  // host memory on the host space: every placement gives the definition
+  // evaluated on a host copy of θ, and the digest of θ written to a model
+  // file (what `distzo inspect --digest` prints). With project_in/out, so
+  // the head group's order is exercised too.
+  const model::OptConfig c = [] {
+    model::OptConfig p = tiny_config(false, 8);
+    p.num_hidden_layers = 3;
+    return p;
+  }();
+  const std::string path = "/tmp/distzo_test_digest_" + std::to_string(getpid()) + ".h5";
+  for (const PlacementConfig& p : {PlacementConfig(), offload(0), offload(1), offload(2, 2)}) {
+    TinyModel m(c, 99, p);
+    const std::vector<std::vector<float>> theta = m.host_theta();
+    ParameterDigest definition;
+    for (const auto& info : m.registry.parameters()) {
+      std::uint64_t sum = 0;
+      for (std::size_t k = 0; k < theta[info.id].size(); ++k)
+        sum += digest::element_term(k, digest::float_bits(theta[info.id][k]));
+      definition.add_tensor(info.name, info.shape, sum);
+    }
+    const std::string d = m.digest();
+    EXPECT_EQ(d, definition.hex()) << "resident blocks " << m.store->device_blocks();
+
+    io::ModelInfo file_info;
+    file_info.config = c;
+    file_info.registry = m.registry;
+    io::write_atomically(path, [&](io::Hdf5File& file) {
+      io::write_model_tensors(file, file_info,
+                              [&](const io::TensorSink& sink) { m.store->visit(sink); });
+    });
+    const io::ModelReader written(path);
+    EXPECT_EQ(written.digest(), d) << "resident blocks " << m.store->device_blocks();
+    EXPECT_EQ(written.info().digest_version, kDigestVersion);
+
+    // The last element of the last block: host memory when offloaded.
+    const std::uint32_t id = m.registry.block_ids(2).back();
+    std::vector<float> t = theta[id];
+    t.back() = std::nextafter(t.back(), 1.0f);
+    m.store->write(id, t.data());
+    EXPECT_NE(m.digest(), d) << "resident blocks " << m.store->device_blocks();
+  }
+  std::remove(path.c_str());
 }
 
 TEST(ParameterStore, ReadWriteRoundTrip) {

@@ -2,6 +2,7 @@
 
 #include "app/format.hpp"
 
+#include "core/digest.hpp"
 #include "io/model_file.hpp"
 
 #include <cstdio>
@@ -42,7 +43,11 @@ void inspect(const std::string& path, bool digest_only, std::ostream& out) {
       << ", word_embed_proj_dim " << c.word_embed_proj_dim
       << (c.has_projection() ? " (project_in/out)" : "") << ", lm_head tied to embed_tokens\n"
       << "parameters    " << params << " in " << m.registry.size() << " tensors, "
-      << human_bytes(4.0 * static_cast<double>(params)) << " as float32\n\n";
+      << human_bytes(4.0 * static_cast<double>(params)) << " as float32\n"
+      << "digest        version " << kDigestVersion << " (--digest); the writer recorded "
+      << (m.digest_version > 0 ? "version " + std::to_string(m.digest_version)
+                               : std::string("none (an older distzo, or tools/distzo_h5.py)"))
+      << "\n\n";
   out << std::left << std::setw(5) << "id" << std::setw(52) << "name" << std::setw(14) << "shape"
       << std::setw(12) << "elements" << "group\n";
   for (const auto& p : m.registry.parameters()) {

@@ -2,6 +2,7 @@
 
 #include "core/digest.hpp"
 #include "core/error.hpp"
+#include "kernels/digest.hpp"
 
 #include <algorithm>
 
@@ -71,6 +72,8 @@ ModelReader::ModelReader(const std::string& path) : file_(path, Hdf5File::Mode::
   info_.kind = file_.read_string_attribute("distzo_format");
   if (file_.has_attribute("hf_config_json"))
     info_.hf_config_json = file_.read_string_attribute("hf_config_json");
+  if (file_.has_attribute("digest_version"))
+    info_.digest_version = file_.read_int_attribute("digest_version");
   info_.registry = model::ParameterRegistry::for_opt(info_.config);
 
   std::set<std::string> expected;
@@ -102,10 +105,14 @@ void ModelReader::read(std::uint32_t id, real* dst) const {
 }
 
 std::string ModelReader::digest() const {
-  Digest digest;
+  // The same element-sum kernel the runtime uses for θ in host memory.
+  const Kokkos::DefaultHostExecutionSpace host;
+  ParameterDigest digest;
   for (const auto& p : info_.registry.parameters()) {
     const std::vector<float> data = file_.read_floats(p.name);
-    digest.add_tensor(p.name, p.shape, data.data(), data.size());
+    digest.add_tensor(p.name, p.shape,
+                      kernels::host_tensor_element_sum(
+                          host, kernels::HostTensor(data.data(), data.size())));
   }
   return digest.hex();
 }
@@ -113,6 +120,7 @@ std::string ModelReader::digest() const {
 void write_model_tensors(Hdf5File& file, const ModelInfo& info, const TensorSource& tensors) {
   file.write_string_attribute("distzo_format", info.kind.empty() ? "model" : info.kind);
   write_opt_config(file, info.config, info.hf_config_json);
+  file.write_int_attribute("digest_version", kDigestVersion);
   tensors([&](std::uint32_t id, const real* data) {
     const model::ParameterInfo& p = info.registry[id];
     file.write_floats(p.name, p.shape, data);

@@ -24,6 +24,10 @@ struct ModelInfo {
   model::ParameterRegistry registry;
   std::string kind;            // "model" or "checkpoint"
   std::string hf_config_json;  // kept for the way back to Hugging Face
+  // The `digest_version` a file recorded (0: none, written before version 2
+  // or by tools/distzo_h5.py): the definition of the digests its writer
+  // printed. Writers always record kDigestVersion (core/digest.hpp).
+  std::int64_t digest_version = 0;
 };
 
 /// Reads and validates the root attributes; errors name the file and key.
@@ -57,7 +61,7 @@ using TensorSink = std::function<void(std::uint32_t id, const real* data)>;
 using TensorSource = std::function<void(const TensorSink& sink)>;
 
 /// Writes the config attributes (distzo_format = info.kind, "model" when
-/// empty) and every tensor from `tensors` into an open file.
+/// empty), digest_version and every tensor from `tensors` into an open file.
 void write_model_tensors(Hdf5File& file, const ModelInfo& info, const TensorSource& tensors);
 
 }  // namespace distzo::io

@@ -2,7 +2,9 @@
 
 #include "core/digest.hpp"
 #include "core/error.hpp"
+#include "core/fence.hpp"
 #include "core/memory.hpp"
+#include "kernels/digest.hpp"
 
 #include <algorithm>
 
@@ -169,12 +171,29 @@ void ParameterStore::visit(
   }
 }
 
-std::string ParameterStore::digest() const {
-  Digest digest;
-  visit([&](std::uint32_t id, const real* data) {
-    const model::ParameterInfo& p = registry_[id];
-    digest.add_tensor(p.name, p.shape, data, static_cast<std::size_t>(p.numel()));
-  });
+std::string ParameterStore::digest(const ExecSpace& space) const {
+  // Each tensor's element sum is reduced where its arena lives, into host
+  // memory (pinned under CUDA, written by the device directly): no tensor
+  // is copied and no device memory is allocated.
+  const Kokkos::View<std::uint64_t*, Kokkos::LayoutRight, PinnedSpace> sums(
+      memory_label(MemoryRole::host_master, "digest_sums"), registry_.size());  // by id
+  const Kokkos::DefaultHostExecutionSpace host;
+  for (std::size_t g = 0; g < layouts_.size(); ++g) {
+    for (const Segment& s : layouts_[g].segments) {
+      if (in_host_memory_[g]) {
+        sums(s.id) = kernels::host_tensor_element_sum(
+            host, kernels::HostTensor(host_arenas_[g].data() + s.offset, s.count));
+      } else {
+        kernels::tensor_element_sum(
+            space, Kokkos::subview(device_arenas_[g], std::make_pair(s.offset, s.offset + s.count)),
+            0, Kokkos::subview(sums, s.id));
+      }
+    }
+  }
+  fence(space, "distzo: digest element sums ready for the host fold");
+
+  ParameterDigest digest;
+  for (const auto& p : registry_.parameters()) digest.add_tensor(p.name, p.shape, sums(p.id));
   return digest.hex();
 }
 

@@ -12,8 +12,9 @@
 //           updated block back.
 //
 // The store is filled and read one parameter at a time through host memory,
-// so a model is loaded, checkpointed and digested without ever being whole
-// in the execution space. It knows nothing of files, MPI or the algorithm.
+// so a model is loaded and checkpointed without ever being whole in the
+// execution space; the digest is reduced in place, tensor by tensor. It
+// knows nothing of files, MPI or the algorithm.
 
 #include "core/types.hpp"
 #include "model/opt_weights.hpp"
@@ -91,8 +92,12 @@ class ParameterStore {
   /// Hands every parameter in canonical order to `sink(id, data)` (host memory).
   void visit(const std::function<void(std::uint32_t id, const real* data)>& sink) const;
 
-  /// The parameter digest (core/digest.hpp) of θ as it stands.
-  std::string digest() const;
+  /// The parameter digest (core/digest.hpp) of θ as it stands, computed
+  /// where θ lives: device arenas reduced on `space`, host arenas on the
+  /// host execution space; no tensor is copied. Fences `space`. Writes to θ
+  /// queued on other instances must be complete (the block streamer's
+  /// end_pass fences its upload and write-back instances).
+  std::string digest(const ExecSpace& space = ExecSpace()) const;
 
   /// Test switch of the divergence guard: overwrites element 0 of parameter 0.
   void debug_corrupt();

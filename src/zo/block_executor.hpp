@@ -70,8 +70,9 @@ class BlockExecutor {
   /// Forward pass at θ (which must be flushed) and its loss. Fences.
   EvalOutcome evaluate(const model::Batch& batch);
 
-  /// The digest of θ as it stands (runtime::ParameterStore::digest).
-  std::string parameter_digest() const { return store_.digest(); }
+  /// The digest of θ as it stands (runtime::ParameterStore::digest), reduced
+  /// on the compute instance, after the work queued there.
+  std::string parameter_digest() const { return store_.digest(streamer_.instances().compute); }
 
   /// Test switch of the divergence guard: overwrites one element of θ.
   void debug_corrupt_parameter() { store_.debug_corrupt(); }
