@@ -10,6 +10,10 @@ deck again 120 b
 "$DISTZO" run again.yaml > b.log
 [ "$(digest a/ckpt-000120.h5)" = "$(digest b/ckpt-000120.h5)" ] || fail "repeated runs differ"
 pass "repeated runs give digest $(digest a/ckpt-000120.h5)"
+# The digest a run prints (computed where θ lives) is the one inspect computes from its checkpoint.
+printed=$(sed -n 's/^done: .*, digest \([0-9a-f]\{16\}\)$/\1/p' a.log)
+[ "$printed" = "$(digest a/ckpt-000120.h5)" ] || fail "run printed digest '$printed', inspect of its checkpoint says $(digest a/ckpt-000120.h5)"
+pass "the run's printed digest == inspect --digest of its final checkpoint"
 
 # Learning: eval loss falls and accuracy rises between step 0 and the end.
 read -r loss0 acc0 <<<"$(awk -F, 'NR == 2 { print $2, $3 }' a/eval.csv)"
