@@ -12,6 +12,10 @@
    losses), which checks both the fixtures and their documentation.
 4. demo_baselines' statistics on hand-made cases: AUC (with ties), the fitted
    threshold, and the logistic probe separating separable data.
+5. The parameter digest of tools/digest_reference.py (numpy path and plain
+   definition alike) equals `distzo inspect --digest` on every
+   tests/data/*.model.h5 and on a model distzo writes (needs a built distzo:
+   $DISTZO, default build/distzo; numpy + h5py only, runs first).
 """
 
 from __future__ import annotations
@@ -335,6 +339,36 @@ def test_fixtures_against_numpy():
     print("fixtures vs numpy forward: OK")
 
 
+def test_digest_matches_inspect():
+    import digest_reference as dr
+
+    distzo = os.environ.get("DISTZO", os.path.join(os.path.dirname(HERE), "build", "distzo"))
+    assert os.path.exists(distzo), f"no distzo binary at {distzo}: build it or set DISTZO"
+    with tempfile.TemporaryDirectory() as tmp:
+        made = os.path.join(tmp, "made.h5")  # written by distzo: project_in/out, pre-LN
+        subprocess.run(
+            [distzo, "make-model", made, "--layers", "2", "--hidden", "16", "--heads", "2", "--ffn", "24",
+             "--vocab", "40", "--positions", "16", "--proj", "8", "--seed", "3"],
+            check=True, capture_output=True,
+        )
+        for path in sorted(glob.glob(os.path.join(DATA, "*.model.h5"))) + [made]:
+            ours = dr.file_digest(path)
+            theirs = subprocess.run(
+                [distzo, "inspect", path, "--digest"], check=True, capture_output=True, text=True
+            ).stdout.strip()
+            assert ours == theirs, f"{path}: python {ours}, distzo {theirs}"
+            # the numpy path agrees with the plain definition
+            cfg, tensors = distzo_h5.read_model(path)
+            plain = dr.fold(
+                (n, tensors[n].shape, dr.element_sum(tensors[n].reshape(-1).view(np.uint32).tolist()))
+                for n in dr.canonical_order(cfg)
+            )
+            assert dr.hex_digest(plain) == ours, path
+        with h5py.File(made, "r") as f:
+            assert int(f.attrs["digest_version"]) == dr.VERSION
+    print("digest reference == distzo inspect --digest: OK")
+
+
 def test_demo_baselines_statistics():
     import torch
 
@@ -359,6 +393,7 @@ def test_demo_baselines_statistics():
 
 
 if __name__ == "__main__":
+    test_digest_matches_inspect()
     test_demo_baselines_statistics()
     test_fixtures_against_numpy()
     test_rejections()
