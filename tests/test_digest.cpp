@@ -7,6 +7,7 @@
 // or reduction order can change it). Placements: tests/test_placement.cpp.
 
 #include "core/digest.hpp"
+#include "core/fp.hpp"
 #include "kernels/digest.hpp"
 
 #include <gtest/gtest.h>
@@ -31,7 +32,7 @@ float from_bits(std::uint32_t b) {
 std::uint64_t sequential_sum(const std::vector<float>& x, std::uint64_t first = 0) {
   std::uint64_t s = 0;
   for (std::size_t k = 0; k < x.size(); ++k)
-    s += digest::element_term(first + k, digest::float_bits(x[k]));
+    s += digest::element_term(first + k, distzo::fp::to_bits(x[k]));
   return s;
 }
 
@@ -140,7 +141,7 @@ TEST(Digest, EverySingleBitChangeIsSeen) {
     for (std::size_t pos : {std::size_t(0), std::size_t(1), n / 2, n - 1}) {
       for (int bit : {0, 22, 23, 31}) {
         std::vector<float> y = x;
-        std::uint32_t b = digest::float_bits(y[pos]);
+        std::uint32_t b = distzo::fp::to_bits(y[pos]);
         b ^= std::uint32_t(1) << bit;
         y[pos] = from_bits(b);
         EXPECT_NE(device_sum(y), base) << "element " << pos << " of " << n << ", bit " << bit;

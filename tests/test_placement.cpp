@@ -5,6 +5,7 @@
 // slots, and the ZO step offloaded ≡ resident bit for bit.
 
 #include "core/digest.hpp"
+#include "core/fp.hpp"
 #include "io/hdf5_file.hpp"
 #include "io/model_file.hpp"
 #include "runtime/block_streamer.hpp"
@@ -127,7 +128,7 @@ TEST(ParameterStore, DigestIsComputedWhereThetaLivesAndMatchesTheFile) {
     for (const auto& info : m.registry.parameters()) {
       std::uint64_t sum = 0;
       for (std::size_t k = 0; k < theta[info.id].size(); ++k)
-        sum += digest::element_term(k, digest::float_bits(theta[info.id][k]));
+        sum += digest::element_term(k, fp::to_bits(theta[info.id][k]));
       definition.add_tensor(info.name, info.shape, sum);
     }
     const std::string d = m.digest();

@@ -21,7 +21,6 @@
 #include <Kokkos_Core.hpp>
 
 #include <cstdint>
-#include <cstring>
 #include <string>
 #include <vector>
 
@@ -54,17 +53,6 @@ constexpr std::uint64_t kGamma = 0x9e3779b97f4a7c15ULL;
 KOKKOS_INLINE_FUNCTION constexpr std::uint64_t element_term(std::uint64_t index,
                                                             std::uint32_t bits) {
   return mix(mix((index + 1) * kGamma) ^ bits);
-}
-
-/// The 32 bits of a float, as stored (no NaN canonicalisation: -0 and +0 differ).
-KOKKOS_FORCEINLINE_FUNCTION std::uint32_t float_bits(float x) {
-#if defined(__CUDA_ARCH__)
-  return __float_as_uint(x);
-#else
-  std::uint32_t bits;
-  std::memcpy(&bits, &x, sizeof bits);
-  return bits;
-#endif
 }
 
 }  // namespace digest

@@ -67,7 +67,18 @@ KOKKOS_FORCEINLINE_FUNCTION float sqrt(float a) {
 /// a·x + b as two roundings (the Horner step of every polynomial here).
 KOKKOS_FORCEINLINE_FUNCTION float mul_add(float a, float x, float b) { return add(mul(a, x), b); }
 
-namespace detail {
+/// The 32 bits of a float as stored (no NaN canonicalisation: -0 and +0
+/// differ), and back: bit operations on floats, the same on every backend.
+KOKKOS_FORCEINLINE_FUNCTION std::uint32_t to_bits(float x) {
+#if defined(__CUDA_ARCH__)
+  return __float_as_uint(x);
+#else
+  std::uint32_t bits;
+  std::memcpy(&bits, &x, sizeof bits);
+  return bits;
+#endif
+}
+
 KOKKOS_FORCEINLINE_FUNCTION float from_bits(std::uint32_t bits) {
 #if defined(__CUDA_ARCH__)
   return __uint_as_float(bits);
@@ -77,6 +88,8 @@ KOKKOS_FORCEINLINE_FUNCTION float from_bits(std::uint32_t bits) {
   return f;
 #endif
 }
+
+namespace detail {
 /// 2^n for n in [-126, 127], exactly.
 KOKKOS_FORCEINLINE_FUNCTION float pow2(int n) {
   return from_bits(static_cast<std::uint32_t>(n + 127) << 23);
@@ -110,7 +123,7 @@ KOKKOS_FORCEINLINE_FUNCTION float exp(float x) {
   const float er = add(add(mul(mul(r, r), p), r), 1.0f);
   const int half = n >> 1;  // 2^n = 2^half · 2^(n - half), each factor normal
   const float y = mul(mul(er, detail::pow2(half)), detail::pow2(n - half));
-  const float inf = detail::from_bits(0x7F800000u);
+  const float inf = from_bits(0x7F800000u);
   return x != x ? x : x < kLowest ? 0.0f : x > kHighest ? inf : y;
 }
 

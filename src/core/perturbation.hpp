@@ -152,35 +152,15 @@ constexpr float kL3 = 0x1.555588p-2f, kL5 = 0x1.99578cp-3f, kL7 = 0x1.326fc8p-3f
 constexpr float kLn2Hi = 0x1.62e400p-1f, kLn2Lo = 0x1.7f7d1cp-20f;
 constexpr std::uint32_t kSqrt2Mantissa = 0x3504F3u;  // float(sqrt 2) = 0x3FB504F3
 
-KOKKOS_FORCEINLINE_FUNCTION float as_float(std::uint32_t bits) {
-#if defined(__CUDA_ARCH__)
-  return __uint_as_float(bits);
-#else
-  float f;
-  std::memcpy(&f, &bits, sizeof f);
-  return f;
-#endif
-}
-
-KOKKOS_FORCEINLINE_FUNCTION std::uint32_t as_bits(float f) {
-#if defined(__CUDA_ARCH__)
-  return __float_as_uint(f);
-#else
-  std::uint32_t bits;
-  std::memcpy(&bits, &f, sizeof bits);
-  return bits;
-#endif
-}
-
 /// sqrt(-2 log u1) for u1 = float((a >> 2) + 1) * 2^-30.
 KOKKOS_FORCEINLINE_FUNCTION float radius_v2(std::uint32_t a) {
   using namespace fp;
   const float x = static_cast<float>(static_cast<std::int32_t>(a >> 2) + 1);
-  const std::uint32_t bits = as_bits(x);
+  const std::uint32_t bits = fp::to_bits(x);
   const std::uint32_t mantissa = bits & 0x7FFFFFu;
   const std::uint32_t big = mantissa > kSqrt2Mantissa ? 1u : 0u;  // m > sqrt 2: halve it
   const std::int32_t e = static_cast<std::int32_t>(bits >> 23) - 127 + static_cast<std::int32_t>(big);
-  const float m = as_float(mantissa | (0x3F800000u - (big << 23)));
+  const float m = fp::from_bits(mantissa | (0x3F800000u - (big << 23)));
   const float f = div(sub(m, 1.0f), add(m, 1.0f));
   const float s = mul(f, f);
   const float p = mul_add(mul_add(mul_add(kL7, s, kL5), s, kL3), s, 1.0f);
@@ -202,11 +182,11 @@ KOKKOS_FORCEINLINE_FUNCTION void cos_sin_v2(std::uint32_t b, float& cos_out, flo
   const float cs = add(mul(mul_add(mul_add(mul_add(kC8, y2, kC6), y2, kC4), y2, kC2), y2), 1.0f);
   // Quadrant q: swap on odd q, then flip signs (bit operations: no branches).
   const std::uint32_t swap = 0u - (q & 1u);
-  const std::uint32_t c_bits = as_bits(cs), s_bits = as_bits(sn);
+  const std::uint32_t c_bits = fp::to_bits(cs), s_bits = fp::to_bits(sn);
   const std::uint32_t first = (s_bits & swap) | (c_bits & ~swap);
   const std::uint32_t second = (c_bits & swap) | (s_bits & ~swap);
-  cos_out = as_float(first ^ (((q + 1u) & 2u) << 30));
-  sin_out = as_float(second ^ ((q & 2u) << 30));
+  cos_out = fp::from_bits(first ^ (((q + 1u) & 2u) << 30));
+  sin_out = fp::from_bits(second ^ ((q & 2u) << 30));
 }
 
 KOKKOS_FORCEINLINE_FUNCTION void box_muller_v2(std::uint32_t a, std::uint32_t b, real& even,

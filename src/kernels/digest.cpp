@@ -1,6 +1,7 @@
 #include "kernels/digest.hpp"
 
 #include "core/digest.hpp"
+#include "core/fp.hpp"
 
 #include <type_traits>
 
@@ -29,7 +30,7 @@ void element_sum(const char* label, const ExecutionSpace& space, const Tensor& x
         std::uint64_t part = 0;
         for (std::int64_t e = begin; e < end; ++e)
           part += digest::element_term(first + static_cast<std::uint64_t>(e),
-                                       digest::float_bits(t(e)));
+                                       fp::to_bits(t(e)));
         sum += part;
       },
       result);
