@@ -26,13 +26,13 @@ MARKER = re.compile(r"^### RUN threads=(\d+) cmd=(.*)$")
 
 def parse(log_path: str) -> tuple[list[dict], dict]:
     records, meta = [], {}
-    threads, cmd = None, None
+    threads, cmd, run = None, None, 0
     with open(log_path, encoding="utf-8") as fh:
         for line in fh:
             line = line.rstrip("\n")
             m = MARKER.match(line)
             if m:
-                threads, cmd = int(m.group(1)), m.group(2)
+                threads, cmd, run = int(m.group(1)), m.group(2), run + 1
                 continue
             if line.startswith("### META "):
                 key, _, value = line[len("### META "):].partition("=")
@@ -42,6 +42,7 @@ def parse(log_path: str) -> tuple[list[dict], dict]:
                 rec = json.loads(line[len("RESULT "):])
                 rec["threads_setting"] = threads
                 rec["command"] = cmd
+                rec["run"] = run
                 records.append(rec)
     return records, meta
 
@@ -51,6 +52,26 @@ def find(records, bench, metric, threads):
         if r["bench"] == bench and r["metric"] == metric and r["threads_setting"] == threads:
             return r
     return None
+
+
+def perturb_runs(records, threads):
+    """The bench_perturb runs at one thread setting, each a {metric: record}
+    dict, ordered by the fused Gaussian kernel's ratio to deep_copy in that
+    run, plus those ratios (the run script repeats bench_perturb because one
+    run's baseline varies by up to a third on a shared machine)."""
+    runs = {}
+    for r in records:
+        if r["bench"] == "perturb" and r["metric"] != "machine" and r["threads_setting"] == threads:
+            runs.setdefault(r["run"], {})[r["metric"]] = r
+    done = [x for x in runs.values() if "fused_gaussian" in x and "deep_copy" in x]
+    done.sort(key=lambda x: float(x["fused_gaussian"]["median"]) / float(x["deep_copy"]["median"]))
+    return done, [float(x["fused_gaussian"]["median"]) / float(x["deep_copy"]["median"]) for x in done]
+
+
+def median_run(records, threads):
+    """The bench_perturb run with the median fused/deep_copy ratio, or {}."""
+    runs, _ = perturb_runs(records, threads)
+    return runs[(len(runs) - 1) // 2] if runs else {}
 
 
 def g(x, digits=4) -> str:
@@ -162,7 +183,8 @@ def render(records: list[dict], meta: dict, smoke: bool) -> str:
     for t in threads:
         f_d, f_t = find(records, "forward", "tokens_per_s", t), find(records, "torch_forward", "tokens_per_s", t)
         s_d, s_t = find(records, "step", "steps_per_s", t), find(records, "mezo_reference", "steps_per_s", t)
-        p_f, p_c = find(records, "perturb", "fused_gaussian", t), find(records, "perturb", "deep_copy", t)
+        p_run = median_run(records, t)
+        p_f, p_c = p_run.get("fused_gaussian"), p_run.get("deep_copy")
         w(f"| {t} | {ratio(f_d and f_d['median'], f_t and f_t['median'])} "
           f"| {ratio(s_d and s_d['median'], s_t and s_t['median'])} "
           f"| {ratio(p_f and p_f['median'], p_c and p_c['median'])} |")
@@ -218,7 +240,7 @@ def render(records: list[dict], meta: dict, smoke: bool) -> str:
     for t in threads:
         d = find(records, "step", "steps_per_s", t)
         f = find(records, "forward", "tokens_per_s", t)
-        p = find(records, "perturb", "fused_gaussian", t)
+        p = median_run(records, t).get("fused_gaussian")
         b = find(records, "mezo_reference", "steps_per_s", t)
         if d and f and p and d.get("parameters"):
             fwd2 = 2 * float(f["ms_per_forward"]) / 1e3
@@ -244,21 +266,29 @@ def render(records: list[dict], meta: dict, smoke: bool) -> str:
           "hardware traffic is up to 24 B/el, whereas a large memcpy uses non-temporal stores. "
           "The Kokkos Serial backend runs these kernels on one thread whatever the thread setting.")
         w("")
+    w("Each thread setting ran `bench_perturb` several times; the table shows the run whose fused "
+      "Gaussian / deep_copy ratio is the median of the runs (every ratio is of two medians of the same run).")
+    w("")
     w("| threads | kernel | B/el | GB/s median | min–max | Gelem/s | vs deep_copy |")
     w("|---:|---|---:|---:|---:|---:|---:|")
     for t in threads:
-        for r in records:
-            if r["bench"] == "perturb" and r["metric"] != "machine" and r["threads_setting"] == t:
-                w(f"| {t} | {r['description']} | {r['bytes_per_element']} | {g(r['median'])} "
-                  f"| {g(r['min'])}–{g(r['max'])} | {g(r['gelem_per_s'])} | {g(r['vs_deep_copy'], 3)} |")
+        for r in median_run(records, t).values():
+            w(f"| {t} | {r['description']} | {r['bytes_per_element']} | {g(r['median'])} "
+              f"| {g(r['min'])}–{g(r['max'])} | {g(r['gelem_per_s'])} | {g(r['vs_deep_copy'], 3)} |")
     w("")
     for t in threads:
-        gs, rs = find(records, "perturb", "fused_gaussian", t), find(records, "perturb", "fused_rademacher", t)
+        _, ratios = perturb_runs(records, t)
+        if ratios:
+            w(f"- threads {t}: fused update + w± (Gaussian) / deep_copy in each of {len(ratios)} runs: "
+              + ", ".join(f"{x:.3f}" for x in ratios) + f" — median {ratios[(len(ratios) - 1) // 2]:.3f}.")
+    for t in threads:
+        run = median_run(records, t)
+        gs, rs = run.get("fused_gaussian"), run.get("fused_rademacher")
         if gs and rs:
             w(f"- threads {t}: Gaussian z vs Rademacher z (fused update + w±): {g(gs['gelem_per_s'])} vs "
               f"{g(rs['gelem_per_s'])} Gelem/s — the Gaussian is {ratio(rs['gelem_per_s'], gs['gelem_per_s'])} "
               "slower (the Box–Muller's log, sqrt and sin/cos polynomials per pair).")
-        v1 = find(records, "perturb", "fused_gaussian_v1", t)
+        v1 = run.get("fused_gaussian_v1")
         if gs and v1:
             w(f"- threads {t}: recipe 2 vs recipe 1 (fused update + w±, Gaussian): {g(gs['gelem_per_s'])} vs "
               f"{g(v1['gelem_per_s'])} Gelem/s: recipe 2 runs at {ratio(gs['gelem_per_s'], v1['gelem_per_s'])} "
@@ -280,7 +310,8 @@ def render(records: list[dict], meta: dict, smoke: bool) -> str:
         w("| recipe | statistic | value | bound | ok |")
         w("|---:|---|---:|---:|---|")
         for r in stats:
-            w(f"| {r['recipe']} | {r['metric']} | {g(r['median'], 6)} | {r['bound']} | {r['ok']} |")
+            name = r["metric"].replace("|", "\\|")  # |mean| inside a table cell
+            w(f"| {r['recipe']} | {name} | {g(r['median'], 6)} | {r['bound']} | {r['ok']} |")
         for r in gen:
             w("")
             w(f"- recipe {r['recipe']}: {r['samples']} samples generated by `fill_perturbation` in {g(r['median'])} s.")
