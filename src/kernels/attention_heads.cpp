@@ -27,10 +27,21 @@ struct HeadShape {
     head_dim = static_cast<std::int64_t>(channels) / heads;
   }
   std::int64_t head_major_rows() const { return batch * heads * seq; }
-  /// A team per head-major row, its threads over the hd contiguous columns
-  /// (a vectorised loop on the host, coalesced accesses on a GPU).
-  TeamPolicy rows_policy(const ExecSpace& space) const {
-    return TeamPolicy(space, static_cast<int>(head_major_rows()), Kokkos::AUTO);
+  /// f(head-major row, interleaved row, interleaved column, d) for every
+  /// element: a team per head-major row, its threads over the hd contiguous
+  /// columns (a vectorised loop on the host, coalesced accesses on a GPU).
+  template <class Element>
+  void for_each_element(const char* label, const ExecSpace& space, const Element& f) const {
+    const std::int64_t H = heads, T = seq, hd = head_dim;
+    Kokkos::parallel_for(
+        label, TeamPolicy(space, static_cast<int>(head_major_rows()), Kokkos::AUTO),
+        KOKKOS_LAMBDA(const TeamMember& member) {
+          const std::int64_t row = member.league_rank();  // (b*H + h)*T + t
+          const std::int64_t t = row % T, h = row / T % H, b = row / T / H;
+          Kokkos::parallel_for(Kokkos::TeamThreadRange(member, hd), [&](const std::int64_t d) {
+            f(row, b * T + t, h * hd + d, d);
+          });
+        });
   }
 };
 
@@ -90,15 +101,11 @@ void split_heads(const ExecSpace& space, const Mat& out, const ConstMat& x, cons
   const ConstMat xx = x;
   const ConstVec bb = bias;
   const bool has_bias = bias.extent(0) != 0;
-  const std::int64_t H = shape.heads, T = shape.seq, hd = shape.head_dim;
-  Kokkos::parallel_for(
-      "distzo::split_heads", shape.rows_policy(space), KOKKOS_LAMBDA(const TeamMember& member) {
-        const std::int64_t row = member.league_rank();  // (b*H + h)*T + t
-        const std::int64_t t = row % T, h = row / T % H, b = row / T / H;
-        Kokkos::parallel_for(Kokkos::TeamThreadRange(member, hd), [&](const std::int64_t d) {
-          const real v = xx(b * T + t, h * hd + d);
-          o(row, d) = has_bias ? v + bb(h * hd + d) : v;
-        });
+  shape.for_each_element(
+      "distzo::split_heads", space,
+      KOKKOS_LAMBDA(const std::int64_t row, const std::int64_t r, const std::int64_t c,
+                    const std::int64_t d) {
+        o(row, d) = has_bias ? xx(r, c) + bb(c) : xx(r, c);
       });
 }
 
@@ -111,15 +118,10 @@ void merge_heads(const ExecSpace& space, const Mat& out, const ConstMat& x, int 
   if (out.size() == 0) return;
   const Mat o = out;
   const ConstMat xx = x;
-  const std::int64_t H = shape.heads, T = shape.seq, hd = shape.head_dim;
-  Kokkos::parallel_for(
-      "distzo::merge_heads", shape.rows_policy(space), KOKKOS_LAMBDA(const TeamMember& member) {
-        const std::int64_t row = member.league_rank();  // (b*H + h)*T + t
-        const std::int64_t t = row % T, h = row / T % H, b = row / T / H;
-        Kokkos::parallel_for(Kokkos::TeamThreadRange(member, hd), [&](const std::int64_t d) {
-          o(b * T + t, h * hd + d) = xx(row, d);
-        });
-      });
+  shape.for_each_element(
+      "distzo::merge_heads", space,
+      KOKKOS_LAMBDA(const std::int64_t row, const std::int64_t r, const std::int64_t c,
+                    const std::int64_t d) { o(r, c) = xx(row, d); });
 }
 
 void attention_heads(const ExecSpace& space, const Mat& out, const ConstMat& q, const ConstMat& k,
