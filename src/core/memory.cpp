@@ -4,8 +4,14 @@
 
 #include <Kokkos_Core.hpp>
 
+#ifdef KOKKOS_ENABLE_CUDA
+#include <cuda_runtime.h>
+#endif
+
 #include <cstring>
 #include <mutex>
+#include <stdexcept>
+#include <string>
 #include <type_traits>
 #include <unordered_map>
 
@@ -130,6 +136,27 @@ MemoryUsage MemoryAccounting::usage() {
   Ledger& l = ledger();
   std::lock_guard<std::mutex> lock(l.mutex);
   return l.usage;
+}
+
+void pin_host_memory(void* data, std::size_t bytes) {
+#ifdef KOKKOS_ENABLE_CUDA
+  const cudaError_t status = cudaHostRegister(data, bytes, cudaHostRegisterPortable);
+  if (status != cudaSuccess)
+    throw std::runtime_error(std::string("cannot pin ") + std::to_string(bytes) +
+                             " bytes of host memory (cudaHostRegister: " +
+                             cudaGetErrorString(status) + "); check `ulimit -l`");
+#else
+  (void)data;
+  (void)bytes;
+#endif
+}
+
+void unpin_host_memory(void* data) {
+#ifdef KOKKOS_ENABLE_CUDA
+  cudaHostUnregister(data);
+#else
+  (void)data;
+#endif
 }
 
 }  // namespace distzo

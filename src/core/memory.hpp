@@ -15,6 +15,7 @@
 // CUDA the space says it, and device allocations without a distzo role
 // (Kokkos' own, a library's) count as `other`.
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 
@@ -43,6 +44,13 @@ struct MemoryUsage {
 
   std::uint64_t peak_of(MemoryRole role) const { return peak[static_cast<int>(role)]; }
 };
+
+/// Pins (page-locks) host memory that Kokkos did not allocate, such as a
+/// node-shared window, so device copies from and to it are asynchronous DMA
+/// (cudaHostRegister). Does nothing on host backends.
+void pin_host_memory(void* data, std::size_t bytes);
+/// Undoes pin_host_memory.
+void unpin_host_memory(void* data);
 
 /// Process-wide listener (Kokkos Tools callbacks are global).
 class MemoryAccounting {

@@ -68,18 +68,26 @@ void BlockStreamer::upload(int block) {
   s.free.enqueue_wait(instances_.upload);
   if (s.occupant >= 0)
     note({StreamOp::Kind::wait, block, slot_of(block), Lane::upload, s.free_lane, s.occupant});
-  const PinnedVec& host = store_.host_block(block);
-  Kokkos::deep_copy(instances_.upload, Kokkos::subview(s.arena, std::make_pair(std::size_t(0), host.extent(0))),
-                    host);
-  pass_.to_device += host.extent(0) * sizeof(real);
+  const auto range = moved_range(block, own_slices_);
+  Kokkos::deep_copy(instances_.upload, Kokkos::subview(s.arena, range),
+                    Kokkos::subview(store_.host_block(block), range));
+  pass_.to_device += (range.second - range.first) * sizeof(real);
   s.uploaded = StreamEvent::record(instances_.upload);
   s.occupant = block;
   note({StreamOp::Kind::upload, block, slot_of(block), Lane::upload});
 }
 
-void BlockStreamer::begin_pass() {
+std::pair<std::size_t, std::size_t> BlockStreamer::moved_range(int block, bool own_slice) const {
+  const model::GroupRef group = model::GroupRef::of_block(block);
+  if (!own_slice) return {0, store_.layout(group).elements};
+  const GroupSlices& slice = store_.slices(group);
+  return {slice.begin, slice.end};
+}
+
+void BlockStreamer::begin_pass(bool own_slices) {
   DISTZO_REQUIRE(!in_pass_, "block streamer: begin_pass() twice without end_pass()");
   in_pass_ = true;
+  own_slices_ = own_slices;
   pass_ = TransferBytes();
   last_acquired_ = -1;
   next_upload_ = first_streamed_;
@@ -136,11 +144,12 @@ void BlockStreamer::release(int block, bool modified) {
   }
   computed.enqueue_wait(instances_.writeback);
   note({StreamOp::Kind::wait, block, j, Lane::writeback, Lane::compute, block});
-  const PinnedVec& host = store_.host_block(block);
   if (modified) {
-    Kokkos::deep_copy(instances_.writeback, host,
-                      Kokkos::subview(s.arena, std::make_pair(std::size_t(0), host.extent(0))));
-    pass_.to_host += host.extent(0) * sizeof(real);
+    // A sliced store's ranks change only their own slices of θ.
+    const auto range = moved_range(block, store_.sliced());
+    Kokkos::deep_copy(instances_.writeback, Kokkos::subview(store_.host_block(block), range),
+                      Kokkos::subview(s.arena, range));
+    pass_.to_host += (range.second - range.first) * sizeof(real);
     note({StreamOp::Kind::writeback, block, j, Lane::writeback});
   }
   if (poison_) {

@@ -12,6 +12,10 @@
 //                instance; the slot is free again once that (or, unchanged,
 //                the compute reading it) is done.
 //
+// With a sliced store (Placement II) a rank uploads only its own slice of
+// θ_k for the update and perturbation, and writes back only its own slice:
+// 1/S of each block over each rank's link, DistZO2's sliced transfers.
+//
 // Upload k → (compute k: fused update + perturbation, every owned
 // evaluation) → write back k, per block, with three instances so the upload
 // of k+1 and the write-back of k−1 run under the compute of k. Slot j of the
@@ -34,6 +38,7 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace distzo::runtime {
@@ -81,7 +86,9 @@ class BlockStreamer {
 
   /// Starts a walk: the uploads of the first streamed block and the
   /// `prefetch` after it, so they overlap the work on the embeddings.
-  void begin_pass();
+  /// `own_slices`: the pass reads only this rank's slice of each block
+  /// (sliced store: the update and perturbation), so only it is uploaded.
+  void begin_pass(bool own_slices = false);
   /// θ_k by id, on the device, ready for work enqueued on the compute instance.
   const model::TensorTable& acquire(int block);
   /// The walk has enqueued all its work on θ_k; `modified`: θ_k changed.
@@ -110,6 +117,8 @@ class BlockStreamer {
   };
 
   int slot_of(int block) const;
+  /// Elements of block's arena that move: all, or this rank's slice.
+  std::pair<std::size_t, std::size_t> moved_range(int block, bool own_slice) const;
   void upload(int block);
   void note(const StreamOp& op);
 
@@ -123,6 +132,7 @@ class BlockStreamer {
   int next_upload_ = 0;     // the next streamed block whose upload is not enqueued yet
   int last_acquired_ = -1;  // blocks are acquired in increasing order within a pass
   bool in_pass_ = false;
+  bool own_slices_ = false;  // this pass uploads only this rank's slices
   TransferBytes pass_, last_pass_, total_;
   bool tracing_ = false;
   std::vector<StreamOp> trace_;

@@ -1,6 +1,9 @@
 #include "runtime/communicator.hpp"
 
 #include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <new>
 
 namespace distzo::runtime {
 
@@ -11,6 +14,35 @@ void SerialCommunicator::allgather(const double* send, int count, double* recv) 
 void SerialCommunicator::allgather(const std::uint64_t* send, int count,
                                    std::uint64_t* recv) const {
   std::copy(send, send + count, recv);
+}
+
+namespace {
+
+/// One process: plain memory, aligned like a page.
+class PrivateMemory final : public SharedMemory {
+ public:
+  explicit PrivateMemory(std::size_t bytes) : bytes_(bytes) {
+    constexpr std::size_t kPage = 4096;
+    const std::size_t rounded = (bytes + kPage - 1) / kPage * kPage;
+    data_ = rounded == 0 ? nullptr : std::aligned_alloc(kPage, rounded);
+    if (rounded != 0 && data_ == nullptr) throw std::bad_alloc();
+    if (data_ != nullptr) std::memset(data_, 0, rounded);
+  }
+  ~PrivateMemory() override { std::free(data_); }
+  PrivateMemory(const PrivateMemory&) = delete;
+  PrivateMemory& operator=(const PrivateMemory&) = delete;
+  void* data() const override { return data_; }
+  std::size_t bytes() const override { return bytes_; }
+
+ private:
+  void* data_ = nullptr;
+  std::size_t bytes_ = 0;
+};
+
+}  // namespace
+
+std::shared_ptr<SharedMemory> SerialCommunicator::allocate_shared(std::size_t bytes) const {
+  return std::make_shared<PrivateMemory>(bytes);
 }
 
 std::unique_ptr<Communicator> SerialCommunicator::split(int, int) const {

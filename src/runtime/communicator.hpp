@@ -11,6 +11,17 @@
 
 namespace distzo::runtime {
 
+/// Memory that every rank of a communicator maps (one node's ranks): the
+/// same bytes at a possibly different address in each process. Freed when
+/// the last owner lets go; freeing is collective, so every rank destroys
+/// its handles in the same order.
+class SharedMemory {
+ public:
+  virtual ~SharedMemory() = default;
+  virtual void* data() const = 0;
+  virtual std::size_t bytes() const = 0;
+};
+
 class Communicator {
  public:
   virtual ~Communicator() = default;
@@ -26,6 +37,14 @@ class Communicator {
   /// Logical AND over ranks (a collective decision, e.g. "every rank is fine").
   virtual bool all_true(bool value) const = 0;
   virtual void barrier() const = 0;
+  /// `bytes` bytes at `data` of rank `root` to every rank.
+  virtual void broadcast(void* data, std::size_t bytes, int root) const = 0;
+  /// In place: rank r's `count` floats at data + r*count reach every rank.
+  virtual void allgather_in_place(float* data, std::size_t count) const = 0;
+  /// Collective: `bytes` of zeroed memory that every rank of this
+  /// communicator maps. Only the ranks of one node can share memory: throws
+  /// distzo::Error on a communicator that spans nodes.
+  virtual std::shared_ptr<SharedMemory> allocate_shared(std::size_t bytes) const = 0;
 
   /// Ranks with the same color form a new communicator, ordered by key.
   virtual std::unique_ptr<Communicator> split(int color, int key) const = 0;
@@ -50,6 +69,9 @@ class SerialCommunicator final : public Communicator {
   void allreduce_sum(double*, int) const override {}
   bool all_true(bool value) const override { return value; }
   void barrier() const override {}
+  void broadcast(void*, std::size_t, int) const override {}
+  void allgather_in_place(float*, std::size_t) const override {}
+  std::shared_ptr<SharedMemory> allocate_shared(std::size_t bytes) const override;
   std::unique_ptr<Communicator> split(int color, int key) const override;
   std::unique_ptr<Communicator> split_node() const override;
 };

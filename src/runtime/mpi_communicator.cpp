@@ -2,6 +2,10 @@
 
 #include "core/error.hpp"
 
+#include <algorithm>
+#include <climits>
+#include <cstring>
+
 namespace distzo::runtime {
 
 namespace {
@@ -12,6 +16,41 @@ void check_mpi(int code, const char* what) {
   MPI_Error_string(code, text, &length);
   DISTZO_FAIL("MPI error in " << what << ": " << std::string(text, static_cast<std::size_t>(length)));
 }
+/// MPI counts are int: larger messages go in pieces of at most this many.
+constexpr std::size_t kMaxCount = std::size_t{1} << 30;
+
+/// A shared-memory window; MPI_Win_free (collective) on destruction.
+class SharedWindow final : public SharedMemory {
+ public:
+  SharedWindow(MPI_Comm comm, int rank, std::size_t bytes) : bytes_(bytes) {
+    // Rank 0 holds the whole allocation (contiguous, one first-touch owner);
+    // the others allocate nothing and map rank 0's.
+    const MPI_Aint mine = rank == 0 ? static_cast<MPI_Aint>(bytes == 0 ? 1 : bytes) : 0;
+    void* base = nullptr;
+    check_mpi(MPI_Win_allocate_shared(mine, 1, MPI_INFO_NULL, comm, &base, &window_),
+              "MPI_Win_allocate_shared");
+    MPI_Aint size = 0;
+    int unit = 0;
+    check_mpi(MPI_Win_shared_query(window_, 0, &size, &unit, &data_), "MPI_Win_shared_query");
+    if (rank == 0) std::memset(data_, 0, bytes);
+    check_mpi(MPI_Barrier(comm), "MPI_Barrier (shared memory zeroed)");
+  }
+  ~SharedWindow() override {
+    int finalized = 0;
+    MPI_Finalized(&finalized);
+    if (!finalized) MPI_Win_free(&window_);
+  }
+  SharedWindow(const SharedWindow&) = delete;
+  SharedWindow& operator=(const SharedWindow&) = delete;
+  void* data() const override { return data_; }
+  std::size_t bytes() const override { return bytes_; }
+
+ private:
+  MPI_Win window_ = MPI_WIN_NULL;
+  void* data_ = nullptr;
+  std::size_t bytes_ = 0;
+};
+
 }  // namespace
 
 std::unique_ptr<MpiCommunicator> MpiCommunicator::world() {
@@ -51,6 +90,35 @@ bool MpiCommunicator::all_true(bool value) const {
 }
 
 void MpiCommunicator::barrier() const { check_mpi(MPI_Barrier(comm_), "MPI_Barrier"); }
+
+void MpiCommunicator::broadcast(void* data, std::size_t bytes, int root) const {
+  char* p = static_cast<char*>(data);
+  for (std::size_t done = 0; done < bytes; done += kMaxCount) {
+    const std::size_t n = std::min(kMaxCount, bytes - done);
+    check_mpi(MPI_Bcast(p + done, static_cast<int>(n), MPI_BYTE, root, comm_), "MPI_Bcast");
+  }
+}
+
+void MpiCommunicator::allgather_in_place(float* data, std::size_t count) const {
+  DISTZO_REQUIRE(count <= static_cast<std::size_t>(INT_MAX),
+                 "allgather of " << count << " floats per rank: more than MPI's int count");
+  check_mpi(MPI_Allgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, data, static_cast<int>(count),
+                          MPI_FLOAT, comm_),
+            "MPI_Allgather(in place, float)");
+}
+
+std::shared_ptr<SharedMemory> MpiCommunicator::allocate_shared(std::size_t bytes) const {
+  // MPI_Win_allocate_shared fails (or worse) on a communicator spanning nodes.
+  MPI_Comm node;
+  check_mpi(MPI_Comm_split_type(comm_, MPI_COMM_TYPE_SHARED, rank_, MPI_INFO_NULL, &node),
+            "MPI_Comm_split_type(shared)");
+  int node_size = 0;
+  MPI_Comm_size(node, &node_size);
+  MPI_Comm_free(&node);
+  DISTZO_REQUIRE(all_true(node_size == size_),
+                 "shared memory asked of " << size_ << " ranks that are not all on one node");
+  return std::make_shared<SharedWindow>(comm_, rank_, bytes);
+}
 
 std::unique_ptr<Communicator> MpiCommunicator::split(int color, int key) const {
   MPI_Comm out;

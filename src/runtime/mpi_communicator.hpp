@@ -25,6 +25,10 @@ class MpiCommunicator final : public Communicator {
   void allreduce_sum(double* values, int count) const override;
   bool all_true(bool value) const override;
   void barrier() const override;
+  void broadcast(void* data, std::size_t bytes, int root) const override;
+  void allgather_in_place(float* data, std::size_t count) const override;
+  /// MPI_Win_allocate_shared: rank 0 allocates everything, the others map it.
+  std::shared_ptr<SharedMemory> allocate_shared(std::size_t bytes) const override;
   std::unique_ptr<Communicator> split(int color, int key) const override;
 
   /// Ranks sharing this node's memory (MPI_COMM_TYPE_SHARED).

@@ -27,31 +27,6 @@ std::string arena_name(model::GroupRef group) {
 
 }  // namespace
 
-ArenaLayout ArenaLayout::of(const model::ParameterRegistry& registry,
-                            const std::vector<std::uint32_t>& ids) {
-  ArenaLayout layout;
-  layout.first_id = ids.empty() ? 0 : ids.front();
-  for (std::size_t i = 0; i < ids.size(); ++i) {
-    DISTZO_REQUIRE(ids[i] == layout.first_id + i,
-                   "arena layout: the ids of a group must be consecutive, got " << ids[i]
-                                                                                << " at " << i);
-    Segment s;
-    s.id = ids[i];
-    s.offset = layout.elements;
-    s.count = static_cast<std::size_t>(registry[ids[i]].numel());
-    layout.segments.push_back(s);
-    layout.elements = aligned(s.offset + s.count);
-  }
-  return layout;
-}
-
-const Segment& ArenaLayout::segment(std::uint32_t id) const {
-  DISTZO_REQUIRE(id >= first_id && id - first_id < segments.size(),
-                 "arena layout: parameter " << id << " is not in this group (ids " << first_id
-                                            << ".." << first_id + segments.size() << ")");
-  return segments[id - first_id];
-}
-
 void bind_tensors(model::TensorTable& table, const ArenaLayout& layout, const Vec& arena) {
   DISTZO_REQUIRE(arena.extent(0) >= layout.elements,
                  "arena of " << arena.extent(0) << " elements for a layout of " << layout.elements);
@@ -63,17 +38,49 @@ void unbind_tensors(model::TensorTable& table, const ArenaLayout& layout) {
   for (const Segment& s : layout.segments) table.at(s.id) = Vec();
 }
 
+namespace {
+
+/// Host code can use the execution space's memory: a "device" arena can
+/// live in node-shared host memory.
+constexpr bool kHostMemory = Kokkos::SpaceAccessibility<HostSpace, MemSpace>::accessible;
+
+std::size_t shared_elements(const std::vector<ArenaLayout>& layouts) {
+  std::size_t n = 0;
+  for (const ArenaLayout& l : layouts) n += aligned(l.elements);
+  return n;
+}
+
+}  // namespace
+
 ParameterStore::ParameterStore(const model::ParameterRegistry& registry,
-                               const PlacementConfig& placement)
+                               const PlacementConfig& placement, const Communicator* node)
     : registry_(registry),
       placement_(placement),
+      node_(node ? *node : one_rank_),
       device_blocks_(placement.device_blocks(registry.num_blocks())),
       group_of_id_(registry.size()),
       device_tensors_(registry.size()) {
-  for (const model::GroupRef& group : registry.groups()) {
-    const std::size_t g = layouts_.size();
+  const std::vector<model::GroupRef> groups = registry.groups();
+  for (const model::GroupRef& group : groups) {
     layouts_.push_back(ArenaLayout::of(registry, registry.ids(group)));
-    const ArenaLayout& layout = layouts_.back();
+    // Groups in the shared master are sliced; the edges on a GPU are each
+    // rank's own (small next to the blocks) and stay whole.
+    const bool shared = sliced() && (kHostMemory || group.kind == model::ParameterGroup::block);
+    slices_.push_back(GroupSlices::of(layouts_.back(), shared ? node_.size() : 1,
+                                      shared ? node_.rank() : 0));
+  }
+  if (sliced()) {
+    // On a GPU build only the offloaded blocks live in host memory: a
+    // resident θ on each GPU could not be shared, nor updated by slices.
+    DISTZO_REQUIRE(kHostMemory || device_blocks_ == 0,
+                   "placement.share_host_master on a GPU build needs placement.mode: offload "
+                   "with resident_blocks: 0 (the shared master is the host copy the GPUs stream "
+                   "slices of); got " << device_blocks_ << " blocks resident on each GPU");
+    shared_ = node_.allocate_shared(shared_elements(layouts_) * sizeof(real));
+  }
+  for (std::size_t g = 0; g < groups.size(); ++g) {
+    const model::GroupRef& group = groups[g];
+    const ArenaLayout& layout = layouts_[g];
     for (const Segment& s : layout.segments) group_of_id_[s.id] = g;
     const bool streamed = group.kind == model::ParameterGroup::block && !on_device(group.block);
     if (group.kind == model::ParameterGroup::block)
@@ -81,15 +88,41 @@ ParameterStore::ParameterStore(const model::ParameterRegistry& registry,
     in_host_memory_.push_back(streamed);
     if (streamed) {
       device_arenas_.emplace_back();
-      host_arenas_.emplace_back(memory_label(MemoryRole::host_master, arena_name(group)),
-                                layout.elements);
-    } else {
-      device_arenas_.emplace_back(memory_label(MemoryRole::weights, arena_name(group)),
+      if (sliced())
+        host_arenas_.emplace_back(shared_arena(layout.elements), layout.elements);
+      else
+        host_arenas_.emplace_back(memory_label(MemoryRole::host_master, arena_name(group)),
                                   layout.elements);
+    } else {
+      if (sliced())  // host backends only (checked above)
+        device_arenas_.emplace_back(shared_arena(layout.elements), layout.elements);
+      else
+        device_arenas_.emplace_back(memory_label(MemoryRole::weights, arena_name(group)),
+                                    layout.elements);
       host_arenas_.emplace_back();
       bind_tensors(device_tensors_, layout, device_arenas_.back());
     }
   }
+#ifdef KOKKOS_ENABLE_CUDA
+  // Pinned, so uploads and write-backs of slices are asynchronous DMA.
+  if (shared_ && shared_->bytes() > 0) pin_host_memory(shared_->data(), shared_->bytes());
+#endif
+}
+
+ParameterStore::~ParameterStore() {
+#ifdef KOKKOS_ENABLE_CUDA
+  if (shared_ && shared_->bytes() > 0) unpin_host_memory(shared_->data());
+#endif
+}
+
+real* ParameterStore::shared_arena(std::size_t elements) {
+  real* p = static_cast<real*>(shared_->data()) + shared_used_;
+  shared_used_ += aligned(elements);
+  return p;
+}
+
+const GroupSlices& ParameterStore::slices(model::GroupRef group) const {
+  return slices_[index(group)];
 }
 
 std::size_t ParameterStore::index(model::GroupRef group) const {
@@ -153,11 +186,19 @@ void ParameterStore::write(std::uint32_t id, const real* host_src) {
 }
 
 void ParameterStore::fill(const std::function<void(std::uint32_t id, real* dst)>& source) {
+  if (sliced() && node_.rank() != 0) {  // the node's rank 0 fills the shared master
+    node_.barrier();
+    return;
+  }
   std::vector<real> buffer;
   for (const auto& p : registry_.parameters()) {
     buffer.assign(static_cast<std::size_t>(p.numel()), real(0));
     source(p.id, buffer.data());
     write(p.id, buffer.data());
+  }
+  if (sliced()) {
+    Kokkos::fence();  // the deep copies into the shared master are done
+    node_.barrier();
   }
 }
 
@@ -195,6 +236,44 @@ std::string ParameterStore::digest(const ExecSpace& space) const {
   ParameterDigest digest;
   for (const auto& p : registry_.parameters()) digest.add_tensor(p.name, p.shape, sums(p.id));
   return digest.hex();
+}
+
+std::vector<std::uint64_t> ParameterStore::own_slice_sums(const ExecSpace& space) const {
+  std::size_t pieces = 0;
+  for (const GroupSlices& g : slices_) pieces += g.pieces.size();
+  const Kokkos::View<std::uint64_t*, Kokkos::LayoutRight, PinnedSpace> sums(
+      memory_label(MemoryRole::host_master, "slice_sums"), pieces);
+  const Kokkos::DefaultHostExecutionSpace host;
+  std::size_t i = 0;
+  for (std::size_t g = 0; g < layouts_.size(); ++g) {
+    for (const SlicePiece& p : slices_[g].pieces) {
+      const auto range = std::make_pair(p.arena_offset, p.arena_offset + p.count);
+      if (in_host_memory_[g])
+        sums(i) = kernels::host_tensor_element_sum(
+            host, Kokkos::subview(host_arenas_[g], range), p.first_element);
+      else
+        kernels::tensor_element_sum(space, Kokkos::subview(device_arenas_[g], range),
+                                    p.first_element, Kokkos::subview(sums, i));
+      ++i;
+    }
+  }
+  fence(space, "distzo: slice element sums ready");
+  return std::vector<std::uint64_t>(sums.data(), sums.data() + pieces);
+}
+
+void ParameterStore::debug_corrupt_slice(int owner) {
+  for (std::size_t g = 0; g < layouts_.size(); ++g) {
+    if (slices_[g].slices == 1) continue;
+    const GroupSlices theirs = GroupSlices::of(layouts_[g], slices_[g].slices, owner);
+    if (theirs.pieces.empty()) continue;
+    const std::size_t at = theirs.pieces.front().arena_offset;
+    if (in_host_memory_[g])
+      Kokkos::deep_copy(Kokkos::subview(host_arenas_[g], at), real(12345));
+    else
+      Kokkos::deep_copy(Kokkos::subview(device_arenas_[g], at), real(12345));
+    return;
+  }
+  debug_corrupt();  // nothing is sliced
 }
 
 void ParameterStore::debug_corrupt() {

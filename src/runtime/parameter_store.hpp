@@ -15,39 +15,27 @@
 // so a model is loaded and checkpointed without ever being whole in the
 // execution space; the digest is reduced in place, tensor by tensor. It
 // knows nothing of files, MPI or the algorithm.
+//
+// With a shared host master (Placement II) the host arenas — every arena on
+// host backends, the offloaded blocks' on GPUs — are one node-shared
+// allocation: one copy of θ per node, whatever the mesh. Each rank of the
+// node owns one slice of every arena (slices()); only the owner writes it.
 
 #include "core/types.hpp"
 #include "model/opt_weights.hpp"
 #include "model/parameter_registry.hpp"
+#include "runtime/arena_layout.hpp"
+#include "runtime/communicator.hpp"
 #include "runtime/placement.hpp"
 
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
 namespace distzo::runtime {
-
-/// One parameter inside its group's arena: elements [offset, offset + count).
-struct Segment {
-  std::uint32_t id = 0;
-  std::size_t offset = 0;
-  std::size_t count = 0;
-};
-
-/// Where each parameter of a group sits in the group's arena. Offsets are
-/// multiples of kArenaAlignElements; the padding between tensors is zero.
-struct ArenaLayout {
-  std::uint32_t first_id = 0;     // the group's ids are first_id .. first_id + size - 1
-  std::vector<Segment> segments;  // in id order
-  std::size_t elements = 0;       // arena length, padding included
-
-  static ArenaLayout of(const model::ParameterRegistry& registry,
-                        const std::vector<std::uint32_t>& ids);
-  const Segment& segment(std::uint32_t id) const;
-  std::size_t bytes() const { return elements * sizeof(real); }
-};
 
 /// Points table[id] at its segment of `arena`, for every parameter of the layout.
 void bind_tensors(model::TensorTable& table, const ArenaLayout& layout, const Vec& arena);
@@ -56,8 +44,12 @@ void unbind_tensors(model::TensorTable& table, const ArenaLayout& layout);
 
 class ParameterStore {
  public:
-  /// Allocates every arena (zeroed) for `placement`; fill() loads θ.
-  ParameterStore(const model::ParameterRegistry& registry, const PlacementConfig& placement);
+  /// Allocates every arena (zeroed) for `placement`; fill() loads θ. A
+  /// shared host master (placement.share_host_master) is shared by the
+  /// ranks of `node` (collective over them; one rank without `node`).
+  ParameterStore(const model::ParameterRegistry& registry, const PlacementConfig& placement,
+                 const Communicator* node = nullptr);
+  ~ParameterStore();
   ParameterStore(const ParameterStore&) = delete;
   ParameterStore& operator=(const ParameterStore&) = delete;
 
@@ -69,6 +61,12 @@ class ParameterStore {
   bool on_device(int block) const { return block < device_blocks_; }
 
   const ArenaLayout& layout(model::GroupRef group) const;
+  /// Whether the node's ranks share θ's host master and each writes only
+  /// its own slice of every arena.
+  bool sliced() const { return placement_.share_host_master; }
+  /// This rank's slice of a group's arena: the whole arena unless sliced();
+  /// on GPU builds the edges (on each GPU) stay whole too.
+  const GroupSlices& slices(model::GroupRef group) const;
   /// The largest block arena (every OPT block has the same size).
   std::size_t max_block_elements() const { return max_block_elements_; }
 
@@ -87,7 +85,8 @@ class ParameterStore {
   void write(std::uint32_t id, const real* host_src);
 
   /// Loads every parameter in canonical order: `source(id, dst)` writes the
-  /// numel elements of parameter id to dst (host memory).
+  /// numel elements of parameter id to dst (host memory). Collective over
+  /// the node when the master is shared: its rank 0 fills it.
   void fill(const std::function<void(std::uint32_t id, real* dst)>& source);
   /// Hands every parameter in canonical order to `sink(id, data)` (host memory).
   void visit(const std::function<void(std::uint32_t id, const real* data)>& sink) const;
@@ -99,16 +98,32 @@ class ParameterStore {
   /// end_pass fences its upload and write-back instances).
   std::string digest(const ExecSpace& space = ExecSpace()) const;
 
-  /// Test switch of the divergence guard: overwrites element 0 of parameter 0.
+  /// The digest element sums (kernels/digest.hpp) of every tensor piece in
+  /// this rank's slices, in group and piece order: what the guard compares
+  /// to catch another rank writing into them (sliced store). Fences `space`.
+  std::vector<std::uint64_t> own_slice_sums(const ExecSpace& space = ExecSpace()) const;
+
+  /// Test switches of the divergence guard: overwrite one element of θ —
+  /// element 0 of parameter 0, or the first element of rank `owner`'s slice
+  /// of the first sliced group.
   void debug_corrupt();
+  void debug_corrupt_slice(int owner);
 
  private:
   /// Index of a group's arena: 0 embeddings, 1 + k block k, L + 1 head.
   std::size_t index(model::GroupRef group) const;
   std::size_t index_of_id(std::uint32_t id) const;
 
+  /// The next `elements` of the node-shared allocation (shared master).
+  real* shared_arena(std::size_t elements);
+
   model::ParameterRegistry registry_;
   PlacementConfig placement_;
+  SerialCommunicator one_rank_;  // `node` when none was given
+  const Communicator& node_;
+  std::shared_ptr<SharedMemory> shared_;  // the node's host master (shared master only)
+  std::size_t shared_used_ = 0;            // elements of shared_ handed out
+  std::vector<GroupSlices> slices_;        // per group, walk order
   int device_blocks_ = 0;
   std::size_t max_block_elements_ = 0;
   std::vector<ArenaLayout> layouts_;    // per group, walk order

@@ -29,16 +29,17 @@ inline model::OptConfig tiny_config(bool pre_ln = true, std::int64_t proj = 0) {
 
 /// A tiny random OPT model whose θ lives in a parameter store placed as
 /// asked (resident by default). The same seed gives the same θ whatever the
-/// placement.
+/// placement. A shared host master is shared by the ranks of `node`.
 struct TinyModel {
   model::OptConfig config;
   model::ParameterRegistry registry;
   std::unique_ptr<runtime::ParameterStore> store;
 
   explicit TinyModel(const model::OptConfig& c, std::uint64_t seed = 1234,
-                     const runtime::PlacementConfig& placement = runtime::PlacementConfig())
+                     const runtime::PlacementConfig& placement = runtime::PlacementConfig(),
+                     const runtime::Communicator* node = nullptr)
       : config(c), registry(model::ParameterRegistry::for_opt(c)) {
-    store = std::make_unique<runtime::ParameterStore>(registry, placement);
+    store = std::make_unique<runtime::ParameterStore>(registry, placement, node);
     store->fill([&](std::uint32_t id, real* dst) {
       model::random_parameter(registry[id], seed, 0.2, dst);
     });
