@@ -125,7 +125,7 @@ int run(int argc, char** argv) {
   ExecSpace space;
   const model::Batch batch = perf::causal_lm_batch(B, T, c.vocab_size, seed);
   zo::BlockExecutor executor(c, store, zo::EvaluationPlan::make(q, 1, 0), model::Task::causal_lm,
-                             B, T, 0, space);
+                             B, T, 0, zo::NodeSlicing(), space);
   const runtime::SerialCommunicator comm;
   zo::PendingUpdate pending;
   std::cout << "workload       : batch " << B << " x seq " << T << ", q = " << q << " ("

@@ -139,6 +139,8 @@ TEST(Deck, FullDeckParsesEveryValue) {
   EXPECT_EQ(d.placement.mode, distzo::io::Placement::offload);
   EXPECT_EQ(d.placement.resident_blocks, 4);
   EXPECT_EQ(d.placement.prefetch, 2);
+  EXPECT_EQ(d.placement.share_host_master, distzo::io::ShareHostMaster::off);
+  EXPECT_EQ(d.placement.exchange, distzo::io::SliceExchange::mpi);
 
   EXPECT_EQ(d.origin.source, "full.yaml");
   EXPECT_EQ(d.origin.line("model"), 3);
@@ -182,6 +184,8 @@ TEST(Deck, MinimalDeckGetsDefaults) {
   EXPECT_EQ(d.placement.mode, distzo::io::Placement::resident);
   EXPECT_EQ(d.placement.resident_blocks, 0);
   EXPECT_EQ(d.placement.prefetch, 1);
+  EXPECT_EQ(d.placement.share_host_master, distzo::io::ShareHostMaster::automatic);
+  EXPECT_EQ(d.placement.exchange, distzo::io::SliceExchange::automatic);
 
   // Defaults are not "written"; their line falls back to the section, then 1.
   EXPECT_TRUE(d.origin.written("optim.lr"));
@@ -435,6 +439,11 @@ TEST(DeckError, Placement) {
                     "out of range: expected an integer in [1, 2147483647], found 0");
   EXPECT_DECK_ERROR(deck_with("placement:\n  prefech: 2\n"), "deck.yaml:11: placement.prefech: ",
                     "unknown key (did you mean \"prefetch\"?)");
+  EXPECT_DECK_ERROR(deck_with("placement:\n  share_host_master: yes\n"),
+                    "deck.yaml:11: placement.share_host_master: ",
+                    "unknown value \"yes\"");
+  EXPECT_DECK_ERROR(deck_with("placement:\n  exchange: nvlink\n"), "deck.yaml:11: placement.exchange: ",
+                    "allowed: auto, shared_memory, mpi, nccl");
   EXPECT_DECK_ERROR(deck_with("placement:\n  resident: 2\n"), "deck.yaml:11: placement.resident: ",
                     "unknown key (did you mean \"resident_blocks\"?)");
   // A K beyond the model's blocks is not a deck error: it means resident.

@@ -187,7 +187,8 @@ std::string count(int n, const char* singular, const char* plural) {
 }
 
 /// One line on where θ lives, for the run log.
-std::string describe_placement(const runtime::ParameterStore& store, const io::Deck& deck) {
+std::string describe_placement(const runtime::ParameterStore& store, const io::Deck& deck,
+                               const runtime::SliceExchange* exchange_or_null) {
   const runtime::PlacementConfig& p = store.placement();
   const int L = store.num_blocks(), K = store.device_blocks();
   std::ostringstream os;
@@ -211,6 +212,14 @@ std::string describe_placement(const runtime::ParameterStore& store, const io::D
   os << "; θ's master copy: " << exact_bytes(static_cast<double>(store.device_bytes()))
      << " in device memory, " << exact_bytes(static_cast<double>(store.host_bytes()))
      << " in host memory";
+  if (exchange_or_null != nullptr) {
+    const runtime::SliceExchange& exchange = *exchange_or_null;
+    const runtime::GroupSlices& edges = store.slices(model::GroupRef::embeddings());
+    os << "; shared by the node's " << count(exchange.slices(), "rank", "ranks")
+       << " (one copy per node), each updating and perturbing 1/" << exchange.slices()
+       << " of every " << (edges.slices > 1 ? "group" : "block") << ", slices exchanged by "
+       << runtime::to_string(exchange.kind());
+  }
   return os.str();
 }
 
@@ -386,20 +395,32 @@ void run(const RunOptions& options, const runtime::Communicator& world) {
   const int micro_batch = deck.data.micro_batch;
   // Everything the run allocates comes before anything is written: a run
   // that does not fit stops with nothing left behind.
+  // Destroyed in reverse order, the same on every rank (freeing node-shared
+  // memory is collective): the executor, the store, the exchange.
+  std::unique_ptr<runtime::SliceExchange> exchange;
   std::unique_ptr<runtime::ParameterStore> store_owner;
   std::unique_ptr<zo::BlockExecutor> executor_owner;
   std::unique_ptr<Batches> batches;
   collectively(world, [&] {
     try {
-      runtime::PlacementConfig placement = placement_config(deck);
+      runtime::PlacementConfig placement = placement_config(deck, mesh.node().size());
       placement.poison_released_slots = options.debug_poison_slots;
-      store_owner = std::make_unique<runtime::ParameterStore>(model.registry, placement);
+      zo::NodeSlicing slicing;
+      if (placement.share_host_master) {
+        exchange = runtime::make_slice_exchange(exchange_kind(deck.placement.exchange), mesh.node());
+        slicing.exchange = exchange.get();
+        std::vector<int> node_ranks;  // the perturbation rank of each rank of the node
+        for (double p : mesh.node().allgather(mesh.coordinates().perturbation_rank))
+          node_ranks.push_back(static_cast<int>(p));
+        slicing.evaluations = zo::node_evaluations(opt.queries, P, node_ranks);
+      }
+      store_owner = std::make_unique<runtime::ParameterStore>(model.registry, placement, &mesh.node());
       store_owner->fill([&](std::uint32_t id, real* dst) { inputs.model->read(id, dst); });
       executor_owner = std::make_unique<zo::BlockExecutor>(
           model.config, *store_owner,
           zo::EvaluationPlan::make(opt.queries, P, mesh.coordinates().perturbation_rank),
           train.task, micro_batch, static_cast<int>(train.seq_len),
-          static_cast<int>(train.num_candidates()));
+          static_cast<int>(train.num_candidates()), std::move(slicing));
       batches = std::make_unique<Batches>(inputs, micro_batch);
     } catch (const Error&) {
       throw;
@@ -435,7 +456,7 @@ void run(const RunOptions& options, const runtime::Communicator& world) {
                   inputs.state.z_recipe, opt.eps, opt.lr, io::to_string(opt.schedule),
                   resume.empty() ? "" : (", resuming from " + resume).c_str());
     out.print(line);
-    out.print(describe_placement(store, deck));
+    out.print(describe_placement(store, deck, exchange.get()));
   }
 
   const zo::TrainerConfig config =

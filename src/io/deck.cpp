@@ -557,6 +557,21 @@ const std::vector<Field>& fields() {
         integer("placement", "prefetch", member(pl, &PlacementSection::prefetch), 1,
                 "offload: block uploads in flight ahead of the block in use (device slots = "
                 "prefetch + 2)"),
+        choice("placement", "share_host_master", member(pl, &PlacementSection::share_host_master),
+               {{"auto", ShareHostMaster::automatic},
+                {"true", ShareHostMaster::on},
+                {"false", ShareHostMaster::off}},
+               "one θ master per node in shared memory, each rank updating and perturbing its "
+               "slice (Placement II); `auto` = on when more than one rank of the run is on a "
+               "node"),
+        choice("placement", "exchange", member(pl, &PlacementSection::exchange),
+               {{"auto", SliceExchange::automatic},
+                {"shared_memory", SliceExchange::shared_memory},
+                {"mpi", SliceExchange::mpi},
+                {"nccl", SliceExchange::nccl}},
+               "how a node's ranks exchange their slices of the perturbed weights: "
+               "`shared_memory` (host backends), `nccl` (GPUs, built with NCCL), `mpi`; `auto` "
+               "= the first of these the build can do"),
     };
   }();
   return table;

@@ -78,10 +78,17 @@ struct ParallelSection {
 enum class Placement { resident, offload };
 const char* to_string(Placement placement);
 
+/// Placement II: one θ master per node, sliced across the node's ranks.
+enum class ShareHostMaster { automatic, on, off };
+/// How the node's ranks exchange slices of the perturbed weights.
+enum class SliceExchange { automatic, shared_memory, mpi, nccl };
+
 struct PlacementSection {
   Placement mode = Placement::resident;
   int resident_blocks = 0;  // offload: blocks 0..K-1 stay on the device; K >= L means resident
   int prefetch = 1;         // offload: block uploads in flight ahead of the block in use
+  ShareHostMaster share_host_master = ShareHostMaster::automatic;  // auto: > 1 rank on a node
+  SliceExchange exchange = SliceExchange::automatic;
 };
 
 /// Where a deck came from, for error messages raised after parsing

@@ -120,4 +120,30 @@ void mark_rows(const ExecSpace& space, const IntVec& used, const ConstIntMat& to
       });
 }
 
+void publish_rows(const ExecSpace& space, const Vec& slice, const ConstIntVec& used) {
+  DISTZO_REQUIRE(slice.extent(0) >= used.extent(0),
+                 "publish_rows: a slice of " << slice.extent(0) << " for " << used.extent(0) << " rows");
+  const Vec out = slice;
+  const ConstIntVec u = used;
+  Kokkos::parallel_for(
+      "distzo::publish_rows", RangePolicy64(space, 0, static_cast<std::int64_t>(used.extent(0))),
+      KOKKOS_LAMBDA(const std::int64_t r) { out(r) = u(r) != 0 ? real(1) : real(0); });
+}
+
+void union_rows(const ExecSpace& space, const IntVec& used, const ConstVec& buffer, int slices) {
+  const std::int64_t per = static_cast<std::int64_t>(buffer.extent(0)) / slices;
+  DISTZO_REQUIRE(slices >= 1 && per >= static_cast<std::int64_t>(used.extent(0)),
+                 "union_rows: " << slices << " slices of " << per << " for " << used.extent(0)
+                                << " rows");
+  const IntVec u = used;
+  const ConstVec in = buffer;
+  Kokkos::parallel_for(
+      "distzo::union_rows", RangePolicy64(space, 0, static_cast<std::int64_t>(used.extent(0))),
+      KOKKOS_LAMBDA(const std::int64_t r) {
+        int any = 0;
+        for (int s = 0; s < slices; ++s) any |= in(s * per + r) != real(0) ? 1 : 0;
+        u(r) = any;
+      });
+}
+
 }  // namespace distzo::kernels

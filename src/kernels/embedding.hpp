@@ -44,4 +44,13 @@ void gather_rows(const ExecSpace& space, const Mat& out, const ConstMat& x,
 void mark_rows(const ExecSpace& space, const IntVec& used, const ConstIntMat& tokens,
                const ConstIntVec& extra);
 
+/// The rows that any rank of a node reads (Placement II: w± of the shared
+/// embed_tokens must serve every rank's batch). A rank writes its marks as
+/// floats into its slice of an exchange buffer, the slices are gathered, and
+/// each rank takes their union:
+///   publish_rows   slice[r] = used[r]                 slice: (>= V)
+///   union_rows     used[r] = max_s buffer[s*L + r]    buffer: (S*L), L >= V
+void publish_rows(const ExecSpace& space, const Vec& slice, const ConstIntVec& used);
+void union_rows(const ExecSpace& space, const IntVec& used, const ConstVec& buffer, int slices);
+
 }  // namespace distzo::kernels

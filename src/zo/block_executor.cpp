@@ -119,13 +119,15 @@ class BlockExecutor::FlushPass final : public WalkPass {
 
 BlockExecutor::BlockExecutor(const model::OptConfig& config, runtime::ParameterStore& store,
                              const EvaluationPlan& plan, model::Task task, int micro_batch,
-                             int seq_len, int candidates, const ExecSpace& space)
+                             int seq_len, int candidates, NodeSlicing slicing,
+                             const ExecSpace& space)
     : registry_(store.registry()),
       store_(store),
       streamer_(store, space),
       plan_(plan),
       forward_(config, micro_batch, seq_len),
-      head_(config, task, micro_batch, seq_len, candidates) {
+      head_(config, task, micro_batch, seq_len, candidates),
+      slicing_(std::move(slicing)) {
   for (const Evaluation& e : plan_.owned)
     if (queries_.empty() || queries_.back() != e.query) queries_.push_back(e.query);
   edge_ids_ = registry_.embedding_ids();
@@ -142,15 +144,20 @@ BlockExecutor::BlockExecutor(const model::OptConfig& config, runtime::ParameterS
   // hidden state and loss slot also serve evaluation.
   const std::size_t evals = plan_.owned.size();
   DISTZO_REQUIRE(evals > 0, "executor: this rank owns no evaluation of the step");
-  hidden_.resize(evals);
+  // The node-shared buffers first: their allocation is collective, so every
+  // rank must reach it before anything that can fail on one rank alone.
   edge_scratch_.resize(evals);
+  if (store.sliced()) allocate_slicing();
+  hidden_.resize(evals);
   for (std::size_t i = 0; i < evals; ++i) {
     hidden_[i] = Mat(memory_label(MemoryRole::activations, "hidden." + std::to_string(i)),
                      static_cast<std::size_t>(forward_.rows()), config.hidden_size);
-    allocate(registry_, edge_ids_, edge_scratch_[i], "edge_w." + std::to_string(i));
+    if (!store.sliced())
+      allocate(registry_, edge_ids_, edge_scratch_[i], "edge_w." + std::to_string(i));
   }
   sums_ = decltype(sums_)(memory_label(MemoryRole::activations, "loss_sums"), evals, 2);
   sums_host_ = decltype(sums_host_)(memory_label(MemoryRole::host_master, "loss_sums"), evals, 2);
+  if (store.sliced()) return;  // w± live in the exchange buffers
   // Block scratch is one block arena per sign, re-pointed at block k's ids.
   if (registry_.num_blocks() > 0) {
     block_plus_ = Vec(memory_label(MemoryRole::scratch, "block_w+"), store.max_block_elements());
@@ -158,6 +165,13 @@ BlockExecutor::BlockExecutor(const model::OptConfig& config, runtime::ParameterS
   }
   plus_tensors_.resize(registry_.size());
   minus_tensors_.resize(registry_.size());
+}
+
+void BlockExecutor::run_pass(WalkPass& pass, bool writes_theta) {
+  const bool fenced = writes_theta && slicing_.exchange != nullptr;
+  if (fenced) slicing_.exchange->barrier(streamer_.instances().compute);
+  walk(streamer_, pass);
+  if (fenced) slicing_.exchange->barrier(streamer_.instances().compute);
 }
 
 int BlockExecutor::owned_index(int query, int sign) const {
@@ -176,6 +190,8 @@ void BlockExecutor::materialise(const ExecSpace& space, const model::TensorTable
   const kernels::UpdateTerms none;
   for (std::uint32_t id : ids) {
     const kernels::UpdateTerms terms = with_update ? pending.terms_for(registry_[id]) : none;
+    z_evaluations_ += static_cast<std::uint64_t>(theta[id].extent(0)) *
+                      static_cast<std::uint64_t>(terms.count + 1);
     kernels::update_and_perturb(space, theta[id], id, 0, terms, stream, eps,
                                 plus ? (*plus)[id] : Vec(), minus ? (*minus)[id] : Vec(),
                                 id == embed_id_ ? embed_rows_ : kernels::RowSelection());
@@ -189,8 +205,12 @@ std::vector<double> BlockExecutor::run_step(const model::Batch& batch,
                  "executor built for batches of " << forward_.batch() << " x " << forward_.seq_len()
                                                   << ", got " << batch.micro_batch << " x "
                                                   << batch.seq_len);
-  StepPass pass(*this, batch, perturbation, pending);
-  walk(streamer_, pass);
+  if (store_.sliced()) {
+    run_sliced_step(batch, perturbation, pending);
+  } else {
+    StepPass pass(*this, batch, perturbation, pending);
+    run_pass(pass, true);
+  }
   pending.active = false;
 
   // One copy of every owned evaluation's (loss sum, count) into the pinned mirror.
@@ -207,15 +227,19 @@ std::vector<double> BlockExecutor::run_step(const model::Batch& batch,
 
 void BlockExecutor::flush(PendingUpdate& pending) {
   if (!pending.active) return;
-  FlushPass pass(registry_, pending);
-  walk(streamer_, pass);
+  if (store_.sliced()) {
+    run_sliced_flush(pending);
+  } else {
+    FlushPass pass(registry_, pending);
+    run_pass(pass, true);
+  }
   pending.active = false;
 }
 
 EvalOutcome BlockExecutor::evaluate(const model::Batch& batch) {
   const ExecSpace& space = streamer_.instances().compute;
   ForwardPass pass(forward_, registry_, hidden_.at(0), batch.tokens, batch.mask);
-  walk(streamer_, pass);
+  run_pass(pass, false);
   const model::OptEdgeView edge = model::make_edge_view(registry_, store_.device_tensors());
   head_.loss(space, edge, pass.final_hidden(), batch, Kokkos::subview(sums_, 0, Kokkos::ALL()));
   Kokkos::deep_copy(space, sums_host_, sums_);

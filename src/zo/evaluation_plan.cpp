@@ -23,4 +23,16 @@ EvaluationPlan EvaluationPlan::make(int queries, int group_size, int group_rank)
   return plan;
 }
 
+std::vector<Evaluation> node_evaluations(int queries, int group_size,
+                                         const std::vector<int>& node_group_ranks) {
+  std::vector<bool> run(static_cast<std::size_t>(2 * queries), false);
+  for (int p : node_group_ranks)
+    for (const Evaluation& e : EvaluationPlan::make(queries, group_size, p).owned)
+      run[static_cast<std::size_t>(e.index)] = true;
+  std::vector<Evaluation> out;
+  for (int e = 0; e < 2 * queries; ++e)
+    if (run[static_cast<std::size_t>(e)]) out.push_back({e, e / 2, e % 2 == 0 ? +1 : -1});
+  return out;
+}
+
 }  // namespace distzo::zo

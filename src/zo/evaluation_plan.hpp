@@ -30,4 +30,10 @@ struct EvaluationPlan {
   int owner_of(int evaluation) const { return evaluation / evaluations_per_rank(); }
 };
 
+/// The evaluations that some rank of a node runs, in increasing index order,
+/// given the perturbation ranks of the node's ranks (Placement II: the
+/// node's slices materialise w± of exactly these).
+std::vector<Evaluation> node_evaluations(int queries, int group_size,
+                                         const std::vector<int>& node_group_ranks);
+
 }  // namespace distzo::zo

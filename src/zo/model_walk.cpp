@@ -5,7 +5,7 @@ namespace distzo::zo {
 void walk(runtime::BlockStreamer& streamer, WalkPass& pass) {
   const ExecSpace& space = streamer.instances().compute;
   const model::TensorTable& edges = streamer.store().device_tensors();
-  streamer.begin_pass();
+  streamer.begin_pass(pass.own_slices());
   pass.embeddings(space, edges);
   for (int k = 0; k < streamer.store().num_blocks(); ++k) {
     const model::TensorTable& theta = streamer.acquire(k);

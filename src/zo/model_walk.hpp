@@ -21,6 +21,9 @@ namespace distzo::zo {
 class WalkPass {
  public:
   virtual ~WalkPass() = default;
+  /// The pass touches only this rank's slice of each block's θ (a sliced
+  /// store's update and perturbation): the streamer moves only that slice.
+  virtual bool own_slices() const { return false; }
   /// Before any block; `edges` holds the embeddings and the head.
   virtual void embeddings(const ExecSpace& space, const model::TensorTable& edges) = 0;
   /// Block k at θ_k. Returns true when the pass changed θ_k.

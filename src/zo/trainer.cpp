@@ -13,6 +13,23 @@ Trainer::Trainer(BlockExecutor& executor, const runtime::Mesh& mesh, const Train
 
 void Trainer::check_replicas(std::int64_t step) {
   const runtime::Communicator& world = mesh_.world();
+  // A shared master: no other rank may have written into this rank's slice.
+  const std::uint64_t intact = executor_.own_slices_intact() ? 1 : 0;
+  std::vector<std::uint64_t> flags(static_cast<std::size_t>(world.size()));
+  world.allgather(&intact, 1, flags.data());
+  std::string overwritten;
+  for (int r = 0; r < world.size(); ++r)
+    if (flags[r] == 0) overwritten += (overwritten.empty() ? "" : ", ") + std::to_string(r);
+  if (!overwritten.empty()) {
+    std::ostringstream os;
+    os << "shared θ master corrupted after step " << step << ": the slice of rank(s) "
+       << overwritten
+       << " changed after its owner wrote it, so another rank of the node wrote outside its own "
+          "slice (placement.share_host_master). This points at a bug in the sliced update or "
+          "at corrupted memory. Stopping before the damage spreads.";
+    throw CollectiveError(os.str(), world.rank() == 0);
+  }
+
   // θ is compared as it stands: a pending update is pending on every rank
   // alike, so no flush is needed.
   const std::uint64_t mine = std::stoull(executor_.parameter_digest(), nullptr, 16);
@@ -97,6 +114,7 @@ TrainSummary Trainer::run(TrainerState& state) {
 
     const std::int64_t done = step + 1;
     if (c.check_interval > 0 && done % c.check_interval == 0) {
+      executor_.record_own_slices();
       if (c.debug_corrupt_rank == mesh_.world().rank()) executor_.debug_corrupt_parameter();
       check_replicas(done);
     }
@@ -113,6 +131,7 @@ TrainSummary Trainer::run(TrainerState& state) {
 
   // The end: every pending update applied, then the final checks and outputs.
   executor_.flush(pending);
+  executor_.record_own_slices();
   if (mesh_.world().size() > 1) check_replicas(c.steps);
   if (c.evaluate) hooks_.evaluate(c.steps, "end");
   if (state.step > first_step || first_step == 0) hooks_.checkpoint(state);

@@ -11,6 +11,8 @@
 //   - θ is flushed before every evaluation and checkpoint;
 //   - every check_interval steps the replicas compare parameter digests
 //     (DESIGN.md invariant 3) and stop, naming the ranks, if they differ;
+//     with a shared master each rank also checks that no other rank wrote
+//     into its slice since it wrote it;
 //   - at the end: flush, a last digest check, the final evaluation and
 //     checkpoint.
 

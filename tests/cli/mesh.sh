@@ -2,7 +2,10 @@
 # The 2D mesh under mpiexec (DESIGN.md invariants 3, 4, 6): perturbation
 # parallelism reproduces a single rank bit for bit; data parallelism keeps the
 # replicas identical and matches a single rank with the same global batch;
-# mismatched meshes and diverged replicas stop with clear errors.
+# mismatched meshes and diverged replicas stop with clear errors. Every rank
+# of these runs is on one node, so placement.share_host_master (auto) puts
+# one θ master in shared memory and slices the update (Placement II); the
+# unshared, replicated path is run explicitly next to it.
 source "$(dirname "$0")/lib.sh" "$@"
 STEPS=20
 mesh() {  # mesh NAME P D RANKS [extra lines]: run the deck on RANKS ranks
@@ -14,11 +17,28 @@ final() { digest "$1/ckpt-$(printf %06d "$STEPS").h5"; }
 
 MICRO_BATCH=16 mesh single 1 1 1
 MICRO_BATCH=16 mesh p2 2 1 2
+grep -q "shared by the node's 2 ranks (one copy per node), each updating and perturbing 1/2 of every group, slices exchanged by shared_memory" p2/run.log ||
+  fail "P=2 on one node did not share the host master: $(grep placement p2/run.log)"
 [ "$(final p2)" = "$(final single)" ] || fail "P=2 differs from 1 rank"
-pass "P=2 on 2 ranks == 1 rank after $STEPS steps ($(final single))"
+pass "P=2 on 2 ranks (shared master, sliced) == 1 rank after $STEPS steps ($(final single))"
+MICRO_BATCH=16 mesh p2_mpi 2 1 2 'placement:' '  exchange: mpi'
+grep -q "slices exchanged by mpi" p2_mpi/run.log || fail "exchange: mpi not used"
+[ "$(final p2_mpi)" = "$(final single)" ] || fail "P=2 with the MPI slice exchange differs from 1 rank"
+MICRO_BATCH=16 mesh p2_replicated 2 1 2 'placement:' '  share_host_master: false'
+grep -q "shared by" p2_replicated/run.log && fail "share_host_master: false still shared"
+[ "$(final p2_replicated)" = "$(final single)" ] || fail "P=2 unshared differs from 1 rank"
+pass "P=2 with the MPI exchange, and P=2 unshared (every rank the whole θ) == 1 rank"
+for exchange in shared_memory mpi; do
+  MICRO_BATCH=16 mesh p2_offload_$exchange 2 1 2 'placement:' '  mode: offload' "  exchange: $exchange"
+  [ "$(final p2_offload_$exchange)" = "$(final single)" ] || fail "offload + shared master + P=2 ($exchange) differs from resident on 1 rank"
+done
+pass "offload + shared master + slices, P=2 (shared_memory and mpi exchange) == resident on 1 rank"
 
 # D=2 halves the micro-batch: the same global batch of 16 examples.
 MICRO_BATCH=8 mesh d2 1 2 2
+MICRO_BATCH=8 mesh d2_replicated 1 2 2 'placement:' '  share_host_master: false'
+[ "$(final d2)" = "$(final d2_replicated)" ] || fail "D=2 shared differs from D=2 unshared"
+pass "D=2 with a shared master == D=2 unshared ($(final d2))"
 for c in loss_plus loss_minus; do
   column single/metrics.csv $c > a.txt; column d2/metrics.csv $c > b.txt
   close_rel b.txt a.txt 1e-6 || fail "D=2 $c differs from 1 rank by more than 1e-6 relative"
@@ -48,13 +68,24 @@ grep -q "P must divide the 2q evaluations" odd.log || fail "P/2q message: $(cat 
 pass "P=4 with q=1 (2q=2) is rejected"
 
 # Divergence guard: rank 1 corrupts one weight; the check must stop the run.
-deck diverge 4 diverge 'parallel:' '  perturbation: 1' '  data: 2' '  check_interval: 2'
+# Replicated θ: its own copy, seen as a digest that differs from rank 0's.
+deck diverge 4 diverge 'parallel:' '  perturbation: 1' '  data: 2' '  check_interval: 2' \
+  'placement:' '  share_host_master: false'
 if "$MPIEXEC" -n 2 "$DISTZO" run diverge.yaml --debug-corrupt-rank=1 > diverge.log 2>&1; then
   fail "a corrupted replica went unnoticed"
 fi
 grep -q "replicas diverged after step 2: the parameter digest of rank(s) 1 differs from rank 0's" diverge.log ||
   fail "divergence message: $(cat diverge.log)"
 pass "a diverged replica stops the run, naming rank 1"
+# Shared master: rank 1 writes into rank 0's slice; every rank's digest is
+# the same (one θ), so the slice check must catch it.
+deck overwrite 4 overwrite 'parallel:' '  perturbation: 1' '  data: 2' '  check_interval: 2'
+if "$MPIEXEC" -n 2 "$DISTZO" run overwrite.yaml --debug-corrupt-rank=1 > overwrite.log 2>&1; then
+  fail "a write into another rank's slice went unnoticed"
+fi
+grep -q "shared θ master corrupted after step 2: the slice of rank(s) 0 changed after its owner wrote it" overwrite.log ||
+  fail "slice guard message: $(cat overwrite.log)"
+pass "a rank writing into rank 0's slice of the shared master stops the run, naming rank 0"
 
 # A checkpoint resumes under another layout. P=2 is exact, so 10 steps on a
 # P=2 mesh + 10 resumed on 1 rank equal 20 straight on 1 rank, bit for bit.

@@ -1,0 +1,192 @@
+// Placement II under MPI (ctest runs it with mpiexec -n 2 and -n 4: every
+// rank on one node). The ranks share one θ master, each updates and perturbs
+// its slice, the slices are exchanged; every rank also runs the plain
+// one-rank executor on a private copy of the same θ as the reference. After
+// several steps (pending updates fused, then a flush) the shared θ's digest
+// and every owned loss must equal the reference bit for bit, under every
+// placement and both exchanges — and each rank must have evaluated z for
+// about 2q/S of the parameters per step, not 2q of them.
+
+#include "core/error.hpp"
+#include "runtime/mpi_communicator.hpp"
+#include "runtime/nccl_exchange.hpp"
+#include "runtime/slice_exchange.hpp"
+#include "support/tiny_opt.hpp"
+#include "zo/block_executor.hpp"
+#include "zo/evaluation_plan.hpp"
+
+#include <Kokkos_Core.hpp>
+#include <gtest/gtest.h>
+#include <mpi.h>
+
+#include <string>
+#include <vector>
+
+namespace {
+
+using namespace distzo;
+using test_support::make_batch;
+using test_support::tiny_config;
+using test_support::TinyModel;
+
+constexpr int B = 3, T = 7, kSteps = 3;
+const std::vector<int> kLengths = {7, 5, 3};
+
+struct Case {
+  model::Task task;
+  int queries;
+  runtime::PlacementMode mode;
+  int resident_blocks;
+  runtime::ExchangeKind exchange;
+
+  std::string name() const {
+    return std::string(task == model::Task::causal_lm ? "causal_lm" : "classification") + " q=" +
+           std::to_string(queries) + " " + runtime::to_string(mode) + " K=" +
+           std::to_string(resident_blocks) + " " + runtime::to_string(exchange);
+  }
+};
+
+zo::StepPerturbation perturbation(std::int64_t step) {
+  zo::StepPerturbation p;
+  p.seed = 17;
+  p.step = step;
+  p.eps = 1e-3;
+  return p;
+}
+
+/// The update of a step: the same g on every rank (the reference's).
+void schedule(zo::PendingUpdate& pending, std::int64_t step, const std::vector<double>& g) {
+  pending.active = true;
+  pending.seed = 17;
+  pending.step = step;
+  pending.lr = 0.05;
+  pending.weight_decay = 0.01;
+  pending.g = g;
+}
+
+std::vector<double> gradient(const std::vector<double>& losses, int queries) {
+  std::vector<double> g(static_cast<std::size_t>(queries));
+  for (int q = 0; q < queries; ++q) g[q] = (losses[4 * q] - losses[4 * q + 2]) / 2e-3;
+  return g;
+}
+
+void run_case(const runtime::Communicator& node, const Case& c) {
+  SCOPED_TRACE(c.name());
+  const int S = node.size();
+  // P ranks split the 2q evaluations; the other factor of S is data
+  // replicas on the same batch (so every rank's losses match the reference).
+  const int P = (2 * c.queries) % S == 0 ? S : 2;
+  const int p = node.rank() % P;
+  const model::Batch batch = make_batch(c.task, B, T, kLengths);
+
+  TinyModel reference(tiny_config());
+  zo::BlockExecutor plain(reference.config, *reference.store,
+                          zo::EvaluationPlan::make(c.queries, 1, 0), c.task, B, T, 2);
+
+  runtime::PlacementConfig placement;
+  placement.mode = c.mode;
+  placement.resident_blocks = c.resident_blocks;
+  placement.share_host_master = true;
+  placement.poison_released_slots = true;
+  const auto exchange = runtime::make_slice_exchange(c.exchange, node);
+  std::vector<int> node_ranks;
+  for (double r : node.allgather(static_cast<double>(p))) node_ranks.push_back(static_cast<int>(r));
+  zo::NodeSlicing slicing{exchange.get(), zo::node_evaluations(c.queries, P, node_ranks)};
+  TinyModel shared(tiny_config(), 1234, placement, &node);
+  const zo::EvaluationPlan plan = zo::EvaluationPlan::make(c.queries, P, p);
+  zo::BlockExecutor sliced(shared.config, *shared.store, plan, c.task, B, T, 2, std::move(slicing));
+  ASSERT_EQ(shared.digest(), reference.digest()) << "the shared master was filled differently";
+
+  zo::PendingUpdate pending_plain, pending_sliced;
+  for (std::int64_t step = 0; step < kSteps; ++step) {
+    const std::uint64_t z_before = sliced.z_evaluations(), z_plain_before = plain.z_evaluations();
+    const std::vector<double> expected = plain.run_step(batch, perturbation(step), pending_plain);
+    const std::vector<double> got = sliced.run_step(batch, perturbation(step), pending_sliced);
+    for (const zo::Evaluation& e : plan.owned)
+      for (int k = 0; k < 2; ++k)
+        EXPECT_EQ(got[2 * e.index + k], expected[2 * e.index + k])
+            << "step " << step << ", evaluation " << e.index;
+
+    // z work: 2q per parameter unsliced; here 2q per parameter of this
+    // rank's slices, which differ from N/S by at most one 16-element
+    // boundary per group.
+    const double N = static_cast<double>(reference.registry.total_elements());
+    const double groups = reference.registry.num_blocks() + 2;
+    const double z = static_cast<double>(sliced.z_evaluations() - z_before);
+    const double z_plain = static_cast<double>(plain.z_evaluations() - z_plain_before);
+    if (step > 0) {  // with the previous step's update pending
+      EXPECT_EQ(z_plain, 2.0 * c.queries * N);
+      EXPECT_LE(z, 2.0 * c.queries * (N / S + 16 * groups));
+      EXPECT_GE(z, 2.0 * c.queries * (N / S - 16 * groups));
+    }
+    const std::vector<double> g = gradient(expected, c.queries);
+    schedule(pending_plain, step, g);
+    schedule(pending_sliced, step, g);
+  }
+  EXPECT_EQ(sliced.parameter_digest(), plain.parameter_digest()) << "θ with the update pending";
+  plain.flush(pending_plain);
+  sliced.flush(pending_sliced);
+  EXPECT_EQ(sliced.parameter_digest(), plain.parameter_digest()) << "θ after the flush";
+  EXPECT_NE(plain.parameter_digest(), TinyModel(tiny_config()).digest()) << "θ never moved";
+
+  // Evaluation reads the whole shared θ.
+  const zo::EvalOutcome a = plain.evaluate(batch), b = sliced.evaluate(batch);
+  EXPECT_EQ(a.loss_sum, b.loss_sum);
+}
+
+TEST(SlicesMpi, ShardedStepEqualsOneRankBitForBit) {
+  const auto world = runtime::MpiCommunicator::world();
+  const auto node = world->split_node();
+  ASSERT_EQ(node->size(), world->size()) << "this test runs its ranks on one node";
+  using runtime::ExchangeKind;
+  using runtime::PlacementMode;
+  constexpr auto causal = model::Task::causal_lm, classification = model::Task::classification;
+  if (node->size() <= 2) {  // every combination
+    for (model::Task task : {causal, classification})
+      for (int queries : {1, 2})
+        for (auto exchange : {ExchangeKind::shared_memory, ExchangeKind::mpi}) {
+          run_case(*node, {task, queries, PlacementMode::resident, 0, exchange});
+          run_case(*node, {task, queries, PlacementMode::offload, 0, exchange});
+          run_case(*node, {task, queries, PlacementMode::offload, 1, exchange});
+        }
+  } else {
+    // Oversubscribed ranks make every node barrier cost a time slice: a
+    // covering subset (P=4 with q=2, P=2 x D=2 with q=1).
+    run_case(*node, {causal, 2, PlacementMode::resident, 0, ExchangeKind::shared_memory});
+    run_case(*node, {classification, 1, PlacementMode::offload, 0, ExchangeKind::mpi});
+    run_case(*node, {classification, 2, PlacementMode::offload, 1, ExchangeKind::shared_memory});
+    run_case(*node, {causal, 1, PlacementMode::resident, 0, ExchangeKind::mpi});
+  }
+}
+
+TEST(SlicesMpi, NcclWithoutNcclIsAClearError) {
+  if (runtime::nccl_available()) GTEST_SKIP() << "this build has NCCL";
+  const auto world = runtime::MpiCommunicator::world();
+  try {
+    runtime::make_slice_exchange(runtime::ExchangeKind::nccl, *world);
+    FAIL() << "an NCCL exchange without NCCL";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("-DDISTZO_ENABLE_NCCL=ON"), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  MPI_Init(&argc, &argv);
+  int rank = 0, failed = 0, any_failed = 0;
+  {
+    ::testing::InitGoogleTest(&argc, argv);
+    Kokkos::ScopeGuard kokkos(argc, argv);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    // Only rank 0 prints; every rank's result decides the exit status.
+    if (rank != 0) {
+      auto& listeners = ::testing::UnitTest::GetInstance()->listeners();
+      delete listeners.Release(listeners.default_result_printer());
+    }
+    failed = RUN_ALL_TESTS() != 0 ? 1 : 0;
+  }
+  MPI_Allreduce(&failed, &any_failed, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+  MPI_Finalize();
+  return any_failed;
+}
