@@ -105,6 +105,8 @@ Inputs load_inputs(const RunOptions& options, int world_size) {
                              << "; a run continues with the z it started with (leave the key out "
                                 "to resume, or start a new run for recipe "
                              << opt.z_recipe << ")");
+    // The deck as run: deck.resolved.yaml and the checkpoints record it.
+    in.deck.optim.z_recipe = in.state.z_recipe;
     const io::TrainingState& s = in.state;
     DISTZO_REQUIRE(s.seed == opt.seed && s.queries == opt.queries &&
                        s.distribution == opt.distribution,
@@ -473,6 +475,19 @@ void run(const RunOptions& options, const runtime::Communicator& world) {
                 static_cast<long long>(summary.skipped), executor.parameter_digest().c_str());
   out.print(line);
   out.print(describe_memory(MemoryAccounting::usage(), store, hooks.last_step_moved()));
+  {
+    // Host memory of the node, shared pages counted once (what a node's
+    // memory limit sees): with a shared master it holds one θ whatever P x D.
+    double pss = static_cast<double>(proportional_set_size());
+    mesh.node().allreduce_sum(&pss, 1);
+    std::snprintf(line, sizeof(line),
+                  "host memory of the %d rank%s on rank 0's node: %s (proportional set sizes "
+                  "summed%s)",
+                  mesh.node().size(), mesh.node().size() == 1 ? "" : "s",
+                  exact_bytes(pss).c_str(),
+                  store.sliced() ? "; θ's master is one node-shared copy" : "");
+    out.print(line);
+  }
   if (inputs.eval && hooks.before().accuracy >= 0 && hooks.after().accuracy >= 0 && first_step == 0) {
     std::snprintf(line, sizeof(line),
                   "accuracy: %.4f before, %.4f after fine-tuning (%lld held-out examples)",

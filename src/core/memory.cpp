@@ -9,6 +9,8 @@
 #endif
 
 #include <cstring>
+#include <fstream>
+#include <limits>
 #include <mutex>
 #include <stdexcept>
 #include <string>
@@ -136,6 +138,17 @@ MemoryUsage MemoryAccounting::usage() {
   Ledger& l = ledger();
   std::lock_guard<std::mutex> lock(l.mutex);
   return l.usage;
+}
+
+std::uint64_t proportional_set_size() {
+  std::ifstream in("/proc/self/smaps_rollup");
+  std::string key;
+  std::uint64_t kib = 0;
+  while (in >> key) {
+    if (key == "Pss:" && in >> kib) return kib * 1024;
+    in.ignore(std::numeric_limits<std::streamsize>::max(), '\n');
+  }
+  return 0;
 }
 
 void pin_host_memory(void* data, std::size_t bytes) {

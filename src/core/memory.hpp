@@ -52,6 +52,12 @@ void pin_host_memory(void* data, std::size_t bytes);
 /// Undoes pin_host_memory.
 void unpin_host_memory(void* data);
 
+/// This process's proportional set size in bytes (Pss of
+/// /proc/self/smaps_rollup: private pages plus each shared page divided by
+/// the processes mapping it, so the sum over a node's processes is the
+/// node's memory for them); 0 where the kernel does not report it.
+std::uint64_t proportional_set_size();
+
 /// Process-wide listener (Kokkos Tools callbacks are global).
 class MemoryAccounting {
  public:

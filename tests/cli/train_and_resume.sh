@@ -61,6 +61,7 @@ deck v1second 120 g 'checkpoint:' '  resume: latest'
 "$DISTZO" run v1second.yaml > g2.log
 grep -q "gaussian z (recipe 1), .*resuming from g/ckpt-000060.h5" g2.log || fail "resume banner: $(head -1 g2.log)"
 [ "$(digest g/ckpt-000120.h5)" = "$(digest f/ckpt-000120.h5)" ] || fail "a recipe-1 run resumed under the default recipe differs"
+grep -q "z_recipe: 1" g/deck.resolved.yaml || fail "deck.resolved.yaml of the resumed run does not record recipe 1"
 deck v1clash 120 g 'checkpoint:' '  resume: latest'
 sed -i 's/queries: 1/queries: 1\n  z_recipe: 2/' v1clash.yaml
 if "$DISTZO" run v1clash.yaml > h.log 2> h.err; then fail "resuming recipe 1 with z_recipe: 2 exited 0"; fi
