@@ -6,6 +6,7 @@
 
 #include "app/inspect.hpp"
 #include "app/plan.hpp"
+#include "app/sliced_schedule.hpp"
 #include "core/memory.hpp"
 #include "io/dataset.hpp"
 #include "io/hf_config.hpp"
@@ -119,6 +120,49 @@ TEST(Plan, TrafficAndHostMemoryFollowThePlacement) {
   EXPECT_EQ(p.slots, 3);
   in.perturbation = 3;  // does not divide 2q = 2
   EXPECT_THROW(app::plan_memory(in), Error);
+}
+
+// The sliced schedule's formula, recomputed by hand for one shape.
+TEST(Plan, SlicedScheduleFollowsTheFormula) {
+  app::PlanInputs in;
+  in.config = tiny_config();
+  in.config.num_hidden_layers = 4;
+  in.micro_batch = 8;
+  in.seq_len = 16;
+  in.queries = 2;
+  in.perturbation = 2;
+  double block_params = 0;  // hand count of one OPT block (pre-LN, biases)
+  const double C = in.config.hidden_size, F = in.config.ffn_dim;
+  block_params = 4 * (C * C + C) + 2 * 2 * C + (C * F + F) + (F * C + C);
+  const double A = 4 * block_params;
+  app::Bandwidths bw;
+  bw.pcie = 1e9;
+  bw.nvlink = 4e9;
+  bw.hbm = 20e9;
+  bw.gemm_flops = 1e12;
+  const app::SlicedSchedule s = app::sliced_schedule(in, 4, bw);
+  EXPECT_EQ(s.data, 2);
+  EXPECT_EQ(s.evaluations, 2);
+  EXPECT_EQ(s.node_evaluations, 4);
+  EXPECT_DOUBLE_EQ(s.pcie_up, 4 * A / 4);
+  EXPECT_DOUBLE_EQ(s.nvlink, 4 * 4 * A * 3 / 4);
+  const double work = 6 * A / 4 / bw.hbm + 4 * A * 3 / 4 / bw.nvlink +
+                      2 * (8.0 * 16 / 2) * block_params * 2 / bw.gemm_flops;
+  EXPECT_DOUBLE_EQ(s.block_seconds, std::max(A / 4 / bw.pcie, work));
+  EXPECT_DOUBLE_EQ(s.step_seconds, 4 * s.block_seconds);
+  const double zo2 = std::max(A / bw.pcie, 6 * A / bw.hbm + 2 * 128.0 * block_params * 4 / bw.gemm_flops);
+  EXPECT_DOUBLE_EQ(s.zo2_step_seconds, 4 * zo2);
+  EXPECT_GT(s.speedup(), 1.0);
+
+  // One GPU: nothing over NVLink, the whole block over PCIe.
+  in.perturbation = 1;
+  const app::SlicedSchedule one = app::sliced_schedule(in, 1, bw);
+  EXPECT_EQ(one.nvlink, 0.0);
+  EXPECT_DOUBLE_EQ(one.pcie_up, 4 * A);
+  in.perturbation = 4;  // P = 4 does not divide 3 GPUs
+  EXPECT_THROW(app::sliced_schedule(in, 3, bw), Error);
+  in.perturbation = 1;  // D = 16 replicas cannot split a batch of 8
+  EXPECT_THROW(app::sliced_schedule(in, 16, bw), Error);
 }
 
 TEST(HfConfig, ReadsOptAndRefusesWhatDistzoDoesNotImplement) {

@@ -3,6 +3,7 @@
 #include "app/deck_config.hpp"
 #include "app/format.hpp"
 #include "app/options.hpp"
+#include "app/sliced_schedule.hpp"
 #include "core/error.hpp"
 #include "io/dataset.hpp"
 #include "io/deck.hpp"
@@ -29,13 +30,16 @@ const char* const kUsage =
     "       distzo plan config.json [--batch B] [--seq T] [--task causal_lm|classification]\n"
     "                   [--candidates K] [--queries q] [--perturbation P] [--eval]\n"
     "                   [--placement resident|offload] [--resident-blocks K] [--prefetch N]\n"
-    "                   [--device-gib G]\n"
+    "                   [--device-gib G] [--gpus-per-node n [--pcie-gbs 55] [--nvlink-gbs 370]\n"
+    "                   [--hbm-tbs 4.3] [--gemm-tflops 700]]\n"
     "  predicted device memory per rank by role, host memory for θ, and bytes moved per\n"
     "  step, for a deck or for a Hugging Face OPT config.json (defaults: batch 1, seq\n"
     "  2048 or the model's positions, causal_lm, 2 candidates for classification, q 1,\n"
     "  P 1, resident, K 0, prefetch 1). --device-gib G also says whether the run fits a\n"
     "  device of G GiB and the largest resident_blocks K that does; the exit status is 1\n"
-    "  when it does not fit.";
+    "  when it does not fit. --gpus-per-node n adds the sliced schedule of Placement II\n"
+    "  (every block offloaded, sliced over n GPUs): bytes over PCIe and NVLink per GPU and\n"
+    "  the predicted step time next to ZO2's on one GPU at the same global batch.";
 
 /// "1 slot", "3 slots".
 std::string count(std::int64_t n, const char* singular, const char* plural) {
@@ -261,7 +265,8 @@ PlanInputs inputs_from_config(const std::string& path, const Options& o,
 int plan(const std::vector<std::string>& args) {
   const Options o("plan", args,
                   {"--batch", "--seq", "--task", "--candidates", "--queries", "--perturbation",
-                   "--placement", "--resident-blocks", "--prefetch", "--device-gib"},
+                   "--placement", "--resident-blocks", "--prefetch", "--device-gib",
+                   "--gpus-per-node", "--pcie-gbs", "--nvlink-gbs", "--hbm-tbs", "--gemm-tflops"},
                   {"--eval"}, kUsage);
   const std::string path = o.single("DECK.yaml or config.json");
   std::error_code ec;
@@ -269,8 +274,8 @@ int plan(const std::vector<std::string>& args) {
                        "plan: no such file '" << path << "' (a deck or a config.json)");
   const bool config = io::is_hf_config_file(path);
   if (!config && !(args.size() == 1 || (args.size() == 3 && o.has("--device-gib"))))
-    throw Error("plan: " + path + " is a deck: it says everything but --device-gib itself\n" +
-                kUsage);
+    throw Error("plan: " + path + " is a deck: it says everything but --device-gib itself (the "
+                "sliced schedule, --gpus-per-node, takes a config.json)\n" + kUsage);
   const double device_gib = o.has("--device-gib") ? o.positive("--device-gib", 0) : 0;
   std::vector<std::string> notes;
   const PlanInputs in = config ? inputs_from_config(path, o, notes) : inputs_from_deck(path, notes);
@@ -281,6 +286,18 @@ int plan(const std::vector<std::string>& args) {
   bool fits = true;
   if (device_gib > 0)
     std::cout << "\n" << fit_on_device(in, device_gib * 1024.0 * 1024.0 * 1024.0, &fits);
+  if (o.has("--gpus-per-node")) {
+    Bandwidths bw;
+    bw.pcie = o.positive("--pcie-gbs", 55) * 1e9;
+    bw.nvlink = o.positive("--nvlink-gbs", 370) * 1e9;
+    bw.hbm = o.positive("--hbm-tbs", 4.3) * 1e12;
+    bw.gemm_flops = o.positive("--gemm-tflops", 700) * 1e12;
+    const int gpus = static_cast<int>(std::min<std::int64_t>(o.integer("--gpus-per-node", 1, 1), 4096));
+    std::cout << "\n" << describe_sliced_schedule(in, sliced_schedule(in, gpus, bw), bw);
+  } else {
+    for (const char* key : {"--pcie-gbs", "--nvlink-gbs", "--hbm-tbs", "--gemm-tflops"})
+      DISTZO_INPUT_REQUIRE(!o.has(key), "plan: " << key << " applies with --gpus-per-node");
+  }
   return fits ? 0 : 1;
 }
 
