@@ -31,6 +31,7 @@
 #include <map>
 #include <set>
 #include <sstream>
+#include <streambuf>
 #include <string>
 #include <thread>
 #include <utility>
@@ -303,6 +304,16 @@ inline model::Batch causal_lm_batch(int batch, int seq_len, std::int64_t vocab,
 
 /// A benchmark's main(): Kokkos for the program's lifetime, and any error
 /// printed as "NAME: error: ..." with exit status 2.
+/// A stream that discards what is written to it (ranks other than 0).
+inline std::ostream& null_stream() {
+  struct NullBuffer : std::streambuf {
+    int overflow(int c) override { return c; }
+  };
+  static NullBuffer buffer;
+  static std::ostream stream(&buffer);
+  return stream;
+}
+
 inline int run_main(const char* name, int argc, char** argv, int (*body)(int, char**)) {
   Kokkos::ScopeGuard kokkos(argc, argv);
   try {

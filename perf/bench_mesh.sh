@@ -1,14 +1,18 @@
 #!/usr/bin/env bash
-# Mesh scaling at equal global batch (issue: 2D MPI mesh). Three runs of
-# `distzo run` on the same random OPT-125m-shaped model and synthetic causal-LM
-# data, global batch 8 x 128 tokens each:
-#   1 rank, 2 BLAS threads          micro_batch 8
-#   P=2 (2 ranks, 1 thread each)     micro_batch 8, each rank one sign of the query
-#   D=2 (2 ranks, 1 thread each)     micro_batch 4 per replica
+# Mesh scaling at equal global batch (2D MPI mesh, Placement II). `distzo run`
+# on the same random OPT-125m-shaped model and synthetic causal-LM data,
+# global batch 8 x 128 tokens each, for Gaussian and Rademacher z:
+#   1 rank, 2 BLAS threads                micro_batch 8
+#   P=2 (2 ranks, 1 thread each)           micro_batch 8, each rank one sign of the query
+#   D=2 (2 ranks, 1 thread each)           micro_batch 4 per replica
+# P=2 and D=2 run twice: with the node-shared, sliced master (the default on
+# one node: placement.share_host_master auto) and replicated (false).
 # tokens/s is the global batch's non-padding tokens over the step's wall time,
 # median over the timed steps (the first step is warm-up). Efficiency per rank
-# = speed-up / ranks. Writes its table between the mesh markers of
-# perf/RESULTS.md (appending them if absent). Run on a quiet machine.
+# = speed-up / ranks. Then bench_step --profile on 1 rank and on each 2-rank
+# mesh gives every rank's time in update_and_perturb for one step.
+# Writes its table between the mesh markers of perf/RESULTS.md (appending
+# them if absent). Run on a quiet machine.
 # Knobs: STEPS (6), PRESET (opt-125m; "small" for a smoke test), MODEL (an existing
 # distzo .h5 instead), BUILD_DIR, PYTHON.
 set -euo pipefail
@@ -21,7 +25,8 @@ python=${PYTHON:-python3}
 work=$(mktemp -d "${TMPDIR:-/tmp}/distzo-mesh.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 
-[ -x "$build/distzo" ] || { cmake -S "$root" -B "$build" >/dev/null && cmake --build "$build" --target distzo -j2; }
+[ -x "$build/distzo" ] && [ -x "$build/perf/bench_step" ] ||
+  { cmake -S "$root" -B "$build" >/dev/null && cmake --build "$build" --target distzo bench_step -j2; }
 load=$(start_load bench_mesh)
 
 if [ -n "${MODEL:-}" ]; then
@@ -32,14 +37,15 @@ fi
 vocab=$("$build/distzo" inspect "$work/model.h5" | sed -n 's/.*, vocab \([0-9]*\),.*/\1/p')
 "$build/distzo" make-synthetic "$work/train.h5" --task causal_lm --examples 64 --seq-len 128 --vocab "$vocab" --seed 5 >/dev/null
 
-run() {  # run NAME RANKS THREADS P D MICRO_BATCH
-  local name=$1 ranks=$2 threads=$3 p=$4 d=$5 mb=$6
+run() {  # run NAME RANKS THREADS P D MICRO_BATCH DISTRIBUTION SHARE: "median min max" tokens/s
+  local name=$1 ranks=$2 threads=$3 p=$4 d=$5 mb=$6 z=$7 share=$8
   cat > "$work/$name.yaml" <<DECK
 model: { path: $work/model.h5 }
 data: { train: $work/train.h5, micro_batch: $mb }
-optim: { steps: $steps, lr: 1.0e-6, eps: 1.0e-3 }
+optim: { steps: $steps, lr: 1.0e-6, eps: 1.0e-3, distribution: $z }
 output: { dir: $work/$name, log_interval: 1 }
 parallel: { perturbation: $p, data: $d, check_interval: 0 }
+placement: { share_host_master: $share }
 DECK
   OPENBLAS_NUM_THREADS=$threads OMP_NUM_THREADS=$threads \
     mpiexec -n "$ranks" "$build/distzo" run "$work/$name.yaml" > "$work/$name.log" 2>&1 ||
@@ -49,14 +55,43 @@ DECK
     awk '{ v[NR] = $1 } END { m = (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2; printf "%.1f %.1f %.1f\n", m, v[1], v[NR] }'
 }
 
-echo "bench_mesh: 1 rank x 2 threads ..." >&2; run single 1 2 1 1 8 > "$work/single.tps"
-echo "bench_mesh: P=2 ..." >&2;               run p2 2 1 2 1 8 > "$work/p2.tps"
-echo "bench_mesh: D=2 ..." >&2;               run d2 2 1 1 2 4 > "$work/d2.tps"
-read -r single single_min single_max < "$work/single.tps"
-read -r p2 p2_min p2_max < "$work/p2.tps"
-read -r d2 d2_min d2_max < "$work/d2.tps"
+# table DISTRIBUTION: the rows of one distribution's table.
+table_rows() {
+  local z=$1 single single_min single_max
+  echo "bench_mesh: $z z, 1 rank x 2 threads ..." >&2
+  read -r single single_min single_max < <(run "single_$z" 1 2 1 1 8 "$z" false)
+  echo "| 1 rank | 1 x 2 | – | $single ($single_min–$single_max) | 1.00 | 1.00 |"
+  local layout share ranks p d mb label tps tmin tmax
+  for layout in P=2 D=2; do
+    for share in true false; do
+      if [ "$layout" = P=2 ]; then p=2 d=1 mb=8; else p=1 d=2 mb=4; fi
+      label=$([ "$share" = true ] && echo "shared, sliced" || echo "replicated")
+      echo "bench_mesh: $z z, $layout $label ..." >&2
+      read -r tps tmin tmax < <(run "${layout/=/}_${share}_$z" 2 1 "$p" "$d" "$mb" "$z" "$share")
+      echo "| $layout | 2 x 1 | $label | $tps ($tmin–$tmax) | $(awk -v a="$tps" -v b="$single" 'BEGIN{printf "%.2f", a/b}') | $(awk -v a="$tps" -v b="$single" 'BEGIN{printf "%.2f", a/b/2}') |"
+    done
+  done
+}
+
+# update_and_perturb per rank for one step (bench_step --profile), in ms.
+profile() {  # profile RANKS THREADS MESH SHARE: the ms of each rank, space-separated
+  OPENBLAS_NUM_THREADS=$2 OMP_NUM_THREADS=$2 mpiexec -n "$1" "$build/perf/bench_step" "$work/model.h5" \
+    --reps 2 --mesh "$3" --share "$4" --profile 2>/dev/null |
+    awk -F'"median":' '/"label":"distzo::update_and_perturb"/ { split($2, v, ","); printf "%s%.1f", (n++ ? " / " : ""), v[1] }'
+}
+
+gaussian_rows=$(table_rows gaussian)
+rademacher_rows=$(table_rows rademacher)
+echo "bench_mesh: profiles ..." >&2
+u_single=$(profile 1 2 1x1 false)
+u_p2=$(profile 2 1 2x1 true)
+u_d2=$(profile 2 1 1x2 true)
+u_p2_replicated=$(profile 2 1 2x1 false)
+ratio() { awk -v list="$1" -v base="$u_single" 'BEGIN { n = split(list, v, " / "); m = 0; for (i = 1; i <= n; i++) if (v[i] + 0 > m) m = v[i] + 0; printf "%.2f", m / base }'; }
 
 cpu=$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')
+header='| layout | ranks x threads | θ master | tokens/s | speed-up vs 1 rank | efficiency per rank |
+|---|---|---|---|---|---|'
 table=$(cat <<MD
 <!-- mesh:begin -->
 ## Mesh scaling at equal global batch
@@ -65,17 +100,24 @@ table=$(cat <<MD
 Random OPT-125m-shaped model, synthetic causal-LM data, global batch 8 sequences
 of up to 128 tokens, q = 1, $steps steps (first one warm-up), median (min–max)
 over the timed steps. Kokkos Serial backend: only the GEMMs use the BLAS threads.
+"Shared, sliced": one θ master per node in shared memory, each rank updating
+and perturbing half of every group (Placement II, the default with two ranks on
+a node); "replicated": every rank its own θ, the whole update and perturbation.
 
-| layout | ranks x threads | tokens/s | speed-up vs 1 rank | efficiency per rank |
-|---|---|---|---|---|
-| 1 rank | 1 x 2 | $single ($single_min–$single_max) | 1.00 | 1.00 |
-| P=2 | 2 x 1 | $p2 ($p2_min–$p2_max) | $(awk -v a="$p2" -v b="$single" 'BEGIN{printf "%.2f", a/b}') | $(awk -v a="$p2" -v b="$single" 'BEGIN{printf "%.2f", a/b/2}') |
-| D=2 | 2 x 1 | $d2 ($d2_min–$d2_max) | $(awk -v a="$d2" -v b="$single" 'BEGIN{printf "%.2f", a/b}') | $(awk -v a="$d2" -v b="$single" 'BEGIN{printf "%.2f", a/b/2}') |
+Gaussian z (recipe 2):
 
-Each rank of either layout still generates z for every parameter (the update of
-the previous step and this step's perturbation) and applies the full update to
-its own copy of θ; that replicated, compute-bound work (see the fused kernel's
-line above) is what keeps the efficiency per rank below 1.
+$header
+$gaussian_rows
+
+Rademacher z (no transcendental function: what remains when z is cheap):
+
+$header
+$rademacher_rows
+
+Time in \`update_and_perturb\` per rank for one step with a pending update
+(\`bench_step --profile\`, batch 8 x 128 per replica, Gaussian): 1 rank × 2
+threads ${u_single} ms; P=2 shared ${u_p2} ms (largest ÷ 1 rank = $(ratio "$u_p2"));
+D=2 shared ${u_d2} ms ($(ratio "$u_d2")); P=2 replicated ${u_p2_replicated} ms ($(ratio "$u_p2_replicated")).
 <!-- mesh:end -->
 MD
 )

@@ -9,6 +9,14 @@
 //              [--warmup 1] [--eps 1e-3] [--lr 1e-6] [--weight-decay 0]
 //              [--distribution gaussian|rademacher] [--seed 1] [--profile]
 //              [--placement resident|offload] [--resident-blocks K] [--prefetch N]
+//              [--mesh PxD] [--share auto|true|false] [--exchange auto|shared_memory|mpi]
+//
+// Under mpiexec with --mesh PxD (P*D ranks) the step runs on the 2D mesh as
+// in `distzo run`: each replica its own micro-batch of B (seed + d), and with
+// a shared master (--share; auto = more than one rank on the node) the
+// sliced update and perturbation of Placement II. Rank 0 prints the
+// results; with --profile every rank prints its own kernel table, so the
+// time each rank spends in update_and_perturb can be read off.
 //
 // A Hugging Face config.json instead of a model file gives random weights
 // (model::init_random, std 0.02): shapes too large to write to disk first.
@@ -28,14 +36,18 @@
 #include "io/hf_config.hpp"
 #include "io/model_file.hpp"
 #include "model/init.hpp"
-#include "runtime/parameter_store.hpp"
 #include "runtime/communicator.hpp"
+#include "runtime/mesh.hpp"
+#include "runtime/mpi_communicator.hpp"
+#include "runtime/parameter_store.hpp"
+#include "runtime/slice_exchange.hpp"
 #include "zo/block_executor.hpp"
 #include "zo/estimator.hpp"
 #include "zo/evaluation_plan.hpp"
 #include "zo/pending_update.hpp"
 
 #include <Kokkos_Core.hpp>
+#include <mpi.h>
 
 #include <cmath>
 #include <iostream>
@@ -55,15 +67,25 @@ const char* const kUsage =
     "                  [--warmup W] [--eps E] [--lr LR] [--weight-decay WD]\n"
     "                  [--distribution gaussian|rademacher] [--seed S] [--profile]\n"
     "                  [--placement resident|offload] [--resident-blocks K] [--prefetch N]\n"
+    "                  [--mesh PxD] [--share auto|true|false] [--exchange auto|shared_memory|mpi]\n"
     "  ZO steps/s of BlockExecutor::run_step (causal LM, pending update applied every step);\n"
     "  defaults: --batch 8 --seq 128 --reps 3 --queries 1 --warmup 1 --eps 1e-3 --lr 1e-6\n"
     "            --weight-decay 0 --distribution gaussian --seed 1 --placement resident\n"
-    "            --resident-blocks 0 --prefetch 1; a config.json gives random weights\n";
+    "            --resident-blocks 0 --prefetch 1 --mesh 1x1 --share auto --exchange auto;\n"
+    "            a config.json gives random weights; --mesh PxD runs under mpiexec -n P*D\n";
+
+/// "PxD" of --mesh.
+runtime::MeshLayout parse_mesh(const std::string& text) {
+  const std::size_t x = text.find('x');
+  DISTZO_REQUIRE(x != std::string::npos, "--mesh expects PxD (e.g. 2x1), got '" << text << "'");
+  return {std::stoi(text.substr(0, x)), std::stoi(text.substr(x + 1))};
+}
 
 int run(int argc, char** argv) {
   perf::Args args(argc, argv, kUsage,
                   {"batch", "seq", "reps", "queries", "warmup", "eps", "lr", "weight-decay",
-                   "distribution", "seed", "placement", "resident-blocks", "prefetch"},
+                   "distribution", "seed", "placement", "resident-blocks", "prefetch", "mesh",
+                   "share", "exchange"},
                   {"profile"});
   if (args.help()) {
     std::cout << kUsage;
@@ -85,7 +107,15 @@ int run(int argc, char** argv) {
   const auto seed = static_cast<std::uint64_t>(args.integer("seed", 1));
   DISTZO_REQUIRE(B > 0 && T > 0 && reps > 0 && q >= 1, "batch, seq, reps, queries must be > 0");
 
-  perf::print_machine("step");
+  const auto world = runtime::MpiCommunicator::world();
+  const runtime::MeshLayout layout = parse_mesh(args.str("mesh", "1x1"));
+  DISTZO_REQUIRE(layout.world_size() == world->size(),
+                 "--mesh " << layout.perturbation_size << "x" << layout.data_size << " needs "
+                           << layout.world_size() << " MPI ranks, got " << world->size());
+  const runtime::Mesh mesh(*world, layout);
+  const bool root = world->rank() == 0;
+  std::ostream& out = root ? std::cout : perf::null_stream();
+  if (root) perf::print_machine("step");
   const auto t_load = Clock::now();
   runtime::PlacementConfig placement;
   const std::string mode = args.str("placement", "resident");
@@ -94,20 +124,41 @@ int run(int argc, char** argv) {
   if (mode == "offload") placement.mode = runtime::PlacementMode::offload;
   placement.resident_blocks = static_cast<int>(args.integer("resident-blocks", 0));
   placement.prefetch = static_cast<int>(args.integer("prefetch", 1));
+  const std::string share = args.str("share", "auto");
+  DISTZO_REQUIRE(share == "auto" || share == "true" || share == "false",
+                 "--share must be auto, true or false, got '" << share << "'");
+  placement.share_host_master = share == "true" || (share == "auto" && mesh.node().size() > 1);
+  const std::string exchange_name = args.str("exchange", "auto");
+  DISTZO_REQUIRE(exchange_name == "auto" || exchange_name == "shared_memory" || exchange_name == "mpi",
+                 "--exchange must be auto, shared_memory or mpi, got '" << exchange_name << "'");
+  std::unique_ptr<runtime::SliceExchange> exchange;
+  zo::NodeSlicing slicing;
+  if (placement.share_host_master) {
+    exchange = runtime::make_slice_exchange(
+        exchange_name == "mpi"             ? runtime::ExchangeKind::mpi
+        : exchange_name == "shared_memory" ? runtime::ExchangeKind::shared_memory
+                                           : runtime::ExchangeKind::automatic,
+        mesh.node());
+    slicing.exchange = exchange.get();
+    std::vector<int> node_ranks;
+    for (double r : mesh.node().allgather(mesh.coordinates().perturbation_rank))
+      node_ranks.push_back(static_cast<int>(r));
+    slicing.evaluations = zo::node_evaluations(q, layout.perturbation_size, node_ranks);
+  }
   io::ModelInfo m;
   std::unique_ptr<runtime::ParameterStore> owned;
   const bool random = path.size() > 5 && path.compare(path.size() - 5, 5, ".json") == 0;
   if (random) {
     m.config = io::read_hf_opt_config(path);
     m.registry = model::ParameterRegistry::for_opt(m.config);
-    owned = std::make_unique<runtime::ParameterStore>(m.registry, placement);
+    owned = std::make_unique<runtime::ParameterStore>(m.registry, placement, &mesh.node());
     owned->fill([&](std::uint32_t id, real* dst) {
       model::random_parameter(m.registry[id], seed, 0.02, dst);
     });
   } else {
     const io::ModelReader reader(path);
     m = reader.info();
-    owned = std::make_unique<runtime::ParameterStore>(m.registry, placement);
+    owned = std::make_unique<runtime::ParameterStore>(m.registry, placement, &mesh.node());
     owned->fill([&](std::uint32_t id, real* dst) { reader.read(id, dst); });
   }
   runtime::ParameterStore& store = *owned;
@@ -115,20 +166,31 @@ int run(int argc, char** argv) {
   MemoryAccounting::start();
   const std::uint64_t store_bytes = store.device_bytes();
   const model::OptConfig& c = m.config;
-  std::cout << "model          : " << path << " (L=" << c.num_hidden_layers
+  out << "model          : " << path << " (L=" << c.num_hidden_layers
             << " C=" << c.hidden_size << " V=" << c.vocab_size << ", "
             << m.registry.total_elements() << " parameters" << (random ? ", random" : "")
             << "), placement " << mode << " K=" << store.device_blocks() << "/"
             << store.num_blocks() << ", loaded in "
-            << fmt(seconds_since(t_load), 3) << " s\n";
+            << fmt(seconds_since(t_load), 3) << " s\n"
+            << "mesh           : P=" << layout.perturbation_size << " x D=" << layout.data_size
+            << (store.sliced() ? ", shared master sliced over the node's "
+                               : ", every rank its own θ (")
+            << (store.sliced() ? std::to_string(mesh.node().size()) + " ranks, exchange " +
+                                     runtime::to_string(exchange->kind())
+                               : std::string("replicated)"))
+            << "\n";
 
   ExecSpace space;
-  const model::Batch batch = perf::causal_lm_batch(B, T, c.vocab_size, seed);
-  zo::BlockExecutor executor(c, store, zo::EvaluationPlan::make(q, 1, 0), model::Task::causal_lm,
-                             B, T, 0, zo::NodeSlicing(), space);
-  const runtime::SerialCommunicator comm;
+  // Each replica its own micro-batch (the same for D = 1 as on one rank).
+  const model::Batch batch = perf::causal_lm_batch(
+      B, T, c.vocab_size, seed + static_cast<std::uint64_t>(mesh.coordinates().data_rank));
+  zo::BlockExecutor executor(
+      c, store,
+      zo::EvaluationPlan::make(q, layout.perturbation_size, mesh.coordinates().perturbation_rank),
+      model::Task::causal_lm, B, T, 0, std::move(slicing), space);
+  const runtime::Communicator& comm = mesh.world();
   zo::PendingUpdate pending;
-  std::cout << "workload       : batch " << B << " x seq " << T << ", q = " << q << " ("
+  out << "workload       : batch " << B << " x seq " << T << ", q = " << q << " ("
             << 2 * q << " forward passes per step), eps " << eps << ", lr " << lr << ", wd "
             << wd << ", z " << to_string(dist) << "; " << warmup << " warm-up + " << reps
             << " timed steps\n";
@@ -189,7 +251,7 @@ int run(int argc, char** argv) {
   const Stats sps = Stats::of(perf::rates(1.0, seconds));
   const Stats tps = Stats::of(perf::rates(tokens, seconds));
   const Stats t_s = Stats::of(seconds);
-  std::cout << "zo step        : " << fmt(sps.median, 5) << " steps/s (median; min "
+  out << "zo step        : " << fmt(sps.median, 5) << " steps/s (median; min "
             << fmt(sps.min, 5) << ", max " << fmt(sps.max, 5) << "), " << fmt(t_s.median, 5)
             << " s per step\n"
             << "  tokens/s       : " << fmt(tps.median, 5) << " (B*T per step; min "
@@ -228,12 +290,33 @@ int run(int argc, char** argv) {
       {"bytes_up_per_step", std::to_string(moved.to_device)},
       {"device_peak_bytes", std::to_string(memory.device_peak + store_bytes)},
       {"blas_threads", perf::blas_threads()}};
-  perf::print_result("step", "steps_per_s", sps, fields);
-  if (args.flag("profile"))
-    perf::KernelProfile::report("step", profiled_wall, "one step with a pending update");
+  if (root) perf::print_result("step", "steps_per_s", sps, fields);
+  if (args.flag("profile")) {
+    for (int r = 0; r < world->size(); ++r) {  // one rank's table after the other
+      if (r == world->rank())
+        perf::KernelProfile::report(
+            "step", profiled_wall,
+            "one step with a pending update" +
+                (world->size() > 1 ? ", rank " + std::to_string(r) : std::string()));
+      std::cout.flush();
+      world->barrier();
+    }
+  }
   return all_finite ? 0 : 1;
 }
 
 }  // namespace
 
-int main(int argc, char** argv) { return distzo::perf::run_main("bench_step", argc, argv, run); }
+int main(int argc, char** argv) {
+  MPI_Init(&argc, &argv);
+  int status = 0;
+  {
+    status = distzo::perf::run_main("bench_step", argc, argv, run);
+  }
+  // A failure on one rank must not leave the others waiting in a collective.
+  int size = 1;
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  if (status != 0 && size > 1) MPI_Abort(MPI_COMM_WORLD, status);
+  MPI_Finalize();
+  return status;
+}
