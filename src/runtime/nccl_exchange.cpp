@@ -69,7 +69,7 @@ std::unique_ptr<SliceExchange> make_nccl_exchange(const Communicator& node) {
 bool nccl_available() { return false; }
 
 std::unique_ptr<SliceExchange> make_nccl_exchange(const Communicator&) {
-  DISTZO_FAIL(
+  throw Error(
       "placement.exchange: nccl needs a CUDA build configured with -DDISTZO_ENABLE_NCCL=ON "
       "(and NCCL found); this build has none: use mpi, or auto");
 }

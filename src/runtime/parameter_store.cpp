@@ -72,7 +72,7 @@ ParameterStore::ParameterStore(const model::ParameterRegistry& registry,
   if (sliced()) {
     // On a GPU build only the offloaded blocks live in host memory: a
     // resident θ on each GPU could not be shared, nor updated by slices.
-    DISTZO_REQUIRE(kHostMemory || device_blocks_ == 0,
+    DISTZO_INPUT_REQUIRE(kHostMemory || device_blocks_ == 0,
                    "placement.share_host_master on a GPU build needs placement.mode: offload "
                    "with resident_blocks: 0 (the shared master is the host copy the GPUs stream "
                    "slices of); got " << device_blocks_ << " blocks resident on each GPU");
