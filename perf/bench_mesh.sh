@@ -118,6 +118,11 @@ Time in \`update_and_perturb\` per rank for one step with a pending update
 (\`bench_step --profile\`, batch 8 x 128 per replica, Gaussian): 1 rank × 2
 threads ${u_single} ms; P=2 shared ${u_p2} ms (largest ÷ 1 rank = $(ratio "$u_p2"));
 D=2 shared ${u_d2} ms ($(ratio "$u_d2")); P=2 replicated ${u_p2_replicated} ms ($(ratio "$u_p2_replicated")).
+On two cores the 1-rank baseline already runs its GEMMs (most of a forward)
+on both cores, so a second rank can win only what the baseline runs on one
+core: the update and perturbation (sliced: each rank makes z for half of θ,
+the profile above) and the forward's non-GEMM kernels. Replicated ranks repeat
+the whole z work; with cheap (Rademacher) z little is left to win.
 <!-- mesh:end -->
 MD
 )
