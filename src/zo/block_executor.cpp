@@ -5,6 +5,7 @@
 #include "core/memory.hpp"
 #include "kernels/embedding.hpp"
 #include "zo/model_walk.hpp"
+#include "zo/step_pass_base.hpp"
 
 namespace distzo::zo {
 
@@ -26,11 +27,9 @@ void allocate(const model::ParameterRegistry& registry, const std::vector<std::u
 
 /// One ZO step: every owned (query, sign) evaluation of the batch, the
 /// pending update fused into the first materialisation of each group.
-class BlockExecutor::StepPass final : public WalkPass {
+class BlockExecutor::StepPass final : public StepPassBase {
  public:
-  StepPass(BlockExecutor& ex, const model::Batch& batch, const StepPerturbation& perturbation,
-           const PendingUpdate& pending)
-      : ex_(ex), batch_(batch), perturbation_(perturbation), pending_(pending) {}
+  using StepPassBase::StepPassBase;
 
   void embeddings(const ExecSpace& space, const model::TensorTable& edges) override {
     // Embeddings and head: materialised once per evaluation for the whole
@@ -75,19 +74,6 @@ class BlockExecutor::StepPass final : public WalkPass {
     return pending_.active;
   }
 
-  void head(const ExecSpace& space, const model::TensorTable&) override {
-    for (std::size_t i = 0; i < ex_.hidden_.size(); ++i) {
-      const model::OptEdgeView edge = model::make_edge_view(ex_.registry_, ex_.edge_scratch_[i]);
-      const Mat hidden = ex_.forward_.final_hidden(space, edge, ex_.hidden_[i]);
-      ex_.head_.loss(space, edge, hidden, batch_, Kokkos::subview(ex_.sums_, i, Kokkos::ALL()));
-    }
-  }
-
- private:
-  BlockExecutor& ex_;
-  const model::Batch& batch_;
-  const StepPerturbation& perturbation_;
-  const PendingUpdate& pending_;
 };
 
 /// The pending update alone, applied by the fused kernel with no outputs.

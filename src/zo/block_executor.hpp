@@ -110,6 +110,7 @@ class BlockExecutor {
   const runtime::ParameterStore& store() const { return store_; }
 
  private:
+  class StepPassBase;
   class StepPass;
   class FlushPass;
   class SlicedStepPass;

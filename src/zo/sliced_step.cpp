@@ -9,6 +9,7 @@
 #include "kernels/embedding.hpp"
 #include "zo/block_executor.hpp"
 #include "zo/model_walk.hpp"
+#include "zo/step_pass_base.hpp"
 
 #include <utility>
 
@@ -23,11 +24,9 @@ Vec piece_of(const Vec& v, std::size_t offset, std::size_t count) {
 
 }  // namespace
 
-class BlockExecutor::SlicedStepPass final : public WalkPass {
+class BlockExecutor::SlicedStepPass final : public StepPassBase {
  public:
-  SlicedStepPass(BlockExecutor& ex, const model::Batch& batch,
-                 const StepPerturbation& perturbation, const PendingUpdate& pending)
-      : ex_(ex), batch_(batch), perturbation_(perturbation), pending_(pending) {}
+  using StepPassBase::StepPassBase;
 
   bool own_slices() const override { return true; }
 
@@ -89,19 +88,6 @@ class BlockExecutor::SlicedStepPass final : public WalkPass {
     return pending_.active;
   }
 
-  void head(const ExecSpace& space, const model::TensorTable&) override {
-    for (std::size_t i = 0; i < ex_.hidden_.size(); ++i) {
-      const model::OptEdgeView edge = model::make_edge_view(ex_.registry_, ex_.edge_scratch_[i]);
-      const Mat hidden = ex_.forward_.final_hidden(space, edge, ex_.hidden_[i]);
-      ex_.head_.loss(space, edge, hidden, batch_, Kokkos::subview(ex_.sums_, i, Kokkos::ALL()));
-    }
-  }
-
- private:
-  BlockExecutor& ex_;
-  const model::Batch& batch_;
-  const StepPerturbation& perturbation_;
-  const PendingUpdate& pending_;
 };
 
 /// The pending update alone, each rank on its own slices.

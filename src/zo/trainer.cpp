@@ -11,15 +11,26 @@ Trainer::Trainer(BlockExecutor& executor, const runtime::Mesh& mesh, const Train
                  TrainerHooks& hooks)
     : executor_(executor), mesh_(mesh), config_(config), hooks_(hooks) {}
 
+namespace {
+
+/// Every rank's value, gathered; "1, 3": the ranks whose value differs from `expected`.
+std::string ranks_differing(const runtime::Communicator& world, std::uint64_t mine,
+                            std::uint64_t expected) {
+  std::vector<std::uint64_t> all(static_cast<std::size_t>(world.size()));
+  world.allgather(&mine, 1, all.data());
+  std::string ranks;
+  for (int r = 0; r < world.size(); ++r)
+    if (all[r] != expected) ranks += (ranks.empty() ? "" : ", ") + std::to_string(r);
+  return ranks;
+}
+
+}  // namespace
+
 void Trainer::check_replicas(std::int64_t step) {
   const runtime::Communicator& world = mesh_.world();
   // A shared master: no other rank may have written into this rank's slice.
-  const std::uint64_t intact = executor_.own_slices_intact() ? 1 : 0;
-  std::vector<std::uint64_t> flags(static_cast<std::size_t>(world.size()));
-  world.allgather(&intact, 1, flags.data());
-  std::string overwritten;
-  for (int r = 0; r < world.size(); ++r)
-    if (flags[r] == 0) overwritten += (overwritten.empty() ? "" : ", ") + std::to_string(r);
+  const std::string overwritten =
+      ranks_differing(world, executor_.own_slices_intact() ? 1 : 0, 1);
   if (!overwritten.empty()) {
     std::ostringstream os;
     os << "shared θ master corrupted after step " << step << ": the slice of rank(s) "
@@ -32,12 +43,10 @@ void Trainer::check_replicas(std::int64_t step) {
 
   // θ is compared as it stands: a pending update is pending on every rank
   // alike, so no flush is needed.
-  const std::uint64_t mine = std::stoull(executor_.parameter_digest(), nullptr, 16);
-  std::vector<std::uint64_t> all(static_cast<std::size_t>(world.size()));
-  world.allgather(&mine, 1, all.data());
-  std::string diverged;
-  for (int r = 1; r < world.size(); ++r)
-    if (all[r] != all[0]) diverged += (diverged.empty() ? "" : ", ") + std::to_string(r);
+  std::uint64_t reference = std::stoull(executor_.parameter_digest(), nullptr, 16);
+  const std::uint64_t mine = reference;
+  world.broadcast(&reference, sizeof(reference), 0);  // rank 0's digest
+  const std::string diverged = ranks_differing(world, mine, reference);
   if (diverged.empty()) return;
   std::ostringstream os;
   os << "replicas diverged after step " << step << ": the parameter digest of rank(s) "
