@@ -42,6 +42,7 @@ io::TrainingState some_state() {
   s.distribution = Distribution::gaussian;
   s.z_recipe = 2;
   s.deck_yaml = "optim:\n  steps: 3\n";
+  s.parameter_digest = "0123456789abcdef";
   for (int i = 1; i <= 3; ++i) s.seed_log.push_back({i, 1e-3 * i, 2.5 / i, {0.5 * i, -0.25 * i}});
   return s;
 }
@@ -73,6 +74,7 @@ TEST(Checkpoint, TrainingStateRoundTrips) {
   EXPECT_EQ(r.distribution, s.distribution);
   EXPECT_EQ(r.z_recipe, 2);
   EXPECT_EQ(r.deck_yaml, s.deck_yaml);
+  EXPECT_EQ(r.parameter_digest, s.parameter_digest);
   ASSERT_EQ(r.seed_log.size(), s.seed_log.size());
   for (std::size_t i = 0; i < s.seed_log.size(); ++i) {
     EXPECT_EQ(r.seed_log[i].step, s.seed_log[i].step);

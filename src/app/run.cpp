@@ -12,6 +12,7 @@
 #include "io/model_file.hpp"
 #include "runtime/parameter_store.hpp"
 #include "runtime/mesh.hpp"
+#include "runtime/mpi_communicator.hpp"
 #include "zo/trainer.hpp"
 
 #include <algorithm>
@@ -253,7 +254,8 @@ class RunHooks final : public zo::TrainerHooks {
         mesh_(mesh),
         out_(out),
         order_(in.train.num_examples, deck_.data.shuffle_seed),
-        first_step_(in.state.step) {}
+        first_step_(in.state.step),
+        parallel_writers_(parallel_writers(mesh, executor.store())) {}
 
   const model::Batch& batch(std::int64_t step) override {
     const int D = mesh_.layout().data_size, B = deck_.data.micro_batch;
@@ -325,15 +327,28 @@ class RunHooks final : public zo::TrainerHooks {
     saved.pending = {state.pending.active, state.pending.step, state.pending.lr,
                      state.pending.weight_decay, state.pending.g};
     saved.deck_yaml = io::resolved_yaml(deck_);
-    if (mesh_.world().rank() == 0) {
-      const std::string path = deck_.output.dir + "/" + io::checkpoint_name(state.step);
+    saved.parameter_digest = executor_.parameter_digest();
+    const std::string path = deck_.output.dir + "/" + io::checkpoint_name(state.step);
+    if (parallel_writers_ != nullptr) {
+      // The ranks of rank 0's node write their slices of the shared master
+      // together; the other nodes hold the same θ and write nothing.
+      io::write_checkpoint_parallel(
+          path, model_, parallel_writers_->comm(),
+          [&](const io::SliceSink& sink) { executor_.store().visit_own_slices(sink); }, saved);
+    } else if (mesh_.world().rank() == 0) {
       io::write_checkpoint(
           path, model_,
           [&](const io::TensorSink& sink) { executor_.store().visit(sink); }, saved);
+    }
+    if (mesh_.world().rank() == 0) {
       auto existing = io::list_checkpoints(deck_.output.dir);
       for (std::size_t i = 0; i + static_cast<std::size_t>(deck_.checkpoint.keep) < existing.size(); ++i)
         std::remove(existing[i].second.c_str());
-      out_.print("checkpoint " + path);
+      out_.print("checkpoint " + path +
+                 (parallel_writers_ ? " (written by the node's " +
+                                          std::to_string(parallel_writers_->size()) +
+                                          " ranks together, parallel HDF5)"
+                                    : ""));
     }
     mesh_.world().barrier();
   }
@@ -355,6 +370,21 @@ class RunHooks final : public zo::TrainerHooks {
   Clock::time_point train_start_ = Clock::now();
   EvalSummary before_, after_;
   runtime::TransferBytes last_step_moved_;
+  // With a shared, sliced master on a node of several ranks: the node
+  // communicator of the ranks that write checkpoints together (rank 0's
+  // node); null on other nodes and where one rank writes.
+  const runtime::MpiCommunicator* parallel_writers_;
+
+  static const runtime::MpiCommunicator* parallel_writers(const runtime::Mesh& mesh,
+                                                          const runtime::ParameterStore& store) {
+    const auto* node = dynamic_cast<const runtime::MpiCommunicator*>(&mesh.node());
+    if (!store.sliced() || node == nullptr || node->size() == 1 ||
+        !io::Hdf5File::parallel_available())
+      return nullptr;
+    double has_rank_0 = mesh.world().rank() == 0 ? 1 : 0;
+    node->allreduce_sum(&has_rank_0, 1);
+    return has_rank_0 > 0 ? node : nullptr;
+  }
 };
 
 /// The end-of-run memory line: the device high-water mark by role as Kokkos
@@ -417,7 +447,13 @@ void run(const RunOptions& options, const runtime::Communicator& world) {
         slicing.evaluations = zo::node_evaluations(opt.queries, P, node_ranks);
       }
       store_owner = std::make_unique<runtime::ParameterStore>(model.registry, placement, &mesh.node());
-      store_owner->fill([&](std::uint32_t id, real* dst) { inputs.model->read(id, dst); });
+      if (store_owner->sliced())  // each rank of the node reads its own slices of the file
+        store_owner->fill_own_slices(
+            [&](std::uint32_t id, std::uint64_t first, std::size_t count, real* dst) {
+              inputs.model->read_range(id, first, count, dst);
+            });
+      else
+        store_owner->fill([&](std::uint32_t id, real* dst) { inputs.model->read(id, dst); });
       executor_owner = std::make_unique<zo::BlockExecutor>(
           model.config, *store_owner,
           zo::EvaluationPlan::make(opt.queries, P, mesh.coordinates().perturbation_rank),

@@ -35,43 +35,93 @@ std::vector<std::pair<std::int64_t, std::string>> list_checkpoints(const std::st
   return found;
 }
 
+namespace {
+
+/// The root attributes and distzo/ datasets of the training state.
+void write_training_state(Hdf5File& file, const TrainingState& state) {
+  file.write_int_attribute("step", state.step);
+  file.write_string_attribute("seed", std::to_string(state.seed));  // uint64: exact as text
+  file.write_int_attribute("queries", state.queries);
+  file.write_string_attribute("distribution", to_string(state.distribution));
+  file.write_int_attribute("z_recipe", state.z_recipe);
+  file.write_string_attribute("deck_yaml", state.deck_yaml);
+  if (!state.parameter_digest.empty())
+    file.write_string_attribute("parameter_digest", state.parameter_digest);
+
+  const PendingRecord& p = state.pending;
+  file.write_int_attribute("pending_active", p.active ? 1 : 0);
+  file.write_int_attribute("pending_step", p.step);
+  file.write_double_attribute("pending_lr", p.lr);
+  file.write_double_attribute("pending_weight_decay", p.weight_decay);
+  if (!p.g.empty())
+    file.write_doubles("distzo/pending_g", {static_cast<std::int64_t>(p.g.size())}, p.g.data());
+
+  const auto n = static_cast<std::int64_t>(state.seed_log.size());
+  std::vector<std::int64_t> steps;
+  std::vector<double> lr, loss, g;
+  for (const auto& e : state.seed_log) {
+    steps.push_back(e.step);
+    lr.push_back(e.lr);
+    loss.push_back(e.loss);
+    // A skipped step updates nothing: its g row is zeros.
+    for (int q = 0; q < state.queries; ++q)
+      g.push_back(e.g.empty() ? 0.0 : e.g.at(static_cast<std::size_t>(q)));
+  }
+  file.write_int64s("distzo/seed_log/step", {n}, steps.data());
+  file.write_doubles("distzo/seed_log/lr", {n}, lr.data());
+  file.write_doubles("distzo/seed_log/loss", {n}, loss.data());
+  file.write_doubles("distzo/seed_log/g", {n, state.queries}, g.data());
+}
+
+ModelInfo as_checkpoint(const ModelInfo& model) {
+  ModelInfo info = model;
+  info.kind = "checkpoint";
+  return info;
+}
+
+}  // namespace
+
 void write_checkpoint(const std::string& path, const ModelInfo& model,
                       const TensorSource& tensors, const TrainingState& state) {
   write_atomically(path, [&](Hdf5File& file) {
-    ModelInfo as_checkpoint = model;
-    as_checkpoint.kind = "checkpoint";
-    write_model_tensors(file, as_checkpoint, tensors);
-    file.write_int_attribute("step", state.step);
-    file.write_string_attribute("seed", std::to_string(state.seed));  // uint64: exact as text
-    file.write_int_attribute("queries", state.queries);
-    file.write_string_attribute("distribution", to_string(state.distribution));
-    file.write_int_attribute("z_recipe", state.z_recipe);
-    file.write_string_attribute("deck_yaml", state.deck_yaml);
-
-    const PendingRecord& p = state.pending;
-    file.write_int_attribute("pending_active", p.active ? 1 : 0);
-    file.write_int_attribute("pending_step", p.step);
-    file.write_double_attribute("pending_lr", p.lr);
-    file.write_double_attribute("pending_weight_decay", p.weight_decay);
-    if (!p.g.empty())
-      file.write_doubles("distzo/pending_g", {static_cast<std::int64_t>(p.g.size())}, p.g.data());
-
-    const auto n = static_cast<std::int64_t>(state.seed_log.size());
-    std::vector<std::int64_t> steps;
-    std::vector<double> lr, loss, g;
-    for (const auto& e : state.seed_log) {
-      steps.push_back(e.step);
-      lr.push_back(e.lr);
-      loss.push_back(e.loss);
-      // A skipped step updates nothing: its g row is zeros.
-      for (int q = 0; q < state.queries; ++q)
-        g.push_back(e.g.empty() ? 0.0 : e.g.at(static_cast<std::size_t>(q)));
-    }
-    file.write_int64s("distzo/seed_log/step", {n}, steps.data());
-    file.write_doubles("distzo/seed_log/lr", {n}, lr.data());
-    file.write_doubles("distzo/seed_log/loss", {n}, loss.data());
-    file.write_doubles("distzo/seed_log/g", {n, state.queries}, g.data());
+    write_model_tensors(file, as_checkpoint(model), tensors);
+    write_training_state(file, state);
   });
+}
+
+void write_checkpoint_parallel(const std::string& path, const ModelInfo& model, MPI_Comm comm,
+                               const SliceSource& slices, const TrainingState& state) {
+  int rank = 0;
+  MPI_Comm_rank(comm, &rank);
+  // One temporary name for all: rank 0's.
+  std::string tmp = temporary_path_for(path);
+  int length = static_cast<int>(tmp.size());
+  MPI_Bcast(&length, 1, MPI_INT, 0, comm);
+  tmp.resize(static_cast<std::size_t>(length));
+  MPI_Bcast(tmp.data(), length, MPI_CHAR, 0, comm);
+
+  Hdf5File file(tmp, comm);
+  write_model_slices(file, as_checkpoint(model), slices);
+  write_training_state(file, state);
+  // Closing flushes every rank's data; a full disk fails here, on any rank.
+  std::string problem;
+  try {
+    file.close();
+  } catch (const Error& e) {
+    problem = e.what();
+  }
+  int ok = problem.empty() ? 1 : 0, all_ok = 0;
+  MPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_LAND, comm);
+  if (all_ok) {
+    if (rank == 0) commit_temporary(tmp, path);
+    MPI_Barrier(comm);  // the file is in place before anyone reports it
+    return;
+  }
+  if (rank == 0) discard_temporary(tmp);
+  throw Error("checkpoint " + path + " was not written" +
+              (problem.empty() ? std::string(": another rank of the node failed to write its slices")
+                               : ": " + problem) +
+              "; the previous checkpoint is untouched");
 }
 
 TrainingState read_training_state(const std::string& path) {
@@ -88,6 +138,8 @@ TrainingState read_training_state(const std::string& path) {
   DISTZO_REQUIRE(s.z_recipe == 1 || s.z_recipe == 2,
                  path << ": z_recipe " << s.z_recipe << " is not a recipe this distzo knows (1, 2)");
   s.deck_yaml = file.read_string_attribute("deck_yaml");
+  if (file.has_attribute("parameter_digest"))
+    s.parameter_digest = file.read_string_attribute("parameter_digest");
 
   s.pending.active = file.read_int_attribute("pending_active") != 0;
   s.pending.step = file.read_int_attribute("pending_step");

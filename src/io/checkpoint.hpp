@@ -4,14 +4,16 @@
 //
 //   root attributes  step (steps completed), seed, queries, distribution,
 //                    z_recipe (how Gaussian z is computed; 1 when absent),
-//                    deck_yaml (the resolved deck), pending_* (the update not
+//                    deck_yaml (the resolved deck), parameter_digest (of θ
+//                    as written; core/digest.hpp), pending_* (the update not
 //                    yet applied to θ; distzo flushes before writing, so
 //                    pending_active is 0 in files it writes)
 //   distzo/seed_log/{step, lr, loss} (n,) and g (n, q): one row per completed
 //                    step, enough to replay θ from the initial model
 //
 // Written atomically (temporary file, then rename), so a crash never leaves a
-// half-written ckpt-STEP.h5.
+// half-written ckpt-STEP.h5; by one rank, or by the ranks of a node together
+// (write_checkpoint_parallel), into the same layout.
 
 #include "core/perturbation.hpp"
 #include "io/model_file.hpp"
@@ -48,6 +50,10 @@ struct TrainingState {
   Distribution distribution = Distribution::gaussian;
   int z_recipe = 1;  // checkpoints from before the attribute existed used recipe 1
   std::string deck_yaml;
+  // The parameter digest of θ as written (core/digest.hpp): a keyed sum per
+  // tensor, so the ranks that write slices can compute it slice by slice;
+  // empty in checkpoints written before it existed.
+  std::string parameter_digest;
   PendingRecord pending;
   std::vector<SeedLogEntry> seed_log;
 };
@@ -55,6 +61,16 @@ struct TrainingState {
 /// Writes θ (from `tensors`, in canonical order) and the training state.
 void write_checkpoint(const std::string& path, const ModelInfo& model,
                       const TensorSource& tensors, const TrainingState& state);
+
+/// The same file, written by the ranks of `comm` together through parallel
+/// HDF5 (MPI-IO, collective writes): each writes the pieces of θ `slices`
+/// gives it (Placement II: its slices of the shared master), so a large
+/// model is not funnelled through one rank. Collective; the file is renamed
+/// into place only after every rank's part is known to be written (a
+/// collective check of the close status), else every rank throws and the
+/// previous checkpoint stays.
+void write_checkpoint_parallel(const std::string& path, const ModelInfo& model, MPI_Comm comm,
+                               const SliceSource& slices, const TrainingState& state);
 
 /// Reads the training state of a checkpoint (its tensors: ModelReader).
 TrainingState read_training_state(const std::string& path);

@@ -51,6 +51,35 @@ Hdf5File::Hdf5File(const std::string& path, Mode mode) : path_(path) {
   }
 }
 
+Hdf5File::Hdf5File(const std::string& path, MPI_Comm comm) : path_(path), parallel_(true) {
+  silence_hdf5_error_stack();
+  DISTZO_REQUIRE(parallel_available(),
+                 "cannot write '" << path << "' in parallel: this HDF5 was built without MPI");
+#ifdef H5_HAVE_PARALLEL
+  MPI_Comm_rank(comm, &rank_);
+  auto fapl = check(H5Pcreate(H5P_FILE_ACCESS), H5Pclose, path + ": file access properties");
+  H5Pset_fapl_mpio(fapl.get(), comm, MPI_INFO_NULL);
+  file_ = check(H5Fcreate(path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, fapl.get()), H5Fclose,
+                "cannot create HDF5 file '" + path + "' (MPI-IO)");
+#else
+  (void)comm;
+#endif
+}
+
+bool Hdf5File::parallel_available() {
+#ifdef H5_HAVE_PARALLEL
+  return true;
+#else
+  return false;
+#endif
+}
+
+void Hdf5File::close() {
+  const hid_t id = file_.release();
+  DISTZO_REQUIRE(id < 0 || H5Fclose(id) >= 0,
+                 "cannot finish writing '" << path_ << "' (closing it failed: is the disk full?)");
+}
+
 bool Hdf5File::has_attribute(const std::string& name) const {
   return H5Aexists(id(), name.c_str()) > 0;
 }
@@ -206,22 +235,118 @@ std::vector<std::int64_t> Hdf5File::read_int64s(const std::string& name) const {
   return v;
 }
 
-void Hdf5File::write_from(const std::string& name, const std::vector<std::int64_t>& shape,
-                          hid_t file_type, hid_t mem_type, const void* data) {
+namespace {
+
+/// The dataset creation properties distzo writes with: no timestamps (the
+/// same tensors give the same bytes) and, in a parallel file, no fill pass.
+Hdf5Handle dataset_properties(const std::string& path, bool parallel) {
+  auto dcpl = check(H5Pcreate(H5P_DATASET_CREATE), H5Pclose, path + ": property list");
+  H5Pset_obj_track_times(dcpl.get(), 0);
+  if (parallel) H5Pset_fill_time(dcpl.get(), H5D_FILL_TIME_NEVER);
+  return dcpl;
+}
+
+Hdf5Handle create_dataset(hid_t file, const std::string& path, const std::string& name,
+                          const std::vector<std::int64_t>& shape, hid_t file_type, bool parallel) {
   std::vector<hsize_t> dims(shape.begin(), shape.end());
   auto space = check(dims.empty() ? H5Screate(H5S_SCALAR)
                                   : H5Screate_simple(static_cast<int>(dims.size()), dims.data(), nullptr),
-                     H5Sclose, path_ + ": dataspace for " + name);
-  // No timestamps: the same tensors always give the same bytes on disk.
-  auto dcpl = check(H5Pcreate(H5P_DATASET_CREATE), H5Pclose, path_ + ": property list");
-  H5Pset_obj_track_times(dcpl.get(), 0);
-  auto lcpl = check(H5Pcreate(H5P_LINK_CREATE), H5Pclose, path_ + ": property list");
+                     H5Sclose, path + ": dataspace for " + name);
+  auto dcpl = dataset_properties(path, parallel);
+  auto lcpl = check(H5Pcreate(H5P_LINK_CREATE), H5Pclose, path + ": property list");
   H5Pset_create_intermediate_group(lcpl.get(), 1);
-  auto dset = check(H5Dcreate2(id(), name.c_str(), file_type, space.get(), lcpl.get(), dcpl.get(),
-                               H5P_DEFAULT),
-                    H5Dclose, path_ + ": cannot create dataset " + name);
+  return check(H5Dcreate2(file, name.c_str(), file_type, space.get(), lcpl.get(), dcpl.get(),
+                          H5P_DEFAULT),
+               H5Dclose, path + ": cannot create dataset " + name);
+}
+
+/// Selects elements [first, first + count) of a rank-1 or rank-2 dataspace
+/// in row-major order: at most a partial row, whole rows, a partial row.
+void select_range(hid_t space, const std::string& what, std::uint64_t first, std::size_t count) {
+  const int rank = H5Sget_simple_extent_ndims(space);
+  DISTZO_REQUIRE(rank == 1 || rank == 2, what << ": ranges of rank-" << rank << " datasets");
+  hsize_t dims[2] = {1, 1};
+  H5Sget_simple_extent_dims(space, dims, nullptr);
+  const hsize_t cols = rank == 1 ? dims[0] : dims[1];
+  DISTZO_REQUIRE(first + count <= (rank == 1 ? dims[0] : dims[0] * dims[1]),
+                 what << ": elements [" << first << ", " << first + count << ") out of range");
+  if (count == 0) {
+    H5Sselect_none(space);
+    return;
+  }
+  if (rank == 1) {
+    const hsize_t start = first, n = count;
+    H5Sselect_hyperslab(space, H5S_SELECT_SET, &start, nullptr, &n, nullptr);
+    return;
+  }
+  H5Sselect_none(space);
+  const hsize_t a = first, b = first + count;
+  const auto add = [&](hsize_t row, hsize_t col, hsize_t rows, hsize_t width) {
+    if (rows == 0 || width == 0) return;
+    const hsize_t start[2] = {row, col}, n[2] = {rows, width};
+    H5Sselect_hyperslab(space, H5S_SELECT_OR, start, nullptr, n, nullptr);
+  };
+  const hsize_t r0 = a / cols, c0 = a % cols, r1 = b / cols, c1 = b % cols;
+  if (r0 == r1) return add(r0, c0, 1, c1 - c0);
+  const hsize_t full_from = c0 == 0 ? r0 : r0 + 1;
+  if (c0 != 0) add(r0, c0, 1, cols - c0);
+  add(full_from, 0, r1 - full_from, cols);
+  add(r1, 0, 1, c1);
+}
+
+/// Collective transfer in a parallel file (every rank writes its part of a
+/// dataset in one MPI-IO operation); the default otherwise.
+Hdf5Handle transfer_properties(const std::string& path, bool parallel) {
+  auto dxpl = check(H5Pcreate(H5P_DATASET_XFER), H5Pclose, path + ": transfer properties");
+#ifdef H5_HAVE_PARALLEL
+  if (parallel) H5Pset_dxpl_mpio(dxpl.get(), H5FD_MPIO_COLLECTIVE);
+#else
+  (void)parallel;
+#endif
+  return dxpl;
+}
+
+}  // namespace
+
+void Hdf5File::write_from(const std::string& name, const std::vector<std::int64_t>& shape,
+                          hid_t file_type, hid_t mem_type, const void* data) {
+  auto dset = create_dataset(id(), path_, name, shape, file_type, parallel_);
+  // A parallel file: the dataset is made by all, its (small) data written by rank 0.
+  if (parallel_ && rank_ != 0) return;
   DISTZO_REQUIRE(H5Dwrite(dset.get(), mem_type, H5S_ALL, H5S_ALL, H5P_DEFAULT, data) >= 0,
                  path_ << ": cannot write dataset '" << name << "'");
+}
+
+void Hdf5File::create_floats(const std::string& name, const std::vector<std::int64_t>& shape) {
+  create_dataset(id(), path_, name, shape, H5T_IEEE_F32LE, parallel_);
+}
+
+void Hdf5File::write_float_range(const std::string& name, std::uint64_t first, std::size_t count,
+                                 const float* data) {
+  auto dset = check(H5Dopen2(id(), name.c_str(), H5P_DEFAULT), H5Dclose, path_ + ": dataset " + name);
+  auto file_space = check(H5Dget_space(dset.get()), H5Sclose, path_ + ": dataspace of " + name);
+  select_range(file_space.get(), path_ + ": " + name, first, count);
+  const hsize_t n = count > 0 ? count : 1;  // a rank with nothing to write selects none
+  auto memory_space = check(H5Screate_simple(1, &n, nullptr), H5Sclose, path_ + ": memory space");
+  if (count == 0) H5Sselect_none(memory_space.get());
+  auto dxpl = transfer_properties(path_, parallel_);
+  DISTZO_REQUIRE(H5Dwrite(dset.get(), H5T_NATIVE_FLOAT, memory_space.get(), file_space.get(),
+                          dxpl.get(), data) >= 0,
+                 path_ << ": cannot write elements [" << first << ", " << first + count << ") of '"
+                       << name << "'");
+}
+
+void Hdf5File::read_float_range(const std::string& name, std::uint64_t first, std::size_t count,
+                                float* out) const {
+  auto dset = check(H5Dopen2(id(), name.c_str(), H5P_DEFAULT), H5Dclose, path_ + ": dataset " + name);
+  auto file_space = check(H5Dget_space(dset.get()), H5Sclose, path_ + ": dataspace of " + name);
+  select_range(file_space.get(), path_ + ": " + name, first, count);
+  const hsize_t n = count;
+  auto memory_space = check(H5Screate_simple(1, &n, nullptr), H5Sclose, path_ + ": memory space");
+  DISTZO_REQUIRE(H5Dread(dset.get(), H5T_NATIVE_FLOAT, memory_space.get(), file_space.get(),
+                         H5P_DEFAULT, out) >= 0,
+                 path_ << ": cannot read elements [" << first << ", " << first + count << ") of '"
+                       << name << "'");
 }
 
 void Hdf5File::write_floats(const std::string& name, const std::vector<std::int64_t>& shape,

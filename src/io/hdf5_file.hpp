@@ -4,6 +4,7 @@
 // formats need: root-level datasets and attributes of a few scalar types.
 
 #include <hdf5.h>
+#include <mpi.h>
 
 #include <cstdint>
 #include <string>
@@ -28,6 +29,12 @@ class Hdf5Handle {
     if (id_ >= 0 && closer_) closer_(id_);
   }
   hid_t get() const { return id_; }
+  /// Gives up ownership: the caller closes the id.
+  hid_t release() {
+    const hid_t id = id_;
+    id_ = -1;
+    return id;
+  }
 
  private:
   void swap(Hdf5Handle& other) noexcept {
@@ -49,6 +56,15 @@ class Hdf5File {
  public:
   enum class Mode { read, create };
   Hdf5File(const std::string& path, Mode mode);
+  /// Creates `path` collectively over the ranks of `comm` with the MPI-IO
+  /// driver (parallel HDF5). Every call on the file is then made by every
+  /// rank in the same order with the same arguments — attributes, dataset
+  /// creation, whole-dataset writes (rank 0's data is written) — except the
+  /// data of write_float_range, which is each rank's own. Throws
+  /// distzo::Error if HDF5 was built without MPI.
+  Hdf5File(const std::string& path, MPI_Comm comm);
+  /// Whether this HDF5 can create a file over MPI-IO.
+  static bool parallel_available();
 
   const std::string& path() const { return path_; }
   hid_t id() const { return file_.get(); }
@@ -83,6 +99,21 @@ class Hdf5File {
   void write_int64s(const std::string& name, const std::vector<std::int64_t>& shape,
                     const std::int64_t* data);
 
+  /// A float32 dataset of `shape` (rank 1 or 2), created without data.
+  void create_floats(const std::string& name, const std::vector<std::int64_t>& shape);
+  /// Elements [first, first + count) of the dataset in row-major order, from
+  /// `data`. In a parallel file this is collective: every rank calls it for
+  /// the dataset, with count 0 to write nothing.
+  void write_float_range(const std::string& name, std::uint64_t first, std::size_t count,
+                         const float* data);
+  /// Elements [first, first + count) of the dataset in row-major order.
+  void read_float_range(const std::string& name, std::uint64_t first, std::size_t count,
+                        float* out) const;
+
+  /// Closes the file, reporting failure (a full disk shows here: the data
+  /// is flushed on close). The destructor closes silently.
+  void close();
+
  private:
   void read_into(const std::string& name, hid_t mem_type, void* out, std::size_t count) const;
   void write_from(const std::string& name, const std::vector<std::int64_t>& shape,
@@ -90,6 +121,8 @@ class Hdf5File {
 
   std::string path_;
   Hdf5Handle file_;
+  bool parallel_ = false;
+  int rank_ = 0;  // in the communicator of a parallel file
 };
 
 /// Writes a file atomically: `write` fills a temporary file beside `path`,
@@ -109,7 +142,8 @@ void write_atomically(const std::string& path, WriteFn&& write) {
     {
       Hdf5File file(tmp, Hdf5File::Mode::create);
       write(file);
-    }  // closed (and flushed) before the rename
+      file.close();  // flushed; a full disk fails here, before the rename
+    }
     commit_temporary(tmp, path);
   } catch (...) {
     discard_temporary(tmp);

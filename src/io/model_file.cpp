@@ -104,6 +104,11 @@ void ModelReader::read(std::uint32_t id, real* dst) const {
   std::copy(data.begin(), data.end(), dst);
 }
 
+void ModelReader::read_range(std::uint32_t id, std::uint64_t first, std::size_t count,
+                             real* dst) const {
+  file_.read_float_range(info_.registry[id].name, first, count, dst);
+}
+
 std::string ModelReader::digest() const {
   // The same element-sum kernel the runtime uses for θ in host memory.
   const Kokkos::DefaultHostExecutionSpace host;
@@ -117,14 +122,43 @@ std::string ModelReader::digest() const {
   return digest.hex();
 }
 
-void write_model_tensors(Hdf5File& file, const ModelInfo& info, const TensorSource& tensors) {
+namespace {
+
+void write_model_attributes(Hdf5File& file, const ModelInfo& info) {
   file.write_string_attribute("distzo_format", info.kind.empty() ? "model" : info.kind);
   write_opt_config(file, info.config, info.hf_config_json);
   file.write_int_attribute("digest_version", kDigestVersion);
+}
+
+}  // namespace
+
+void write_model_tensors(Hdf5File& file, const ModelInfo& info, const TensorSource& tensors) {
+  write_model_attributes(file, info);
   tensors([&](std::uint32_t id, const real* data) {
     const model::ParameterInfo& p = info.registry[id];
     file.write_floats(p.name, p.shape, data);
   });
+}
+
+void write_model_slices(Hdf5File& file, const ModelInfo& info, const SliceSource& slices) {
+  write_model_attributes(file, info);
+  const auto& parameters = info.registry.parameters();
+  for (const auto& p : parameters) file.create_floats(p.name, p.shape);
+  // One collective write per tensor, in id order, on every rank: a rank
+  // without a piece of a tensor writes nothing in that tensor's write.
+  std::uint32_t next = 0;
+  const auto nothing_until = [&](std::uint32_t id) {
+    for (; next < id; ++next) file.write_float_range(parameters[next].name, 0, 0, nullptr);
+  };
+  slices([&](std::uint32_t id, std::uint64_t first, std::size_t count, const real* data) {
+    DISTZO_REQUIRE(id >= next && id < parameters.size(),
+                   "write_model_slices: pieces must come in increasing tensor order, one per "
+                   "tensor; got tensor " << id << " after " << next);
+    nothing_until(id);
+    file.write_float_range(parameters[id].name, first, count, data);
+    next = id + 1;
+  });
+  nothing_until(static_cast<std::uint32_t>(parameters.size()));
 }
 
 }  // namespace distzo::io

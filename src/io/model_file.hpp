@@ -47,6 +47,8 @@ class ModelReader {
 
   /// Writes the numel elements of parameter `id` to dst (host memory).
   void read(std::uint32_t id, real* dst) const;
+  /// Elements [first, first + count) of parameter `id`, row-major.
+  void read_range(std::uint32_t id, std::uint64_t first, std::size_t count, real* dst) const;
   /// The parameter digest (core/digest.hpp) of the file's tensors.
   std::string digest() const;
 
@@ -63,5 +65,18 @@ using TensorSource = std::function<void(const TensorSink& sink)>;
 /// Writes the config attributes (distzo_format = info.kind, "model" when
 /// empty), digest_version and every tensor from `tensors` into an open file.
 void write_model_tensors(Hdf5File& file, const ModelInfo& info, const TensorSource& tensors);
+
+/// One rank's part of θ for a file written in parallel: for each piece it
+/// writes, in increasing id order, (parameter id, first element, element
+/// count, the elements in host memory, valid during the call). A tensor has
+/// at most one piece per rank.
+using SliceSink =
+    std::function<void(std::uint32_t id, std::uint64_t first, std::size_t count, const real* data)>;
+using SliceSource = std::function<void(const SliceSink& sink)>;
+
+/// write_model_tensors on a parallel file (Hdf5File over MPI-IO): every
+/// rank calls it; each writes the pieces `slices` gives it, in one collective
+/// write per tensor. Together the pieces must cover every tensor once.
+void write_model_slices(Hdf5File& file, const ModelInfo& info, const SliceSource& slices);
 
 }  // namespace distzo::io

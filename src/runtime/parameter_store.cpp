@@ -212,6 +212,44 @@ void ParameterStore::visit(
   }
 }
 
+void ParameterStore::visit_own_slices(const PieceSink& sink) const {
+  std::vector<real> buffer;
+  for (std::size_t g = 0; g < layouts_.size(); ++g) {
+    if (slices_[g].slices > 1) {
+      // A sliced group lives in node-shared host memory: hand out pointers.
+      const real* arena = in_host_memory_[g] ? host_arenas_[g].data() : device_arenas_[g].data();
+      for (const SlicePiece& p : slices_[g].pieces)
+        sink(p.id, p.first_element, p.count, arena + p.arena_offset);
+    } else if (node_.rank() == 0) {
+      for (const Segment& seg : layouts_[g].segments) {
+        buffer.resize(seg.count);
+        read(seg.id, buffer.data());
+        sink(seg.id, 0, seg.count, buffer.data());
+      }
+    }
+  }
+}
+
+void ParameterStore::fill_own_slices(const PieceSource& source) {
+  DISTZO_REQUIRE(sliced(), "parameter store: fill_own_slices needs a sliced store");
+  std::vector<real> buffer;
+  for (std::size_t g = 0; g < layouts_.size(); ++g) {
+    if (slices_[g].slices > 1) {
+      real* arena = in_host_memory_[g] ? host_arenas_[g].data() : device_arenas_[g].data();
+      for (const SlicePiece& p : slices_[g].pieces)
+        source(p.id, p.first_element, p.count, arena + p.arena_offset);
+    } else {
+      for (const Segment& seg : layouts_[g].segments) {
+        buffer.resize(seg.count);
+        source(seg.id, 0, seg.count, buffer.data());
+        write(seg.id, buffer.data());
+      }
+    }
+  }
+  Kokkos::fence();
+  node_.barrier();  // every slice is in place before anyone reads θ
+}
+
 std::string ParameterStore::digest(const ExecSpace& space) const {
   // Each tensor's element sum is reduced where its arena lives, into host
   // memory (pinned under CUDA, written by the device directly): no tensor

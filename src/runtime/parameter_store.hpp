@@ -91,6 +91,21 @@ class ParameterStore {
   /// Hands every parameter in canonical order to `sink(id, data)` (host memory).
   void visit(const std::function<void(std::uint32_t id, const real* data)>& sink) const;
 
+  /// A piece of one tensor: elements [first, first + count) of parameter id.
+  using PieceSink = std::function<void(std::uint32_t id, std::uint64_t first, std::size_t count,
+                                       const real* data)>;
+  using PieceSource =
+      std::function<void(std::uint32_t id, std::uint64_t first, std::size_t count, real* dst)>;
+  /// This rank's part of θ for a checkpoint written by the node's ranks
+  /// together, in increasing id order: its slices of the sliced groups, and
+  /// (node rank 0 only) the whole tensors of groups that are not sliced.
+  /// Together the node's ranks cover every tensor once.
+  void visit_own_slices(const PieceSink& sink) const;
+  /// Loads this rank's slices (and every tensor of the groups that are not
+  /// sliced, which each rank holds itself): each rank of the node reads its
+  /// own part of the file. Collective over the node (a sliced store).
+  void fill_own_slices(const PieceSource& source);
+
   /// The parameter digest (core/digest.hpp) of θ as it stands, computed
   /// where θ lives: device arenas reduced on `space`, host arenas on the
   /// host execution space; no tensor is copied. Fences `space`. Writes to θ

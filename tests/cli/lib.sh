@@ -32,6 +32,16 @@ deck() {
 # digest FILE: the parameter digest of a model or checkpoint.
 digest() { "$DISTZO" inspect "$1" --digest; }
 
+# same_datasets A B: every dataset of two HDF5 files holds the same values
+# (attributes may differ, e.g. the deck), and there are more than 30 of them.
+# (h5diff exits 1 for any difference, attributes included: its status is not
+# the answer.)
+same_datasets() {
+  { h5diff -v "$1" "$2" || true; } | awk '/^dataset:/ { d = 1; n++; next } /^attribute:/ { d = 0; next }
+    /differences found/ { if (d && $1 != 0) bad++; d = 0 }
+    END { if (bad || n < 30) { print n " datasets compared, " bad + 0 " differ"; exit 1 } }'
+}
+
 # column FILE NAME: the values of one column of a CSV file, one per line.
 column() {
   awk -F, -v name="$2" 'NR == 1 { for (i = 1; i <= NF; i++) if ($i == name) c = i; next } { print $c }' "$1"

@@ -13,7 +13,8 @@ mesh() {  # mesh NAME P D RANKS [extra lines]: run the deck on RANKS ranks
   deck "$name" "$STEPS" "$name" 'parallel:' "  perturbation: $p" "  data: $d" '  check_interval: 1' "$@"
   "$MPIEXEC" -n "$n" "$DISTZO" run "$name.yaml" > "$name.log" 2>&1 || { cat "$name.log"; fail "$name failed"; }
 }
-final() { digest "$1/ckpt-$(printf %06d "$STEPS").h5"; }
+ckpt() { echo "$1/ckpt-$(printf %06d "$STEPS").h5"; }
+final() { digest "$(ckpt "$1")"; }
 
 MICRO_BATCH=16 mesh single 1 1 1
 MICRO_BATCH=16 mesh p2 2 1 2
@@ -21,6 +22,10 @@ grep -q "shared by the node's 2 ranks (one copy per node), each updating and per
   fail "P=2 on one node did not share the host master: $(grep placement p2/run.log)"
 [ "$(final p2)" = "$(final single)" ] || fail "P=2 differs from 1 rank"
 pass "P=2 on 2 ranks (shared master, sliced) == 1 rank after $STEPS steps ($(final single))"
+grep -q "checkpoint $(ckpt p2) (written by the node's 2 ranks together, parallel HDF5)" p2/run.log ||
+  fail "the P=2 checkpoint was not written in parallel: $(grep checkpoint p2/run.log)"
+same_datasets "$(ckpt single)" "$(ckpt p2)" || fail "P=2's parallel checkpoint differs from 1 rank's"
+pass "P=2's checkpoint, written by both ranks through parallel HDF5, has 1 rank's datasets"
 MICRO_BATCH=16 mesh p2_mpi 2 1 2 'placement:' '  exchange: mpi'
 grep -q "slices exchanged by mpi" p2_mpi/run.log || fail "exchange: mpi not used"
 [ "$(final p2_mpi)" = "$(final single)" ] || fail "P=2 with the MPI slice exchange differs from 1 rank"
@@ -49,6 +54,10 @@ pass "D=2: replicas identical at every step (check_interval 1); losses within 1e
 
 MICRO_BATCH=8 mesh p2d2 2 2 4
 [ "$(final p2d2)" = "$(final d2)" ] || fail "P=2 x D=2 on 4 ranks differs from D=2 on 2 ranks"
+# The same run written by one rank (D=2 replicated) and by four together.
+same_datasets "$(ckpt d2_replicated)" "$(ckpt p2d2)" ||
+  fail "the P=2 x D=2 checkpoint (4 ranks, parallel HDF5) differs from D=2's written by rank 0"
+pass "the P=2 x D=2 checkpoint, written by 4 ranks through parallel HDF5, has the datasets of D=2's written by rank 0"
 pass "P=2 x D=2 on 4 ranks == D=2 on 2 ranks ($(final d2))"
 
 QUERIES=2 MICRO_BATCH=16 mesh q2 1 1 1

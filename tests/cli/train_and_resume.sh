@@ -13,7 +13,9 @@ pass "repeated runs give digest $(digest a/ckpt-000120.h5)"
 # The digest a run prints (computed where θ lives) is the one inspect computes from its checkpoint.
 printed=$(sed -n 's/^done: .*, digest \([0-9a-f]\{16\}\)$/\1/p' a.log)
 [ "$printed" = "$(digest a/ckpt-000120.h5)" ] || fail "run printed digest '$printed', inspect of its checkpoint says $(digest a/ckpt-000120.h5)"
-pass "the run's printed digest == inspect --digest of its final checkpoint"
+recorded=$(h5dump -a /parameter_digest a/ckpt-000120.h5 | sed -n 's/.*(0): "\([0-9a-f]*\)".*/\1/p')
+[ "$recorded" = "$printed" ] || fail "the checkpoint records parameter_digest '$recorded', the run printed $printed"
+pass "the run's printed digest == inspect --digest of its final checkpoint == its parameter_digest attribute"
 
 # Learning: eval loss falls and accuracy rises between step 0 and the end.
 read -r loss0 acc0 <<<"$(awk -F, 'NR == 2 { print $2, $3 }' a/eval.csv)"
