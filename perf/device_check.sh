@@ -71,6 +71,15 @@ for t in "$dz"/tests/test_*; do
   name=$(basename "$t")
   if [ "$name" = test_mesh_mpi ]; then
     cmd=(mpiexec -n 4 "$t")
+  elif [ "$name" = test_slices_mpi ]; then
+    # Placement II: 2 ranks slice the offloaded blocks. With 2+ GPUs each
+    # rank gets its own and the NCCL exchange runs too (NCCL refuses two
+    # ranks on one GPU); with one, both share it and only MPI exchanges.
+    if [ "$(nvidia-smi -L 2>/dev/null | wc -l)" -ge 2 ]; then
+      cmd=(mpiexec -n 2 env DISTZO_TEST_NCCL=1 "$t" --kokkos-map-device-id-by=mpi_rank)
+    else
+      cmd=(mpiexec -n 2 "$t")
+    fi
   else
     cmd=("$t")
   fi
