@@ -486,10 +486,10 @@ void run(const RunOptions& options, const runtime::Communicator& world) {
   {
     char line[512];
     std::snprintf(line, sizeof(line),
-                  "distzo run %s: %lld parameters, %d ranks (P=%d x D=%d), global batch %d x %lld "
+                  "distzo run %s: %lld parameters, %d rank%s (P=%d x D=%d), global batch %d x %lld "
                   "tokens, %s, q=%d, %s z (recipe %d), eps=%g, lr=%g (%s)%s",
                   options.deck_path.c_str(), static_cast<long long>(model.registry.total_elements()),
-                  world.size(), P, D, micro_batch * D, static_cast<long long>(train.seq_len),
+                  world.size(), world.size() == 1 ? "" : "s", P, D, micro_batch * D, static_cast<long long>(train.seq_len),
                   io::to_string(train.task), opt.queries, to_string(opt.distribution),
                   inputs.state.z_recipe, opt.eps, opt.lr, io::to_string(opt.schedule),
                   resume.empty() ? "" : (", resuming from " + resume).c_str());
