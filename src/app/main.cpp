@@ -7,6 +7,7 @@
 #include "app/plan.hpp"
 #include "app/run.hpp"
 #include "core/error.hpp"
+#include "io/hdf5_file.hpp"
 #include "io/deck.hpp"
 #include "runtime/mpi_communicator.hpp"
 
@@ -16,6 +17,7 @@
 #include <algorithm>
 #include <cstring>
 #include <new>
+#include <cstdlib>
 #include <iostream>
 #include <string>
 #include <vector>
@@ -144,6 +146,13 @@ int main(int argc, char** argv) {
   }
   // A failure on one rank of a multi-rank job must not leave the others hanging.
   if (status != 0 && size > 1 && !collective) MPI_Abort(MPI_COMM_WORLD, status);
+  if (distzo::io::hdf5_close_failed()) {
+    // HDF5 would crash shutting down (at MPI_Finalize) on the file it could
+    // not close; what needed saying is said.
+    std::cerr.flush();
+    std::cout.flush();
+    std::_Exit(status);
+  }
   MPI_Finalize();
   return status;
 }

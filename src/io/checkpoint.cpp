@@ -73,6 +73,14 @@ void write_training_state(Hdf5File& file, const TrainingState& state) {
   file.write_doubles("distzo/seed_log/g", {n, state.queries}, g.data());
 }
 
+/// Bytes a checkpoint file takes: θ, the seed log, and room for metadata.
+double checkpoint_bytes(const ModelInfo& model, const TrainingState& state) {
+  const double log_row = 3 * 8.0 + 8.0 * state.queries;
+  return 1.02 * (4.0 * static_cast<double>(model.registry.total_elements()) +
+                 log_row * static_cast<double>(state.seed_log.size())) +
+         64.0 * 1024.0;
+}
+
 ModelInfo as_checkpoint(const ModelInfo& model) {
   ModelInfo info = model;
   info.kind = "checkpoint";
@@ -83,16 +91,24 @@ ModelInfo as_checkpoint(const ModelInfo& model) {
 
 void write_checkpoint(const std::string& path, const ModelInfo& model,
                       const TensorSource& tensors, const TrainingState& state) {
-  write_atomically(path, [&](Hdf5File& file) {
-    write_model_tensors(file, as_checkpoint(model), tensors);
-    write_training_state(file, state);
-  });
+  require_free_space(path, checkpoint_bytes(model, state), "checkpoint");
+  try {
+    write_atomically(path, [&](Hdf5File& file) {
+      write_model_tensors(file, as_checkpoint(model), tensors);
+      write_training_state(file, state);
+    });
+  } catch (const Error& e) {
+    throw Error("checkpoint " + path + " was not written (" + e.what() +
+                "); the previous checkpoint is untouched");
+  }
 }
 
 void write_checkpoint_parallel(const std::string& path, const ModelInfo& model, MPI_Comm comm,
                                const SliceSource& slices, const TrainingState& state) {
   int rank = 0;
   MPI_Comm_rank(comm, &rank);
+  // Every rank sees the same file system: they refuse together.
+  require_free_space(path, checkpoint_bytes(model, state), "checkpoint");
   // One temporary name for all: rank 0's.
   std::string tmp = temporary_path_for(path);
   int length = static_cast<int>(tmp.size());

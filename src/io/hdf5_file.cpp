@@ -2,7 +2,10 @@
 
 #include "core/error.hpp"
 
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 namespace distzo::io {
@@ -32,6 +35,45 @@ std::string dtype_name(hid_t type) {
   return "other";
 }
 
+/// Set when a file failed to close (hdf5_close_failed).
+bool close_failed = false;
+
+/// The closer of every file handle: a failed close (a write that ran out of
+/// space, flushed on close) is remembered, whoever closes.
+herr_t close_file(hid_t id) {
+  const herr_t status = H5Fclose(id);
+  if (status < 0) close_failed = true;
+  return status;
+}
+
+/// Why a write failed, from errno right after the failing call: the cases a
+/// user can act on, named (", disk full: 0 bytes free on /out").
+std::string write_cause(const std::string& path) {
+  const int error = errno;
+  std::string dir = path.substr(0, path.find_last_of('/') == std::string::npos ? 0 : path.find_last_of('/'));
+  if (dir.empty()) dir = ".";
+  struct statvfs fs;
+  const bool known = statvfs(dir.c_str(), &fs) == 0;
+  const double free_bytes = known ? static_cast<double>(fs.f_bavail) * static_cast<double>(fs.f_frsize) : -1;
+  if (error == ENOSPC || (known && free_bytes < 1024.0 * 1024.0))
+    return ": disk full (" + std::to_string(static_cast<long long>(free_bytes)) + " bytes free on " +
+           dir + ")";
+  if (error == EDQUOT) return ": disk quota exceeded on " + dir;
+  if (error == EFBIG) return ": file too large (the process's file size limit, ulimit -f)";
+  if (error != 0) return std::string(": ") + std::strerror(error);
+  return "";
+}
+
+/// An attribute distzo reads holds one value: a scalar (or a one-element
+/// array, as numpy writers may make). Reading more into one value would
+/// overrun it.
+void require_one_value(hid_t attr, const std::string& path, const std::string& name) {
+  auto space = check(H5Aget_space(attr), H5Sclose, path + ": dataspace of attribute " + name);
+  const hssize_t points = H5Sget_simple_extent_npoints(space.get());
+  DISTZO_INPUT_REQUIRE(points == 1, path << ": attribute '" << name << "' holds " << points
+                                         << " values; distzo expects a single value there");
+}
+
 herr_t collect_name(hid_t, const char* name, const H5L_info_t*, void* out) {
   static_cast<std::vector<std::string>*>(out)->emplace_back(name);
   return 0;
@@ -41,13 +83,15 @@ herr_t collect_name(hid_t, const char* name, const H5L_info_t*, void* out) {
 
 Hdf5File::Hdf5File(const std::string& path, Mode mode) : path_(path) {
   silence_hdf5_error_stack();
+  errno = 0;
   if (mode == Mode::read) {
     DISTZO_REQUIRE(access(path.c_str(), R_OK) == 0, "cannot read file '" << path << "'");
-    file_ = check(H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT), H5Fclose,
+    file_ = check(H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT), close_file,
                   "'" + path + "' is not an HDF5 file");
   } else {
-    file_ = check(H5Fcreate(path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT), H5Fclose,
-                  "cannot create HDF5 file '" + path + "'");
+    const hid_t id = H5Fcreate(path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
+    DISTZO_INPUT_REQUIRE(id >= 0, "cannot create HDF5 file '" << path << "'" << write_cause(path));
+    file_ = Hdf5Handle(id, close_file);
   }
 }
 
@@ -59,7 +103,7 @@ Hdf5File::Hdf5File(const std::string& path, MPI_Comm comm) : path_(path), parall
   MPI_Comm_rank(comm, &rank_);
   auto fapl = check(H5Pcreate(H5P_FILE_ACCESS), H5Pclose, path + ": file access properties");
   H5Pset_fapl_mpio(fapl.get(), comm, MPI_INFO_NULL);
-  file_ = check(H5Fcreate(path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, fapl.get()), H5Fclose,
+  file_ = check(H5Fcreate(path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, fapl.get()), close_file,
                 "cannot create HDF5 file '" + path + "' (MPI-IO)");
 #else
   (void)comm;
@@ -74,10 +118,29 @@ bool Hdf5File::parallel_available() {
 #endif
 }
 
+bool hdf5_close_failed() { return close_failed; }
+
 void Hdf5File::close() {
   const hid_t id = file_.release();
-  DISTZO_REQUIRE(id < 0 || H5Fclose(id) >= 0,
-                 "cannot finish writing '" << path_ << "' (closing it failed: is the disk full?)");
+  if (id < 0) return;
+  errno = 0;
+  if (close_file(id) >= 0) return;
+  // The id cannot be closed again (HDF5 1.10 crashes); see hdf5_close_failed.
+  DISTZO_INPUT_FAIL("cannot finish writing '" << path_ << "' (its data is flushed on close)"
+                                              << write_cause(path_));
+}
+
+void require_free_space(const std::string& path, double bytes, const std::string& what) {
+  std::string dir = path.substr(0, path.find_last_of('/') == std::string::npos ? 0 : path.find_last_of('/'));
+  if (dir.empty()) dir = ".";
+  struct statvfs fs;
+  if (statvfs(dir.c_str(), &fs) != 0) return;  // unknown: let the write tell
+  const double free_bytes = static_cast<double>(fs.f_bavail) * static_cast<double>(fs.f_frsize);
+  DISTZO_INPUT_REQUIRE(free_bytes >= bytes,
+                       "cannot write " << what << " '" << path << "': disk full (it needs about "
+                                       << static_cast<long long>(bytes) << " bytes, "
+                                       << static_cast<long long>(free_bytes) << " are free on "
+                                       << dir << ")");
 }
 
 bool Hdf5File::has_attribute(const std::string& name) const {
@@ -88,8 +151,9 @@ std::int64_t Hdf5File::read_int_attribute(const std::string& name) const {
   DISTZO_REQUIRE(has_attribute(name), path_ << ": missing attribute '" << name << "'");
   auto attr = check(H5Aopen(id(), name.c_str(), H5P_DEFAULT), H5Aclose, path_ + ": attribute " + name);
   auto type = check(H5Aget_type(attr.get()), H5Tclose, path_ + ": attribute type " + name);
-  DISTZO_REQUIRE(H5Tget_class(type.get()) == H5T_INTEGER,
-                 path_ << ": attribute '" << name << "' should be an integer");
+  DISTZO_INPUT_REQUIRE(H5Tget_class(type.get()) == H5T_INTEGER,
+                       path_ << ": attribute '" << name << "' should be an integer");
+  require_one_value(attr.get(), path_, name);
   std::int64_t value = 0;
   DISTZO_REQUIRE(H5Aread(attr.get(), H5T_NATIVE_INT64, &value) >= 0,
                  path_ << ": cannot read attribute '" << name << "'");
@@ -99,6 +163,11 @@ std::int64_t Hdf5File::read_int_attribute(const std::string& name) const {
 double Hdf5File::read_double_attribute(const std::string& name) const {
   DISTZO_REQUIRE(has_attribute(name), path_ << ": missing attribute '" << name << "'");
   auto attr = check(H5Aopen(id(), name.c_str(), H5P_DEFAULT), H5Aclose, path_ + ": attribute " + name);
+  auto type = check(H5Aget_type(attr.get()), H5Tclose, path_ + ": attribute type " + name);
+  const H5T_class_t cls = H5Tget_class(type.get());
+  DISTZO_INPUT_REQUIRE(cls == H5T_FLOAT || cls == H5T_INTEGER,
+                       path_ << ": attribute '" << name << "' should be a number");
+  require_one_value(attr.get(), path_, name);
   double value = 0;
   DISTZO_REQUIRE(H5Aread(attr.get(), H5T_NATIVE_DOUBLE, &value) >= 0,
                  path_ << ": cannot read attribute '" << name << "' as a number");
@@ -109,8 +178,9 @@ std::string Hdf5File::read_string_attribute(const std::string& name) const {
   DISTZO_REQUIRE(has_attribute(name), path_ << ": missing attribute '" << name << "'");
   auto attr = check(H5Aopen(id(), name.c_str(), H5P_DEFAULT), H5Aclose, path_ + ": attribute " + name);
   auto type = check(H5Aget_type(attr.get()), H5Tclose, path_ + ": attribute type " + name);
-  DISTZO_REQUIRE(H5Tget_class(type.get()) == H5T_STRING,
-                 path_ << ": attribute '" << name << "' should be a string");
+  DISTZO_INPUT_REQUIRE(H5Tget_class(type.get()) == H5T_STRING,
+                       path_ << ": attribute '" << name << "' should be a string");
+  require_one_value(attr.get(), path_, name);
   // h5py writes variable-length UTF-8 strings; other writers use fixed length.
   if (H5Tis_variable_str(type.get()) > 0) {
     char* raw = nullptr;
@@ -135,8 +205,9 @@ void write_scalar_attribute(hid_t file, const std::string& path, const std::stri
   auto space = check(H5Screate(H5S_SCALAR), H5Sclose, path + ": dataspace");
   auto attr = check(H5Acreate2(file, name.c_str(), type, space.get(), H5P_DEFAULT, H5P_DEFAULT),
                     H5Aclose, path + ": cannot create attribute " + name);
-  DISTZO_REQUIRE(H5Awrite(attr.get(), type, value) >= 0,
-                 path << ": cannot write attribute '" << name << "'");
+  errno = 0;
+  DISTZO_INPUT_REQUIRE(H5Awrite(attr.get(), type, value) >= 0,
+                       path << ": cannot write attribute '" << name << "'" << write_cause(path));
 }
 }  // namespace
 
@@ -191,11 +262,31 @@ std::vector<DatasetInfo> Hdf5File::list_datasets() const {
   return out;
 }
 
+namespace {
+/// Elements of a dataset, refusing shapes whose product overflows.
+std::size_t element_count(const std::string& path, const DatasetInfo& info) {
+  std::size_t n = 1;
+  for (auto d : info.shape)
+    DISTZO_INPUT_REQUIRE(!__builtin_mul_overflow(n, static_cast<std::size_t>(d), &n),
+                         path << ": dataset '" << info.name << "' has a shape whose element count "
+                                 "overflows 64 bits");
+  return n;
+}
+}  // namespace
+
 void Hdf5File::read_into(const std::string& name, hid_t mem_type, void* out,
                          std::size_t count) const {
   const DatasetInfo info = dataset_info(name);
-  std::size_t n = 1;
-  for (auto d : info.shape) n *= static_cast<std::size_t>(d);
+  const std::size_t n = element_count(path_, info);
+  {  // HDF5 would round floats to integers silently (integers to floats are exact enough)
+    auto dset = check(H5Dopen2(id(), name.c_str(), H5P_DEFAULT), H5Dclose, path_ + ": dataset " + name);
+    auto type = check(H5Dget_type(dset.get()), H5Tclose, path_ + ": type of " + name);
+    const H5T_class_t stored = H5Tget_class(type.get()), wanted = H5Tget_class(mem_type);
+    DISTZO_INPUT_REQUIRE((stored == H5T_INTEGER || stored == H5T_FLOAT) &&
+                             !(stored == H5T_FLOAT && wanted == H5T_INTEGER),
+                         path_ << ": dataset '" << name << "' is " << info.dtype << ", expected "
+                               << (wanted == H5T_FLOAT ? "numbers" : "integers"));
+  }
   DISTZO_REQUIRE(n == count, path_ << ": dataset '" << name << "' has " << n
                                    << " elements, expected " << count);
   auto dset = check(H5Dopen2(id(), name.c_str(), H5P_DEFAULT), H5Dclose, path_ + ": dataset " + name);
@@ -203,34 +294,27 @@ void Hdf5File::read_into(const std::string& name, hid_t mem_type, void* out,
                  path_ << ": cannot read dataset '" << name << "' (" << info.dtype << ")");
 }
 
-namespace {
-std::size_t element_count(const DatasetInfo& info) {
-  std::size_t n = 1;
-  for (auto d : info.shape) n *= static_cast<std::size_t>(d);
-  return n;
-}
-}  // namespace
 
 std::vector<float> Hdf5File::read_floats(const std::string& name) const {
-  std::vector<float> v(element_count(dataset_info(name)));
+  std::vector<float> v(element_count(path_, dataset_info(name)));
   read_into(name, H5T_NATIVE_FLOAT, v.data(), v.size());
   return v;
 }
 
 std::vector<double> Hdf5File::read_doubles(const std::string& name) const {
-  std::vector<double> v(element_count(dataset_info(name)));
+  std::vector<double> v(element_count(path_, dataset_info(name)));
   read_into(name, H5T_NATIVE_DOUBLE, v.data(), v.size());
   return v;
 }
 
 std::vector<std::int32_t> Hdf5File::read_ints(const std::string& name) const {
-  std::vector<std::int32_t> v(element_count(dataset_info(name)));
+  std::vector<std::int32_t> v(element_count(path_, dataset_info(name)));
   read_into(name, H5T_NATIVE_INT32, v.data(), v.size());
   return v;
 }
 
 std::vector<std::int64_t> Hdf5File::read_int64s(const std::string& name) const {
-  std::vector<std::int64_t> v(element_count(dataset_info(name)));
+  std::vector<std::int64_t> v(element_count(path_, dataset_info(name)));
   read_into(name, H5T_NATIVE_INT64, v.data(), v.size());
   return v;
 }
@@ -313,8 +397,9 @@ void Hdf5File::write_from(const std::string& name, const std::vector<std::int64_
   auto dset = create_dataset(id(), path_, name, shape, file_type, parallel_);
   // A parallel file: the dataset is made by all, its (small) data written by rank 0.
   if (parallel_ && rank_ != 0) return;
-  DISTZO_REQUIRE(H5Dwrite(dset.get(), mem_type, H5S_ALL, H5S_ALL, H5P_DEFAULT, data) >= 0,
-                 path_ << ": cannot write dataset '" << name << "'");
+  errno = 0;
+  DISTZO_INPUT_REQUIRE(H5Dwrite(dset.get(), mem_type, H5S_ALL, H5S_ALL, H5P_DEFAULT, data) >= 0,
+                       path_ << ": cannot write dataset '" << name << "'" << write_cause(path_));
 }
 
 void Hdf5File::create_floats(const std::string& name, const std::vector<std::int64_t>& shape) {
@@ -330,10 +415,11 @@ void Hdf5File::write_float_range(const std::string& name, std::uint64_t first, s
   auto memory_space = check(H5Screate_simple(1, &n, nullptr), H5Sclose, path_ + ": memory space");
   if (count == 0) H5Sselect_none(memory_space.get());
   auto dxpl = transfer_properties(path_, parallel_);
-  DISTZO_REQUIRE(H5Dwrite(dset.get(), H5T_NATIVE_FLOAT, memory_space.get(), file_space.get(),
-                          dxpl.get(), data) >= 0,
-                 path_ << ": cannot write elements [" << first << ", " << first + count << ") of '"
-                       << name << "'");
+  errno = 0;
+  DISTZO_INPUT_REQUIRE(H5Dwrite(dset.get(), H5T_NATIVE_FLOAT, memory_space.get(), file_space.get(),
+                                dxpl.get(), data) >= 0,
+                       path_ << ": cannot write elements [" << first << ", " << first + count
+                             << ") of '" << name << "'" << write_cause(path_));
 }
 
 void Hdf5File::read_float_range(const std::string& name, std::uint64_t first, std::size_t count,

@@ -132,6 +132,17 @@ template <class WriteFn>
 void write_atomically(const std::string& path, WriteFn&& write);
 
 std::string temporary_path_for(const std::string& path);
+
+/// Throws distzo::Error, saying "disk full" and naming `what`, unless the
+/// file system that will hold `path` has `bytes` free: checked before a
+/// large write, because HDF5 cannot recover from a write that runs out of
+/// space (see hdf5_close_failed).
+void require_free_space(const std::string& path, double bytes, const std::string& what);
+
+/// True after a file failed to close: HDF5 1.10 keeps the broken file in
+/// its tables and crashes when it shuts down (at MPI_Finalize), so the
+/// process must end without shutting HDF5 down (main does).
+bool hdf5_close_failed();
 void commit_temporary(const std::string& temporary, const std::string& path);
 void discard_temporary(const std::string& temporary);
 

@@ -8,7 +8,10 @@ namespace distzo::model {
 
 std::int64_t ParameterInfo::numel() const {
   std::int64_t n = 1;
-  for (std::int64_t d : shape) n *= d;
+  for (std::int64_t d : shape)
+    DISTZO_INPUT_REQUIRE(!__builtin_mul_overflow(n, d, &n),
+                         "tensor " << name << " of shape " << format_shape(shape)
+                                   << ": its element count overflows 64 bits");
   return n;
 }
 
@@ -148,7 +151,9 @@ const std::vector<std::uint32_t>& ParameterRegistry::ids(GroupRef group) const {
 
 std::int64_t ParameterRegistry::total_elements() const {
   std::int64_t n = 0;
-  for (const auto& p : parameters_) n += p.numel();
+  for (const auto& p : parameters_)
+    DISTZO_INPUT_REQUIRE(!__builtin_add_overflow(n, p.numel(), &n),
+                         "the model's parameter count overflows 64 bits");
   return n;
 }
 
