@@ -117,4 +117,31 @@ TEST(Checkpoint, UnknownRecipeIsAnError) {
   std::remove(path.c_str());
 }
 
+TEST(Checkpoint, SeedThatIsNotANumberIsAnError) {
+  const std::string path = write_tiny_checkpoint(some_state(), "badseed.h5");
+  {
+    const hid_t file = H5Fopen(path.c_str(), H5F_ACC_RDWR, H5P_DEFAULT);
+    H5Adelete(file, "seed");
+    const hid_t space = H5Screate(H5S_SCALAR);
+    const hid_t type = H5Tcopy(H5T_C_S1);
+    H5Tset_size(type, 5);
+    const hid_t attr = H5Acreate2(file, "seed", type, space, H5P_DEFAULT, H5P_DEFAULT);
+    H5Awrite(attr, type, "12x45");
+    H5Aclose(attr);
+    H5Tclose(type);
+    H5Sclose(space);
+    H5Fclose(file);
+  }
+  try {
+    io::read_training_state(path);
+    ADD_FAILURE() << "a seed of '12x45' was accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find(
+                  "attribute 'seed' is \"12x45\", not an unsigned 64-bit integer in decimal"),
+              std::string::npos)
+        << e.what();
+  }
+  std::remove(path.c_str());
+}
+
 }  // namespace

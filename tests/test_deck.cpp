@@ -425,6 +425,9 @@ TEST(DeckError, OutOfRange) {
   EXPECT_DECK_ERROR(
       "model:\n  path: ''\ndata:\n  train: t\noptim:\n  steps: 1\n  lr: 1\noutput:\n  dir: o\n",
       "deck.yaml:2: model.path: ", "expected a non-empty path, found the empty string");
+  EXPECT_DECK_ERROR(
+      "model:\n  path: \"m\\0.h5\"\ndata:\n  train: t\noptim:\n  steps: 1\n  lr: 1\noutput:\n  dir: o\n",
+      "deck.yaml:2: model.path: ", "the path holds a NUL byte");
 }
 
 TEST(DeckError, Placement) {

@@ -140,6 +140,27 @@ TEST(Hdf5Faults, FloatsReadAsIntegersAreRefused) {
   std::remove(path.c_str());
 }
 
+TEST(Hdf5Faults, Int64BeyondInt32IsReportedNotClamped) {
+  const std::string path = "/tmp/distzo_test_hdf5_" + std::to_string(getpid()) + "_int64.h5";
+  {
+    io::Hdf5File file(path, io::Hdf5File::Mode::create);
+    const std::int64_t values[3] = {7, std::int64_t{1} << 40, 9};
+    file.write_int64s("input_ids", {3}, values);
+    file.close();
+  }
+  const io::Hdf5File file(path, io::Hdf5File::Mode::read);
+  try {
+    file.read_ints("input_ids");
+    ADD_FAILURE() << "2^40 was read as a 32-bit integer";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("dataset 'input_ids' element 1 is 1099511627776, outside "
+                                         "the 32-bit integers"),
+              std::string::npos)
+        << e.what();
+  }
+  std::remove(path.c_str());
+}
+
 TEST(Hdf5Faults, ShapeProductOverflowIsRefused) {
   const std::string path = "/tmp/distzo_test_hdf5_" + std::to_string(getpid()) + "_huge.h5";
   {

@@ -270,6 +270,18 @@ class RunHooks final : public zo::TrainerHooks {
     if (r.skipped)
       out_.print("step " + std::to_string(r.step) + ": non-finite loss, update skipped (" +
                  std::to_string(r.nonfinite_streak) + " in a row)");
+    if (!r.skipped && std::all_of(est.g.begin(), est.g.end(), [](double g) { return g == 0; })) {
+      if (zero_g_steps_++ == 0) {
+        char line[320];
+        std::snprintf(line, sizeof(line),
+                      "warning: step %lld: g = 0 exactly (loss+ == loss-): the update does "
+                      "nothing. If it repeats, optim.eps = %g is too small for float32 weights "
+                      "(θ ± εz rounds back to θ) or the loss ignores the perturbed "
+                      "parameters",
+                      static_cast<long long>(r.step), deck_.optim.eps);
+        out_.print(line);
+      }
+    }
     StepRow row;
     row.step = r.step;
     row.loss = est.loss;
@@ -354,6 +366,8 @@ class RunHooks final : public zo::TrainerHooks {
   }
 
   const runtime::TransferBytes& last_step_moved() const { return last_step_moved_; }
+  /// Steps whose every g was exactly 0 (an update that did nothing).
+  std::int64_t zero_g_steps() const { return zero_g_steps_; }
   const EvalSummary& before() const { return before_; }
   const EvalSummary& after() const { return after_; }
 
@@ -370,6 +384,7 @@ class RunHooks final : public zo::TrainerHooks {
   Clock::time_point train_start_ = Clock::now();
   EvalSummary before_, after_;
   runtime::TransferBytes last_step_moved_;
+  std::int64_t zero_g_steps_ = 0;
   // With a shared, sliced master on a node of several ranks: the node
   // communicator of the ranks that write checkpoints together (rank 0's
   // node); null on other nodes and where one rank writes.
@@ -505,10 +520,13 @@ void run(const RunOptions& options, const runtime::Communicator& world) {
   const zo::TrainSummary summary = zo::Trainer(executor, mesh, config, hooks).run(state);
 
   char line[512];
-  std::snprintf(line, sizeof(line), "done: %lld steps in %s (%lld skipped), digest %s",
+  const std::string zero_g =
+      hooks.zero_g_steps() > 0 ? ", " + std::to_string(hooks.zero_g_steps()) + " with g = 0" : "";
+  std::snprintf(line, sizeof(line), "done: %lld steps in %s (%lld skipped%s), digest %s",
                 static_cast<long long>(opt.steps - first_step),
                 format_duration(seconds_since(started)).c_str(),
-                static_cast<long long>(summary.skipped), executor.parameter_digest().c_str());
+                static_cast<long long>(summary.skipped), zero_g.c_str(),
+                executor.parameter_digest().c_str());
   out.print(line);
   out.print(describe_memory(MemoryAccounting::usage(), store, hooks.last_step_moved()));
   {

@@ -3,6 +3,7 @@
 #include "core/error.hpp"
 
 #include <cstdio>
+#include <cstdlib>
 #include <iostream>
 #include <sstream>
 #include <vector>
@@ -19,13 +20,17 @@ std::ofstream open_csv(const std::string& path, const std::string& header,
   if (keep_through >= 0) {
     std::ifstream in(path);
     std::string line;
-    bool first = true;
+    std::int64_t number = 0;
     while (std::getline(in, line)) {
-      if (first) {
-        first = false;
-        continue;
-      }
-      if (std::stoll(line.substr(0, line.find(','))) <= keep_through) kept.push_back(line);
+      if (++number == 1 || line.empty()) continue;  // the header; blank lines carry nothing
+      const std::string step = line.substr(0, line.find(','));
+      char* end = nullptr;
+      const long long value = std::strtoll(step.c_str(), &end, 10);
+      DISTZO_INPUT_REQUIRE(!step.empty() && end == step.c_str() + step.size(),
+                           path << ":" << number << ": expected a row starting with its step, found \""
+                                << line.substr(0, 60)
+                                << "\" (fix or remove the line; the run appends to this file)");
+      if (value <= keep_through) kept.push_back(line);
     }
   }
   std::ofstream out(path, std::ios::trunc);

@@ -3,6 +3,8 @@
 #include "core/error.hpp"
 
 #include <algorithm>
+#include <cerrno>
+#include <cstdlib>
 #include <cstdio>
 #include <dirent.h>
 
@@ -147,7 +149,17 @@ TrainingState read_training_state(const std::string& path) {
                  path << " is not a distzo checkpoint (distzo_format != \"checkpoint\")");
   TrainingState s;
   s.step = file.read_int_attribute("step");
-  s.seed = std::stoull(file.read_string_attribute("seed"));
+  {
+    const std::string seed = file.read_string_attribute("seed");
+    char* end = nullptr;
+    errno = 0;
+    const unsigned long long value = std::strtoull(seed.c_str(), &end, 10);
+    DISTZO_INPUT_REQUIRE(!seed.empty() && seed.find_first_not_of("0123456789") == std::string::npos &&
+                             errno == 0 && end == seed.c_str() + seed.size(),
+                         path << ": attribute 'seed' is \"" << seed
+                              << "\", not an unsigned 64-bit integer in decimal");
+    s.seed = value;
+  }
   s.queries = static_cast<int>(file.read_int_attribute("queries"));
   s.distribution = parse_distribution(file.read_string_attribute("distribution"));
   s.z_recipe = file.has_attribute("z_recipe") ? static_cast<int>(file.read_int_attribute("z_recipe")) : 1;

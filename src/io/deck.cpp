@@ -282,6 +282,8 @@ class SectionReader {
     if (!v->IsScalar()) fail_value(key, "expected a path (a string), found " + describe(*v));
     if (required && v->Scalar().empty())
       fail_value(key, "expected a non-empty path, found the empty string");
+    if (v->Scalar().find('\0') != std::string::npos)
+      fail_value(key, "the path holds a NUL byte (\\0), which no file name can: it would be cut there");
     out = v->Scalar();
   }
 

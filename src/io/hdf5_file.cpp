@@ -3,6 +3,7 @@
 #include "core/error.hpp"
 
 #include <cerrno>
+#include <cstdint>
 #include <cstdio>
 #include <cstring>
 #include <sys/statvfs.h>
@@ -308,8 +309,16 @@ std::vector<double> Hdf5File::read_doubles(const std::string& name) const {
 }
 
 std::vector<std::int32_t> Hdf5File::read_ints(const std::string& name) const {
-  std::vector<std::int32_t> v(element_count(path_, dataset_info(name)));
-  read_into(name, H5T_NATIVE_INT32, v.data(), v.size());
+  // HDF5 would clamp wider integers into int32 silently: read them whole,
+  // then say which value does not fit.
+  const std::vector<std::int64_t> wide = read_int64s(name);
+  std::vector<std::int32_t> v(wide.size());
+  for (std::size_t i = 0; i < wide.size(); ++i) {
+    DISTZO_INPUT_REQUIRE(wide[i] >= INT32_MIN && wide[i] <= INT32_MAX,
+                         path_ << ": dataset '" << name << "' element " << i << " is " << wide[i]
+                               << ", outside the 32-bit integers distzo reads it as");
+    v[i] = static_cast<std::int32_t>(wide[i]);
+  }
   return v;
 }
 

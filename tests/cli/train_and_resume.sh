@@ -70,3 +70,26 @@ if "$DISTZO" run v1clash.yaml > h.log 2> h.err; then fail "resuming recipe 1 wit
 grep -q "v1clash.yaml:.*optim.z_recipe: the checkpoint g/ckpt-000120.h5 was written with z recipe 1, the deck asks for 2" h.err \
   || fail "recipe clash message: $(cat h.err)"
 pass "z recipe 1 selectable, resumed from its checkpoint without the key, an explicit clash refused"
+
+# metrics.csv as a person may leave it: a blank line is skipped on resume; a
+# line that is not a row stops the resume, naming the file and the line.
+deck csv1 20 k 'checkpoint:' '  interval: 0'
+"$DISTZO" run csv1.yaml > k1.log
+printf '\n' >> k/metrics.csv
+deck csv2 30 k 'checkpoint:' '  resume: latest'
+"$DISTZO" run csv2.yaml > k2.log 2>&1 || { cat k2.log; fail "a blank line in metrics.csv broke the resume"; }
+[ "$(grep -c '^[0-9]' k/metrics.csv)" = 30 ] || fail "metrics.csv after resume: $(wc -l < k/metrics.csv) lines"
+echo "not a row" >> k/metrics.csv
+deck csv3 40 k 'checkpoint:' '  resume: latest'
+if "$DISTZO" run csv3.yaml > k3.log 2>&1; then fail "a garbage line in metrics.csv was accepted"; fi
+grep -q "k/metrics.csv:32: expected a row starting with its step, found \"not a row\"" k3.log ||
+  fail "metrics.csv message: $(cat k3.log)"
+pass "metrics.csv: a blank line is skipped on resume, a garbage line is named with its line number"
+
+# eps so small that theta +- eps z rounds back to theta: every g is 0; say so.
+deck tiny_eps 5 m
+sed -i 's/eps: 1.0e-3/eps: 1.0e-12/' tiny_eps.yaml
+"$DISTZO" run tiny_eps.yaml > m.log
+grep -q "warning: step 1: g = 0 exactly" m.log || fail "no g = 0 warning: $(cat m.log)"
+grep -q "(0 skipped, 5 with g = 0)" m.log || fail "done line: $(grep done m.log)"
+pass "g = 0 on every step (eps 1e-12) is warned about and counted"
