@@ -131,6 +131,7 @@ TEST(Plan, SlicedScheduleFollowsTheFormula) {
   in.seq_len = 16;
   in.queries = 2;
   in.perturbation = 2;
+  in.placement.mode = runtime::PlacementMode::offload;
   double block_params = 0;  // hand count of one OPT block (pre-LN, biases)
   const double C = in.config.hidden_size, F = in.config.ffn_dim;
   block_params = 4 * (C * C + C) + 2 * 2 * C + (C * F + F) + (F * C + C);
@@ -146,11 +147,13 @@ TEST(Plan, SlicedScheduleFollowsTheFormula) {
   EXPECT_EQ(s.node_evaluations, 4);
   EXPECT_DOUBLE_EQ(s.pcie_up, 4 * A / 4);
   EXPECT_DOUBLE_EQ(s.nvlink, 4 * 4 * A * 3 / 4);
+  // Each of the D = 2 replicas evaluates its own micro-batch of 8 x 16
+  // tokens; ZO2 runs the global batch, 16 x 16, on one GPU.
   const double work = 6 * A / 4 / bw.hbm + 4 * A * 3 / 4 / bw.nvlink +
-                      2 * (8.0 * 16 / 2) * block_params * 2 / bw.gemm_flops;
+                      2 * (8.0 * 16) * block_params * 2 / bw.gemm_flops;
   EXPECT_DOUBLE_EQ(s.block_seconds, std::max(A / 4 / bw.pcie, work));
   EXPECT_DOUBLE_EQ(s.step_seconds, 4 * s.block_seconds);
-  const double zo2 = std::max(A / bw.pcie, 6 * A / bw.hbm + 2 * 128.0 * block_params * 4 / bw.gemm_flops);
+  const double zo2 = std::max(A / bw.pcie, 6 * A / bw.hbm + 2 * 256.0 * block_params * 4 / bw.gemm_flops);
   EXPECT_DOUBLE_EQ(s.zo2_step_seconds, 4 * zo2);
   EXPECT_GT(s.speedup(), 1.0);
 
@@ -161,8 +164,12 @@ TEST(Plan, SlicedScheduleFollowsTheFormula) {
   EXPECT_DOUBLE_EQ(one.pcie_up, 4 * A);
   in.perturbation = 4;  // P = 4 does not divide 3 GPUs
   EXPECT_THROW(app::sliced_schedule(in, 3, bw), Error);
-  in.perturbation = 1;  // D = 16 replicas cannot split a batch of 8
-  EXPECT_THROW(app::sliced_schedule(in, 16, bw), Error);
+  in.perturbation = 1;  // resident blocks on each GPU cannot be sliced
+  in.placement.resident_blocks = 1;
+  EXPECT_THROW(app::sliced_schedule(in, 2, bw), Error);
+  in.placement.mode = runtime::PlacementMode::resident;
+  in.placement.resident_blocks = 0;
+  EXPECT_THROW(app::sliced_schedule(in, 2, bw), Error);
 }
 
 TEST(HfConfig, ReadsOptAndRefusesWhatDistzoDoesNotImplement) {

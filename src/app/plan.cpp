@@ -218,6 +218,14 @@ PlanInputs inputs_from_deck(const std::string& path, std::vector<std::string>& n
   in.perturbation = deck.parallel.perturbation;
   in.eval_set = !deck.data.eval.empty();
   in.placement = placement_config(deck);
+  if (deck.parallel.perturbation * deck.parallel.data > 1 &&
+      deck.placement.share_host_master != io::ShareHostMaster::off)
+    notes.push_back(
+        "the figures are per rank with its own θ; where several ranks share a node, "
+        "placement.share_host_master (" +
+        std::string(deck.placement.share_host_master == io::ShareHostMaster::on ? "true" : "auto") +
+        ") keeps one θ per node in shared memory instead (docs/placement.md, Placement II), so "
+        "a rank holds less than this");
   if (deck.placement.mode == io::Placement::resident &&
       (deck.origin.written("placement.resident_blocks") || deck.origin.written("placement.prefetch")))
     notes.push_back("placement.resident_blocks and placement.prefetch apply to mode offload; "
@@ -280,24 +288,27 @@ int plan(const std::vector<std::string>& args) {
   std::vector<std::string> notes;
   const PlanInputs in = config ? inputs_from_config(path, o, notes) : inputs_from_deck(path, notes);
   const MemoryPlan p = plan_memory(in);
+  // Every input error before any output.
+  Bandwidths bw;
+  std::string sliced;
+  if (o.has("--gpus-per-node")) {
+    bw.pcie = o.positive("--pcie-gbs", 55) * 1e9;
+    bw.nvlink = o.positive("--nvlink-gbs", 370) * 1e9;
+    bw.hbm = o.positive("--hbm-tbs", 4.3) * 1e12;
+    bw.gemm_flops = o.positive("--gemm-tflops", 700) * 1e12;
+    const int gpus = static_cast<int>(std::min<std::int64_t>(o.integer("--gpus-per-node", 1, 1), 4096));
+    sliced = describe_sliced_schedule(in, sliced_schedule(in, gpus, bw), bw);
+  } else {
+    for (const char* key : {"--pcie-gbs", "--nvlink-gbs", "--hbm-tbs", "--gemm-tflops"})
+      DISTZO_INPUT_REQUIRE(!o.has(key), "plan: " << key << " applies with --gpus-per-node");
+  }
   std::cout << "distzo plan " << path << "\n";
   for (const std::string& n : notes) std::cout << "note: " << n << "\n";
   std::cout << describe_plan(in, p);
   bool fits = true;
   if (device_gib > 0)
     std::cout << "\n" << fit_on_device(in, device_gib * 1024.0 * 1024.0 * 1024.0, &fits);
-  if (o.has("--gpus-per-node")) {
-    Bandwidths bw;
-    bw.pcie = o.positive("--pcie-gbs", 55) * 1e9;
-    bw.nvlink = o.positive("--nvlink-gbs", 370) * 1e9;
-    bw.hbm = o.positive("--hbm-tbs", 4.3) * 1e12;
-    bw.gemm_flops = o.positive("--gemm-tflops", 700) * 1e12;
-    const int gpus = static_cast<int>(std::min<std::int64_t>(o.integer("--gpus-per-node", 1, 1), 4096));
-    std::cout << "\n" << describe_sliced_schedule(in, sliced_schedule(in, gpus, bw), bw);
-  } else {
-    for (const char* key : {"--pcie-gbs", "--nvlink-gbs", "--hbm-tbs", "--gemm-tflops"})
-      DISTZO_INPUT_REQUIRE(!o.has(key), "plan: " << key << " applies with --gpus-per-node");
-  }
+  if (!sliced.empty()) std::cout << "\n" << sliced;
   return fits ? 0 : 1;
 }
 

@@ -1,5 +1,6 @@
 #include "app/run.hpp"
 
+#include "app/blas_threads.hpp"
 #include "app/deck_config.hpp"
 #include "app/evaluation.hpp"
 #include "app/format.hpp"
@@ -217,11 +218,15 @@ std::string describe_placement(const runtime::ParameterStore& store, const io::D
      << " in host memory";
   if (exchange_or_null != nullptr) {
     const runtime::SliceExchange& exchange = *exchange_or_null;
-    const runtime::GroupSlices& edges = store.slices(model::GroupRef::embeddings());
+    const bool edges_sliced = store.slices(model::GroupRef::embeddings()).slices > 1;
     os << "; shared by the node's " << count(exchange.slices(), "rank", "ranks")
-       << " (one copy per node), each updating and perturbing 1/" << exchange.slices()
-       << " of every " << (edges.slices > 1 ? "group" : "block") << ", slices exchanged by "
-       << runtime::to_string(exchange.kind());
+       << " (one copy per node)";
+    if (exchange.slices() > 1)
+      os << ", each updating and perturbing 1/" << exchange.slices() << " of every "
+         << (edges_sliced ? "group" : "block") << ", slices exchanged by "
+         << runtime::to_string(exchange.kind());
+  } else if (deck.origin.written("placement.exchange")) {
+    os << " (placement.exchange applies to a shared master: ignored)";
   }
   return os.str();
 }
@@ -404,8 +409,9 @@ class RunHooks final : public zo::TrainerHooks {
 
 /// The end-of-run memory line: the device high-water mark by role as Kokkos
 /// Tools saw the allocations, and θ's traffic in the last step.
-std::string describe_memory(const MemoryUsage& u, const runtime::ParameterStore& store,
+std::string describe_memory(const MemoryUsage& u, const zo::BlockExecutor& executor,
                             const runtime::TransferBytes& moved) {
+  const runtime::ParameterStore& store = executor.store();
   std::ostringstream os;
   os << "memory: device peak " << exact_bytes(static_cast<double>(u.device_peak)) << " = weights "
      << exact_bytes(static_cast<double>(u.peak_of(MemoryRole::weights))) << " + scratch "
@@ -414,8 +420,12 @@ std::string describe_memory(const MemoryUsage& u, const runtime::ParameterStore&
   if (u.peak_of(MemoryRole::other) != 0)
     os << " (+ " << exact_bytes(static_cast<double>(u.peak_of(MemoryRole::other)))
        << " allocated outside distzo)";
-  os << "; host master " << exact_bytes(static_cast<double>(store.host_bytes()))
-     << "; last step moved " << exact_bytes(static_cast<double>(moved.to_device))
+  os << "; host master " << exact_bytes(static_cast<double>(store.host_bytes()));
+  if (store.sliced())
+    os << "; node-shared (one copy per node, not in the figures above): θ "
+       << exact_bytes(static_cast<double>(store.shared_bytes())) << " + exchange buffers "
+       << exact_bytes(static_cast<double>(executor.shared_exchange_bytes()));
+  os << "; last step moved " << exact_bytes(static_cast<double>(moved.to_device))
      << " to the device, " << exact_bytes(static_cast<double>(moved.to_host)) << " to the host";
   return os.str();
 }
@@ -439,6 +449,7 @@ void run(const RunOptions& options, const runtime::Communicator& world) {
 
   const int P = deck.parallel.perturbation, D = deck.parallel.data;
   const runtime::Mesh mesh(world, runtime::MeshLayout{P, D});
+  const std::string blas_threads = set_blas_threads(mesh.node().size());
   const int micro_batch = deck.data.micro_batch;
   // Everything the run allocates comes before anything is written: a run
   // that does not fit stops with nothing left behind.
@@ -454,7 +465,11 @@ void run(const RunOptions& options, const runtime::Communicator& world) {
       placement.poison_released_slots = options.debug_poison_slots;
       zo::NodeSlicing slicing;
       if (placement.share_host_master) {
-        exchange = runtime::make_slice_exchange(exchange_kind(deck.placement.exchange), mesh.node());
+        try {
+          exchange = runtime::make_slice_exchange(exchange_kind(deck.placement.exchange), mesh.node());
+        } catch (const Error& e) {
+          throw Error(deck.origin.where("placement.exchange") + e.what());
+        }
         slicing.exchange = exchange.get();
         std::vector<int> node_ranks;  // the perturbation rank of each rank of the node
         for (double p : mesh.node().allgather(mesh.coordinates().perturbation_rank))
@@ -510,6 +525,7 @@ void run(const RunOptions& options, const runtime::Communicator& world) {
                   resume.empty() ? "" : (", resuming from " + resume).c_str());
     out.print(line);
     out.print(describe_placement(store, deck, exchange.get()));
+    if (!blas_threads.empty()) out.print(blas_threads);
   }
 
   const zo::TrainerConfig config =
@@ -528,7 +544,7 @@ void run(const RunOptions& options, const runtime::Communicator& world) {
                 static_cast<long long>(summary.skipped), zero_g.c_str(),
                 executor.parameter_digest().c_str());
   out.print(line);
-  out.print(describe_memory(MemoryAccounting::usage(), store, hooks.last_step_moved()));
+  out.print(describe_memory(MemoryAccounting::usage(), executor, hooks.last_step_moved()));
   {
     // Host memory of the node, shared pages counted once (what a node's
     // memory limit sees): with a shared master it holds one θ whatever P x D.

@@ -13,21 +13,23 @@ namespace distzo::app {
 
 SlicedSchedule sliced_schedule(const PlanInputs& in, int gpus, const Bandwidths& bw) {
   check_plan_inputs(in);
-  DISTZO_REQUIRE(gpus >= 1, "plan: --gpus-per-node must be >= 1, got " << gpus);
-  DISTZO_REQUIRE(gpus % in.perturbation == 0,
-                 "plan: P = " << in.perturbation << " must divide the " << gpus
-                              << " GPUs of a node (the rest are data replicas)");
-  DISTZO_REQUIRE(in.micro_batch % (gpus / in.perturbation) == 0,
-                 "plan: the " << gpus / in.perturbation << " data replicas of a node (n / P) must "
-                              "divide the global micro-batch of " << in.micro_batch
-                              << " sequences (--batch): equal global batch");
+  DISTZO_INPUT_REQUIRE(gpus >= 1, "plan: --gpus-per-node must be >= 1, got " << gpus);
+  DISTZO_INPUT_REQUIRE(gpus % in.perturbation == 0,
+                       "plan: P = " << in.perturbation << " must divide the " << gpus
+                                    << " GPUs of a node (the rest are data replicas)");
+  DISTZO_INPUT_REQUIRE(in.placement.mode == runtime::PlacementMode::offload &&
+                           in.placement.resident_blocks == 0,
+                       "plan: the sliced schedule streams every block from the node's shared "
+                       "master: give --placement offload (with --resident-blocks 0)");
   const model::ParameterRegistry r = model::ParameterRegistry::for_opt(in.config);
   const int L = r.num_blocks();
   double block_params = 0;
   if (L > 0)
     for (std::uint32_t id : r.block_ids(0)) block_params += static_cast<double>(r[id].numel());
   const double A = 4 * block_params, n = gpus;
-  const double tokens = static_cast<double>(in.micro_batch) * in.seq_len;  // N: the global batch
+  // Each replica's micro-batch is B x T tokens; the global batch, D times
+  // that, is what ZO2 runs on its one GPU.
+  const double tokens = static_cast<double>(in.micro_batch) * in.seq_len;
 
   SlicedSchedule s;
   s.gpus = gpus;
@@ -40,14 +42,14 @@ SlicedSchedule sliced_schedule(const PlanInputs& in, int gpus, const Bandwidths&
   const double t_pcie = A / n / bw.pcie;
   const double t_update = (2 + s.node_evaluations) * A / n / bw.hbm;
   const double t_nvlink = s.node_evaluations * A * (n - 1) / n / bw.nvlink;
-  const double t_gemm = 2 * (tokens / s.data) * block_params * s.evaluations / bw.gemm_flops;
+  const double t_gemm = 2 * tokens * block_params * s.evaluations / bw.gemm_flops;
   const double work = t_update + t_nvlink + t_gemm;
   s.block_seconds = std::max(t_pcie, work);
-  s.bound = t_pcie >= work ? "PCIe" : "update + NVLink + GEMM";
+  s.bound = t_pcie >= work ? "PCIe" : gpus > 1 ? "update + NVLink + GEMM" : "update + GEMM";
   s.step_seconds = L * s.block_seconds;
 
-  const double zo2_work =
-      (2 + 2 * in.queries) * A / bw.hbm + 2 * tokens * block_params * 2 * in.queries / bw.gemm_flops;
+  const double zo2_work = (2 + 2 * in.queries) * A / bw.hbm +
+                          2 * (tokens * s.data) * block_params * 2 * in.queries / bw.gemm_flops;
   s.zo2_block_seconds = std::max(A / bw.pcie, zo2_work);
   s.zo2_step_seconds = L * s.zo2_block_seconds;
   return s;
@@ -61,11 +63,12 @@ std::string describe_sliced_schedule(const PlanInputs& in, const SlicedSchedule&
     return std::string(text);
   };
   std::ostringstream os;
-  os << "sliced schedule on " << s.gpus << " GPUs of a node (Placement II, every block "
-     << "offloaded; P = " << in.perturbation << ", D = " << s.data << ", " << s.evaluations
-     << " evaluation" << (s.evaluations == 1 ? "" : "s") << " of " << in.micro_batch / s.data
-     << " x " << in.seq_len << " tokens per GPU; ZO2: " << 2 * in.queries << " of " << in.micro_batch
-     << " x " << in.seq_len << ")\n"
+  os << "sliced schedule on " << s.gpus << (s.gpus == 1 ? " GPU" : " GPUs")
+     << " of a node (Placement II, every block offloaded; P = " << in.perturbation
+     << ", D = " << s.data << ", " << s.evaluations << " evaluation"
+     << (s.evaluations == 1 ? "" : "s") << " of the micro-batch " << in.micro_batch << " x "
+     << in.seq_len << " tokens per GPU; ZO2: " << 2 * in.queries << " of the global batch "
+     << in.micro_batch * s.data << " x " << in.seq_len << ")\n"
      << "  per step and GPU  PCIe " << human_bytes(s.pcie_up) << " up + " << human_bytes(s.pcie_down)
      << " back (1/" << s.gpus << " of every block), NVLink " << human_bytes(s.nvlink)
      << " in (all-gather of " << s.node_evaluations << " w± buffers per block)\n"

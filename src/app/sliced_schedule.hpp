@@ -7,17 +7,19 @@
 // the arithmetic for OPT-175B).
 //
 // Per block of P_b parameters (A = 4·P_b bytes), with e evaluations per GPU
-// of N/D tokens and e_node = 2q evaluations on the node, distzo's schedule
+// of the micro-batch's N = B·T tokens (each of the D replicas has its own)
+// and e_node = 2q evaluations on the node, distzo's schedule
 // (block k+1's upload overlaps block k's work, which is serial on the
 // compute stream):
 //
 //   PCIe    A/n up and A/n back per GPU                     t_pcie = A/n / BW_pcie
 //   update  θ slice read and written, e_node w± slices      t_upd  = (2 + e_node)·A/n / BW_hbm
 //   NVLink  all-gather of the e_node w± buffers             t_nvl  = e_node·A·(n−1)/n / BW_nvlink
-//   GEMM    2·(N/D)·P_b FLOPs per evaluation                t_gemm = 2·(N/D)·P_b·e / R
+//   GEMM    2·N·P_b FLOPs per evaluation                    t_gemm = 2·N·P_b·e / R
 //   block   max(t_pcie, t_upd + t_nvl + t_gemm)
 //
-// ZO2: max(A / BW_pcie, (2 + 2q)·A / BW_hbm + 2·N·P_b·2q / R) per block.
+// ZO2, on the global batch of D·N tokens: max(A / BW_pcie,
+// (2 + 2q)·A / BW_hbm + 2·D·N·P_b·2q / R) per block.
 
 #include "app/plan.hpp"
 
@@ -44,10 +46,10 @@ struct SlicedSchedule {
   double speedup() const { return zo2_step_seconds / step_seconds; }
 };
 
-/// Every block offloaded (K = 0), the n GPUs of one node slicing them; the
-/// P of `in` splits the evaluations, D = n / P replicas split the batch.
-/// Throws distzo::Error unless P divides n and D divides the micro-batch
-/// (the global batch, which ZO2 runs whole on its one GPU).
+/// Every block offloaded (K = 0: `in` must say so), the n GPUs of one node
+/// slicing them; the P of `in` splits the evaluations, D = n / P replicas
+/// each take a micro-batch of `in`'s size. Throws distzo::Error unless P
+/// divides n.
 SlicedSchedule sliced_schedule(const PlanInputs& in, int gpus, const Bandwidths& bw);
 
 std::string describe_sliced_schedule(const PlanInputs& in, const SlicedSchedule& s,

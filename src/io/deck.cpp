@@ -855,7 +855,8 @@ void check_mesh(const Deck& deck, int world_size) {
        "the mesh P x D = " + std::to_string(p.perturbation) + " x " + std::to_string(p.data) +
            " = " + ranks(world) + " (" + given("parallel.perturbation", p.perturbation) +
            ", " + given("parallel.data", p.data) + ") does not match the " +
-           std::to_string(world_size) + " MPI ranks of this job; launch " +
+           std::to_string(world_size) + (world_size == 1 ? " MPI rank" : " MPI ranks") +
+           " of this job; launch " +
            ranks(world) + " or choose P and D with P x D = " +
            std::to_string(world_size));
 }

@@ -70,7 +70,7 @@ bool nccl_available() { return false; }
 
 std::unique_ptr<SliceExchange> make_nccl_exchange(const Communicator&) {
   throw Error(
-      "placement.exchange: nccl needs a CUDA build configured with -DDISTZO_ENABLE_NCCL=ON "
+      "nccl needs a CUDA build configured with -DDISTZO_ENABLE_NCCL=ON "
       "(and NCCL found); this build has none: use mpi, or auto");
 }
 

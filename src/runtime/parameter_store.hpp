@@ -77,8 +77,12 @@ class ParameterStore {
   const PinnedVec& host_block(int block) const;
 
   /// Bytes of θ in the execution space / in host memory (padding included).
+  /// With a shared master these arenas are the node's one copy
+  /// (shared_bytes), which Kokkos does not see allocated.
   std::size_t device_bytes() const;
   std::size_t host_bytes() const;
+  /// Bytes of the node-shared allocation holding θ (0 without one).
+  std::size_t shared_bytes() const { return shared_ ? shared_->bytes() : 0; }
 
   /// Copies parameter `id` (numel elements) to / from host memory.
   void read(std::uint32_t id, real* host_dst) const;

@@ -92,7 +92,7 @@ std::unique_ptr<SliceExchange> make_slice_exchange(ExchangeKind kind, const Comm
                        : (nccl_available() ? ExchangeKind::nccl : ExchangeKind::mpi);
   switch (kind) {
     case ExchangeKind::shared_memory:
-      DISTZO_INPUT_REQUIRE(kHostMemory, "placement.exchange: shared_memory needs a host backend; this "
+      DISTZO_INPUT_REQUIRE(kHostMemory, "shared_memory needs a host backend; this "
                                   "build computes on a GPU (use nccl or mpi)");
       return std::make_unique<SharedMemoryExchange>(node);
     case ExchangeKind::mpi: return std::make_unique<MpiExchange>(node);

@@ -107,6 +107,9 @@ class BlockExecutor {
   /// once per stream (the pending update's q and this step's), since
   /// construction: the instrumentation behind Placement II's 2q/S claim.
   std::uint64_t z_evaluations() const { return z_evaluations_; }
+  /// Bytes of the exchange buffers in node-shared memory (a shared-memory
+  /// slice exchange; Kokkos does not see them allocated), else 0.
+  std::size_t shared_exchange_bytes() const;
   const runtime::ParameterStore& store() const { return store_; }
 
  private:

@@ -178,6 +178,15 @@ void BlockExecutor::allocate_slicing() {
   }
 }
 
+std::size_t BlockExecutor::shared_exchange_bytes() const {
+  if (slicing_.exchange == nullptr || slicing_.exchange->kind() != runtime::ExchangeKind::shared_memory)
+    return 0;
+  std::size_t elements = row_buffer_.extent(0);
+  for (const std::vector<Vec>* group : {&embed_buffers_, &head_buffers_, &block_buffers_[0], &block_buffers_[1]})
+    for (const Vec& b : *group) elements += b.extent(0);
+  return elements * sizeof(real);
+}
+
 void BlockExecutor::record_own_slices() {
   if (!store_.sliced()) return;
   own_slice_record_ = store_.own_slice_sums(streamer_.instances().compute);
