@@ -43,6 +43,7 @@ io::TrainingState some_state() {
   s.z_recipe = 2;
   s.deck_yaml = "optim:\n  steps: 3\n";
   s.parameter_digest = "0123456789abcdef";
+  s.nonfinite_streak = 2;
   for (int i = 1; i <= 3; ++i) s.seed_log.push_back({i, 1e-3 * i, 2.5 / i, {0.5 * i, -0.25 * i}});
   return s;
 }
@@ -75,6 +76,7 @@ TEST(Checkpoint, TrainingStateRoundTrips) {
   EXPECT_EQ(r.z_recipe, 2);
   EXPECT_EQ(r.deck_yaml, s.deck_yaml);
   EXPECT_EQ(r.parameter_digest, s.parameter_digest);
+  EXPECT_EQ(r.nonfinite_streak, s.nonfinite_streak);
   ASSERT_EQ(r.seed_log.size(), s.seed_log.size());
   for (std::size_t i = 0; i < s.seed_log.size(); ++i) {
     EXPECT_EQ(r.seed_log[i].step, s.seed_log[i].step);

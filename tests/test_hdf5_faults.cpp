@@ -15,6 +15,7 @@
 
 #include <cstdio>
 #include <filesystem>
+#include <limits>
 #include <string>
 #include <unistd.h>
 #include <vector>
@@ -158,6 +159,40 @@ TEST(Hdf5Faults, Int64BeyondInt32IsReportedNotClamped) {
               std::string::npos)
         << e.what();
   }
+  std::remove(path.c_str());
+}
+
+TEST(Hdf5Faults, NonFiniteWeightsAreNamed) {
+  const std::string path = copy_of_model("nan.h5");
+  std::string name;
+  std::vector<float> values;
+  {
+    const io::ModelReader reader(kModel);
+    name = reader.info().registry[3].name;
+    values.resize(static_cast<std::size_t>(reader.info().registry[3].numel()));
+    reader.read(3, values.data());
+  }
+  values[1] = std::numeric_limits<float>::quiet_NaN();
+  values[4] = std::numeric_limits<float>::infinity();
+  {
+    const hid_t f = H5Fopen(path.c_str(), H5F_ACC_RDWR, H5P_DEFAULT);
+    const hid_t d = H5Dopen2(f, name.c_str(), H5P_DEFAULT);
+    H5Dwrite(d, H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, values.data());
+    H5Dclose(d);
+    H5Fclose(f);
+  }
+  const io::ModelReader reader(path);
+  try {
+    reader.read(3, values.data());
+    ADD_FAILURE() << "NaN and Inf weights were read";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("tensor " + name + " holds 2 non-finite values (NaN or "
+                                         "Inf; the first at element 1"),
+              std::string::npos)
+        << e.what();
+  }
+  EXPECT_THROW(reader.read_range(3, 0, 2, values.data()), Error);
+  EXPECT_NO_THROW(reader.read_range(3, 2, 2, values.data()));
   std::remove(path.c_str());
 }
 

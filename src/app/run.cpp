@@ -242,6 +242,7 @@ zo::TrainerState trainer_state(const io::TrainingState& saved, const zo::Trainer
   s.pending.lr = saved.pending.lr;
   s.pending.weight_decay = saved.pending.weight_decay;
   s.pending.g = saved.pending.g;
+  s.nonfinite_streak = saved.nonfinite_streak;
   return s;
 }
 
@@ -338,9 +339,16 @@ class RunHooks final : public zo::TrainerHooks {
     after_ = s;
   }
 
+  void checkpoint_skipped(std::int64_t step, int streak) override {
+    out_.print("checkpoint after step " + std::to_string(step) + " not written: the last " +
+               std::to_string(streak) + " step" + (streak == 1 ? " was" : "s were") +
+               " non-finite (the newest checkpoint stays the last good one)");
+  }
+
   void checkpoint(const zo::TrainerState& state) override {
     io::TrainingState& saved = in_.state;
     saved.step = state.step;
+    saved.nonfinite_streak = state.nonfinite_streak;
     saved.pending = {state.pending.active, state.pending.step, state.pending.lr,
                      state.pending.weight_decay, state.pending.g};
     saved.deck_yaml = io::resolved_yaml(deck_);

@@ -49,6 +49,7 @@ void write_training_state(Hdf5File& file, const TrainingState& state) {
   file.write_string_attribute("deck_yaml", state.deck_yaml);
   if (!state.parameter_digest.empty())
     file.write_string_attribute("parameter_digest", state.parameter_digest);
+  file.write_int_attribute("nonfinite_streak", state.nonfinite_streak);
 
   const PendingRecord& p = state.pending;
   file.write_int_attribute("pending_active", p.active ? 1 : 0);
@@ -168,6 +169,8 @@ TrainingState read_training_state(const std::string& path) {
   s.deck_yaml = file.read_string_attribute("deck_yaml");
   if (file.has_attribute("parameter_digest"))
     s.parameter_digest = file.read_string_attribute("parameter_digest");
+  if (file.has_attribute("nonfinite_streak"))
+    s.nonfinite_streak = static_cast<int>(file.read_int_attribute("nonfinite_streak"));
 
   s.pending.active = file.read_int_attribute("pending_active") != 0;
   s.pending.step = file.read_int_attribute("pending_step");

@@ -54,6 +54,7 @@ struct TrainingState {
   // tensor, so the ranks that write slices can compute it slice by slice;
   // empty in checkpoints written before it existed.
   std::string parameter_digest;
+  int nonfinite_streak = 0;  // consecutive non-finite steps before `step`; 0 when absent
   PendingRecord pending;
   std::vector<SeedLogEntry> seed_log;
 };

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 
+#include <cmath>
 #include <set>
 
 namespace distzo::io {
@@ -95,18 +96,36 @@ ModelReader::ModelReader(const std::string& path) : file_(path, Hdf5File::Mode::
   }
 }
 
+namespace {
+
+/// NaN or Inf in θ poisons every loss; say where instead ("loss nan").
+void require_finite(const std::string& path, const std::string& tensor, const real* data,
+                    std::size_t count) {
+  std::size_t bad = 0, first = 0;
+  for (std::size_t i = 0; i < count; ++i)
+    if (!std::isfinite(data[i]) && bad++ == 0) first = i;
+  DISTZO_INPUT_REQUIRE(bad == 0, path << ": tensor " << tensor << " holds " << bad
+                                      << " non-finite value" << (bad == 1 ? "" : "s")
+                                      << " (NaN or Inf; the first at element " << first
+                                      << " of the part read)");
+}
+
+}  // namespace
+
 void ModelReader::read(std::uint32_t id, real* dst) const {
   const model::ParameterInfo& p = info_.registry[id];
   const std::vector<float> data = file_.read_floats(p.name);
   DISTZO_REQUIRE(static_cast<std::int64_t>(data.size()) == p.numel(),
                  path() << ": tensor " << p.name << " holds " << data.size() << " elements, expected "
                         << p.numel());
+  require_finite(path(), p.name, data.data(), data.size());
   std::copy(data.begin(), data.end(), dst);
 }
 
 void ModelReader::read_range(std::uint32_t id, std::uint64_t first, std::size_t count,
                              real* dst) const {
   file_.read_float_range(info_.registry[id].name, first, count, dst);
+  require_finite(path(), info_.registry[id].name, dst, count);
 }
 
 std::string ModelReader::digest() const {

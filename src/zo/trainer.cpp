@@ -70,7 +70,7 @@ TrainSummary Trainer::run(TrainerState& state) {
     hooks_.evaluate(0, "start");
   }
 
-  int streak = 0;
+  int streak = state.nonfinite_streak;
   for (std::int64_t step = first_step; step < c.steps; ++step) {
     const Clock::time_point t0 = Clock::now();
     const model::Batch& batch = hooks_.batch(step);
@@ -110,6 +110,7 @@ TrainSummary Trainer::run(TrainerState& state) {
       report.skipped = true;
     }
     report.nonfinite_streak = streak;
+    state.nonfinite_streak = streak;
     state.step = step + 1;
     ++summary.steps_run;
     report.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
@@ -133,8 +134,12 @@ TrainSummary Trainer::run(TrainerState& state) {
       hooks_.evaluate(done, "");
     }
     if (c.checkpoint_interval > 0 && done % c.checkpoint_interval == 0) {
-      executor_.flush(pending);
-      hooks_.checkpoint(state);
+      if (streak > 0) {
+        hooks_.checkpoint_skipped(done, streak);
+      } else {
+        executor_.flush(pending);
+        hooks_.checkpoint(state);
+      }
     }
   }
 
@@ -143,6 +148,14 @@ TrainSummary Trainer::run(TrainerState& state) {
   executor_.record_own_slices();
   if (mesh_.world().size() > 1) check_replicas(c.steps);
   if (c.evaluate) hooks_.evaluate(c.steps, "end");
+  if (streak > 0) {
+    hooks_.checkpoint_skipped(c.steps, streak);
+    std::ostringstream os;
+    os << "the run ended with " << streak << " non-finite step" << (streak == 1 ? "" : "s")
+       << " in a row: no final checkpoint was written (the newest checkpoint is the last good "
+          "one); lower optim.lr or optim.eps, or check the data";
+    throw CollectiveError(os.str(), mesh_.world().rank() == 0);
+  }
   if (state.step > first_step || first_step == 0) hooks_.checkpoint(state);
   return summary;
 }

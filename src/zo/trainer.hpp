@@ -7,7 +7,9 @@
 //
 //   - a finite step becomes the pending update (applied lazily, fused with the
 //     next step's perturbation); a non-finite one is skipped, and
-//     max_nonfinite in a row stop every rank together;
+//     max_nonfinite in a row stop every rank together (the count carries
+//     over a resume); no checkpoint is written while the latest steps are
+//     non-finite, and a run that ends in such a streak ends with an error;
 //   - θ is flushed before every evaluation and checkpoint;
 //   - every check_interval steps the replicas compare parameter digests
 //     (DESIGN.md invariant 3) and stop, naming the ranks, if they differ;
@@ -50,6 +52,7 @@ struct TrainerConfig {
 struct TrainerState {
   std::int64_t step = 0;  // steps completed
   PendingUpdate pending;
+  int nonfinite_streak = 0;  // consecutive non-finite steps up to `step`
 };
 
 /// One finished step, as the hooks see it.
@@ -75,6 +78,10 @@ class TrainerHooks {
   virtual void evaluate(std::int64_t step, const char* when) = 0;
   /// Write a checkpoint of θ (flushed) after `state.step` steps.
   virtual void checkpoint(const TrainerState& state) = 0;
+  /// A checkpoint due after `step` steps was not written: the last
+  /// `streak` steps were non-finite, and the previous checkpoint stays the
+  /// newest good one.
+  virtual void checkpoint_skipped(std::int64_t step, int streak) = 0;
 };
 
 struct TrainSummary {

@@ -47,6 +47,23 @@ grep -q "3 consecutive steps had a non-finite loss" e.err || fail "non-finite me
 [ "$(grep -c 'non-finite loss, update skipped' e.log)" = 3 ] || fail "expected 3 skipped-step lines in the log"
 [ "$(column e/metrics.csv skipped | awk '{ s += $1 } END { print s }')" = 3 ] || fail "expected 3 skipped rows in metrics.csv"
 pass "non-finite losses skip the update, are logged and counted, and stop the run after 3"
+# ... and no checkpoint is written during the streak: with a checkpoint after
+# every step, the newest stays the last good one (step 1), and a run whose
+# last steps are non-finite ends with an error, not a checkpoint of them.
+deck blowup2 50 e2 'checkpoint:' '  interval: 1' '  keep: 2'
+sed -i 's/lr: 1.0e-3/lr: 1.0e+30/; s/queries: 1/queries: 1\n  max_nonfinite: 3/' blowup2.yaml
+if "$DISTZO" run blowup2.yaml > e2.log 2> e2.err; then fail "a diverging run exited 0"; fi
+[ "$(ls e2/ckpt-*.h5 | xargs -n1 basename | tr '\n' ' ')" = "ckpt-000001.h5 " ] ||
+  fail "checkpoints written during a non-finite streak: $(ls e2)"
+grep -q "checkpoint after step 2 not written: the last 1 step was non-finite" e2.log ||
+  fail "skipped-checkpoint line: $(grep checkpoint e2.log)"
+deck blowup3 2 e3
+sed -i 's/lr: 1.0e-3/lr: 1.0e+30/' blowup3.yaml
+if "$DISTZO" run blowup3.yaml > e3.log 2> e3.err; then fail "a run ending in non-finite steps exited 0"; fi
+grep -q "the run ended with 1 non-finite step in a row: no final checkpoint was written" e3.err ||
+  fail "end-of-run message: $(cat e3.err)"
+[ ! -e e3/ckpt-000002.h5 ] || fail "a checkpoint of a non-finite step was written"
+pass "no checkpoint during a non-finite streak; a run ending in one exits 2"
 
 # The recipe of z: recipe 1 stays selectable and gives other z than the default
 # 2; a run resumes with the recipe its checkpoint records even when the deck
