@@ -516,7 +516,8 @@ const std::vector<Field>& fields() {
         uint64("optim", "seed", member(o, &O::seed),
                "run seed: z is a pure function of (seed, step, query, parameter, element)"),
         integer("optim", "max_nonfinite", member(o, &O::max_nonfinite), 1,
-                "this many consecutive non-finite losses abort the run"),
+                "this many consecutive non-finite losses abort the run (counted across a resume; no "
+                "checkpoint is written during such a streak)"),
 
         integer("eval", "interval", member(e, &EvalSection::interval), 0,
                 "steps between evaluations; 0 = only before training and at the end"),
