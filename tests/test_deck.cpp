@@ -2,6 +2,7 @@
 // kind of malformed deck, each checked for its "<source>:<line>: <key>: "
 // prefix and the fragment that tells the user what to fix.
 #include "core/error.hpp"
+#include "io/checkpoint.hpp"
 #include "io/deck.hpp"
 
 #include <gtest/gtest.h>
@@ -23,7 +24,6 @@ using distzo::io::Distribution;
 using distzo::io::load_deck;
 using distzo::io::parse_deck;
 using distzo::io::resolved_yaml;
-using distzo::io::resume_checkpoint_path;
 using distzo::io::Schedule;
 using distzo::io::validate_files;
 
@@ -288,20 +288,19 @@ TEST(Deck, LoadDeckChecksFilesRelativeToTheWorkingDirectory) {
   }
 }
 
-TEST(Deck, ResumeLatestPicksTheHighestStep) {
+// `resume: latest` starts from these (app/run.cpp then keeps the run's own
+// newest that reads back whole; tests/cli/run_directory.sh).
+TEST(Deck, CheckpointsAreListedByStep) {
   TempDir tmp;
-  Deck d = parse_deck(deck_with(""), "deck.yaml");
-  d.output.dir = (tmp.path() / "run").string();
-  EXPECT_EQ(resume_checkpoint_path(d), "");  // no resume asked
-  d.checkpoint.resume = "latest";
-  EXPECT_EQ(resume_checkpoint_path(d), "");  // output dir not there yet
-  fs::create_directories(d.output.dir);
-  EXPECT_EQ(resume_checkpoint_path(d), "");  // nothing written yet
+  const std::string dir = (tmp.path() / "run").string();
+  EXPECT_TRUE(distzo::io::list_checkpoints(dir).empty());  // not there yet
+  fs::create_directories(dir);
   for (const char* name : {"ckpt-9.h5", "ckpt-10.h5", "ckpt-2.h5", "ckpt-99.h5.tmp", "x.h5"})
-    write_text(fs::path(d.output.dir) / name, "");
-  EXPECT_EQ(resume_checkpoint_path(d), (fs::path(d.output.dir) / "ckpt-10.h5").string());
-  d.checkpoint.resume = "some/ckpt-3.h5";
-  EXPECT_EQ(resume_checkpoint_path(d), "some/ckpt-3.h5");
+    write_text(fs::path(dir) / name, "");
+  const auto found = distzo::io::list_checkpoints(dir);
+  ASSERT_EQ(found.size(), 3u);
+  EXPECT_EQ(found[0].first, 2);
+  EXPECT_EQ(found[2].second, (fs::path(dir) / "ckpt-10.h5").string());
 }
 
 TEST(Deck, DocsExampleParsesAndNamesEveryKey) {

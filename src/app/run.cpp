@@ -2,6 +2,7 @@
 
 #include "app/blas_threads.hpp"
 #include "app/deck_config.hpp"
+#include "app/run_directory.hpp"
 #include "app/evaluation.hpp"
 #include "app/format.hpp"
 #include "app/run_outputs.hpp"
@@ -20,6 +21,7 @@
 #include <cerrno>
 #include <chrono>
 #include <fstream>
+#include <iostream>
 #include <sstream>
 #include <cstdio>
 #include <memory>
@@ -33,21 +35,6 @@ using Clock = std::chrono::steady_clock;
 
 double seconds_since(Clock::time_point t0) {
   return std::chrono::duration<double>(Clock::now() - t0).count();
-}
-
-void make_directories(const std::string& path) {
-  std::string partial;
-  for (std::size_t i = 0; i <= path.size(); ++i) {
-    if (i == path.size() || path[i] == '/') {
-      if (!partial.empty()) {
-        struct stat st;
-        if (stat(partial.c_str(), &st) != 0)
-          DISTZO_REQUIRE(mkdir(partial.c_str(), 0755) == 0 || errno == EEXIST,
-                         "cannot create directory '" << partial << "'");
-      }
-    }
-    if (i < path.size()) partial += path[i];
-  }
 }
 
 }  // namespace
@@ -78,19 +65,80 @@ namespace {
 struct Inputs {
   io::Deck deck;
   std::string resume;  // checkpoint to continue from, or empty
+  std::vector<std::string> notes;  // for run.log (rank 0): a checkpoint passed over, ...
   std::unique_ptr<io::ModelReader> model;  // the model file or the checkpoint resumed
   io::TrainingState state;
   io::Dataset train;
   std::unique_ptr<io::Dataset> eval;
 };
 
-Inputs load_inputs(const RunOptions& options, int world_size) {
+/// Whether a checkpoint reads back whole: its tensors open, its training
+/// state parses, and their digest equals the one it records. "" if so, else
+/// what is wrong.
+std::string checkpoint_problem(const std::string& path) {
+  try {
+    const io::TrainingState state = io::read_training_state(path);
+    const io::ModelReader reader(path);
+    if (!state.parameter_digest.empty() && reader.digest() != state.parameter_digest)
+      return "its tensors' digest " + reader.digest() + " is not the recorded " +
+             state.parameter_digest;
+    return "";
+  } catch (const Error& e) {
+    return e.what();
+  }
+}
+
+/// checkpoint.resume: an explicit path, or with `latest` the newest
+/// checkpoint of the run that owns output.dir that reads back whole (older
+/// ones are tried when the newest is truncated or corrupt, with a note).
+std::string choose_resume(const io::Deck& deck, std::vector<std::string>& notes) {
+  const std::string& resume = deck.checkpoint.resume;
+  if (resume != "latest") return resume;
+  const std::string owner = owner_of(deck.output.dir);
+  const auto found = io::list_checkpoints(deck.output.dir);  // oldest first
+  for (auto it = found.rbegin(); it != found.rend(); ++it) {
+    // Another run's is skipped; one whose id cannot be read is checked (and
+    // passed over with a note when broken).
+    const std::string id = io::checkpoint_run_id(it->second);
+    if (!owner.empty() && !id.empty() && id != owner) continue;
+    const std::string problem = checkpoint_problem(it->second);
+    if (problem.empty()) return it->second;
+    notes.push_back("warning: passed over checkpoint " + it->second + ": " + problem);
+    std::cerr << "distzo: " << notes.back() << "\n";
+  }
+  return "";
+}
+
+/// `text` of rank 0 on every rank.
+std::string broadcast_string(const runtime::Communicator& world, std::string text) {
+  std::uint64_t length = text.size();
+  world.broadcast(&length, sizeof(length), 0);
+  text.resize(length);
+  world.broadcast(text.data(), length, 0);
+  return text;
+}
+
+Inputs load_inputs(const RunOptions& options, const runtime::Communicator& world) {
   Inputs in;
   in.deck = io::load_deck(options.deck_path);
   const io::Deck& deck = in.deck;
-  io::check_mesh(deck, world_size);
+  io::check_mesh(deck, world.size());
   const auto& opt = deck.optim;
-  in.resume = io::resume_checkpoint_path(deck);
+  {
+    // Rank 0 chooses (and reads back) the checkpoint; its failure must not
+    // leave the others waiting in the broadcast.
+    std::string choice;
+    if (world.rank() == 0) {
+      try {
+        choice = "=" + choose_resume(deck, in.notes);
+      } catch (const Error& e) {
+        choice = "!" + std::string(e.what());
+      }
+    }
+    choice = broadcast_string(world, choice);
+    DISTZO_INPUT_REQUIRE(choice[0] == '=', choice.substr(1));
+    in.resume = choice.substr(1);
+  }
   in.model = std::make_unique<io::ModelReader>(in.resume.empty() ? deck.model.path : in.resume);
   in.state.seed = opt.seed;
   in.state.queries = opt.queries;
@@ -366,9 +414,17 @@ class RunHooks final : public zo::TrainerHooks {
           [&](const io::TensorSink& sink) { executor_.store().visit(sink); }, saved);
     }
     if (mesh_.world().rank() == 0) {
-      auto existing = io::list_checkpoints(deck_.output.dir);
-      for (std::size_t i = 0; i + static_cast<std::size_t>(deck_.checkpoint.keep) < existing.size(); ++i)
-        std::remove(existing[i].second.c_str());
+      // Older checkpoints go only once the new one reads back whole, and
+      // only this run's: another run's files in output.dir are not ours.
+      const std::string problem = checkpoint_problem(path);
+      DISTZO_INPUT_REQUIRE(problem.empty(), "checkpoint " << path << " does not read back ("
+                                                          << problem
+                                                          << "); the older checkpoints are kept");
+      std::vector<std::string> ours;
+      for (const auto& [step, file] : io::list_checkpoints(deck_.output.dir))
+        if (io::checkpoint_run_id(file) == saved.run_id) ours.push_back(file);
+      for (std::size_t i = 0; i + static_cast<std::size_t>(deck_.checkpoint.keep) < ours.size(); ++i)
+        std::remove(ours[i].c_str());
       out_.print("checkpoint " + path +
                  (parallel_writers_ ? " (written by the node's " +
                                           std::to_string(parallel_writers_->size()) +
@@ -448,7 +504,7 @@ void run(const RunOptions& options, const runtime::Communicator& world) {
     ~Accounting() { MemoryAccounting::stop(); }
   } accounting;
   Inputs inputs;
-  collectively(world, [&] { inputs = load_inputs(options, world.size()); });
+  collectively(world, [&] { inputs = load_inputs(options, world); });
   const io::Deck& deck = inputs.deck;
   const auto& opt = deck.optim;
   const std::string& resume = inputs.resume;
@@ -515,11 +571,17 @@ void run(const RunOptions& options, const runtime::Communicator& world) {
   zo::BlockExecutor& executor = *executor_owner;
 
   const bool root = world.rank() == 0;
-  if (root) {
-    make_directories(deck.output.dir);
+  // The run's identity: a resumed run keeps its checkpoint's, a fresh one
+  // (or one resumed from a checkpoint without it) gets rank 0's new id.
+  inputs.state.run_id =
+      broadcast_string(world, inputs.state.run_id.empty() ? new_run_id() : inputs.state.run_id);
+  std::unique_ptr<RunDirectory> directory;  // rank 0: output.dir, locked
+  collectively(world, [&] {
+    if (!root) return;
+    directory = std::make_unique<RunDirectory>(deck.output.dir, inputs.notes);
+    directory->claim(inputs.state.run_id);
     std::ofstream(deck.output.dir + "/deck.resolved.yaml") << io::resolved_yaml(deck);
-  }
-  world.barrier();
+  });
   RunOutputs out(deck.output.dir, root, resume.empty() ? -1 : inputs.state.step);
   {
     char line[512];
@@ -532,6 +594,7 @@ void run(const RunOptions& options, const runtime::Communicator& world) {
                   inputs.state.z_recipe, opt.eps, opt.lr, io::to_string(opt.schedule),
                   resume.empty() ? "" : (", resuming from " + resume).c_str());
     out.print(line);
+    for (const std::string& note : inputs.notes) out.print(note);
     out.print(describe_placement(store, deck, exchange.get()));
     if (!blas_threads.empty()) out.print(blas_threads);
   }

@@ -50,6 +50,7 @@ void write_training_state(Hdf5File& file, const TrainingState& state) {
   if (!state.parameter_digest.empty())
     file.write_string_attribute("parameter_digest", state.parameter_digest);
   file.write_int_attribute("nonfinite_streak", state.nonfinite_streak);
+  if (!state.run_id.empty()) file.write_string_attribute("run_id", state.run_id);
 
   const PendingRecord& p = state.pending;
   file.write_int_attribute("pending_active", p.active ? 1 : 0);
@@ -143,6 +144,15 @@ void write_checkpoint_parallel(const std::string& path, const ModelInfo& model, 
               "; the previous checkpoint is untouched");
 }
 
+std::string checkpoint_run_id(const std::string& path) {
+  try {
+    const Hdf5File file(path, Hdf5File::Mode::read);
+    return file.has_attribute("run_id") ? file.read_string_attribute("run_id") : "";
+  } catch (const Error&) {
+    return "";
+  }
+}
+
 TrainingState read_training_state(const std::string& path) {
   Hdf5File file(path, Hdf5File::Mode::read);
   DISTZO_REQUIRE(file.has_attribute("distzo_format") &&
@@ -169,6 +179,7 @@ TrainingState read_training_state(const std::string& path) {
   s.deck_yaml = file.read_string_attribute("deck_yaml");
   if (file.has_attribute("parameter_digest"))
     s.parameter_digest = file.read_string_attribute("parameter_digest");
+  if (file.has_attribute("run_id")) s.run_id = file.read_string_attribute("run_id");
   if (file.has_attribute("nonfinite_streak"))
     s.nonfinite_streak = static_cast<int>(file.read_int_attribute("nonfinite_streak"));
 

@@ -55,6 +55,7 @@ struct TrainingState {
   // empty in checkpoints written before it existed.
   std::string parameter_digest;
   int nonfinite_streak = 0;  // consecutive non-finite steps before `step`; 0 when absent
+  std::string run_id;        // the run that wrote it (app/run_directory.hpp); "" when absent
   PendingRecord pending;
   std::vector<SeedLogEntry> seed_log;
 };
@@ -75,6 +76,9 @@ void write_checkpoint_parallel(const std::string& path, const ModelInfo& model, 
 
 /// Reads the training state of a checkpoint (its tensors: ModelReader).
 TrainingState read_training_state(const std::string& path);
+
+/// The run_id attribute of a checkpoint, "" when absent or unreadable.
+std::string checkpoint_run_id(const std::string& path);
 
 /// "ckpt-000100.h5" for step 100.
 std::string checkpoint_name(std::int64_t step);

@@ -1,6 +1,5 @@
 #include "io/deck.hpp"
 
-#include "io/checkpoint.hpp"
 #include "kernels/perturb_update.hpp"
 
 #include "core/error.hpp"
@@ -527,12 +526,14 @@ const std::vector<Field>& fields() {
         integer("checkpoint", "interval", member(c, &CheckpointSection::interval), 0,
                 "steps between checkpoints; 0 = only at the end"),
         integer("checkpoint", "keep", member(c, &CheckpointSection::keep), 1,
-                "newest checkpoints kept in `output.dir`"),
+                "newest checkpoints of this run kept in `output.dir` (another run's are never "
+                "deleted)"),
         path("checkpoint", "resume", member(c, &CheckpointSection::resume), false,
              "empty, `latest`, or an existing file",
-             "empty = fresh start; a checkpoint file to continue from; `latest` = the "
-             "`ckpt-STEP.h5` with the highest STEP in `output.dir`, or a fresh start if there "
-             "is none yet (so a requeued job script needs no edit)"),
+             "empty = fresh start; a checkpoint file to continue from; `latest` = the newest "
+             "`ckpt-STEP.h5` in `output.dir` of the run that owns it that reads back whole "
+             "(a broken one is passed over with a warning), or a fresh start if there is none "
+             "yet (so a requeued job script needs no edit)"),
 
         path("output", "dir", member(out, &OutputSection::dir), true,
              "a directory or a path to create",
@@ -860,13 +861,6 @@ void check_mesh(const Deck& deck, int world_size) {
            " of this job; launch " +
            ranks(world) + " or choose P and D with P x D = " +
            std::to_string(world_size));
-}
-
-std::string resume_checkpoint_path(const Deck& deck) {
-  const std::string& resume = deck.checkpoint.resume;
-  if (resume != "latest") return resume;
-  const auto found = list_checkpoints(deck.output.dir);  // oldest first
-  return found.empty() ? "" : found.back().second;
 }
 
 std::string resolved_yaml(const Deck& deck) {

@@ -152,12 +152,6 @@ Deck load_deck(const std::string& path);
 /// message names both keys, their lines, the product and the rank count.
 void check_mesh(const Deck& deck, int world_size);
 
-/// The checkpoint to resume from: "" for a fresh start (checkpoint.resume
-/// empty, or "latest" with no ckpt-STEP.h5 in output.dir yet), the newest
-/// output.dir/ckpt-STEP.h5 (highest STEP) for "latest", else the path as
-/// written.
-std::string resume_checkpoint_path(const Deck& deck);
-
 /// The deck as YAML with every key written and defaults filled in, in the
 /// canonical key order, so that parse_deck(resolved_yaml(d), ...) == d. The
 /// runner writes it to output.dir/deck.resolved.yaml.

@@ -1,0 +1,135 @@
+#include "app/run_directory.hpp"
+
+#include "core/error.hpp"
+
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <dirent.h>
+#include <fcntl.h>
+#include <fstream>
+#include <random>
+#include <signal.h>
+#include <sstream>
+#include <sys/stat.h>
+#include <unistd.h>
+
+namespace distzo::app {
+
+namespace {
+
+std::string hostname() {
+  char name[256] = {};
+  gethostname(name, sizeof(name) - 1);
+  return name;
+}
+
+std::string slurm_job() {
+  const char* job = std::getenv("SLURM_JOB_ID");
+  return job && *job ? job : "-";
+}
+
+struct LockOwner {
+  std::string host, job;
+  long pid = 0;
+};
+
+LockOwner read_lock(const std::string& path) {
+  std::ifstream in(path);
+  LockOwner o;
+  std::string word;
+  while (in >> word) {
+    if (word == "host") in >> o.host;
+    else if (word == "pid") in >> o.pid;
+    else if (word == "job") in >> o.job;
+  }
+  return o;
+}
+
+void make_directories(const std::string& path) {
+  std::string partial;
+  for (std::size_t i = 0; i <= path.size(); ++i) {
+    if ((i == path.size() || path[i] == '/') && !partial.empty()) {
+      struct stat st;
+      if (stat(partial.c_str(), &st) != 0)
+        DISTZO_INPUT_REQUIRE(mkdir(partial.c_str(), 0755) == 0 || errno == EEXIST,
+                             "cannot create directory '" << partial << "'");
+    }
+    if (i < path.size()) partial += path[i];
+  }
+}
+
+/// Temporary checkpoints (ckpt-*.h5.tmp.*) a killed run left behind.
+int remove_temporaries(const std::string& dir) {
+  int removed = 0;
+  if (DIR* d = opendir(dir.c_str())) {
+    while (dirent* e = readdir(d)) {
+      const std::string name = e->d_name;
+      if (name.rfind("ckpt-", 0) == 0 && name.find(".h5.tmp.") != std::string::npos)
+        removed += std::remove((dir + "/" + name).c_str()) == 0 ? 1 : 0;
+    }
+    closedir(d);
+  }
+  return removed;
+}
+
+}  // namespace
+
+RunDirectory::RunDirectory(const std::string& dir, std::vector<std::string>& notes)
+    : dir_(dir), lock_(dir + "/LOCK") {
+  make_directories(dir);
+  const std::string me = "host " + hostname() + " pid " + std::to_string(getpid()) + " job " +
+                         slurm_job() + "\n";
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    const int fd = open(lock_.c_str(), O_WRONLY | O_CREAT | O_EXCL, 0644);
+    if (fd >= 0) {
+      const bool written = write(fd, me.data(), me.size()) == static_cast<ssize_t>(me.size());
+      close(fd);
+      DISTZO_INPUT_REQUIRE(written, "cannot write the lock '" << lock_ << "'");
+      break;
+    }
+    DISTZO_INPUT_REQUIRE(errno == EEXIST, "cannot create the lock '" << lock_ << "' in output.dir");
+    const LockOwner o = read_lock(lock_);
+    const bool same_job = o.job != "-" && o.job == slurm_job();
+    const bool dead_here = o.host == hostname() && o.pid > 0 && kill(static_cast<pid_t>(o.pid), 0) != 0 &&
+                           errno == ESRCH;
+    DISTZO_INPUT_REQUIRE(attempt == 0 && (same_job || dead_here),
+                         "output.dir '" << dir << "' is in use by another run (process " << o.pid
+                                        << " on " << o.host << ", SLURM job " << o.job
+                                        << "): two runs would overwrite each other's files. "
+                                           "Choose another output.dir, or remove "
+                                        << lock_ << " if that run is gone");
+    notes.push_back("output.dir: took over the lock of " +
+                    std::string(same_job ? "this SLURM job (" + o.job + "), requeued"
+                                         : "process " + std::to_string(o.pid) + ", which has ended") +
+                    " (was on " + o.host + ")");
+    std::remove(lock_.c_str());
+  }
+  if (const int removed = remove_temporaries(dir))
+    notes.push_back("output.dir: removed " + std::to_string(removed) +
+                    " temporary checkpoint file" + (removed == 1 ? "" : "s") +
+                    " left by an interrupted write");
+}
+
+RunDirectory::~RunDirectory() { std::remove(lock_.c_str()); }
+
+void RunDirectory::claim(const std::string& run_id) {
+  std::ofstream(dir_ + "/run_id") << run_id << "\n";
+}
+
+std::string new_run_id() {
+  std::random_device source;
+  const std::uint64_t id = (static_cast<std::uint64_t>(source()) << 32) ^ source();
+  char text[17];
+  std::snprintf(text, sizeof(text), "%016llx", static_cast<unsigned long long>(id));
+  return text;
+}
+
+std::string owner_of(const std::string& dir) {
+  std::ifstream in(dir + "/run_id");
+  std::string id;
+  in >> id;
+  return id;
+}
+
+}  // namespace distzo::app

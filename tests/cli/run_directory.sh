@@ -1,0 +1,66 @@
+#!/usr/bin/env bash
+# output.dir belongs to one run at a time (app/run_directory.hpp): a second
+# run into a locked directory stops; a dead process's lock, or this SLURM
+# job's own after a requeue, is taken over; leftover temporary checkpoints
+# are removed; rotation deletes only this run's checkpoints, and
+# `resume: latest` picks this run's newest that reads back whole.
+source "$(dirname "$0")/lib.sh" "$@"
+
+# 1. A run holds the lock; a second one into the same directory stops.
+deck long 100000000 shared 'checkpoint:' '  interval: 0'
+"$DISTZO" run long.yaml > long.log 2>&1 &
+long_pid=$!
+for _ in $(seq 100); do [ -e shared/LOCK ] && break; sleep 0.1; done
+[ -e shared/LOCK ] || fail "the running run did not lock shared/"
+deck second 10 shared
+if "$DISTZO" run second.yaml > second.log 2>&1; then fail "a second run wrote into a locked output.dir"; fi
+grep -q "output.dir 'shared' is in use by another run (process $long_pid on $(hostname)" second.log ||
+  fail "lock message: $(cat second.log)"
+pass "a second run into a locked output.dir stops, naming the process and host"
+
+# 2. The holder dies (kill -9: its lock stays, with a temporary checkpoint
+#    as if it died writing): the next run takes both over.
+kill -9 "$long_pid"; wait "$long_pid" 2>/dev/null || true
+touch shared/ckpt-000005.h5.tmp.$long_pid
+deck third 10 shared
+"$DISTZO" run third.yaml > third.log 2>&1 || { cat third.log; fail "the run after a dead one failed"; }
+grep -q "took over the lock of process $long_pid, which has ended" shared/run.log || fail "takeover note: $(head -3 shared/run.log)"
+grep -q "removed 1 temporary checkpoint file left by an interrupted write" shared/run.log || fail "tmp note missing"
+[ ! -e shared/ckpt-000005.h5.tmp.$long_pid ] || fail "the temporary checkpoint is still there"
+[ ! -e shared/LOCK ] || fail "the lock outlived the run"
+pass "a dead run's lock and temporary checkpoint are taken over and removed, with notes; the lock goes with the run"
+
+# 3. SLURM: a requeued job takes over its own lock, even from another host;
+#    another job's lock on another host is respected.
+printf 'host elsewhere pid 1 job 4242\n' > shared/LOCK
+SLURM_JOB_ID=4242 "$DISTZO" run third.yaml > requeue.log 2>&1 || { cat requeue.log; fail "a requeued job could not take its lock over"; }
+grep -q "took over the lock of this SLURM job (4242), requeued (was on elsewhere)" shared/run.log || fail "requeue note"
+printf 'host elsewhere pid 1 job 4242\n' > shared/LOCK
+if SLURM_JOB_ID=777 "$DISTZO" run third.yaml > other_job.log 2>&1; then fail "another job's lock was taken"; fi
+rm shared/LOCK
+pass "a requeued SLURM job takes over its own lock; another job's is respected"
+
+# 4. Two runs, one directory, one after the other: the second run's rotation
+#    leaves the first run's checkpoints alone, and resume picks its own.
+deck first_run 40 mixed 'checkpoint:' '  interval: 5'
+"$DISTZO" run first_run.yaml > first_run.log
+deck second_run 20 mixed 'checkpoint:' '  interval: 10'
+sed -i 's/  queries: 1/  queries: 1\n  seed: 7/' second_run.yaml
+"$DISTZO" run second_run.yaml > second_run.log
+[ "$(ls mixed/ckpt-*.h5 | xargs -n1 basename | tr '\n' ' ')" = "ckpt-000010.h5 ckpt-000020.h5 ckpt-000035.h5 ckpt-000040.h5 " ] ||
+  fail "checkpoints after two runs: $(ls mixed)"
+deck second_resume 30 mixed 'checkpoint:' '  interval: 10' '  resume: latest'
+sed -i 's/  queries: 1/  queries: 1\n  seed: 7/' second_resume.yaml
+"$DISTZO" run second_resume.yaml > second_resume.log 2>&1 || { cat second_resume.log; fail "resume failed"; }
+grep -q "resuming from mixed/ckpt-000020.h5" second_resume.log || fail "resumed from: $(head -1 second_resume.log)"
+pass "rotation deletes only the run's own checkpoints; resume: latest picks the run's own newest"
+
+# 5. The newest checkpoint is truncated: resume warns and takes the one before.
+deck trunc 20 trunc 'checkpoint:' '  interval: 10'
+"$DISTZO" run trunc.yaml > trunc.log
+truncate -s 5000 trunc/ckpt-000020.h5
+deck trunc_resume 30 trunc 'checkpoint:' '  interval: 10' '  resume: latest'
+"$DISTZO" run trunc_resume.yaml > trunc_resume.log 2>&1 || { cat trunc_resume.log; fail "resume past a truncated checkpoint failed"; }
+grep -q "warning: passed over checkpoint trunc/ckpt-000020.h5" trunc_resume.log || fail "no warning: $(head -3 trunc_resume.log)"
+grep -q "resuming from trunc/ckpt-000010.h5" trunc_resume.log || fail "resumed from: $(head -1 trunc_resume.log)"
+pass "a truncated newest checkpoint is passed over with a warning; the run resumes from the one before"
