@@ -131,6 +131,7 @@ TEST(Deck, FullDeckParsesEveryValue) {
   EXPECT_EQ(d.checkpoint.interval, 2000);
   EXPECT_EQ(d.checkpoint.keep, 4);
   EXPECT_EQ(d.checkpoint.resume, "latest");
+  EXPECT_EQ(d.checkpoint.allow_changes, (std::vector<std::string>{"optim.lr", "data.train"}));
   EXPECT_EQ(d.output.dir, "runs/sst2-125m");
   EXPECT_EQ(d.output.log_interval, 50);
   EXPECT_EQ(d.parallel.perturbation, 3);
@@ -145,11 +146,11 @@ TEST(Deck, FullDeckParsesEveryValue) {
   EXPECT_EQ(d.origin.source, "full.yaml");
   EXPECT_EQ(d.origin.line("model"), 3);
   EXPECT_EQ(d.origin.line("optim.lr"), 12);
-  EXPECT_EQ(d.origin.line("parallel"), 32);
-  EXPECT_EQ(d.origin.line("parallel.perturbation"), 33);
-  EXPECT_EQ(d.origin.line("parallel.data"), 34);
-  EXPECT_EQ(d.origin.line("parallel.check_interval"), 35);
-  EXPECT_EQ(d.origin.where("parallel.data"), "full.yaml:34: parallel.data: ");
+  EXPECT_EQ(d.origin.line("parallel"), 33);
+  EXPECT_EQ(d.origin.line("parallel.perturbation"), 34);
+  EXPECT_EQ(d.origin.line("parallel.data"), 35);
+  EXPECT_EQ(d.origin.line("parallel.check_interval"), 36);
+  EXPECT_EQ(d.origin.where("parallel.data"), "full.yaml:35: parallel.data: ");
   for (const std::string& key : deck_keys()) EXPECT_TRUE(d.origin.written(key)) << key;
 }
 
@@ -441,6 +442,11 @@ TEST(DeckError, Placement) {
                     "out of range: expected an integer in [1, 2147483647], found 0");
   EXPECT_DECK_ERROR(deck_with("placement:\n  prefech: 2\n"), "deck.yaml:11: placement.prefech: ",
                     "unknown key (did you mean \"prefetch\"?)");
+  EXPECT_DECK_ERROR(deck_with("checkpoint:\n  allow_changes: [optim.lrr]\n"),
+                    "deck.yaml:11: checkpoint.allow_changes: ",
+                    "\"optim.lrr\" is not a key a resume checks; allowed: model, data.train");
+  EXPECT_DECK_ERROR(deck_with("checkpoint:\n  allow_changes: optim.lr\n"),
+                    "deck.yaml:11: checkpoint.allow_changes: ", "expected a list of keys");
   EXPECT_DECK_ERROR(deck_with("placement:\n  share_host_master: yes\n"),
                     "deck.yaml:11: placement.share_host_master: ",
                     "unknown value \"yes\"");

@@ -118,6 +118,61 @@ std::string broadcast_string(const runtime::Communicator& world, std::string tex
   return text;
 }
 
+/// A resume continues the run its checkpoint comes from: every key that
+/// changes the trajectory (io::resume_keys) must be as the checkpoint's deck
+/// had it, the base model and the training set the same (by digest), unless
+/// the deck lists the key in checkpoint.allow_changes (then it is noted).
+/// parallel.perturbation and placement may change: results do not depend
+/// on them.
+void check_resume(Inputs& in, const runtime::Communicator& world) {
+  const io::Deck& deck = in.deck;
+  const io::Deck saved = io::parse_deck(in.state.deck_yaml, in.resume + " (its deck)");
+  const auto& allowed = deck.checkpoint.allow_changes;
+  const bool constant_lr =
+      saved.optim.schedule == io::Schedule::constant && deck.optim.schedule == io::Schedule::constant;
+  std::vector<std::string> refused;
+  // `what` names the value (", the digest of train.h5"); equal values pass.
+  const auto compare = [&](const std::string& key, const std::string& before, const std::string& now,
+                           const std::string& what = "") {
+    if (before == now) return;
+    const std::string change =
+        key + ": " + before + " in the checkpoint, " + now + " in the deck" + what;
+    if (std::find(allowed.begin(), allowed.end(), key) != allowed.end())
+      in.notes.push_back("resumed with " + change + " (checkpoint.allow_changes)");
+    else
+      refused.push_back(change);
+  };
+  for (const std::string& key : io::resume_keys()) {
+    if (key == "model") {
+      // The base model: rank 0 reads the deck's model once and digests it.
+      std::string now;
+      if (!in.state.base_model_digest.empty() && world.rank() == 0) {
+        const io::ModelReader base(deck.model.path);
+        now = base.info().config == in.model->info().config ? base.digest() : "another architecture";
+      }
+      now = broadcast_string(world, now);
+      if (!in.state.base_model_digest.empty())
+        compare("model", in.state.base_model_digest, now,
+                " (the parameter digest of the base model, " + deck.model.path + ")");
+    } else if (key == "data.train") {
+      if (!in.state.train_digest.empty())
+        compare(key, in.state.train_digest, io::dataset_digest(in.train),
+                " (the digest of the training set, " + deck.data.train + ")");
+    } else if (key == "optim.steps" && constant_lr) {
+      continue;  // more steps at a constant lr continue the same trajectory
+    } else {
+      compare(key, io::deck_value(saved, key), io::deck_value(deck, key));
+    }
+  }
+  std::string list;
+  for (const std::string& r : refused) list += "\n  " + r;
+  DISTZO_INPUT_REQUIRE(refused.empty(),
+                       deck.origin.source << ": resuming " << in.resume
+                                          << " with changes that alter the run it continues:" << list
+                                          << "\nSet them back, or list the keys changed on purpose "
+                                             "in checkpoint.allow_changes");
+}
+
 Inputs load_inputs(const RunOptions& options, const runtime::Communicator& world) {
   Inputs in;
   in.deck = io::load_deck(options.deck_path);
@@ -157,15 +212,6 @@ Inputs load_inputs(const RunOptions& options, const runtime::Communicator& world
                              << opt.z_recipe << ")");
     // The deck as run: deck.resolved.yaml and the checkpoints record it.
     in.deck.optim.z_recipe = in.state.z_recipe;
-    const io::TrainingState& s = in.state;
-    DISTZO_REQUIRE(s.seed == opt.seed && s.queries == opt.queries &&
-                       s.distribution == opt.distribution,
-                   "checkpoint " << in.resume << " was written with optim.seed=" << s.seed
-                                 << ", queries=" << s.queries << ", distribution="
-                                 << to_string(s.distribution)
-                                 << "; the deck says seed=" << opt.seed << ", queries="
-                                 << opt.queries << ", distribution=" << to_string(opt.distribution)
-                                 << ". Resuming with other perturbations would not continue the run.");
   }
   const model::OptConfig& config = in.model->info().config;
   const std::int64_t vocab = config.vocab_size;
@@ -182,6 +228,10 @@ Inputs load_inputs(const RunOptions& options, const runtime::Communicator& world
                        d->seq_len == in.train.seq_len,
                    "data.eval must have the task, candidates and sequence length of data.train");
   }
+  if (in.resume.empty())
+    in.state.train_digest = io::dataset_digest(in.train);
+  else
+    check_resume(in, world);
   return in;
 }
 
@@ -575,6 +625,7 @@ void run(const RunOptions& options, const runtime::Communicator& world) {
   // (or one resumed from a checkpoint without it) gets rank 0's new id.
   inputs.state.run_id =
       broadcast_string(world, inputs.state.run_id.empty() ? new_run_id() : inputs.state.run_id);
+  if (resume.empty()) inputs.state.base_model_digest = executor.parameter_digest();
   std::unique_ptr<RunDirectory> directory;  // rank 0: output.dir, locked
   collectively(world, [&] {
     if (!root) return;

@@ -51,6 +51,9 @@ void write_training_state(Hdf5File& file, const TrainingState& state) {
     file.write_string_attribute("parameter_digest", state.parameter_digest);
   file.write_int_attribute("nonfinite_streak", state.nonfinite_streak);
   if (!state.run_id.empty()) file.write_string_attribute("run_id", state.run_id);
+  if (!state.base_model_digest.empty())
+    file.write_string_attribute("base_model_digest", state.base_model_digest);
+  if (!state.train_digest.empty()) file.write_string_attribute("train_digest", state.train_digest);
 
   const PendingRecord& p = state.pending;
   file.write_int_attribute("pending_active", p.active ? 1 : 0);
@@ -180,6 +183,9 @@ TrainingState read_training_state(const std::string& path) {
   if (file.has_attribute("parameter_digest"))
     s.parameter_digest = file.read_string_attribute("parameter_digest");
   if (file.has_attribute("run_id")) s.run_id = file.read_string_attribute("run_id");
+  if (file.has_attribute("base_model_digest"))
+    s.base_model_digest = file.read_string_attribute("base_model_digest");
+  if (file.has_attribute("train_digest")) s.train_digest = file.read_string_attribute("train_digest");
   if (file.has_attribute("nonfinite_streak"))
     s.nonfinite_streak = static_cast<int>(file.read_int_attribute("nonfinite_streak"));
 

@@ -56,6 +56,8 @@ struct TrainingState {
   std::string parameter_digest;
   int nonfinite_streak = 0;  // consecutive non-finite steps before `step`; 0 when absent
   std::string run_id;        // the run that wrote it (app/run_directory.hpp); "" when absent
+  std::string base_model_digest;  // parameter digest of the model the run started from
+  std::string train_digest;       // io::dataset_digest of the training set
   PendingRecord pending;
   std::vector<SeedLogEntry> seed_log;
 };

@@ -1,5 +1,7 @@
 #include "io/dataset.hpp"
 
+#include <cstdio>
+
 #include "core/error.hpp"
 #include "core/memory.hpp"
 #include "core/philox.hpp"
@@ -520,6 +522,26 @@ std::int64_t DataOrder::epoch_of_step(std::int64_t step, std::int64_t global_bat
   DISTZO_REQUIRE(step >= 0 && global_batch >= 1,
                  "DataOrder::epoch_of_step: step " << step << ", global batch " << global_batch);
   return step * global_batch / num_examples_;
+}
+
+std::string dataset_digest(const Dataset& data) {
+  std::uint64_t h = 0xcbf29ce484222325ull;  // FNV-1a 64
+  const auto mix = [&](const void* bytes, std::size_t n) {
+    const auto* p = static_cast<const unsigned char*>(bytes);
+    for (std::size_t i = 0; i < n; ++i) h = (h ^ p[i]) * 0x100000001b3ull;
+  };
+  const std::int64_t header[4] = {static_cast<std::int64_t>(data.task), data.num_examples,
+                                  data.seq_len, data.pad_token_id};
+  mix(header, sizeof(header));
+  for (const auto* v : {&data.input_ids, &data.lengths, &data.target_mask, &data.candidates,
+                        &data.labels}) {
+    const std::uint64_t n = v->size();
+    mix(&n, sizeof(n));
+    mix(v->data(), v->size() * sizeof(std::int32_t));
+  }
+  char text[17];
+  std::snprintf(text, sizeof(text), "%016llx", static_cast<unsigned long long>(h));
+  return text;
 }
 
 }  // namespace distzo::io

@@ -62,6 +62,11 @@ struct Dataset {
 /// offending example. vocab_size bounds token ids, pad_token_id and candidates.
 void validate_dataset(const Dataset& data, std::int64_t vocab_size, const std::string& source);
 
+/// 16 hex digits that change with any token, length, target, candidate or
+/// label (FNV-1a over them with the task and shape): what a checkpoint
+/// records of its training set, so a resume can tell the data changed.
+std::string dataset_digest(const Dataset& data);
+
 /// Reads and validates a dataset file against a model's vocabulary.
 Dataset load_dataset(const std::string& path, std::int64_t vocab_size);
 

@@ -273,6 +273,24 @@ class SectionReader {
     out = value;
   }
 
+  /// A YAML list of names, each one of `allowed`.
+  void read_name_list(const char* key, std::vector<std::string>& out,
+                      const std::vector<std::string>& allowed) const {
+    const YAML::Node* v = find(key);
+    if (!v) return;
+    if (!v->IsSequence()) fail_value(key, "expected a list of keys ([optim.lr, ...]), found " + describe(*v));
+    out.clear();
+    for (const YAML::Node& item : *v) {
+      const std::string name = item.IsScalar() ? item.Scalar() : "";
+      if (std::find(allowed.begin(), allowed.end(), name) == allowed.end()) {
+        std::string all;
+        for (const auto& a : allowed) all += (all.empty() ? "" : ", ") + a;
+        fail_value(key, "\"" + name + "\" is not a key a resume checks; allowed: " + all);
+      }
+      out.push_back(name);
+    }
+  }
+
   /// Any scalar is a string; a required one must not be empty.
   void read_path(const char* key, std::string& out, bool required) const {
     if (required) require(key);
@@ -528,6 +546,23 @@ const std::vector<Field>& fields() {
         integer("checkpoint", "keep", member(c, &CheckpointSection::keep), 1,
                 "newest checkpoints of this run kept in `output.dir` (another run's are never "
                 "deleted)"),
+        [&] {
+          Field f("checkpoint", "allow_changes");
+          f.type = "list";
+          f.allowed = "keys of the trajectory (below)";
+          f.meaning =
+              "the keys a resume may change on purpose (each is logged); any other change from "
+              "the checkpoint's deck is an error";
+          f.read = [](const SectionReader& r, Deck& d) {
+            r.read_name_list("allow_changes", d.checkpoint.allow_changes, resume_keys());
+          };
+          f.write = [](const Deck& d) {
+            std::string out = "[";
+            for (const auto& k : d.checkpoint.allow_changes) out += (out.size() > 1 ? ", " : "") + k;
+            return out + "]";
+          };
+          return f;
+        }(),
         path("checkpoint", "resume", member(c, &CheckpointSection::resume), false,
              "empty, `latest`, or an existing file",
              "empty = fresh start; a checkpoint file to continue from; `latest` = the newest "
@@ -861,6 +896,21 @@ void check_mesh(const Deck& deck, int world_size) {
            " of this job; launch " +
            ranks(world) + " or choose P and D with P x D = " +
            std::to_string(world_size));
+}
+
+const std::vector<std::string>& resume_keys() {
+  static const std::vector<std::string> keys = {
+      "model",         "data.train",         "data.micro_batch", "data.shuffle_seed",
+      "optim.steps",   "optim.lr",           "optim.schedule",   "optim.warmup_steps",
+      "optim.eps",     "optim.weight_decay", "optim.queries",    "optim.distribution",
+      "optim.seed",    "parallel.data"};
+  return keys;
+}
+
+std::string deck_value(const Deck& deck, const std::string& key) {
+  for (const Field& f : fields())
+    if (std::string(f.section) + "." + f.key == key) return f.write(deck);
+  DISTZO_FAIL("deck_value: no key " << key);
 }
 
 std::string resolved_yaml(const Deck& deck) {

@@ -61,7 +61,9 @@ struct CheckpointSection {
   std::int64_t interval = 0;  // steps between checkpoints; 0 = at the end only
   int keep = 2;               // newest checkpoints kept, >= 1
   std::string resume;         // "" = fresh start, a ckpt path, or "latest"
+  std::vector<std::string> allow_changes;  // trajectory keys a resume may change (resume_keys())
 };
+
 
 struct OutputSection {
   std::string dir;                // required; created by the runner
@@ -117,6 +119,14 @@ struct Deck {
   PlacementSection placement;
   DeckOrigin origin;  // not part of the value: operator== ignores it
 };
+
+/// The keys whose change alters a run's trajectory, in deck order: a resume
+/// compares them with the checkpoint's deck ("model" and "data.train" stand
+/// for the digests of the base model and the training set).
+const std::vector<std::string>& resume_keys();
+
+/// The value of `section.key` as the resolved deck writes it.
+std::string deck_value(const Deck& deck, const std::string& key);
 
 /// Compares the values of two decks (every section), not where they came from.
 bool operator==(const Deck& a, const Deck& b);

@@ -22,6 +22,16 @@ struct OptConfig {
   static constexpr int kPositionOffset = 2;
 
   std::int64_t head_dim() const { return hidden_size / num_attention_heads; }
+  /// The same architecture: every field equal.
+  bool operator==(const OptConfig& o) const {
+    return hidden_size == o.hidden_size && num_hidden_layers == o.num_hidden_layers &&
+           num_attention_heads == o.num_attention_heads && ffn_dim == o.ffn_dim &&
+           vocab_size == o.vocab_size && max_position_embeddings == o.max_position_embeddings &&
+           word_embed_proj_dim == o.word_embed_proj_dim &&
+           do_layer_norm_before == o.do_layer_norm_before &&
+           tie_word_embeddings == o.tie_word_embeddings &&
+           activation_function == o.activation_function;
+  }
   bool has_projection() const { return word_embed_proj_dim != hidden_size; }
   /// A final LayerNorm exists only for pre-LN models (as in Hugging Face).
   bool has_final_layer_norm() const { return do_layer_norm_before; }

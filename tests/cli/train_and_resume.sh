@@ -110,3 +110,24 @@ sed -i 's/eps: 1.0e-3/eps: 1.0e-12/' tiny_eps.yaml
 grep -q "warning: step 1: g = 0 exactly" m.log || fail "no g = 0 warning: $(cat m.log)"
 grep -q "(0 skipped, 5 with g = 0)" m.log || fail "done line: $(grep done m.log)"
 pass "g = 0 on every step (eps 1e-12) is warned about and counted"
+
+# A resume continues the run it comes from: a changed lr or training set is
+# refused, naming the key and both values, unless the deck allows it.
+deck v_first 20 v 'checkpoint:' '  interval: 0'
+"$DISTZO" run v_first.yaml > v1.log
+deck v_lr 30 v 'checkpoint:' '  resume: latest'
+sed -i 's/lr: 1.0e-3/lr: 5.0e-4/' v_lr.yaml
+if "$DISTZO" run v_lr.yaml > v2.log 2>&1; then fail "a resume with another lr was accepted"; fi
+grep -q "optim.lr: 0.001 in the checkpoint, 5e-04 in the deck" v2.log || fail "lr change message: $(cat v2.log)"
+"$DISTZO" make-synthetic other.h5 --task classification --examples 256 --seq-len 12 --vocab 96 --seed 9 >/dev/null
+deck v_data 30 v 'checkpoint:' '  resume: latest'
+sed -i 's/train: train.h5/train: other.h5/' v_data.yaml
+if "$DISTZO" run v_data.yaml > v3.log 2>&1; then fail "a resume on another training set was accepted"; fi
+grep -q "data.train: [0-9a-f]* in the checkpoint, [0-9a-f]* in the deck (the digest of the training set, other.h5)" v3.log ||
+  fail "data change message: $(cat v3.log)"
+deck v_allowed 30 v 'checkpoint:' '  resume: latest' '  allow_changes: [optim.lr]'
+sed -i 's/lr: 1.0e-3/lr: 5.0e-4/' v_allowed.yaml
+"$DISTZO" run v_allowed.yaml > v4.log 2>&1 || { cat v4.log; fail "an allowed lr change was refused"; }
+grep -q "resumed with optim.lr: 0.001 in the checkpoint, 5e-04 in the deck (checkpoint.allow_changes)" v/run.log ||
+  fail "allowed change not noted: $(head -3 v/run.log)"
+pass "resume refuses a changed lr or training set, naming both values; checkpoint.allow_changes lets one through, noted"
