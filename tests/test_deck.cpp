@@ -445,6 +445,7 @@ TEST(DeckError, Placement) {
   EXPECT_DECK_ERROR(deck_with("checkpoint:\n  allow_changes: [optim.lrr]\n"),
                     "deck.yaml:11: checkpoint.allow_changes: ",
                     "\"optim.lrr\" is not a key a resume checks; allowed: model, data.train");
+  EXPECT_TRUE(parse_deck(deck_with("checkpoint:\n  allow_changes:\n"), "d.yaml").checkpoint.allow_changes.empty());
   EXPECT_DECK_ERROR(deck_with("checkpoint:\n  allow_changes: optim.lr\n"),
                     "deck.yaml:11: checkpoint.allow_changes: ", "expected a list of keys");
   EXPECT_DECK_ERROR(deck_with("placement:\n  share_host_master: yes\n"),

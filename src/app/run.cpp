@@ -33,6 +33,13 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
+/// A number as %g writes it.
+std::string format_double_short(double v) {
+  char text[32];
+  std::snprintf(text, sizeof(text), "%g", v);
+  return text;
+}
+
 double seconds_since(Clock::time_point t0) {
   return std::chrono::duration<double>(Clock::now() - t0).count();
 }
@@ -96,6 +103,7 @@ std::string choose_resume(const io::Deck& deck, std::vector<std::string>& notes)
   if (resume != "latest") return resume;
   const std::string owner = owner_of(deck.output.dir);
   const auto found = io::list_checkpoints(deck.output.dir);  // oldest first
+  int broken = 0;
   for (auto it = found.rbegin(); it != found.rend(); ++it) {
     // Another run's is skipped; one whose id cannot be read is checked (and
     // passed over with a note when broken).
@@ -104,8 +112,16 @@ std::string choose_resume(const io::Deck& deck, std::vector<std::string>& notes)
     const std::string problem = checkpoint_problem(it->second);
     if (problem.empty()) return it->second;
     notes.push_back("warning: passed over checkpoint " + it->second + ": " + problem);
-    std::cerr << "distzo: " << notes.back() << "\n";
+    ++broken;
   }
+  // Starting over would overwrite the run's files: only when it has none.
+  DISTZO_INPUT_REQUIRE(broken == 0,
+                       deck.origin.where("checkpoint.resume")
+                           << "none of the " << broken << " checkpoints of this run in '"
+                           << deck.output.dir << "' reads back whole (the newest: "
+                           << notes.back().substr(notes.back().find("passed over ") + 12)
+                           << "); move them away to start over, or name one with "
+                              "checkpoint.resume");
   return "";
 }
 
@@ -212,6 +228,11 @@ Inputs load_inputs(const RunOptions& options, const runtime::Communicator& world
                              << opt.z_recipe << ")");
     // The deck as run: deck.resolved.yaml and the checkpoints record it.
     in.deck.optim.z_recipe = in.state.z_recipe;
+    DISTZO_INPUT_REQUIRE(in.state.step <= opt.steps,
+                         deck.origin.where("optim.steps")
+                             << "the checkpoint " << in.resume << " is at step " << in.state.step
+                             << ", beyond optim.steps = " << opt.steps
+                             << ": there is nothing to continue (raise optim.steps)");
   }
   const model::OptConfig& config = in.model->info().config;
   const std::int64_t vocab = config.vocab_size;
@@ -378,8 +399,8 @@ class RunHooks final : public zo::TrainerHooks {
       if (zero_g_steps_++ == 0) {
         char line[320];
         std::snprintf(line, sizeof(line),
-                      "warning: step %lld: g = 0 exactly (loss+ == loss-): the update does "
-                      "nothing. If it repeats, optim.eps = %g is too small for float32 weights "
+                      "warning: step %lld: g = 0 exactly (loss+ == loss-): this step's update "
+                      "does nothing. If it repeats, optim.eps = %g is too small for float32 weights "
                       "(θ ± εz rounds back to θ) or the loss ignores the perturbed "
                       "parameters",
                       static_cast<long long>(r.step), deck_.optim.eps);
@@ -555,6 +576,19 @@ void run(const RunOptions& options, const runtime::Communicator& world) {
   } accounting;
   Inputs inputs;
   collectively(world, [&] { inputs = load_inputs(options, world); });
+  if (!inputs.resume.empty() && inputs.state.step == inputs.deck.optim.steps) {
+    // A finished run started again (a requeued job that had completed).
+    if (world.rank() == 0)
+      std::cout << "distzo run " << options.deck_path << ": the checkpoint " << inputs.resume
+                << " is already at optim.steps = " << inputs.deck.optim.steps
+                << ": nothing to do\n";
+    return;
+  }
+  if (inputs.deck.optim.eps < 1e-6)
+    inputs.notes.push_back(
+        "warning: optim.eps = " + format_double_short(inputs.deck.optim.eps) +
+        " is near float32's resolution of the weights: θ ± εz rounds back to θ for many of them, "
+        "and g becomes rounding noise (MeZO uses 1e-3)");
   const io::Deck& deck = inputs.deck;
   const auto& opt = deck.optim;
   const std::string& resume = inputs.resume;
@@ -645,6 +679,8 @@ void run(const RunOptions& options, const runtime::Communicator& world) {
                   inputs.state.z_recipe, opt.eps, opt.lr, io::to_string(opt.schedule),
                   resume.empty() ? "" : (", resuming from " + resume).c_str());
     out.print(line);
+    out.print("run id " + inputs.state.run_id +
+              (resume.empty() ? " (new)" : " (continued from its checkpoint)"));
     for (const std::string& note : inputs.notes) out.print(note);
     out.print(describe_placement(store, deck, exchange.get()));
     if (!blas_threads.empty()) out.print(blas_threads);

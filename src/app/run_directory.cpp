@@ -59,6 +59,16 @@ void make_directories(const std::string& path) {
   }
 }
 
+/// Whether process `pid` of this host still runs (a zombie does not).
+bool alive(long pid) {
+  if (kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH) return false;
+  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+  std::string line;
+  if (!std::getline(stat, line)) return true;  // no /proc: trust kill
+  const std::size_t paren = line.rfind(')');
+  return paren == std::string::npos || paren + 2 >= line.size() || line[paren + 2] != 'Z';
+}
+
 /// Temporary checkpoints (ckpt-*.h5.tmp.*) a killed run left behind.
 int remove_temporaries(const std::string& dir) {
   int removed = 0;
@@ -91,11 +101,11 @@ RunDirectory::RunDirectory(const std::string& dir, std::vector<std::string>& not
     DISTZO_INPUT_REQUIRE(errno == EEXIST, "cannot create the lock '" << lock_ << "' in output.dir");
     const LockOwner o = read_lock(lock_);
     const bool same_job = o.job != "-" && o.job == slurm_job();
-    const bool dead_here = o.host == hostname() && o.pid > 0 && kill(static_cast<pid_t>(o.pid), 0) != 0 &&
-                           errno == ESRCH;
+    const bool dead_here = o.host == hostname() && o.pid > 0 && !alive(o.pid);
     DISTZO_INPUT_REQUIRE(attempt == 0 && (same_job || dead_here),
                          "output.dir '" << dir << "' is in use by another run (process " << o.pid
-                                        << " on " << o.host << ", SLURM job " << o.job
+                                        << " on " << o.host
+                                        << (o.job == "-" ? std::string() : ", SLURM job " + o.job)
                                         << "): two runs would overwrite each other's files. "
                                            "Choose another output.dir, or remove "
                                         << lock_ << " if that run is gone");

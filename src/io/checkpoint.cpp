@@ -106,7 +106,7 @@ void write_checkpoint(const std::string& path, const ModelInfo& model,
     });
   } catch (const Error& e) {
     throw Error("checkpoint " + path + " was not written (" + e.what() +
-                "); the previous checkpoint is untouched");
+                "); earlier checkpoints, if any, are untouched");
   }
 }
 
@@ -144,7 +144,7 @@ void write_checkpoint_parallel(const std::string& path, const ModelInfo& model, 
   throw Error("checkpoint " + path + " was not written" +
               (problem.empty() ? std::string(": another rank of the node failed to write its slices")
                                : ": " + problem) +
-              "; the previous checkpoint is untouched");
+              "; earlier checkpoints, if any, are untouched");
 }
 
 std::string checkpoint_run_id(const std::string& path) {

@@ -278,8 +278,9 @@ class SectionReader {
                       const std::vector<std::string>& allowed) const {
     const YAML::Node* v = find(key);
     if (!v) return;
-    if (!v->IsSequence()) fail_value(key, "expected a list of keys ([optim.lr, ...]), found " + describe(*v));
     out.clear();
+    if (v->IsNull()) return;  // `allow_changes:` with nothing: none
+    if (!v->IsSequence()) fail_value(key, "expected a list of keys ([optim.lr, ...]), found " + describe(*v));
     for (const YAML::Node& item : *v) {
       const std::string name = item.IsScalar() ? item.Scalar() : "";
       if (std::find(allowed.begin(), allowed.end(), name) == allowed.end()) {

@@ -86,9 +86,12 @@ Hdf5File::Hdf5File(const std::string& path, Mode mode) : path_(path) {
   silence_hdf5_error_stack();
   errno = 0;
   if (mode == Mode::read) {
-    DISTZO_REQUIRE(access(path.c_str(), R_OK) == 0, "cannot read file '" << path << "'");
-    file_ = check(H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT), close_file,
-                  "'" + path + "' is not an HDF5 file");
+    DISTZO_INPUT_REQUIRE(access(path.c_str(), R_OK) == 0,
+                         "cannot read '" << path << "': " << std::strerror(errno));
+    const hid_t id = H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT);
+    DISTZO_INPUT_REQUIRE(id >= 0, "'" << path << "' does not open as HDF5 (not an HDF5 file, or "
+                                          "truncated or damaged)");
+    file_ = Hdf5Handle(id, close_file);
   } else {
     const hid_t id = H5Fcreate(path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
     DISTZO_INPUT_REQUIRE(id >= 0, "cannot create HDF5 file '" << path << "'" << write_cause(path));

@@ -64,3 +64,25 @@ deck trunc_resume 30 trunc 'checkpoint:' '  interval: 10' '  resume: latest'
 grep -q "warning: passed over checkpoint trunc/ckpt-000020.h5" trunc_resume.log || fail "no warning: $(head -3 trunc_resume.log)"
 grep -q "resuming from trunc/ckpt-000010.h5" trunc_resume.log || fail "resumed from: $(head -1 trunc_resume.log)"
 pass "a truncated newest checkpoint is passed over with a warning; the run resumes from the one before"
+
+# 6. Every checkpoint of the run is broken: resume stops rather than start
+#    over on top of them.
+n=$(ls trunc/ckpt-*.h5 | wc -l)
+for f in trunc/ckpt-*.h5; do truncate -s 5000 "$f"; done
+if "$DISTZO" run trunc_resume.yaml > all_broken.log 2>&1; then fail "a resume with only broken checkpoints went on"; fi
+grep -q "none of the $n checkpoints of this run in 'trunc' reads back whole" all_broken.log ||
+  fail "all-broken message: $(cat all_broken.log)"
+pass "when every checkpoint of the run is broken, resume stops instead of starting over"
+
+# 7. optim.steps below the checkpoint is an error; equal to it, nothing to do.
+deck done_run 20 done 'checkpoint:' '  interval: 10'
+"$DISTZO" run done_run.yaml > done1.log
+rows=$(wc -l < done/eval.csv)
+deck done_again 20 done 'checkpoint:' '  resume: latest'
+"$DISTZO" run done_again.yaml > done2.log 2>&1 || { cat done2.log; fail "re-running a finished run failed"; }
+grep -q "is already at optim.steps = 20: nothing to do" done2.log || fail "finished-run message: $(cat done2.log)"
+[ "$(wc -l < done/eval.csv)" = "$rows" ] || fail "a finished run started again wrote eval rows"
+deck done_less 10 done 'checkpoint:' '  resume: latest'
+if "$DISTZO" run done_less.yaml > done3.log 2>&1; then fail "optim.steps below the checkpoint was accepted"; fi
+grep -q "is at step 20, beyond optim.steps = 10: there is nothing to continue" done3.log || fail "steps message: $(cat done3.log)"
+pass "a finished run started again does nothing; optim.steps below its checkpoint is refused"

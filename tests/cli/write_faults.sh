@@ -38,7 +38,7 @@ set +e
 rc=$?
 set -e
 [ "$rc" = 2 ] || { tail -5 limit.log; fail "a failed write ended with status $rc, expected 2 (139: the crash at exit)"; }
-grep -q "checkpoint limit/ckpt-000010.h5 was not written (.*file too large (the process's file size limit, ulimit -f)); the previous checkpoint is untouched" limit.log ||
+grep -q "checkpoint limit/ckpt-000010.h5 was not written (.*file too large (the process's file size limit, ulimit -f)); earlier checkpoints, if any, are untouched" limit.log ||
   fail "failed-write message: $(tail -2 limit.log)"
 no_temporaries limit
 pass "a write that fails half-way: exit 2, the cause named, no temporary left, no crash at exit"
