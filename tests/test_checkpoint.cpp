@@ -7,6 +7,7 @@
 
 #include "core/digest.hpp"
 #include "core/error.hpp"
+#include "support/hdf5_edit.hpp"
 
 #include <gtest/gtest.h>
 #include <hdf5.h>
@@ -121,19 +122,7 @@ TEST(Checkpoint, UnknownRecipeIsAnError) {
 
 TEST(Checkpoint, SeedThatIsNotANumberIsAnError) {
   const std::string path = write_tiny_checkpoint(some_state(), "badseed.h5");
-  {
-    const hid_t file = H5Fopen(path.c_str(), H5F_ACC_RDWR, H5P_DEFAULT);
-    H5Adelete(file, "seed");
-    const hid_t space = H5Screate(H5S_SCALAR);
-    const hid_t type = H5Tcopy(H5T_C_S1);
-    H5Tset_size(type, 5);
-    const hid_t attr = H5Acreate2(file, "seed", type, space, H5P_DEFAULT, H5P_DEFAULT);
-    H5Awrite(attr, type, "12x45");
-    H5Aclose(attr);
-    H5Tclose(type);
-    H5Sclose(space);
-    H5Fclose(file);
-  }
+  test_support::replace_string_attribute(path, "seed", "12x45", 5);
   try {
     io::read_training_state(path);
     ADD_FAILURE() << "a seed of '12x45' was accepted";

@@ -9,6 +9,7 @@
 #include "io/checkpoint.hpp"
 #include "io/hdf5_file.hpp"
 #include "io/model_file.hpp"
+#include "support/hdf5_edit.hpp"
 
 #include <gtest/gtest.h>
 #include <hdf5.h>
@@ -73,20 +74,7 @@ TEST(Hdf5Faults, AttributesHoldingSeveralValuesAreRefused) {
 
 TEST(Hdf5Faults, StringAttributeHoldingSeveralValuesIsRefused) {
   const std::string path = copy_of_model("array_string.h5");
-  {
-    const hid_t file = H5Fopen(path.c_str(), H5F_ACC_RDWR, H5P_DEFAULT);
-    H5Adelete(file, "activation_function");
-    const hsize_t count = 3;
-    const hid_t space = H5Screate_simple(1, &count, nullptr);
-    const hid_t type = H5Tcopy(H5T_C_S1);
-    H5Tset_size(type, 4);
-    const hid_t attr = H5Acreate2(file, "activation_function", type, space, H5P_DEFAULT, H5P_DEFAULT);
-    H5Awrite(attr, type, "relugelutanh");
-    H5Aclose(attr);
-    H5Tclose(type);
-    H5Sclose(space);
-    H5Fclose(file);
-  }
+  test_support::replace_string_attribute(path, "activation_function", "relugelutanh", 4, 3);
   const std::string message = error_of(path);
   std::remove(path.c_str());
   EXPECT_NE(message.find("attribute 'activation_function' holds 3 values"), std::string::npos)
