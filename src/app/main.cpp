@@ -131,6 +131,10 @@ int main(int argc, char** argv) {
       // Only `run` is a parallel program; under mpiexec the other commands
       // run once, on rank 0 (two ranks writing one model file would race).
       if (args[0] == "run" || rank == 0) status = dispatch(args);
+    } catch (const distzo::StopRequested& e) {
+      if (e.report()) std::cerr << "distzo: " << e.what() << "\n";
+      collective = true;
+      status = distzo::kExitStopped;
     } catch (const distzo::CollectiveError& e) {
       if (e.report()) std::cerr << "distzo: error: " << e.what() << "\n";
       collective = true;

@@ -3,6 +3,7 @@
 #include "app/blas_threads.hpp"
 #include "app/deck_config.hpp"
 #include "app/run_directory.hpp"
+#include "app/stop_signal.hpp"
 #include "app/evaluation.hpp"
 #include "app/format.hpp"
 #include "app/run_outputs.hpp"
@@ -458,6 +459,8 @@ class RunHooks final : public zo::TrainerHooks {
     after_ = s;
   }
 
+  bool stop_requested() override { return stop_signal_received(); }
+
   void checkpoint_skipped(std::int64_t step, int streak) override {
     out_.print("checkpoint after step " + std::to_string(step) + " not written: the last " +
                std::to_string(streak) + " step" + (streak == 1 ? " was" : "s were") +
@@ -569,6 +572,7 @@ std::string describe_memory(const MemoryUsage& u, const zo::BlockExecutor& execu
 
 void run(const RunOptions& options, const runtime::Communicator& world) {
   const Clock::time_point started = Clock::now();
+  install_stop_handlers();
   // Kokkos Tools sees every allocation of the run from here on.
   struct Accounting {
     Accounting() { MemoryAccounting::start(); }

@@ -26,6 +26,18 @@ class CollectiveError : public Error {
   bool report_;
 };
 
+/// Every rank stopped together after a step because one of them was asked to
+/// (SIGTERM, SIGUSR1: a time limit coming), with θ checkpointed: main exits
+/// with kExitStopped so a job script can requeue the job.
+class StopRequested : public CollectiveError {
+ public:
+  using CollectiveError::CollectiveError;
+};
+
+/// The exit status of a run stopped by a signal after checkpointing
+/// (EX_TEMPFAIL: try again, i.e. requeue and resume).
+constexpr int kExitStopped = 75;
+
 namespace detail {
 [[noreturn]] void throw_error(const char* file, int line, const std::string& message);
 }  // namespace detail

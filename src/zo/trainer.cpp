@@ -123,6 +123,22 @@ TrainSummary Trainer::run(TrainerState& state) {
     }
 
     const std::int64_t done = step + 1;
+    // Any rank asked to stop: all stop here, with θ checkpointed (unless the
+    // latest steps were non-finite: then the last good checkpoint stays).
+    if (!mesh_.world().all_true(!hooks_.stop_requested())) {
+      std::ostringstream os;
+      if (streak > 0) {
+        hooks_.checkpoint_skipped(done, streak);
+        os << "stopped by a signal after step " << done
+           << "; no checkpoint of it (the last steps were non-finite)";
+      } else {
+        executor_.flush(pending);
+        hooks_.checkpoint(state);
+        os << "stopped by a signal after step " << done
+           << ", checkpointed; resume (checkpoint.resume: latest) to continue";
+      }
+      throw StopRequested(os.str(), mesh_.world().rank() == 0);
+    }
     if (c.check_interval > 0 && done % c.check_interval == 0) {
       executor_.record_own_slices();
       if (c.debug_corrupt_rank == mesh_.world().rank()) executor_.debug_corrupt_parameter();

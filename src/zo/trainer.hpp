@@ -15,6 +15,9 @@
 //     (DESIGN.md invariant 3) and stop, naming the ranks, if they differ;
 //     with a shared master each rank also checks that no other rank wrote
 //     into its slice since it wrote it;
+//   - after every step the ranks agree whether any was asked to stop (a
+//     signal): then all checkpoint θ after that same step and throw
+//     StopRequested (main exits with kExitStopped, a job script requeues);
 //   - at the end: flush, a last digest check, the final evaluation and
 //     checkpoint.
 
@@ -82,6 +85,9 @@ class TrainerHooks {
   /// `streak` steps were non-finite, and the previous checkpoint stays the
   /// newest good one.
   virtual void checkpoint_skipped(std::int64_t step, int streak) = 0;
+  /// Whether this rank was asked to stop (a signal); the trainer combines
+  /// the answers of every rank after each step, so all stop after the same one.
+  virtual bool stop_requested() { return false; }
 };
 
 struct TrainSummary {
