@@ -22,6 +22,14 @@ import re
 import sys
 
 MARKER = re.compile(r"^### RUN threads=(\d+) cmd=(.*)$")
+PYTHON = re.compile(r"(^|\s)\S*python[0-9.]*(?=\s)")
+
+
+def portable(command, model_path):
+    """A command as RESULTS.md shows it: no path of the machine it ran on."""
+    if model_path:
+        command = command.replace(model_path, "$MODEL")
+    return PYTHON.sub(r"\1$PYTHON", command)
 
 
 def parse(log_path: str) -> tuple[list[dict], dict]:
@@ -322,7 +330,8 @@ def render(records: list[dict], meta: dict, smoke: bool) -> str:
     w("")
     model_path = meta.get("model_path", "")
     if model_path:
-        w(f"`$MODEL` is {meta.get('model_desc', model_path)} (at `{model_path}` during the run).")
+        w(f"`$MODEL` is {meta.get('model_desc', model_path)}, written to a temporary file by "
+          "`perf/make_random_opt.py`; `$PYTHON` is the interpreter given to the run script.")
         w("")
     w("```sh")
     seen, last_threads = set(), None
@@ -334,7 +343,7 @@ def render(records: list[dict], meta: dict, smoke: bool) -> str:
         if r["threads_setting"] != last_threads:
             w(f"# --- {r['threads_setting']} thread(s)")
             last_threads = r["threads_setting"]
-        w(r["command"].replace(model_path, "$MODEL") if model_path else r["command"])
+        w(portable(r["command"], model_path))
     w("```")
     w("")
     return "\n".join(out)
