@@ -18,6 +18,10 @@ using ExecSpace = Kokkos::DefaultExecutionSpace;
 using MemSpace = ExecSpace::memory_space;
 using HostSpace = Kokkos::HostSpace;
 
+/// Whether host code can read and write the execution space's memory (host
+/// backends): then a "device" arena can live in node-shared host memory.
+constexpr bool kHostAccessibleMemory = Kokkos::SpaceAccessibility<HostSpace, MemSpace>::accessible;
+
 /// Device tensors.
 using Vec = Kokkos::View<real*, Kokkos::LayoutRight, MemSpace>;
 using Mat = Kokkos::View<real**, Kokkos::LayoutRight, MemSpace>;

@@ -1,12 +1,12 @@
 #include "io/hdf5_file.hpp"
 
 #include "core/error.hpp"
+#include "core/file_system.hpp"
 
 #include <cerrno>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
-#include <sys/statvfs.h>
 #include <unistd.h>
 
 namespace distzo::io {
@@ -51,14 +51,11 @@ herr_t close_file(hid_t id) {
 /// user can act on, named (", disk full: 0 bytes free on /out").
 std::string write_cause(const std::string& path) {
   const int error = errno;
-  std::string dir = path.substr(0, path.find_last_of('/') == std::string::npos ? 0 : path.find_last_of('/'));
-  if (dir.empty()) dir = ".";
-  struct statvfs fs;
-  const bool known = statvfs(dir.c_str(), &fs) == 0;
-  const double free_bytes = known ? static_cast<double>(fs.f_bavail) * static_cast<double>(fs.f_frsize) : -1;
-  if (error == ENOSPC || (known && free_bytes < 1024.0 * 1024.0))
-    return ": disk full (" + std::to_string(static_cast<long long>(free_bytes)) + " bytes free on " +
-           dir + ")";
+  const std::string dir = directory_of(path);
+  const double free = free_bytes(dir);  // negative: unknown
+  if (error == ENOSPC || (free >= 0 && free < 1024.0 * 1024.0))
+    return ": disk full (" + std::to_string(static_cast<long long>(free)) + " bytes free on " + dir +
+           ")";
   if (error == EDQUOT) return ": disk quota exceeded on " + dir;
   if (error == EFBIG) return ": file too large (the process's file size limit, ulimit -f)";
   if (error != 0) return std::string(": ") + std::strerror(error);
@@ -135,16 +132,13 @@ void Hdf5File::close() {
 }
 
 void require_free_space(const std::string& path, double bytes, const std::string& what) {
-  std::string dir = path.substr(0, path.find_last_of('/') == std::string::npos ? 0 : path.find_last_of('/'));
-  if (dir.empty()) dir = ".";
-  struct statvfs fs;
-  if (statvfs(dir.c_str(), &fs) != 0) return;  // unknown: let the write tell
-  const double free_bytes = static_cast<double>(fs.f_bavail) * static_cast<double>(fs.f_frsize);
-  DISTZO_INPUT_REQUIRE(free_bytes >= bytes,
+  const std::string dir = directory_of(path);
+  const double free = free_bytes(dir);  // negative: unknown, let the write tell
+  DISTZO_INPUT_REQUIRE(free < 0 || free >= bytes,
                        "cannot write " << what << " '" << path << "': disk full (it needs about "
                                        << static_cast<long long>(bytes) << " bytes, "
-                                       << static_cast<long long>(free_bytes) << " are free on "
-                                       << dir << ")");
+                                       << static_cast<long long>(free) << " are free on " << dir
+                                       << ")");
 }
 
 bool Hdf5File::has_attribute(const std::string& name) const {

@@ -7,14 +7,6 @@
 
 namespace distzo::runtime {
 
-namespace {
-
-std::size_t aligned(std::size_t n) {
-  return (n + kArenaAlignElements - 1) / kArenaAlignElements * kArenaAlignElements;
-}
-
-}  // namespace
-
 ArenaLayout ArenaLayout::of(const model::ParameterRegistry& registry,
                             const std::vector<std::uint32_t>& ids) {
   ArenaLayout layout;
@@ -28,7 +20,7 @@ ArenaLayout ArenaLayout::of(const model::ParameterRegistry& registry,
     s.offset = layout.elements;
     s.count = static_cast<std::size_t>(registry[ids[i]].numel());
     layout.segments.push_back(s);
-    layout.elements = aligned(s.offset + s.count);
+    layout.elements = aligned_to_arena(s.offset + s.count);
   }
   return layout;
 }
@@ -49,7 +41,7 @@ GroupSlices GroupSlices::of(const ArenaLayout& layout, int slices, int slice) {
   g.slice = slice;
   const std::size_t S = static_cast<std::size_t>(slices);
   const std::size_t per = (layout.elements + S - 1) / S;
-  g.slice_elements = (per + kArenaAlignElements - 1) / kArenaAlignElements * kArenaAlignElements;
+  g.slice_elements = aligned_to_arena(per);
   g.buffer_elements = S * g.slice_elements;
   const std::size_t s = static_cast<std::size_t>(slice);
   g.begin = std::min(layout.elements, s * g.slice_elements);

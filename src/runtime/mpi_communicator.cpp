@@ -1,12 +1,12 @@
 #include "runtime/mpi_communicator.hpp"
 
 #include "core/error.hpp"
+#include "core/file_system.hpp"
 
 #include <algorithm>
 #include <climits>
 #include <cstring>
 
-#include <sys/statvfs.h>
 
 namespace distzo::runtime {
 
@@ -121,15 +121,12 @@ std::shared_ptr<SharedMemory> MpiCommunicator::allocate_shared(std::size_t bytes
                  "shared memory asked of " << size_ << " ranks that are not all on one node");
   // MPI backs shared windows with /dev/shm; a full one (containers default to
   // 64 MiB) would end in SIGBUS at first touch instead of an error.
-  double free_bytes = -1;  // unknown
-  struct statvfs fs;
-  if (rank_ == 0 && statvfs("/dev/shm", &fs) == 0)
-    free_bytes = static_cast<double>(fs.f_bavail) * static_cast<double>(fs.f_frsize);
-  broadcast(&free_bytes, sizeof(free_bytes), 0);
-  DISTZO_INPUT_REQUIRE(free_bytes < 0 || free_bytes >= static_cast<double>(bytes),
+  double free = rank_ == 0 ? free_bytes("/dev/shm") : -1;  // negative: unknown
+  broadcast(&free, sizeof(free), 0);
+  DISTZO_INPUT_REQUIRE(free < 0 || free >= static_cast<double>(bytes),
                  "Placement II needs " << bytes << " more bytes of node-shared memory (θ's master "
                      "or the slice exchange buffers) but "
-                     "/dev/shm has " << static_cast<std::uint64_t>(free_bytes)
+                     "/dev/shm has " << static_cast<std::uint64_t>(free)
                      << " free: enlarge it (containers: --shm-size) or set "
                         "placement.share_host_master: false");
   return std::make_shared<SharedWindow>(comm_, rank_, bytes);

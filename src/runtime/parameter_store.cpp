@@ -16,9 +16,6 @@ using HostUnmanaged = Kokkos::View<real*, Kokkos::HostSpace, Kokkos::MemoryTrait
 using ConstHostUnmanaged =
     Kokkos::View<const real*, Kokkos::HostSpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
 
-std::size_t aligned(std::size_t n) {
-  return (n + kArenaAlignElements - 1) / kArenaAlignElements * kArenaAlignElements;
-}
 
 std::string arena_name(model::GroupRef group) {
   return group.kind == model::ParameterGroup::block ? "block." + std::to_string(group.block)
@@ -40,13 +37,10 @@ void unbind_tensors(model::TensorTable& table, const ArenaLayout& layout) {
 
 namespace {
 
-/// Host code can use the execution space's memory: a "device" arena can
-/// live in node-shared host memory.
-constexpr bool kHostMemory = Kokkos::SpaceAccessibility<HostSpace, MemSpace>::accessible;
 
 std::size_t shared_elements(const std::vector<ArenaLayout>& layouts) {
   std::size_t n = 0;
-  for (const ArenaLayout& l : layouts) n += aligned(l.elements);
+  for (const ArenaLayout& l : layouts) n += aligned_to_arena(l.elements);
   return n;
 }
 
@@ -65,14 +59,14 @@ ParameterStore::ParameterStore(const model::ParameterRegistry& registry,
     layouts_.push_back(ArenaLayout::of(registry, registry.ids(group)));
     // Groups in the shared master are sliced; the edges on a GPU are each
     // rank's own (small next to the blocks) and stay whole.
-    const bool shared = sliced() && (kHostMemory || group.kind == model::ParameterGroup::block);
+    const bool shared = sliced() && (kHostAccessibleMemory || group.kind == model::ParameterGroup::block);
     slices_.push_back(GroupSlices::of(layouts_.back(), shared ? node_.size() : 1,
                                       shared ? node_.rank() : 0));
   }
   if (sliced()) {
     // On a GPU build only the offloaded blocks live in host memory: a
     // resident θ on each GPU could not be shared, nor updated by slices.
-    DISTZO_INPUT_REQUIRE(kHostMemory || device_blocks_ == 0,
+    DISTZO_INPUT_REQUIRE(kHostAccessibleMemory || device_blocks_ == 0,
                    "placement.share_host_master on a GPU build needs placement.mode: offload "
                    "with resident_blocks: 0 (the shared master is the host copy the GPUs stream "
                    "slices of); got " << device_blocks_ << " blocks resident on each GPU");
@@ -117,7 +111,7 @@ ParameterStore::~ParameterStore() {
 
 real* ParameterStore::shared_arena(std::size_t elements) {
   real* p = static_cast<real*>(shared_->data()) + shared_used_;
-  shared_used_ += aligned(elements);
+  shared_used_ += aligned_to_arena(elements);
   return p;
 }
 

@@ -40,4 +40,9 @@ struct PlacementConfig {
 /// of an arena can be cut without splitting a Philox block.
 constexpr std::size_t kArenaAlignElements = 16;
 
+/// `n` rounded up to a multiple of kArenaAlignElements.
+constexpr std::size_t aligned_to_arena(std::size_t n) {
+  return (n + kArenaAlignElements - 1) / kArenaAlignElements * kArenaAlignElements;
+}
+
 }  // namespace distzo::runtime

@@ -9,8 +9,6 @@ namespace distzo::runtime {
 
 namespace {
 
-/// Whether host code can read and write the execution space's memory.
-constexpr bool kHostMemory = Kokkos::SpaceAccessibility<HostSpace, MemSpace>::accessible;
 
 void require_slices(const Vec& buffer, int slices) {
   DISTZO_REQUIRE(buffer.extent(0) % static_cast<std::size_t>(slices) == 0,
@@ -51,7 +49,7 @@ class MpiExchange final : public SliceExchange {
     for (const Vec& b : buffers) {
       require_slices(b, slices());
       const std::size_t per = b.extent(0) / static_cast<std::size_t>(slices());
-      if constexpr (kHostMemory) {
+      if constexpr (kHostAccessibleMemory) {
         node_.allgather_in_place(b.data(), per);
       } else {
         if (staging_.extent(0) < b.extent(0))
@@ -88,11 +86,11 @@ void SliceExchange::barrier(const ExecSpace& space) {
 
 std::unique_ptr<SliceExchange> make_slice_exchange(ExchangeKind kind, const Communicator& node) {
   if (kind == ExchangeKind::automatic)
-    kind = kHostMemory ? ExchangeKind::shared_memory
+    kind = kHostAccessibleMemory ? ExchangeKind::shared_memory
                        : (nccl_available() ? ExchangeKind::nccl : ExchangeKind::mpi);
   switch (kind) {
     case ExchangeKind::shared_memory:
-      DISTZO_INPUT_REQUIRE(kHostMemory, "shared_memory needs a host backend; this "
+      DISTZO_INPUT_REQUIRE(kHostAccessibleMemory, "shared_memory needs a host backend; this "
                                   "build computes on a GPU (use nccl or mpi)");
       return std::make_unique<SharedMemoryExchange>(node);
     case ExchangeKind::mpi: return std::make_unique<MpiExchange>(node);

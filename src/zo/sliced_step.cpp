@@ -162,8 +162,7 @@ void BlockExecutor::allocate_slicing() {
   }
   if (embed_rows_used_.extent(0) != 0 && embed.slices > 1) {
     const std::size_t rows = embed_rows_used_.extent(0);
-    const std::size_t per = (rows + runtime::kArenaAlignElements - 1) /
-                            runtime::kArenaAlignElements * runtime::kArenaAlignElements;
+    const std::size_t per = runtime::aligned_to_arena(rows);
     row_buffer_ = exchange->allocate("row_marks", per * static_cast<std::size_t>(exchange->slices()));
   }
   // Each owned evaluation reads the edges of its node evaluation's buffers.
