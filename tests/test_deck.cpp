@@ -137,6 +137,7 @@ TEST(Deck, FullDeckParsesEveryValue) {
   EXPECT_EQ(d.parallel.perturbation, 3);
   EXPECT_EQ(d.parallel.data, 2);
   EXPECT_EQ(d.parallel.check_interval, 0);
+  EXPECT_EQ(d.parallel.watchdog, 1800);
   EXPECT_EQ(d.placement.mode, distzo::io::Placement::offload);
   EXPECT_EQ(d.placement.resident_blocks, 4);
   EXPECT_EQ(d.placement.prefetch, 2);
@@ -182,6 +183,7 @@ TEST(Deck, MinimalDeckGetsDefaults) {
   EXPECT_EQ(d.parallel.perturbation, 1);
   EXPECT_EQ(d.parallel.data, 1);
   EXPECT_EQ(d.parallel.check_interval, 100);
+  EXPECT_EQ(d.parallel.watchdog, distzo::io::kWatchdogAuto);
   EXPECT_EQ(d.placement.mode, distzo::io::Placement::resident);
   EXPECT_EQ(d.placement.resident_blocks, 0);
   EXPECT_EQ(d.placement.prefetch, 1);
@@ -390,6 +392,16 @@ TEST(DeckError, WrongTypes) {
       "model:\n  path: [a.h5, b.h5]\ndata:\n  train: t\noptim:\n  steps: 1\n  lr: 1\n"
       "output:\n  dir: o\n",
       "deck.yaml:2: model.path: ", "expected a path (a string), found a list");
+}
+
+TEST(DeckError, WatchdogIsSecondsAutoOrOff) {
+  EXPECT_DECK_ERROR(deck_with("parallel:\n  watchdog: soon\n"), "deck.yaml:11: parallel.watchdog: ",
+                    "expected auto, off or a number > 0, found the string \"soon\"");
+  EXPECT_DECK_ERROR(deck_with("parallel:\n  watchdog: 0\n"), "deck.yaml:11: parallel.watchdog: ",
+                    "out of range: expected a number > 0, found 0");
+  EXPECT_EQ(parse_deck(deck_with("parallel:\n  watchdog: off\n"), "d").parallel.watchdog,
+            distzo::io::kWatchdogOff);
+  EXPECT_EQ(parse_deck(deck_with("parallel:\n  watchdog: 2.5\n"), "d").parallel.watchdog, 2.5);
 }
 
 TEST(DeckError, OutOfRange) {

@@ -7,7 +7,7 @@ namespace distzo::app {
 
 EvalSummary evaluate(zo::BlockExecutor& executor, io::BatchBuilder& builder,
                      const io::Dataset& data, std::int64_t limit, int micro_batch,
-                     const runtime::Communicator& world) {
+                     const runtime::Communicator& world, const std::function<void()>& alive) {
   const std::int64_t n = limit > 0 ? std::min(limit, data.num_examples) : data.num_examples;
   double totals[3] = {0, 0, 0};  // loss sum, count, correct
   std::int64_t batch_index = 0;
@@ -22,6 +22,7 @@ EvalSummary evaluate(zo::BlockExecutor& executor, io::BatchBuilder& builder,
     if (data.task == model::Task::classification)
       for (std::size_t r = 0; r < idx.size(); ++r)  // filler rows past idx.size() are ignored
         totals[2] += out.predictions[r] == data.labels[static_cast<std::size_t>(idx[r])] ? 1 : 0;
+    alive();
   }
   world.allreduce_sum(totals, 3);
   EvalSummary s;

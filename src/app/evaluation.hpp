@@ -6,6 +6,7 @@
 #include "zo/block_executor.hpp"
 
 #include <cstdint>
+#include <functional>
 
 namespace distzo::app {
 
@@ -18,8 +19,10 @@ struct EvalSummary {
 /// Evaluates the first `limit` examples of `data` (all if limit == 0), in
 /// file order, micro-batch j on world rank j % size; totals are summed over
 /// `world`, so every rank returns the same summary. θ must be flushed.
+/// `alive` is called after each micro-batch (a watchdog's liveness tick).
 EvalSummary evaluate(zo::BlockExecutor& executor, io::BatchBuilder& builder,
                      const io::Dataset& data, std::int64_t limit, int micro_batch,
-                     const runtime::Communicator& world);
+                     const runtime::Communicator& world,
+                     const std::function<void()>& alive = [] {});
 
 }  // namespace distzo::app

@@ -16,6 +16,7 @@
 #include "runtime/parameter_store.hpp"
 #include "runtime/mesh.hpp"
 #include "runtime/mpi_communicator.hpp"
+#include "runtime/watchdog.hpp"
 #include "zo/trainer.hpp"
 
 #include <algorithm>
@@ -371,7 +372,7 @@ zo::TrainerState trainer_state(const io::TrainingState& saved, const zo::Trainer
 class RunHooks final : public zo::TrainerHooks {
  public:
   RunHooks(Inputs& in, zo::BlockExecutor& executor, Batches& batches, const runtime::Mesh& mesh,
-           RunOutputs& out)
+           RunOutputs& out, runtime::Watchdog& watchdog)
       : in_(in),
         model_(in.model->info()),
         deck_(in.deck),
@@ -379,6 +380,7 @@ class RunHooks final : public zo::TrainerHooks {
         batches_(batches),
         mesh_(mesh),
         out_(out),
+        watchdog_(watchdog),
         order_(in.train.num_examples, deck_.data.shuffle_seed),
         first_step_(in.state.step),
         parallel_writers_(parallel_writers(mesh, executor.store())) {}
@@ -443,7 +445,7 @@ class RunHooks final : public zo::TrainerHooks {
   void evaluate(std::int64_t step, const char* when) override {
     const EvalSummary s = app::evaluate(executor_, *batches_.eval, *in_.eval,
                                         deck_.eval.max_examples, deck_.data.micro_batch,
-                                        mesh_.world());
+                                        mesh_.world(), [this] { watchdog_.alive(); });
     out_.eval({step, s.loss, s.accuracy, s.examples});
     char line[256];
     if (s.accuracy >= 0)
@@ -460,6 +462,13 @@ class RunHooks final : public zo::TrainerHooks {
   }
 
   bool stop_requested() override { return stop_signal_received(); }
+
+  void progress(const std::string& what, bool end_of_step) override {
+    if (end_of_step)
+      watchdog_.step_finished(what);
+    else
+      watchdog_.phase(what);
+  }
 
   void checkpoint_skipped(std::int64_t step, int streak) override {
     out_.print("checkpoint after step " + std::to_string(step) + " not written: the last " +
@@ -481,11 +490,24 @@ class RunHooks final : public zo::TrainerHooks {
       // together; the other nodes hold the same θ and write nothing.
       io::write_checkpoint_parallel(
           path, model_, parallel_writers_->comm(),
-          [&](const io::SliceSink& sink) { executor_.store().visit_own_slices(sink); }, saved);
+          [&](const io::SliceSink& sink) {
+            executor_.store().visit_own_slices(
+                [&](std::uint32_t id, std::uint64_t first, std::size_t count, const real* data) {
+                  watchdog_.alive();
+                  sink(id, first, count, data);
+                });
+          },
+          saved);
     } else if (mesh_.world().rank() == 0) {
       io::write_checkpoint(
           path, model_,
-          [&](const io::TensorSink& sink) { executor_.store().visit(sink); }, saved);
+          [&](const io::TensorSink& sink) {
+            executor_.store().visit([&](std::uint32_t id, const real* data) {
+              watchdog_.alive();
+              sink(id, data);
+            });
+          },
+          saved);
     }
     if (mesh_.world().rank() == 0) {
       // Older checkpoints go only once the new one reads back whole, and
@@ -522,6 +544,7 @@ class RunHooks final : public zo::TrainerHooks {
   Batches& batches_;
   const runtime::Mesh& mesh_;
   RunOutputs& out_;
+  runtime::Watchdog& watchdog_;
   io::DataOrder order_;
   std::int64_t first_step_;
   Clock::time_point train_start_ = Clock::now();
@@ -694,8 +717,18 @@ void run(const RunOptions& options, const runtime::Communicator& world) {
       trainer_config(deck, options, inputs.eval != nullptr, inputs.state.z_recipe);
   zo::TrainerState state = trainer_state(inputs.state, config);
   const std::int64_t first_step = state.step;
-  RunHooks hooks(inputs, executor, *batches, mesh, out);
-  const zo::TrainSummary summary = zo::Trainer(executor, mesh, config, hooks).run(state);
+  runtime::WatchdogConfig watchdog_config;
+  watchdog_config.enabled = deck.parallel.watchdog != io::kWatchdogOff;
+  watchdog_config.seconds = deck.parallel.watchdog > 0 ? deck.parallel.watchdog : 0;
+  runtime::Watchdog watchdog(world, watchdog_config);
+  RunHooks hooks(inputs, executor, *batches, mesh, out, watchdog);
+  zo::TrainSummary summary;
+  try {
+    summary = zo::Trainer(executor, mesh, config, hooks).run(state);
+  } catch (const CollectiveError&) {
+    watchdog.close();  // every rank is here: the board can be freed (MPI_Finalize follows)
+    throw;
+  }
 
   char line[512];
   const std::string zero_g =

@@ -273,6 +273,24 @@ class SectionReader {
     out = value;
   }
 
+  /// One of the `words` (each standing for a value), or a number > 0.
+  void read_number_or_word(const char* key, double& out,
+                           const std::vector<std::pair<const char*, double>>& words) const {
+    const YAML::Node* v = find(key);
+    if (!v) return;
+    std::vector<const char*> names;
+    for (const auto& w : words) {
+      if (v->IsScalar() && v->Scalar() == w.first) {
+        out = w.second;
+        return;
+      }
+      names.push_back(w.first);
+    }
+    if (!v->IsScalar() || !is_plain(*v) || !std::regex_match(v->Scalar(), real_form()))
+      fail_value(key, "expected " + join(names) + " or a number > 0, found " + describe(*v));
+    read_double(key, out, 0.0, true);
+  }
+
   /// A YAML list of names, each one of `allowed`.
   void read_name_list(const char* key, std::vector<std::string>& out,
                       const std::vector<std::string>& allowed) const {
@@ -584,6 +602,26 @@ const std::vector<Field>& fields() {
                 "D: data-parallel replicas, each with its own micro-batch"),
         integer("parallel", "check_interval", member(p, &ParallelSection::check_interval), 0,
                 "steps between replica digest checks; 0 = never"),
+        [&] {
+          Field f("parallel", "watchdog");
+          f.type = "seconds";
+          f.allowed = "`auto`, `off`, or > 0";
+          f.meaning =
+              "longest time a rank may go without progress (a step, an evaluation batch, a "
+              "checkpoint tensor) before every rank is ended with exit status 76, naming the "
+              "ranks that stopped reporting; `auto` = 10 x the median step time, at least 600 s";
+          f.read = [](const SectionReader& r, Deck& d) {
+            r.read_number_or_word("watchdog", d.parallel.watchdog,
+                                  {{"auto", kWatchdogAuto}, {"off", kWatchdogOff}});
+          };
+          f.write = [](const Deck& d) {
+            const double w = d.parallel.watchdog;
+            return w == kWatchdogAuto ? std::string("auto")
+                   : w == kWatchdogOff ? std::string("off")
+                                       : format_double(w);
+          };
+          return f;
+        }(),
 
         choice("placement", "mode", member(pl, &PlacementSection::mode),
                {{"resident", Placement::resident}, {"offload", Placement::offload}},

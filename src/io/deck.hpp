@@ -74,7 +74,11 @@ struct ParallelSection {
   int perturbation = 1;               // P: ranks sharing the 2q evaluations of a step
   int data = 1;                       // D: data-parallel replicas
   std::int64_t check_interval = 100;  // steps between replica digest checks; 0 = never
+  double watchdog = 0;                // seconds without progress before the job ends; or:
 };
+/// parallel.watchdog's `auto` (10 x the median step, at least 600 s) and `off`.
+constexpr double kWatchdogAuto = 0;
+constexpr double kWatchdogOff = -1;
 
 /// Where θ lives (the app maps it onto runtime::PlacementConfig).
 enum class Placement { resident, offload };

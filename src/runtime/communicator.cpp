@@ -1,6 +1,7 @@
 #include "runtime/communicator.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <cstdlib>
 #include <cstring>
 #include <new>
@@ -39,7 +40,23 @@ class PrivateMemory final : public SharedMemory {
   std::size_t bytes_ = 0;
 };
 
+/// One rank: its own count. Atomic because a watchdog thread reads it.
+class LocalProgressBoard final : public ProgressBoard {
+ public:
+  void post(std::int64_t count) override { count_.store(count, std::memory_order_relaxed); }
+  std::vector<std::int64_t> counts() const override {
+    return {count_.load(std::memory_order_relaxed)};
+  }
+
+ private:
+  std::atomic<std::int64_t> count_{0};
+};
+
 }  // namespace
+
+std::unique_ptr<ProgressBoard> SerialCommunicator::progress_board() const {
+  return std::make_unique<LocalProgressBoard>();
+}
 
 std::shared_ptr<SharedMemory> SerialCommunicator::allocate_shared(std::size_t bytes) const {
   return std::make_shared<PrivateMemory>(bytes);

@@ -5,6 +5,7 @@
 // the parallel logic in one process.
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -20,6 +21,25 @@ class SharedMemory {
   virtual ~SharedMemory() = default;
   virtual void* data() const = 0;
   virtual std::size_t bytes() const = 0;
+};
+
+/// Where every rank's progress can be read on rank 0 without a collective,
+/// so that a watchdog there can name the ranks that stopped reporting while
+/// the live ones wait for them inside a collective (which cannot say who is
+/// missing). Rank r posts a count at each progress point; the points are
+/// the same sequence on every rank. Destroyed collectively (a rank that
+/// fails alone must leak it: it would wait for the others forever).
+class ProgressBoard {
+ public:
+  virtual ~ProgressBoard() = default;
+  /// This rank reached progress point `count` (counts only grow). Does not
+  /// wait for rank 0: a rank that is busy must not slow the others down.
+  virtual void post(std::int64_t count) = 0;
+  /// Rank 0: every rank's last count that reached it (a live rank's posts
+  /// arrive while it waits in a collective); empty on other ranks or where
+  /// it cannot be read. Reads memory only, never calls MPI, so a watchdog
+  /// thread may call it while the rank's own thread is blocked in MPI.
+  virtual std::vector<std::int64_t> counts() const = 0;
 };
 
 class Communicator {
@@ -45,6 +65,13 @@ class Communicator {
   /// communicator maps. Only the ranks of one node can share memory: throws
   /// distzo::Error on a communicator that spans nodes.
   virtual std::shared_ptr<SharedMemory> allocate_shared(std::size_t bytes) const = 0;
+
+  /// Collective: a progress board of this communicator's ranks.
+  virtual std::unique_ptr<ProgressBoard> progress_board() const = 0;
+  /// Calls `hook` as each collective of this communicator, or of any
+  /// communicator split from it (before or after this call), begins: a
+  /// watchdog counts the arrivals. An empty function removes it.
+  virtual void on_collective(std::function<void()> hook) const = 0;
 
   /// Ranks with the same color form a new communicator, ordered by key.
   virtual std::unique_ptr<Communicator> split(int color, int key) const = 0;
@@ -72,6 +99,9 @@ class SerialCommunicator final : public Communicator {
   void broadcast(void*, std::size_t, int) const override {}
   void allgather_in_place(float*, std::size_t) const override {}
   std::shared_ptr<SharedMemory> allocate_shared(std::size_t bytes) const override;
+  std::unique_ptr<ProgressBoard> progress_board() const override;
+  /// Nothing to watch: a collective of one rank never waits.
+  void on_collective(std::function<void()>) const override {}
   std::unique_ptr<Communicator> split(int color, int key) const override;
   std::unique_ptr<Communicator> split_node() const override;
 };

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <climits>
 #include <cstring>
+#include <deque>
 
 
 namespace distzo::runtime {
@@ -53,13 +54,87 @@ class SharedWindow final : public SharedMemory {
   std::size_t bytes_ = 0;
 };
 
+/// Rank 0 exposes one int64 per rank; every rank writes its own with
+/// MPI_Raccumulate(MPI_REPLACE) (atomic per element, unlike MPI_Put) under a
+/// lock_all epoch held for the board's life. A post never waits for the
+/// target: the update is issued now and completes whenever the two ranks'
+/// MPI progress meets, at the latest in the step's next collective. So a
+/// rank blocked in a collective has delivered every count it posted, and a
+/// rank stopped before posting shows an older count.
+class MpiProgressBoard final : public ProgressBoard {
+ public:
+  MpiProgressBoard(MPI_Comm comm, int rank, int size) : rank_(rank), size_(size) {
+    const MPI_Aint bytes = rank == 0 ? static_cast<MPI_Aint>(size) * 8 : 0;
+    check_mpi(MPI_Win_allocate(bytes, 8, MPI_INFO_NULL, comm, &counts_, &window_),
+              "MPI_Win_allocate (progress board)");
+    if (rank == 0) std::fill(counts_, counts_ + size, std::int64_t{0});
+    // Reading the window's memory directly (no MPI call) sees remote
+    // updates only where the public and private copies are one.
+    int* model = nullptr;
+    int found = 0;
+    MPI_Win_get_attr(window_, MPI_WIN_MODEL, &model, &found);
+    readable_ = rank == 0 && found != 0 && *model == MPI_WIN_UNIFIED;
+    check_mpi(MPI_Barrier(comm), "MPI_Barrier (progress board zeroed)");
+    check_mpi(MPI_Win_lock_all(MPI_MODE_NOCHECK, window_), "MPI_Win_lock_all (progress board)");
+  }
+  ~MpiProgressBoard() override {
+    int finalized = 0;
+    MPI_Finalized(&finalized);
+    if (finalized) return;
+    for (Post& p : in_flight_) MPI_Wait(&p.request, MPI_STATUS_IGNORE);
+    MPI_Win_unlock_all(window_);
+    MPI_Win_free(&window_);
+  }
+  MpiProgressBoard(const MpiProgressBoard&) = delete;
+  MpiProgressBoard& operator=(const MpiProgressBoard&) = delete;
+
+  void post(std::int64_t count) override {
+    // Retire the posts that went out (their buffers must live until then).
+    while (!in_flight_.empty()) {
+      int done = 0;
+      MPI_Test(&in_flight_.front().request, &done, MPI_STATUS_IGNORE);
+      if (done == 0) break;
+      in_flight_.pop_front();
+    }
+    in_flight_.push_back({count, MPI_REQUEST_NULL});  // deque: earlier elements stay put
+    Post& p = in_flight_.back();
+    check_mpi(MPI_Raccumulate(&p.count, 1, MPI_INT64_T, 0, rank_, 1, MPI_INT64_T, MPI_REPLACE,
+                              window_, &p.request),
+              "MPI_Raccumulate (progress board)");
+  }
+
+  std::vector<std::int64_t> counts() const override {
+    if (!readable_) return {};
+    std::vector<std::int64_t> out(static_cast<std::size_t>(size_));
+    for (int r = 0; r < size_; ++r) out[r] = __atomic_load_n(counts_ + r, __ATOMIC_RELAXED);
+    return out;
+  }
+
+ private:
+  struct Post {
+    std::int64_t count;
+    MPI_Request request;
+  };
+  int rank_, size_;
+  MPI_Win window_ = MPI_WIN_NULL;
+  std::int64_t* counts_ = nullptr;  // rank 0: size_ counts; elsewhere unused
+  bool readable_ = false;
+  std::deque<Post> in_flight_;
+};
+
 }  // namespace
+
+std::unique_ptr<ProgressBoard> MpiCommunicator::progress_board() const {
+  return std::make_unique<MpiProgressBoard>(comm_, rank_, size_);
+}
 
 std::unique_ptr<MpiCommunicator> MpiCommunicator::world() {
   return std::make_unique<MpiCommunicator>(MPI_COMM_WORLD, false);
 }
 
-MpiCommunicator::MpiCommunicator(MPI_Comm comm, bool owned) : comm_(comm), owned_(owned) {
+MpiCommunicator::MpiCommunicator(MPI_Comm comm, bool owned,
+                                 std::shared_ptr<std::function<void()>> hook)
+    : comm_(comm), owned_(owned), hook_(hook ? std::move(hook) : std::make_shared<std::function<void()>>()) {
   check_mpi(MPI_Comm_rank(comm_, &rank_), "MPI_Comm_rank");
   check_mpi(MPI_Comm_size(comm_, &size_), "MPI_Comm_size");
 }
@@ -71,29 +146,43 @@ MpiCommunicator::~MpiCommunicator() {
 }
 
 void MpiCommunicator::allgather(const double* send, int count, double* recv) const {
+  announce();
   check_mpi(MPI_Allgather(send, count, MPI_DOUBLE, recv, count, MPI_DOUBLE, comm_),
             "MPI_Allgather(double)");
 }
 
 void MpiCommunicator::allgather(const std::uint64_t* send, int count, std::uint64_t* recv) const {
+  announce();
   check_mpi(MPI_Allgather(send, count, MPI_UINT64_T, recv, count, MPI_UINT64_T, comm_),
             "MPI_Allgather(uint64)");
 }
 
 void MpiCommunicator::allreduce_sum(double* values, int count) const {
+  announce();
   check_mpi(MPI_Allreduce(MPI_IN_PLACE, values, count, MPI_DOUBLE, MPI_SUM, comm_),
             "MPI_Allreduce(sum)");
 }
 
 bool MpiCommunicator::all_true(bool value) const {
+  announce();
   int local = value ? 1 : 0, global = 0;
   check_mpi(MPI_Allreduce(&local, &global, 1, MPI_INT, MPI_LAND, comm_), "MPI_Allreduce(land)");
   return global != 0;
 }
 
-void MpiCommunicator::barrier() const { check_mpi(MPI_Barrier(comm_), "MPI_Barrier"); }
+void MpiCommunicator::barrier() const {
+  announce();
+  check_mpi(MPI_Barrier(comm_), "MPI_Barrier");
+}
+
+void MpiCommunicator::on_collective(std::function<void()> hook) const { *hook_ = std::move(hook); }
+
+void MpiCommunicator::announce() const {
+  if (*hook_) (*hook_)();
+}
 
 void MpiCommunicator::broadcast(void* data, std::size_t bytes, int root) const {
+  announce();
   char* p = static_cast<char*>(data);
   for (std::size_t done = 0; done < bytes; done += kMaxCount) {
     const std::size_t n = std::min(kMaxCount, bytes - done);
@@ -102,6 +191,7 @@ void MpiCommunicator::broadcast(void* data, std::size_t bytes, int root) const {
 }
 
 void MpiCommunicator::allgather_in_place(float* data, std::size_t count) const {
+  announce();
   DISTZO_REQUIRE(count <= static_cast<std::size_t>(INT_MAX),
                  "allgather of " << count << " floats per rank: more than MPI's int count");
   check_mpi(MPI_Allgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, data, static_cast<int>(count),
@@ -135,14 +225,14 @@ std::shared_ptr<SharedMemory> MpiCommunicator::allocate_shared(std::size_t bytes
 std::unique_ptr<Communicator> MpiCommunicator::split(int color, int key) const {
   MPI_Comm out;
   check_mpi(MPI_Comm_split(comm_, color, key, &out), "MPI_Comm_split");
-  return std::make_unique<MpiCommunicator>(out, true);
+  return std::make_unique<MpiCommunicator>(out, true, hook_);
 }
 
 std::unique_ptr<Communicator> MpiCommunicator::split_node() const {
   MPI_Comm out;
   check_mpi(MPI_Comm_split_type(comm_, MPI_COMM_TYPE_SHARED, rank_, MPI_INFO_NULL, &out),
             "MPI_Comm_split_type(shared)");
-  return std::make_unique<MpiCommunicator>(out, true);
+  return std::make_unique<MpiCommunicator>(out, true, hook_);
 }
 
 }  // namespace distzo::runtime

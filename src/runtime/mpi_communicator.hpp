@@ -12,8 +12,10 @@ class MpiCommunicator final : public Communicator {
  public:
   /// Wraps MPI_COMM_WORLD (not owned).
   static std::unique_ptr<MpiCommunicator> world();
-  /// Takes ownership of `comm`.
-  explicit MpiCommunicator(MPI_Comm comm, bool owned);
+  /// Takes ownership of `comm` if `owned`. `hook`: the collective hook
+  /// shared with the communicator this one was split from (none: its own).
+  MpiCommunicator(MPI_Comm comm, bool owned,
+                  std::shared_ptr<std::function<void()>> hook = nullptr);
   ~MpiCommunicator() override;
   MpiCommunicator(const MpiCommunicator&) = delete;
   MpiCommunicator& operator=(const MpiCommunicator&) = delete;
@@ -29,6 +31,10 @@ class MpiCommunicator final : public Communicator {
   void allgather_in_place(float* data, std::size_t count) const override;
   /// MPI_Win_allocate_shared: rank 0 allocates everything, the others map it.
   std::shared_ptr<SharedMemory> allocate_shared(std::size_t bytes) const override;
+  /// An RMA window on rank 0, one int64 per rank, written with
+  /// MPI_Raccumulate(MPI_REPLACE) under a lock_all epoch held for its life.
+  std::unique_ptr<ProgressBoard> progress_board() const override;
+  void on_collective(std::function<void()> hook) const override;
   std::unique_ptr<Communicator> split(int color, int key) const override;
 
   /// Ranks sharing this node's memory (MPI_COMM_TYPE_SHARED).
@@ -40,6 +46,9 @@ class MpiCommunicator final : public Communicator {
   bool owned_;
   int rank_ = 0;
   int size_ = 1;
+  // One slot shared by this communicator and every one split from it.
+  std::shared_ptr<std::function<void()>> hook_;
+  void announce() const;
 };
 
 }  // namespace distzo::runtime

@@ -67,12 +67,15 @@ TrainSummary Trainer::run(TrainerState& state) {
 
   if (c.evaluate && first_step == 0) {
     executor_.flush(pending);
+    hooks_.progress("the evaluation before training", false);
     hooks_.evaluate(0, "start");
   }
 
   int streak = state.nonfinite_streak;
   for (std::int64_t step = first_step; step < c.steps; ++step) {
     const Clock::time_point t0 = Clock::now();
+    const std::string step_name = "step " + std::to_string(step + 1);
+    hooks_.progress("the start of " + step_name, false);
     const model::Batch& batch = hooks_.batch(step);
     StepPerturbation perturbation;
     perturbation.seed = c.seed;
@@ -83,6 +86,7 @@ TrainSummary Trainer::run(TrainerState& state) {
     const runtime::TransferBytes before = executor_.streamer().total_bytes();
     const std::vector<double> local = executor_.run_step(batch, perturbation, pending);
     const runtime::TransferBytes after = executor_.streamer().total_bytes();
+    hooks_.progress("the end of " + step_name + "'s forward passes", true);
     // Tokens of the global batch: one micro-batch per replica of the data group.
     double tokens = static_cast<double>(batch.num_tokens);
     mesh_.data_group().allreduce_sum(&tokens, 1);
@@ -133,6 +137,7 @@ TrainSummary Trainer::run(TrainerState& state) {
            << "; no checkpoint of it (the last steps were non-finite)";
       } else {
         executor_.flush(pending);
+        hooks_.progress("the checkpoint after " + step_name, false);
         hooks_.checkpoint(state);
         os << "stopped by a signal after step " << done
            << ", checkpointed; resume (checkpoint.resume: latest) to continue";
@@ -147,6 +152,7 @@ TrainSummary Trainer::run(TrainerState& state) {
     if (done == c.steps) break;
     if (c.evaluate && c.eval_interval > 0 && done % c.eval_interval == 0) {
       executor_.flush(pending);
+      hooks_.progress("the evaluation after " + step_name, false);
       hooks_.evaluate(done, "");
     }
     if (c.checkpoint_interval > 0 && done % c.checkpoint_interval == 0) {
@@ -154,6 +160,7 @@ TrainSummary Trainer::run(TrainerState& state) {
         hooks_.checkpoint_skipped(done, streak);
       } else {
         executor_.flush(pending);
+        hooks_.progress("the checkpoint after " + step_name, false);
         hooks_.checkpoint(state);
       }
     }
@@ -163,7 +170,10 @@ TrainSummary Trainer::run(TrainerState& state) {
   executor_.flush(pending);
   executor_.record_own_slices();
   if (mesh_.world().size() > 1) check_replicas(c.steps);
-  if (c.evaluate) hooks_.evaluate(c.steps, "end");
+  if (c.evaluate) {
+    hooks_.progress("the final evaluation", false);
+    hooks_.evaluate(c.steps, "end");
+  }
   if (streak > 0) {
     hooks_.checkpoint_skipped(c.steps, streak);
     std::ostringstream os;
@@ -172,7 +182,10 @@ TrainSummary Trainer::run(TrainerState& state) {
           "one); lower optim.lr or optim.eps, or check the data";
     throw CollectiveError(os.str(), mesh_.world().rank() == 0);
   }
-  if (state.step > first_step || first_step == 0) hooks_.checkpoint(state);
+  if (state.step > first_step || first_step == 0) {
+    hooks_.progress("the final checkpoint", false);
+    hooks_.checkpoint(state);
+  }
   return summary;
 }
 

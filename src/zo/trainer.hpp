@@ -85,6 +85,13 @@ class TrainerHooks {
   /// `streak` steps were non-finite, and the previous checkpoint stays the
   /// newest good one.
   virtual void checkpoint_skipped(std::int64_t step, int streak) = 0;
+  /// The trainer reached a point that every rank reaches in the same order
+  /// (a watchdog counts them to tell which rank stopped): `what` says which,
+  /// "the start of step 12"; `end_of_step` marks the point that ends a step.
+  virtual void progress(const std::string& what, bool end_of_step) {
+    (void)what;
+    (void)end_of_step;
+  }
   /// Whether this rank was asked to stop (a signal); the trainer combines
   /// the answers of every rank after each step, so all stop after the same one.
   virtual bool stop_requested() { return false; }

@@ -1,0 +1,212 @@
+#include "runtime/watchdog.hpp"
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <exception>
+#include <iostream>
+#include <sstream>
+
+#include <unistd.h>
+
+namespace distzo::runtime {
+
+namespace {
+
+constexpr std::size_t kRecent = 64;
+/// Host names travel as this many uint64 words (64 bytes, NUL-padded).
+constexpr int kHostWords = 8;
+
+std::string host_name() {
+  char name[kHostWords * 8] = {};
+  if (gethostname(name, sizeof(name) - 1) != 0) std::strcpy(name, "?");
+  return name;
+}
+
+std::string seconds_text(double s) {
+  char out[32];
+  std::snprintf(out, sizeof(out), s < 10 ? "%.1f s" : "%.0f s", s);
+  return out;
+}
+
+}  // namespace
+
+Watchdog::Watchdog(const Communicator& world, WatchdogConfig config)
+    : config_(std::move(config)),
+      rank_(world.rank()),
+      size_(world.size()),
+      last_tick_(Clock::now().time_since_epoch().count()),
+      world_(world),
+      phase_("the start of the run"),
+      recent_(kRecent),
+      last_step_end_(Clock::now()) {
+  if (!config_.enabled) return;
+  // Who is who, for the message: host and pid of every rank.
+  std::uint64_t mine[kHostWords] = {};
+  const std::string host = host_name();
+  std::memcpy(mine, host.data(), std::min(host.size(), sizeof(mine) - 1));
+  std::vector<std::uint64_t> hosts(static_cast<std::size_t>(size_) * kHostWords);
+  world.allgather(mine, kHostWords, hosts.data());
+  for (int r = 0; r < size_; ++r) {
+    const char* name = reinterpret_cast<const char*>(hosts.data() + r * kHostWords);
+    hosts_.emplace_back(name, strnlen(name, kHostWords * 8 - 1));
+  }
+  const std::uint64_t pid = static_cast<std::uint64_t>(getpid());
+  pids_.resize(static_cast<std::size_t>(size_));
+  world.allgather(&pid, 1, pids_.data());
+  board_ = world.progress_board();
+  recent_[0] = phase_;
+  world.on_collective([this] { arrive(); });
+  thread_ = std::thread([this] { watch(); });
+}
+
+Watchdog::~Watchdog() {
+  if (std::uncaught_exceptions() > 0 && !closed_ && size_ > 1) {
+    stop_thread();
+    (void)board_.release();  // see the header: freeing it here could hang
+    return;
+  }
+  close();
+}
+
+void Watchdog::close() {
+  if (closed_) return;
+  closed_ = true;
+  stop_thread();
+  board_.reset();
+}
+
+void Watchdog::stop_thread() {
+  if (config_.enabled) world_.on_collective({});
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    stopping_ = true;
+  }
+  wake_.notify_all();
+  if (thread_.joinable()) thread_.join();
+}
+
+void Watchdog::alive() { last_tick_.store(Clock::now().time_since_epoch().count()); }
+
+void Watchdog::phase(const std::string& what) {
+  if (!config_.enabled) return;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    phase_ = what;
+    phase_start_ = count_;
+  }
+  alive();
+}
+
+void Watchdog::arrive() {
+  std::int64_t count;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    count = ++count_;
+    recent_[static_cast<std::size_t>(count) % kRecent] =
+        "collective " + std::to_string(count - phase_start_) + " after " + phase_;
+  }
+  board_->post(count);
+  alive();
+}
+
+void Watchdog::step_finished(const std::string& what) {
+  if (!config_.enabled) return;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    const Clock::time_point now = Clock::now();
+    step_seconds_.resize(std::min(kRecent, steps_seen_ + 1));
+    step_seconds_[steps_seen_++ % kRecent] = std::chrono::duration<double>(now - last_step_end_).count();
+    last_step_end_ = now;
+  }
+  phase(what);
+}
+
+double Watchdog::deadline_seconds() const {
+  if (config_.seconds > 0) return config_.seconds;
+  std::vector<double> steps;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    steps = step_seconds_;
+  }
+  double median = 0;
+  if (!steps.empty()) {
+    std::nth_element(steps.begin(), steps.begin() + steps.size() / 2, steps.end());
+    median = steps[steps.size() / 2];
+  }
+  return std::max(config_.min_seconds, config_.step_factor * median);
+}
+
+void Watchdog::watch() {
+  for (;;) {
+    const double limit = deadline_seconds();
+    // Check often enough to fire within a tenth of the deadline, at most once a second.
+    const double poll = std::min(1.0, std::max(0.05, limit / 10));
+    {
+      std::unique_lock<std::mutex> lock(mutex_);
+      if (wake_.wait_for(lock, std::chrono::duration<double>(poll), [this] { return stopping_; }))
+        return;
+    }
+    const Clock::time_point last{Clock::duration{last_tick_.load()}};
+    const double idle = std::chrono::duration<double>(Clock::now() - last).count();
+    // The other ranks leave rank 0 time to name who is missing first.
+    const double grace = rank_ == 0 ? 0 : std::clamp(limit / 2, 2.0, 60.0);
+    if (idle > limit + grace) fire(idle, limit);
+  }
+}
+
+std::string Watchdog::describe(std::int64_t count) const {
+  if (count == 0) return "the start of the run";
+  if (count + static_cast<std::int64_t>(kRecent) <= count_)
+    return "collective " + std::to_string(count) + " of the run";
+  return recent_[static_cast<std::size_t>(count) % kRecent];
+}
+
+std::string Watchdog::who(int rank) const {
+  return std::to_string(rank) + " (host " + hosts_[rank] + ", pid " + std::to_string(pids_[rank]) +
+         ")";
+}
+
+void Watchdog::fire(double idle, double limit) {
+  std::ostringstream os;
+  os << "distzo: error: watchdog: rank " << who(rank_) << " has made no progress for "
+     << seconds_text(idle) << " (" << config_.setting << ": "
+     << (config_.seconds > 0 ? "" : "automatic, ") << seconds_text(limit) << ")";
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    os << "; its last progress: "
+       << (phase_start_ == count_ ? phase_ : "the start of " + describe(count_)) << ".";
+    const std::vector<std::int64_t> counts = board_->counts();
+    if (rank_ != 0) {
+      os << " Rank 0 did not end the job within the grace period: rank 0 itself is likely "
+            "stopped or hung.";
+    } else if (counts.empty()) {
+      os << " This MPI's RMA windows cannot show which rank is behind.";
+    } else {
+      std::ostringstream behind;
+      int n = 0;
+      for (int r = 0; r < size_; ++r)
+        if (counts[r] < count_) {
+          behind << (n++ ? "; " : "") << who(r) << ", last seen at the start of "
+                 << describe(counts[r]);
+        }
+      if (n > 0)
+        os << " Not reported: rank" << (n > 1 ? "s " : " ") << behind.str() << ".";
+      else
+        os << " Every rank began this collective, so the one that stopped inside it cannot "
+              "be told apart.";
+    }
+  }
+  os << " A stopped (SIGSTOP), hung or lost rank; ending every rank (exit status "
+     << kExitWatchdog
+     << "). Resume from the newest checkpoint (checkpoint.resume: latest); raise "
+     << config_.setting << " if a step, evaluation or checkpoint legitimately takes longer.\n";
+  const std::string text = os.str();
+  std::fwrite(text.data(), 1, text.size(), stderr);
+  std::fflush(stderr);
+  std::fflush(stdout);
+  std::_Exit(kExitWatchdog);
+}
+
+}  // namespace distzo::runtime

@@ -1,0 +1,104 @@
+#pragma once
+// The watchdog: a job whose rank stopped (SIGSTOP), hung in a driver or
+// vanished with its node would otherwise wait in a collective forever.
+//
+// A thread on every rank watches the time since its rank last showed
+// progress: a phase of the trainer (the start and end of every step, each
+// evaluation and checkpoint), a liveness tick within one, or the start of a
+// collective. Every rank starts the same collectives in the same order, so
+// each posts its count of them to the ProgressBoard. Past the deadline,
+// rank 0 names the ranks whose count is behind its own (they never arrived
+// where rank 0 waits) and ends its process with kExitWatchdog; the launcher
+// (mpiexec, or srun with --kill-on-bad-exit) then ends every other rank. The
+// other ranks give rank 0 a grace period to do that and then end themselves:
+// rank 0 may be the one that stopped. The thread never calls MPI.
+
+#include "runtime/communicator.hpp"
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace distzo::runtime {
+
+/// The exit status of a job ended by the watchdog.
+constexpr int kExitWatchdog = 76;
+
+struct WatchdogConfig {
+  bool enabled = true;
+  /// The deadline in seconds between two progress points; 0 = automatic:
+  /// `step_factor` times the median of recent step times, at least `min_seconds`.
+  double seconds = 0;
+  double min_seconds = 600;
+  double step_factor = 10;
+  /// Where the deadline is set, for the message ("parallel.watchdog").
+  std::string setting = "parallel.watchdog";
+};
+
+class Watchdog {
+ public:
+  /// Collective over `world` (gathers every rank's host and pid, and makes
+  /// the progress board); when enabled, counts the collectives of `world`
+  /// and of every communicator split from it, and starts the thread.
+  Watchdog(const Communicator& world, WatchdogConfig config);
+  /// Unwinding from an error of this rank alone in a job of several (the
+  /// job is about to be aborted), leaves the progress board unfreed:
+  /// freeing it is collective. Otherwise, close().
+  ~Watchdog();
+  /// Collective: stops watching and frees the board. Call it where every
+  /// rank stops together because of an error (a CollectiveError).
+  void close();
+  Watchdog(const Watchdog&) = delete;
+  Watchdog& operator=(const Watchdog&) = delete;
+
+  /// A phase begins, the same on every rank: `what` names it ("the start of
+  /// step 12") in the message that says where each rank was last seen.
+  void phase(const std::string& what);
+  /// A phase that ends a step: the time between two of them feeds the
+  /// automatic deadline.
+  void step_finished(const std::string& what);
+  /// Liveness within a long phase (an evaluation batch, a checkpoint
+  /// tensor): resets this rank's clock without a progress point.
+  void alive();
+
+  /// The deadline now, in seconds.
+  double deadline_seconds() const;
+
+ private:
+  using Clock = std::chrono::steady_clock;
+  void watch();
+  void arrive();  // a collective begins
+  [[noreturn]] void fire(double idle, double limit);
+  std::string describe(std::int64_t count) const;  // under mutex_
+  std::string who(int rank) const;
+
+  WatchdogConfig config_;
+  int rank_ = 0, size_ = 1;
+  std::vector<std::string> hosts_;
+  std::vector<std::uint64_t> pids_;
+  std::unique_ptr<ProgressBoard> board_;
+
+  std::atomic<Clock::rep> last_tick_;  // Clock ticks of the last progress or liveness
+  mutable std::mutex mutex_;
+  const Communicator& world_;
+  std::string phase_;                   // the current phase
+  std::int64_t phase_start_ = 0;        // count_ when it began
+  std::int64_t count_ = 0;              // collectives begun
+  std::vector<std::string> recent_;     // where the last kRecent ones were, by count % kRecent
+  std::vector<double> step_seconds_;    // the last kRecent step intervals, a ring
+  std::size_t steps_seen_ = 0;
+  Clock::time_point last_step_end_;
+  std::condition_variable wake_;
+  bool stopping_ = false;
+  std::thread thread_;
+  bool closed_ = false;
+  void stop_thread();
+};
+
+}  // namespace distzo::runtime

@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# A stopped (SIGSTOP) rank must not hang the job: past parallel.watchdog
+# seconds without progress every rank ends with exit status 76, and the
+# message names the rank that stopped reporting (rank 0 names it; when
+# rank 0 is the one stopped, the others say so after a grace period).
+source "$(dirname "$0")/lib.sh" "$@"
+wait_rows() { for _ in $(seq 200); do [ -s "$1" ] && [ "$(wc -l < "$1")" -gt "$2" ] && return; sleep 0.05; done; fail "no progress in $1"; }
+
+# stop_rank RANK NAME: a 2-rank run (P=2) with a 2 s watchdog; SIGSTOP that rank mid-run.
+stop_rank() {
+  local rank=$1 name=$2
+  deck "$name" 100000000 "$name" 'checkpoint:' '  interval: 0' 'parallel:' '  perturbation: 2' \
+    '  watchdog: 2'
+  "$MPIEXEC" -n 2 "$DISTZO" run "$name.yaml" > "$name.log" 2>&1 &
+  local launcher=$!
+  wait_rows "$name/metrics.csv" 3
+  # The rank's process: a distzo (not mpiexec) whose environment says PMI_RANK.
+  local pids=() target=
+  for p in $(pgrep -f "distzo run $name.yaml"); do
+    [ "$(cat /proc/$p/comm 2>/dev/null)" = distzo ] || continue
+    pids+=("$p")
+    tr '\0' '\n' < /proc/$p/environ | grep -qx "PMI_RANK=$rank" && target=$p
+  done
+  [ "${#pids[@]}" = 2 ] && [ -n "$target" ] || fail "expected 2 ranks and rank $rank among them: ${pids[*]}"
+  stopped_pid=$target
+  kill -STOP "$target"
+  local start=$SECONDS
+  set +e; wait "$launcher"; rc=$?; set -e
+  kill -KILL "${pids[@]}" 2>/dev/null || true
+  [ "$rc" = 76 ] || { cat "$name.log"; fail "a job with rank $rank stopped exited $rc, expected 76"; }
+  [ $((SECONDS - start)) -lt 60 ] || fail "the watchdog took $((SECONDS - start)) s for a 2 s deadline"
+}
+
+stop_rank 1 one
+grep -q "watchdog: rank 0 (host .*) has made no progress for .* (parallel.watchdog: 2.0 s); its last progress: .*\. Not reported: rank 1 (host .*, pid $stopped_pid), last seen at the start of collective [0-9]* after the .*step [0-9]*" one.log ||
+  { cat one.log; fail "rank 0's watchdog message does not name rank 1"; }
+pass "rank 1 stopped: rank 0 names it, every rank ends with 76"
+
+stop_rank 0 zero
+grep -q "watchdog: rank 1 (host .*) has made no progress .* Rank 0 did not end the job within the grace period: rank 0 itself is likely stopped or hung" zero.log ||
+  { cat zero.log; fail "rank 1's watchdog message does not point at rank 0"; }
+pass "rank 0 stopped: rank 1 ends the job after the grace period, pointing at rank 0"
+
+# Off: the key reads back, and no watchdog thread watches (the run still finishes).
+deck off 3 off 'parallel:' '  watchdog: off'
+"$DISTZO" run off.yaml > off.log 2>&1 || { cat off.log; fail "a run with the watchdog off failed"; }
+grep -q "watchdog: off" off/deck.resolved.yaml || fail "deck.resolved.yaml lacks watchdog: off"
+pass "parallel.watchdog: off runs and is written back"
