@@ -134,7 +134,9 @@ std::unique_ptr<MpiCommunicator> MpiCommunicator::world() {
 
 MpiCommunicator::MpiCommunicator(MPI_Comm comm, bool owned,
                                  std::shared_ptr<std::function<void()>> hook)
-    : comm_(comm), owned_(owned), hook_(hook ? std::move(hook) : std::make_shared<std::function<void()>>()) {
+    : comm_(comm),
+      owned_(owned),
+      hook_(hook ? std::move(hook) : std::make_shared<std::function<void()>>()) {
   check_mpi(MPI_Comm_rank(comm_, &rank_), "MPI_Comm_rank");
   check_mpi(MPI_Comm_size(comm_, &size_), "MPI_Comm_size");
 }

@@ -1,5 +1,7 @@
 #include "runtime/watchdog.hpp"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -7,8 +9,6 @@
 #include <exception>
 #include <iostream>
 #include <sstream>
-
-#include <unistd.h>
 
 namespace distzo::runtime {
 
@@ -117,7 +117,8 @@ void Watchdog::step_finished(const std::string& what) {
     std::lock_guard<std::mutex> lock(mutex_);
     const Clock::time_point now = Clock::now();
     step_seconds_.resize(std::min(kRecent, steps_seen_ + 1));
-    step_seconds_[steps_seen_++ % kRecent] = std::chrono::duration<double>(now - last_step_end_).count();
+    step_seconds_[steps_seen_++ % kRecent] =
+        std::chrono::duration<double>(now - last_step_end_).count();
     last_step_end_ = now;
   }
   phase(what);
@@ -198,8 +199,7 @@ void Watchdog::fire(double idle, double limit) {
               "be told apart.";
     }
   }
-  os << " A stopped (SIGSTOP), hung or lost rank; ending every rank (exit status "
-     << kExitWatchdog
+  os << " A stopped (SIGSTOP), hung or lost rank; ending every rank (exit status " << kExitWatchdog
      << "). Resume from the newest checkpoint (checkpoint.resume: latest); raise "
      << config_.setting << " if a step, evaluation or checkpoint legitimately takes longer.\n";
   const std::string text = os.str();

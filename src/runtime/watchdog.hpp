@@ -13,8 +13,6 @@
 // other ranks give rank 0 a grace period to do that and then end themselves:
 // rank 0 may be the one that stopped. The thread never calls MPI.
 
-#include "runtime/communicator.hpp"
-
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -24,6 +22,8 @@
 #include <string>
 #include <thread>
 #include <vector>
+
+#include "runtime/communicator.hpp"
 
 namespace distzo::runtime {
 
@@ -87,11 +87,11 @@ class Watchdog {
   std::atomic<Clock::rep> last_tick_;  // Clock ticks of the last progress or liveness
   mutable std::mutex mutex_;
   const Communicator& world_;
-  std::string phase_;                   // the current phase
-  std::int64_t phase_start_ = 0;        // count_ when it began
-  std::int64_t count_ = 0;              // collectives begun
-  std::vector<std::string> recent_;     // where the last kRecent ones were, by count % kRecent
-  std::vector<double> step_seconds_;    // the last kRecent step intervals, a ring
+  std::string phase_;                 // the current phase
+  std::int64_t phase_start_ = 0;      // count_ when it began
+  std::int64_t count_ = 0;            // collectives begun
+  std::vector<std::string> recent_;   // where the last kRecent ones were, by count % kRecent
+  std::vector<double> step_seconds_;  // the last kRecent step intervals, a ring
   std::size_t steps_seen_ = 0;
   Clock::time_point last_step_end_;
   std::condition_variable wake_;
