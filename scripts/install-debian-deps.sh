@@ -1,7 +1,17 @@
 #!/usr/bin/env bash
 # Installs distzo's build and test dependencies on Debian 12 (bookworm).
 # Runs apt-get through sudo unless already root. Safe to run again.
+#   --test  also what only the test suite needs: SLURM and munge, for the
+#           test that runs a one-node cluster of its own (slurm_requeue;
+#           the packages' own services are not configured or used).
 set -euo pipefail
+with_test=0
+for arg in "$@"; do
+  case "$arg" in
+    --test) with_test=1 ;;
+    *) echo "usage: $0 [--test]" >&2; exit 2 ;;
+  esac
+done
 packages=(
   build-essential cmake pkg-config
   libtrilinos-kokkos-dev libtrilinos-kokkos-kernels-dev  # Kokkos 3.4 + Kokkos Kernels (Serial, BLAS TPL)
@@ -11,6 +21,7 @@ packages=(
   libyaml-cpp-dev
   googletest libgtest-dev
 )
+((with_test)) && packages+=(slurm-wlm munge)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
