@@ -3,23 +3,25 @@
 // the stack, 2 to corrupt it silently), a tensor stored as integers and
 // floats read as integers (HDF5 would convert them silently), a shape whose
 // element count overflows; a write that cannot fit is refused before it
-// starts.
+// starts; a dataset whose bytes changed after writing fails its checksum.
 
+#include <gtest/gtest.h>
+#include <hdf5.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "core/digest.hpp"
 #include "core/error.hpp"
 #include "io/checkpoint.hpp"
 #include "io/hdf5_file.hpp"
 #include "io/model_file.hpp"
 #include "support/hdf5_edit.hpp"
-
-#include <gtest/gtest.h>
-#include <hdf5.h>
-
-#include <cstdio>
-#include <filesystem>
-#include <limits>
-#include <string>
-#include <unistd.h>
-#include <vector>
 
 namespace {
 
@@ -96,8 +98,8 @@ TEST(Hdf5Faults, TensorStoredAsIntegersIsRefused) {
     H5Ldelete(f, name.c_str(), H5P_DEFAULT);
     std::vector<hsize_t> dims(shape.begin(), shape.end());
     const hid_t space = H5Screate_simple(static_cast<int>(dims.size()), dims.data(), nullptr);
-    const hid_t d = H5Dcreate2(f, name.c_str(), H5T_STD_I32LE, space, H5P_DEFAULT, H5P_DEFAULT,
-                               H5P_DEFAULT);
+    const hid_t d =
+        H5Dcreate2(f, name.c_str(), H5T_STD_I32LE, space, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
     H5Dclose(d);
     H5Sclose(space);
     H5Fclose(f);
@@ -174,7 +176,8 @@ TEST(Hdf5Faults, NonFiniteWeightsAreNamed) {
     reader.read(3, values.data());
     ADD_FAILURE() << "NaN and Inf weights were read";
   } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("tensor " + name + " holds 2 non-finite values (NaN or "
+    EXPECT_NE(std::string(e.what()).find("tensor " + name +
+                                         " holds 2 non-finite values (NaN or "
                                          "Inf; the first at element 1"),
               std::string::npos)
         << e.what();
@@ -216,11 +219,98 @@ TEST(Hdf5Faults, FullDiskIsRefusedBeforeWriting) {
     io::require_free_space("/tmp/x.h5", 1e30, "checkpoint");
     ADD_FAILURE() << "1e30 bytes fit in /tmp";
   } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("cannot write checkpoint '/tmp/x.h5': disk full (it needs about"),
+    EXPECT_NE(std::string(e.what()).find(
+                  "cannot write checkpoint '/tmp/x.h5': disk full (it needs about"),
               std::string::npos)
         << e.what();
   }
   EXPECT_NO_THROW(io::require_free_space("/tmp/x.h5", 1, "checkpoint"));
+}
+
+TEST(Hdf5Faults, ChecksumsOfRangesAddUpToTheWholeAndEqualTheElementSum) {
+  std::vector<float> x(1000);
+  for (std::size_t i = 0; i < x.size(); ++i) x[i] = 0.25f * static_cast<float>(i) - 7.0f;
+  const std::uint64_t whole = io::dataset_checksum(x.data(), x.size());
+  EXPECT_EQ(io::dataset_checksum(x.data(), 300) + io::dataset_checksum(x.data() + 300, 700, 300),
+            whole);
+  std::uint64_t naive = 0;  // the digest's element sum, element by element
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    std::uint32_t bits;
+    std::memcpy(&bits, &x[i], 4);
+    naive += digest::element_term(i, bits);
+  }
+  EXPECT_EQ(whole, naive);
+}
+
+/// Overwrites element `index` of dataset `name` with `value`, as stored
+/// (the checksum attribute stays as written).
+template <class T>
+void overwrite_element(const std::string& path, const std::string& name, hsize_t index, T value,
+                       hid_t mem_type) {
+  const hid_t f = H5Fopen(path.c_str(), H5F_ACC_RDWR, H5P_DEFAULT);
+  const hid_t d = H5Dopen2(f, name.c_str(), H5P_DEFAULT);
+  const hid_t file_space = H5Dget_space(d);
+  const hsize_t one = 1;
+  hsize_t dims[2] = {1, 1}, at[2] = {index, 0};
+  if (H5Sget_simple_extent_dims(file_space, dims, nullptr) == 2)
+    at[0] = index / dims[1], at[1] = index % dims[1];
+  H5Sselect_elements(file_space, H5S_SELECT_SET, 1, at);
+  const hid_t memory_space = H5Screate_simple(1, &one, nullptr);
+  ASSERT_GE(H5Dwrite(d, mem_type, memory_space, file_space, H5P_DEFAULT, &value), 0);
+  H5Sclose(memory_space);
+  H5Sclose(file_space);
+  H5Dclose(d);
+  H5Fclose(f);
+}
+
+TEST(Hdf5Faults, ChangedBytesFailTheChecksumNamingTheDataset) {
+  const std::string path = "/tmp/distzo_test_checksum_" + std::to_string(getpid()) + ".h5";
+  const std::vector<float> floats = {1.5f, -2.0f, 3.25f, 0.0f, 8.0f, 9.5f};
+  const std::vector<double> doubles = {0.1, 0.2, 0.3};
+  const std::vector<std::int32_t> ints = {7, 8, 9, 10};
+  const std::vector<std::int64_t> longs = {1ll << 40, -5};
+  {
+    io::Hdf5File file(path, io::Hdf5File::Mode::create);
+    file.write_floats("f", {2, 3}, floats.data());
+    file.write_doubles("g/d", {3}, doubles.data());
+    file.write_ints("i", {4}, ints.data());
+    file.write_int64s("l", {2}, longs.data());
+    file.create_floats("r", {2, 3});  // written in two ranges
+    file.write_float_range("r", 4, 2, floats.data() + 4);
+    file.write_float_range("r", 0, 4, floats.data());
+    file.close();
+  }
+  {
+    const io::Hdf5File file(path, io::Hdf5File::Mode::read);
+    EXPECT_EQ(file.read_floats("f"), floats);
+    EXPECT_EQ(file.read_floats("r"), floats);
+    EXPECT_EQ(file.read_doubles("g/d"), doubles);
+    EXPECT_EQ(file.read_ints("i"), ints);  // stored int32, read through int64: checked as stored
+    EXPECT_EQ(file.read_int64s("l"), longs);
+  }
+  overwrite_element(path, "f", 4, 8.000001f, H5T_NATIVE_FLOAT);
+  overwrite_element(path, "r", 0, 1.25f, H5T_NATIVE_FLOAT);
+  overwrite_element(path, "g/d", 2, 0.30000000000000004, H5T_NATIVE_DOUBLE);
+  overwrite_element(path, "i", 1, std::int32_t{9}, H5T_NATIVE_INT32);
+  overwrite_element(path, "l", 0, std::int64_t{(1ll << 40) + 1}, H5T_NATIVE_INT64);
+  const io::Hdf5File file(path, io::Hdf5File::Mode::read);
+  const auto refused = [&](const char* name, const auto& read) {
+    try {
+      read();
+      ADD_FAILURE() << "dataset " << name << " was read after its bytes changed";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(path + ": dataset '" + name +
+                                           "' does not match its checksum (recorded "),
+                std::string::npos)
+          << e.what();
+    }
+  };
+  refused("f", [&] { file.read_floats("f"); });
+  refused("r", [&] { file.read_floats("r"); });
+  refused("g/d", [&] { file.read_doubles("g/d"); });
+  refused("i", [&] { file.read_ints("i"); });
+  refused("l", [&] { file.read_int64s("l"); });
+  std::remove(path.c_str());
 }
 
 }  // namespace

@@ -97,11 +97,18 @@ std::string checkpoint_problem(const std::string& path) {
   }
 }
 
-/// checkpoint.resume: an explicit path, or with `latest` the newest
+/// checkpoint.resume: an explicit path (verified), or with `latest` the newest
 /// checkpoint of the run that owns output.dir that reads back whole (older
 /// ones are tried when the newest is truncated or corrupt, with a note).
 std::string choose_resume(const io::Deck& deck, std::vector<std::string>& notes) {
   const std::string& resume = deck.checkpoint.resume;
+  if (!resume.empty() && resume != "latest") {
+    const std::string problem = checkpoint_problem(resume);
+    DISTZO_INPUT_REQUIRE(problem.empty(), deck.origin.where("checkpoint.resume")
+                                              << "the checkpoint " << resume
+                                              << " does not read back whole (" << problem
+                                              << "); name another one, or use `latest`");
+  }
   if (resume != "latest") return resume;
   const std::string owner = owner_of(deck.output.dir);
   const auto found = io::list_checkpoints(deck.output.dir);  // oldest first

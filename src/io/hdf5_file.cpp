@@ -2,6 +2,7 @@
 
 #include "core/error.hpp"
 #include "core/file_system.hpp"
+#include "kernels/digest.hpp"
 
 #include <cerrno>
 #include <cstdint>
@@ -102,6 +103,7 @@ Hdf5File::Hdf5File(const std::string& path, MPI_Comm comm) : path_(path), parall
                  "cannot write '" << path << "' in parallel: this HDF5 was built without MPI");
 #ifdef H5_HAVE_PARALLEL
   MPI_Comm_rank(comm, &rank_);
+  comm_ = comm;
   auto fapl = check(H5Pcreate(H5P_FILE_ACCESS), H5Pclose, path + ": file access properties");
   H5Pset_fapl_mpio(fapl.get(), comm, MPI_INFO_NULL);
   file_ = check(H5Fcreate(path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, fapl.get()), close_file,
@@ -122,8 +124,9 @@ bool Hdf5File::parallel_available() {
 bool hdf5_close_failed() { return close_failed; }
 
 void Hdf5File::close() {
+  if (file_.get() < 0) return;
+  write_range_checksums();
   const hid_t id = file_.release();
-  if (id < 0) return;
   errno = 0;
   if (close_file(id) >= 0) return;
   // The id cannot be closed again (HDF5 1.10 crashes); see hdf5_close_failed.
@@ -172,30 +175,57 @@ double Hdf5File::read_double_attribute(const std::string& name) const {
   return value;
 }
 
-std::string Hdf5File::read_string_attribute(const std::string& name) const {
-  DISTZO_REQUIRE(has_attribute(name), path_ << ": missing attribute '" << name << "'");
-  auto attr = check(H5Aopen(id(), name.c_str(), H5P_DEFAULT), H5Aclose, path_ + ": attribute " + name);
-  auto type = check(H5Aget_type(attr.get()), H5Tclose, path_ + ": attribute type " + name);
+namespace {
+/// Of the file (its root group) or of one of its datasets.
+std::string read_string_attribute_of(hid_t object, const std::string& path,
+                                     const std::string& name) {
+  DISTZO_REQUIRE(H5Aexists(object, name.c_str()) > 0,
+                 path << ": missing attribute '" << name << "'");
+  auto attr =
+      check(H5Aopen(object, name.c_str(), H5P_DEFAULT), H5Aclose, path + ": attribute " + name);
+  auto type = check(H5Aget_type(attr.get()), H5Tclose, path + ": attribute type " + name);
   DISTZO_INPUT_REQUIRE(H5Tget_class(type.get()) == H5T_STRING,
-                       path_ << ": attribute '" << name << "' should be a string");
-  require_one_value(attr.get(), path_, name);
+                       path << ": attribute '" << name << "' should be a string");
+  require_one_value(attr.get(), path, name);
   // h5py writes variable-length UTF-8 strings; other writers use fixed length.
   if (H5Tis_variable_str(type.get()) > 0) {
     char* raw = nullptr;
     DISTZO_REQUIRE(H5Aread(attr.get(), type.get(), &raw) >= 0,
-                   path_ << ": cannot read attribute '" << name << "'");
+                   path << ": cannot read attribute '" << name << "'");
     std::string value = raw ? raw : "";
     H5free_memory(raw);
     return value;
   }
   std::string value(H5Tget_size(type.get()), '\0');
   DISTZO_REQUIRE(H5Aread(attr.get(), type.get(), value.data()) >= 0,
-                 path_ << ": cannot read attribute '" << name << "'");
+                 path << ": cannot read attribute '" << name << "'");
   value.resize(value.find('\0') == std::string::npos ? value.size() : value.find('\0'));
   return value;
 }
+}  // namespace
+
+std::string Hdf5File::read_string_attribute(const std::string& name) const {
+  return read_string_attribute_of(id(), path_, name);
+}
+
+std::uint64_t dataset_checksum(const void* data, std::size_t words, std::uint64_t first) {
+  // The digest's element-sum kernel reads 32-bit words; it never looks at
+  // them as numbers (bits only), so any 32-bit word serves.
+  return kernels::host_tensor_element_sum(
+      Kokkos::DefaultHostExecutionSpace(),
+      kernels::HostTensor(static_cast<const real*>(data), words), first);
+}
 
 namespace {
+
+constexpr const char* kChecksum = "checksum";
+
+std::string hex64(std::uint64_t v) {
+  char text[17];
+  std::snprintf(text, sizeof(text), "%016llx", static_cast<unsigned long long>(v));
+  return text;
+}
+
 template <class T>
 void write_scalar_attribute(hid_t file, const std::string& path, const std::string& name,
                             hid_t type, const T* value) {
@@ -217,13 +247,21 @@ void Hdf5File::write_double_attribute(const std::string& name, double value) {
   write_scalar_attribute(id(), path_, name, H5T_NATIVE_DOUBLE, &value);
 }
 
-void Hdf5File::write_string_attribute(const std::string& name, const std::string& value) {
+namespace {
+/// On the file (its root group) or on one of its datasets.
+void write_string_attribute_to(hid_t object, const std::string& path, const std::string& name,
+                               const std::string& value) {
   // Variable-length UTF-8, the type h5py writes and reads as `str`.
-  auto type = check(H5Tcopy(H5T_C_S1), H5Tclose, path_ + ": string type");
+  auto type = check(H5Tcopy(H5T_C_S1), H5Tclose, path + ": string type");
   H5Tset_size(type.get(), H5T_VARIABLE);
   H5Tset_cset(type.get(), H5T_CSET_UTF8);
   const char* raw = value.c_str();
-  write_scalar_attribute(id(), path_, name, type.get(), &raw);
+  write_scalar_attribute(object, path, name, type.get(), &raw);
+}
+}  // namespace
+
+void Hdf5File::write_string_attribute(const std::string& name, const std::string& value) {
+  write_string_attribute_to(id(), path_, name, value);
 }
 
 bool Hdf5File::has_dataset(const std::string& name) const {
@@ -290,6 +328,31 @@ void Hdf5File::read_into(const std::string& name, hid_t mem_type, void* out,
   auto dset = check(H5Dopen2(id(), name.c_str(), H5P_DEFAULT), H5Dclose, path_ + ": dataset " + name);
   DISTZO_REQUIRE(H5Dread(dset.get(), mem_type, H5S_ALL, H5S_ALL, H5P_DEFAULT, out) >= 0,
                  path_ << ": cannot read dataset '" << name << "' (" << info.dtype << ")");
+  if (H5Aexists(dset.get(), kChecksum) <= 0) return;  // written by another tool
+  // The checksum is over the stored words: read them as stored when the
+  // caller asked for another type.
+  auto stored = check(H5Dget_type(dset.get()), H5Tclose, path_ + ": type of " + name);
+  const std::size_t word_bytes = H5Tget_size(stored.get());
+  DISTZO_INPUT_REQUIRE(word_bytes == 4 || word_bytes == 8,
+                       path_ << ": dataset '" << name << "' has a checksum but " << word_bytes
+                             << "-byte elements (checksums cover 4- and 8-byte ones)");
+  std::vector<std::uint32_t> raw;
+  const void* words = out;
+  if (H5Tequal(stored.get(), mem_type) <= 0) {
+    auto native = check(H5Tget_native_type(stored.get(), H5T_DIR_ASCEND), H5Tclose,
+                        path_ + ": native type of " + name);
+    raw.resize(n * word_bytes / 4);
+    DISTZO_REQUIRE(
+        H5Dread(dset.get(), native.get(), H5S_ALL, H5S_ALL, H5P_DEFAULT, raw.data()) >= 0,
+        path_ << ": cannot read dataset '" << name << "' (" << info.dtype << ")");
+    words = raw.data();
+  }
+  const std::string recorded = read_string_attribute_of(dset.get(), path_, kChecksum);
+  const std::string found = hex64(dataset_checksum(words, n * word_bytes / 4));
+  DISTZO_INPUT_REQUIRE(found == recorded,
+                       path_ << ": dataset '" << name << "' does not match its checksum (recorded "
+                             << recorded << ", its data gives " << found
+                             << "): the file changed after it was written (corrupt bytes)");
 }
 
 
@@ -401,11 +464,34 @@ Hdf5Handle transfer_properties(const std::string& path, bool parallel) {
 void Hdf5File::write_from(const std::string& name, const std::vector<std::int64_t>& shape,
                           hid_t file_type, hid_t mem_type, const void* data) {
   auto dset = create_dataset(id(), path_, name, shape, file_type, parallel_);
-  // A parallel file: the dataset is made by all, its (small) data written by rank 0.
-  if (parallel_ && rank_ != 0) return;
-  errno = 0;
-  DISTZO_INPUT_REQUIRE(H5Dwrite(dset.get(), mem_type, H5S_ALL, H5S_ALL, H5P_DEFAULT, data) >= 0,
-                       path_ << ": cannot write dataset '" << name << "'" << write_cause(path_));
+  std::size_t elements = 1;
+  for (std::int64_t d : shape) elements *= static_cast<std::size_t>(d);
+  std::uint64_t checksum = dataset_checksum(data, elements * H5Tget_size(file_type) / 4);
+  // A parallel file: the dataset is made by all, its (small) data written by
+  // rank 0; the checksum attribute is collective, with rank 0's value.
+  if (parallel_) MPI_Bcast(&checksum, 1, MPI_UINT64_T, 0, comm_);
+  if (!parallel_ || rank_ == 0) {
+    errno = 0;
+    DISTZO_INPUT_REQUIRE(H5Dwrite(dset.get(), mem_type, H5S_ALL, H5S_ALL, H5P_DEFAULT, data) >= 0,
+                         path_ << ": cannot write dataset '" << name << "'" << write_cause(path_));
+  }
+  write_string_attribute_to(dset.get(), path_, kChecksum, hex64(checksum));
+}
+
+void Hdf5File::write_range_checksums() {
+  std::vector<std::uint64_t> sums;
+  for (const auto& [name, sum] : range_sums_) sums.push_back(sum);
+  // Every rank wrote (a possibly empty range of) every dataset: one map, one order.
+  if (parallel_ && !sums.empty())
+    MPI_Allreduce(MPI_IN_PLACE, sums.data(), static_cast<int>(sums.size()), MPI_UINT64_T, MPI_SUM,
+                  comm_);
+  std::size_t i = 0;
+  for (const auto& entry : range_sums_) {
+    auto dset = check(H5Dopen2(id(), entry.first.c_str(), H5P_DEFAULT), H5Dclose,
+                      path_ + ": dataset " + entry.first);
+    write_string_attribute_to(dset.get(), path_, kChecksum, hex64(sums[i++]));
+  }
+  range_sums_.clear();
 }
 
 void Hdf5File::create_floats(const std::string& name, const std::vector<std::int64_t>& shape) {
@@ -414,6 +500,7 @@ void Hdf5File::create_floats(const std::string& name, const std::vector<std::int
 
 void Hdf5File::write_float_range(const std::string& name, std::uint64_t first, std::size_t count,
                                  const float* data) {
+  range_sums_[name] += count == 0 ? 0 : dataset_checksum(data, count, first);
   auto dset = check(H5Dopen2(id(), name.c_str(), H5P_DEFAULT), H5Dclose, path_ + ": dataset " + name);
   auto file_space = check(H5Dget_space(dset.get()), H5Sclose, path_ + ": dataspace of " + name);
   select_range(file_space.get(), path_ + ": " + name, first, count);

@@ -7,6 +7,7 @@
 #include <mpi.h>
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -84,7 +85,8 @@ class Hdf5File {
   DatasetInfo dataset_info(const std::string& name) const;
 
   /// Reads a whole dataset, converting to the requested type (HDF5 converts
-  /// between numeric types; the caller checks shapes).
+  /// between numeric types; the caller checks shapes). A dataset with a
+  /// `checksum` attribute (every one distzo writes) must match it.
   std::vector<float> read_floats(const std::string& name) const;
   std::vector<double> read_doubles(const std::string& name) const;
   std::vector<std::int32_t> read_ints(const std::string& name) const;
@@ -111,7 +113,9 @@ class Hdf5File {
                         float* out) const;
 
   /// Closes the file, reporting failure (a full disk shows here: the data
-  /// is flushed on close). The destructor closes silently.
+  /// is flushed on close). Datasets written in ranges get their checksum
+  /// here (summed over the ranks of a parallel file: collective). The
+  /// destructor closes silently.
   void close();
 
  private:
@@ -119,11 +123,25 @@ class Hdf5File {
   void write_from(const std::string& name, const std::vector<std::int64_t>& shape,
                   hid_t file_type, hid_t mem_type, const void* data);
 
+  void write_range_checksums();
+
   std::string path_;
   Hdf5Handle file_;
   bool parallel_ = false;
-  int rank_ = 0;  // in the communicator of a parallel file
+  int rank_ = 0;                   // in the communicator of a parallel file
+  MPI_Comm comm_ = MPI_COMM_NULL;  // of a parallel file (not owned)
+  // Datasets written by write_float_range: this rank's part of each checksum.
+  std::map<std::string, std::uint64_t> range_sums_;
 };
+
+/// The checksum of a dataset (docs/formats.md, "Checksums"): its elements in
+/// row-major order as little-endian 32-bit words (one per float32 or int32,
+/// two per float64 or int64, low word first), summed as the parameter
+/// digest sums a tensor's elements, S = Σ_k element_term(k, word_k) mod 2^64
+/// (core/digest.hpp); for float32 it is the tensor's element sum S. `words`
+/// words at `data` that are words [first, first + words) of the dataset: the
+/// sums of disjoint ranges add up to the whole.
+std::uint64_t dataset_checksum(const void* data, std::size_t words, std::uint64_t first = 0);
 
 /// Writes a file atomically: `write` fills a temporary file beside `path`,
 /// which is renamed over `path` only if `write` returns normally. A crash or an

@@ -65,6 +65,39 @@ grep -q "warning: passed over checkpoint trunc/ckpt-000020.h5" trunc_resume.log 
 grep -q "resuming from trunc/ckpt-000010.h5" trunc_resume.log || fail "resumed from: $(head -1 trunc_resume.log)"
 pass "a truncated newest checkpoint is passed over with a warning; the run resumes from the one before"
 
+# 5b. Bytes flipped inside a dataset (a tensor of θ, the seed log): its
+#     checksum names it; resume: latest passes the file over, a resume that
+#     names it is refused, and the run from the one before ends bit-exact.
+# flip FILE DATASET: changes one byte of the dataset's data in place.
+flip() {
+  local offset
+  offset=$(h5dump -p -H -d "$2" "$1" | sed -n 's/^ *OFFSET \([0-9]*\)$/\1/p')
+  [ -n "$offset" ] || fail "no offset of $2 in $1"
+  printf '\x5a' | dd of="$1" bs=1 seek=$((offset + 5)) conv=notrunc status=none
+}
+deck flipped 20 flipped 'checkpoint:' '  interval: 10'
+"$DISTZO" run flipped.yaml > flipped.log
+tensor=model.decoder.layers.0.fc1.weight
+flip flipped/ckpt-000020.h5 "/$tensor"
+deck flipped_named 30 flipped 'checkpoint:' '  interval: 10' '  resume: flipped/ckpt-000020.h5'
+if "$DISTZO" run flipped_named.yaml > flipped_named.log 2>&1; then fail "a checkpoint with flipped bytes was resumed"; fi
+grep -q "checkpoint.resume: the checkpoint flipped/ckpt-000020.h5 does not read back whole (flipped/ckpt-000020.h5: dataset '$tensor' does not match its checksum" flipped_named.log ||
+  fail "flipped-bytes message: $(cat flipped_named.log)"
+deck flipped_latest 30 flipped 'checkpoint:' '  interval: 10' '  resume: latest'
+"$DISTZO" run flipped_latest.yaml > flipped_latest.log 2>&1 || { cat flipped_latest.log; fail "resume past a corrupt checkpoint failed"; }
+grep -q "warning: passed over checkpoint flipped/ckpt-000020.h5: .*dataset '$tensor' does not match its checksum" flipped_latest.log ||
+  fail "no checksum warning: $(head -4 flipped_latest.log)"
+grep -q "resuming from flipped/ckpt-000010.h5" flipped_latest.log || fail "resumed from: $(head -1 flipped_latest.log)"
+deck straight30 30 straight30 'checkpoint:' '  interval: 0'
+"$DISTZO" run straight30.yaml > straight30.log
+[ "$(digest flipped/ckpt-000030.h5)" = "$(digest straight30/ckpt-000030.h5)" ] ||
+  fail "resumed past a corrupt checkpoint: digest differs from a straight run"
+flip flipped/ckpt-000030.h5 /distzo/seed_log/loss
+sed -i 's#resume: flipped/ckpt-000020.h5#resume: flipped/ckpt-000030.h5#; s/steps: 30/steps: 40/' flipped_named.yaml
+if "$DISTZO" run flipped_named.yaml > seedlog.log 2>&1; then fail "a checkpoint with a flipped seed log was resumed"; fi
+grep -q "dataset 'distzo/seed_log/loss' does not match its checksum" seedlog.log || fail "seed log message: $(cat seedlog.log)"
+pass "flipped bytes in a tensor or the seed log: named by the checksum; latest passes over, a named one is refused; resumed run bit-exact"
+
 # 6. Every checkpoint of the run is broken: resume stops rather than start
 #    over on top of them.
 n=$(ls trunc/ckpt-*.h5 | wc -l)
