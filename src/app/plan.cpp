@@ -198,18 +198,10 @@ std::string fit_on_device(const PlanInputs& in, double device_bytes, bool* fits)
   return os.str();
 }
 
-namespace {
-
-/// `distzo plan DECK.yaml`: everything from the deck, its model file (the
-/// attributes only) and its datasets.
-PlanInputs inputs_from_deck(const std::string& path, std::vector<std::string>& notes) {
-  const io::Deck deck = io::load_deck(path);
+PlanInputs plan_inputs(const io::Deck& deck, const model::OptConfig& config,
+                       const io::Dataset& train) {
   PlanInputs in;
-  {
-    const io::Hdf5File model(deck.model.path, io::Hdf5File::Mode::read);
-    in.config = io::read_opt_config(model);
-  }
-  const io::Dataset train = io::load_dataset(deck.data.train, in.config.vocab_size);
+  in.config = config;
   in.task = train.task;
   in.micro_batch = deck.data.micro_batch;
   in.seq_len = static_cast<int>(train.seq_len);
@@ -218,6 +210,22 @@ PlanInputs inputs_from_deck(const std::string& path, std::vector<std::string>& n
   in.perturbation = deck.parallel.perturbation;
   in.eval_set = !deck.data.eval.empty();
   in.placement = placement_config(deck);
+  return in;
+}
+
+namespace {
+
+/// `distzo plan DECK.yaml`: everything from the deck, its model file (the
+/// attributes only) and its datasets.
+PlanInputs inputs_from_deck(const std::string& path, std::vector<std::string>& notes) {
+  const io::Deck deck = io::load_deck(path);
+  model::OptConfig config;
+  {
+    const io::Hdf5File model(deck.model.path, io::Hdf5File::Mode::read);
+    config = io::read_opt_config(model);
+  }
+  const PlanInputs in =
+      plan_inputs(deck, config, io::load_dataset(deck.data.train, config.vocab_size));
   if (deck.parallel.perturbation * deck.parallel.data > 1 &&
       deck.placement.share_host_master != io::ShareHostMaster::off)
     notes.push_back(

@@ -6,6 +6,8 @@
 // same quantities through Kokkos Tools (core/memory.hpp) and the block
 // streamer's byte counters, and tests hold the two together.
 
+#include "io/dataset.hpp"
+#include "io/deck.hpp"
 #include "model/batch.hpp"
 #include "model/opt_config.hpp"
 #include "runtime/placement.hpp"
@@ -42,6 +44,10 @@ struct MemoryPlan {
   std::uint64_t edge_arena = 0, block_arena = 0;
   int device_blocks = 0, slots = 0, evaluations = 0;
 };
+
+/// A run's inputs: its deck, its model's architecture and its training set.
+PlanInputs plan_inputs(const io::Deck& deck, const model::OptConfig& config,
+                       const io::Dataset& train);
 
 /// Throws distzo::Error for inputs no run accepts (q above 32, P not
 /// dividing 2q, a sequence longer than the model's positions, ...).

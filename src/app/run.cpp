@@ -6,6 +6,7 @@
 #include "app/stop_signal.hpp"
 #include "app/evaluation.hpp"
 #include "app/format.hpp"
+#include "app/plan.hpp"
 #include "app/run_outputs.hpp"
 #include "core/error.hpp"
 #include "core/memory.hpp"
@@ -575,6 +576,27 @@ class RunHooks final : public zo::TrainerHooks {
   }
 };
 
+/// What a run needs, for the message when it cannot allocate it.
+std::string memory_needed(const io::Deck& deck, const io::ModelInfo& model,
+                          const io::Dataset& train) {
+  const double theta = 4.0 * static_cast<double>(model.registry.total_elements());
+  std::string out = "θ alone is " + exact_bytes(theta) + " (" +
+                    std::to_string(model.registry.total_elements()) + " float32 parameters)";
+  try {
+    const MemoryPlan p = plan_memory(plan_inputs(deck, model.config, train));
+    out += "; the run needs about " + exact_bytes(static_cast<double>(p.device_total())) +
+           " of device memory per rank (weights " + exact_bytes(static_cast<double>(p.weights)) +
+           ", scratch " + exact_bytes(static_cast<double>(p.scratch)) + ", activations " +
+           exact_bytes(static_cast<double>(p.activations)) + ")";
+    if (p.host_master > 0)
+      out += " and " + exact_bytes(static_cast<double>(p.host_master)) +
+             " of host memory for the offloaded blocks";
+  } catch (const Error&) {
+    // The planner refuses what the run accepted: say what is known.
+  }
+  return out;
+}
+
 /// The end-of-run memory line: the device high-water mark by role as Kokkos
 /// Tools saw the allocations, and θ's traffic in the last step.
 std::string describe_memory(const MemoryUsage& u, const zo::BlockExecutor& executor,
@@ -678,11 +700,11 @@ void run(const RunOptions& options, const runtime::Communicator& world) {
       // Kokkos reports a failed allocation as std::bad_alloc (4.x) or
       // std::runtime_error (3.4); nothing else here throws anything else.
       const std::string what = e.what();
-      throw Error("cannot allocate the memory this run needs (" +
-                  what.substr(0, what.find("  (The allocation")) + "); `distzo plan " +
-                  options.deck_path +
-                  "` shows what it needs: lower data.micro_batch, or offload blocks with "
-                  "placement.mode: offload");
+      throw Error("cannot allocate the memory this run needs: " +
+                  memory_needed(deck, model, train) + " (the allocation that failed: " +
+                  what.substr(0, what.find("  (The allocation")) + "). Lower data.micro_batch, "
+                  "or offload blocks with placement.mode: offload; `distzo plan " +
+                  options.deck_path + "` shows the breakdown");
     }
   });
   runtime::ParameterStore& store = *store_owner;

@@ -23,6 +23,8 @@ declare -A expect=(
   [16-unknown-placement-mode]='bad_decks/16-unknown-placement-mode.yaml:12: placement.mode: unknown value "offlaod" (did you mean "offload"?); allowed: resident, offload'
   [17-negative-resident-blocks]='bad_decks/17-negative-resident-blocks.yaml:13: placement.resident_blocks: out of range: expected an integer in [0, 2147483647], found -2'
   [18-prefetch-zero]='bad_decks/18-prefetch-zero.yaml:13: placement.prefetch: out of range: expected an integer in [1, 2147483647], found 0'
+  [19-does-not-fit]='cannot allocate the memory this run needs: θ alone is 83.2 KiB (85248 B) (21312 float32 parameters); the run needs about 729 GiB (782600188392 B) of device memory per rank'
+  [20-watchdog-zero]='bad_decks/20-watchdog-zero.yaml:11: parallel.watchdog: out of range: expected a number > 0, found 0'
 )
 mkdir bad_decks
 cp "$HERE"/bad_decks/*.yaml bad_decks/
@@ -31,7 +33,9 @@ for deck_file in bad_decks/*.yaml; do
   name=$(basename "$deck_file" .yaml)
   [ -n "${expect[$name]:-}" ] || fail "no expected message for $name"
   set +e
-  "$DISTZO" run "$deck_file" > "$name.out" 2> "$name.err"
+  # 8 GB of address space: 19-does-not-fit must fail to allocate even where
+  # the kernel overcommits memory (vm.overcommit_memory = 1).
+  (ulimit -v 8000000 && exec "$DISTZO" run "$deck_file") > "$name.out" 2> "$name.err"
   status=$?
   set -e
   [ "$status" -ne 0 ] || fail "$name: exit status 0"
@@ -46,6 +50,8 @@ done
 "$DISTZO" --help > help.out
 head -n 1 help.out | grep -q '^distzo - zeroth-order' || fail "--help does not start with distzo's usage: $(head -n 2 help.out)"
 ! grep -q 'Kokkos command line' help.out || fail "--help printed Kokkos' option table"
+"$DISTZO" run --help > run_help.out
+cmp -s help.out run_help.out || fail "run --help is not distzo's usage: $(head -n 3 run_help.out)"
 "$DISTZO" --version | grep -q '^distzo [0-9]' || fail "--version"
 set +e; "$DISTZO" frobnicate > unknown.out 2>&1; status=$?; set -e
 [ "$status" -ne 0 ] && grep -qF "unknown command 'frobnicate'" unknown.out || fail "unknown command: $(cat unknown.out)"
