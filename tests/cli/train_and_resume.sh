@@ -130,4 +130,15 @@ sed -i 's/lr: 1.0e-3/lr: 5.0e-4/' v_allowed.yaml
 "$DISTZO" run v_allowed.yaml > v4.log 2>&1 || { cat v4.log; fail "an allowed lr change was refused"; }
 grep -q "resumed with optim.lr: 0.001 in the checkpoint, 5e-04 in the deck (checkpoint.allow_changes)" v/run.log ||
   fail "allowed change not noted: $(head -3 v/run.log)"
-pass "resume refuses a changed lr or training set, naming both values; checkpoint.allow_changes lets one through, noted"
+ln -s "$TEST_DATA/opt_tiny_postln.model.h5" other_model.h5
+deck v_model 30 v 'checkpoint:' '  resume: latest'
+sed -i 's/path: model.h5/path: other_model.h5/' v_model.yaml
+if "$DISTZO" run v_model.yaml > v5.log 2>&1; then fail "a resume with another base model was accepted"; fi
+grep -q "model: [0-9a-f]* in the checkpoint, .* in the deck (the parameter digest of the base model, other_model.h5)" v5.log ||
+  fail "model change message: $(cat v5.log)"
+MICRO_BATCH=8 deck v_batch 30 v 'checkpoint:' '  resume: latest'
+sed -i 's/  queries: 1/  queries: 1\n  schedule: cosine/' v_batch.yaml
+if "$DISTZO" run v_batch.yaml > v6.log 2>&1; then fail "a resume with another micro_batch and schedule was accepted"; fi
+grep -q "data.micro_batch: 16 in the checkpoint, 8 in the deck" v6.log && grep -q "optim.schedule: constant in the checkpoint, cosine in the deck" v6.log ||
+  fail "micro_batch/schedule change message: $(cat v6.log)"
+pass "resume refuses a changed lr, training set, base model, micro_batch or schedule, naming both values; checkpoint.allow_changes lets one through, noted"
