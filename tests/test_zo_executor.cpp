@@ -88,6 +88,12 @@ TEST_P(ExecutorTask, EstimateEqualsNaiveCentralDifference) {
       EXPECT_NEAR(est.g[query], g, 2e-3 * std::fabs(g) + 1e-4) << "query " << query;
       EXPECT_GT(std::fabs(g), 1e-3) << "a degenerate test: the perturbation does not move the loss";
     }
+    EXPECT_FALSE(est.stop);
+    // A stop flag travels with the losses and changes nothing else.
+    const zo::StepEstimate stopped =
+        zo::combine_losses(runtime::SerialCommunicator(), local, q, p.eps, true);
+    EXPECT_TRUE(stopped.stop);
+    EXPECT_EQ(stopped.g, est.g);
   }
 }
 

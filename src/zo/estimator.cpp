@@ -7,27 +7,32 @@
 namespace distzo::zo {
 
 StepEstimate combine_losses(const runtime::Communicator& comm, const std::vector<double>& local,
-                            int queries, double eps) {
+                            int queries, double eps, bool stop) {
   const int evaluations = 2 * queries;
   DISTZO_REQUIRE(static_cast<int>(local.size()) == 2 * evaluations,
                  "combine_losses: expected " << 2 * evaluations << " values, got " << local.size());
-  std::vector<double> all(static_cast<std::size_t>(comm.size()) * local.size());
-  comm.allgather(local.data(), static_cast<int>(local.size()), all.data());
+  // Each rank sends its 2 values per evaluation and its stop flag.
+  std::vector<double> mine = local;
+  mine.push_back(stop ? 1.0 : 0.0);
+  const std::size_t width = mine.size();
+  std::vector<double> all(static_cast<std::size_t>(comm.size()) * width);
+  comm.allgather(mine.data(), static_cast<int>(width), all.data());
 
+  StepEstimate est;
   std::vector<double> mean(static_cast<std::size_t>(evaluations));
   std::vector<double> count(static_cast<std::size_t>(evaluations));
+  for (int r = 0; r < comm.size(); ++r) est.stop = est.stop || all[r * width + width - 1] != 0;
   for (int e = 0; e < evaluations; ++e) {
     double sum = 0, n = 0;
     for (int r = 0; r < comm.size(); ++r) {  // fixed rank order: identical on every rank
-      sum += all[static_cast<std::size_t>(r) * local.size() + 2 * e];
-      n += all[static_cast<std::size_t>(r) * local.size() + 2 * e + 1];
+      sum += all[static_cast<std::size_t>(r) * width + 2 * e];
+      n += all[static_cast<std::size_t>(r) * width + 2 * e + 1];
     }
     DISTZO_REQUIRE(n > 0, "evaluation " << e << " of the step counted no tokens on any rank");
     mean[e] = sum / n;
     count[e] = n;
   }
 
-  StepEstimate est;
   est.count = count[0];
   for (int q = 0; q < queries; ++q) {
     const double plus = mean[2 * q], minus = mean[2 * q + 1];

@@ -18,11 +18,14 @@ struct StepEstimate {
   double loss = 0;                 // mean over queries of (L+ + L−)/2
   double count = 0;                // tokens (or examples) in the global batch
   bool finite = true;              // every loss and g is finite
+  bool stop = false;               // some rank was asked to stop (a signal)
 };
 
 /// `local` holds 2 doubles per evaluation e (index order 2*query + (sign<0)):
-/// (loss sum, count). Collective over `comm`.
+/// (loss sum, count). `stop`: this rank was asked to stop; the flag travels
+/// with the losses, so every rank learns in the same gather whether any was.
+/// Collective over `comm`.
 StepEstimate combine_losses(const runtime::Communicator& comm, const std::vector<double>& local,
-                            int queries, double eps);
+                            int queries, double eps, bool stop = false);
 
 }  // namespace distzo::zo

@@ -92,7 +92,8 @@ TrainSummary Trainer::run(TrainerState& state) {
     mesh_.data_group().allreduce_sum(&tokens, 1);
 
     StepReport report;
-    report.estimate = combine_losses(mesh_.world(), local, c.queries, c.eps);
+    report.estimate =
+        combine_losses(mesh_.world(), local, c.queries, c.eps, hooks_.stop_requested());
     report.step = step + 1;
     report.lr = c.schedule.at(step);
     report.tokens = static_cast<std::int64_t>(tokens);
@@ -127,9 +128,10 @@ TrainSummary Trainer::run(TrainerState& state) {
     }
 
     const std::int64_t done = step + 1;
-    // Any rank asked to stop: all stop here, with θ checkpointed (unless the
-    // latest steps were non-finite: then the last good checkpoint stays).
-    if (!mesh_.world().all_true(!hooks_.stop_requested())) {
+    // Any rank asked to stop (its flag came with the step's losses): all stop
+    // here, with θ checkpointed (unless the latest steps were non-finite:
+    // then the last good checkpoint stays).
+    if (report.estimate.stop) {
       std::ostringstream os;
       if (streak > 0) {
         hooks_.checkpoint_skipped(done, streak);

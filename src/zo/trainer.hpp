@@ -92,8 +92,8 @@ class TrainerHooks {
     (void)what;
     (void)end_of_step;
   }
-  /// Whether this rank was asked to stop (a signal); the trainer combines
-  /// the answers of every rank after each step, so all stop after the same one.
+  /// Whether this rank was asked to stop (a signal); the answer travels with
+  /// the step's gathered losses, so all ranks stop after the same step.
   virtual bool stop_requested() { return false; }
 };
 
