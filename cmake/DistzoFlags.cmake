@@ -36,3 +36,17 @@ if(CMAKE_CXX_COMPILER_ID MATCHES "GNU|Clang")
     message(STATUS "distzo: host flags -ffp-contract=off -fno-math-errno (compiler's default -march)")
   endif()
 endif()
+
+# DISTZO_SANITIZE: sanitizers for distzo's own code and the Kokkos templates
+# it instantiates (not the MPI, HDF5 or BLAS libraries), e.g.
+# "address,undefined". Every finding aborts the process (no recovery), so a
+# test that triggers one fails. scripts/test-sanitized.sh builds and runs the
+# suite so, with the run-time options and the LeakSanitizer suppressions of
+# tests/sanitizers/; .ci/run runs it after the plain suite.
+set(DISTZO_SANITIZE "" CACHE STRING "Sanitizers to build with (-fsanitize=...), e.g. address,undefined")
+if(DISTZO_SANITIZE)
+  target_compile_options(distzo_flags INTERFACE
+    $<$<COMPILE_LANGUAGE:CXX>:-fsanitize=${DISTZO_SANITIZE} -fno-sanitize-recover=all -fno-omit-frame-pointer>)
+  target_link_options(distzo_flags INTERFACE -fsanitize=${DISTZO_SANITIZE})
+  message(STATUS "distzo: sanitizers ${DISTZO_SANITIZE}")
+endif()
