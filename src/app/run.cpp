@@ -749,6 +749,11 @@ void run(const RunOptions& options, const runtime::Communicator& world) {
   runtime::WatchdogConfig watchdog_config;
   watchdog_config.enabled = deck.parallel.watchdog != io::kWatchdogOff;
   watchdog_config.seconds = deck.parallel.watchdog > 0 ? deck.parallel.watchdog : 0;
+  // While rank 0's node writes a checkpoint the other ranks wait in a
+  // barrier without progress: `auto` allows for θ written at 100 MB/s.
+  watchdog_config.min_seconds =
+      std::max(watchdog_config.min_seconds,
+               4.0 * static_cast<double>(model.registry.total_elements()) / 100e6);
   runtime::Watchdog watchdog(world, watchdog_config);
   RunHooks hooks(inputs, executor, *batches, mesh, out, watchdog);
   zo::TrainSummary summary;

@@ -609,7 +609,8 @@ const std::vector<Field>& fields() {
           f.meaning =
               "longest time a rank may go without progress (a step, an evaluation batch, a "
               "checkpoint tensor) before every rank is ended with exit status 76, naming the "
-              "ranks that stopped reporting; `auto` = 10 x the median step time, at least 600 s";
+              "ranks that stopped reporting; `auto` = 10 x the median step time, at least 600 s "
+              "and at least the time to write θ at 100 MB/s";
           f.read = [](const SectionReader& r, Deck& d) {
             r.read_number_or_word("watchdog", d.parallel.watchdog,
                                   {{"auto", kWatchdogAuto}, {"off", kWatchdogOff}});

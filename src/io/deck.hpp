@@ -76,7 +76,7 @@ struct ParallelSection {
   std::int64_t check_interval = 100;  // steps between replica digest checks; 0 = never
   double watchdog = 0;                // seconds without progress before the job ends; or:
 };
-/// parallel.watchdog's `auto` (10 x the median step, at least 600 s) and `off`.
+/// parallel.watchdog's `auto` (10 x the median step, at least 600 s and θ's write time) and `off`.
 constexpr double kWatchdogAuto = 0;
 constexpr double kWatchdogOff = -1;
 
