@@ -489,6 +489,26 @@ Field choice(const char* section, const char* key, Member<S, Enum> m,
   return f;
 }
 
+/// A number > 0, or one of `words`, each standing for a value of its own.
+template <class S>
+Field number_or_word(const char* section, const char* key, Member<S, double> m,
+                     std::vector<std::pair<const char*, double>> words, std::string meaning) {
+  Field f(section, key);
+  f.type = "number";
+  for (const auto& w : words) f.allowed += "`" + std::string(w.first) + "`, ";
+  f.allowed += "or > 0";
+  f.meaning = std::move(meaning);
+  f.read = [key, m, words](const SectionReader& r, Deck& d) {
+    r.read_number_or_word(key, m.of(d), words);
+  };
+  f.write = [m, words](const Deck& d) {
+    for (const auto& w : words)
+      if (w.second == m.of(d)) return std::string(w.first);
+    return format_double(m.of(d));
+  };
+  return f;
+}
+
 /// A field whose value the deck cannot leave out (integers are never required).
 Field required(Field f) {
   f.required = true;
@@ -602,27 +622,12 @@ const std::vector<Field>& fields() {
                 "D: data-parallel replicas, each with its own micro-batch"),
         integer("parallel", "check_interval", member(p, &ParallelSection::check_interval), 0,
                 "steps between replica digest checks; 0 = never"),
-        [&] {
-          Field f("parallel", "watchdog");
-          f.type = "seconds";
-          f.allowed = "`auto`, `off`, or > 0";
-          f.meaning =
-              "longest time a rank may go without progress (a step, an evaluation batch, a "
-              "checkpoint tensor) before every rank is ended with exit status 76, naming the "
-              "ranks that stopped reporting; `auto` = 10 x the median step time, at least 600 s "
-              "and at least the time to write θ at 100 MB/s";
-          f.read = [](const SectionReader& r, Deck& d) {
-            r.read_number_or_word("watchdog", d.parallel.watchdog,
-                                  {{"auto", kWatchdogAuto}, {"off", kWatchdogOff}});
-          };
-          f.write = [](const Deck& d) {
-            const double w = d.parallel.watchdog;
-            return w == kWatchdogAuto ? std::string("auto")
-                   : w == kWatchdogOff ? std::string("off")
-                                       : format_double(w);
-          };
-          return f;
-        }(),
+        number_or_word("parallel", "watchdog", member(p, &ParallelSection::watchdog),
+                       {{"auto", kWatchdogAuto}, {"off", kWatchdogOff}},
+                       "seconds a rank may go without progress (a step, an evaluation batch, a "
+                       "checkpoint tensor) before every rank is ended with exit status 76, "
+                       "naming the ranks that stopped reporting; `auto` = 10 x the median step "
+                       "time, at least 600 s and at least the time to write θ at 100 MB/s"),
 
         choice("placement", "mode", member(pl, &PlacementSection::mode),
                {{"resident", Placement::resident}, {"offload", Placement::offload}},

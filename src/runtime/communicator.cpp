@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <new>
@@ -53,6 +54,12 @@ class LocalProgressBoard final : public ProgressBoard {
 };
 
 }  // namespace
+
+void SerialCommunicator::abort(int status) const {
+  std::fflush(stdout);
+  std::fflush(stderr);
+  std::_Exit(status);
+}
 
 std::unique_ptr<ProgressBoard> SerialCommunicator::progress_board() const {
   return std::make_unique<LocalProgressBoard>();

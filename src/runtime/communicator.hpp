@@ -68,6 +68,11 @@ class Communicator {
 
   /// Collective: a progress board of this communicator's ranks.
   virtual std::unique_ptr<ProgressBoard> progress_board() const = 0;
+  /// Ends every rank of the job with exit status `status` and does not
+  /// return. A watchdog thread calls it while the rank's own thread is
+  /// blocked in MPI: MPI_Abort there is a message to the process manager and
+  /// an exit (MPICH, Open MPI), and the launcher then reports `status`.
+  [[noreturn]] virtual void abort(int status) const = 0;
   /// Calls `hook` as each collective of this communicator, or of any
   /// communicator split from it (before or after this call), begins: a
   /// watchdog counts the arrivals. An empty function removes it.
@@ -100,6 +105,7 @@ class SerialCommunicator final : public Communicator {
   void allgather_in_place(float*, std::size_t) const override {}
   std::shared_ptr<SharedMemory> allocate_shared(std::size_t bytes) const override;
   std::unique_ptr<ProgressBoard> progress_board() const override;
+  [[noreturn]] void abort(int status) const override;
   /// Nothing to watch: a collective of one rank never waits.
   void on_collective(std::function<void()>) const override {}
   std::unique_ptr<Communicator> split(int color, int key) const override;

@@ -5,6 +5,8 @@
 
 #include <algorithm>
 #include <climits>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <deque>
 
@@ -178,6 +180,13 @@ void MpiCommunicator::barrier() const {
 }
 
 void MpiCommunicator::on_collective(std::function<void()> hook) const { *hook_ = std::move(hook); }
+
+void MpiCommunicator::abort(int status) const {
+  std::fflush(stdout);
+  std::fflush(stderr);
+  MPI_Abort(comm_, status);
+  std::_Exit(status);  // MPI_Abort does not return; should it, end this rank at least
+}
 
 void MpiCommunicator::announce() const {
   if (*hook_) (*hook_)();

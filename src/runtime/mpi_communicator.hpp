@@ -35,6 +35,7 @@ class MpiCommunicator final : public Communicator {
   /// MPI_Raccumulate(MPI_REPLACE) under a lock_all epoch held for its life.
   std::unique_ptr<ProgressBoard> progress_board() const override;
   void on_collective(std::function<void()> hook) const override;
+  [[noreturn]] void abort(int status) const override;
   std::unique_ptr<Communicator> split(int color, int key) const override;
 
   /// Ranks sharing this node's memory (MPI_COMM_TYPE_SHARED).

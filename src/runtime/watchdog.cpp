@@ -204,9 +204,7 @@ void Watchdog::fire(double idle, double limit) {
      << config_.setting << " if a step, evaluation or checkpoint legitimately takes longer.\n";
   const std::string text = os.str();
   std::fwrite(text.data(), 1, text.size(), stderr);
-  std::fflush(stderr);
-  std::fflush(stdout);
-  std::_Exit(kExitWatchdog);
+  world_.abort(kExitWatchdog);
 }
 
 }  // namespace distzo::runtime

@@ -8,10 +8,10 @@
 // collective. Every rank starts the same collectives in the same order, so
 // each posts its count of them to the ProgressBoard. Past the deadline,
 // rank 0 names the ranks whose count is behind its own (they never arrived
-// where rank 0 waits) and ends its process with kExitWatchdog; the launcher
-// (mpiexec, or srun with --kill-on-bad-exit) then ends every other rank. The
-// other ranks give rank 0 a grace period to do that and then end themselves:
-// rank 0 may be the one that stopped. The thread never calls MPI.
+// where rank 0 waits) and aborts the job with kExitWatchdog (MPI_Abort: the
+// launcher ends every rank and reports that status). The other ranks give
+// rank 0 a grace period to do that and then abort themselves: rank 0 may be
+// the one that stopped. The thread calls MPI for nothing else.
 
 #include <atomic>
 #include <chrono>
@@ -74,7 +74,7 @@ class Watchdog {
   using Clock = std::chrono::steady_clock;
   void watch();
   void arrive();  // a collective begins
-  [[noreturn]] void fire(double idle, double limit);
+  void fire(double idle, double limit);  // aborts the job (world_.abort)
   std::string describe(std::int64_t count) const;  // under mutex_
   std::string who(int rank) const;
 

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # A stopped (SIGSTOP) rank must not hang the job: past parallel.watchdog
-# seconds without progress every rank ends with exit status 76, and the
+# seconds without progress the job is aborted with exit status 76, and the
 # message names the rank that stopped reporting (rank 0 names it; when
-# rank 0 is the one stopped, the others say so after a grace period).
+# rank 0 is the one stopped, another rank says so after a grace period).
 source "$(dirname "$0")/lib.sh" "$@"
 wait_rows() { for _ in $(seq 200); do [ -s "$1" ] && [ "$(wc -l < "$1")" -gt "$2" ] && return; sleep 0.05; done; fail "no progress in $1"; }
 
@@ -34,12 +34,12 @@ stop_rank() {
 stop_rank 1 one
 grep -q "watchdog: rank 0 (host .*) has made no progress for .* (parallel.watchdog: 2.0 s); its last progress: .*\. Not reported: rank 1 (host .*, pid $stopped_pid), last seen at the start of collective [0-9]* after the .*step [0-9]*" one.log ||
   { cat one.log; fail "rank 0's watchdog message does not name rank 1"; }
-pass "rank 1 stopped: rank 0 names it, every rank ends with 76"
+pass "rank 1 stopped: rank 0 names it and aborts the job with 76"
 
 stop_rank 0 zero
 grep -q "watchdog: rank 1 (host .*) has made no progress .* Rank 0 did not end the job within the grace period: rank 0 itself is likely stopped or hung" zero.log ||
   { cat zero.log; fail "rank 1's watchdog message does not point at rank 0"; }
-pass "rank 0 stopped: rank 1 ends the job after the grace period, pointing at rank 0"
+pass "rank 0 stopped: rank 1 aborts the job with 76 after the grace period, pointing at rank 0"
 
 # Off: the key reads back, and no watchdog thread watches (the run still finishes).
 deck off 3 off 'parallel:' '  watchdog: off'
