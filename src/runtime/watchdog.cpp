@@ -4,10 +4,8 @@
 
 #include <algorithm>
 #include <cstdio>
-#include <cstdlib>
 #include <cstring>
 #include <exception>
-#include <iostream>
 #include <sstream>
 
 namespace distzo::runtime {
