@@ -398,7 +398,7 @@ TEST(DeckError, WatchdogIsSecondsAutoOrOff) {
   EXPECT_DECK_ERROR(deck_with("parallel:\n  watchdog: soon\n"), "deck.yaml:11: parallel.watchdog: ",
                     "expected auto, off or a number > 0, found the string \"soon\"");
   EXPECT_DECK_ERROR(deck_with("parallel:\n  watchdog: 0\n"), "deck.yaml:11: parallel.watchdog: ",
-                    "out of range: expected a number > 0, found 0");
+                    "out of range: expected auto, off or a number > 0, found 0");
   EXPECT_EQ(parse_deck(deck_with("parallel:\n  watchdog: off\n"), "d").parallel.watchdog,
             distzo::io::kWatchdogOff);
   EXPECT_EQ(parse_deck(deck_with("parallel:\n  watchdog: 2.5\n"), "d").parallel.watchdog, 2.5);

@@ -747,6 +747,7 @@ void run(const RunOptions& options, const runtime::Communicator& world) {
   zo::TrainerState state = trainer_state(inputs.state, config);
   const std::int64_t first_step = state.step;
   runtime::WatchdogConfig watchdog_config;
+  watchdog_config.log_path = deck.output.dir + "/run.log";
   watchdog_config.enabled = deck.parallel.watchdog != io::kWatchdogOff;
   watchdog_config.seconds = deck.parallel.watchdog > 0 ? deck.parallel.watchdog : 0;
   // While rank 0's node writes a checkpoint the other ranks wait in a
@@ -759,8 +760,14 @@ void run(const RunOptions& options, const runtime::Communicator& world) {
   zo::TrainSummary summary;
   try {
     summary = zo::Trainer(executor, mesh, config, hooks).run(state);
-  } catch (const CollectiveError&) {
+  } catch (const CollectiveError& e) {
     watchdog.close();  // every rank is here: the board can be freed (MPI_Finalize follows)
+    // run.log keeps why the run ended; main says it on stderr.
+    const bool stopped = dynamic_cast<const StopRequested*>(&e) != nullptr;
+    if (e.report()) out.log(std::string(stopped ? "" : "error: ") + e.what());
+    throw;
+  } catch (const Error& e) {
+    out.log(std::string("error: ") + e.what());  // this rank's own (rank 0 writes run.log)
     throw;
   }
 

@@ -79,6 +79,11 @@ void RunOutputs::eval(const EvalRow& r) {
 void RunOutputs::print(const std::string& line) {
   if (!active_) return;
   std::cout << line << std::endl;
+  log(line);
+}
+
+void RunOutputs::log(const std::string& line) {
+  if (!active_) return;
   log_ << line << "\n";
   log_.flush();
 }

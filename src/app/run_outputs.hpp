@@ -39,6 +39,8 @@ class RunOutputs {
   void eval(const EvalRow& row);
   /// A progress line: stdout and run.log.
   void print(const std::string& line);
+  /// A line for run.log only (the reason a run ended, which main prints on stderr).
+  void log(const std::string& line);
   bool active() const { return active_; }
 
  private:

@@ -286,9 +286,13 @@ class SectionReader {
       }
       names.push_back(w.first);
     }
+    const std::string allowed = "expected " + join(names) + " or a number > 0";
     if (!v->IsScalar() || !is_plain(*v) || !std::regex_match(v->Scalar(), real_form()))
-      fail_value(key, "expected " + join(names) + " or a number > 0, found " + describe(*v));
-    read_double(key, out, 0.0, true);
+      fail_value(key, allowed + ", found " + describe(*v));
+    double value = 0;
+    read_double(key, value, -std::numeric_limits<double>::infinity(), false);
+    if (!(value > 0)) fail_value(key, "out of range: " + allowed + ", found " + v->Scalar());
+    out = value;
   }
 
   /// A YAML list of names, each one of `allowed`.

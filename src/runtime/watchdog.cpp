@@ -202,6 +202,16 @@ void Watchdog::fire(double idle, double limit) {
      << config_.setting << " if a step, evaluation or checkpoint legitimately takes longer.\n";
   const std::string text = os.str();
   std::fwrite(text.data(), 1, text.size(), stderr);
+  if (!config_.log_path.empty()) {
+    if (std::FILE* log = std::fopen(config_.log_path.c_str(), "a")) {
+      const std::string line = text.substr(std::string("distzo: ").size());  // "error: watchdog: ..."
+      std::fwrite(line.data(), 1, line.size(), log);
+      std::fclose(log);
+    }
+  }
+  // The launcher forwards stderr through a pipe, and an abort may end it
+  // before it has read the message: give it a moment.
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
   world_.abort(kExitWatchdog);
 }
 

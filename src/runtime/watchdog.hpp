@@ -39,6 +39,9 @@ struct WatchdogConfig {
   double step_factor = 10;
   /// Where the deadline is set, for the message ("parallel.watchdog").
   std::string setting = "parallel.watchdog";
+  /// A log the message is appended to as well as stderr (the run's run.log);
+  /// empty: stderr only.
+  std::string log_path;
 };
 
 class Watchdog {

@@ -7,7 +7,23 @@ TEST_DATA=$2
 MPIEXEC=${3:-mpiexec}
 HERE=$(cd "$(dirname "${BASH_SOURCE[1]}")" && pwd)  # the calling test's folder
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/distzo-test.XXXXXX")
-trap 'rm -rf "$WORK"' EXIT
+WORK=$(cd "$WORK" && pwd -P)  # as /proc/PID/cwd shows it
+
+# kill_leftovers: ends every process still working in $WORK — a test's
+# background run after a failure, a SLURM job step — so no test leaves a job
+# running behind it.
+kill_leftovers() {
+  local p
+  kill $(jobs -p) 2> /dev/null || true
+  for p in /proc/[0-9]*; do
+    p=${p#/proc/}
+    [ "$p" = "$$" ] && continue
+    case "$(readlink "/proc/$p/cwd" 2> /dev/null)" in
+      "$WORK" | "$WORK"/*) kill -9 "$p" 2> /dev/null || true ;;
+    esac
+  done
+}
+trap 'kill_leftovers; rm -rf "$WORK"' EXIT
 cd "$WORK"
 ln -s "$TEST_DATA/opt_tiny_preln.model.h5" model.h5
 "$DISTZO" make-synthetic train.h5 --task classification --examples 256 --seq-len 12 --vocab 96 --seed 1 >/dev/null
@@ -27,6 +43,16 @@ deck() {
     printf 'eval:\n  interval: 0\n  max_examples: 64\n'
     printf '%s\n' "$@"
   } > "$name.yaml"
+}
+
+# rank_pids DECK_NAME: the pids of the distzo ranks running DECK_NAME.yaml
+# in this test's $WORK (not mpiexec, not another test's runs), one per line.
+rank_pids() {
+  local p
+  for p in $(pgrep -f "distzo run $1.yaml"); do
+    [ "$(cat "/proc/$p/comm" 2> /dev/null)" = distzo ] || continue
+    [ "$(readlink "/proc/$p/cwd" 2> /dev/null)" = "$WORK" ] && echo "$p"
+  done
 }
 
 # digest FILE: the parameter digest of a model or checkpoint.

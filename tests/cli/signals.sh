@@ -17,6 +17,7 @@ set +e; wait "$pid"; rc=$?; set -e
 n=$(ckpt_step one)
 [ -n "$n" ] || fail "no checkpoint written on stop: $(ls one)"
 grep -q "stopped by a signal after step $n, checkpointed" one.log || fail "stop message: $(tail -2 one.log)"
+grep -q "^stopped by a signal after step $n, checkpointed" one/run.log || fail "run.log does not say why the run ended: $(tail -2 one/run.log)"
 [ "$(grep -c '^[0-9]' one/metrics.csv)" = "$n" ] || fail "metrics.csv does not end at step $n"
 target=$((n + 5))
 deck resume $target one 'checkpoint:' '  resume: latest'
@@ -32,8 +33,8 @@ deck long2 100000000 two 'checkpoint:' '  interval: 0' 'parallel:' '  perturbati
 "$MPIEXEC" -n 2 "$DISTZO" run long2.yaml > two.log 2>&1 &
 launcher=$!
 wait_rows two/metrics.csv 3
-pids=($(pgrep -f "distzo run long2.yaml" | sort -n))
-[ "${#pids[@]}" -ge 2 ] || fail "expected 2 distzo processes, found: ${pids[*]}"
+pids=($(rank_pids long2 | sort -n))
+[ "${#pids[@]}" = 2 ] || fail "expected 2 distzo ranks, found: ${pids[*]}"
 kill -TERM "${pids[-1]}"
 set +e; wait "$launcher"; rc=$?; set -e
 [ "$rc" = 75 ] || { cat two.log; fail "mpiexec of a stopped run exited $rc, expected 75"; }

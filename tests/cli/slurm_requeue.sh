@@ -31,8 +31,13 @@ chown munge: munge
 host=$(hostname -s)
 port=$((20000 + RANDOM % 20000))
 daemons=()
+job=
 cleanup() {
+  # The job first (a failed test must not leave it running), then the daemons.
+  [ -z "$job" ] || scancel --full "$job" 2> /dev/null || true
+  sleep 1
   for pid in "${daemons[@]}"; do kill "$pid" 2>/dev/null || true; done
+  kill_leftovers
   wait 2>/dev/null || true
   rm -rf "$WORK"
 }

@@ -16,8 +16,7 @@ stop_rank() {
   wait_rows "$name/metrics.csv" 3
   # The rank's process: a distzo (not mpiexec) whose environment says PMI_RANK.
   local pids=() target=
-  for p in $(pgrep -f "distzo run $name.yaml"); do
-    [ "$(cat /proc/$p/comm 2>/dev/null)" = distzo ] || continue
+  for p in $(rank_pids "$name"); do
     pids+=("$p")
     tr '\0' '\n' < /proc/$p/environ | grep -qx "PMI_RANK=$rank" && target=$p
   done
@@ -34,7 +33,8 @@ stop_rank() {
 stop_rank 1 one
 grep -q "watchdog: rank 0 (host .*) has made no progress for .* (parallel.watchdog: 2.0 s); its last progress: .*\. Not reported: rank 1 (host .*, pid $stopped_pid), last seen at the start of collective [0-9]* after the .*step [0-9]*" one.log ||
   { cat one.log; fail "rank 0's watchdog message does not name rank 1"; }
-pass "rank 1 stopped: rank 0 names it and aborts the job with 76"
+grep -q "^error: watchdog: rank 0 .* Not reported: rank 1 " one/run.log || fail "run.log does not say why the run ended: $(tail -2 one/run.log)"
+pass "rank 1 stopped: rank 0 names it and aborts the job with 76 (stderr and run.log)"
 
 stop_rank 0 zero
 grep -q "watchdog: rank 1 (host .*) has made no progress .* Rank 0 did not end the job within the grace period: rank 0 itself is likely stopped or hung" zero.log ||
