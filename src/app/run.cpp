@@ -471,11 +471,11 @@ class RunHooks final : public zo::TrainerHooks {
 
   bool stop_requested() override { return stop_signal_received(); }
 
-  void progress(const std::string& what, bool end_of_step) override {
+  void progress(const char* what, std::int64_t step, bool end_of_step) override {
     if (end_of_step)
-      watchdog_.step_finished(what);
+      watchdog_.step_finished(what, step);
     else
-      watchdog_.phase(what);
+      watchdog_.phase(what, step);
   }
 
   void checkpoint_skipped(std::int64_t step, int streak) override {

@@ -36,7 +36,6 @@ Watchdog::Watchdog(const Communicator& world, WatchdogConfig config)
       size_(world.size()),
       last_tick_(Clock::now().time_since_epoch().count()),
       world_(world),
-      phase_("the start of the run"),
       recent_(kRecent),
       last_step_end_(Clock::now()) {
   if (!config_.enabled) return;
@@ -54,7 +53,6 @@ Watchdog::Watchdog(const Communicator& world, WatchdogConfig config)
   pids_.resize(static_cast<std::size_t>(size_));
   world.allgather(&pid, 1, pids_.data());
   board_ = world.progress_board();
-  recent_[0] = phase_;
   world.on_collective([this] { arrive(); });
   thread_ = std::thread([this] { watch(); });
 }
@@ -87,11 +85,11 @@ void Watchdog::stop_thread() {
 
 void Watchdog::alive() { last_tick_.store(Clock::now().time_since_epoch().count()); }
 
-void Watchdog::phase(const std::string& what) {
+void Watchdog::phase(const char* what, std::int64_t step) {
   if (!config_.enabled) return;
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    phase_ = what;
+    phase_ = {what, step, 0};
     phase_start_ = count_;
   }
   alive();
@@ -102,14 +100,14 @@ void Watchdog::arrive() {
   {
     std::lock_guard<std::mutex> lock(mutex_);
     count = ++count_;
-    recent_[static_cast<std::size_t>(count) % kRecent] =
-        "collective " + std::to_string(count - phase_start_) + " after " + phase_;
+    recent_[static_cast<std::size_t>(count) % kRecent] = {phase_.what, phase_.step,
+                                                          count - phase_start_};
   }
   board_->post(count);
   alive();
 }
 
-void Watchdog::step_finished(const std::string& what) {
+void Watchdog::step_finished(const char* what, std::int64_t step) {
   if (!config_.enabled) return;
   {
     std::lock_guard<std::mutex> lock(mutex_);
@@ -119,7 +117,7 @@ void Watchdog::step_finished(const std::string& what) {
         std::chrono::duration<double>(now - last_step_end_).count();
     last_step_end_ = now;
   }
-  phase(what);
+  phase(what, step);
 }
 
 double Watchdog::deadline_seconds() const {
@@ -155,11 +153,19 @@ void Watchdog::watch() {
   }
 }
 
-std::string Watchdog::describe(std::int64_t count) const {
-  if (count == 0) return "the start of the run";
-  if (count + static_cast<std::int64_t>(kRecent) <= count_)
-    return "collective " + std::to_string(count) + " of the run";
+Watchdog::Point Watchdog::point_of(std::int64_t count) const {
+  if (count == 0) return Point();
+  if (count + static_cast<std::int64_t>(kRecent) <= count_)  // left the ring
+    return {"the run", -1, count};
   return recent_[static_cast<std::size_t>(count) % kRecent];
+}
+
+std::string Watchdog::describe(const Point& p) {
+  std::string text = p.what;
+  if (p.step >= 0) text += " " + std::to_string(p.step);
+  if (p.collective > 0)
+    text = "the start of collective " + std::to_string(p.collective) + " after " + text;
+  return text;
 }
 
 std::string Watchdog::who(int rank) const {
@@ -174,8 +180,8 @@ void Watchdog::fire(double idle, double limit) {
      << (config_.seconds > 0 ? "" : "automatic, ") << seconds_text(limit) << ")";
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    os << "; its last progress: "
-       << (phase_start_ == count_ ? phase_ : "the start of " + describe(count_)) << ".";
+    os << "; its last progress: " << describe(phase_start_ == count_ ? phase_ : point_of(count_))
+       << ".";
     const std::vector<std::int64_t> counts = board_->counts();
     if (rank_ != 0) {
       os << " Rank 0 did not end the job within the grace period: rank 0 itself is likely "
@@ -187,8 +193,8 @@ void Watchdog::fire(double idle, double limit) {
       int n = 0;
       for (int r = 0; r < size_; ++r)
         if (counts[r] < count_) {
-          behind << (n++ ? "; " : "") << who(r) << ", last seen at the start of "
-                 << describe(counts[r]);
+          behind << (n++ ? "; " : "") << who(r) << ", last seen at "
+                 << describe(point_of(counts[r]));
         }
       if (n > 0)
         os << " Not reported: rank" << (n > 1 ? "s " : " ") << behind.str() << ".";
@@ -204,7 +210,8 @@ void Watchdog::fire(double idle, double limit) {
   std::fwrite(text.data(), 1, text.size(), stderr);
   if (!config_.log_path.empty()) {
     if (std::FILE* log = std::fopen(config_.log_path.c_str(), "a")) {
-      const std::string line = text.substr(std::string("distzo: ").size());  // "error: watchdog: ..."
+      const std::string line =
+          text.substr(std::string("distzo: ").size());  // "error: watchdog: ..."
       std::fwrite(line.data(), 1, line.size(), log);
       std::fclose(log);
     }

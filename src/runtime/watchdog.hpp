@@ -60,12 +60,14 @@ class Watchdog {
   Watchdog(const Watchdog&) = delete;
   Watchdog& operator=(const Watchdog&) = delete;
 
-  /// A phase begins, the same on every rank: `what` names it ("the start of
-  /// step 12") in the message that says where each rank was last seen.
-  void phase(const std::string& what);
+  /// A phase begins, the same on every rank: `what` (a string literal,
+  /// "the start of step") and `step` (appended when >= 0) name it in the
+  /// message that says where each rank was last seen. Kept as they are and
+  /// formatted only if the watchdog fires: nothing is allocated per step.
+  void phase(const char* what, std::int64_t step = -1);
   /// A phase that ends a step: the time between two of them feeds the
   /// automatic deadline.
-  void step_finished(const std::string& what);
+  void step_finished(const char* what, std::int64_t step);
   /// Liveness within a long phase (an evaluation batch, a checkpoint
   /// tensor): resets this rank's clock without a progress point.
   void alive();
@@ -78,7 +80,14 @@ class Watchdog {
   void watch();
   void arrive();  // a collective begins
   void fire(double idle, double limit);  // aborts the job (world_.abort)
-  std::string describe(std::int64_t count) const;  // under mutex_
+  /// A phase, and how many collectives had begun in it.
+  struct Point {
+    const char* what = "the start of the run";
+    std::int64_t step = -1;
+    std::int64_t collective = 0;  // 0: the phase itself
+  };
+  static std::string describe(const Point& point);
+  Point point_of(std::int64_t count) const;  // under mutex_
   std::string who(int rank) const;
 
   WatchdogConfig config_;
@@ -90,10 +99,10 @@ class Watchdog {
   std::atomic<Clock::rep> last_tick_;  // Clock ticks of the last progress or liveness
   mutable std::mutex mutex_;
   const Communicator& world_;
-  std::string phase_;                 // the current phase
+  Point phase_;                       // the current phase
   std::int64_t phase_start_ = 0;      // count_ when it began
   std::int64_t count_ = 0;            // collectives begun
-  std::vector<std::string> recent_;   // where the last kRecent ones were, by count % kRecent
+  std::vector<Point> recent_;         // where the last kRecent ones were, by count % kRecent
   std::vector<double> step_seconds_;  // the last kRecent step intervals, a ring
   std::size_t steps_seen_ = 0;
   Clock::time_point last_step_end_;

@@ -67,15 +67,14 @@ TrainSummary Trainer::run(TrainerState& state) {
 
   if (c.evaluate && first_step == 0) {
     executor_.flush(pending);
-    hooks_.progress("the evaluation before training", false);
+    hooks_.progress("the evaluation before training", -1, false);
     hooks_.evaluate(0, "start");
   }
 
   int streak = state.nonfinite_streak;
   for (std::int64_t step = first_step; step < c.steps; ++step) {
     const Clock::time_point t0 = Clock::now();
-    const std::string step_name = "step " + std::to_string(step + 1);
-    hooks_.progress("the start of " + step_name, false);
+    hooks_.progress("the start of step", step + 1, false);
     const model::Batch& batch = hooks_.batch(step);
     StepPerturbation perturbation;
     perturbation.seed = c.seed;
@@ -86,7 +85,7 @@ TrainSummary Trainer::run(TrainerState& state) {
     const runtime::TransferBytes before = executor_.streamer().total_bytes();
     const std::vector<double> local = executor_.run_step(batch, perturbation, pending);
     const runtime::TransferBytes after = executor_.streamer().total_bytes();
-    hooks_.progress("the end of " + step_name + "'s forward passes", true);
+    hooks_.progress("the end of the forward passes of step", step + 1, true);
     // Tokens of the global batch: one micro-batch per replica of the data group.
     double tokens = static_cast<double>(batch.num_tokens);
     mesh_.data_group().allreduce_sum(&tokens, 1);
@@ -139,7 +138,7 @@ TrainSummary Trainer::run(TrainerState& state) {
            << "; no checkpoint of it (the last steps were non-finite)";
       } else {
         executor_.flush(pending);
-        hooks_.progress("the checkpoint after " + step_name, false);
+        hooks_.progress("the checkpoint after step", done, false);
         hooks_.checkpoint(state);
         os << "stopped by a signal after step " << done
            << ", checkpointed; resume (checkpoint.resume: latest) to continue";
@@ -154,7 +153,7 @@ TrainSummary Trainer::run(TrainerState& state) {
     if (done == c.steps) break;
     if (c.evaluate && c.eval_interval > 0 && done % c.eval_interval == 0) {
       executor_.flush(pending);
-      hooks_.progress("the evaluation after " + step_name, false);
+      hooks_.progress("the evaluation after step", done, false);
       hooks_.evaluate(done, "");
     }
     if (c.checkpoint_interval > 0 && done % c.checkpoint_interval == 0) {
@@ -162,7 +161,7 @@ TrainSummary Trainer::run(TrainerState& state) {
         hooks_.checkpoint_skipped(done, streak);
       } else {
         executor_.flush(pending);
-        hooks_.progress("the checkpoint after " + step_name, false);
+        hooks_.progress("the checkpoint after step", done, false);
         hooks_.checkpoint(state);
       }
     }
@@ -173,7 +172,7 @@ TrainSummary Trainer::run(TrainerState& state) {
   executor_.record_own_slices();
   if (mesh_.world().size() > 1) check_replicas(c.steps);
   if (c.evaluate) {
-    hooks_.progress("the final evaluation", false);
+    hooks_.progress("the final evaluation", -1, false);
     hooks_.evaluate(c.steps, "end");
   }
   if (streak > 0) {
@@ -185,7 +184,7 @@ TrainSummary Trainer::run(TrainerState& state) {
     throw CollectiveError(os.str(), mesh_.world().rank() == 0);
   }
   if (state.step > first_step || first_step == 0) {
-    hooks_.progress("the final checkpoint", false);
+    hooks_.progress("the final checkpoint", -1, false);
     hooks_.checkpoint(state);
   }
   return summary;

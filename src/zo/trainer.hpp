@@ -86,10 +86,12 @@ class TrainerHooks {
   /// newest good one.
   virtual void checkpoint_skipped(std::int64_t step, int streak) = 0;
   /// The trainer reached a point that every rank reaches in the same order
-  /// (a watchdog counts them to tell which rank stopped): `what` says which,
-  /// "the start of step 12"; `end_of_step` marks the point that ends a step.
-  virtual void progress(const std::string& what, bool end_of_step) {
+  /// (a watchdog counts them to tell which rank stopped): `what` (a string
+  /// literal) and `step` (when >= 0) say which, "the start of step" 12;
+  /// `end_of_step` marks the point that ends a step.
+  virtual void progress(const char* what, std::int64_t step, bool end_of_step) {
     (void)what;
+    (void)step;
     (void)end_of_step;
   }
   /// Whether this rank was asked to stop (a signal); the answer travels with
