@@ -13,13 +13,17 @@ Trainer::Trainer(BlockExecutor& executor, const runtime::Mesh& mesh, const Train
 
 namespace {
 
-/// Every rank's value, gathered; "1, 3": the ranks whose value differs from `expected`.
-std::string ranks_differing(const runtime::Communicator& world, std::uint64_t mine,
-                            std::uint64_t expected) {
+/// Every rank's value, in rank order.
+std::vector<std::uint64_t> gathered(const runtime::Communicator& world, std::uint64_t mine) {
   std::vector<std::uint64_t> all(static_cast<std::size_t>(world.size()));
   world.allgather(&mine, 1, all.data());
+  return all;
+}
+
+/// "1, 3": the ranks whose value differs from `expected`.
+std::string ranks_differing(const std::vector<std::uint64_t>& all, std::uint64_t expected) {
   std::string ranks;
-  for (int r = 0; r < world.size(); ++r)
+  for (std::size_t r = 0; r < all.size(); ++r)
     if (all[r] != expected) ranks += (ranks.empty() ? "" : ", ") + std::to_string(r);
   return ranks;
 }
@@ -30,7 +34,7 @@ void Trainer::check_replicas(std::int64_t step) {
   const runtime::Communicator& world = mesh_.world();
   // A shared master: no other rank may have written into this rank's slice.
   const std::string overwritten =
-      ranks_differing(world, executor_.own_slices_intact() ? 1 : 0, 1);
+      ranks_differing(gathered(world, executor_.own_slices_intact() ? 1 : 0), 1);
   if (!overwritten.empty()) {
     std::ostringstream os;
     os << "shared θ master corrupted after step " << step << ": the slice of rank(s) "
@@ -43,10 +47,9 @@ void Trainer::check_replicas(std::int64_t step) {
 
   // θ is compared as it stands: a pending update is pending on every rank
   // alike, so no flush is needed.
-  std::uint64_t reference = std::stoull(executor_.parameter_digest(), nullptr, 16);
-  const std::uint64_t mine = reference;
-  world.broadcast(&reference, sizeof(reference), 0);  // rank 0's digest
-  const std::string diverged = ranks_differing(world, mine, reference);
+  const std::vector<std::uint64_t> digests =
+      gathered(world, std::stoull(executor_.parameter_digest(), nullptr, 16));
+  const std::string diverged = ranks_differing(digests, digests[0]);  // against rank 0's
   if (diverged.empty()) return;
   std::ostringstream os;
   os << "replicas diverged after step " << step << ": the parameter digest of rank(s) "
