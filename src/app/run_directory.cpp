@@ -1,5 +1,6 @@
 #include "app/run_directory.hpp"
 
+#include "core/digest.hpp"
 #include "core/error.hpp"
 
 #include <cerrno>
@@ -129,10 +130,7 @@ void RunDirectory::claim(const std::string& run_id) {
 
 std::string new_run_id() {
   std::random_device source;
-  const std::uint64_t id = (static_cast<std::uint64_t>(source()) << 32) ^ source();
-  char text[17];
-  std::snprintf(text, sizeof(text), "%016llx", static_cast<unsigned long long>(id));
-  return text;
+  return hex16((static_cast<std::uint64_t>(source()) << 32) ^ source());
 }
 
 std::string owner_of(const std::string& dir) {

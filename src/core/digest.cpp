@@ -24,10 +24,12 @@ void ParameterDigest::add_tensor(const std::string& name, const std::vector<std:
 
 std::uint64_t ParameterDigest::value() const { return digest::mix(state_ ^ tensors_); }
 
-std::string ParameterDigest::hex() const {
+std::string hex16(std::uint64_t value) {
   char buf[17];
-  std::snprintf(buf, sizeof(buf), "%016llx", static_cast<unsigned long long>(value()));
+  std::snprintf(buf, sizeof(buf), "%016llx", static_cast<unsigned long long>(value));
   return buf;
 }
+
+std::string ParameterDigest::hex() const { return hex16(value()); }
 
 }  // namespace distzo

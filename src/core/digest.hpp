@@ -57,6 +57,10 @@ KOKKOS_INLINE_FUNCTION constexpr std::uint64_t element_term(std::uint64_t index,
 
 }  // namespace digest
 
+/// A 64-bit value as 16 lowercase hex digits: how digests, checksums and
+/// run ids are written.
+std::string hex16(std::uint64_t value);
+
 /// Stage 2: folds one record per tensor, in canonical parameter order, into
 /// a 64-bit state. Each word w enters as state ← mix(state XOR w), a
 /// bijection of w for a given state and of the state for a given w, so a

@@ -2,6 +2,7 @@
 
 #include <cstdio>
 
+#include "core/digest.hpp"
 #include "core/error.hpp"
 #include "core/memory.hpp"
 #include "core/philox.hpp"
@@ -539,9 +540,7 @@ std::string dataset_digest(const Dataset& data) {
     mix(&n, sizeof(n));
     mix(v->data(), v->size() * sizeof(std::int32_t));
   }
-  char text[17];
-  std::snprintf(text, sizeof(text), "%016llx", static_cast<unsigned long long>(h));
-  return text;
+  return hex16(h);
 }
 
 }  // namespace distzo::io

@@ -1,5 +1,6 @@
 #include "io/hdf5_file.hpp"
 
+#include "core/digest.hpp"
 #include "core/error.hpp"
 #include "core/file_system.hpp"
 #include "kernels/digest.hpp"
@@ -220,12 +221,6 @@ namespace {
 
 constexpr const char* kChecksum = "checksum";
 
-std::string hex64(std::uint64_t v) {
-  char text[17];
-  std::snprintf(text, sizeof(text), "%016llx", static_cast<unsigned long long>(v));
-  return text;
-}
-
 template <class T>
 void write_scalar_attribute(hid_t file, const std::string& path, const std::string& name,
                             hid_t type, const T* value) {
@@ -348,7 +343,7 @@ void Hdf5File::read_into(const std::string& name, hid_t mem_type, void* out,
     words = raw.data();
   }
   const std::string recorded = read_string_attribute_of(dset.get(), path_, kChecksum);
-  const std::string found = hex64(dataset_checksum(words, n * word_bytes / 4));
+  const std::string found = hex16(dataset_checksum(words, n * word_bytes / 4));
   DISTZO_INPUT_REQUIRE(found == recorded,
                        path_ << ": dataset '" << name << "' does not match its checksum (recorded "
                              << recorded << ", its data gives " << found
@@ -475,7 +470,7 @@ void Hdf5File::write_from(const std::string& name, const std::vector<std::int64_
     DISTZO_INPUT_REQUIRE(H5Dwrite(dset.get(), mem_type, H5S_ALL, H5S_ALL, H5P_DEFAULT, data) >= 0,
                          path_ << ": cannot write dataset '" << name << "'" << write_cause(path_));
   }
-  write_string_attribute_to(dset.get(), path_, kChecksum, hex64(checksum));
+  write_string_attribute_to(dset.get(), path_, kChecksum, hex16(checksum));
 }
 
 void Hdf5File::write_range_checksums() {
@@ -489,7 +484,7 @@ void Hdf5File::write_range_checksums() {
   for (const auto& entry : range_sums_) {
     auto dset = check(H5Dopen2(id(), entry.first.c_str(), H5P_DEFAULT), H5Dclose,
                       path_ + ": dataset " + entry.first);
-    write_string_attribute_to(dset.get(), path_, kChecksum, hex64(sums[i++]));
+    write_string_attribute_to(dset.get(), path_, kChecksum, hex16(sums[i++]));
   }
   range_sums_.clear();
 }
