@@ -305,8 +305,8 @@ std::size_t element_count(const std::string& path, const DatasetInfo& info) {
 }
 }  // namespace
 
-void Hdf5File::read_into(const std::string& name, hid_t mem_type, void* out,
-                         std::size_t count) const {
+std::uint64_t Hdf5File::read_into(const std::string& name, hid_t mem_type, void* out,
+                                  std::size_t count, bool want_sum) const {
   const DatasetInfo info = dataset_info(name);
   const std::size_t n = element_count(path_, info);
   {  // HDF5 would round floats to integers silently (integers to floats are exact enough)
@@ -323,7 +323,9 @@ void Hdf5File::read_into(const std::string& name, hid_t mem_type, void* out,
   auto dset = check(H5Dopen2(id(), name.c_str(), H5P_DEFAULT), H5Dclose, path_ + ": dataset " + name);
   DISTZO_REQUIRE(H5Dread(dset.get(), mem_type, H5S_ALL, H5S_ALL, H5P_DEFAULT, out) >= 0,
                  path_ << ": cannot read dataset '" << name << "' (" << info.dtype << ")");
-  if (H5Aexists(dset.get(), kChecksum) <= 0) return;  // written by another tool
+  const std::size_t out_words = n * H5Tget_size(mem_type) / 4;
+  if (H5Aexists(dset.get(), kChecksum) <= 0)  // written by another tool
+    return want_sum ? dataset_checksum(out, out_words) : 0;
   // The checksum is over the stored words: read them as stored when the
   // caller asked for another type.
   auto stored = check(H5Dget_type(dset.get()), H5Tclose, path_ + ": type of " + name);
@@ -343,17 +345,22 @@ void Hdf5File::read_into(const std::string& name, hid_t mem_type, void* out,
     words = raw.data();
   }
   const std::string recorded = read_string_attribute_of(dset.get(), path_, kChecksum);
-  const std::string found = hex16(dataset_checksum(words, n * word_bytes / 4));
+  const std::uint64_t sum = dataset_checksum(words, n * word_bytes / 4);
+  const std::string found = hex16(sum);
   DISTZO_INPUT_REQUIRE(found == recorded,
                        path_ << ": dataset '" << name << "' does not match its checksum (recorded "
                              << recorded << ", its data gives " << found
                              << "): the file changed after it was written (corrupt bytes)");
+  if (!want_sum) return 0;
+  return words == out ? sum : dataset_checksum(out, out_words);
 }
 
 
-std::vector<float> Hdf5File::read_floats(const std::string& name) const {
+std::vector<float> Hdf5File::read_floats(const std::string& name,
+                                         std::uint64_t* element_sum) const {
   std::vector<float> v(element_count(path_, dataset_info(name)));
-  read_into(name, H5T_NATIVE_FLOAT, v.data(), v.size());
+  const std::uint64_t sum = read_into(name, H5T_NATIVE_FLOAT, v.data(), v.size(), element_sum);
+  if (element_sum) *element_sum = sum;
   return v;
 }
 

@@ -87,7 +87,11 @@ class Hdf5File {
   /// Reads a whole dataset, converting to the requested type (HDF5 converts
   /// between numeric types; the caller checks shapes). A dataset with a
   /// `checksum` attribute (every one distzo writes) must match it.
-  std::vector<float> read_floats(const std::string& name) const;
+  /// `element_sum`, when given, receives the data's checksum as read: for a
+  /// float32 tensor its element sum S (core/digest.hpp), computed once with
+  /// the checksum check.
+  std::vector<float> read_floats(const std::string& name,
+                                 std::uint64_t* element_sum = nullptr) const;
   std::vector<double> read_doubles(const std::string& name) const;
   std::vector<std::int32_t> read_ints(const std::string& name) const;
   std::vector<std::int64_t> read_int64s(const std::string& name) const;
@@ -119,7 +123,9 @@ class Hdf5File {
   void close();
 
  private:
-  void read_into(const std::string& name, hid_t mem_type, void* out, std::size_t count) const;
+  /// Returns the checksum of the words read into `out` if `want_sum`.
+  std::uint64_t read_into(const std::string& name, hid_t mem_type, void* out, std::size_t count,
+                          bool want_sum = false) const;
   void write_from(const std::string& name, const std::vector<std::int64_t>& shape,
                   hid_t file_type, hid_t mem_type, const void* data);
 

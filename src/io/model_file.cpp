@@ -2,7 +2,6 @@
 
 #include "core/digest.hpp"
 #include "core/error.hpp"
-#include "kernels/digest.hpp"
 
 #include <algorithm>
 
@@ -129,14 +128,14 @@ void ModelReader::read_range(std::uint32_t id, std::uint64_t first, std::size_t 
 }
 
 std::string ModelReader::digest() const {
-  // The same element-sum kernel the runtime uses for θ in host memory.
-  const Kokkos::DefaultHostExecutionSpace host;
+  // A float32 tensor's checksum is its element sum S, computed by the same
+  // kernel the runtime uses for θ in host memory: once per tensor, with the
+  // checksum check.
   ParameterDigest digest;
   for (const auto& p : info_.registry.parameters()) {
-    const std::vector<float> data = file_.read_floats(p.name);
-    digest.add_tensor(p.name, p.shape,
-                      kernels::host_tensor_element_sum(
-                          host, kernels::HostTensor(data.data(), data.size())));
+    std::uint64_t element_sum = 0;
+    file_.read_floats(p.name, &element_sum);
+    digest.add_tensor(p.name, p.shape, element_sum);
   }
   return digest.hex();
 }
