@@ -17,8 +17,8 @@
 #include "io/model_file.hpp"
 #include "kernels/linear.hpp"
 #include "kernels/losses.hpp"
-#include "model/opt_forward.hpp"
-#include "model/opt_weights.hpp"
+#include "model/forward.hpp"
+#include "model/weights.hpp"
 #include "runtime/block_streamer.hpp"
 #include "runtime/parameter_store.hpp"
 #include "zo/model_walk.hpp"
@@ -46,7 +46,7 @@ const char* const kUsage =
 
 /// Multiply-add counted as 2 FLOPs; the dense layers and the LM head only
 /// (attention scores and the element-wise kernels are left out).
-double dense_flops(const model::OptConfig& c, double rows) {
+double dense_flops(const model::ModelConfig& c, double rows) {
   const double C = static_cast<double>(c.hidden_size), F = static_cast<double>(c.ffn_dim);
   const double E = static_cast<double>(c.word_embed_proj_dim), V = static_cast<double>(c.vocab_size);
   double per_layer = 2.0 * rows * (4.0 * C * C + 2.0 * C * F);
@@ -76,7 +76,7 @@ int run(int argc, char** argv) {
   const io::ModelInfo& m = reader.info();
   runtime::ParameterStore store(m.registry, runtime::PlacementConfig());
   store.fill([&](std::uint32_t id, real* dst) { reader.read(id, dst); });
-  const model::OptConfig& c = m.config;
+  const model::ModelConfig& c = m.config;
   std::cout << "model          : " << path << " (L=" << c.num_hidden_layers
             << " C=" << c.hidden_size << " H=" << c.num_attention_heads << " F=" << c.ffn_dim
             << " V=" << c.vocab_size << " E=" << c.word_embed_proj_dim
@@ -87,8 +87,8 @@ int run(int argc, char** argv) {
   ExecSpace space;
   const int N = B * T;
   const model::Batch batch = perf::causal_lm_batch(B, T, c.vocab_size, seed);
-  model::OptForward forward(c, B, T);
-  const model::OptEdgeView edge = model::make_edge_view(m.registry, store.device_tensors());
+  model::DecoderForward forward(c, B, T);
+  const model::WeightView edge = model::make_edge_view(m.registry, store.device_tensors());
   Mat h("distzo::perf::h", N, c.hidden_size);
   Mat logits("distzo::perf::logits", N, c.vocab_size);
   runtime::BlockStreamer streamer(store, space);
@@ -157,15 +157,15 @@ int run(int argc, char** argv) {
   // GEMM check: one fc1-shaped linear, (N, C) x (F, C)^T -> (N, F).
   double gemm_gflops = 0;
   if (m.registry.num_blocks() > 0) {
-    const model::OptBlockView block0 = model::make_block_view(m.registry, store.device_tensors(), 0);
+    const model::WeightView block0 = model::make_block_view(m.registry, store.device_tensors(), 0);
     Mat y("distzo::perf::gemm_y", N, c.ffn_dim);
     const Mat x = h;  // any (N, C) data
-    kernels::linear(space, y, x, block0.fc1_w, block0.fc1_b);
+    kernels::linear(space, y, x, block0.mat(model::ParameterRole::fc1_weight), block0.vec(model::ParameterRole::fc1_bias));
     space.fence();
     std::vector<double> g;
     for (int i = 0; i < 3; ++i) {
       const auto t0 = Clock::now();
-      kernels::linear(space, y, x, block0.fc1_w, block0.fc1_b);
+      kernels::linear(space, y, x, block0.mat(model::ParameterRole::fc1_weight), block0.vec(model::ParameterRole::fc1_bias));
       space.fence();
       g.push_back(seconds_since(t0));
     }

@@ -149,8 +149,8 @@ int run(int argc, char** argv) {
   std::unique_ptr<runtime::ParameterStore> owned;
   const bool random = path.size() > 5 && path.compare(path.size() - 5, 5, ".json") == 0;
   if (random) {
-    m.config = io::read_hf_opt_config(path);
-    m.registry = model::ParameterRegistry::for_opt(m.config);
+    m.config = io::read_hf_config(path);
+    m.registry = model::ParameterRegistry::for_model(m.config);
     owned = std::make_unique<runtime::ParameterStore>(m.registry, placement, &mesh.node());
     owned->fill([&](std::uint32_t id, real* dst) {
       model::random_parameter(m.registry[id], seed, 0.02, dst);
@@ -165,7 +165,7 @@ int run(int argc, char** argv) {
   // The peak of the run: the store (already placed), the executor, the batch.
   MemoryAccounting::start();
   const std::uint64_t store_bytes = store.device_bytes();
-  const model::OptConfig& c = m.config;
+  const model::ModelConfig& c = m.config;
   out << "model          : " << path << " (L=" << c.num_hidden_layers
             << " C=" << c.hidden_size << " V=" << c.vocab_size << ", "
             << m.registry.total_elements() << " parameters" << (random ? ", random" : "")

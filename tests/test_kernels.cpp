@@ -453,7 +453,7 @@ TEST(KernelsEmbedding, OptPositionsLeftAndRightPadding) {
       {-1, -1, -1, -1, -1, -1}, {-1, 0, 1, -1, 2, -1},
   };
   IntMat pos("pos", 5, 6);
-  k::opt_positions(space(), pos, to_device(mask));
+  k::positions_from_mask(space(), pos, to_device(mask));
   const HostIntMat got = to_host(pos);
   for (std::size_t b = 0; b < 5; ++b)
     for (std::size_t t = 0; t < 6; ++t)
@@ -464,7 +464,7 @@ TEST(KernelsEmbedding, AddPositionalUsesOffsetRows) {
   const std::size_t batch = 2, seq = 5, dim = 11, max_pos = 8;
   const HostIntMat mask = int_mat({{0, 0, 1, 1, 1}, {1, 1, 1, 1, 0}});
   IntMat pos("pos", batch, seq);
-  k::opt_positions(space(), pos, to_device(mask));
+  k::positions_from_mask(space(), pos, to_device(mask));
   const HostIntMat p = to_host(pos);
   const HostMat table = random_host(max_pos + 2, dim, 61);
   const HostMat x = random_host(batch * seq, dim, 62);
@@ -561,7 +561,7 @@ HostMat run_attention(AttentionPath path, const HostMat& q, const HostMat& kk, c
   k::split_heads(space(), qh, to_device(q), ConstVec(), heads, seq);
   k::split_heads(space(), kh, to_device(kk), ConstVec(), heads, seq);
   k::split_heads(space(), vh, to_device(v), ConstVec(), heads, seq);
-  k::attention_heads(space(), oh, qh, kh, vh, to_device(mask), heads, scale, scores);
+  k::attention_heads(space(), oh, qh, kh, vh, to_device(mask), heads, heads, scale, scores);
   k::merge_heads(space(), out, oh, heads, seq);
   return to_host(out);
 }
@@ -659,10 +659,10 @@ TEST(KernelsAttention, ShapeErrorsThrow) {
   EXPECT_THROW(k::attention(space(), q, q, q, q, mask_bad, 2, 1.0f), Error);
   // Head-major (B*H*T, hd) = (12, 4) for B = 2, T = 3, H = 2.
   Mat h("h", 12, 4), o("o", 12, 4), scores("scores", 3, 3);
-  EXPECT_NO_THROW(k::attention_heads(space(), o, h, h, h, mask, 2, 1.0f, scores));
-  EXPECT_THROW(k::attention_heads(space(), o, h, h, h, mask, 3, 1.0f, scores), Error);
-  EXPECT_THROW(k::attention_heads(space(), o, h, h, h, mask, 2, 1.0f, Mat("s", 3, 4)), Error);
-  EXPECT_THROW(k::attention_heads(space(), Mat("o", 12, 3), h, h, h, mask, 2, 1.0f, scores), Error);
+  EXPECT_NO_THROW(k::attention_heads(space(), o, h, h, h, mask, 2, 2, 1.0f, scores));
+  EXPECT_THROW(k::attention_heads(space(), o, h, h, h, mask, 3, 3, 1.0f, scores), Error);
+  EXPECT_THROW(k::attention_heads(space(), o, h, h, h, mask, 2, 2, 1.0f, Mat("s", 3, 4)), Error);
+  EXPECT_THROW(k::attention_heads(space(), Mat("o", 12, 3), h, h, h, mask, 2, 2, 1.0f, scores), Error);
 }
 
 // ---------------------------------------------------------------- losses

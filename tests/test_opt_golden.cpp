@@ -15,7 +15,7 @@
 #include "io/model_file.hpp"
 #include "kernels/embedding.hpp"
 #include "kernels/losses.hpp"
-#include "model/opt_forward.hpp"
+#include "model/forward.hpp"
 #include "runtime/block_streamer.hpp"
 #include "runtime/parameter_store.hpp"
 #include "zo/model_walk.hpp"
@@ -108,7 +108,7 @@ TEST_P(OptGolden, MatchesHuggingFace) {
   Kokkos::deep_copy(attention_mask, h_mask);
 
   ExecSpace space;
-  model::OptForward forward(m.config, B, T);
+  model::DecoderForward forward(m.config, B, T);
   Mat h("h", forward.rows(), m.config.hidden_size);
 
   // Hidden states: HF's tuple holds the embeddings, the output of every layer
@@ -127,7 +127,7 @@ TEST_P(OptGolden, MatchesHuggingFace) {
   zo::walk(streamer, pass);
   EXPECT_EQ(stages, L + 2) << "the observer saw the embeddings, every block and the head";
   const Mat hidden = pass.final_hidden();
-  const model::OptEdgeView edge = model::make_edge_view(m.registry, store.device_tensors());
+  const model::WeightView edge = model::make_edge_view(m.registry, store.device_tensors());
   Comparison c;
 
   Mat logits("logits", forward.rows(), V);
@@ -169,7 +169,7 @@ TEST_P(OptGolden, MatchesHuggingFace) {
   Kokkos::deep_copy(gold_d, h_gold);
   Mat selected("selected", B, hidden.extent(1)), cand_logits("cand_logits", B, K);
   kernels::gather_rows(space, selected, hidden, rows);
-  kernels::candidate_logits(space, cand_logits, selected, edge.embed_tokens, cand);
+  kernels::candidate_logits(space, cand_logits, selected, edge.lm_head(), cand);
   kernels::classification_loss(space, sums, predictions, cand_logits, gold_d);
   h_sums = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), sums);
   const double cls_loss = ref.read_doubles("cls_loss").at(0);

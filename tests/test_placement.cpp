@@ -38,8 +38,8 @@ using runtime::StreamOp;
 constexpr int B = 3, T = 7;
 const std::vector<int> kLengths = {7, 5, 3};
 
-model::OptConfig deep_config(int layers) {
-  model::OptConfig c = tiny_config();
+model::ModelConfig deep_config(int layers) {
+  model::ModelConfig c = tiny_config();
   c.num_hidden_layers = layers;
   return c;
 }
@@ -54,7 +54,7 @@ PlacementConfig offload(int resident_blocks = 0, int prefetch = 1, bool poison =
 }
 
 TEST(ArenaLayout, SegmentsAreAlignedAndConsecutive) {
-  const model::ParameterRegistry r = model::ParameterRegistry::for_opt(tiny_config());
+  const model::ParameterRegistry r = model::ParameterRegistry::for_model(tiny_config());
   const runtime::ArenaLayout block = runtime::ArenaLayout::of(r, r.block_ids(1));
   ASSERT_EQ(block.segments.size(), r.block_ids(1).size());
   EXPECT_EQ(block.first_id, r.block_ids(1).front());
@@ -115,8 +115,8 @@ TEST(ParameterStore, DigestIsComputedWhereThetaLivesAndMatchesTheFile) {
   // evaluated on a host copy of θ, and the digest of θ written to a model
   // file (what `distzo inspect --digest` prints). With project_in/out, so
   // the head group's order is exercised too.
-  const model::OptConfig c = [] {
-    model::OptConfig p = tiny_config(false, 8);
+  const model::ModelConfig c = [] {
+    model::ModelConfig p = tiny_config(false, 8);
     p.num_hidden_layers = 3;
     return p;
   }();

@@ -48,7 +48,7 @@ TEST(Plan, PredictsWhatARunAllocates) {
       {model::Task::classification, 3, 1, offload(3, 1), 8, true},
   };
   for (const Case& c : cases) {
-    model::OptConfig config = tiny_config(true, c.proj);
+    model::ModelConfig config = tiny_config(true, c.proj);
     config.num_hidden_layers = 5;
     const int B = 4, T = 9;
     const io::Dataset data =
@@ -70,7 +70,7 @@ TEST(Plan, PredictsWhatARunAllocates) {
     MemoryAccounting::start();
     MemoryUsage used;
     {
-      const model::ParameterRegistry registry = model::ParameterRegistry::for_opt(config);
+      const model::ParameterRegistry registry = model::ParameterRegistry::for_model(config);
       runtime::ParameterStore store(registry, c.placement);
       zo::BlockExecutor executor(config, store,
                                  zo::EvaluationPlan::make(c.queries, c.perturbation, 0), c.task, B,
@@ -173,7 +173,7 @@ TEST(Plan, SlicedScheduleFollowsTheFormula) {
 }
 
 TEST(HfConfig, ReadsOptAndRefusesWhatDistzoDoesNotImplement) {
-  const model::OptConfig c = io::parse_hf_opt_config(
+  const model::ModelConfig c = io::parse_hf_config(
       R"({"model_type": "opt", "hidden_size": 64, "num_hidden_layers": 3,
           "num_attention_heads": 4, "ffn_dim": 256, "vocab_size": 100,
           "max_position_embeddings": 128, "word_embed_proj_dim": 32,
@@ -184,19 +184,19 @@ TEST(HfConfig, ReadsOptAndRefusesWhatDistzoDoesNotImplement) {
   EXPECT_EQ(c.word_embed_proj_dim, 32);
   EXPECT_FALSE(c.do_layer_norm_before);
   // Left out: OPTConfig's defaults (opt-125m's shape).
-  const model::OptConfig d = io::parse_hf_opt_config(R"({"model_type": "opt"})", "c.json");
+  const model::ModelConfig d = io::parse_hf_config(R"({"model_type": "opt"})", "c.json");
   EXPECT_EQ(d.hidden_size, 768);
   EXPECT_EQ(d.vocab_size, 50272);
   EXPECT_EQ(d.word_embed_proj_dim, 768);
   // Round trip through the writer.
-  const model::OptConfig back = io::parse_hf_opt_config(io::hf_opt_config_json(c), "back.json");
+  const model::ModelConfig back = io::parse_hf_config(io::hf_config_json(c), "back.json");
   EXPECT_EQ(back.hidden_size, c.hidden_size);
   EXPECT_EQ(back.word_embed_proj_dim, c.word_embed_proj_dim);
   EXPECT_EQ(back.do_layer_norm_before, c.do_layer_norm_before);
 
   const auto error = [](const std::string& text) {
     try {
-      io::parse_hf_opt_config(text, "c.json");
+      io::parse_hf_config(text, "c.json");
     } catch (const Error& e) {
       return std::string(e.what());
     }

@@ -19,7 +19,7 @@ using runtime::GroupSlices;
 
 TEST(SlicePlan, EveryElementInExactlyOneSliceOnTheGrid) {
   const model::ParameterRegistry registry =
-      model::ParameterRegistry::for_opt(test_support::tiny_config());
+      model::ParameterRegistry::for_model(test_support::tiny_config());
   for (const model::GroupRef& group : registry.groups()) {
     const ArenaLayout layout = ArenaLayout::of(registry, registry.ids(group));
     for (int S = 1; S <= 7; ++S) {
@@ -53,7 +53,7 @@ TEST(SlicePlan, EveryElementInExactlyOneSliceOnTheGrid) {
 
 TEST(SlicePlan, OneSliceIsTheWholeArena) {
   const model::ParameterRegistry registry =
-      model::ParameterRegistry::for_opt(test_support::tiny_config());
+      model::ParameterRegistry::for_model(test_support::tiny_config());
   const ArenaLayout layout = ArenaLayout::of(registry, registry.block_ids(0));
   const GroupSlices g = GroupSlices::of(layout, 1, 0);
   EXPECT_EQ(g.begin, 0u);

@@ -5,7 +5,7 @@
 
 #include "kernels/losses.hpp"
 #include "model/loss_head.hpp"
-#include "model/opt_forward.hpp"
+#include "model/forward.hpp"
 #include "runtime/block_streamer.hpp"
 #include "runtime/communicator.hpp"
 #include "support/tiny_opt.hpp"
@@ -42,7 +42,7 @@ double naive_loss(const TinyModel& m, const model::Batch& batch, const zo::StepP
   });
   ExecSpace space;
   runtime::BlockStreamer streamer(w, space);
-  model::OptForward forward(m.config, B, T);
+  model::DecoderForward forward(m.config, B, T);
   model::LossHead head(m.config, batch.task, B, T, 2);
   Mat h("h", B * T, m.config.hidden_size);
   zo::ForwardPass pass(forward, m.registry, h, batch.tokens, batch.mask);

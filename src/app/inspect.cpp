@@ -35,13 +35,7 @@ void inspect(const std::string& path, bool digest_only, std::ostream& out) {
   const std::int64_t params = m.registry.total_elements();
   out << "file          " << path << " (" << m.kind << ", format " << io::kModelFormatVersion
       << ")\n"
-      << "architecture  OPT, " << c.num_hidden_layers << " layers, hidden " << c.hidden_size
-      << ", " << c.num_attention_heads << " heads (head_dim " << c.head_dim() << "), ffn "
-      << c.ffn_dim << ", vocab " << c.vocab_size << ", max positions "
-      << c.max_position_embeddings << "\n"
-      << "              " << (c.do_layer_norm_before ? "pre-LN" : "post-LN")
-      << ", word_embed_proj_dim " << c.word_embed_proj_dim
-      << (c.has_projection() ? " (project_in/out)" : "") << ", lm_head tied to embed_tokens\n"
+      << "architecture  " << model::describe(c, "              ") << "\n"
       << "parameters    " << params << " in " << m.registry.size() << " tensors, "
       << human_bytes(4.0 * static_cast<double>(params)) << " as float32\n"
       << "digest        version " << kDigestVersion << " (--digest); the writer recorded "

@@ -32,13 +32,13 @@ int make_model(const std::vector<std::string>& args) {
   DISTZO_INPUT_REQUIRE(parent.empty() || std::filesystem::is_directory(parent, ec),
                        "make-model: no directory '" << parent.string() << "' to write " << out
                                                     << " into");
-  model::OptConfig c;
+  model::ModelConfig c;
   if (o.has("--config")) {
     for (const char* shape : {"--layers", "--hidden", "--heads", "--ffn", "--vocab", "--positions",
                               "--proj"})
       DISTZO_INPUT_REQUIRE(!o.has(shape), "make-model: " << shape << " and --config exclude each other\n"
                                                    << kUsage);
-    c = io::read_hf_opt_config(o.text("--config", ""));
+    c = io::read_hf_config(o.text("--config", ""));
   } else {
     c.num_hidden_layers = o.required_integer("--layers", 1);
     c.hidden_size = o.required_integer("--hidden", 1);
@@ -48,6 +48,7 @@ int make_model(const std::vector<std::string>& args) {
     c.max_position_embeddings = o.integer("--positions", 2048, 1);
     c.word_embed_proj_dim = o.integer("--proj", c.hidden_size, 1);
     c.do_layer_norm_before = !o.flag("--post-ln");
+    model::complete_opt(c);
     try {
       c.validate();
     } catch (const Error& e) {
@@ -59,9 +60,9 @@ int make_model(const std::vector<std::string>& args) {
 
   io::ModelInfo info;
   info.config = c;
-  info.registry = model::ParameterRegistry::for_opt(c);
+  info.registry = model::ParameterRegistry::for_model(c);
   info.kind = "model";
-  info.hf_config_json = io::hf_opt_config_json(c);
+  info.hf_config_json = io::hf_config_json(c);
   // One tensor at a time: a model of any size is written without being
   // whole in device or host memory.
   io::write_atomically(out, [&](io::Hdf5File& file) {

@@ -73,8 +73,8 @@ void check_plan_inputs(const PlanInputs& in) {
 
 MemoryPlan plan_memory(const PlanInputs& in) {
   check_plan_inputs(in);
-  const model::OptConfig& c = in.config;
-  const model::ParameterRegistry r = model::ParameterRegistry::for_opt(c);
+  const model::ModelConfig& c = in.config;
+  const model::ParameterRegistry r = model::ParameterRegistry::for_model(c);
   MemoryPlan p;
   const int L = r.num_blocks();
   p.device_blocks = in.placement.device_blocks(L);
@@ -103,7 +103,7 @@ MemoryPlan plan_memory(const PlanInputs& in) {
   // more), one hidden state per evaluation,
   // the head, the loss sums, and the batches (train, and eval if any).
   const std::uint64_t B = u(in.micro_batch), T = u(in.seq_len), N = B * T;
-  const std::uint64_t C = u(c.hidden_size), F = u(c.ffn_dim), E = u(c.word_embed_proj_dim),
+  const std::uint64_t C = u(c.hidden_size), F = u(c.ffn_dim), E = u(c.embedding_dim()),
                       V = u(c.vocab_size), K = u(in.candidates);
   const std::uint64_t forward = B * T * kInt + (6 * N * C + N * F + T * T) * kFloat +
                                 (c.has_projection() ? 2 * N * E * kFloat : 0);
@@ -124,15 +124,14 @@ MemoryPlan plan_memory(const PlanInputs& in) {
 }
 
 std::string describe_plan(const PlanInputs& in, const MemoryPlan& p) {
-  const model::OptConfig& c = in.config;
-  const model::ParameterRegistry r = model::ParameterRegistry::for_opt(c);
+  const model::ModelConfig& c = in.config;
+  const model::ParameterRegistry r = model::ParameterRegistry::for_model(c);
   const int L = r.num_blocks();
   const double params = static_cast<double>(r.total_elements());
   const auto b = [](std::uint64_t v) { return exact_bytes(static_cast<double>(v)); };
   std::ostringstream os;
-  os << "model        OPT, " << L << " layers, hidden " << c.hidden_size << ", "
-     << c.num_attention_heads << " heads, ffn " << c.ffn_dim << ", vocab " << c.vocab_size
-     << ": " << static_cast<long long>(params) << " parameters\n"
+  os << "model        " << model::describe(c, "             ") << "\n"
+     << "parameters   " << static_cast<long long>(params) << " in " << L << " blocks and the edges\n"
      << "storage      float32: θ is " << human_bytes(4 * params)
      << "; transfers and w± are float32 too (fp16 storage would halve weights, scratch and "
         "traffic; not implemented)\n"
@@ -198,7 +197,7 @@ std::string fit_on_device(const PlanInputs& in, double device_bytes, bool* fits)
   return os.str();
 }
 
-PlanInputs plan_inputs(const io::Deck& deck, const model::OptConfig& config,
+PlanInputs plan_inputs(const io::Deck& deck, const model::ModelConfig& config,
                        const io::Dataset& train) {
   PlanInputs in;
   in.config = config;
@@ -219,10 +218,10 @@ namespace {
 /// attributes only) and its datasets.
 PlanInputs inputs_from_deck(const std::string& path, std::vector<std::string>& notes) {
   const io::Deck deck = io::load_deck(path);
-  model::OptConfig config;
+  model::ModelConfig config;
   {
     const io::Hdf5File model(deck.model.path, io::Hdf5File::Mode::read);
-    config = io::read_opt_config(model);
+    config = io::read_model_config(model);
   }
   const PlanInputs in =
       plan_inputs(deck, config, io::load_dataset(deck.data.train, config.vocab_size));
@@ -244,7 +243,7 @@ PlanInputs inputs_from_deck(const std::string& path, std::vector<std::string>& n
 PlanInputs inputs_from_config(const std::string& path, const Options& o,
                               std::vector<std::string>& notes) {
   PlanInputs in;
-  in.config = io::read_hf_opt_config(path);
+  in.config = io::read_hf_config(path);
   in.micro_batch = static_cast<int>(std::min<std::int64_t>(o.integer("--batch", 1, 1), INT32_MAX));
   const std::int64_t positions = in.config.max_position_embeddings;
   in.seq_len = static_cast<int>(

@@ -9,7 +9,7 @@
 #include "io/dataset.hpp"
 #include "io/deck.hpp"
 #include "model/batch.hpp"
-#include "model/opt_config.hpp"
+#include "model/model_config.hpp"
 #include "runtime/placement.hpp"
 
 #include <cstdint>
@@ -20,7 +20,7 @@ namespace distzo::app {
 
 /// Everything the prediction depends on.
 struct PlanInputs {
-  model::OptConfig config;
+  model::ModelConfig config;
   runtime::PlacementConfig placement;
   model::Task task = model::Task::causal_lm;
   int micro_batch = 1;    // B
@@ -46,7 +46,7 @@ struct MemoryPlan {
 };
 
 /// A run's inputs: its deck, its model's architecture and its training set.
-PlanInputs plan_inputs(const io::Deck& deck, const model::OptConfig& config,
+PlanInputs plan_inputs(const io::Deck& deck, const model::ModelConfig& config,
                        const io::Dataset& train);
 
 /// Throws distzo::Error for inputs no run accepts (q above 32, P not

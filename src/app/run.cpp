@@ -244,7 +244,7 @@ Inputs load_inputs(const RunOptions& options, const runtime::Communicator& world
                              << ", beyond optim.steps = " << opt.steps
                              << ": there is nothing to continue (raise optim.steps)");
   }
-  const model::OptConfig& config = in.model->info().config;
+  const model::ModelConfig& config = in.model->info().config;
   const std::int64_t vocab = config.vocab_size;
   in.train = io::load_dataset(deck.data.train, vocab);
   if (!deck.data.eval.empty())

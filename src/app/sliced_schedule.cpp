@@ -21,7 +21,7 @@ SlicedSchedule sliced_schedule(const PlanInputs& in, int gpus, const Bandwidths&
                            in.placement.resident_blocks == 0,
                        "plan: the sliced schedule streams every block from the node's shared "
                        "master: give --placement offload (with --resident-blocks 0)");
-  const model::ParameterRegistry r = model::ParameterRegistry::for_opt(in.config);
+  const model::ParameterRegistry r = model::ParameterRegistry::for_model(in.config);
   const int L = r.num_blocks();
   double block_params = 0;
   if (L > 0)

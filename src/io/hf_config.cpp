@@ -56,7 +56,7 @@ class JsonConfig {
 
 }  // namespace
 
-model::OptConfig parse_hf_opt_config(const std::string& json_text, const std::string& source) {
+model::ModelConfig parse_hf_config(const std::string& json_text, const std::string& source) {
   const JsonConfig j(json_text, source);
   DISTZO_INPUT_REQUIRE(j.present("model_type"),
                  source << ": no model_type key: not a Hugging Face config.json (an OPT one "
@@ -70,7 +70,7 @@ model::OptConfig parse_hf_opt_config(const std::string& json_text, const std::st
   DISTZO_INPUT_REQUIRE(j.boolean("layer_norm_elementwise_affine", true),
                  source << ": layer_norm_elementwise_affine is false: distzo needs layer-norm "
                            "weights and biases");
-  model::OptConfig c;
+  model::ModelConfig c;
   c.hidden_size = j.integer("hidden_size", 768);
   c.num_hidden_layers = j.integer("num_hidden_layers", 12);
   c.num_attention_heads = j.integer("num_attention_heads", 12);
@@ -84,6 +84,7 @@ model::OptConfig parse_hf_opt_config(const std::string& json_text, const std::st
                            "norm (pre-v4.20 fine-tunes) are not supported");
   c.tie_word_embeddings = j.boolean("tie_word_embeddings", true);
   c.activation_function = j.text("activation_function", "relu");
+  model::complete_opt(c);
   try {
     c.validate();
   } catch (const Error& e) {
@@ -116,11 +117,11 @@ bool is_hf_config_file(const std::string& path) {
   }
 }
 
-model::OptConfig read_hf_opt_config(const std::string& path) {
-  return parse_hf_opt_config(read_text(path), path);
+model::ModelConfig read_hf_config(const std::string& path) {
+  return parse_hf_config(read_text(path), path);
 }
 
-std::string hf_opt_config_json(const model::OptConfig& c) {
+std::string hf_config_json(const model::ModelConfig& c) {
   std::ostringstream os;
   os << "{\n  \"model_type\": \"opt\",\n  \"architectures\": [\"OPTForCausalLM\"],\n"
      << "  \"hidden_size\": " << c.hidden_size << ",\n"

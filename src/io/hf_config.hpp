@@ -5,21 +5,21 @@
 // OPTConfig's defaults, and the variants distzo does not implement are
 // errors naming the key.
 
-#include "model/opt_config.hpp"
+#include "model/model_config.hpp"
 
 #include <string>
 
 namespace distzo::io {
 
 /// Parses config.json text; `source` names it in errors.
-model::OptConfig parse_hf_opt_config(const std::string& json_text, const std::string& source);
+model::ModelConfig parse_hf_config(const std::string& json_text, const std::string& source);
 /// Whether `path` holds a config (a JSON/YAML map with a model_type key)
 /// rather than, say, a deck: what `distzo plan` goes by, not the file name.
 bool is_hf_config_file(const std::string& path);
 
 /// Reads and parses a config.json file.
-model::OptConfig read_hf_opt_config(const std::string& path);
+model::ModelConfig read_hf_config(const std::string& path);
 /// The config.json of `config` (the keys OPTConfig needs; parses back to it).
-std::string hf_opt_config_json(const model::OptConfig& config);
+std::string hf_config_json(const model::ModelConfig& config);
 
 }  // namespace distzo::io

@@ -17,7 +17,7 @@ const char* const kConfigInts[] = {"hidden_size",         "num_hidden_layers",
                                    "word_embed_proj_dim"};
 }  // namespace
 
-model::OptConfig read_opt_config(const Hdf5File& file) {
+model::ModelConfig read_model_config(const Hdf5File& file) {
   DISTZO_REQUIRE(file.has_attribute("distzo_format") && file.has_attribute("format_version"),
                  file.path() << " is not a distzo model file (no 'distzo_format' / "
                                 "'format_version' attributes); convert Hugging Face "
@@ -34,7 +34,7 @@ model::OptConfig read_opt_config(const Hdf5File& file) {
   const std::string arch = file.read_string_attribute("architecture");
   DISTZO_REQUIRE(arch == "opt", file.path() << ": architecture '" << arch
                                             << "' is not supported (supported: opt)");
-  model::OptConfig c;
+  model::ModelConfig c;
   std::int64_t* fields[] = {&c.hidden_size,         &c.num_hidden_layers,
                             &c.num_attention_heads, &c.ffn_dim,
                             &c.vocab_size,          &c.max_position_embeddings,
@@ -44,6 +44,7 @@ model::OptConfig read_opt_config(const Hdf5File& file) {
   c.do_layer_norm_before = file.read_int_attribute("do_layer_norm_before") != 0;
   c.tie_word_embeddings = file.read_int_attribute("tie_word_embeddings") != 0;
   c.activation_function = file.read_string_attribute("activation_function");
+  model::complete_opt(c);
   try {
     c.validate();
   } catch (const Error& e) {
@@ -52,7 +53,7 @@ model::OptConfig read_opt_config(const Hdf5File& file) {
   return c;
 }
 
-void write_opt_config(Hdf5File& file, const model::OptConfig& c,
+void write_model_config(Hdf5File& file, const model::ModelConfig& c,
                       const std::string& hf_config_json) {
   file.write_int_attribute("format_version", kModelFormatVersion);
   file.write_string_attribute("architecture", "opt");
@@ -68,13 +69,13 @@ void write_opt_config(Hdf5File& file, const model::OptConfig& c,
 }
 
 ModelReader::ModelReader(const std::string& path) : file_(path, Hdf5File::Mode::read) {
-  info_.config = read_opt_config(file_);
+  info_.config = read_model_config(file_);
   info_.kind = file_.read_string_attribute("distzo_format");
   if (file_.has_attribute("hf_config_json"))
     info_.hf_config_json = file_.read_string_attribute("hf_config_json");
   if (file_.has_attribute("digest_version"))
     info_.digest_version = file_.read_int_attribute("digest_version");
-  info_.registry = model::ParameterRegistry::for_opt(info_.config);
+  info_.registry = model::ParameterRegistry::for_model(info_.config);
 
   std::set<std::string> expected;
   for (const auto& p : info_.registry.parameters()) expected.insert(p.name);
@@ -144,7 +145,7 @@ namespace {
 
 void write_model_attributes(Hdf5File& file, const ModelInfo& info) {
   file.write_string_attribute("distzo_format", info.kind.empty() ? "model" : info.kind);
-  write_opt_config(file, info.config, info.hf_config_json);
+  write_model_config(file, info.config, info.hf_config_json);
   file.write_int_attribute("digest_version", kDigestVersion);
 }
 

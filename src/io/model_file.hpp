@@ -7,7 +7,7 @@
 
 #include "core/types.hpp"
 #include "io/hdf5_file.hpp"
-#include "model/opt_config.hpp"
+#include "model/model_config.hpp"
 #include "model/parameter_registry.hpp"
 
 #include <cstdint>
@@ -20,7 +20,7 @@ constexpr std::int64_t kModelFormatVersion = 1;
 
 /// What a model file describes, without its tensors.
 struct ModelInfo {
-  model::OptConfig config;
+  model::ModelConfig config;
   model::ParameterRegistry registry;
   std::string kind;            // "model" or "checkpoint"
   std::string hf_config_json;  // kept for the way back to Hugging Face
@@ -31,8 +31,8 @@ struct ModelInfo {
 };
 
 /// Reads and validates the root attributes; errors name the file and key.
-model::OptConfig read_opt_config(const Hdf5File& file);
-void write_opt_config(Hdf5File& file, const model::OptConfig& config,
+model::ModelConfig read_model_config(const Hdf5File& file);
+void write_model_config(Hdf5File& file, const model::ModelConfig& config,
                       const std::string& hf_config_json);
 
 /// An open model file whose tensor list has been checked against the

@@ -59,9 +59,13 @@ void merge_heads(const ExecSpace& space, const Mat& out, const ConstMat& x, int 
 /// exactly 0; a query with no visible key gets a row of zeros, hence an
 /// output of zeros), out = p v (GEMM). Results differ from `attention` by
 /// rounding only (another summation order).
-///   out, q, k, v: (B*H*T, hd)  mask: (B, T)  scores: (T, T) scratch
+///
+/// Grouped-query attention (Llama's num_key_value_heads): k and v have
+/// kv_heads heads, and query head h reads kv head h / (heads / kv_heads),
+/// as transformers' repeat_kv does; kv_heads = heads is plain multi-head.
+///   out, q: (B*H*T, hd)  k, v: (B*KV*T, hd)  mask: (B, T)  scores: (T, T) scratch
 void attention_heads(const ExecSpace& space, const Mat& out, const ConstMat& q, const ConstMat& k,
-                     const ConstMat& v, const ConstIntMat& mask, int heads, real scale,
-                     const Mat& scores);
+                     const ConstMat& v, const ConstIntMat& mask, int heads, int kv_heads,
+                     real scale, const Mat& scores);
 
 }  // namespace distzo::kernels

@@ -125,33 +125,44 @@ void merge_heads(const ExecSpace& space, const Mat& out, const ConstMat& x, int 
 }
 
 void attention_heads(const ExecSpace& space, const Mat& out, const ConstMat& q, const ConstMat& k,
-                     const ConstMat& v, const ConstIntMat& mask, int heads, real scale,
-                     const Mat& scores) {
+                     const ConstMat& v, const ConstIntMat& mask, int heads, int kv_heads,
+                     real scale, const Mat& scores) {
   const std::size_t batch = mask.extent(0), seq = mask.extent(1), head_dim = q.extent(1);
-  const std::size_t rows = batch * static_cast<std::size_t>(heads > 0 ? heads : 0) * seq;
-  const auto head_major = [&](const auto& t) {
-    return t.extent(0) == rows && t.extent(1) == head_dim;
+  const bool grouped = heads > 0 && kv_heads > 0 && heads % kv_heads == 0;
+  DISTZO_REQUIRE(grouped, "distzo::kernels::attention_heads: " << heads << " query heads and "
+                                                               << kv_heads
+                                                               << " key/value heads: the second "
+                                                                  "must divide the first");
+  const std::size_t rows = batch * static_cast<std::size_t>(heads) * seq;
+  const std::size_t kv_rows = batch * static_cast<std::size_t>(kv_heads) * seq;
+  const auto shaped = [&](const auto& t, std::size_t r) {
+    return t.extent(0) == r && t.extent(1) == head_dim;
   };
-  DISTZO_REQUIRE(heads > 0 && head_major(k) && head_major(v) && head_major(out) &&
+  DISTZO_REQUIRE(shaped(k, kv_rows) && shaped(v, kv_rows) && shaped(out, rows) &&
                      q.extent(0) == rows,
-                 "distzo::kernels::attention_heads: q, k, v and out must all be (B*H*T, hd) = ("
-                     << rows << ", " << head_dim << ") for " << heads << " heads and a (" << batch
-                     << ", " << seq << ") mask; got q (" << q.extent(0) << ", " << q.extent(1)
-                     << "), k (" << k.extent(0) << ", " << k.extent(1) << "), v (" << v.extent(0)
-                     << ", " << v.extent(1) << "), out (" << out.extent(0) << ", " << out.extent(1)
-                     << ")");
+                 "distzo::kernels::attention_heads: q and out must be (B*H*T, hd) = ("
+                     << rows << ", " << head_dim << "), k and v (B*KV*T, hd) = (" << kv_rows
+                     << ", " << head_dim << ") for " << heads << " heads, " << kv_heads
+                     << " key/value heads and a (" << batch << ", " << seq << ") mask; got q ("
+                     << q.extent(0) << ", " << q.extent(1) << "), k (" << k.extent(0) << ", "
+                     << k.extent(1) << "), v (" << v.extent(0) << ", " << v.extent(1)
+                     << "), out (" << out.extent(0) << ", " << out.extent(1) << ")");
   DISTZO_REQUIRE(scores.extent(0) == seq && scores.extent(1) == seq,
                  "distzo::kernels::attention_heads: scores is (" << scores.extent(0) << ", "
                      << scores.extent(1) << "), expected (" << seq << ", " << seq << ")");
   if (rows == 0 || head_dim == 0) return;
+  const std::size_t H = static_cast<std::size_t>(heads), KV = static_cast<std::size_t>(kv_heads);
+  const std::size_t group = H / KV;
   for (std::size_t b = 0; b < batch; ++b) {
-    for (std::size_t h = 0; h < static_cast<std::size_t>(heads); ++h) {
-      const std::size_t r0 = (b * static_cast<std::size_t>(heads) + h) * seq;
+    for (std::size_t h = 0; h < H; ++h) {
+      const std::size_t r0 = (b * H + h) * seq;
+      const std::size_t kv0 = (b * KV + h / group) * seq;
       const auto head = Kokkos::make_pair(r0, r0 + seq);
+      const auto kv_head = Kokkos::make_pair(kv0, kv0 + seq);
       gemm(space, "N", "T", scale, Kokkos::subview(q, head, Kokkos::ALL),
-           Kokkos::subview(k, head, Kokkos::ALL), real(0), scores);
+           Kokkos::subview(k, kv_head, Kokkos::ALL), real(0), scores);
       masked_softmax(space, scores, mask, static_cast<int>(b));
-      gemm(space, "N", "N", real(1), scores, Kokkos::subview(v, head, Kokkos::ALL), real(0),
+      gemm(space, "N", "N", real(1), scores, Kokkos::subview(v, kv_head, Kokkos::ALL), real(0),
            Kokkos::subview(out, head, Kokkos::ALL));
     }
   }

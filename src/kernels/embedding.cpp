@@ -32,9 +32,9 @@ void embedding_gather(const ExecSpace& space, const Mat& out, const ConstIntMat&
       });
 }
 
-void opt_positions(const ExecSpace& space, const IntMat& pos, const ConstIntMat& mask) {
+void positions_from_mask(const ExecSpace& space, const IntMat& pos, const ConstIntMat& mask) {
   DISTZO_REQUIRE(pos.extent(0) == mask.extent(0) && pos.extent(1) == mask.extent(1),
-                 "distzo::kernels::opt_positions: pos is ("
+                 "distzo::kernels::positions_from_mask: pos is ("
                      << pos.extent(0) << ", " << pos.extent(1) << "), mask is (" << mask.extent(0)
                      << ", " << mask.extent(1) << ")");
   const IntMat p = pos;
@@ -45,7 +45,7 @@ void opt_positions(const ExecSpace& space, const IntMat& pos, const ConstIntMat&
   // One thread per sequence with a sequential prefix sum: this runs once per
   // batch on B x T integers, far too little work to justify a parallel scan.
   Kokkos::parallel_for(
-      "distzo::opt_positions", RangePolicy(space, 0, batch), KOKKOS_LAMBDA(const int b) {
+      "distzo::positions_from_mask", RangePolicy(space, 0, batch), KOKKOS_LAMBDA(const int b) {
         int cumsum = 0;
         for (int t = 0; t < seq; ++t) {
           const int real_token = m(b, t) != 0 ? 1 : 0;

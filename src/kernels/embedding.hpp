@@ -1,5 +1,5 @@
 #pragma once
-// Token and position embeddings (OPT), and row gathers.
+// Token and position embeddings, position ids, and row gathers.
 //
 // Index validity: token ids, positions and row indices are read on the device
 // and are NOT range-checked there (a device-side check would need a fence and
@@ -16,12 +16,14 @@ namespace distzo::kernels {
 void embedding_gather(const ExecSpace& space, const Mat& out, const ConstIntMat& tokens,
                       const ConstMat& table);
 
-/// OPT position ids, exactly as Hugging Face's OPTLearnedPositionalEmbedding
-/// (no past key values): pos = cumsum(mask, dim=1) * mask - 1.
+/// Position ids from the attention mask: pos = cumsum(mask, dim=1) * mask - 1,
+/// exactly Hugging Face's OPTLearnedPositionalEmbedding (no past key values)
+/// and, at real tokens, the position_ids transformers' generate() gives Llama.
 /// The first real token of a row gets 0, the next 1, ...; padding gets -1,
-/// wherever it is (left or right padding).
+/// wherever it is (left or right padding). No real token reads a padding
+/// position (keys there are masked), so its value never reaches a loss.
 ///   pos: (B, T)   mask: (B, T), 1 = real token, 0 = padding
-void opt_positions(const ExecSpace& space, const IntMat& pos, const ConstIntMat& mask);
+void positions_from_mask(const ExecSpace& space, const IntMat& pos, const ConstIntMat& mask);
 
 /// x[b*T + t, :] += table[pos[b, t] + offset, :]
 /// OPT's learned position table has max_positions + 2 rows and is indexed

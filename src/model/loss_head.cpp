@@ -7,30 +7,30 @@
 
 namespace distzo::model {
 
-LossHead::LossHead(const OptConfig& config, Task task, int batch, int seq_len, int candidates)
+LossHead::LossHead(const ModelConfig& config, Task task, int batch, int seq_len, int candidates)
     : task_(task) {
   if (task == Task::causal_lm) {
     logits_ = Mat(memory_label(MemoryRole::activations, "head.logits"), static_cast<std::size_t>(batch) * seq_len,
                   config.vocab_size);
   } else {
     DISTZO_REQUIRE(candidates > 0, "classification needs at least one candidate label word");
-    selected_ = Mat(memory_label(MemoryRole::activations, "head.selected"), batch, config.word_embed_proj_dim);
+    selected_ = Mat(memory_label(MemoryRole::activations, "head.selected"), batch, config.embedding_dim());
     cand_logits_ = Mat(memory_label(MemoryRole::activations, "head.candidate_logits"), batch, candidates);
     predictions_ = IntVec(memory_label(MemoryRole::activations, "head.predictions"), batch);
   }
 }
 
-void LossHead::loss(const ExecSpace& space, const OptEdgeView& edge, ConstMat hidden,
+void LossHead::loss(const ExecSpace& space, const WeightView& edge, ConstMat hidden,
                     const Batch& batch, const kernels::LossSums& sums) {
   DISTZO_REQUIRE(batch.task == task_, "loss head built for another task than the batch's");
   if (task_ == Task::causal_lm) {
-    kernels::linear(space, logits_, hidden, edge.embed_tokens, ConstVec());
+    kernels::linear(space, logits_, hidden, edge.lm_head(), ConstVec());
     kernels::causal_lm_loss(space, sums, logits_, batch.targets);
   } else {
     // Only the K candidate rows of the tied head are needed (MeZO's
     // "train as classification"), not the (B*T, V) logits.
     kernels::gather_rows(space, selected_, hidden, batch.rows);
-    kernels::candidate_logits(space, cand_logits_, selected_, edge.embed_tokens,
+    kernels::candidate_logits(space, cand_logits_, selected_, edge.lm_head(),
                               batch.candidates);
     kernels::classification_loss(space, sums, predictions_, cand_logits_, batch.gold);
   }

@@ -5,19 +5,19 @@
 #include "core/types.hpp"
 #include "kernels/losses.hpp"
 #include "model/batch.hpp"
-#include "model/opt_config.hpp"
-#include "model/opt_weights.hpp"
+#include "model/model_config.hpp"
+#include "model/weights.hpp"
 
 namespace distzo::model {
 
 class LossHead {
  public:
   /// `candidates` = K for classification tasks (0 for causal LM).
-  LossHead(const OptConfig& config, Task task, int batch, int seq_len, int candidates);
+  LossHead(const ModelConfig& config, Task task, int batch, int seq_len, int candidates);
 
   /// sums = (loss sum, count) of `batch` given hidden (B*T, E); for
   /// classification also the predicted candidate per row. Enqueued, no fence.
-  void loss(const ExecSpace& space, const OptEdgeView& edge, ConstMat hidden, const Batch& batch,
+  void loss(const ExecSpace& space, const WeightView& edge, ConstMat hidden, const Batch& batch,
             const kernels::LossSums& sums);
 
   /// Predictions of the last classification loss() call, (B).

@@ -1,6 +1,7 @@
 #include "model/parameter_registry.hpp"
 
 #include "core/error.hpp"
+#include "model/architecture.hpp"
 
 #include <sstream>
 
@@ -43,54 +44,25 @@ void ParameterRegistry::add(std::string name, std::vector<std::int64_t> shape,
   parameters_.push_back(std::move(info));
 }
 
-ParameterRegistry ParameterRegistry::for_opt(const OptConfig& config) {
+ParameterRegistry ParameterRegistry::for_model(const ModelConfig& config) {
   config.validate();
-  const std::int64_t C = config.hidden_size;
-  const std::int64_t E = config.word_embed_proj_dim;
-  const std::int64_t F = config.ffn_dim;
-  const std::string decoder = "model.decoder.";
-  using G = ParameterGroup;
-  using R = ParameterRole;
-  constexpr bool decay = true;
-  constexpr bool no_decay = false;
-
+  const ArchitectureSpec& arch = architecture_spec(config.architecture);
   ParameterRegistry r;
+  r.architecture_ = config.architecture;
   r.block_ids_.resize(static_cast<std::size_t>(config.num_hidden_layers));
-  // Token embeddings are decayed as in MeZO (only biases and norms are exempt);
-  // the tied LM head is this same tensor and is not listed again.
-  r.add(decoder + "embed_tokens.weight", {config.vocab_size, E}, G::embeddings, R::embed_tokens, -1, decay);
-  r.add(decoder + "embed_positions.weight",
-        {config.max_position_embeddings + OptConfig::kPositionOffset, C}, G::embeddings,
-        R::embed_positions, -1, decay);
-  if (config.has_projection())
-    r.add(decoder + "project_in.weight", {C, E}, G::embeddings, R::project_in, -1, decay);
-
-  for (int k = 0; k < static_cast<int>(config.num_hidden_layers); ++k) {
-    const std::string p = decoder + "layers." + std::to_string(k) + ".";
-    r.add(p + "self_attn.q_proj.weight", {C, C}, G::block, R::q_weight, k, decay);
-    r.add(p + "self_attn.q_proj.bias", {C}, G::block, R::q_bias, k, no_decay);
-    r.add(p + "self_attn.k_proj.weight", {C, C}, G::block, R::k_weight, k, decay);
-    r.add(p + "self_attn.k_proj.bias", {C}, G::block, R::k_bias, k, no_decay);
-    r.add(p + "self_attn.v_proj.weight", {C, C}, G::block, R::v_weight, k, decay);
-    r.add(p + "self_attn.v_proj.bias", {C}, G::block, R::v_bias, k, no_decay);
-    r.add(p + "self_attn.out_proj.weight", {C, C}, G::block, R::out_weight, k, decay);
-    r.add(p + "self_attn.out_proj.bias", {C}, G::block, R::out_bias, k, no_decay);
-    r.add(p + "self_attn_layer_norm.weight", {C}, G::block, R::attn_norm_weight, k, no_decay);
-    r.add(p + "self_attn_layer_norm.bias", {C}, G::block, R::attn_norm_bias, k, no_decay);
-    r.add(p + "fc1.weight", {F, C}, G::block, R::fc1_weight, k, decay);
-    r.add(p + "fc1.bias", {F}, G::block, R::fc1_bias, k, no_decay);
-    r.add(p + "fc2.weight", {C, F}, G::block, R::fc2_weight, k, decay);
-    r.add(p + "fc2.bias", {C}, G::block, R::fc2_bias, k, no_decay);
-    r.add(p + "final_layer_norm.weight", {C}, G::block, R::ffn_norm_weight, k, no_decay);
-    r.add(p + "final_layer_norm.bias", {C}, G::block, R::ffn_norm_bias, k, no_decay);
-  }
-
-  if (config.has_final_layer_norm()) {
-    r.add(decoder + "final_layer_norm.weight", {C}, G::head, R::final_norm_weight, -1, no_decay);
-    r.add(decoder + "final_layer_norm.bias", {C}, G::head, R::final_norm_bias, -1, no_decay);
-  }
-  if (config.has_projection())
-    r.add(decoder + "project_out.weight", {E, C}, G::head, R::project_out, -1, decay);
+  auto add_group = [&](ParameterGroup group, int block) {
+    for (const TensorSpec& t : arch.tensors) {
+      if (t.group != group || (t.present && !t.present(config))) continue;
+      std::string name = t.name;
+      const std::size_t at = name.find("{k}");
+      if (at != std::string::npos) name.replace(at, 3, std::to_string(block));
+      r.add(std::move(name), t.shape(config), group, t.role, block, t.weight_decay);
+    }
+  };
+  add_group(ParameterGroup::embeddings, -1);
+  for (int k = 0; k < static_cast<int>(config.num_hidden_layers); ++k)
+    add_group(ParameterGroup::block, k);
+  add_group(ParameterGroup::head, -1);
   return r;
 }
 
@@ -119,7 +91,8 @@ bool ParameterRegistry::contains(const std::string& name) const {
 std::uint32_t ParameterRegistry::id_of(const std::string& name) const {
   for (const auto& p : parameters_)
     if (p.name == name) return p.id;
-  DISTZO_FAIL("parameter registry: '" << name << "' is not a parameter of this OPT model "
+  DISTZO_FAIL("parameter registry: '" << name << "' is not a parameter of this "
+                                      << architecture_spec(architecture_).display_name << " model "
                                       << "(expected names like '" << parameters_.front().name
                                       << "')");
 }

@@ -1,11 +1,12 @@
 #pragma once
-// The canonical list of an OPT model's parameters: Hugging Face names, shapes,
-// stable ids and grouping. A parameter's id is its index in this list, which
-// depends only on the architecture, never on file order or traversal order, so
-// the perturbation z(seed, step, query, id, element) is the same wherever and
-// in whatever order a tensor is visited (DESIGN.md invariant 1).
+// The canonical list of a model's parameters: Hugging Face names, shapes,
+// stable ids and grouping, built from the architecture table
+// (model/architecture.hpp). A parameter's id is its index in this list, which
+// depends only on the config, never on file order or traversal order, so the
+// perturbation z(seed, step, query, id, element) is the same wherever and in
+// whatever order a tensor is visited (DESIGN.md invariant 1).
 
-#include "model/opt_config.hpp"
+#include "model/model_config.hpp"
 
 #include <cstdint>
 #include <string>
@@ -17,19 +18,24 @@ namespace distzo::model {
 /// embeddings run before them, the head after.
 enum class ParameterGroup { embeddings, block, head };
 
-/// What a tensor is inside its block, so code never matches on names.
+/// What a tensor is inside its group, so code never matches on names. Roles
+/// are shared by the architectures where the tensors do the same job (the
+/// norm before attention is attn_norm in OPT and Llama alike).
 enum class ParameterRole {
-  embed_tokens,       // (V, E), also the tied LM head
-  embed_positions,    // (max_pos + 2, C)
-  project_in,         // (C, E)
-  project_out,        // (E, C)
+  embed_tokens,       // (V, E), also the LM head when tied
+  embed_positions,    // OPT: (max_pos + 2, C)
+  project_in,         // OPT: (C, E)
+  project_out,        // OPT: (E, C)
   final_norm_weight,  // (C)
-  final_norm_bias,    // (C)
+  final_norm_bias,    // OPT: (C)
+  lm_head,            // (V, C) when not tied
   q_weight, q_bias, k_weight, k_bias, v_weight, v_bias, out_weight, out_bias,
   attn_norm_weight, attn_norm_bias,
-  fc1_weight, fc1_bias, fc2_weight, fc2_bias,
+  fc1_weight, fc1_bias, fc2_weight, fc2_bias,          // OPT's MLP
+  gate_weight, gate_bias, up_weight, up_bias, down_weight, down_bias,  // Llama's SwiGLU MLP
   ffn_norm_weight, ffn_norm_bias,
 };
+constexpr std::size_t kParameterRoleCount = static_cast<std::size_t>(ParameterRole::ffn_norm_bias) + 1;
 
 /// One group of the walk: the embeddings, block `block`, or the head.
 struct GroupRef {
@@ -50,14 +56,17 @@ struct ParameterInfo {
   ParameterGroup group = ParameterGroup::block;
   ParameterRole role = ParameterRole::q_weight;
   int block = -1;                    // layer index for group == block, else -1
-  bool weight_decay = true;          // MeZO: no decay on biases and LayerNorm weights
+  bool weight_decay = true;          // MeZO: no decay on biases and norm weights
 
   std::int64_t numel() const;
 };
 
 class ParameterRegistry {
  public:
-  static ParameterRegistry for_opt(const OptConfig& config);
+  /// The parameters of `config`'s architecture, in the table's order.
+  static ParameterRegistry for_model(const ModelConfig& config);
+
+  Architecture architecture() const { return architecture_; }
 
   const std::vector<ParameterInfo>& parameters() const { return parameters_; }
   const ParameterInfo& operator[](std::uint32_t id) const { return parameters_.at(id); }
@@ -87,6 +96,7 @@ class ParameterRegistry {
   void add(std::string name, std::vector<std::int64_t> shape, ParameterGroup group,
            ParameterRole role, int block, bool weight_decay);
 
+  Architecture architecture_ = Architecture::opt;
   std::vector<ParameterInfo> parameters_;
   std::vector<std::vector<std::uint32_t>> block_ids_;
   std::vector<std::uint32_t> embedding_ids_;

@@ -32,7 +32,7 @@
 // release becomes a non-finite loss.
 
 #include "core/types.hpp"
-#include "model/opt_weights.hpp"
+#include "model/weights.hpp"
 #include "runtime/parameter_store.hpp"
 #include "core/stream_event.hpp"
 

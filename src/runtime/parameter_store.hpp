@@ -22,7 +22,7 @@
 // node owns one slice of every arena (slices()); only the owner writes it.
 
 #include "core/types.hpp"
-#include "model/opt_weights.hpp"
+#include "model/weights.hpp"
 #include "model/parameter_registry.hpp"
 #include "runtime/arena_layout.hpp"
 #include "runtime/communicator.hpp"

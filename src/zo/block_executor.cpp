@@ -103,7 +103,7 @@ class BlockExecutor::FlushPass final : public WalkPass {
 
 // ---------------------------------------------------------------------------
 
-BlockExecutor::BlockExecutor(const model::OptConfig& config, runtime::ParameterStore& store,
+BlockExecutor::BlockExecutor(const model::ModelConfig& config, runtime::ParameterStore& store,
                              const EvaluationPlan& plan, model::Task task, int micro_batch,
                              int seq_len, int candidates, NodeSlicing slicing,
                              const ExecSpace& space)
@@ -123,7 +123,7 @@ BlockExecutor::BlockExecutor(const model::OptConfig& config, runtime::ParameterS
     embed_rows_used_ = IntVec(memory_label(MemoryRole::scratch, "embed_rows_used"),
                               static_cast<std::size_t>(config.vocab_size));
     embed_rows_.used = embed_rows_used_;
-    embed_rows_.row_elements = static_cast<std::uint64_t>(config.word_embed_proj_dim);
+    embed_rows_.row_elements = static_cast<std::uint64_t>(config.embedding_dim());
   }
 
   // Every rank owns at least one evaluation (P divides 2q); the first
@@ -226,7 +226,7 @@ EvalOutcome BlockExecutor::evaluate(const model::Batch& batch) {
   const ExecSpace& space = streamer_.instances().compute;
   ForwardPass pass(forward_, registry_, hidden_.at(0), batch.tokens, batch.mask);
   run_pass(pass, false);
-  const model::OptEdgeView edge = model::make_edge_view(registry_, store_.device_tensors());
+  const model::WeightView edge = model::make_edge_view(registry_, store_.device_tensors());
   head_.loss(space, edge, pass.final_hidden(), batch, Kokkos::subview(sums_, 0, Kokkos::ALL()));
   Kokkos::deep_copy(space, sums_host_, sums_);
   fence(space, "distzo: evaluation loss ready for the host");

@@ -20,7 +20,7 @@
 #include "kernels/perturb_update.hpp"
 #include "model/batch.hpp"
 #include "model/loss_head.hpp"
-#include "model/opt_forward.hpp"
+#include "model/forward.hpp"
 #include "model/parameter_registry.hpp"
 #include "runtime/block_streamer.hpp"
 #include "runtime/parameter_store.hpp"
@@ -67,7 +67,7 @@ class BlockExecutor {
  public:
   /// Runs on the store's θ through a block streamer of its own, whose
   /// compute instance is `space`. A sliced store needs `slicing`.
-  BlockExecutor(const model::OptConfig& config, runtime::ParameterStore& store,
+  BlockExecutor(const model::ModelConfig& config, runtime::ParameterStore& store,
                 const EvaluationPlan& plan, model::Task task, int micro_batch, int seq_len,
                 int candidates, NodeSlicing slicing = NodeSlicing(),
                 const ExecSpace& space = ExecSpace());
@@ -162,7 +162,7 @@ class BlockExecutor {
   std::uint32_t embed_id_ = 0;
   IntVec embed_rows_used_;            // (V), classification only
   kernels::RowSelection embed_rows_;  // views embed_rows_used_; empty = all rows
-  model::OptForward forward_;
+  model::DecoderForward forward_;
   model::LossHead head_;
   std::vector<Mat> hidden_;                       // per owned evaluation: (B*T, C)
   std::vector<model::TensorTable> edge_scratch_;  // per owned evaluation: edge tensors

@@ -16,7 +16,7 @@ void walk(runtime::BlockStreamer& streamer, WalkPass& pass) {
   streamer.end_pass();
 }
 
-ForwardPass::ForwardPass(model::OptForward& forward, const model::ParameterRegistry& registry,
+ForwardPass::ForwardPass(model::DecoderForward& forward, const model::ParameterRegistry& registry,
                          const Mat& h, ConstIntMat tokens, ConstIntMat mask, Observer observer)
     : forward_(forward),
       registry_(registry),

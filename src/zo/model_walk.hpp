@@ -8,8 +8,8 @@
 // streamer knows to write it back.
 
 #include "core/types.hpp"
-#include "model/opt_forward.hpp"
-#include "model/opt_weights.hpp"
+#include "model/forward.hpp"
+#include "model/weights.hpp"
 #include "runtime/block_streamer.hpp"
 
 #include <functional>
@@ -45,7 +45,7 @@ class ForwardPass final : public WalkPass {
   using Observer = std::function<void(int stage, const Mat& h)>;
 
   /// `h` (B*T, C) receives the hidden states; `forward` owns the scratch.
-  ForwardPass(model::OptForward& forward, const model::ParameterRegistry& registry, const Mat& h,
+  ForwardPass(model::DecoderForward& forward, const model::ParameterRegistry& registry, const Mat& h,
               ConstIntMat tokens, ConstIntMat mask, Observer observer = Observer());
 
   void embeddings(const ExecSpace& space, const model::TensorTable& edges) override;
@@ -56,7 +56,7 @@ class ForwardPass final : public WalkPass {
   const Mat& final_hidden() const { return final_hidden_; }
 
  private:
-  model::OptForward& forward_;
+  model::DecoderForward& forward_;
   const model::ParameterRegistry& registry_;
   Mat h_;
   ConstIntMat tokens_, mask_;

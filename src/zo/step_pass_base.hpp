@@ -17,7 +17,7 @@ class BlockExecutor::StepPassBase : public WalkPass {
 
   void head(const ExecSpace& space, const model::TensorTable&) override {
     for (std::size_t i = 0; i < ex_.hidden_.size(); ++i) {
-      const model::OptEdgeView edge = model::make_edge_view(ex_.registry_, ex_.edge_scratch_[i]);
+      const model::WeightView edge = model::make_edge_view(ex_.registry_, ex_.edge_scratch_[i]);
       const Mat hidden = ex_.forward_.final_hidden(space, edge, ex_.hidden_[i]);
       ex_.head_.loss(space, edge, hidden, batch_, Kokkos::subview(ex_.sums_, i, Kokkos::ALL()));
     }

@@ -4,7 +4,7 @@
 #include "core/digest.hpp"
 #include "model/batch.hpp"
 #include "model/init.hpp"
-#include "model/opt_config.hpp"
+#include "model/model_config.hpp"
 #include "model/parameter_registry.hpp"
 #include "runtime/parameter_store.hpp"
 
@@ -14,8 +14,8 @@
 
 namespace distzo::test_support {
 
-inline model::OptConfig tiny_config(bool pre_ln = true, std::int64_t proj = 0) {
-  model::OptConfig c;
+inline model::ModelConfig tiny_config(bool pre_ln = true, std::int64_t proj = 0) {
+  model::ModelConfig c;
   c.hidden_size = 16;
   c.num_hidden_layers = 2;
   c.num_attention_heads = 2;
@@ -24,21 +24,21 @@ inline model::OptConfig tiny_config(bool pre_ln = true, std::int64_t proj = 0) {
   c.max_position_embeddings = 32;
   c.word_embed_proj_dim = proj ? proj : c.hidden_size;
   c.do_layer_norm_before = pre_ln;
-  return c;
+  return model::complete_opt(c);
 }
 
 /// A tiny random OPT model whose θ lives in a parameter store placed as
 /// asked (resident by default). The same seed gives the same θ whatever the
 /// placement. A shared host master is shared by the ranks of `node`.
 struct TinyModel {
-  model::OptConfig config;
+  model::ModelConfig config;
   model::ParameterRegistry registry;
   std::unique_ptr<runtime::ParameterStore> store;
 
-  explicit TinyModel(const model::OptConfig& c, std::uint64_t seed = 1234,
+  explicit TinyModel(const model::ModelConfig& c, std::uint64_t seed = 1234,
                      const runtime::PlacementConfig& placement = runtime::PlacementConfig(),
                      const runtime::Communicator* node = nullptr)
-      : config(c), registry(model::ParameterRegistry::for_opt(c)) {
+      : config(c), registry(model::ParameterRegistry::for_model(c)) {
     store = std::make_unique<runtime::ParameterStore>(registry, placement, node);
     store->fill([&](std::uint32_t id, real* dst) {
       model::random_parameter(registry[id], seed, 0.2, dst);

@@ -1,0 +1,62 @@
+#pragma once
+// The architecture table: what distinguishes OPT from Llama, as data. Each
+// architecture lists its tensors (Hugging Face names, shapes, roles, groups,
+// weight-decay flags) in canonical order, and supplies the three functions
+// of its forward pass: embed, one block, final norm. Everything else — the
+// registry and its stable ids, the walk, the executor, placement, the mesh,
+// checkpoints and digests — is shared and never asks which architecture
+// it runs.
+
+#include "core/types.hpp"
+#include "model/model_config.hpp"
+#include "model/parameter_registry.hpp"
+
+#include <vector>
+
+namespace distzo::model {
+
+class WeightView;
+struct ForwardScratch;
+
+/// One tensor of the table. `name` is the Hugging Face state-dict key, with
+/// "{k}" standing for the layer index in block tensors.
+struct TensorSpec {
+  ParameterRole role;
+  ParameterGroup group;
+  const char* name;
+  std::vector<std::int64_t> (*shape)(const ModelConfig&);
+  bool weight_decay;                       // MeZO: no decay on biases and norm weights
+  bool (*present)(const ModelConfig&);     // nullptr: always present
+};
+
+/// h (N, C) from the token ids (and the positions of the mask).
+using EmbedFn = void (*)(const ModelConfig&, ForwardScratch&, const ExecSpace&,
+                         const WeightView& edge, ConstIntMat tokens, ConstIntMat mask,
+                         const Mat& h);
+/// One decoder layer applied to h (N, C) in place.
+using BlockFn = void (*)(const ModelConfig&, ForwardScratch&, const ExecSpace&,
+                         const WeightView& block, ConstIntMat mask, const Mat& h);
+/// The final hidden state (N, E) from h: the final norm (and OPT's
+/// project_out); may alias h or the scratch.
+using FinalHiddenFn = Mat (*)(const ModelConfig&, ForwardScratch&, const ExecSpace&,
+                              const WeightView& edge, const Mat& h);
+
+struct ArchitectureSpec {
+  Architecture id;
+  const char* display_name;   // "OPT", "Llama"
+  const char* hf_class;       // "OPTForCausalLM", "LlamaForCausalLM"
+  std::vector<TensorSpec> tensors;  // embeddings, then one block's (for every k), then the head
+  bool gated_mlp;             // the MLP needs a second (N, F) buffer (SwiGLU)
+  EmbedFn embed;
+  BlockFn block;
+  FinalHiddenFn final_hidden;
+};
+
+const ArchitectureSpec& architecture_spec(Architecture a);
+
+/// The two entries of the table (model/opt_architecture.cpp,
+/// model/llama_architecture.cpp).
+const ArchitectureSpec& opt_architecture();
+const ArchitectureSpec& llama_architecture();
+
+}  // namespace distzo::model

@@ -1,0 +1,73 @@
+#include "model/forward.hpp"
+
+#include "core/error.hpp"
+#include "core/memory.hpp"
+#include "kernels/linear.hpp"
+
+#include <algorithm>
+
+namespace distzo::model {
+
+Mat ForwardScratch::projected_as(std::size_t rows, std::size_t cols) const {
+  DISTZO_REQUIRE(rows * cols <= projected.size(),
+                 "forward scratch: a (" << rows << ", " << cols << ") projection does not fit in "
+                                        << projected.size() << " floats");
+  return Mat(projected.data(), rows, cols);
+}
+
+DecoderForward::DecoderForward(const ModelConfig& config, int batch, int seq_len)
+    : config_(config), arch_(architecture_spec(config.architecture)) {
+  config_.validate();
+  DISTZO_REQUIRE(batch > 0 && seq_len > 0,
+                 "forward: batch and sequence length must be positive, got " << batch << " x "
+                                                                             << seq_len);
+  DISTZO_REQUIRE(seq_len <= config.max_position_embeddings,
+                 "forward: sequence length " << seq_len << " exceeds max_position_embeddings "
+                                             << config.max_position_embeddings);
+  ForwardScratch& s = scratch_;
+  s.batch = batch;
+  s.seq_len = seq_len;
+  const auto N = static_cast<std::size_t>(s.rows());
+  const auto C = static_cast<std::size_t>(config.hidden_size);
+  const auto E = static_cast<std::size_t>(config.embedding_dim());
+  const auto F = static_cast<std::size_t>(config.ffn_dim);
+  const auto H = static_cast<std::size_t>(config.num_attention_heads);
+  const auto KV = static_cast<std::size_t>(config.num_key_value_heads);
+  const auto hd = static_cast<std::size_t>(config.head_dim);
+  auto label = [](const char* name) { return memory_label(MemoryRole::activations, name); };
+  s.positions = IntMat(label("forward.positions"), batch, seq_len);
+  if (config.has_projection()) {
+    s.embedded = Mat(label("forward.embedded"), N, E);
+    s.hidden_out = Mat(label("forward.hidden_out"), N, E);
+  }
+  s.normed = Mat(label("forward.normed"), N, C);
+  s.q = Mat(label("forward.q"), N * H, hd);
+  s.k = Mat(label("forward.k"), N * KV, hd);
+  s.v = Mat(label("forward.v"), N * KV, hd);
+  s.scores = Mat(label("forward.scores"), seq_len, seq_len);
+  s.attended = Mat(label("forward.attended"), N, H * hd);
+  s.projected = Mat(label("forward.projected"), N, std::max(C, H * hd));
+  s.ffn = Mat(label("forward.ffn"), N, F);
+  if (arch_.gated_mlp) s.ffn_gate = Mat(label("forward.ffn_gate"), N, F);
+}
+
+void DecoderForward::embed(const ExecSpace& space, const WeightView& edge, ConstIntMat tokens,
+                           ConstIntMat mask, const Mat& h) {
+  arch_.embed(config_, scratch_, space, edge, tokens, mask, h);
+}
+
+void DecoderForward::block(const ExecSpace& space, const WeightView& w, ConstIntMat mask,
+                           const Mat& h) {
+  arch_.block(config_, scratch_, space, w, mask, h);
+}
+
+Mat DecoderForward::final_hidden(const ExecSpace& space, const WeightView& edge, const Mat& h) {
+  return arch_.final_hidden(config_, scratch_, space, edge, h);
+}
+
+void DecoderForward::logits(const ExecSpace& space, const WeightView& edge, ConstMat hidden,
+                            const Mat& logits) {
+  kernels::linear(space, logits, hidden, edge.lm_head(), ConstVec());
+}
+
+}  // namespace distzo::model

@@ -1,0 +1,70 @@
+#pragma once
+// The forward pass of a decoder-only model, stage by stage, as the walk
+// drives it:
+//
+//   embed  : tokens, mask             -> h (B*T, C)
+//   block k: h                        -> h (in place), weights from WeightView
+//   head   : h                        -> final hidden (B*T, E) -> logits / losses
+//
+// Stages are separate so that an executor can stream blocks, swap in perturbed
+// weights, and run the +eps and -eps evaluations while one block is resident.
+// What each stage computes is the architecture's (model/architecture.hpp);
+// this class owns the activation scratch for one (batch, seq_len), sized for
+// the config, and calls the architecture's functions on it.
+
+#include "core/types.hpp"
+#include "model/architecture.hpp"
+#include "model/model_config.hpp"
+#include "model/weights.hpp"
+
+namespace distzo::model {
+
+/// Activation scratch of one forward pass; N = B*T rows. The architecture
+/// functions use what they need.
+struct ForwardScratch {
+  int batch = 0, seq_len = 0;
+  IntMat positions;  // (B, T)
+  Mat embedded;      // (N, E), OPT with E != C
+  Mat normed;        // (N, C)
+  Mat q, k, v;       // (B*H*T, hd), (B*KV*T, hd) x 2: head-major (kernels/attention.hpp)
+  Mat scores;        // (T, T): one head's attention scores
+  Mat attended;      // (N, H*hd)
+  Mat projected;     // (N, max(C, H*hd)): projection outputs; reshaped per use
+  Mat ffn;           // (N, F)
+  Mat ffn_gate;      // (N, F), gated MLPs only
+  Mat hidden_out;    // (N, E), OPT with E != C
+
+  int rows() const { return batch * seq_len; }
+  /// `projected`'s storage as a contiguous (rows, cols) matrix, rows * cols
+  /// no more than it holds.
+  Mat projected_as(std::size_t rows, std::size_t cols) const;
+};
+
+class DecoderForward {
+ public:
+  DecoderForward(const ModelConfig& config, int batch, int seq_len);
+
+  int batch() const { return scratch_.batch; }
+  int seq_len() const { return scratch_.seq_len; }
+  int rows() const { return scratch_.rows(); }  // N = B*T
+  const ModelConfig& config() const { return config_; }
+
+  /// h (N, C) from the tokens: the architecture's embedding.
+  void embed(const ExecSpace& space, const WeightView& edge, ConstIntMat tokens,
+             ConstIntMat mask, const Mat& h);
+  /// One decoder layer applied to h (N, C) in place.
+  void block(const ExecSpace& space, const WeightView& w, ConstIntMat mask, const Mat& h);
+  /// The final norm (and OPT's project_out): returns (N, E), which may alias
+  /// h or scratch owned by this object (valid until the next call).
+  Mat final_hidden(const ExecSpace& space, const WeightView& edge, const Mat& h);
+  /// logits (N, V) = final_hidden · lm_headᵀ.
+  void logits(const ExecSpace& space, const WeightView& edge, ConstMat hidden,
+              const Mat& logits);
+
+ private:
+  ModelConfig config_;
+  const ArchitectureSpec& arch_;
+  ForwardScratch scratch_;
+};
+
+}  // namespace distzo::model

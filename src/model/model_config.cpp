@@ -1,0 +1,126 @@
+#include "model/model_config.hpp"
+
+#include "core/error.hpp"
+
+#include <cmath>
+#include <limits>
+#include <sstream>
+
+namespace distzo::model {
+
+const char* architecture_name(Architecture a) {
+  switch (a) {
+    case Architecture::opt: return "opt";
+    case Architecture::llama: return "llama";
+  }
+  return "?";
+}
+
+ModelConfig& complete_opt(ModelConfig& c) {
+  c.architecture = Architecture::opt;
+  c.num_key_value_heads = c.num_attention_heads;
+  c.head_dim = c.num_attention_heads > 0 ? c.hidden_size / c.num_attention_heads : 0;
+  return c;
+}
+
+std::string describe(const ModelConfig& c, const std::string& indent) {
+  std::ostringstream os;
+  const bool opt = c.architecture == Architecture::opt;
+  os << (opt ? "OPT" : "Llama") << ", " << c.num_hidden_layers << " layers, hidden "
+     << c.hidden_size << ", " << c.num_attention_heads << " heads";
+  if (c.num_key_value_heads != c.num_attention_heads)
+    os << " / " << c.num_key_value_heads << " key-value heads";
+  os << " (head_dim " << c.head_dim << "), " << (opt ? "ffn " : "intermediate ") << c.ffn_dim
+     << ", vocab " << c.vocab_size << ", max positions " << c.max_position_embeddings << "\n"
+     << indent;
+  if (opt) {
+    os << (c.do_layer_norm_before ? "pre-LN" : "post-LN") << ", word_embed_proj_dim "
+       << c.word_embed_proj_dim << (c.has_projection() ? " (project_in/out)" : "");
+  } else {
+    os << "RMSNorm (eps " << c.rms_norm_eps << "), rotary base " << c.rope_theta << ", SwiGLU"
+       << (c.attention_bias ? ", attention biases" : "") << (c.mlp_bias ? ", MLP biases" : "");
+  }
+  os << ", lm_head " << (c.tie_word_embeddings ? "tied to embed_tokens" : "untied");
+  return os.str();
+}
+
+bool ModelConfig::operator==(const ModelConfig& o) const {
+  return architecture == o.architecture && hidden_size == o.hidden_size &&
+         num_hidden_layers == o.num_hidden_layers &&
+         num_attention_heads == o.num_attention_heads &&
+         num_key_value_heads == o.num_key_value_heads && head_dim == o.head_dim &&
+         ffn_dim == o.ffn_dim && vocab_size == o.vocab_size &&
+         max_position_embeddings == o.max_position_embeddings &&
+         tie_word_embeddings == o.tie_word_embeddings &&
+         activation_function == o.activation_function &&
+         word_embed_proj_dim == o.word_embed_proj_dim &&
+         do_layer_norm_before == o.do_layer_norm_before && rms_norm_eps == o.rms_norm_eps &&
+         rope_theta == o.rope_theta && attention_bias == o.attention_bias &&
+         mlp_bias == o.mlp_bias;
+}
+
+void ModelConfig::validate() const {
+  const char* arch = architecture == Architecture::opt ? "OPT" : "Llama";
+  // Kernels index rows and columns with int: every size fits one.
+  auto positive = [&](const char* key, std::int64_t value) {
+    DISTZO_INPUT_REQUIRE(value > 0 && value <= std::numeric_limits<int>::max(),
+                         arch << " config: " << key << " must be in [1, 2147483647], got "
+                              << value);
+  };
+  positive("hidden_size", hidden_size);
+  positive("num_hidden_layers", num_hidden_layers);
+  positive("num_attention_heads", num_attention_heads);
+  positive("num_key_value_heads", num_key_value_heads);
+  positive("head_dim", head_dim);
+  positive(architecture == Architecture::opt ? "ffn_dim" : "intermediate_size", ffn_dim);
+  positive("vocab_size", vocab_size);
+  positive("max_position_embeddings", max_position_embeddings);
+  DISTZO_INPUT_REQUIRE(num_attention_heads % num_key_value_heads == 0,
+                       arch << " config: num_attention_heads (" << num_attention_heads
+                            << ") must be a multiple of num_key_value_heads ("
+                            << num_key_value_heads << ")");
+  // Parameter counts are summed in double; no real model comes near 10^15.
+  const double C = static_cast<double>(hidden_size), F = static_cast<double>(ffn_dim);
+  const double Q = static_cast<double>(q_width()), K = static_cast<double>(kv_width());
+  const double per_layer = 2 * C * Q + 2 * C * K + 3 * C * F + 4 * C + 2 * Q + 2 * K + 3 * F;
+  const double parameters = static_cast<double>(num_hidden_layers) * per_layer +
+                            2 * static_cast<double>(vocab_size) * C +
+                            static_cast<double>(max_position_embeddings + kPositionOffset) * C;
+  DISTZO_INPUT_REQUIRE(parameters <= 1e15, arch << " config: " << parameters
+                                                << " parameters; distzo takes at most 10^15");
+
+  if (architecture == Architecture::opt) {
+    positive("word_embed_proj_dim", word_embed_proj_dim);
+    DISTZO_INPUT_REQUIRE(hidden_size % num_attention_heads == 0,
+                         "OPT config: hidden_size (" << hidden_size
+                             << ") must be divisible by num_attention_heads ("
+                             << num_attention_heads << ")");
+    DISTZO_INPUT_REQUIRE(num_key_value_heads == num_attention_heads &&
+                             head_dim == hidden_size / num_attention_heads,
+                         "OPT config: OPT has num_key_value_heads = num_attention_heads and "
+                         "head_dim = hidden_size / num_attention_heads");
+    DISTZO_INPUT_REQUIRE(activation_function == "relu",
+                         "OPT config: activation_function '"
+                             << activation_function
+                             << "' is not supported; distzo implements 'relu' (all released OPT "
+                                "models)");
+    DISTZO_INPUT_REQUIRE(tie_word_embeddings,
+                         "OPT config: tie_word_embeddings=false is not supported; OPT ties "
+                         "lm_head to embed_tokens");
+    return;
+  }
+  DISTZO_INPUT_REQUIRE(activation_function == "silu",
+                       "Llama config: hidden_act '" << activation_function
+                                                    << "' is not supported; distzo implements "
+                                                       "'silu' (the SwiGLU MLP of Llama)");
+  DISTZO_INPUT_REQUIRE(head_dim % 2 == 0,
+                       "Llama config: head_dim (" << head_dim
+                                                  << ") must be even: rotary embeddings rotate "
+                                                     "pairs of channels");
+  DISTZO_INPUT_REQUIRE(std::isfinite(rms_norm_eps) && rms_norm_eps > 0,
+                       "Llama config: rms_norm_eps must be positive, got " << rms_norm_eps);
+  DISTZO_INPUT_REQUIRE(std::isfinite(rope_theta) && rope_theta > 1,
+                       "Llama config: rope_theta must be greater than 1, got " << rope_theta);
+}
+
+}  // namespace distzo::model

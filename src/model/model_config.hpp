@@ -1,0 +1,79 @@
+#pragma once
+// A decoder-only transformer as a Hugging Face config.json describes it: the
+// fields every architecture shares, and those only one of them reads. Which
+// tensors exist and which functions run the forward pass come from the
+// architecture table (model/architecture.hpp), never from code that tests
+// the architecture.
+
+#include <cstdint>
+#include <string>
+
+namespace distzo::model {
+
+enum class Architecture { opt, llama };
+
+/// "opt", "llama": the model file's `architecture` attribute and HF model_type.
+const char* architecture_name(Architecture a);
+
+struct ModelConfig {
+  Architecture architecture = Architecture::opt;
+
+  // Shared.
+  std::int64_t hidden_size = 0;              // C
+  std::int64_t num_hidden_layers = 0;        // L
+  std::int64_t num_attention_heads = 0;      // H
+  std::int64_t num_key_value_heads = 0;      // KV: H for OPT; fewer is grouped-query attention
+  std::int64_t head_dim = 0;                 // hd: C / H for OPT; Llama may set it (H*hd != C)
+  std::int64_t ffn_dim = 0;                  // F: OPT ffn_dim, Llama intermediate_size
+  std::int64_t vocab_size = 0;               // V (50272 for released OPT; the tokenizer has 50265)
+  std::int64_t max_position_embeddings = 0;  // OPT's position table has this + 2 rows
+  bool tie_word_embeddings = true;           // lm_head = embed_tokens
+  std::string activation_function = "relu";  // OPT "relu"; Llama hidden_act "silu"
+
+  // OPT only.
+  std::int64_t word_embed_proj_dim = 0;      // E; != C means project_in/project_out (opt-350m)
+  bool do_layer_norm_before = true;          // pre-LN; opt-350m is post-LN
+
+  // Llama only.
+  double rms_norm_eps = 1e-6;
+  double rope_theta = 10000.0;               // the rotary base (default rope type only)
+  bool attention_bias = false;               // q, k, v and o projections
+  bool mlp_bias = false;                     // gate, up and down projections
+
+  /// OPT offsets learned positions by 2 (a fairseq legacy).
+  static constexpr int kPositionOffset = 2;
+
+  /// Width of the token embeddings and of the final hidden state: E (OPT), C (Llama).
+  std::int64_t embedding_dim() const {
+    return architecture == Architecture::opt ? word_embed_proj_dim : hidden_size;
+  }
+  std::int64_t q_width() const { return num_attention_heads * head_dim; }    // H*hd
+  std::int64_t kv_width() const { return num_key_value_heads * head_dim; }  // KV*hd
+  bool has_projection() const {
+    return architecture == Architecture::opt && word_embed_proj_dim != hidden_size;
+  }
+  /// OPT: a final LayerNorm exists only for pre-LN models (as in Hugging
+  /// Face); Llama always ends with RMSNorm.
+  bool has_final_norm() const {
+    return architecture != Architecture::opt || do_layer_norm_before;
+  }
+
+  /// The same architecture: every field equal.
+  bool operator==(const ModelConfig& o) const;
+  bool operator!=(const ModelConfig& o) const { return !(*this == o); }
+
+  /// Throws distzo::Error naming the first inconsistent field.
+  void validate() const;
+};
+
+/// "OPT, 12 layers, hidden 768, 12 heads (head_dim 64), ffn 3072, vocab
+/// 50272, max positions 2048" and the architecture's variant on a second
+/// line (pre-LN, GQA, rope_theta, tied head...), each line after the first
+/// starting with `indent`: for `distzo inspect` and `distzo plan`.
+std::string describe(const ModelConfig& config, const std::string& indent);
+
+/// An OPT config with the fields OPT does not have in their implied values
+/// (KV = H, hd = C / H): what every OPT constructor fills in last.
+ModelConfig& complete_opt(ModelConfig& c);
+
+}  // namespace distzo::model

@@ -1,0 +1,184 @@
+// OPT (Zhang et al., 2022) as Hugging Face's OPTForCausalLM: learned
+// positions offset by 2, pre-LN or post-LN (opt-350m) blocks with biases
+// everywhere, a ReLU MLP, optional project_in/project_out, lm_head tied to
+// embed_tokens.
+#include "core/error.hpp"
+#include "kernels/activations.hpp"
+#include "kernels/attention.hpp"
+#include "kernels/embedding.hpp"
+#include "kernels/layernorm.hpp"
+#include "kernels/linear.hpp"
+#include "model/architecture.hpp"
+#include "model/forward.hpp"
+
+#include <cmath>
+
+namespace distzo::model {
+
+namespace {
+
+using R = ParameterRole;
+using G = ParameterGroup;
+using Shape = std::vector<std::int64_t>;
+
+// Hugging Face OPT uses nn.LayerNorm's default epsilon.
+constexpr real kLayerNormEps = 1e-5f;
+
+void opt_embed(const ModelConfig& config, ForwardScratch& s, const ExecSpace& space,
+               const WeightView& edge, ConstIntMat tokens, ConstIntMat mask, const Mat& h) {
+  if (config.has_projection()) {
+    kernels::embedding_gather(space, s.embedded, tokens, edge.mat(R::embed_tokens));
+    kernels::linear(space, h, s.embedded, edge.mat(R::project_in), ConstVec());
+  } else {
+    kernels::embedding_gather(space, h, tokens, edge.mat(R::embed_tokens));
+  }
+  kernels::positions_from_mask(space, s.positions, mask);
+  kernels::add_positional(space, h, s.positions, edge.mat(R::embed_positions),
+                          ModelConfig::kPositionOffset);
+}
+
+void opt_block(const ModelConfig& config, ForwardScratch& s, const ExecSpace& space,
+               const WeightView& w, ConstIntMat mask, const Mat& h) {
+  const bool pre_ln = config.do_layer_norm_before;
+  const int heads = static_cast<int>(config.num_attention_heads);
+  const real scale = static_cast<real>(1.0 / std::sqrt(static_cast<double>(config.head_dim)));
+  const Mat projected = s.projected;  // (N, C): OPT has H*hd = C
+
+  // Self-attention sub-layer: h += out_proj(attention(q, k, v)).
+  ConstMat attn_in = h;
+  if (pre_ln) {
+    kernels::layernorm(space, s.normed, h, w.vec(R::attn_norm_weight), w.vec(R::attn_norm_bias),
+                       kLayerNormEps);
+    attn_in = s.normed;
+  }
+  // Each projection's bias is added while its output is reordered head-major
+  // (projected is free until the output projection); the attention output
+  // comes back head-major in projected and is reordered into attended.
+  const int T = s.seq_len;
+  kernels::linear(space, projected, attn_in, w.mat(R::q_weight), ConstVec());
+  kernels::split_heads(space, s.q, projected, w.vec(R::q_bias), heads, T);
+  kernels::linear(space, projected, attn_in, w.mat(R::k_weight), ConstVec());
+  kernels::split_heads(space, s.k, projected, w.vec(R::k_bias), heads, T);
+  kernels::linear(space, projected, attn_in, w.mat(R::v_weight), ConstVec());
+  kernels::split_heads(space, s.v, projected, w.vec(R::v_bias), heads, T);
+  const Mat heads_out = s.projected_as(s.q.extent(0), s.q.extent(1));  // head-major
+  kernels::attention_heads(space, heads_out, s.q, s.k, s.v, mask, heads, heads, scale,
+                           s.scores);
+  kernels::merge_heads(space, s.attended, heads_out, heads, T);
+  kernels::linear(space, projected, s.attended, w.mat(R::out_weight), ConstVec());
+  kernels::add_bias_residual(space, h, projected, w.vec(R::out_bias));
+  if (!pre_ln) {
+    kernels::layernorm(space, s.normed, h, w.vec(R::attn_norm_weight), w.vec(R::attn_norm_bias),
+                       kLayerNormEps);
+    Kokkos::deep_copy(space, h, s.normed);
+  }
+
+  // Feed-forward sub-layer: h += fc2(relu(fc1(h))).
+  ConstMat ffn_in = h;
+  if (pre_ln) {
+    kernels::layernorm(space, s.normed, h, w.vec(R::ffn_norm_weight), w.vec(R::ffn_norm_bias),
+                       kLayerNormEps);
+    ffn_in = s.normed;
+  }
+  kernels::linear(space, s.ffn, ffn_in, w.mat(R::fc1_weight), ConstVec());
+  kernels::bias_relu(space, s.ffn, w.vec(R::fc1_bias));
+  kernels::linear(space, projected, s.ffn, w.mat(R::fc2_weight), ConstVec());
+  kernels::add_bias_residual(space, h, projected, w.vec(R::fc2_bias));
+  if (!pre_ln) {
+    kernels::layernorm(space, s.normed, h, w.vec(R::ffn_norm_weight), w.vec(R::ffn_norm_bias),
+                       kLayerNormEps);
+    Kokkos::deep_copy(space, h, s.normed);
+  }
+}
+
+Mat opt_final_hidden(const ModelConfig& config, ForwardScratch& s, const ExecSpace& space,
+                     const WeightView& edge, const Mat& h) {
+  Mat x = h;
+  if (config.has_final_norm()) {
+    kernels::layernorm(space, s.normed, h, edge.vec(R::final_norm_weight),
+                       edge.vec(R::final_norm_bias), kLayerNormEps);
+    x = s.normed;
+  }
+  if (config.has_projection()) {
+    kernels::linear(space, s.hidden_out, x, edge.mat(R::project_out), ConstVec());
+    return s.hidden_out;
+  }
+  return x;
+}
+
+bool has_projection(const ModelConfig& c) { return c.has_projection(); }
+bool has_final_norm(const ModelConfig& c) { return c.has_final_norm(); }
+
+}  // namespace
+
+const ArchitectureSpec& opt_architecture() {
+  constexpr bool decay = true, no_decay = false;
+  // Token embeddings are decayed as in MeZO (only biases and norms are
+  // exempt); the tied LM head is this same tensor and is not listed again.
+  static const ArchitectureSpec spec{
+      Architecture::opt,
+      "OPT",
+      "OPTForCausalLM",
+      {
+          {R::embed_tokens, G::embeddings, "model.decoder.embed_tokens.weight",
+           [](const ModelConfig& c) { return Shape{c.vocab_size, c.word_embed_proj_dim}; }, decay,
+           nullptr},
+          {R::embed_positions, G::embeddings, "model.decoder.embed_positions.weight",
+           [](const ModelConfig& c) {
+             return Shape{c.max_position_embeddings + ModelConfig::kPositionOffset, c.hidden_size};
+           },
+           decay, nullptr},
+          {R::project_in, G::embeddings, "model.decoder.project_in.weight",
+           [](const ModelConfig& c) { return Shape{c.hidden_size, c.word_embed_proj_dim}; }, decay,
+           has_projection},
+#define DISTZO_OPT_LAYER "model.decoder.layers.{k}."
+          {R::q_weight, G::block, DISTZO_OPT_LAYER "self_attn.q_proj.weight",
+           [](const ModelConfig& c) { return Shape{c.hidden_size, c.hidden_size}; }, decay, nullptr},
+          {R::q_bias, G::block, DISTZO_OPT_LAYER "self_attn.q_proj.bias",
+           [](const ModelConfig& c) { return Shape{c.hidden_size}; }, no_decay, nullptr},
+          {R::k_weight, G::block, DISTZO_OPT_LAYER "self_attn.k_proj.weight",
+           [](const ModelConfig& c) { return Shape{c.hidden_size, c.hidden_size}; }, decay, nullptr},
+          {R::k_bias, G::block, DISTZO_OPT_LAYER "self_attn.k_proj.bias",
+           [](const ModelConfig& c) { return Shape{c.hidden_size}; }, no_decay, nullptr},
+          {R::v_weight, G::block, DISTZO_OPT_LAYER "self_attn.v_proj.weight",
+           [](const ModelConfig& c) { return Shape{c.hidden_size, c.hidden_size}; }, decay, nullptr},
+          {R::v_bias, G::block, DISTZO_OPT_LAYER "self_attn.v_proj.bias",
+           [](const ModelConfig& c) { return Shape{c.hidden_size}; }, no_decay, nullptr},
+          {R::out_weight, G::block, DISTZO_OPT_LAYER "self_attn.out_proj.weight",
+           [](const ModelConfig& c) { return Shape{c.hidden_size, c.hidden_size}; }, decay, nullptr},
+          {R::out_bias, G::block, DISTZO_OPT_LAYER "self_attn.out_proj.bias",
+           [](const ModelConfig& c) { return Shape{c.hidden_size}; }, no_decay, nullptr},
+          {R::attn_norm_weight, G::block, DISTZO_OPT_LAYER "self_attn_layer_norm.weight",
+           [](const ModelConfig& c) { return Shape{c.hidden_size}; }, no_decay, nullptr},
+          {R::attn_norm_bias, G::block, DISTZO_OPT_LAYER "self_attn_layer_norm.bias",
+           [](const ModelConfig& c) { return Shape{c.hidden_size}; }, no_decay, nullptr},
+          {R::fc1_weight, G::block, DISTZO_OPT_LAYER "fc1.weight",
+           [](const ModelConfig& c) { return Shape{c.ffn_dim, c.hidden_size}; }, decay, nullptr},
+          {R::fc1_bias, G::block, DISTZO_OPT_LAYER "fc1.bias",
+           [](const ModelConfig& c) { return Shape{c.ffn_dim}; }, no_decay, nullptr},
+          {R::fc2_weight, G::block, DISTZO_OPT_LAYER "fc2.weight",
+           [](const ModelConfig& c) { return Shape{c.hidden_size, c.ffn_dim}; }, decay, nullptr},
+          {R::fc2_bias, G::block, DISTZO_OPT_LAYER "fc2.bias",
+           [](const ModelConfig& c) { return Shape{c.hidden_size}; }, no_decay, nullptr},
+          {R::ffn_norm_weight, G::block, DISTZO_OPT_LAYER "final_layer_norm.weight",
+           [](const ModelConfig& c) { return Shape{c.hidden_size}; }, no_decay, nullptr},
+          {R::ffn_norm_bias, G::block, DISTZO_OPT_LAYER "final_layer_norm.bias",
+           [](const ModelConfig& c) { return Shape{c.hidden_size}; }, no_decay, nullptr},
+#undef DISTZO_OPT_LAYER
+          {R::final_norm_weight, G::head, "model.decoder.final_layer_norm.weight",
+           [](const ModelConfig& c) { return Shape{c.hidden_size}; }, no_decay, has_final_norm},
+          {R::final_norm_bias, G::head, "model.decoder.final_layer_norm.bias",
+           [](const ModelConfig& c) { return Shape{c.hidden_size}; }, no_decay, has_final_norm},
+          {R::project_out, G::head, "model.decoder.project_out.weight",
+           [](const ModelConfig& c) { return Shape{c.word_embed_proj_dim, c.hidden_size}; }, decay,
+           has_projection},
+      },
+      /*gated_mlp=*/false,
+      opt_embed,
+      opt_block,
+      opt_final_hidden,
+  };
+  return spec;
+}
+
+}  // namespace distzo::model

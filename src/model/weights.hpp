@@ -1,0 +1,58 @@
+#pragma once
+// A group's weights by role, in the shapes the kernels take.
+//
+// Parameters are stored flat, one 1-D View per parameter id (the element
+// index of the perturbation generator is the flat row-major index); the
+// Views are segments of a group's arena (runtime::ParameterStore, the
+// streamer's slots, the executor's scratch). A WeightView reshapes them
+// without copying and indexes them by role, so the forward functions of
+// every architecture read "the q projection of this block" and never a name
+// or an id. A view may point at the master weights θ or at a scratch buffer
+// holding θ ± εz: the forward pass cannot tell, which is the point.
+
+#include "core/types.hpp"
+#include "model/parameter_registry.hpp"
+
+#include <array>
+#include <vector>
+
+namespace distzo::model {
+
+/// One flat device tensor per parameter id; unused ids may hold empty Views.
+using TensorTable = std::vector<Vec>;
+
+class WeightView {
+ public:
+  /// The (rows, cols) matrix of `role`; empty (extent 0) when the group has none.
+  const ConstMat& mat(ParameterRole role) const { return mats_[index(role)]; }
+  /// The vector of `role`; empty when absent (a kernel's "no bias").
+  const ConstVec& vec(ParameterRole role) const { return vecs_[index(role)]; }
+  /// The LM head: lm_head when the model has its own, else the tied embed_tokens.
+  const ConstMat& lm_head() const {
+    const ConstMat& own = mat(ParameterRole::lm_head);
+    return own.extent(0) != 0 ? own : mat(ParameterRole::embed_tokens);
+  }
+
+  /// Binds `p`'s flat tensor under its role (reshaped when p is a matrix);
+  /// checks its size against the registry.
+  void bind(const ParameterInfo& p, const Vec& tensor);
+
+ private:
+  static std::size_t index(ParameterRole role) { return static_cast<std::size_t>(role); }
+
+  std::array<ConstMat, kParameterRoleCount> mats_;
+  std::array<ConstVec, kParameterRoleCount> vecs_;
+};
+
+/// The parameters `ids` (and `more_ids`, if given) of `tensors` by role; each
+/// tensor's size is checked against the registry.
+WeightView make_group_view(const ParameterRegistry& registry, const TensorTable& tensors,
+                           const std::vector<std::uint32_t>& ids,
+                           const std::vector<std::uint32_t>* more_ids = nullptr);
+/// Block k's weights.
+WeightView make_block_view(const ParameterRegistry& registry, const TensorTable& tensors,
+                           int block);
+/// The weights outside the blocks: embeddings and head.
+WeightView make_edge_view(const ParameterRegistry& registry, const TensorTable& tensors);
+
+}  // namespace distzo::model
