@@ -816,4 +816,148 @@ TEST(KernelsDeterminism, RepeatedRunsAreBitIdentical) {
   EXPECT_EQ(v1.count, v2.count);
 }
 
+// ------------------------------------------------------- Llama's kernels
+
+Ref rmsnorm_ref(const HostMat& x, const HostVec& g, double eps) {
+  const std::size_t rows = x.extent(0), cols = x.extent(1);
+  Ref y(rows, cols);
+  for (std::size_t r = 0; r < rows; ++r) {
+    double sq = 0.0;
+    for (std::size_t c = 0; c < cols; ++c) sq += double(x(r, c)) * double(x(r, c));
+    const double inv = 1.0 / std::sqrt(sq / cols + eps);
+    for (std::size_t c = 0; c < cols; ++c) y(r, c) = double(x(r, c)) * inv * g(c);
+  }
+  return y;
+}
+
+TEST(KernelsRmsNorm, MatchesLlamaDefinitionInPlaceAndOnZeroRows) {
+  // C = 131 (prime), offset inputs: RMSNorm must not subtract the mean.
+  HostMat x = random_host(23, 131, 151, -2.0, 3.0);
+  for (std::size_t c = 0; c < 131; ++c) x(5, c) = 0.0f;  // a zero row: eps keeps it finite
+  const HostVec g = random_host_vec(131, 152, 0.5, 1.5);
+  // Two float roundings after exact statistics: the normalised value
+  // (|.| <= sqrt(C) < 12) and its product with gamma (<= 1.5): <= 2 * 18 u.
+  const double atol = 2 * 18 * kFloatU, rtol = 2 * kFloatU;
+  Mat y("y", 23, 131);
+  k::rmsnorm(space(), y, to_device(x), to_device(g), 1e-6f);
+  const HostMat got = to_host(y);
+  EXPECT_TRUE(all_close(got, rmsnorm_ref(x, g, 1e-6), atol, rtol));
+  for (std::size_t c = 0; c < 131; ++c) EXPECT_EQ(got(5, c), 0.0f);
+  Mat xy = to_device(x);
+  k::rmsnorm(space(), xy, xy, to_device(g), 1e-6f);  // in place
+  EXPECT_TRUE(bit_equal(to_host(xy), got));
+  EXPECT_THROW(k::rmsnorm(space(), y, to_device(x), Vec("g", 130), 1e-6f), Error);
+  EXPECT_THROW(k::rmsnorm(space(), y, to_device(x), to_device(g), 0.0f), Error);
+}
+
+TEST(KernelsSwiGlu, SiluMulMatchesDefinitionWithAndWithoutBiases) {
+  const HostMat gate = random_host(17, 37, 161, -8.0, 8.0);
+  const HostMat up = random_host(17, 37, 162);
+  const HostVec bg = random_host_vec(37, 163), bu = random_host_vec(37, 164);
+  for (const bool with_bias : {false, true}) {
+    SCOPED_TRACE(with_bias ? "biases" : "no biases");
+    Mat g = to_device(gate);
+    k::silu_mul(space(), g, to_device(up), with_bias ? ConstVec(to_device(bg)) : ConstVec(),
+                with_bias ? ConstVec(to_device(bu)) : ConstVec());
+    Ref want(17, 37);
+    for (std::size_t r = 0; r < 17; ++r)
+      for (std::size_t c = 0; c < 37; ++c) {
+        // The float sums first, as the projections' biases are added in float.
+        const double t = with_bias ? double(gate(r, c) + bg(c)) : double(gate(r, c));
+        const double u = with_bias ? double(up(r, c) + bu(c)) : double(up(r, c));
+        want(r, c) = t / (1.0 + std::exp(-t)) * u;
+      }
+    // exp to a few ulp, then an add, a division and a product: 8 u relative.
+    EXPECT_TRUE(all_close(to_host(g), want, 1e-30, 8 * kFloatU));
+  }
+  Mat g = to_device(gate);
+  EXPECT_THROW(k::silu_mul(space(), g, Mat("up", 17, 36), ConstVec(), ConstVec()), Error);
+  EXPECT_THROW(k::silu_mul(space(), g, to_device(up), Vec("b", 3), ConstVec()), Error);
+}
+
+TEST(KernelsRotary, MatchesRotateHalfDefinitionAtMaskPositions) {
+  const int heads = 3;
+  const std::size_t seq = 11, hd = 10, half = hd / 2;
+  const HostIntMat mask = int_mat({{1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1},
+                                   {0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1},
+                                   {1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0}});
+  const std::size_t batch = mask.extent(0);
+  IntMat pos("pos", batch, seq);
+  k::positions_from_mask(space(), pos, to_device(mask));
+  const HostIntMat p = to_host(pos);
+  const HostMat x = random_host(batch * heads * seq, hd, 171);
+  for (const double theta : {10000.0, 500000.0}) {
+    SCOPED_TRACE(theta);
+    Mat xr = to_device(x);
+    k::rotary_embedding(space(), xr, pos, heads, theta);
+    const HostMat got = to_host(xr);
+    Ref want(x.extent(0), hd);
+    for (std::size_t row = 0; row < x.extent(0); ++row) {
+      const std::size_t t = row % seq, b = row / seq / heads;
+      for (std::size_t i = 0; i < half; ++i) {
+        const double inv_freq = 1.0 / std::pow(theta, double(2 * i) / double(hd));
+        const double angle = p(b, t) * inv_freq;
+        want(row, i) = x(row, i) * std::cos(angle) - x(row, i + half) * std::sin(angle);
+        want(row, i + half) = x(row, i + half) * std::cos(angle) + x(row, i) * std::sin(angle);
+      }
+      if (p(b, t) == 0) {  // position 0 is the identity, bit for bit
+        for (std::size_t d = 0; d < hd; ++d) EXPECT_EQ(got(row, d), x(row, d)) << row;
+      }
+    }
+    // The frequency and the angle are float as in transformers: the angle's
+    // relative error is a few u, at most |angle| <= 10 rad here, so
+    // ~10 * 3u of phase, times |x| <= 1, plus the rotation's own roundings.
+    EXPECT_TRUE(all_close(got, want, 10 * 3 * kFloatU * 2 + 8 * kFloatU, 0.0));
+  }
+  Mat bad("bad", batch * heads * seq, 9);
+  EXPECT_THROW(k::rotary_embedding(space(), bad, pos, heads, 10000.0), Error);  // odd hd
+  Mat xr = to_device(x);
+  EXPECT_THROW(k::rotary_embedding(space(), xr, pos, heads + 1, 10000.0), Error);
+}
+
+TEST(KernelsAttention, GroupedQueryHeadsReadTheirSharedKeyValueHead) {
+  // 6 query heads over 2 key/value heads: query head h reads kv head h / 3,
+  // which the reference sees as k and v with each kv head repeated
+  // (transformers' repeat_kv).
+  const int heads = 6, kv_heads = 2;
+  const std::size_t seq = 9, hd = 8, group = heads / kv_heads;
+  const HostIntMat mask = int_mat({{1, 1, 1, 1, 1, 1, 1, 1, 1},
+                                   {0, 0, 1, 1, 1, 1, 1, 1, 1},
+                                   {1, 1, 1, 1, 1, 0, 0, 0, 0}});
+  const std::size_t batch = mask.extent(0), rows = batch * seq;
+  const HostMat q = random_host(rows, heads * hd, 181);
+  const HostMat kk = random_host(rows, kv_heads * hd, 182);
+  const HostMat v = random_host(rows, kv_heads * hd, 183);
+  HostMat k_rep("k_rep", rows, heads * hd), v_rep("v_rep", rows, heads * hd);
+  for (std::size_t r = 0; r < rows; ++r)
+    for (std::size_t h = 0; h < std::size_t(heads); ++h)
+      for (std::size_t d = 0; d < hd; ++d) {
+        k_rep(r, h * hd + d) = kk(r, (h / group) * hd + d);
+        v_rep(r, h * hd + d) = v(r, (h / group) * hd + d);
+      }
+  const real scale = 1.0f / std::sqrt(real(hd));
+  const Ref ref = attention_ref(q, k_rep, v_rep, mask, heads, scale);
+
+  Mat qh("qh", rows * heads, hd), kh("kh", rows * kv_heads, hd), vh("vh", rows * kv_heads, hd);
+  Mat oh("oh", rows * heads, hd), scores("scores", seq, seq), out("out", rows, heads * hd);
+  k::split_heads(space(), qh, to_device(q), ConstVec(), heads, static_cast<int>(seq));
+  k::split_heads(space(), kh, to_device(kk), ConstVec(), kv_heads, static_cast<int>(seq));
+  k::split_heads(space(), vh, to_device(v), ConstVec(), kv_heads, static_cast<int>(seq));
+  k::attention_heads(space(), oh, qh, kh, vh, to_device(mask), heads, kv_heads, scale, scores);
+  k::merge_heads(space(), out, oh, heads, static_cast<int>(seq));
+  const double atol = 2.0 * dot_bound(hd + 1, scale * hd) + dot_bound(seq + 2, 1.0) + 4 * kFloatU;
+  EXPECT_TRUE(all_close(to_host(out), ref, atol, 0.0));
+  // The same as plain multi-head attention on the repeated k and v, bit for bit.
+  Mat kh_rep("kh_rep", rows * heads, hd), vh_rep("vh_rep", rows * heads, hd);
+  Mat oh_rep("oh_rep", rows * heads, hd);
+  k::split_heads(space(), kh_rep, to_device(k_rep), ConstVec(), heads, static_cast<int>(seq));
+  k::split_heads(space(), vh_rep, to_device(v_rep), ConstVec(), heads, static_cast<int>(seq));
+  k::attention_heads(space(), oh_rep, qh, kh_rep, vh_rep, to_device(mask), heads, heads, scale,
+                     scores);
+  EXPECT_TRUE(bit_equal(to_host(oh), to_host(oh_rep)));
+  EXPECT_THROW(k::attention_heads(space(), oh, qh, kh, vh, to_device(mask), heads, 4, scale,
+                                  scores),
+               Error);  // 4 does not divide 6
+}
+
 }  // namespace

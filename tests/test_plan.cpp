@@ -202,7 +202,7 @@ TEST(HfConfig, ReadsOptAndRefusesWhatDistzoDoesNotImplement) {
     }
     return std::string("(no error)");
   };
-  EXPECT_NE(error(R"({"model_type": "llama"})").find("model_type is 'llama'"), std::string::npos);
+  EXPECT_NE(error(R"({"model_type": "gpt2"})").find("model_type is 'gpt2'"), std::string::npos);
   EXPECT_NE(error(R"({"model_type": "opt", "tie_word_embeddings": false})").find("tie_word_embeddings"),
             std::string::npos);
   EXPECT_NE(error(R"({"model_type": "opt", "activation_function": "gelu"})").find("gelu"),
@@ -211,6 +211,59 @@ TEST(HfConfig, ReadsOptAndRefusesWhatDistzoDoesNotImplement) {
             std::string::npos);
   EXPECT_NE(error("[1, 2]").find("expected a JSON object"), std::string::npos);
   EXPECT_NE(error("{\"model_type\": ").find("not valid JSON"), std::string::npos);
+}
+
+TEST(HfConfig, ReadsLlamaWithEitherRopeFormAndRefusesRopeScaling) {
+  // SmolLM2-135M's config.json (transformers 4 form: rope_theta at the top).
+  const std::string smollm2 = R"({"model_type": "llama", "hidden_size": 576,
+      "intermediate_size": 1536, "num_hidden_layers": 30, "num_attention_heads": 9,
+      "num_key_value_heads": 3, "vocab_size": 49152, "max_position_embeddings": 8192,
+      "rms_norm_eps": 1e-05, "rope_theta": 100000, "rope_scaling": null,
+      "tie_word_embeddings": true, "hidden_act": "silu", "head_dim": null})";
+  const model::ModelConfig c = io::parse_hf_config(smollm2, "config.json");
+  EXPECT_EQ(c.architecture, model::Architecture::llama);
+  EXPECT_EQ(c.num_key_value_heads, 3);
+  EXPECT_EQ(c.head_dim, 64);  // null: hidden_size / num_attention_heads
+  EXPECT_EQ(c.ffn_dim, 1536);
+  EXPECT_EQ(c.rope_theta, 100000.0);
+  EXPECT_EQ(c.rms_norm_eps, 1e-5);
+  EXPECT_TRUE(c.tie_word_embeddings);
+  EXPECT_EQ(model::ParameterRegistry::for_model(c).total_elements(), 134515008);
+  // transformers 5 writes the base inside rope_parameters.
+  const model::ModelConfig v5 = io::parse_hf_config(
+      R"({"model_type": "llama", "hidden_size": 64, "num_attention_heads": 4,
+          "rope_parameters": {"rope_type": "default", "rope_theta": 500000.0},
+          "attention_bias": true, "head_dim": 32})",
+      "config.json");
+  EXPECT_EQ(v5.rope_theta, 500000.0);
+  EXPECT_EQ(v5.head_dim, 32);
+  EXPECT_EQ(v5.q_width(), 128);
+  EXPECT_TRUE(v5.attention_bias);
+  EXPECT_FALSE(v5.tie_word_embeddings);  // LlamaConfig's default
+  // Round trip through the writer.
+  EXPECT_EQ(io::parse_hf_config(io::hf_config_json(c), "back.json"), c);
+  EXPECT_EQ(io::parse_hf_config(io::hf_config_json(v5), "back.json"), v5);
+
+  const auto error = [](const std::string& text) {
+    try {
+      io::parse_hf_config(text, "c.json");
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string("(no error)");
+  };
+  EXPECT_NE(error(R"({"model_type": "llama", "rope_scaling": {"rope_type": "llama3", "factor": 8.0}})")
+                .find("rope_type 'llama3'"),
+            std::string::npos);
+  EXPECT_NE(error(R"({"model_type": "llama", "rope_parameters": {"rope_type": "default", "factor": 2.0}})")
+                .find("rope_parameters.factor"),
+            std::string::npos);
+  EXPECT_NE(error(R"({"model_type": "llama", "hidden_act": "gelu"})").find("hidden_act 'gelu'"),
+            std::string::npos);
+  EXPECT_NE(error(R"({"model_type": "llama", "num_key_value_heads": 5})").find("multiple of num_key_value_heads"),
+            std::string::npos);
+  EXPECT_NE(error(R"({"model_type": "llama", "pretraining_tp": 2})").find("pretraining_tp"),
+            std::string::npos);
 }
 
 TEST(Inspect, AllocatesNothingInTheExecutionSpace) {

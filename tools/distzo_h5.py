@@ -3,37 +3,44 @@
 The format is specified in docs/formats.md. In short: one float32 row-major
 dataset per Hugging Face state-dict key at the root group, the architecture
 config as root attributes, strings as *variable-length UTF-8 scalar*
-attributes, integers as int64 scalar attributes.
+attributes, integers as int64 and reals as float64 scalar attributes.
+
+Two architectures, each with its config type: OptConfig (OPTForCausalLM,
+`architecture = "opt"`) and LlamaConfig (LlamaForCausalLM, `"llama"`).
+config_from_hf picks one by config.json's model_type, read_config by the
+file's `architecture` attribute; expected_tensors, hf_config_dict,
+write_model, ModelWriter and read_model take either.
 
 Only numpy and h5py are needed here (no torch, no transformers), so the module
 can be imported by any tool, notebook or test.
 
-    from distzo_h5 import OptConfig, read_model, write_model
-    cfg, tensors = read_model("tests/data/opt_tiny_preln.model.h5")
+    from distzo_h5 import read_model, write_model
+    cfg, tensors = read_model("tests/data/opt_tiny_preln.model.h5")  # OptConfig
+    cfg, tensors = read_model("tests/data/llama_tiny_gqa.model.h5")  # LlamaConfig
 """
 
 from __future__ import annotations
 
 import contextlib
 import json
+import math
 import os
 import tempfile
 from dataclasses import dataclass, field
-from typing import Iterable, Iterator, Mapping
+from typing import ClassVar, Iterable, Iterator, Mapping, Union
 
 import h5py
 import numpy as np
 
 FORMAT_VERSION = 1
-ARCHITECTURE = "opt"
 
 # String attributes are written as variable-length UTF-8 scalars (H5T_STRING,
 # H5T_VARIABLE, H5T_CSET_UTF8, scalar dataspace). The C++ reader reads them
 # with a variable-length memory type.
 STRING_DTYPE = h5py.string_dtype(encoding="utf-8", length=None)
 
-# Integer config attributes, in the order they are written.
-INT_ATTRS = (
+# Integer config attributes of an OPT model, in the order they are written.
+OPT_INT_ATTRS = (
     "hidden_size",
     "num_hidden_layers",
     "num_attention_heads",
@@ -45,6 +52,23 @@ INT_ATTRS = (
     "tie_word_embeddings",
 )
 
+# Integer config attributes of a Llama model, in the order they are written
+# (after them, LLAMA_FLOAT_ATTRS as float64).
+LLAMA_INT_ATTRS = (
+    "hidden_size",
+    "num_hidden_layers",
+    "num_attention_heads",
+    "num_key_value_heads",
+    "head_dim",
+    "intermediate_size",
+    "vocab_size",
+    "max_position_embeddings",
+    "tie_word_embeddings",
+    "attention_bias",
+    "mlp_bias",
+)
+LLAMA_FLOAT_ATTRS = ("rms_norm_eps", "rope_theta")
+
 # OPT learned positions are offset by 2 (fairseq's padding_idx hack): the table
 # has max_position_embeddings + 2 rows.
 POSITION_OFFSET = 2
@@ -54,9 +78,28 @@ class FormatError(ValueError):
     """A file or config that does not follow docs/formats.md."""
 
 
+def _check_ints(cfg) -> None:
+    """Every integer attribute >= 1, the 0/1 flags >= 0."""
+    for name in cfg.int_attrs:
+        value = int(getattr(cfg, name))
+        low = 0 if name in cfg.flag_attrs else 1
+        if value < low:
+            raise FormatError(f"config {name} = {value}: must be >= {low}")
+
+
 @dataclass
 class OptConfig:
     """The subset of a Hugging Face OPTConfig that defines the tensors."""
+
+    # How the file spells it, what transformers builds, and the root
+    # attributes (int64 attributes, those of them that are 0/1 flags, float64
+    # attributes, string attributes besides hf_config_json), in write order.
+    architecture: ClassVar[str] = "opt"
+    hf_class: ClassVar[str] = "OPTForCausalLM"
+    int_attrs: ClassVar[tuple[str, ...]] = OPT_INT_ATTRS
+    flag_attrs: ClassVar[tuple[str, ...]] = ("do_layer_norm_before", "tie_word_embeddings")
+    float_attrs: ClassVar[tuple[str, ...]] = ()
+    string_attrs: ClassVar[tuple[str, ...]] = ("activation_function",)
 
     hidden_size: int
     num_hidden_layers: int
@@ -71,11 +114,7 @@ class OptConfig:
     hf_config_json: str = field(default="", repr=False)
 
     def validate(self) -> None:
-        for name in INT_ATTRS:
-            value = int(getattr(self, name))
-            low = 0 if name in ("do_layer_norm_before", "tie_word_embeddings") else 1
-            if value < low:
-                raise FormatError(f"config {name} = {value}: must be >= {low}")
+        _check_ints(self)
         if self.hidden_size % self.num_attention_heads != 0:
             raise FormatError(
                 f"hidden_size {self.hidden_size} is not divisible by "
@@ -100,6 +139,77 @@ class OptConfig:
         return bool(self.do_layer_norm_before)
 
 
+@dataclass
+class LlamaConfig:
+    """The subset of a Hugging Face LlamaConfig that defines the tensors and the forward.
+
+    C = hidden_size, H = num_attention_heads, KV = num_key_value_heads (grouped
+    query attention: query head h reads key/value head h // (H / KV)),
+    hd = head_dim (H * hd may differ from C), F = intermediate_size. RMSNorm
+    with rms_norm_eps; plain rotary embeddings with base rope_theta; SwiGLU MLP
+    (hidden_act "silu"); lm_head is embed_tokens when tie_word_embeddings.
+    """
+
+    architecture: ClassVar[str] = "llama"
+    hf_class: ClassVar[str] = "LlamaForCausalLM"
+    int_attrs: ClassVar[tuple[str, ...]] = LLAMA_INT_ATTRS
+    flag_attrs: ClassVar[tuple[str, ...]] = ("tie_word_embeddings", "attention_bias", "mlp_bias")
+    float_attrs: ClassVar[tuple[str, ...]] = LLAMA_FLOAT_ATTRS
+    string_attrs: ClassVar[tuple[str, ...]] = ("hidden_act",)
+
+    hidden_size: int
+    num_hidden_layers: int
+    num_attention_heads: int
+    num_key_value_heads: int
+    head_dim: int
+    intermediate_size: int
+    vocab_size: int
+    max_position_embeddings: int
+    tie_word_embeddings: bool = False
+    attention_bias: bool = False
+    mlp_bias: bool = False
+    rms_norm_eps: float = 1e-6
+    rope_theta: float = 10000.0
+    hidden_act: str = "silu"
+    hf_config_json: str = field(default="", repr=False)
+
+    def validate(self) -> None:
+        _check_ints(self)
+        if self.num_attention_heads % self.num_key_value_heads != 0:
+            raise FormatError(
+                f"num_attention_heads {self.num_attention_heads} is not divisible by "
+                f"num_key_value_heads {self.num_key_value_heads}"
+            )
+        if self.head_dim % 2 != 0:
+            raise FormatError(f"head_dim {self.head_dim}: must be even (rotary embeddings rotate pairs)")
+        if self.hidden_act != "silu":
+            raise FormatError(f"hidden_act {self.hidden_act!r}: only 'silu' is supported")
+        if not (math.isfinite(self.rms_norm_eps) and self.rms_norm_eps > 0):
+            raise FormatError(f"rms_norm_eps {self.rms_norm_eps!r}: must be positive")
+        if not (math.isfinite(self.rope_theta) and self.rope_theta > 1):
+            raise FormatError(f"rope_theta {self.rope_theta!r}: must be greater than 1")
+
+    @property
+    def q_width(self) -> int:
+        """H * hd: rows of q_proj, columns of o_proj."""
+        return self.num_attention_heads * self.head_dim
+
+    @property
+    def kv_width(self) -> int:
+        """KV * hd: rows of k_proj and v_proj."""
+        return self.num_key_value_heads * self.head_dim
+
+
+ModelConfig = Union[OptConfig, LlamaConfig]
+
+# The config type of each `architecture` attribute value (= HF model_type).
+CONFIG_TYPES: dict[str, type] = {c.architecture: c for c in (OptConfig, LlamaConfig)}
+
+
+def _supported() -> str:
+    return " and ".join(f"{a!r} ({c.hf_class})" for a, c in CONFIG_TYPES.items())
+
+
 # Defaults of transformers' OPTConfig, used for keys a config.json omits.
 _HF_DEFAULTS = {
     "vocab_size": 50272,
@@ -117,16 +227,46 @@ _HF_DEFAULTS = {
     "tie_word_embeddings": True,
 }
 
+# Defaults of transformers' LlamaConfig (5.x; the same in 4.x), used for keys
+# a config.json omits or sets to null. head_dim and num_key_value_heads
+# default to values derived from the others (None here).
+_LLAMA_HF_DEFAULTS = {
+    "vocab_size": 32000,
+    "hidden_size": 4096,
+    "intermediate_size": 11008,
+    "num_hidden_layers": 32,
+    "num_attention_heads": 32,
+    "num_key_value_heads": None,
+    "head_dim": None,
+    "hidden_act": "silu",
+    "max_position_embeddings": 2048,
+    "rms_norm_eps": 1e-6,
+    "pretraining_tp": 1,
+    "tie_word_embeddings": False,
+    "attention_bias": False,
+    "mlp_bias": False,
+}
+# transformers' RotaryEmbeddingConfigMixin.default_theta
+LLAMA_DEFAULT_ROPE_THETA = 10000.0
 
-def config_from_hf(hf: Mapping, hf_config_json: str | None = None) -> OptConfig:
-    """Build and validate an OptConfig from a parsed Hugging Face config.json.
 
-    Rejects the OPT variants distzo does not implement, naming the key.
+def config_from_hf(hf: Mapping, hf_config_json: str | None = None) -> ModelConfig:
+    """Build and validate an OptConfig or LlamaConfig from a parsed Hugging Face
+    config.json, chosen by its model_type.
+
+    Rejects the variants distzo does not implement, naming the key.
     """
     model_type = hf.get("model_type")
-    if model_type != "opt":
-        raise FormatError(f"config.json model_type is {model_type!r}: only 'opt' is supported")
+    parse = {"opt": _opt_config_from_hf, "llama": _llama_config_from_hf}.get(model_type)
+    if parse is None:
+        raise FormatError(f"config.json model_type is {model_type!r}: distzo supports {_supported()}")
+    text = hf_config_json if hf_config_json is not None else json.dumps(dict(hf), indent=2, sort_keys=True)
+    cfg = parse(hf, text)
+    cfg.validate()
+    return cfg
 
+
+def _opt_config_from_hf(hf: Mapping, hf_config_json: str) -> OptConfig:
     def get(key):
         value = hf.get(key, _HF_DEFAULTS[key])
         return _HF_DEFAULTS[key] if value is None and key != "word_embed_proj_dim" else value
@@ -153,7 +293,7 @@ def config_from_hf(hf: Mapping, hf_config_json: str | None = None) -> OptConfig:
         )
     hidden = int(get("hidden_size"))
     proj = get("word_embed_proj_dim")
-    cfg = OptConfig(
+    return OptConfig(
         hidden_size=hidden,
         num_hidden_layers=int(get("num_hidden_layers")),
         num_attention_heads=int(get("num_attention_heads")),
@@ -164,14 +304,92 @@ def config_from_hf(hf: Mapping, hf_config_json: str | None = None) -> OptConfig:
         do_layer_norm_before=bool(get("do_layer_norm_before")),
         tie_word_embeddings=bool(get("tie_word_embeddings")),
         activation_function=str(get("activation_function")),
-        hf_config_json=hf_config_json if hf_config_json is not None else json.dumps(dict(hf), indent=2, sort_keys=True),
+        hf_config_json=hf_config_json,
     )
-    cfg.validate()
-    return cfg
 
 
-def expected_tensors(cfg: OptConfig) -> dict[str, tuple[int, ...]]:
+def _llama_rope_theta(hf: Mapping) -> float:
+    """The RoPE base of a Llama config.json, in either transformers form.
+
+    transformers 4 writes `rope_theta` and `rope_scaling` (null for plain
+    RoPE); transformers 5 writes `rope_parameters` {"rope_type": "default",
+    "rope_theta": ...}. When both name a base, rope_parameters wins, as in
+    transformers. Every scaled variant (linear, dynamic, yarn, llama3, ...)
+    changes the rotation angles and is refused.
+    """
+    scaling = hf.get("rope_scaling")
+    if scaling is not None:
+        raise FormatError(
+            f"config.json rope_scaling is {json.dumps(scaling)}: distzo implements plain RoPE only "
+            "(rope_scaling null)"
+        )
+    theta = hf.get("rope_theta")
+    params = hf.get("rope_parameters")
+    if params is not None:
+        if not isinstance(params, Mapping):
+            raise FormatError(f"config.json rope_parameters is {json.dumps(params)}: expected an object")
+        rope_type = params.get("rope_type", params.get("type", "default"))
+        if rope_type != "default":
+            raise FormatError(
+                f"config.json rope_parameters.rope_type is {rope_type!r}: distzo implements plain RoPE "
+                "only (rope_type 'default')"
+            )
+        if params.get("rope_theta") is not None:
+            theta = params["rope_theta"]
+    return LLAMA_DEFAULT_ROPE_THETA if theta is None else float(theta)
+
+
+def _llama_config_from_hf(hf: Mapping, hf_config_json: str) -> LlamaConfig:
+    def get(key):
+        value = hf.get(key)
+        return _LLAMA_HF_DEFAULTS[key] if value is None else value
+
+    architectures = hf.get("architectures") or []
+    if architectures and LlamaConfig.hf_class not in architectures:
+        raise FormatError(
+            f"config.json architectures is {architectures}: distzo reads {LlamaConfig.hf_class} "
+            "checkpoints only"
+        )
+    if get("hidden_act") != "silu":
+        raise FormatError(
+            f"config.json hidden_act is {get('hidden_act')!r}: only 'silu' (the SwiGLU MLP) is supported"
+        )
+    if int(get("pretraining_tp")) > 1:
+        raise FormatError(
+            f"config.json pretraining_tp is {get('pretraining_tp')}: only 1 is supported "
+            "(tensor-parallel slicing of the projections)"
+        )
+    hidden = int(get("hidden_size"))
+    heads = int(get("num_attention_heads"))
+    kv_heads = heads if get("num_key_value_heads") is None else int(get("num_key_value_heads"))
+    if kv_heads >= 1 and heads % kv_heads != 0:
+        raise FormatError(
+            f"config.json num_attention_heads {heads} is not divisible by num_key_value_heads {kv_heads}"
+        )
+    rope_theta = _llama_rope_theta(hf)
+    return LlamaConfig(
+        hidden_size=hidden,
+        num_hidden_layers=int(get("num_hidden_layers")),
+        num_attention_heads=heads,
+        num_key_value_heads=kv_heads,
+        head_dim=hidden // heads if get("head_dim") is None else int(get("head_dim")),
+        intermediate_size=int(get("intermediate_size")),
+        vocab_size=int(get("vocab_size")),
+        max_position_embeddings=int(get("max_position_embeddings")),
+        tie_word_embeddings=bool(get("tie_word_embeddings")),
+        attention_bias=bool(get("attention_bias")),
+        mlp_bias=bool(get("mlp_bias")),
+        rms_norm_eps=float(get("rms_norm_eps")),
+        rope_theta=rope_theta,
+        hidden_act=str(get("hidden_act")),
+        hf_config_json=hf_config_json,
+    )
+
+
+def expected_tensors(cfg: ModelConfig) -> dict[str, tuple[int, ...]]:
     """Canonical tensor names and shapes, in canonical (write) order."""
+    if isinstance(cfg, LlamaConfig):
+        return _llama_expected_tensors(cfg)
     h, f, v, p = cfg.hidden_size, cfg.ffn_dim, cfg.vocab_size, cfg.word_embed_proj_dim
     d = "model.decoder."
     out: dict[str, tuple[int, ...]] = {
@@ -200,7 +418,36 @@ def expected_tensors(cfg: OptConfig) -> dict[str, tuple[int, ...]]:
     return out
 
 
-def hf_config_dict(cfg: OptConfig) -> dict:
+def _llama_expected_tensors(cfg: LlamaConfig) -> dict[str, tuple[int, ...]]:
+    """Llama: embeddings; per layer the projections in the order LlamaForCausalLM
+    lists them (each weight followed by its bias, if any), then the two
+    RMSNorm weights; the final norm; lm_head last, only when untied."""
+    c, f, v = cfg.hidden_size, cfg.intermediate_size, cfg.vocab_size
+    out: dict[str, tuple[int, ...]] = {"model.embed_tokens.weight": (v, c)}
+    for k in range(cfg.num_hidden_layers):
+        lk = f"model.layers.{k}."
+        linears = (
+            ("self_attn.q_proj", cfg.q_width, c, cfg.attention_bias),
+            ("self_attn.k_proj", cfg.kv_width, c, cfg.attention_bias),
+            ("self_attn.v_proj", cfg.kv_width, c, cfg.attention_bias),
+            ("self_attn.o_proj", c, cfg.q_width, cfg.attention_bias),
+            ("mlp.gate_proj", f, c, cfg.mlp_bias),
+            ("mlp.up_proj", f, c, cfg.mlp_bias),
+            ("mlp.down_proj", c, f, cfg.mlp_bias),
+        )
+        for name, rows, cols, bias in linears:
+            out[f"{lk}{name}.weight"] = (rows, cols)
+            if bias:
+                out[f"{lk}{name}.bias"] = (rows,)
+        out[lk + "input_layernorm.weight"] = (c,)
+        out[lk + "post_attention_layernorm.weight"] = (c,)
+    out["model.norm.weight"] = (c,)
+    if not cfg.tie_word_embeddings:
+        out["lm_head.weight"] = (v, c)
+    return out
+
+
+def hf_config_dict(cfg: ModelConfig) -> dict:
     """The config.json for the way back to Hugging Face.
 
     Starts from the stored original and checks that it agrees with the
@@ -210,28 +457,50 @@ def hf_config_dict(cfg: OptConfig) -> dict:
     base = json.loads(cfg.hf_config_json) if cfg.hf_config_json else {}
     if base:
         checked = config_from_hf(base)
-        for name in INT_ATTRS:
+        if checked.architecture != cfg.architecture:
+            raise FormatError(
+                f"attribute architecture = {cfg.architecture!r} disagrees with hf_config_json "
+                f"(model_type {checked.architecture!r})"
+            )
+        for name in cfg.int_attrs:
             if int(getattr(checked, name)) != int(getattr(cfg, name)):
                 raise FormatError(
                     f"attribute {name} = {int(getattr(cfg, name))} disagrees with hf_config_json "
                     f"({int(getattr(checked, name))})"
                 )
+        for name in cfg.float_attrs + cfg.string_attrs:
+            if getattr(checked, name) != getattr(cfg, name):
+                raise FormatError(
+                    f"attribute {name} = {getattr(cfg, name)!r} disagrees with hf_config_json "
+                    f"({getattr(checked, name)!r})"
+                )
         return base
-    base = {
-        "model_type": "opt",
-        "architectures": ["OPTForCausalLM"],
-        "activation_function": cfg.activation_function,
-        "enable_bias": True,
-        "layer_norm_elementwise_affine": True,
-        "_remove_final_layer_norm": False,
-        "pad_token_id": 1,
-        "bos_token_id": 2,
-        "eos_token_id": 2,
-        "dtype": "float32",
-    }
-    for name in INT_ATTRS:
+    if isinstance(cfg, LlamaConfig):
+        base = {
+            "model_type": "llama",
+            "architectures": [LlamaConfig.hf_class],
+            "hidden_act": cfg.hidden_act,
+            "rms_norm_eps": float(cfg.rms_norm_eps),
+            "rope_parameters": {"rope_type": "default", "rope_theta": float(cfg.rope_theta)},
+            "pretraining_tp": 1,
+            "dtype": "float32",
+        }
+    else:
+        base = {
+            "model_type": "opt",
+            "architectures": ["OPTForCausalLM"],
+            "activation_function": cfg.activation_function,
+            "enable_bias": True,
+            "layer_norm_elementwise_affine": True,
+            "_remove_final_layer_norm": False,
+            "pad_token_id": 1,
+            "bos_token_id": 2,
+            "eos_token_id": 2,
+            "dtype": "float32",
+        }
+    for name in cfg.int_attrs:
         value = getattr(cfg, name)
-        base[name] = bool(value) if name in ("do_layer_norm_before", "tie_word_embeddings") else int(value)
+        base[name] = bool(value) if name in cfg.flag_attrs else int(value)
     return base
 
 
@@ -243,13 +512,16 @@ def _write_string_attr(attrs: h5py.AttributeManager, name: str, value: str) -> N
     attrs.create(name, value, dtype=STRING_DTYPE)
 
 
-def _write_config_attrs(f: h5py.File, cfg: OptConfig, distzo_format: str) -> None:
+def _write_config_attrs(f: h5py.File, cfg: ModelConfig, distzo_format: str) -> None:
     _write_string_attr(f.attrs, "distzo_format", distzo_format)
     f.attrs.create("format_version", np.int64(FORMAT_VERSION), dtype=np.int64)
-    _write_string_attr(f.attrs, "architecture", ARCHITECTURE)
-    for name in INT_ATTRS:
+    _write_string_attr(f.attrs, "architecture", cfg.architecture)
+    for name in cfg.int_attrs:
         f.attrs.create(name, np.int64(int(getattr(cfg, name))), dtype=np.int64)
-    _write_string_attr(f.attrs, "activation_function", cfg.activation_function)
+    for name in cfg.float_attrs:
+        f.attrs.create(name, np.float64(getattr(cfg, name)), dtype=np.float64)
+    for name in cfg.string_attrs:
+        _write_string_attr(f.attrs, name, getattr(cfg, name))
     _write_string_attr(f.attrs, "hf_config_json", cfg.hf_config_json)
 
 
@@ -297,7 +569,7 @@ class ModelWriter:
                 w.add(name, array)
     """
 
-    def __init__(self, path: str | os.PathLike, cfg: OptConfig, distzo_format: str = "model"):
+    def __init__(self, path: str | os.PathLike, cfg: ModelConfig, distzo_format: str = "model"):
         cfg.validate()
         self.path = path
         self.cfg = cfg
@@ -315,7 +587,7 @@ class ModelWriter:
 
     def add(self, name: str, array) -> None:
         if name not in self.expected:
-            raise FormatError(f"tensor {name}: not a parameter of this OPT config")
+            raise FormatError(f"tensor {name}: not a parameter of this {self.cfg.hf_class} config")
         if name in self.written:
             raise FormatError(f"tensor {name}: written twice")
         array = np.asarray(array)
@@ -337,7 +609,7 @@ class ModelWriter:
         return self._ctx.__exit__(exc_type, exc, tb)
 
 
-def write_model(path: str | os.PathLike, cfg: OptConfig, tensors: Mapping | Iterable) -> None:
+def write_model(path: str | os.PathLike, cfg: ModelConfig, tensors: Mapping | Iterable) -> None:
     """Write a complete model file atomically, tensors in canonical order."""
     items = dict(tensors.items() if isinstance(tensors, Mapping) else tensors)
     with ModelWriter(path, cfg) as w:
@@ -376,8 +648,18 @@ def _read_int_attr(attrs, name: str) -> int:
     return int(value.reshape(()))
 
 
-def read_config(f: h5py.File) -> tuple[OptConfig, str]:
-    """(config, distzo_format) from an open model or checkpoint file."""
+def _read_float_attr(attrs, name: str) -> float:
+    if name not in attrs:
+        raise FormatError(f"attribute {name}: missing")
+    value = np.asarray(attrs[name])
+    if value.shape not in ((), (1,)) or not np.issubdtype(value.dtype, np.floating):
+        raise FormatError(f"attribute {name}: expected a float scalar, got {value.dtype} {value.shape}")
+    return float(value.reshape(()))
+
+
+def read_config(f: h5py.File) -> tuple[ModelConfig, str]:
+    """(config, distzo_format) from an open model or checkpoint file; the
+    config type (OptConfig, LlamaConfig) follows the `architecture` attribute."""
     fmt = _read_string_attr(f.attrs, "distzo_format")
     if fmt not in ("model", "checkpoint"):
         raise FormatError(f"attribute distzo_format = {fmt!r}: expected 'model' or 'checkpoint'")
@@ -385,19 +667,28 @@ def read_config(f: h5py.File) -> tuple[OptConfig, str]:
     if version != FORMAT_VERSION:
         raise FormatError(f"format_version {version}: this reader knows version {FORMAT_VERSION}")
     arch = _read_string_attr(f.attrs, "architecture")
-    if arch != ARCHITECTURE:
-        raise FormatError(f"architecture {arch!r}: only {ARCHITECTURE!r} is supported")
-    ints = {name: _read_int_attr(f.attrs, name) for name in INT_ATTRS}
-    cfg = OptConfig(
-        **{k: (bool(v) if k in ("do_layer_norm_before", "tie_word_embeddings") else v) for k, v in ints.items()},
-        activation_function=_read_string_attr(f.attrs, "activation_function"),
+    if arch not in CONFIG_TYPES:
+        raise FormatError(f"architecture {arch!r}: distzo supports {_supported()}")
+    cls = CONFIG_TYPES[arch]
+    values: dict = {}
+    for name in cls.int_attrs:
+        value = _read_int_attr(f.attrs, name)
+        if name in cls.flag_attrs:
+            if value not in (0, 1):
+                raise FormatError(f"attribute {name} = {value}: must be 0 or 1")
+            value = bool(value)
+        values[name] = value
+    values.update({name: _read_float_attr(f.attrs, name) for name in cls.float_attrs})
+    values.update({name: _read_string_attr(f.attrs, name) for name in cls.string_attrs})
+    cfg = cls(
+        **values,
         hf_config_json=_read_string_attr(f.attrs, "hf_config_json") if "hf_config_json" in f.attrs else "",
     )
     cfg.validate()
     return cfg, fmt
 
 
-def read_model(path: str | os.PathLike) -> tuple[OptConfig, dict[str, np.ndarray]]:
+def read_model(path: str | os.PathLike) -> tuple[ModelConfig, dict[str, np.ndarray]]:
     """Config and float32 tensors (canonical order) of a model or checkpoint file.
 
     Shapes are checked against the config. A model file must hold exactly the

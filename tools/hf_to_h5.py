@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Convert a local Hugging Face OPT checkpoint to a distzo model file, and back.
+"""Convert a local Hugging Face OPT or Llama checkpoint to a distzo model file, and back.
 
     python tools/hf_to_h5.py HF_DIR OUT.h5            # Hugging Face -> distzo
     python tools/hf_to_h5.py MODEL.h5 --to-hf OUT_DIR  # distzo -> Hugging Face
@@ -9,12 +9,18 @@ model.safetensors.index.json (+ shards), pytorch_model.bin,
 pytorch_model.bin.index.json (+ shards). Safetensors are preferred when both
 exist. Nothing is downloaded. The way back also accepts a distzo checkpoint
 (its parameters become the model; optimizer/run state is dropped) and writes
-config.json + model.safetensors, which transformers' OPTForCausalLM loads.
+config.json + model.safetensors, which transformers' OPTForCausalLM or
+LlamaForCausalLM loads.
 
-Normalisation (docs/formats.md): `decoder.*` keys become `model.decoder.*`; a
-tied `lm_head.weight` is checked equal to embed_tokens and dropped (a different
-one is an error); tensors become float32; the position table keeps its
-max_position_embeddings + 2 rows; vocab_size stays as in config.json.
+config.json's model_type picks the architecture: "opt" (OPTForCausalLM) or
+"llama" (LlamaForCausalLM); any other is an error that names it.
+
+Normalisation (docs/formats.md): `decoder.*` keys become `model.decoder.*`
+(OPT); a tied `lm_head.weight` (OPT always, Llama with tie_word_embeddings) is
+checked equal to embed_tokens and dropped (a different one is an error); an
+untied Llama head is kept as `lm_head.weight`; tensors become float32; OPT's
+position table keeps its max_position_embeddings + 2 rows; vocab_size stays as
+in config.json.
 
 Needs numpy, h5py, safetensors and torch (pytorch_model.bin and bf16 weights).
 """
@@ -34,7 +40,8 @@ import distzo_h5  # noqa: E402
 from distzo_h5 import FormatError  # noqa: E402
 
 LM_HEAD = "lm_head.weight"
-EMBED = "model.decoder.embed_tokens.weight"
+# The token embedding each architecture ties a dropped lm_head.weight to.
+EMBED = {"opt": "model.decoder.embed_tokens.weight", "llama": "model.embed_tokens.weight"}
 
 # Files that may hold the weights, in order of preference.
 WEIGHT_FILES = (
@@ -46,7 +53,8 @@ WEIGHT_FILES = (
 
 
 def canonical_name(key: str) -> str:
-    """HF state-dict key -> distzo name (`decoder.*` -> `model.decoder.*`)."""
+    """HF state-dict key -> distzo name (OPT's `decoder.*` -> `model.decoder.*`;
+    Llama keys never start with `decoder.`)."""
     if key.startswith("decoder."):
         return "model." + key
     return key
@@ -110,7 +118,7 @@ def _iter_tensors(kind: str, paths: list[str]):
             del state
 
 
-def hf_to_h5(hf_dir: str, out_path: str, verbose: bool = True) -> distzo_h5.OptConfig:
+def hf_to_h5(hf_dir: str, out_path: str, verbose: bool = True) -> distzo_h5.ModelConfig:
     """Convert HF_DIR to a distzo model file at out_path (atomically)."""
     config_path = os.path.join(hf_dir, "config.json")
     if not os.path.isdir(hf_dir):
@@ -122,8 +130,9 @@ def hf_to_h5(hf_dir: str, out_path: str, verbose: bool = True) -> distzo_h5.OptC
     cfg = distzo_h5.config_from_hf(json.loads(config_text), hf_config_json=config_text)
     kind, paths = _find_weights(hf_dir)
     expected = distzo_h5.expected_tensors(cfg)
+    embed_name = EMBED[cfg.architecture]
 
-    lm_head = None
+    lm_head = None  # a head that must equal embed_tokens (tied), held until both are read
     embed = None
     seen: dict[str, str] = {}
     with distzo_h5.ModelWriter(out_path, cfg) as writer:
@@ -132,43 +141,51 @@ def hf_to_h5(hf_dir: str, out_path: str, verbose: bool = True) -> distzo_h5.OptC
             if name in seen:
                 raise FormatError(f"tensor {name}: present twice (as {seen[name]!r} and {key!r})")
             seen[name] = key
-            if name == LM_HEAD:
+            if name == LM_HEAD and name not in expected:
                 lm_head = _to_numpy(tensor)
                 continue
             if name not in expected:
                 raise FormatError(
-                    f"{key}: not a parameter of OPTForCausalLM with this config "
+                    f"{key}: not a parameter of {cfg.hf_class} with this config "
                     f"(expected names like {next(iter(expected))})"
                 )
             array = _to_numpy(tensor)
-            if name == EMBED:
+            if name == embed_name:
                 embed = array
             writer.add(name, array)
         if lm_head is not None:
             if embed is None:
-                raise FormatError(f"{EMBED} missing")
+                raise FormatError(f"{embed_name} missing")
             if lm_head.shape != embed.shape or not np.array_equal(lm_head, embed):
                 diff = (
                     f"shape {lm_head.shape} vs {embed.shape}"
                     if lm_head.shape != embed.shape
                     else f"max |difference| {float(np.max(np.abs(lm_head - embed))):.3g}"
                 )
-                raise FormatError(
-                    f"{LM_HEAD} differs from {EMBED} ({diff}): the head is untied, "
+                why = (
                     "which distzo does not support (OPT ties them)"
+                    if cfg.architecture == "opt"
+                    else "but config.json says tie_word_embeddings true (set it false for a separate head)"
                 )
+                raise FormatError(f"{LM_HEAD} differs from {embed_name} ({diff}): the head is untied, {why}")
     if verbose:
         source = f"{len(paths)} {kind} file(s)"
-        tied = "lm_head checked equal to embed_tokens, dropped" if lm_head is not None else "no lm_head (tied)"
+        if LM_HEAD in expected:
+            tied = "untied lm_head kept"
+        elif lm_head is not None:
+            tied = "lm_head checked equal to embed_tokens, dropped"
+        else:
+            tied = "no lm_head (tied)"
         print(
-            f"wrote {out_path}: {len(expected)} tensors from {source}; {tied}; "
+            f"wrote {out_path}: {cfg.architecture}, {len(expected)} tensors from {source}; {tied}; "
             f"L={cfg.num_hidden_layers} H={cfg.hidden_size} V={cfg.vocab_size}"
         )
     return cfg
 
 
 def h5_to_hf(h5_path: str, out_dir: str, verbose: bool = True) -> None:
-    """Write config.json + model.safetensors for OPTForCausalLM.from_pretrained."""
+    """Write config.json + model.safetensors for OPTForCausalLM / LlamaForCausalLM.from_pretrained
+    (a tied head is left out of the weights; transformers ties it on load)."""
     import torch
     from safetensors.torch import save_file
 
@@ -205,7 +222,7 @@ def h5_to_hf(h5_path: str, out_dir: str, verbose: bool = True) -> None:
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(
-        description="Convert a local Hugging Face OPT checkpoint to a distzo model file (HDF5), or back.",
+        description="Convert a local Hugging Face OPT or Llama checkpoint to a distzo model file (HDF5), or back.",
         epilog="Examples:\n  hf_to_h5.py ./opt-125m opt-125m.h5\n  hf_to_h5.py ckpt-1000.h5 --to-hf ./opt-125m-tuned",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )

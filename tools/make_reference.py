@@ -9,7 +9,7 @@ and check that the committed fixtures still match what this script produces with
 
     python tools/make_reference.py --out tests/data --check
 
-For each tiny random OPT model below it writes
+For each tiny random OPT and Llama model below it writes
 
     tests/data/<name>.model.h5   the model, in the distzo model format (docs/formats.md)
     tests/data/<name>.ref.h5     a fixed padded batch and what transformers computes for it
@@ -18,6 +18,21 @@ The ref file layout is documented in docs/formats.md ("Golden reference file") a
 on every dataset's `description` attribute. Everything is seeded and written
 without HDF5 timestamps, so two runs with the same transformers/torch give
 byte-identical files. Needs torch, transformers, safetensors, numpy, h5py.
+
+Positions. distzo numbers each row's real tokens 0, 1, 2, ... from the
+attention mask, whether the row is right- or left-padded. OPTForCausalLM does
+the same by itself (cumsum(mask) * mask - 1; embed_positions row = that + 2).
+LlamaForCausalLM does not: without position_ids it uses arange(T), which
+starts a left-padded row's real tokens at its pad count. So the Llama batch is
+run with position_ids = cumsum(attention_mask) - 1, set to 1 where
+attention_mask == 0 (what transformers' generate() passes), given explicitly to
+forward(), and the ref file stores them. (Rotary attention depends only on
+position differences, and a row's real tokens see only each other, so
+arange(T) would change the real-token logits by float rounding only, ~3e-6
+here; the explicit positions make the reference the very computation distzo
+does. For the same reason a constant offset of a row's positions is harmless
+up to rounding and shows in no fixture; wrong frequencies, theta or channel
+pairing change the logits, and the fixtures catch them.)
 """
 
 from __future__ import annotations
@@ -34,60 +49,116 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import distzo_h5  # noqa: E402
 import hf_to_h5  # noqa: E402
 
-PAD_ID = 1  # OPT's pad_token_id
-BOS_ID = 2  # OPT's tokenizer starts every text with </s> (id 2)
 IGNORE_INDEX = -100
 BATCH = 4
 SEQ = 10
 
-# name -> (seed, OPTConfig overrides). All: 2 layers, 2 heads, max_position_embeddings 32.
+# Special token ids per architecture: (pad_token_id, bos_token_id). Every text
+# starts with BOS; the other tokens are drawn from 3 .. vocab_size - 1.
+# OPT: pad 1, and its tokenizer starts every text with </s> (id 2).
+# Llama (Llama 2's tokenizer): <unk> 0, <s> 1, </s> 2, no pad token of its
+# own; the fixtures pad with 0, an id every vocabulary has.
+SPECIAL_IDS = {"opt": (1, 2), "llama": (0, 1)}
+
+# name -> (architecture, seed, config overrides). All: 2 layers, max_position_embeddings 32.
 MODELS = {
+    # OPT, 2 heads each.
     # pre-LN with final layer norm, like opt-125m / opt-1.3b / ...
-    "opt_tiny_preln": (1001, dict(vocab_size=96, hidden_size=32, ffn_dim=64, do_layer_norm_before=True)),
+    "opt_tiny_preln": ("opt", 1001, dict(vocab_size=96, hidden_size=32, ffn_dim=64, do_layer_norm_before=True)),
     # post-LN, no final layer norm (the opt-350m block), no projection
-    "opt_tiny_postln": (1002, dict(vocab_size=64, hidden_size=16, ffn_dim=32, do_layer_norm_before=False)),
+    "opt_tiny_postln": ("opt", 1002, dict(vocab_size=64, hidden_size=16, ffn_dim=32, do_layer_norm_before=False)),
     # opt-350m shape: post-LN and word_embed_proj_dim != hidden_size (project_in / project_out)
     "opt_tiny_proj": (
+        "opt",
         1003,
         dict(vocab_size=72, hidden_size=32, word_embed_proj_dim=16, ffn_dim=48, do_layer_norm_before=False),
     ),
     # pre-LN with projection: final layer norm, then project_out (covers that order)
     "opt_tiny_preln_proj": (
+        "opt",
         1004,
         dict(vocab_size=80, hidden_size=24, word_embed_proj_dim=16, ffn_dim=40, do_layer_norm_before=True),
     ),
+    # Llama, 4 heads each.
+    # grouped-query attention (2 query heads per key/value head), tied head, default RoPE base
+    "llama_tiny_gqa": (
+        "llama",
+        2001,
+        dict(vocab_size=96, hidden_size=32, num_key_value_heads=2, intermediate_size=48,
+             tie_word_embeddings=True, rope_theta=10000.0, rms_norm_eps=1e-6),
+    ),
+    # multi-query attention (one key/value head), its own lm_head, Llama-3's RoPE base
+    "llama_tiny_untied": (
+        "llama",
+        2002,
+        dict(vocab_size=80, hidden_size=32, num_key_value_heads=1, intermediate_size=40,
+             tie_word_embeddings=False, rope_theta=500000.0, rms_norm_eps=1e-5),
+    ),
+    # head_dim 16 with 4 heads: H * head_dim = 64 != hidden_size 32; every projection has a bias
+    "llama_tiny_bias": (
+        "llama",
+        2003,
+        dict(vocab_size=72, hidden_size=32, num_key_value_heads=2, head_dim=16, intermediate_size=48,
+             tie_word_embeddings=True, attention_bias=True, mlp_bias=True),
+    ),
 }
-COMMON = dict(
-    num_hidden_layers=2,
-    num_attention_heads=2,
-    max_position_embeddings=32,
-    dropout=0.0,
-    attention_dropout=0.0,
-    pad_token_id=PAD_ID,
-    bos_token_id=BOS_ID,
-    eos_token_id=BOS_ID,
-)
+COMMON = {
+    "opt": dict(
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        max_position_embeddings=32,
+        dropout=0.0,
+        attention_dropout=0.0,
+        pad_token_id=SPECIAL_IDS["opt"][0],
+        bos_token_id=SPECIAL_IDS["opt"][1],
+        eos_token_id=SPECIAL_IDS["opt"][1],
+    ),
+    "llama": dict(
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        max_position_embeddings=32,
+        attention_dropout=0.0,
+        pad_token_id=SPECIAL_IDS["llama"][0],
+        bos_token_id=SPECIAL_IDS["llama"][1],
+        eos_token_id=2,
+    ),
+}
 
 
-def build_model(seed: int, overrides: dict):
-    """A float32 eager OPTForCausalLM with every parameter drawn from a seeded generator.
+def hf_classes(arch: str):
+    """(config class, model class) of transformers for an architecture."""
+    import transformers
 
-    The default init (std 0.02, zero biases, unit layer norms) would make the
-    logits tiny and leave biases and layer-norm affine parameters untested, so
-    every tensor is redrawn at a scale that keeps activations O(1).
+    return {
+        "opt": (transformers.OPTConfig, transformers.OPTForCausalLM),
+        "llama": (transformers.LlamaConfig, transformers.LlamaForCausalLM),
+    }[arch]
+
+
+def build_model(arch: str, seed: int, overrides: dict):
+    """A float32 eager OPTForCausalLM / LlamaForCausalLM with every parameter
+    drawn from a seeded generator.
+
+    The default init (std 0.02, zero biases, unit norms) would make the logits
+    tiny and leave biases and norm weights untested (a kernel that skipped
+    them would still pass), so every tensor is redrawn at a scale that keeps
+    activations O(1): norm weights 1 + 0.2 N(0, 1), biases 0.1 N(0, 1), token
+    (and OPT position) embeddings 0.3 N(0, 1), every other matrix, an untied
+    lm_head included, N(0, 1) / sqrt(fan-in).
     """
     import torch
-    from transformers import OPTConfig, OPTForCausalLM
 
+    config_class, model_class = hf_classes(arch)
     torch.manual_seed(seed)
-    config = OPTConfig(**COMMON, **overrides, attn_implementation="eager")
-    model = OPTForCausalLM(config).to(torch.float32).eval()
+    config = config_class(**COMMON[arch], **overrides, attn_implementation="eager")
+    model = model_class(config).to(torch.float32).eval()
     gen = torch.Generator().manual_seed(seed)
+    tied = config.tie_word_embeddings
     with torch.no_grad():
         for name, param in sorted(model.named_parameters(), key=lambda kv: kv[0]):
-            if name == "lm_head.weight":
-                continue  # tied: the same tensor as embed_tokens
-            if "layer_norm" in name and name.endswith(".weight"):
+            if name == "lm_head.weight" and tied:
+                continue  # the same tensor as embed_tokens
+            if "norm" in name and name.endswith(".weight"):  # OPT layer_norm, Llama RMSNorm
                 value = 1.0 + 0.2 * torch.randn(param.shape, generator=gen)
             elif name.endswith(".bias"):
                 value = 0.1 * torch.randn(param.shape, generator=gen)
@@ -96,20 +167,45 @@ def build_model(seed: int, overrides: dict):
             else:  # Linear weight (out, in): keep the activation scale
                 value = torch.randn(param.shape, generator=gen) / np.sqrt(param.shape[1])
             param.copy_(value.to(torch.float32))
-    assert model.lm_head.weight.data_ptr() == model.model.decoder.embed_tokens.weight.data_ptr()
+    embed = model.get_input_embeddings().weight
+    assert (model.lm_head.weight.data_ptr() == embed.data_ptr()) == tied
     return model
 
 
-def make_batch(seed: int, vocab_size: int):
+def position_ids(arch: str, mask: np.ndarray) -> np.ndarray:
+    """(B, T) int32 positions of the batch (see the module docstring).
+
+    OPT: HF's own, cumsum(mask) * mask - 1 (-1 at pads; the embed_positions
+    row is this + 2). Llama: distzo's, cumsum(mask) - 1 with 1 at pads, passed
+    to LlamaForCausalLM explicitly. Both are 0, 1, 2, ... over the real tokens.
+    """
+    if arch == "opt":
+        return (np.cumsum(mask, axis=1) * mask - 1).astype(np.int32)
+    return np.where(mask == 1, np.cumsum(mask, axis=1) - 1, 1).astype(np.int32)
+
+
+def forward_inputs(arch: str, input_ids: np.ndarray, mask: np.ndarray) -> dict:
+    """The keyword arguments of model(...) for the batch: OPT derives its
+    positions from the mask; Llama is given them."""
+    import torch
+
+    inputs = {"input_ids": torch.from_numpy(input_ids).long(), "attention_mask": torch.from_numpy(mask).long()}
+    if arch == "llama":
+        inputs["position_ids"] = torch.from_numpy(position_ids(arch, mask)).long()
+        inputs["use_cache"] = False
+    return inputs
+
+
+def make_batch(seed: int, vocab_size: int, pad_id: int, bos_id: int):
     """input_ids and attention_mask (B=4, T=10): one full row, two right-padded
     rows of different lengths, one left-padded row. Every text starts with BOS."""
     rng = np.random.RandomState(seed)
     lengths = [SEQ, 7, 4, 6]
     left_padded = [False, False, False, True]
-    input_ids = np.full((BATCH, SEQ), PAD_ID, dtype=np.int32)
+    input_ids = np.full((BATCH, SEQ), pad_id, dtype=np.int32)
     mask = np.zeros((BATCH, SEQ), dtype=np.int32)
     for b, (n, left) in enumerate(zip(lengths, left_padded)):
-        tokens = np.concatenate([[BOS_ID], rng.randint(3, vocab_size, size=n - 1)]).astype(np.int32)
+        tokens = np.concatenate([[bos_id], rng.randint(3, vocab_size, size=n - 1)]).astype(np.int32)
         span = slice(SEQ - n, SEQ) if left else slice(0, n)
         input_ids[b, span] = tokens
         mask[b, span] = 1
@@ -138,24 +234,26 @@ def log_softmax64(x: np.ndarray) -> np.ndarray:
     return x - m - np.log(np.exp(x - m).sum(axis=-1, keepdims=True))
 
 
-def compute_reference(model, seed: int):
-    """Run transformers on the fixed batch; return {dataset: array} and {dataset: description}."""
+def compute_reference(arch: str, model, seed: int):
+    """Run transformers on the fixed batch; return {dataset: (array, description)}."""
     import torch
 
     cfg = model.config
-    input_ids, mask = make_batch(seed, cfg.vocab_size)
+    pad_id, bos_id = SPECIAL_IDS[arch]
+    input_ids, mask = make_batch(seed, cfg.vocab_size, pad_id, bos_id)
     labels = make_labels(input_ids, mask)
+    positions = position_ids(arch, mask)
     L = cfg.num_hidden_layers
+    layers = model.model.decoder.layers if arch == "opt" else model.model.layers
 
     layer_out = {}
     hooks = [
         layer.register_forward_hook(lambda mod, args, out, k=k: layer_out.__setitem__(k, out))
-        for k, layer in enumerate(model.model.decoder.layers)
+        for k, layer in enumerate(layers)
     ]
     with torch.no_grad():
         out = model(
-            input_ids=torch.from_numpy(input_ids).long(),
-            attention_mask=torch.from_numpy(mask).long(),
+            **forward_inputs(arch, input_ids, mask),
             labels=torch.from_numpy(labels).long(),
             output_hidden_states=True,
         )
@@ -164,10 +262,6 @@ def compute_reference(model, seed: int):
     logits = out.logits.numpy().astype(np.float32)
     hidden = [h.numpy().astype(np.float32) for h in out.hidden_states]
     assert len(hidden) == L + 1, len(hidden)
-
-    # HF's position ids (the embed_positions row is position_id + 2).
-    position_ids = (np.cumsum(mask, axis=1) * mask - 1).astype(np.int32)
-
     # LM loss in float64 from HF's logits, as sums and counts.
     logp = log_softmax64(logits)
     targets = labels[:, 1:]
@@ -194,15 +288,25 @@ def compute_reference(model, seed: int):
     top2 = np.sort(cls_logits.astype(np.float64), axis=1)[:, -2:]
     assert np.all(top2[:, 1] - top2[:, 0] > 1e-2), "argmax too close to a tie; pick another seed"
 
-    data = {
-        "input_ids": (input_ids, "(B, T) int32 token ids; pad_token_id 1 at padded positions"),
-        "attention_mask": (mask, "(B, T) int32, 1 = real token, 0 = pad"),
-        "position_ids": (
-            position_ids,
+    if arch == "opt":
+        position_description = (
             "(B, T) int32 HF position ids: cumsum(attention_mask) * attention_mask - 1, i.e. 0,1,2.. "
             "over the real tokens of each row (left padding included), -1 at pads; the row read from "
-            "model.decoder.embed_positions.weight is position_ids + 2",
-        ),
+            "model.decoder.embed_positions.weight is position_ids + 2"
+        )
+    else:
+        position_description = (
+            "(B, T) int32 distzo positions: cumsum(attention_mask) - 1, set to 1 where attention_mask = 0 "
+            "(as transformers' generate()), i.e. 0,1,2.. over the real tokens of each row (left padding "
+            "included); passed explicitly as position_ids to LlamaForCausalLM.forward (its default, "
+            "arange(T), would number the left-padded row's real tokens from its pad count). The rotary "
+            "embedding of position p rotates channel pair (i, i + head_dim/2) of every query and key head "
+            "by the angle p * rope_theta^(-2i/head_dim), 0 <= i < head_dim/2"
+        )
+    data = {
+        "input_ids": (input_ids, f"(B, T) int32 token ids; pad_token_id {pad_id} at padded positions"),
+        "attention_mask": (mask, "(B, T) int32, 1 = real token, 0 = pad"),
+        "position_ids": (positions, position_description),
         "logits": (
             logits,
             "(B, T, vocab_size) float32 HF logits; only positions with attention_mask = 1 are meaningful",
@@ -214,7 +318,7 @@ def compute_reference(model, seed: int):
         ),
         "lm_loss": (
             np.float64(lm_loss),
-            "scalar float64: HF OPTForCausalLM loss for labels= (float32 compute): mean over "
+            f"scalar float64: HF {type(model).__name__} loss for labels= (float32 compute): mean over "
             "t in [0, T-1) with labels[:, t+1] != -100 of -log softmax(logits[:, t])[labels[:, t+1]]",
         ),
         "lm_loss_sum": (np.float64(lm_sum), "scalar float64: the sum behind lm_loss, from logits in float64"),
@@ -237,15 +341,21 @@ def compute_reference(model, seed: int):
             what = (
                 "embeddings: (project_in(embed_tokens[input_ids]) if present) + embed_positions[position_ids + 2], "
                 "the input of layer 0"
+                if arch == "opt"
+                else "embeddings: embed_tokens[input_ids] (positions enter each layer's rotary embeddings), "
+                "the input of layer 0"
             )
         elif k < L:
             what = f"output of decoder layer {k - 1} (input of layer {k})"
-        else:
+        elif arch == "opt":
             what = (
                 f"output of the decoder: layer {L - 1} output, then final_layer_norm (pre-LN models only), "
                 "then project_out (if present); the lm_head input"
             )
+        else:
+            what = f"output of the decoder: layer {L - 1} output, then the final RMSNorm model.norm; the lm_head input"
         data[f"hidden_states_{k}"] = (h, f"({'B, T, ' + str(h.shape[-1])}) float32 HF hidden_states[{k}]: {what}")
+    final = "the final layer norm and project_out" if arch == "opt" else "the final RMSNorm"
     for k in range(L):
         h = layer_out[k].numpy().astype(np.float32)
         data[f"layer_output_{k}"] = (
@@ -254,13 +364,13 @@ def compute_reference(model, seed: int):
             + (
                 f"; equal to hidden_states_{k + 1}"
                 if k < L - 1
-                else "; before the final layer norm and project_out, so unlike hidden_states_" + str(L)
+                else f"; before {final}, so unlike hidden_states_" + str(L)
             ),
         )
     return data
 
 
-def write_reference(path: str, name: str, seed: int, model, data: dict) -> None:
+def write_reference(path: str, name: str, arch: str, seed: int, model, data: dict) -> None:
     import torch
     import transformers
 
@@ -274,7 +384,7 @@ def write_reference(path: str, name: str, seed: int, model, data: dict) -> None:
         f.attrs.create("torch_version", torch.__version__, dtype=s)
         f.attrs.create("attn_implementation", "eager", dtype=s)
         f.attrs.create("seed", np.int64(seed), dtype=np.int64)
-        f.attrs.create("pad_token_id", np.int64(PAD_ID), dtype=np.int64)
+        f.attrs.create("pad_token_id", np.int64(SPECIAL_IDS[arch][0]), dtype=np.int64)
         f.attrs.create("ignore_index", np.int64(IGNORE_INDEX), dtype=np.int64)
         f.attrs.create("num_hidden_states", np.int64(model.config.num_hidden_layers + 1), dtype=np.int64)
         for key, (array, description) in data.items():
@@ -285,7 +395,6 @@ def write_reference(path: str, name: str, seed: int, model, data: dict) -> None:
 def generate(out_dir: str, names=None, verbose=True) -> list[str]:
     """Write <name>.model.h5 and <name>.ref.h5 for each model; return the paths."""
     import torch
-    from transformers import OPTForCausalLM
 
     import transformers
 
@@ -296,9 +405,9 @@ def generate(out_dir: str, names=None, verbose=True) -> list[str]:
     os.makedirs(out_dir, exist_ok=True)
     written = []
     for name in names or MODELS:
-        seed, overrides = MODELS[name]
-        model = build_model(seed, overrides)
-        data = compute_reference(model, seed)
+        arch, seed, overrides = MODELS[name]
+        model = build_model(arch, seed, overrides)
+        data = compute_reference(arch, model, seed)
         model_path = os.path.join(out_dir, name + ".model.h5")
         ref_path = os.path.join(out_dir, name + ".ref.h5")
         with tempfile.TemporaryDirectory() as tmp:
@@ -308,15 +417,12 @@ def generate(out_dir: str, names=None, verbose=True) -> list[str]:
             # The way back must give bit-identical logits.
             back = os.path.join(tmp, "back")
             hf_to_h5.h5_to_hf(model_path, back, verbose=False)
-            again = OPTForCausalLM.from_pretrained(back, attn_implementation="eager").eval()
+            again = hf_classes(arch)[1].from_pretrained(back, attn_implementation="eager").eval()
             with torch.no_grad():
-                logits = again(
-                    input_ids=torch.from_numpy(data["input_ids"][0]).long(),
-                    attention_mask=torch.from_numpy(data["attention_mask"][0]).long(),
-                ).logits.numpy()
+                logits = again(**forward_inputs(arch, data["input_ids"][0], data["attention_mask"][0])).logits.numpy()
             if not np.array_equal(logits, data["logits"][0]):
                 raise RuntimeError(f"{name}: logits after the HF -> distzo -> HF round trip differ")
-        write_reference(ref_path, name, seed, model, data)
+        write_reference(ref_path, name, arch, seed, model, data)
         written += [model_path, ref_path]
         if verbose:
             real = data["attention_mask"][0] == 1

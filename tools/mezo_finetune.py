@@ -19,6 +19,8 @@ same as distzo, on purpose:
   * the loss: MeZO's classification loss — the logits of the last prompt token
     (position lengths[i]-1) restricted to the candidate tokens, softmax
     cross-entropy against the label, mean over the batch (prediction = argmax);
+    for OPT and Llama model files alike (a Llama model gets distzo's positions,
+    mezo_reference.position_ids_from_mask; its lm_head may be untied);
   * the learning-rate schedule (distzo's warm-up from 0, constant / linear /
     cosine decay) and the evaluations (before training, every eval.interval
     steps, at the end; the first eval.max_examples examples, in file order).
@@ -48,7 +50,7 @@ import h5py
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import mezo_reference  # noqa: E402  (load_opt_h5, mezo_step, step_seed, ...)
+import mezo_reference  # noqa: E402  (load_model_h5, mezo_step, step_seed, ...)
 
 # ---------------------------------------------------------------------------
 # distzo's data order (docs/datasets.md)
@@ -148,9 +150,17 @@ def candidate_logits(model, batch: dict, candidates):
     """(B, K) logits of the candidate tokens at each row's last prompt token."""
     import torch
 
-    hidden = model.model.decoder(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"]).last_hidden_state
+    if model.config.model_type == "llama":
+        hidden = model.model(
+            input_ids=batch["input_ids"],
+            attention_mask=batch["attention_mask"],
+            position_ids=mezo_reference.position_ids_from_mask(batch["attention_mask"]),
+            use_cache=False,
+        ).last_hidden_state
+    else:
+        hidden = model.model.decoder(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"]).last_hidden_state
     last = hidden[torch.arange(hidden.shape[0]), batch["lengths"] - 1]  # (B, hidden)
-    head = model.lm_head.weight[candidates]  # tied to embed_tokens
+    head = model.lm_head.weight[candidates]  # embed_tokens when tied (OPT; Llama unless untied)
     return last @ head.T
 
 
@@ -298,7 +308,7 @@ def main(argv=None) -> int:
         log_fh.write(line + "\n")
         log_fh.flush()
 
-    model = mezo_reference.load_opt_h5(cfg["model"], attn_implementation="eager")
+    model = mezo_reference.load_model_h5(cfg["model"], attn_implementation="eager")
     train = ClassificationData(cfg["train"])
     ev = ClassificationData(cfg["eval"]) if cfg["eval"] else None
     if ev is not None and not torch.equal(ev.candidates, train.candidates):
@@ -351,7 +361,8 @@ def main(argv=None) -> int:
         import distzo_h5
 
         cfg_h5, _ = distzo_h5.read_model(cfg["model"])
-        state = {k: v.detach().numpy() for k, v in model.state_dict().items() if k != "lm_head.weight"}
+        keep = distzo_h5.expected_tensors(cfg_h5)  # a tied lm_head is embed_tokens, not saved twice
+        state = {k: v.detach().numpy() for k, v in model.state_dict().items() if k in keep}
         distzo_h5.write_model(args.save, cfg_h5, state)
         say(f"wrote {args.save}")
     return 0

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """A PyTorch MeZO reference: Algorithm 1 of Malladi et al., "Fine-Tuning
 Language Models with Just Forward Passes" (MeZO, arXiv 2305.17333), on a
-distzo model file loaded into transformers' OPTForCausalLM.
+distzo model file loaded into transformers' OPTForCausalLM or LlamaForCausalLM
+(by the file's architecture attribute; float32).
 
 One step, for a batch and a fresh seed s (MeZO-SGD, one query):
 
@@ -16,7 +17,8 @@ One step, for a batch and a fresh seed s (MeZO-SGD, one query):
 z is regenerated from the seed every time (never stored), drawn tensor by tensor
 in named_parameters() order with torch.normal(0, 1) in each tensor's dtype and
 device, as the MeZO code does. named_parameters() lists the tied lm_head /
-embed_tokens tensor once, so it is perturbed and updated once.
+embed_tokens tensor once, so it is perturbed and updated once (an untied Llama
+lm_head is a parameter of its own).
 
 This is the baseline for distzo's ZO step (perf/bench_step) and a reference
 trainer. It does NOT reproduce distzo's z (distzo uses counter-based Philox,
@@ -24,8 +26,8 @@ docs/perturbation.md); compare losses and speed, not parameters.
 
 Library use (sys.path must include tools/):
 
-    from mezo_reference import load_opt_h5, causal_lm_inputs, mezo_step, fixed_tokens
-    model = load_opt_h5("model.h5")
+    from mezo_reference import load_model_h5, causal_lm_inputs, mezo_step, fixed_tokens
+    model = load_model_h5("model.h5")
     inputs = causal_lm_inputs(torch.tensor(fixed_tokens(8, 128, model.config.vocab_size)))
     out = mezo_step(model, inputs, seed=1234, eps=1e-3, lr=1e-6, wd=0.0)
     print(out.loss_plus, out.loss_minus, out.projected_grad)
@@ -34,6 +36,13 @@ Library use (sys.path must include tools/):
 (dicts passed to model(**inputs), with `labels`), with per-step seeds from
 `step_seed(run_seed, step)`. Reading distzo dataset files is not done here yet:
 build the batch dicts from them and call train().
+
+Positions: distzo numbers each row's real tokens 0, 1, 2, ... from the
+attention mask (position_ids_from_mask). OPT derives the same numbers from the
+mask itself; LlamaForCausalLM would use arange(T), which numbers a left-padded
+row's real tokens from its pad count (the same logits up to rounding, RoPE
+being relative, but not distzo's computation), so for Llama the loss passes
+position_ids_from_mask explicitly (with_positions).
 
 Benchmark (what perf/run_benchmarks.sh runs):
 
@@ -59,45 +68,87 @@ from typing import Callable, Iterable, Iterator, Mapping
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import distzo_h5  # noqa: E402
 
+import h5py  # noqa: E402
 import numpy as np  # noqa: E402
 
 # ---------------------------------------------------------------------------
 # model and inputs
 
 
-def load_opt_h5(path: str, attn_implementation: str = "sdpa"):
-    """OPTForCausalLM (float32, eval mode, requires_grad off) with the weights of
-    a distzo model or checkpoint file; lm_head tied to embed_tokens.
+def load_model_h5(path: str, attn_implementation: str = "sdpa"):
+    """OPTForCausalLM or LlamaForCausalLM, as the file's architecture says
+    (float32, eval mode, requires_grad off), with the weights of a distzo model
+    or checkpoint file; lm_head tied to embed_tokens unless the file holds its
+    own (an untied Llama).
 
     The config comes from the file's hf_config_json attribute (or, if absent,
     its config attributes). The module is built on the meta device and the
-    file's tensors are assigned, so no random init is paid for.
+    file's tensors are assigned, so no random init is paid for; Llama's rotary
+    table (a buffer, not in the file) is then computed from the config on the
+    CPU, as transformers computes it.
     """
     import torch
-    from transformers import OPTConfig, OPTForCausalLM
+    import transformers
 
     cfg, tensors = distzo_h5.read_model(path)
-    config = OPTConfig.from_dict(distzo_h5.hf_config_dict(cfg))
+    config_class, model_class = {
+        "opt": (transformers.OPTConfig, transformers.OPTForCausalLM),
+        "llama": (transformers.LlamaConfig, transformers.LlamaForCausalLM),
+    }[cfg.architecture]
+    config = config_class.from_dict(distzo_h5.hf_config_dict(cfg))
     with torch.device("meta"):
-        model = OPTForCausalLM._from_config(
-            config, attn_implementation=attn_implementation, dtype=torch.float32
-        )
+        model = model_class._from_config(config, attn_implementation=attn_implementation, dtype=torch.float32)
     state = {name: torch.from_numpy(array) for name, array in tensors.items()}
     result = model.load_state_dict(state, strict=False, assign=True)
     if result.unexpected_keys or set(result.missing_keys) - {"lm_head.weight"}:
         raise distzo_h5.FormatError(
-            f"{path}: state dict does not fit OPTForCausalLM: missing {result.missing_keys[:5]}, "
+            f"{path}: state dict does not fit {cfg.hf_class}: missing {result.missing_keys[:5]}, "
             f"unexpected {result.unexpected_keys[:5]}"
         )
-    model.tie_weights()
-    if model.lm_head.weight.data_ptr() != model.model.decoder.embed_tokens.weight.data_ptr():
-        raise RuntimeError("lm_head is not tied to embed_tokens after loading")
+    if cfg.tie_word_embeddings:
+        model.tie_weights()
+        if model.lm_head.weight.data_ptr() != model.get_input_embeddings().weight.data_ptr():
+            raise RuntimeError("lm_head is not tied to embed_tokens after loading")
+    if cfg.architecture == "llama":
+        model.model.rotary_emb = type(model.model.rotary_emb)(config=model.config)
     for name, p in model.named_parameters():
         if p.device.type == "meta":
             raise RuntimeError(f"{name} was not loaded (still on the meta device)")
         p.requires_grad_(False)
+    for name, b in model.named_buffers():
+        if b.device.type == "meta":
+            raise RuntimeError(f"buffer {name} was not computed (still on the meta device)")
     model.eval()
     return model
+
+
+def load_opt_h5(path: str, attn_implementation: str = "sdpa"):
+    """load_model_h5 for callers that use OPT's module layout (model.model.decoder):
+    refuses a file of another architecture, naming it."""
+    with h5py.File(path, "r") as f:
+        cfg, _ = distzo_h5.read_config(f)
+    if cfg.architecture != "opt":
+        raise distzo_h5.FormatError(f"{path}: architecture {cfg.architecture!r}; this tool needs an OPT model")
+    return load_model_h5(path, attn_implementation)
+
+
+def position_ids_from_mask(attention_mask):
+    """distzo's positions (B, T) int64 from a 0/1 mask: 0, 1, 2, ... over each
+    row's real tokens (right- or left-padded), 1 at pads (as transformers'
+    generate()). Pads never reach a real token, so their value is immaterial."""
+    import torch
+
+    mask = torch.as_tensor(attention_mask, dtype=torch.long)
+    return (mask.cumsum(-1) - 1).masked_fill(mask == 0, 1)
+
+
+def with_positions(model, batch_inputs: Mapping) -> Mapping:
+    """batch_inputs for model(**...): for Llama, position_ids_from_mask added
+    (when there is a mask and no position_ids yet); OPT's own positions already
+    follow the mask, so its inputs pass unchanged."""
+    if model.config.model_type != "llama" or "position_ids" in batch_inputs or "attention_mask" not in batch_inputs:
+        return batch_inputs
+    return {**batch_inputs, "position_ids": position_ids_from_mask(batch_inputs["attention_mask"])}
 
 
 def fixed_tokens(batch: int, seq: int, vocab: int, seed: int = 1) -> np.ndarray:
@@ -137,8 +188,12 @@ def trainable_parameters(model) -> list:
 
 
 def uses_weight_decay(name: str) -> bool:
-    """MeZO's rule: no weight decay on biases and LayerNorm parameters."""
-    return "bias" not in name and "layer_norm" not in name and "layernorm" not in name
+    """MeZO's rule: no weight decay on biases and norm parameters. MeZO tests
+    for "layer_norm"/"layernorm" in the name, which would decay Llama's final
+    model.norm.weight; distzo exempts every norm (src/model/parameter_registry),
+    so this tests for "norm" (the same set for OPT, where every norm name
+    contains "layer_norm")."""
+    return "bias" not in name and "norm" not in name
 
 
 def perturb_parameters(params, seed: int, scale: float) -> None:
@@ -164,7 +219,7 @@ class MezoStepResult:
 
 
 def _loss(model, batch_inputs: Mapping) -> float:
-    return float(model(**batch_inputs).loss)
+    return float(model(**with_positions(model, batch_inputs)).loss)
 
 
 def mezo_step(
@@ -319,7 +374,7 @@ def bench(args) -> int:
     set_threads(args.threads)
     info = machine_banner("PyTorch MeZO reference (tools/mezo_reference.py)", args.threads)
     t0 = time.perf_counter()
-    model = load_opt_h5(args.model, args.attn)
+    model = load_model_h5(args.model, args.attn)
     cfg = model.config
     n_params = sum(p.numel() for _, p in trainable_parameters(model))
     print(f"model          : {args.model} (L={cfg.num_hidden_layers} C={cfg.hidden_size} "
@@ -367,7 +422,7 @@ def bench(args) -> int:
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(
         description="PyTorch MeZO reference (MeZO paper, Algorithm 1) on a distzo model file.",
-        epilog="Training on distzo datasets: use load_opt_h5 / train() from Python.",
+        epilog="Training on distzo datasets: use load_model_h5 / train() from Python.",
     )
     p.add_argument("--bench", action="store_true", help="time MeZO steps on the fixed token pattern")
     p.add_argument("--model", required=True, help="distzo model or checkpoint file (.h5)")

@@ -5,11 +5,17 @@
 
 1. hf_to_h5 round trips (safetensors, sharded safetensors, pytorch_model.bin,
    sharded .bin, `decoder.*` keys, a tied lm_head present, float16 weights):
-   HF -> distzo -> HF gives bit-identical logits in transformers.
-2. hf_to_h5 rejects what distzo does not support, with a clear message.
-3. An independent numpy OPT forward, reading only the distzo model file,
-   reproduces every tests/data/*.ref.h5 (logits at real tokens, hidden states,
-   losses), which checks both the fixtures and their documentation.
+   HF -> distzo -> HF gives bit-identical logits in transformers. The same for
+   Llama, tied (lm_head absent or present) and untied, with and without
+   biases, bf16 weights, and a model file without hf_config_json.
+2. hf_to_h5 rejects what distzo does not support, with a clear message; the
+   Llama config parser reads both RoPE forms (transformers 4's rope_theta,
+   5's rope_parameters) and refuses each variant it does not implement,
+   naming the key (numpy + h5py only).
+3. An independent numpy OPT and Llama forward, reading only the distzo model
+   file, reproduces every tests/data/*.ref.h5 (logits at real tokens, hidden
+   states, losses), which checks both the fixtures and their documentation;
+   mezo_reference.load_model_h5 reproduces the Llama fixtures' logits and loss.
 4. demo_baselines' statistics on hand-made cases: AUC (with ties), the fitted
    threshold, and the logistic probe separating separable data.
 5. The parameter digest of tools/digest_reference.py (numpy path and plain
@@ -64,21 +70,48 @@ def _tiny_model(seed=0, **overrides):
     return model
 
 
-def _logits(model):
+def _tiny_llama(seed=0, **overrides):
+    """A LlamaForCausalLM with 4 heads over 2 key/value heads, norms and biases randomised."""
     import torch
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    kw = dict(
+        vocab_size=50, hidden_size=16, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
+        intermediate_size=24, max_position_embeddings=20, attn_implementation="eager",
+    )
+    kw.update(overrides)
+    torch.manual_seed(seed)
+    model = LlamaForCausalLM(LlamaConfig(**kw)).eval()
+    with torch.no_grad():  # the default init has unit norms, zero biases and std 0.02
+        for name, p in model.named_parameters():
+            p.add_(0.1 * torch.randn_like(p) if name.endswith(".bias") or "norm" in name else 3 * p)
+    return model
+
+
+def _logits(model):
+    """Logits of a right- and a left-padded row; a Llama model gets distzo's
+    positions (mezo_reference.position_ids_from_mask), as the fixtures do."""
+    import torch
+
+    import mezo_reference
 
     ids = torch.tensor([[2, 5, 9, 11, 7, 3], [1, 1, 2, 8, 4, 6]])
     mask = torch.tensor([[1, 1, 1, 1, 1, 1], [0, 0, 1, 1, 1, 1]])
+    inputs = mezo_reference.with_positions(model, {"input_ids": ids, "attention_mask": mask})
     with torch.no_grad():
-        return model(input_ids=ids, attention_mask=mask).logits.numpy()
+        return model(**inputs).logits.numpy()
 
 
 def _state_dict(model, rename_decoder=False, with_head=False, dtype=None):
+    """The weights as a checkpoint holds them. A tied head is left out unless
+    with_head (then it is a copy of embed_tokens); an untied one is always in."""
     sd = {k: v.detach().clone().contiguous() for k, v in model.state_dict().items()}
-    if not with_head:
-        sd.pop("lm_head.weight", None)
-    elif "lm_head.weight" not in sd:
-        sd["lm_head.weight"] = sd["model.decoder.embed_tokens.weight"].clone()
+    embed = "model.decoder.embed_tokens.weight" if model.config.model_type == "opt" else "model.embed_tokens.weight"
+    if model.config.tie_word_embeddings:
+        if not with_head:
+            sd.pop("lm_head.weight", None)
+        elif "lm_head.weight" not in sd:
+            sd["lm_head.weight"] = sd[embed].clone()
     if rename_decoder:
         sd = {(k[len("model."):] if k.startswith("model.decoder.") else k): v for k, v in sd.items()}
     if dtype is not None:
@@ -113,13 +146,11 @@ def _write_hf(model, out_dir, fmt, rename_decoder=False, with_head=False, shards
 
 
 def _round_trip(model, tmp, **layout):
-    from transformers import OPTForCausalLM
-
     hf_dir, h5, back = (os.path.join(tmp, n) for n in ("hf", "m.h5", "back"))
     _write_hf(model, hf_dir, **layout)
     hf_to_h5.hf_to_h5(hf_dir, h5, verbose=False)
     hf_to_h5.h5_to_hf(h5, back, verbose=False)
-    again = OPTForCausalLM.from_pretrained(back, attn_implementation="eager").eval()
+    again = type(model).from_pretrained(back, attn_implementation="eager").eval()
     return h5, again
 
 
@@ -157,6 +188,64 @@ def test_round_trips():
         _, again = _round_trip(model, tmp, fmt="safetensors", dtype=torch.float16)
         assert np.array_equal(_logits(again), _logits(model)), "float16 round trip"
     print("round trips: OK")
+
+
+def test_llama_round_trips():
+    """HF -> distzo -> HF for LlamaForCausalLM: the file holds exactly the HF
+    tensors (lm_head only when untied) and transformers gives bit-identical
+    logits from the converted-back directory."""
+    _quiet_transformers()
+    import torch
+
+    import mezo_reference
+
+    models = {
+        "tied": _tiny_llama(seed=1, tie_word_embeddings=True),
+        "untied": _tiny_llama(seed=2, tie_word_embeddings=False, num_key_value_heads=1, rope_theta=500000.0),
+        "biases, head_dim 8": _tiny_llama(seed=3, tie_word_embeddings=True, head_dim=8, attention_bias=True,
+                                          mlp_bias=True, rms_norm_eps=1e-5),
+    }
+    cases = [
+        ("safetensors", dict(fmt="safetensors")),
+        ("safetensors, 3 shards", dict(fmt="safetensors", shards=3)),
+        ("pytorch_model.bin", dict(fmt="bin")),
+        ("pytorch_model.bin, 2 shards, tied lm_head present", dict(fmt="bin", shards=2, with_head=True)),
+    ]
+    for kind, model in models.items():
+        ref = _logits(model)
+        sd = model.state_dict()
+        for label, layout in cases:
+            with tempfile.TemporaryDirectory() as tmp:
+                h5, again = _round_trip(model, tmp, **layout)
+                got = _logits(again)
+                assert np.array_equal(got, ref), f"{kind}, {label}: logits differ by {np.abs(got - ref).max()}"
+                cfg, tensors = distzo_h5.read_model(h5)
+                assert isinstance(cfg, distzo_h5.LlamaConfig) and cfg.tie_word_embeddings == (kind != "untied")
+                assert set(tensors) == set(sd) - ({"lm_head.weight"} if cfg.tie_word_embeddings else set())
+                for name, array in tensors.items():
+                    assert np.array_equal(array, sd[name].numpy()), name
+                # The PyTorch MeZO reference builds the same model from the file.
+                loaded = mezo_reference.load_model_h5(h5, attn_implementation="eager")
+                assert np.array_equal(_logits(loaded), ref), f"{kind}, {label}: load_model_h5"
+        # A file without hf_config_json: the way back writes a config.json from the attributes.
+        with tempfile.TemporaryDirectory() as tmp:
+            h5, _ = _round_trip(model, tmp, fmt="safetensors")
+            cfg, tensors = distzo_h5.read_model(h5)
+            cfg.hf_config_json = ""
+            bare, back = os.path.join(tmp, "bare.h5"), os.path.join(tmp, "bare")
+            distzo_h5.write_model(bare, cfg, tensors)
+            hf_to_h5.h5_to_hf(bare, back, verbose=False)
+            again = type(model).from_pretrained(back, attn_implementation="eager").eval()
+            assert np.array_equal(_logits(again), ref), f"{kind}: config.json from the attributes"
+    # bfloat16 weights (as Llama checkpoints are usually stored): exact upcast
+    model = _tiny_llama(seed=4)
+    with torch.no_grad():
+        for p in model.parameters():
+            p.copy_(p.bfloat16().float())
+    with tempfile.TemporaryDirectory() as tmp:
+        _, again = _round_trip(model, tmp, fmt="safetensors", dtype=torch.bfloat16)
+        assert np.array_equal(_logits(again), _logits(model)), "bfloat16 round trip"
+    print("Llama round trips: OK")
 
 
 def _expect_error(hf_dir, out, needle):
@@ -237,14 +326,188 @@ def test_rejections():
     print("rejections: OK")
 
 
+def _llama_hf(**changes):
+    """A Llama config.json (transformers 5 form) with `changes` applied; None deletes a key."""
+    hf = {
+        "model_type": "llama", "architectures": ["LlamaForCausalLM"], "vocab_size": 64, "hidden_size": 32,
+        "intermediate_size": 48, "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2,
+        "head_dim": None, "hidden_act": "silu", "max_position_embeddings": 32, "rms_norm_eps": 1e-5,
+        "tie_word_embeddings": True, "rope_parameters": {"rope_type": "default", "rope_theta": 500000.0},
+    }
+    for key, value in changes.items():
+        if value is None:
+            hf.pop(key, None)
+        else:
+            hf[key] = value
+    return hf
+
+
+def _expect_config_error(hf, needle):
+    try:
+        distzo_h5.config_from_hf(hf)
+    except FormatError as err:
+        assert needle in str(err), f"expected {needle!r} in {err}"
+        return str(err)
+    raise AssertionError(f"no error (expected {needle!r})")
+
+
+def test_llama_config():
+    """config.json -> LlamaConfig: defaults, both RoPE forms, every refusal;
+    the model file's attributes and their types (numpy + h5py only)."""
+    cfg = distzo_h5.config_from_hf(_llama_hf())
+    assert isinstance(cfg, distzo_h5.LlamaConfig)
+    assert (cfg.head_dim, cfg.num_key_value_heads, cfg.rope_theta) == (8, 2, 500000.0)
+    assert cfg.tie_word_embeddings and not cfg.attention_bias and not cfg.mlp_bias
+    # transformers 4 form: rope_theta (+ rope_scaling null)
+    cfg = distzo_h5.config_from_hf(_llama_hf(rope_parameters=None, rope_theta=123456.0, rope_scaling=None))
+    assert cfg.rope_theta == 123456.0
+    # legacy "type" key inside rope_parameters; rope_parameters' theta wins over a top-level one
+    cfg = distzo_h5.config_from_hf(_llama_hf(rope_parameters={"type": "default", "rope_theta": 7.5e5}, rope_theta=1e4))
+    assert cfg.rope_theta == 7.5e5
+    # nothing about RoPE, num_key_value_heads, head_dim or the head: transformers' LlamaConfig defaults
+    cfg = distzo_h5.config_from_hf(
+        _llama_hf(rope_parameters=None, num_key_value_heads=None, head_dim=None, tie_word_embeddings=None,
+                  rms_norm_eps=None)
+    )
+    assert cfg.rope_theta == distzo_h5.LLAMA_DEFAULT_ROPE_THETA == 10000.0
+    assert (cfg.num_key_value_heads, cfg.head_dim, cfg.tie_word_embeddings, cfg.rms_norm_eps) == (4, 8, False, 1e-6)
+    # an explicit head_dim with H * head_dim != hidden_size; biases
+    cfg = distzo_h5.config_from_hf(_llama_hf(head_dim=16, attention_bias=True, mlp_bias=True))
+    shapes = distzo_h5.expected_tensors(cfg)
+    assert shapes["model.layers.1.self_attn.q_proj.weight"] == (64, 32)
+    assert shapes["model.layers.1.self_attn.k_proj.bias"] == (32,)
+    assert shapes["model.layers.1.self_attn.o_proj.weight"] == (32, 64)
+    assert shapes["model.layers.1.mlp.down_proj.bias"] == (32,)
+    assert "lm_head.weight" not in shapes and list(shapes)[-1] == "model.norm.weight"
+    untied = distzo_h5.expected_tensors(distzo_h5.config_from_hf(_llama_hf(tie_word_embeddings=False)))
+    assert list(untied)[-1] == "lm_head.weight" and untied["lm_head.weight"] == (64, 32)
+    assert not any(n.endswith(".bias") for n in untied)
+
+    msgs = [
+        _expect_config_error(_llama_hf(rope_parameters={"rope_type": "llama3", "rope_theta": 5e5, "factor": 8.0}),
+                             "rope_parameters.rope_type is 'llama3'"),
+        _expect_config_error(_llama_hf(rope_parameters={"rope_type": "yarn", "factor": 4.0}), "rope_type is 'yarn'"),
+        _expect_config_error(_llama_hf(rope_parameters=None, rope_theta=1e4, rope_scaling={"type": "linear", "factor": 2.0}),
+                             "rope_scaling"),
+        _expect_config_error(_llama_hf(rope_scaling={"rope_type": "default"}), "rope_scaling"),
+        _expect_config_error(_llama_hf(hidden_act="gelu"), "hidden_act is 'gelu'"),
+        _expect_config_error(_llama_hf(pretraining_tp=2), "pretraining_tp is 2"),
+        _expect_config_error(_llama_hf(num_key_value_heads=3),
+                             "num_attention_heads 4 is not divisible by num_key_value_heads 3"),
+        _expect_config_error(_llama_hf(head_dim=5), "head_dim 5: must be even"),
+        _expect_config_error(_llama_hf(architectures=["LlamaForSequenceClassification"]),
+                             "LlamaForSequenceClassification"),
+        _expect_config_error(_llama_hf(model_type="mistral"), "model_type is 'mistral'"),
+    ]
+    assert "'llama' (LlamaForCausalLM)" in msgs[-1] and "'opt' (OPTForCausalLM)" in msgs[-1], msgs[-1]
+    for m in msgs:
+        print("  rejected:", m)
+
+    # The model file: attribute types and order as docs/formats.md says; read back equal.
+    cfg = distzo_h5.config_from_hf(_llama_hf(head_dim=16, attention_bias=True))
+    rng = np.random.RandomState(0)
+    tensors = {n: rng.randn(*s).astype(np.float32) for n, s in distzo_h5.expected_tensors(cfg).items()}
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "m.h5")
+        distzo_h5.write_model(path, cfg, tensors)
+        with h5py.File(path, "r") as f:
+            attrs = f.attrs
+            assert attrs["architecture"] == "llama" and int(attrs["format_version"]) == 1
+            for name in distzo_h5.LLAMA_INT_ATTRS:
+                assert attrs[name].dtype == np.int64, name
+            for name in distzo_h5.LLAMA_FLOAT_ATTRS:
+                assert attrs[name].dtype == np.float64, name
+            assert attrs["hidden_act"] == "silu" and json.loads(attrs["hf_config_json"])["model_type"] == "llama"
+            assert (int(attrs["head_dim"]), int(attrs["attention_bias"]), int(attrs["mlp_bias"])) == (16, 1, 0)
+            assert float(attrs["rope_theta"]) == 500000.0 and float(attrs["rms_norm_eps"]) == 1e-5
+            assert all(f[n].dtype == np.float32 for n in tensors)
+        back, got = distzo_h5.read_model(path)
+        assert back == cfg and all(np.array_equal(got[n], tensors[n]) for n in tensors)
+        assert distzo_h5.hf_config_dict(back) == json.loads(cfg.hf_config_json)
+        # an attribute that disagrees with hf_config_json is caught on the way back
+        with h5py.File(path, "r+") as f:
+            f.attrs.create("rope_theta", np.float64(1e4), dtype=np.float64)
+        try:
+            distzo_h5.hf_config_dict(distzo_h5.read_model(path)[0])
+        except FormatError as err:
+            assert "rope_theta" in str(err), err
+        else:
+            raise AssertionError("rope_theta disagreeing with hf_config_json was not caught")
+        with h5py.File(path, "r+") as f:
+            f.attrs.create("architecture", "gpt2", dtype=distzo_h5.STRING_DTYPE)
+        try:
+            distzo_h5.read_model(path)
+        except FormatError as err:
+            assert "architecture 'gpt2'" in str(err), err
+        else:
+            raise AssertionError("an unknown architecture was read")
+    print("Llama config: OK")
+
+
+def test_llama_rejections():
+    """hf_to_h5 on Llama checkpoints it must refuse: a tied head that differs
+    from embed_tokens, an untied head missing, a config it does not implement."""
+    _quiet_transformers()
+    import torch
+
+    msgs = []
+    with tempfile.TemporaryDirectory() as tmp:
+        out = os.path.join(tmp, "o.h5")
+        tied = _tiny_llama(seed=5, tie_word_embeddings=True)
+        bad = os.path.join(tmp, "tied_differs")
+        _write_hf(tied, bad, fmt="bin", with_head=True)
+        sd = torch.load(os.path.join(bad, "pytorch_model.bin"))
+        sd["lm_head.weight"] = sd["lm_head.weight"] + 1e-3
+        torch.save(sd, os.path.join(bad, "pytorch_model.bin"))
+        msgs.append(_expect_error(bad, out, "lm_head.weight differs from model.embed_tokens.weight"))
+        untied = _tiny_llama(seed=6, tie_word_embeddings=False)
+        bad = os.path.join(tmp, "untied_no_head")
+        _write_hf(untied, bad, fmt="bin")
+        sd = torch.load(os.path.join(bad, "pytorch_model.bin"))
+        del sd["lm_head.weight"]
+        torch.save(sd, os.path.join(bad, "pytorch_model.bin"))
+        msgs.append(_expect_error(bad, out, "missing: lm_head.weight"))
+        for key, value, needle in (
+            ("rope_parameters", {"rope_type": "dynamic", "rope_theta": 1e4, "factor": 2.0}, "rope_type is 'dynamic'"),
+            ("hidden_act", "gelu", "hidden_act"),
+            ("pretraining_tp", 4, "pretraining_tp"),
+            ("model_type", "mistral", "model_type is 'mistral'"),
+        ):
+            bad = os.path.join(tmp, "bad_" + key)
+            _write_hf(tied, bad, fmt="safetensors")
+            cfg = json.load(open(os.path.join(bad, "config.json")))
+            cfg[key] = value
+            json.dump(cfg, open(os.path.join(bad, "config.json"), "w"))
+            msgs.append(_expect_error(bad, out, needle))
+        bad = os.path.join(tmp, "unknown_key")
+        _write_hf(tied, bad, fmt="bin")
+        sd = torch.load(os.path.join(bad, "pytorch_model.bin"))
+        sd["model.layers.0.self_attn.q_proj.bias"] = torch.zeros(16)
+        torch.save(sd, os.path.join(bad, "pytorch_model.bin"))
+        msgs.append(_expect_error(bad, out, "model.layers.0.self_attn.q_proj.bias: not a parameter of LlamaForCausalLM"))
+    for m in msgs:
+        print("  rejected:", m)
+    print("Llama rejections: OK")
+
+
 # ---------------------------------------------------------------------------
-# An independent OPT forward in numpy (float64), from the distzo model file only.
+# Independent OPT and Llama forwards in numpy (float64), from the distzo model file only.
 
 
 def _layer_norm(x, w, b, eps=1e-5):
     mu = x.mean(-1, keepdims=True)
     var = ((x - mu) ** 2).mean(-1, keepdims=True)
     return (x - mu) / np.sqrt(var + eps) * w + b
+
+
+def _attend(q, kk, v, allowed):
+    """softmax(q kk^T) v per head, (B, heads, T, hd) each, over the allowed
+    (B, Tq, Tk) pairs; a query with no allowed key gets zeros."""
+    s = np.where(allowed[:, None], q @ kk.transpose(0, 1, 3, 2), -np.inf)
+    m = np.max(np.where(np.isfinite(s), s, -1e300), -1, keepdims=True)
+    w = np.where(allowed[:, None], np.exp(s - m), 0.0)
+    w = w / np.maximum(w.sum(-1, keepdims=True), 1e-300)
+    return w @ v
 
 
 def numpy_forward(cfg, t, input_ids, mask):
@@ -271,11 +534,7 @@ def numpy_forward(cfg, t, input_ids, mask):
         q = lin(h, "self_attn.q_proj").reshape(B, T, nh, hd).transpose(0, 2, 1, 3) * hd**-0.5
         kk = lin(h, "self_attn.k_proj").reshape(B, T, nh, hd).transpose(0, 2, 1, 3)
         v = lin(h, "self_attn.v_proj").reshape(B, T, nh, hd).transpose(0, 2, 1, 3)
-        s = np.where(allowed[:, None], q @ kk.transpose(0, 1, 3, 2), -np.inf)
-        m = np.max(np.where(np.isfinite(s), s, -1e300), -1, keepdims=True)
-        w = np.where(allowed[:, None], np.exp(s - m), 0.0)
-        w = w / np.maximum(w.sum(-1, keepdims=True), 1e-300)
-        a = (w @ v).transpose(0, 2, 1, 3).reshape(B, T, H)
+        a = _attend(q, kk, v, allowed).transpose(0, 2, 1, 3).reshape(B, T, H)
         x = res + lin(a, "self_attn.out_proj")
         if not cfg.do_layer_norm_before:
             x = _layer_norm(x, g[p + "self_attn_layer_norm.weight"], g[p + "self_attn_layer_norm.bias"])
@@ -295,6 +554,63 @@ def numpy_forward(cfg, t, input_ids, mask):
     return logits, hidden, layer_last
 
 
+def llama_positions(mask):
+    """distzo's positions: 0, 1, 2, ... over each row's real tokens, 1 at pads."""
+    return np.where(mask == 1, np.cumsum(mask, 1) - 1, 1)
+
+
+def numpy_llama_forward(cfg, t, input_ids, mask):
+    """LlamaForCausalLM as docs/formats.md describes it: RMSNorm, rotary
+    embeddings at llama_positions (channel i pairs with i + hd/2), grouped-query
+    attention (query head h reads key/value head h // (H / KV)), SwiGLU MLP
+    down(silu(gate(x)) * up(x)), final RMSNorm, lm_head or the tied embedding."""
+    B, T = input_ids.shape
+    nh, nkv, hd = cfg.num_attention_heads, cfg.num_key_value_heads, cfg.head_dim
+    g = {k: v.astype(np.float64) for k, v in t.items()}
+
+    def rms(x, w):
+        return x / np.sqrt((x * x).mean(-1, keepdims=True) + cfg.rms_norm_eps) * w
+
+    def lin(v, name, bias):
+        out = v @ g[name + ".weight"].T
+        return out + g[name + ".bias"] if bias else out
+
+    inv_freq = cfg.rope_theta ** (-np.arange(0, hd, 2) / hd)  # (hd/2,)
+    angle = llama_positions(mask)[:, None, :, None] * inv_freq  # (B, 1, T, hd/2)
+    cos, sin = np.cos(angle), np.sin(angle)
+
+    def rope(x):  # (B, heads, T, hd)
+        x1, x2 = x[..., : hd // 2], x[..., hd // 2:]
+        return np.concatenate([x1 * cos - x2 * sin, x2 * cos + x1 * sin], -1)
+
+    def heads(x, n):
+        return x.reshape(B, T, n, hd).transpose(0, 2, 1, 3)
+
+    x = g["model.embed_tokens.weight"][input_ids]
+    hidden = [x]
+    causal = np.tril(np.ones((T, T), bool))
+    allowed = causal[None] & (mask[:, None, :] == 1) & (mask[:, :, None] == 1)
+    for k in range(cfg.num_hidden_layers):
+        p = f"model.layers.{k}."
+        h = rms(x, g[p + "input_layernorm.weight"])
+        q = rope(heads(lin(h, p + "self_attn.q_proj", cfg.attention_bias), nh)) * hd**-0.5
+        kk = rope(heads(lin(h, p + "self_attn.k_proj", cfg.attention_bias), nkv))
+        v = heads(lin(h, p + "self_attn.v_proj", cfg.attention_bias), nkv)
+        group = nh // nkv
+        kk, v = np.repeat(kk, group, axis=1), np.repeat(v, group, axis=1)  # head h -> kv head h // group
+        a = _attend(q, kk, v, allowed).transpose(0, 2, 1, 3).reshape(B, T, nh * hd)
+        x = x + lin(a, p + "self_attn.o_proj", cfg.attention_bias)
+        h = rms(x, g[p + "post_attention_layernorm.weight"])
+        gate = lin(h, p + "mlp.gate_proj", cfg.mlp_bias)
+        x = x + lin(gate / (1 + np.exp(-gate)) * lin(h, p + "mlp.up_proj", cfg.mlp_bias), p + "mlp.down_proj", cfg.mlp_bias)
+        hidden.append(x)
+    layer_last = x
+    x = rms(x, g["model.norm.weight"])
+    hidden[-1] = x
+    head = g["model.embed_tokens.weight"] if cfg.tie_word_embeddings else g["lm_head.weight"]
+    return x @ head.T, hidden, layer_last
+
+
 def test_fixtures_against_numpy():
     refs = sorted(glob.glob(os.path.join(DATA, "*.ref.h5")))
     assert refs, f"no fixtures in {DATA}"
@@ -303,8 +619,11 @@ def test_fixtures_against_numpy():
             r = {k: f[k][()] for k in f}
             model_file = f.attrs["model"]
         cfg, t = distzo_h5.read_model(os.path.join(DATA, model_file))
-        logits, hidden, layer_last = numpy_forward(cfg, t, r["input_ids"], r["attention_mask"])
+        forward = numpy_llama_forward if isinstance(cfg, distzo_h5.LlamaConfig) else numpy_forward
+        logits, hidden, layer_last = forward(cfg, t, r["input_ids"], r["attention_mask"])
         real = r["attention_mask"] == 1
+        if isinstance(cfg, distzo_h5.LlamaConfig):
+            assert np.array_equal(r["position_ids"], llama_positions(r["attention_mask"])), ref_path
         errs = {"logits": np.abs(logits - r["logits"])[real].max()}
         for k, h in enumerate(hidden):
             errs[f"hidden_states_{k}"] = np.abs(h - r[f"hidden_states_{k}"])[real].max()
@@ -339,6 +658,48 @@ def test_fixtures_against_numpy():
     print("fixtures vs numpy forward: OK")
 
 
+def test_mezo_reference_llama():
+    """The PyTorch MeZO reference on the Llama fixtures: load_model_h5 gives the
+    fixture's logits and loss (positions from the mask), the classification
+    loss of mezo_finetune gives cls_logits, and a MeZO step runs and restores."""
+    _quiet_transformers()
+    import torch
+
+    import mezo_finetune
+    import mezo_reference
+
+    for model_path in sorted(glob.glob(os.path.join(DATA, "llama_*.model.h5"))):
+        with h5py.File(model_path.replace(".model.h5", ".ref.h5"), "r") as f:
+            r = {k: f[k][()] for k in f}
+        model = mezo_reference.load_model_h5(model_path, attn_implementation="eager")
+        real = r["attention_mask"] == 1
+        inputs = mezo_reference.causal_lm_inputs(r["input_ids"], r["attention_mask"], r["labels"].astype(np.int64))
+        with torch.no_grad():
+            out = model(**mezo_reference.with_positions(model, inputs))
+        err = np.abs(out.logits.numpy() - r["logits"])[real].max()
+        assert err < 1e-5, (model_path, err)
+        assert abs(float(out.loss) - r["lm_loss"]) < 1e-6 * r["lm_loss"], model_path
+        batch = {
+            "input_ids": torch.from_numpy(r["input_ids"]).long(),
+            "attention_mask": torch.from_numpy(r["attention_mask"]).long(),
+            "lengths": torch.from_numpy(r["cls_position"]).long() + 1,
+        }
+        right = r["attention_mask"][:, 0] == 1  # mezo_finetune's data is right-padded
+        with torch.no_grad():
+            cl = mezo_finetune.candidate_logits(model, batch, torch.from_numpy(r["candidates"]).long()).numpy()
+        assert np.abs(cl - r["cls_logits"])[right].max() < 1e-5, model_path
+        before = {n: p.clone() for n, p in model.named_parameters()}
+        step = mezo_reference.mezo_step(model, inputs, seed=7, eps=1e-3, lr=0.0)
+        assert np.isfinite([step.loss_plus, step.loss_minus]).all() and step.loss_plus != step.loss_minus
+        for n, p in model.named_parameters():  # lr 0: θ is restored up to the rounding of ±εz
+            assert torch.allclose(p, before[n], atol=1e-6), n
+        assert not mezo_reference.uses_weight_decay("model.norm.weight")
+        assert not mezo_reference.uses_weight_decay("model.layers.0.post_attention_layernorm.weight")
+        assert mezo_reference.uses_weight_decay("model.layers.0.mlp.up_proj.weight")
+        print(f"  {os.path.basename(model_path)}: load_model_h5 logits within {err:.1e} of the fixture")
+    print("MeZO reference on Llama: OK")
+
+
 def test_digest_matches_inspect():
     import digest_reference as dr
 
@@ -353,9 +714,9 @@ def test_digest_matches_inspect():
         )
         for path in sorted(glob.glob(os.path.join(DATA, "*.model.h5"))) + [made]:
             ours = dr.file_digest(path)
-            theirs = subprocess.run(
-                [distzo, "inspect", path, "--digest"], check=True, capture_output=True, text=True
-            ).stdout.strip()
+            proc = subprocess.run([distzo, "inspect", path, "--digest"], capture_output=True, text=True)
+            assert proc.returncode == 0, f"{path}: distzo inspect --digest failed: {proc.stderr.strip()}"
+            theirs = proc.stdout.strip()
             assert ours == theirs, f"{path}: python {ours}, distzo {theirs}"
             # the numpy path agrees with the plain definition
             cfg, tensors = distzo_h5.read_model(path)
@@ -395,7 +756,11 @@ def test_demo_baselines_statistics():
 if __name__ == "__main__":
     test_digest_matches_inspect()
     test_demo_baselines_statistics()
+    test_llama_config()
     test_fixtures_against_numpy()
     test_rejections()
+    test_llama_rejections()
     test_round_trips()
+    test_llama_round_trips()
+    test_mezo_reference_llama()
     print("all tool tests passed")

@@ -11,6 +11,7 @@ using Kokkos::cos;
 using Kokkos::exp;
 using Kokkos::fabs;
 using Kokkos::log;
+using Kokkos::pow;
 using Kokkos::sin;
 using Kokkos::sqrt;
 #else
@@ -18,6 +19,7 @@ using Kokkos::Experimental::cos;
 using Kokkos::Experimental::exp;
 using Kokkos::Experimental::fabs;
 using Kokkos::Experimental::log;
+using Kokkos::Experimental::pow;
 using Kokkos::Experimental::sin;
 using Kokkos::Experimental::sqrt;
 #endif

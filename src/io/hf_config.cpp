@@ -45,9 +45,54 @@ class JsonConfig {
     }
   }
 
+  double real(const char* key, double fallback) const {
+    if (!present(key)) return fallback;
+    return number(root_[key], key);
+  }
+
   std::string text(const char* key, const std::string& fallback) const {
     return present(key) ? root_[key].as<std::string>() : fallback;
   }
+
+  /// The rotary base: `rope_parameters` {"rope_type": "default", "rope_theta": b}
+  /// (transformers 5) or `rope_theta` (transformers 4); any other rope type,
+  /// and any rope scaling, is refused.
+  double rope_theta() const {
+    for (const char* key : {"rope_parameters", "rope_scaling"}) {
+      if (!present(key)) continue;
+      const YAML::Node& rope = root_[key];
+      DISTZO_INPUT_REQUIRE(rope.IsMap(), source_ << ": " << key << " must be a JSON object");
+      std::string type = "default";
+      for (const char* type_key : {"rope_type", "type"})
+        if (rope[type_key] && !rope[type_key].IsNull()) type = rope[type_key].as<std::string>();
+      DISTZO_INPUT_REQUIRE(type == "default",
+                           source_ << ": " << key << " has rope_type '" << type
+                                   << "': distzo implements only the default rotary embedding "
+                                      "(no scaling: not linear, dynamic, yarn, longrope or llama3)");
+      for (const auto& entry : rope) {
+        const std::string name = entry.first.as<std::string>();
+        DISTZO_INPUT_REQUIRE(name == "rope_type" || name == "type" || name == "rope_theta",
+                             source_ << ": " << key << "." << name
+                                     << " is set: distzo implements only the default rotary "
+                                        "embedding, without scaling parameters");
+      }
+      if (rope["rope_theta"] && !rope["rope_theta"].IsNull())
+        return number(rope["rope_theta"], "rope_parameters.rope_theta");
+    }
+    return real("rope_theta", 10000.0);
+  }
+
+ private:
+  double number(const YAML::Node& node, const std::string& key) const {
+    try {
+      return node.as<double>();
+    } catch (const YAML::Exception&) {
+      DISTZO_INPUT_FAIL(source_ << ": " << key << " must be a number, found '" << node.Scalar()
+                                << "'");
+    }
+  }
+
+ public:
 
  private:
   std::string source_;
@@ -56,15 +101,56 @@ class JsonConfig {
 
 }  // namespace
 
+namespace {
+
+/// LlamaConfig's keys and defaults (transformers' LlamaConfig).
+model::ModelConfig parse_llama(const JsonConfig& j, const std::string& source) {
+  model::ModelConfig c;
+  c.architecture = model::Architecture::llama;
+  c.hidden_size = j.integer("hidden_size", 4096);
+  c.num_hidden_layers = j.integer("num_hidden_layers", 32);
+  c.num_attention_heads = j.integer("num_attention_heads", 32);
+  c.num_key_value_heads = j.integer("num_key_value_heads", c.num_attention_heads);
+  c.head_dim = j.integer("head_dim", c.num_attention_heads > 0
+                                         ? c.hidden_size / c.num_attention_heads
+                                         : 0);
+  c.ffn_dim = j.integer("intermediate_size", 11008);
+  c.vocab_size = j.integer("vocab_size", 32000);
+  c.max_position_embeddings = j.integer("max_position_embeddings", 2048);
+  c.tie_word_embeddings = j.boolean("tie_word_embeddings", false);
+  c.attention_bias = j.boolean("attention_bias", false);
+  c.mlp_bias = j.boolean("mlp_bias", false);
+  c.activation_function = j.text("hidden_act", "silu");
+  c.rms_norm_eps = j.real("rms_norm_eps", 1e-6);
+  c.rope_theta = j.rope_theta();
+  c.word_embed_proj_dim = c.hidden_size;
+  DISTZO_INPUT_REQUIRE(j.integer("pretraining_tp", 1) == 1,
+                       source << ": pretraining_tp is " << j.integer("pretraining_tp", 1)
+                              << ": distzo computes the projections whole (pretraining_tp 1)");
+  return c;
+}
+
+}  // namespace
+
 model::ModelConfig parse_hf_config(const std::string& json_text, const std::string& source) {
   const JsonConfig j(json_text, source);
   DISTZO_INPUT_REQUIRE(j.present("model_type"),
-                 source << ": no model_type key: not a Hugging Face config.json (an OPT one "
-                           "says \"model_type\": \"opt\")");
+                 source << ": no model_type key: not a Hugging Face config.json (one says "
+                           "\"model_type\": \"opt\" or \"llama\")");
   const std::string type = j.text("model_type", "");
-  DISTZO_INPUT_REQUIRE(type == "opt", source << ": model_type is '" << type
-                                       << "': only 'opt' is supported (an OPT config.json from "
-                                          "Hugging Face)");
+  DISTZO_INPUT_REQUIRE(type == "opt" || type == "llama",
+                       source << ": model_type is '" << type
+                              << "': distzo supports 'opt' (OPTForCausalLM) and 'llama' "
+                                 "(LlamaForCausalLM: Llama, SmolLM2, TinyLlama)");
+  if (type == "llama") {
+    model::ModelConfig c = parse_llama(j, source);
+    try {
+      c.validate();
+    } catch (const Error& e) {
+      throw Error(source + ": " + e.what());
+    }
+    return c;
+  }
   DISTZO_INPUT_REQUIRE(j.boolean("enable_bias", true),
                  source << ": enable_bias is false: distzo needs the linear biases");
   DISTZO_INPUT_REQUIRE(j.boolean("layer_norm_elementwise_affine", true),
@@ -123,6 +209,27 @@ model::ModelConfig read_hf_config(const std::string& path) {
 
 std::string hf_config_json(const model::ModelConfig& c) {
   std::ostringstream os;
+  if (c.architecture == model::Architecture::llama) {
+    const auto flag = [](bool b) { return b ? "true" : "false"; };
+    os.precision(17);
+    os << "{\n  \"model_type\": \"llama\",\n  \"architectures\": [\"LlamaForCausalLM\"],\n"
+       << "  \"hidden_size\": " << c.hidden_size << ",\n"
+       << "  \"num_hidden_layers\": " << c.num_hidden_layers << ",\n"
+       << "  \"num_attention_heads\": " << c.num_attention_heads << ",\n"
+       << "  \"num_key_value_heads\": " << c.num_key_value_heads << ",\n"
+       << "  \"head_dim\": " << c.head_dim << ",\n"
+       << "  \"intermediate_size\": " << c.ffn_dim << ",\n"
+       << "  \"vocab_size\": " << c.vocab_size << ",\n"
+       << "  \"max_position_embeddings\": " << c.max_position_embeddings << ",\n"
+       << "  \"rms_norm_eps\": " << c.rms_norm_eps << ",\n"
+       << "  \"rope_theta\": " << c.rope_theta << ",\n"
+       << "  \"hidden_act\": \"" << c.activation_function << "\",\n"
+       << "  \"attention_bias\": " << flag(c.attention_bias) << ",\n"
+       << "  \"mlp_bias\": " << flag(c.mlp_bias) << ",\n"
+       << "  \"tie_word_embeddings\": " << flag(c.tie_word_embeddings) << ",\n"
+       << "  \"torch_dtype\": \"float32\"\n}\n";
+    return os.str();
+  }
   os << "{\n  \"model_type\": \"opt\",\n  \"architectures\": [\"OPTForCausalLM\"],\n"
      << "  \"hidden_size\": " << c.hidden_size << ",\n"
      << "  \"num_hidden_layers\": " << c.num_hidden_layers << ",\n"

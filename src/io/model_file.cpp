@@ -11,17 +11,61 @@
 namespace distzo::io {
 
 namespace {
-const char* const kConfigInts[] = {"hidden_size",         "num_hidden_layers",
-                                   "num_attention_heads", "ffn_dim",
-                                   "vocab_size",          "max_position_embeddings",
-                                   "word_embed_proj_dim"};
+
+using model::Architecture;
+using model::ModelConfig;
+
+/// The config attributes of each architecture: the file's names (Hugging
+/// Face's config.json keys) and the ModelConfig fields they hold. Booleans
+/// are stored as 0/1 integers.
+struct IntField { const char* name; std::int64_t ModelConfig::*field; };
+struct BoolField { const char* name; bool ModelConfig::*field; };
+struct RealField { const char* name; double ModelConfig::*field; };
+struct ConfigFields {
+  std::vector<IntField> ints;
+  std::vector<BoolField> bools;
+  std::vector<RealField> reals;
+  const char* activation_key;  // activation_function (OPT), hidden_act (Llama)
+};
+
+const ConfigFields& config_fields(Architecture a) {
+  static const ConfigFields opt{
+      {{"hidden_size", &ModelConfig::hidden_size},
+       {"num_hidden_layers", &ModelConfig::num_hidden_layers},
+       {"num_attention_heads", &ModelConfig::num_attention_heads},
+       {"ffn_dim", &ModelConfig::ffn_dim},
+       {"vocab_size", &ModelConfig::vocab_size},
+       {"max_position_embeddings", &ModelConfig::max_position_embeddings},
+       {"word_embed_proj_dim", &ModelConfig::word_embed_proj_dim}},
+      {{"do_layer_norm_before", &ModelConfig::do_layer_norm_before},
+       {"tie_word_embeddings", &ModelConfig::tie_word_embeddings}},
+      {},
+      "activation_function"};
+  static const ConfigFields llama{
+      {{"hidden_size", &ModelConfig::hidden_size},
+       {"num_hidden_layers", &ModelConfig::num_hidden_layers},
+       {"num_attention_heads", &ModelConfig::num_attention_heads},
+       {"num_key_value_heads", &ModelConfig::num_key_value_heads},
+       {"head_dim", &ModelConfig::head_dim},
+       {"intermediate_size", &ModelConfig::ffn_dim},
+       {"vocab_size", &ModelConfig::vocab_size},
+       {"max_position_embeddings", &ModelConfig::max_position_embeddings}},
+      {{"tie_word_embeddings", &ModelConfig::tie_word_embeddings},
+       {"attention_bias", &ModelConfig::attention_bias},
+       {"mlp_bias", &ModelConfig::mlp_bias}},
+      {{"rms_norm_eps", &ModelConfig::rms_norm_eps}, {"rope_theta", &ModelConfig::rope_theta}},
+      "hidden_act"};
+  return a == Architecture::opt ? opt : llama;
+}
+
 }  // namespace
 
 model::ModelConfig read_model_config(const Hdf5File& file) {
   DISTZO_REQUIRE(file.has_attribute("distzo_format") && file.has_attribute("format_version"),
                  file.path() << " is not a distzo model file (no 'distzo_format' / "
                                 "'format_version' attributes); convert Hugging Face "
-                                "checkpoints with tools/hf_to_h5.py");
+                                "checkpoints with tools/hf_to_h5.py (GGUF files with "
+                                "tools/gguf_to_h5.py)");
   const std::string kind = file.read_string_attribute("distzo_format");
   DISTZO_REQUIRE(kind == "model" || kind == "checkpoint",
                  file.path() << " is a distzo " << kind
@@ -32,19 +76,20 @@ model::ModelConfig read_model_config(const Hdf5File& file) {
                  file.path() << ": format_version " << version << " is not supported (this distzo reads "
                              << kModelFormatVersion << ")");
   const std::string arch = file.read_string_attribute("architecture");
-  DISTZO_REQUIRE(arch == "opt", file.path() << ": architecture '" << arch
-                                            << "' is not supported (supported: opt)");
-  model::ModelConfig c;
-  std::int64_t* fields[] = {&c.hidden_size,         &c.num_hidden_layers,
-                            &c.num_attention_heads, &c.ffn_dim,
-                            &c.vocab_size,          &c.max_position_embeddings,
-                            &c.word_embed_proj_dim};
-  for (std::size_t i = 0; i < std::size(kConfigInts); ++i)
-    *fields[i] = file.read_int_attribute(kConfigInts[i]);
-  c.do_layer_norm_before = file.read_int_attribute("do_layer_norm_before") != 0;
-  c.tie_word_embeddings = file.read_int_attribute("tie_word_embeddings") != 0;
-  c.activation_function = file.read_string_attribute("activation_function");
-  model::complete_opt(c);
+  ModelConfig c;
+  if (arch == "opt")
+    c.architecture = Architecture::opt;
+  else if (arch == "llama")
+    c.architecture = Architecture::llama;
+  else
+    DISTZO_FAIL(file.path() << ": architecture '" << arch
+                            << "' is not supported (supported: opt, llama)");
+  const ConfigFields& fields = config_fields(c.architecture);
+  for (const IntField& f : fields.ints) c.*f.field = file.read_int_attribute(f.name);
+  for (const BoolField& f : fields.bools) c.*f.field = file.read_int_attribute(f.name) != 0;
+  for (const RealField& f : fields.reals) c.*f.field = file.read_double_attribute(f.name);
+  c.activation_function = file.read_string_attribute(fields.activation_key);
+  if (c.architecture == Architecture::opt) model::complete_opt(c);
   try {
     c.validate();
   } catch (const Error& e) {
@@ -54,17 +99,14 @@ model::ModelConfig read_model_config(const Hdf5File& file) {
 }
 
 void write_model_config(Hdf5File& file, const model::ModelConfig& c,
-                      const std::string& hf_config_json) {
+                        const std::string& hf_config_json) {
   file.write_int_attribute("format_version", kModelFormatVersion);
-  file.write_string_attribute("architecture", "opt");
-  const std::int64_t values[] = {c.hidden_size, c.num_hidden_layers, c.num_attention_heads,
-                                 c.ffn_dim,     c.vocab_size,        c.max_position_embeddings,
-                                 c.word_embed_proj_dim};
-  for (std::size_t i = 0; i < std::size(kConfigInts); ++i)
-    file.write_int_attribute(kConfigInts[i], values[i]);
-  file.write_int_attribute("do_layer_norm_before", c.do_layer_norm_before ? 1 : 0);
-  file.write_int_attribute("tie_word_embeddings", c.tie_word_embeddings ? 1 : 0);
-  file.write_string_attribute("activation_function", c.activation_function);
+  file.write_string_attribute("architecture", model::architecture_name(c.architecture));
+  const ConfigFields& fields = config_fields(c.architecture);
+  for (const IntField& f : fields.ints) file.write_int_attribute(f.name, c.*f.field);
+  for (const BoolField& f : fields.bools) file.write_int_attribute(f.name, c.*f.field ? 1 : 0);
+  for (const RealField& f : fields.reals) file.write_double_attribute(f.name, c.*f.field);
+  file.write_string_attribute(fields.activation_key, c.activation_function);
   file.write_string_attribute("hf_config_json", hf_config_json);
 }
 

@@ -3,6 +3,7 @@
 #include <cstdint>
 
 #include "core/error.hpp"
+#include "core/math.hpp"
 #include "kernels/common.hpp"
 
 namespace distzo::kernels {
@@ -54,6 +55,28 @@ void add_bias_residual(const ExecSpace& space, const Mat& h, const ConstMat& y, 
       KOKKOS_LAMBDA(const std::int64_t r, const std::int64_t c) {
         const real t = has_bias ? yy(r, c) + bb(c) : yy(r, c);
         hh(r, c) += t;
+      });
+}
+
+void silu_mul(const ExecSpace& space, const Mat& gate, const ConstMat& up, const ConstVec& bg,
+              const ConstVec& bu) {
+  DISTZO_REQUIRE(gate.extent(0) == up.extent(0) && gate.extent(1) == up.extent(1),
+                 "distzo::kernels::silu_mul: gate is (" << gate.extent(0) << ", " << gate.extent(1)
+                                                        << "), up is (" << up.extent(0) << ", "
+                                                        << up.extent(1) << ")");
+  check_bias("silu_mul", bg, gate.extent(1));
+  check_bias("silu_mul", bu, gate.extent(1));
+  if (gate.size() == 0) return;
+  const Mat gg = gate;
+  const ConstMat uu = up;
+  const ConstVec bgg = bg, buu = bu;
+  const bool gate_bias = bg.extent(0) != 0, up_bias = bu.extent(0) != 0;
+  Kokkos::parallel_for(
+      "distzo::silu_mul", rows_by_cols(space, gate.extent(0), gate.extent(1)),
+      KOKKOS_LAMBDA(const std::int64_t r, const std::int64_t c) {
+        const real g = gate_bias ? gg(r, c) + bgg(c) : gg(r, c);
+        const real u = up_bias ? uu(r, c) + buu(c) : uu(r, c);
+        gg(r, c) = g / (real(1) + math::exp(-g)) * u;
       });
 }
 

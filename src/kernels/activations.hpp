@@ -19,4 +19,11 @@ void bias_relu(const ExecSpace& space, const Mat& y, const ConstVec& b);
 /// y may be the same View as h.
 void add_bias_residual(const ExecSpace& space, const Mat& h, const ConstMat& y, const ConstVec& b);
 
+/// gate = silu(gate + bg) * (up + bu) in place: the SwiGLU of Llama's MLP
+/// between its gate/up projections and down_proj (biases when mlp_bias),
+/// silu(t) = t / (1 + exp(-t)) as torch computes it.
+///   gate, up: (N, F)  bg, bu: (F), or empty
+void silu_mul(const ExecSpace& space, const Mat& gate, const ConstMat& up, const ConstVec& bg,
+              const ConstVec& bu);
+
 }  // namespace distzo::kernels

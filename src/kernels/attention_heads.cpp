@@ -3,6 +3,7 @@
 #include "kernels/attention.hpp"
 
 #include "core/error.hpp"
+#include "core/math.hpp"
 #include "core/fp.hpp"
 #include "kernels/common.hpp"
 #include "kernels/linear.hpp"
@@ -122,6 +123,42 @@ void merge_heads(const ExecSpace& space, const Mat& out, const ConstMat& x, int 
       "distzo::merge_heads", space,
       KOKKOS_LAMBDA(const std::int64_t row, const std::int64_t r, const std::int64_t c,
                     const std::int64_t d) { o(r, c) = xx(row, d); });
+}
+
+void rotary_embedding(const ExecSpace& space, const Mat& x, const ConstIntMat& pos, int heads,
+                      double theta) {
+  const std::size_t batch = pos.extent(0), seq = pos.extent(1), head_dim = x.extent(1);
+  DISTZO_REQUIRE(heads > 0 && x.extent(0) == batch * static_cast<std::size_t>(heads) * seq &&
+                     head_dim % 2 == 0,
+                 "distzo::kernels::rotary_embedding: x is (" << x.extent(0) << ", " << head_dim
+                     << "), expected (B*H*T, hd) = (" << batch * static_cast<std::size_t>(heads) * seq
+                     << ", even hd) for " << heads << " heads and (" << batch << ", " << seq
+                     << ") positions");
+  DISTZO_REQUIRE(theta > 1, "distzo::kernels::rotary_embedding: the base must exceed 1, got " << theta);
+  if (x.size() == 0) return;
+  const Mat xx = x;
+  const ConstIntMat p = pos;
+  const std::int64_t H = heads, T = static_cast<std::int64_t>(seq);
+  const std::int64_t half = static_cast<std::int64_t>(head_dim) / 2;
+  const float base = static_cast<float>(theta), dim = static_cast<float>(head_dim);
+  Kokkos::parallel_for(
+      "distzo::rotary_embedding",
+      TeamPolicy(space, static_cast<int>(x.extent(0)), Kokkos::AUTO),
+      KOKKOS_LAMBDA(const TeamMember& member) {
+        const std::int64_t row = member.league_rank();  // (b*H + h)*T + t
+        const std::int64_t t = row % T, b = row / T / H;
+        const float position = static_cast<float>(p(b, t));
+        Kokkos::parallel_for(Kokkos::TeamThreadRange(member, half), [&](const std::int64_t i) {
+          // transformers: inv_freq = 1.0 / (base ** (arange(0, dim, 2).float() / dim)) in
+          // float32, then the angle as a float32 product.
+          const float inv_freq = 1.0f / math::pow(base, static_cast<float>(2 * i) / dim);
+          const float angle = position * inv_freq;
+          const float c = math::cos(angle), s = math::sin(angle);
+          const float x1 = xx(row, i), x2 = xx(row, i + half);
+          xx(row, i) = x1 * c - x2 * s;
+          xx(row, i + half) = x2 * c + x1 * s;
+        });
+      });
 }
 
 void attention_heads(const ExecSpace& space, const Mat& out, const ConstMat& q, const ConstMat& k,

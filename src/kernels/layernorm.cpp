@@ -55,4 +55,41 @@ void layernorm(const ExecSpace& space, const Mat& y, const ConstMat& x, const Co
       });
 }
 
+void rmsnorm(const ExecSpace& space, const Mat& y, const ConstMat& x, const ConstVec& gamma,
+             real eps) {
+  const int rows = static_cast<int>(x.extent(0));
+  const int cols = static_cast<int>(x.extent(1));
+  DISTZO_REQUIRE(y.extent(0) == x.extent(0) && y.extent(1) == x.extent(1),
+                 "distzo::kernels::rmsnorm: y is (" << y.extent(0) << ", " << y.extent(1)
+                                                    << "), x is (" << rows << ", " << cols << ")");
+  DISTZO_REQUIRE(gamma.extent(0) == x.extent(1),
+                 "distzo::kernels::rmsnorm: gamma has " << gamma.extent(0) << " entries, expected "
+                                                        << cols);
+  DISTZO_REQUIRE(eps > real(0), "distzo::kernels::rmsnorm: eps must be positive, got " << eps);
+  if (rows == 0 || cols == 0) return;
+
+  const Mat yy = y;
+  const ConstMat xx = x;
+  const ConstVec g = gamma;
+  const double eps_d = static_cast<double>(eps);
+  Kokkos::parallel_for(
+      "distzo::rmsnorm", TeamPolicy(space, rows, Kokkos::AUTO),
+      KOKKOS_LAMBDA(const TeamMember& member) {
+        const int r = member.league_rank();
+        double sq = 0.0;
+        Kokkos::parallel_reduce(
+            Kokkos::TeamThreadRange(member, cols),
+            [&](const int c, double& acc) {
+              const double v = static_cast<double>(xx(r, c));
+              acc += v * v;
+            },
+            sq);
+        const double rms_inv = 1.0 / math::sqrt(sq / cols + eps_d);
+        Kokkos::parallel_for(Kokkos::TeamThreadRange(member, cols), [&](const int c) {
+          const real normed = static_cast<real>(static_cast<double>(xx(r, c)) * rms_inv);
+          yy(r, c) = g(c) * normed;
+        });
+      });
+}
+
 }  // namespace distzo::kernels

@@ -1,5 +1,5 @@
 #pragma once
-// Layer normalisation over the last dimension, as torch.nn.LayerNorm.
+// Normalisation over the last dimension: LayerNorm (OPT), RMSNorm (Llama).
 
 #include "core/types.hpp"
 
@@ -16,5 +16,14 @@ namespace distzo::kernels {
 /// reference to float rounding of the output.
 void layernorm(const ExecSpace& space, const Mat& y, const ConstMat& x, const ConstVec& gamma,
                const ConstVec& beta, real eps = real(1e-5));
+
+/// y[r, :] = x[r, :] / sqrt(mean(x[r, :]^2) + eps) * gamma, exactly
+/// transformers' LlamaRMSNorm in float32 (no mean subtraction, no bias).
+///   y, x: (N, C)   gamma: (C)
+/// In place is allowed as for layernorm. The mean square accumulates in
+/// double; the normalised value is rounded to float before the product with
+/// gamma, as Hugging Face rounds it.
+void rmsnorm(const ExecSpace& space, const Mat& y, const ConstMat& x, const ConstVec& gamma,
+             real eps);
 
 }  // namespace distzo::kernels

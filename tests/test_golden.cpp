@@ -1,8 +1,10 @@
-// The OPT forward pass against Hugging Face transformers.
+// The forward pass of every architecture against Hugging Face transformers.
 //
 // tests/data/*.ref.h5 were written by tools/make_reference.py from tiny random
-// OPT models (pre-LN, post-LN, and one with project_in/out) on a padded batch
-// with right- and left-padded rows. This test needs no Python.
+// models on a padded batch with right- and left-padded rows: OPT (pre-LN,
+// post-LN, with project_in/out) and Llama (grouped-query attention, an untied
+// lm_head with a non-default rope_theta, attention and MLP biases with
+// head_dim * heads != hidden). This test needs no Python.
 //
 // Tolerances: fp32 end to end on both sides; the differences come from
 // summation order in GEMMs, softmax and LayerNorm (~1e-6 relative per op),
@@ -73,9 +75,9 @@ Comparison compare_rows(const Mat& got, const std::vector<float>& want,
 
 /// Each fixture, with θ resident and with every block offloaded (streamed
 /// through device slots that are poisoned with NaN when released).
-class OptGolden : public ::testing::TestWithParam<std::tuple<std::string, bool>> {};
+class Golden : public ::testing::TestWithParam<std::tuple<std::string, bool>> {};
 
-TEST_P(OptGolden, MatchesHuggingFace) {
+TEST_P(Golden, MatchesHuggingFace) {
   const std::string base = std::string(DISTZO_TEST_DATA) + "/" + std::get<0>(GetParam());
   const io::ModelReader reader(base + ".model.h5");
   const io::ModelInfo& m = reader.info();
@@ -112,7 +114,7 @@ TEST_P(OptGolden, MatchesHuggingFace) {
   Mat h("h", forward.rows(), m.config.hidden_size);
 
   // Hidden states: HF's tuple holds the embeddings, the output of every layer
-  // but the last, and finally the output after final LayerNorm / project_out.
+  // but the last, and finally the output after the final norm (/ project_out).
   // The observer compares each stage as the walk passes it.
   int stages = 0;
   auto observe = [&](int stage, const Mat& x) {
@@ -179,7 +181,7 @@ TEST_P(OptGolden, MatchesHuggingFace) {
   for (int b = 0; b < B; ++b) EXPECT_EQ(h_pred(b), want_pred[b]) << "row " << b;
 }
 
-INSTANTIATE_TEST_SUITE_P(TinyOpt, OptGolden,
+INSTANTIATE_TEST_SUITE_P(TinyModels, Golden,
                          ::testing::Combine(::testing::ValuesIn(reference_names()),
                                             ::testing::Bool()),
                          [](const auto& info) {
@@ -190,10 +192,15 @@ INSTANTIATE_TEST_SUITE_P(TinyOpt, OptGolden,
                            return name + (std::get<1>(info.param) ? "_offload" : "_resident");
                          });
 
-TEST(OptGoldenFixtures, Present) {
+TEST(GoldenFixtures, PresentForEveryArchitecture) {
   // Guards against a silently empty parameterised suite.
-  EXPECT_GE(reference_names().size(), 3u) << "expected pre-LN, post-LN and projected fixtures in "
-                                          << DISTZO_TEST_DATA;
+  int opt = 0, llama = 0;
+  for (const std::string& name : reference_names()) {
+    const io::ModelReader reader(std::string(DISTZO_TEST_DATA) + "/" + name + ".model.h5");
+    (reader.info().config.architecture == model::Architecture::opt ? opt : llama) += 1;
+  }
+  EXPECT_GE(opt, 4) << "expected pre-LN, post-LN and projected OPT fixtures in " << DISTZO_TEST_DATA;
+  EXPECT_GE(llama, 3) << "expected GQA, untied and biased Llama fixtures in " << DISTZO_TEST_DATA;
 }
 
 }  // namespace

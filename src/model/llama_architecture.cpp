@@ -1,0 +1,141 @@
+// Llama (Touvron et al., 2023) as Hugging Face's LlamaForCausalLM: no
+// position table (rotary embeddings on q and k), pre-norm blocks with
+// RMSNorm, grouped-query attention, a SwiGLU MLP, biases only when the
+// config asks (attention_bias, mlp_bias), lm_head tied or its own. SmolLM2,
+// TinyLlama and the Llama 2/3 family have this block.
+#include "kernels/activations.hpp"
+#include "kernels/attention.hpp"
+#include "kernels/embedding.hpp"
+#include "kernels/layernorm.hpp"
+#include "kernels/linear.hpp"
+#include "model/architecture.hpp"
+#include "model/forward.hpp"
+
+#include <cmath>
+
+namespace distzo::model {
+
+namespace {
+
+using R = ParameterRole;
+using G = ParameterGroup;
+using Shape = std::vector<std::int64_t>;
+
+void llama_embed(const ModelConfig&, ForwardScratch& s, const ExecSpace& space,
+                 const WeightView& edge, ConstIntMat tokens, ConstIntMat mask, const Mat& h) {
+  kernels::embedding_gather(space, h, tokens, edge.mat(R::embed_tokens));
+  // The blocks rotate q and k by these positions.
+  kernels::positions_from_mask(space, s.positions, mask);
+}
+
+void llama_block(const ModelConfig& config, ForwardScratch& s, const ExecSpace& space,
+                 const WeightView& w, ConstIntMat mask, const Mat& h) {
+  const int heads = static_cast<int>(config.num_attention_heads);
+  const int kv_heads = static_cast<int>(config.num_key_value_heads);
+  const int T = s.seq_len;
+  const auto N = static_cast<std::size_t>(s.rows());
+  const auto C = static_cast<std::size_t>(config.hidden_size);
+  const real eps = static_cast<real>(config.rms_norm_eps);
+  const real scale = static_cast<real>(1.0 / std::sqrt(static_cast<double>(config.head_dim)));
+
+  // Self-attention: h += o_proj(attention(rope(q), rope(k), v)) on rmsnorm(h).
+  kernels::rmsnorm(space, s.normed, h, w.vec(R::attn_norm_weight), eps);
+  const Mat q_out = s.projected_as(N, static_cast<std::size_t>(config.q_width()));
+  const Mat kv_out = s.projected_as(N, static_cast<std::size_t>(config.kv_width()));
+  kernels::linear(space, q_out, s.normed, w.mat(R::q_weight), ConstVec());
+  kernels::split_heads(space, s.q, q_out, w.vec(R::q_bias), heads, T);
+  kernels::linear(space, kv_out, s.normed, w.mat(R::k_weight), ConstVec());
+  kernels::split_heads(space, s.k, kv_out, w.vec(R::k_bias), kv_heads, T);
+  kernels::linear(space, kv_out, s.normed, w.mat(R::v_weight), ConstVec());
+  kernels::split_heads(space, s.v, kv_out, w.vec(R::v_bias), kv_heads, T);
+  kernels::rotary_embedding(space, s.q, s.positions, heads, config.rope_theta);
+  kernels::rotary_embedding(space, s.k, s.positions, kv_heads, config.rope_theta);
+  const Mat heads_out = s.projected_as(s.q.extent(0), s.q.extent(1));  // head-major
+  kernels::attention_heads(space, heads_out, s.q, s.k, s.v, mask, heads, kv_heads, scale,
+                           s.scores);
+  kernels::merge_heads(space, s.attended, heads_out, heads, T);
+  const Mat out = s.projected_as(N, C);
+  kernels::linear(space, out, s.attended, w.mat(R::out_weight), ConstVec());
+  kernels::add_bias_residual(space, h, out, w.vec(R::out_bias));
+
+  // MLP: h += down_proj(silu(gate_proj(x)) * up_proj(x)), x = rmsnorm(h).
+  kernels::rmsnorm(space, s.normed, h, w.vec(R::ffn_norm_weight), eps);
+  kernels::linear(space, s.ffn_gate, s.normed, w.mat(R::gate_weight), ConstVec());
+  kernels::linear(space, s.ffn, s.normed, w.mat(R::up_weight), ConstVec());
+  kernels::silu_mul(space, s.ffn_gate, s.ffn, w.vec(R::gate_bias), w.vec(R::up_bias));
+  kernels::linear(space, out, s.ffn_gate, w.mat(R::down_weight), ConstVec());
+  kernels::add_bias_residual(space, h, out, w.vec(R::down_bias));
+}
+
+Mat llama_final_hidden(const ModelConfig& config, ForwardScratch& s, const ExecSpace& space,
+                       const WeightView& edge, const Mat& h) {
+  kernels::rmsnorm(space, s.normed, h, edge.vec(R::final_norm_weight),
+                   static_cast<real>(config.rms_norm_eps));
+  return s.normed;
+}
+
+bool attention_bias(const ModelConfig& c) { return c.attention_bias; }
+bool mlp_bias(const ModelConfig& c) { return c.mlp_bias; }
+bool untied(const ModelConfig& c) { return !c.tie_word_embeddings; }
+
+}  // namespace
+
+const ArchitectureSpec& llama_architecture() {
+  constexpr bool decay = true, no_decay = false;
+  // As for OPT, MeZO's rule: every weight matrix decays (embed_tokens
+  // included), biases and RMSNorm weights do not.
+  static const ArchitectureSpec spec{
+      Architecture::llama,
+      "Llama",
+      "LlamaForCausalLM",
+      {
+          {R::embed_tokens, G::embeddings, "model.embed_tokens.weight",
+           [](const ModelConfig& c) { return Shape{c.vocab_size, c.hidden_size}; }, decay, nullptr},
+#define DISTZO_LLAMA_LAYER "model.layers.{k}."
+          {R::q_weight, G::block, DISTZO_LLAMA_LAYER "self_attn.q_proj.weight",
+           [](const ModelConfig& c) { return Shape{c.q_width(), c.hidden_size}; }, decay, nullptr},
+          {R::q_bias, G::block, DISTZO_LLAMA_LAYER "self_attn.q_proj.bias",
+           [](const ModelConfig& c) { return Shape{c.q_width()}; }, no_decay, attention_bias},
+          {R::k_weight, G::block, DISTZO_LLAMA_LAYER "self_attn.k_proj.weight",
+           [](const ModelConfig& c) { return Shape{c.kv_width(), c.hidden_size}; }, decay, nullptr},
+          {R::k_bias, G::block, DISTZO_LLAMA_LAYER "self_attn.k_proj.bias",
+           [](const ModelConfig& c) { return Shape{c.kv_width()}; }, no_decay, attention_bias},
+          {R::v_weight, G::block, DISTZO_LLAMA_LAYER "self_attn.v_proj.weight",
+           [](const ModelConfig& c) { return Shape{c.kv_width(), c.hidden_size}; }, decay, nullptr},
+          {R::v_bias, G::block, DISTZO_LLAMA_LAYER "self_attn.v_proj.bias",
+           [](const ModelConfig& c) { return Shape{c.kv_width()}; }, no_decay, attention_bias},
+          {R::out_weight, G::block, DISTZO_LLAMA_LAYER "self_attn.o_proj.weight",
+           [](const ModelConfig& c) { return Shape{c.hidden_size, c.q_width()}; }, decay, nullptr},
+          {R::out_bias, G::block, DISTZO_LLAMA_LAYER "self_attn.o_proj.bias",
+           [](const ModelConfig& c) { return Shape{c.hidden_size}; }, no_decay, attention_bias},
+          {R::gate_weight, G::block, DISTZO_LLAMA_LAYER "mlp.gate_proj.weight",
+           [](const ModelConfig& c) { return Shape{c.ffn_dim, c.hidden_size}; }, decay, nullptr},
+          {R::gate_bias, G::block, DISTZO_LLAMA_LAYER "mlp.gate_proj.bias",
+           [](const ModelConfig& c) { return Shape{c.ffn_dim}; }, no_decay, mlp_bias},
+          {R::up_weight, G::block, DISTZO_LLAMA_LAYER "mlp.up_proj.weight",
+           [](const ModelConfig& c) { return Shape{c.ffn_dim, c.hidden_size}; }, decay, nullptr},
+          {R::up_bias, G::block, DISTZO_LLAMA_LAYER "mlp.up_proj.bias",
+           [](const ModelConfig& c) { return Shape{c.ffn_dim}; }, no_decay, mlp_bias},
+          {R::down_weight, G::block, DISTZO_LLAMA_LAYER "mlp.down_proj.weight",
+           [](const ModelConfig& c) { return Shape{c.hidden_size, c.ffn_dim}; }, decay, nullptr},
+          {R::down_bias, G::block, DISTZO_LLAMA_LAYER "mlp.down_proj.bias",
+           [](const ModelConfig& c) { return Shape{c.hidden_size}; }, no_decay, mlp_bias},
+          {R::attn_norm_weight, G::block, DISTZO_LLAMA_LAYER "input_layernorm.weight",
+           [](const ModelConfig& c) { return Shape{c.hidden_size}; }, no_decay, nullptr},
+          {R::ffn_norm_weight, G::block, DISTZO_LLAMA_LAYER "post_attention_layernorm.weight",
+           [](const ModelConfig& c) { return Shape{c.hidden_size}; }, no_decay, nullptr},
+#undef DISTZO_LLAMA_LAYER
+          {R::final_norm_weight, G::head, "model.norm.weight",
+           [](const ModelConfig& c) { return Shape{c.hidden_size}; }, no_decay, nullptr},
+          {R::lm_head, G::head, "lm_head.weight",
+           [](const ModelConfig& c) { return Shape{c.vocab_size, c.hidden_size}; }, decay, untied},
+      },
+      /*gated_mlp=*/true,
+      llama_embed,
+      llama_block,
+      llama_final_hidden,
+  };
+  return spec;
+}
+
+}  // namespace distzo::model
