@@ -13,6 +13,7 @@
 // positions are not compared: Hugging Face fills them with values that carry
 // no meaning (fully masked softmax rows).
 
+#include "app/forward_logits.hpp"
 #include "io/hdf5_file.hpp"
 #include "io/model_file.hpp"
 #include "kernels/embedding.hpp"
@@ -22,6 +23,8 @@
 #include "runtime/parameter_store.hpp"
 #include "zo/model_walk.hpp"
 
+#include "support/expect_error.hpp"
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -30,6 +33,7 @@
 #include <dirent.h>
 #include <string>
 #include <tuple>
+#include <unistd.h>
 #include <vector>
 
 namespace {
@@ -191,6 +195,56 @@ INSTANTIATE_TEST_SUITE_P(TinyModels, Golden,
                              if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
                            return name + (std::get<1>(info.param) ? "_offload" : "_resident");
                          });
+
+/// `distzo forward` on each fixture's batch, 3 rows at a time (so its last
+/// micro-batch is partial): the logits file holds transformers' logits.
+class ForwardCommand : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(ForwardCommand, WritesTransformersLogits) {
+  const std::string base = std::string(DISTZO_TEST_DATA) + "/" + GetParam();
+  const std::string out =
+      "/tmp/distzo_test_forward_" + std::to_string(getpid()) + "_" + GetParam() + ".h5";
+  ASSERT_EQ(app::forward_logits({base + ".model.h5", base + ".ref.h5", out, "--micro-batch", "3"}),
+            0);
+  const io::Hdf5File ref(base + ".ref.h5", io::Hdf5File::Mode::read);
+  const io::Hdf5File got(out, io::Hdf5File::Mode::read);
+  const auto shape = got.dataset_info("logits").shape;
+  ASSERT_EQ(shape.size(), 3u);
+  const std::vector<float> logits = got.read_floats("logits");
+  const std::vector<float> want = ref.read_floats("logits");
+  const std::vector<std::int32_t> mask = ref.read_ints("attention_mask");
+  ASSERT_EQ(logits.size(), want.size());
+  const std::size_t V = static_cast<std::size_t>(shape[2]);
+  double max_abs = 0;
+  for (std::size_t i = 0; i < logits.size(); ++i)
+    if (mask[i / V]) max_abs = std::max(max_abs, std::fabs(double(logits[i]) - double(want[i])));
+  EXPECT_LT(max_abs, 1e-4);
+  std::remove(out.c_str());
+}
+
+INSTANTIATE_TEST_SUITE_P(TinyModels, ForwardCommand, ::testing::ValuesIn(reference_names()),
+                         [](const auto& info) {
+                           std::string name = info.param;
+                           for (char& ch : name)
+                             if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
+                           return name;
+                         });
+
+TEST(ForwardCommand, RefusesBadInput) {
+  const std::string base = std::string(DISTZO_TEST_DATA) + "/llama_tiny_gqa";
+  const std::string in = "/tmp/distzo_test_forward_in_" + std::to_string(getpid()) + ".h5";
+  const std::string out = "/tmp/distzo_test_forward_out_" + std::to_string(getpid()) + ".h5";
+  {
+    io::Hdf5File f(in, io::Hdf5File::Mode::create);
+    const std::int32_t ids[] = {1, 5, 96, 3};  // 96 is outside the vocabulary of 96
+    f.write_ints("input_ids", {2, 2}, ids);
+    f.close();
+  }
+  EXPECT_ERROR_CONTAINS("input_ids[1, 0] = 96 is outside the vocabulary [0, 96)",
+                        app::forward_logits({base + ".model.h5", in, out}));
+  EXPECT_ERROR_CONTAINS("expected MODEL.h5", app::forward_logits({base + ".model.h5", in}));
+  std::remove(in.c_str());
+}
 
 TEST(GoldenFixtures, PresentForEveryArchitecture) {
   // Guards against a silently empty parameterised suite.

@@ -1,6 +1,7 @@
 // The `distzo` executable: parses the subcommand, runs it, and turns any
 // distzo::Error into a message on the failing rank and a non-zero exit.
 
+#include "app/forward_logits.hpp"
 #include "app/inspect.hpp"
 #include "app/make_model.hpp"
 #include "app/make_synthetic.hpp"
@@ -26,26 +27,27 @@
 namespace {
 
 const char* const kUsage =
-    "distzo - zeroth-order (MeZO / ZO2 / DistZO2) fine-tuning of OPT language models\n"
+    "distzo - zeroth-order (MeZO / ZO2 / DistZO2) fine-tuning of OPT and Llama language models\n"
     "\n"
     "usage:\n"
     "  distzo run DECK.yaml              fine-tune as the deck says (docs/decks.md);\n"
     "                                    under MPI: mpiexec -n P*D distzo run DECK.yaml\n"
     "  distzo plan DECK.yaml             predicted device memory, host memory and bytes\n"
     "                                    moved per step, before submitting the job\n"
-    "  distzo plan config.json [...]     the same for a Hugging Face OPT config\n"
+    "  distzo plan config.json [...]     the same for a Hugging Face OPT or Llama config\n"
     "  distzo inspect FILE.h5            architecture, tensor table, parameter count\n"
     "  distzo inspect FILE.h5 --digest   one hex digest over all parameters (digest\n"
     "                                    version 2, docs/formats.md)\n"
     "  distzo make-synthetic OUT.h5 --task classification|causal_lm --examples N\n"
     "                         --seq-len T --vocab V [--seed S]   a small learnable dataset\n"
     "  distzo make-model OUT.h5 --config config.json | --layers L --hidden C --heads H\n"
-    "                         --ffn F --vocab V [...]      an OPT model with random weights\n"
+    "                         --ffn F --vocab V [...]      a model with random weights\n"
+    "  distzo forward MODEL.h5 INPUT.h5 OUTPUT.h5   logits of the model on token ids\n"
     "  distzo help deck                  every deck key: type, default, allowed values\n"
     "  distzo --help | --version\n"
     "\n"
     "FILE.h5 is a distzo model or checkpoint (docs/formats.md); convert Hugging Face\n"
-    "OPT checkpoints with tools/hf_to_h5.py.\n";
+    "OPT and Llama checkpoints with tools/hf_to_h5.py, GGUF files with tools/gguf_to_h5.py.\n";
 
 int run_inspect(const std::vector<std::string>& args) {
   std::string path;
@@ -102,6 +104,7 @@ int dispatch(const std::vector<std::string>& args) {
   if (args[0] == "make-synthetic") return distzo::app::make_synthetic(rest);
   if (args[0] == "make-model") return distzo::app::make_model(rest);
   if (args[0] == "plan") return distzo::app::plan(rest);
+  if (args[0] == "forward") return distzo::app::forward_logits(rest);
   if (args[0] == "run") {
     const auto world = distzo::runtime::MpiCommunicator::world();
     distzo::app::run(distzo::app::parse_run_options(rest), *world);

@@ -18,7 +18,8 @@ const char* const kUsage =
     "usage: distzo make-model OUT.h5 --config config.json [--seed S] [--std X]\n"
     "       distzo make-model OUT.h5 --layers L --hidden C --heads H --ffn F --vocab V\n"
     "                         [--positions P] [--proj E] [--post-ln] [--seed S] [--std X]\n"
-    "  an OPT model file with random weights (std: 0.02 by default)";
+    "  a model file with random weights (std: 0.02 by default): the architecture of\n"
+    "  config.json (OPT or Llama), or an OPT model of the shape given";
 }  // namespace
 
 int make_model(const std::vector<std::string>& args) {
