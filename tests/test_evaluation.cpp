@@ -4,7 +4,7 @@
 #include "app/evaluation.hpp"
 #include "io/synthetic.hpp"
 #include "runtime/communicator.hpp"
-#include "support/tiny_opt.hpp"
+#include "support/tiny_model.hpp"
 
 #include <gtest/gtest.h>
 

@@ -10,7 +10,7 @@
 #include "io/model_file.hpp"
 #include "runtime/block_streamer.hpp"
 #include "runtime/parameter_store.hpp"
-#include "support/tiny_opt.hpp"
+#include "support/tiny_model.hpp"
 #include "zo/block_executor.hpp"
 #include "zo/model_walk.hpp"
 
@@ -38,8 +38,8 @@ using runtime::StreamOp;
 constexpr int B = 3, T = 7;
 const std::vector<int> kLengths = {7, 5, 3};
 
-model::ModelConfig deep_config(int layers) {
-  model::ModelConfig c = tiny_config();
+model::ModelConfig deep_config(int layers, bool llama = false) {
+  model::ModelConfig c = llama ? test_support::tiny_llama_config() : tiny_config();
   c.num_hidden_layers = layers;
   return c;
 }
@@ -374,18 +374,20 @@ std::vector<std::vector<double>> train(TinyModel& m, model::Task task, int q, in
 
 TEST(Offload, StepsAreBitIdenticalToResident) {
   const int L = 4;
-  for (model::Task task : {model::Task::causal_lm, model::Task::classification})
-    for (int q : {1, 2}) {
-      TinyModel resident(deep_config(L));
-      const auto want = train(resident, task, q, 5);
-      for (const PlacementConfig& p :
-           {offload(0, 1, true), offload(1, 1, true), offload(L - 1, 2, true), offload(0, 3)}) {
-        SCOPED_TRACE("K=" + std::to_string(p.resident_blocks) + " q=" + std::to_string(q));
-        TinyModel m(deep_config(L), 1234, p);
-        EXPECT_EQ(train(m, task, q, 5), want);
-        EXPECT_EQ(m.digest(), resident.digest());
+  for (const bool llama : {false, true})
+    for (model::Task task : {model::Task::causal_lm, model::Task::classification})
+      for (int q : {1, 2}) {
+        TinyModel resident(deep_config(L, llama));
+        const auto want = train(resident, task, q, 5);
+        for (const PlacementConfig& p :
+             {offload(0, 1, true), offload(1, 1, true), offload(L - 1, 2, true), offload(0, 3)}) {
+          SCOPED_TRACE(std::string(llama ? "Llama" : "OPT") + " K=" +
+                       std::to_string(p.resident_blocks) + " q=" + std::to_string(q));
+          TinyModel m(deep_config(L, llama), 1234, p);
+          EXPECT_EQ(train(m, task, q, 5), want);
+          EXPECT_EQ(m.digest(), resident.digest());
+        }
       }
-    }
 }
 
 }  // namespace

@@ -11,7 +11,7 @@
 #include "io/dataset.hpp"
 #include "io/hf_config.hpp"
 #include "io/synthetic.hpp"
-#include "support/tiny_opt.hpp"
+#include "support/tiny_model.hpp"
 #include "zo/block_executor.hpp"
 
 #include <gtest/gtest.h>

@@ -5,7 +5,7 @@
 #include "core/error.hpp"
 #include "model/parameter_registry.hpp"
 #include "runtime/arena_layout.hpp"
-#include "support/tiny_opt.hpp"
+#include "support/tiny_model.hpp"
 
 #include <gtest/gtest.h>
 

@@ -8,7 +8,7 @@
 #include "model/forward.hpp"
 #include "runtime/block_streamer.hpp"
 #include "runtime/communicator.hpp"
-#include "support/tiny_opt.hpp"
+#include "support/tiny_model.hpp"
 #include "zo/block_executor.hpp"
 #include "zo/estimator.hpp"
 #include "zo/model_walk.hpp"
@@ -23,6 +23,7 @@ namespace {
 using namespace distzo;
 using distzo::test_support::make_batch;
 using distzo::test_support::tiny_config;
+using distzo::test_support::tiny_llama_config;
 using distzo::test_support::TinyModel;
 
 constexpr int B = 3, T = 7;
@@ -66,8 +67,11 @@ zo::StepPerturbation perturbation(std::int64_t step, double eps = 1e-2,
 class ExecutorTask : public ::testing::TestWithParam<model::Task> {};
 
 TEST_P(ExecutorTask, EstimateEqualsNaiveCentralDifference) {
-  for (bool pre_ln : {true, false}) {
-    TinyModel m(tiny_config(pre_ln, pre_ln ? 0 : 8));
+  // OPT pre-LN, OPT post-LN with project_in/out, Llama.
+  for (const model::ModelConfig& config :
+       {tiny_config(true, 0), tiny_config(false, 8), tiny_llama_config()}) {
+    SCOPED_TRACE(model::describe(config, " "));
+    TinyModel m(config);
     const model::Batch batch = make_batch(GetParam(), B, T, kLengths);
     const int q = 2;
     zo::BlockExecutor ex(m.config, *m.store, zo::EvaluationPlan::make(q, 1, 0),

@@ -11,7 +11,7 @@
 #include "runtime/mpi_communicator.hpp"
 #include "runtime/nccl_exchange.hpp"
 #include "runtime/slice_exchange.hpp"
-#include "support/tiny_opt.hpp"
+#include "support/tiny_model.hpp"
 #include "zo/block_executor.hpp"
 #include "zo/evaluation_plan.hpp"
 
@@ -28,6 +28,7 @@ namespace {
 using namespace distzo;
 using test_support::make_batch;
 using test_support::tiny_config;
+using test_support::tiny_llama_config;
 using test_support::TinyModel;
 
 constexpr int B = 3, T = 7, kSteps = 3;
@@ -39,9 +40,12 @@ struct Case {
   runtime::PlacementMode mode;
   int resident_blocks;
   runtime::ExchangeKind exchange;
+  bool llama = false;
 
+  model::ModelConfig config() const { return llama ? tiny_llama_config() : tiny_config(); }
   std::string name() const {
-    return std::string(task == model::Task::causal_lm ? "causal_lm" : "classification") + " q=" +
+    return std::string(llama ? "Llama " : "OPT ") +
+           (task == model::Task::causal_lm ? "causal_lm" : "classification") + " q=" +
            std::to_string(queries) + " " + runtime::to_string(mode) + " K=" +
            std::to_string(resident_blocks) + " " + runtime::to_string(exchange);
   }
@@ -80,7 +84,7 @@ void run_case(const runtime::Communicator& node, const Case& c) {
   const int p = node.rank() % P;
   const model::Batch batch = make_batch(c.task, B, T, kLengths);
 
-  TinyModel reference(tiny_config());
+  TinyModel reference(c.config());
   zo::BlockExecutor plain(reference.config, *reference.store,
                           zo::EvaluationPlan::make(c.queries, 1, 0), c.task, B, T, 2);
 
@@ -93,7 +97,7 @@ void run_case(const runtime::Communicator& node, const Case& c) {
   std::vector<int> node_ranks;
   for (double r : node.allgather(static_cast<double>(p))) node_ranks.push_back(static_cast<int>(r));
   zo::NodeSlicing slicing{exchange.get(), zo::node_evaluations(c.queries, P, node_ranks)};
-  TinyModel shared(tiny_config(), 1234, placement, &node);
+  TinyModel shared(c.config(), 1234, placement, &node);
   const zo::EvaluationPlan plan = zo::EvaluationPlan::make(c.queries, P, p);
   zo::BlockExecutor sliced(shared.config, *shared.store, plan, c.task, B, T, 2, std::move(slicing));
   ASSERT_EQ(shared.digest(), reference.digest()) << "the shared master was filled differently";
@@ -128,7 +132,7 @@ void run_case(const runtime::Communicator& node, const Case& c) {
   plain.flush(pending_plain);
   sliced.flush(pending_sliced);
   EXPECT_EQ(sliced.parameter_digest(), plain.parameter_digest()) << "θ after the flush";
-  EXPECT_NE(plain.parameter_digest(), TinyModel(tiny_config()).digest()) << "θ never moved";
+  EXPECT_NE(plain.parameter_digest(), TinyModel(c.config()).digest()) << "θ never moved";
 
   // Evaluation reads the whole shared θ.
   const zo::EvalOutcome a = plain.evaluate(batch), b = sliced.evaluate(batch);
@@ -152,6 +156,7 @@ TEST(SlicesMpi, ShardedStepEqualsOneRankBitForBit) {
     for (ExchangeKind exchange : exchanges)
       for (model::Task task : {causal, classification})
         for (int queries : {1, 2}) run_case(*node, {task, queries, PlacementMode::offload, 0, exchange});
+    run_case(*node, {classification, 1, PlacementMode::offload, 0, ExchangeKind::mpi, true});
   } else if (node->size() <= 2) {  // every combination
     for (model::Task task : {causal, classification})
       for (int queries : {1, 2})
@@ -160,6 +165,10 @@ TEST(SlicesMpi, ShardedStepEqualsOneRankBitForBit) {
           run_case(*node, {task, queries, PlacementMode::offload, 0, exchange});
           run_case(*node, {task, queries, PlacementMode::offload, 1, exchange});
         }
+    for (auto exchange : {ExchangeKind::shared_memory, ExchangeKind::mpi}) {  // Llama
+      run_case(*node, {causal, 2, PlacementMode::resident, 0, exchange, true});
+      run_case(*node, {classification, 1, PlacementMode::offload, 1, exchange, true});
+    }
   } else {
     // Oversubscribed ranks make every node barrier cost a time slice: a
     // covering subset (P=4 with q=2, P=2 x D=2 with q=1).
@@ -167,6 +176,7 @@ TEST(SlicesMpi, ShardedStepEqualsOneRankBitForBit) {
     run_case(*node, {classification, 1, PlacementMode::offload, 0, ExchangeKind::mpi});
     run_case(*node, {classification, 2, PlacementMode::offload, 1, ExchangeKind::shared_memory});
     run_case(*node, {causal, 1, PlacementMode::resident, 0, ExchangeKind::mpi});
+    run_case(*node, {classification, 2, PlacementMode::offload, 0, ExchangeKind::shared_memory, true});
   }
 }
 

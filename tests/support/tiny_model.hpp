@@ -1,5 +1,5 @@
 #pragma once
-// Shared by the engine tests: a tiny random OPT model and hand-made batches.
+// Shared by the engine tests: tiny random OPT and Llama models and hand-made batches.
 
 #include "core/digest.hpp"
 #include "model/batch.hpp"
@@ -27,7 +27,28 @@ inline model::ModelConfig tiny_config(bool pre_ln = true, std::int64_t proj = 0)
   return model::complete_opt(c);
 }
 
-/// A tiny random OPT model whose θ lives in a parameter store placed as
+/// A tiny Llama with everything OPT lacks: grouped-query attention (4 query
+/// heads over 2 key/value heads), H*hd != C, attention biases, an untied
+/// lm_head.
+inline model::ModelConfig tiny_llama_config() {
+  model::ModelConfig c;
+  c.architecture = model::Architecture::llama;
+  c.hidden_size = 16;
+  c.num_hidden_layers = 2;
+  c.num_attention_heads = 4;
+  c.num_key_value_heads = 2;
+  c.head_dim = 6;
+  c.ffn_dim = 24;
+  c.vocab_size = 40;
+  c.max_position_embeddings = 32;
+  c.word_embed_proj_dim = c.hidden_size;
+  c.tie_word_embeddings = false;
+  c.attention_bias = true;
+  c.activation_function = "silu";
+  return c;
+}
+
+/// A tiny random model whose θ lives in a parameter store placed as
 /// asked (resident by default). The same seed gives the same θ whatever the
 /// placement. A shared host master is shared by the ranks of `node`.
 struct TinyModel {
