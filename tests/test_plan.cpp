@@ -29,6 +29,7 @@ struct Case {
   runtime::PlacementConfig placement;
   std::int64_t proj;
   bool eval_set;
+  bool llama = false;
 };
 
 runtime::PlacementConfig offload(int k, int prefetch) {
@@ -46,9 +47,12 @@ TEST(Plan, PredictsWhatARunAllocates) {
       {model::Task::classification, 2, 2, offload(0, 1), 0, true},
       {model::Task::causal_lm, 2, 4, offload(1, 2), 8, false},
       {model::Task::classification, 3, 1, offload(3, 1), 8, true},
+      {model::Task::causal_lm, 1, 1, runtime::PlacementConfig(), 0, true, true},
+      {model::Task::classification, 2, 2, offload(1, 2), 0, false, true},
   };
   for (const Case& c : cases) {
-    model::ModelConfig config = tiny_config(true, c.proj);
+    model::ModelConfig config =
+        c.llama ? test_support::tiny_llama_config() : tiny_config(true, c.proj);
     config.num_hidden_layers = 5;
     const int B = 4, T = 9;
     const io::Dataset data =

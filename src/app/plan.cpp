@@ -9,6 +9,7 @@
 #include "io/deck.hpp"
 #include "io/hf_config.hpp"
 #include "io/model_file.hpp"
+#include "model/forward.hpp"
 #include "kernels/perturb_update.hpp"
 #include "model/parameter_registry.hpp"
 #include "runtime/parameter_store.hpp"
@@ -97,16 +98,14 @@ MemoryPlan plan_memory(const PlanInputs& in) {
   p.scratch = (L > 0 ? 2 * p.block_arena : 0) + e * edge_elements * kFloat +
               (in.task == model::Task::classification ? u(c.vocab_size) * kInt : 0);
 
-  // Activations for N = B*T rows: the forward's scratch (normed, q, k, v,
-  // attended, projected: N x C each; ffn: N x F; one head's attention
-  // scores: T x T; positions: B x T ints; with project_in/out two N x E
-  // more), one hidden state per evaluation,
+  // Activations for N = B*T rows: the forward's scratch
+  // (model::DecoderForward::scratch_bytes), one hidden state per evaluation,
   // the head, the loss sums, and the batches (train, and eval if any).
   const std::uint64_t B = u(in.micro_batch), T = u(in.seq_len), N = B * T;
-  const std::uint64_t C = u(c.hidden_size), F = u(c.ffn_dim), E = u(c.embedding_dim()),
+  const std::uint64_t C = u(c.hidden_size), E = u(c.embedding_dim()),
                       V = u(c.vocab_size), K = u(in.candidates);
-  const std::uint64_t forward = B * T * kInt + (6 * N * C + N * F + T * T) * kFloat +
-                                (c.has_projection() ? 2 * N * E * kFloat : 0);
+  const std::uint64_t forward =
+      model::DecoderForward::scratch_bytes(c, in.micro_batch, in.seq_len);
   const std::uint64_t hidden = e * N * C * kFloat;
   const bool lm = in.task == model::Task::causal_lm;
   const std::uint64_t head = lm ? N * V * kFloat : (B * E + B * K) * kFloat + B * kInt;
@@ -131,7 +130,7 @@ std::string describe_plan(const PlanInputs& in, const MemoryPlan& p) {
   const auto b = [](std::uint64_t v) { return exact_bytes(static_cast<double>(v)); };
   std::ostringstream os;
   os << "model        " << model::describe(c, "             ") << "\n"
-     << "parameters   " << static_cast<long long>(params) << " in " << L << " blocks and the edges\n"
+     << "parameters   " << static_cast<long long>(params) << " (" << L << " blocks, the embeddings and the head)\n"
      << "storage      float32: θ is " << human_bytes(4 * params)
      << "; transfers and w± are float32 too (fp16 storage would halve weights, scratch and "
         "traffic; not implemented)\n"

@@ -51,6 +51,21 @@ DecoderForward::DecoderForward(const ModelConfig& config, int batch, int seq_len
   if (arch_.gated_mlp) s.ffn_gate = Mat(label("forward.ffn_gate"), N, F);
 }
 
+std::uint64_t DecoderForward::scratch_bytes(const ModelConfig& config, int batch, int seq_len) {
+  // What the constructor allocates, term by term.
+  const auto u = [](std::int64_t v) { return static_cast<std::uint64_t>(v); };
+  const std::uint64_t N = u(batch) * u(seq_len), C = u(config.hidden_size),
+                      E = u(config.embedding_dim()), F = u(config.ffn_dim),
+                      Q = u(config.q_width()), K = u(config.kv_width());
+  const bool gated = architecture_spec(config.architecture).gated_mlp;
+  const std::uint64_t floats = (config.has_projection() ? 2 * N * E : 0) + N * C  // normed
+                               + N * Q + 2 * N * K                               // q, k, v
+                               + u(seq_len) * u(seq_len)                         // scores
+                               + N * Q + N * std::max(C, Q)                      // attended, projected
+                               + (gated ? 2 : 1) * N * F;                        // ffn (, gate)
+  return N * sizeof(int) + floats * sizeof(real);
+}
+
 void DecoderForward::embed(const ExecSpace& space, const WeightView& edge, ConstIntMat tokens,
                            ConstIntMat mask, const Mat& h) {
   arch_.embed(config_, scratch_, space, edge, tokens, mask, h);

@@ -44,6 +44,10 @@ class DecoderForward {
  public:
   DecoderForward(const ModelConfig& config, int batch, int seq_len);
 
+  /// The bytes of activation scratch the constructor allocates (for
+  /// `distzo plan`).
+  static std::uint64_t scratch_bytes(const ModelConfig& config, int batch, int seq_len);
+
   int batch() const { return scratch_.batch; }
   int seq_len() const { return scratch_.seq_len; }
   int rows() const { return scratch_.rows(); }  // N = B*T
