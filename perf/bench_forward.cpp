@@ -48,8 +48,10 @@ const char* const kUsage =
 /// (attention scores and the element-wise kernels are left out).
 double dense_flops(const model::ModelConfig& c, double rows) {
   const double C = static_cast<double>(c.hidden_size), F = static_cast<double>(c.ffn_dim);
-  const double E = static_cast<double>(c.word_embed_proj_dim), V = static_cast<double>(c.vocab_size);
-  double per_layer = 2.0 * rows * (4.0 * C * C + 2.0 * C * F);
+  const double E = static_cast<double>(c.embedding_dim()), V = static_cast<double>(c.vocab_size);
+  const double Q = static_cast<double>(c.q_width()), K = static_cast<double>(c.kv_width());
+  const double mlp_matrices = c.architecture == model::Architecture::opt ? 2.0 : 3.0;  // SwiGLU
+  double per_layer = 2.0 * rows * (2.0 * C * Q + 2.0 * C * K + mlp_matrices * C * F);
   double flops = per_layer * static_cast<double>(c.num_hidden_layers) + 2.0 * rows * V * E;
   if (c.has_projection()) flops += 2.0 * (2.0 * rows * C * E);
   return flops;
@@ -77,10 +79,7 @@ int run(int argc, char** argv) {
   runtime::ParameterStore store(m.registry, runtime::PlacementConfig());
   store.fill([&](std::uint32_t id, real* dst) { reader.read(id, dst); });
   const model::ModelConfig& c = m.config;
-  std::cout << "model          : " << path << " (L=" << c.num_hidden_layers
-            << " C=" << c.hidden_size << " H=" << c.num_attention_heads << " F=" << c.ffn_dim
-            << " V=" << c.vocab_size << " E=" << c.word_embed_proj_dim
-            << (c.do_layer_norm_before ? " pre-LN" : " post-LN") << ", "
+  std::cout << "model          : " << path << " (" << model::describe(c, "; ") << "; "
             << m.registry.total_elements() << " parameters), loaded in "
             << fmt(seconds_since(t_load), 3) << " s\n";
 
@@ -154,24 +153,29 @@ int run(int argc, char** argv) {
             << "  check          : mean next-token loss at theta = "
             << fmt(loss.mean(), 8) << " over " << loss.count << " targets\n";
 
-  // GEMM check: one fc1-shaped linear, (N, C) x (F, C)^T -> (N, F).
+  // GEMM check: the MLP's first linear (OPT's fc1, Llama's gate_proj),
+  // (N, C) x (F, C)^T -> (N, F).
   double gemm_gflops = 0;
   if (m.registry.num_blocks() > 0) {
     const model::WeightView block0 = model::make_block_view(m.registry, store.device_tensors(), 0);
+    using R = model::ParameterRole;
+    const bool opt = c.architecture == model::Architecture::opt;
+    const ConstMat w = block0.mat(opt ? R::fc1_weight : R::gate_weight);
+    const ConstVec b = block0.vec(opt ? R::fc1_bias : R::gate_bias);
     Mat y("distzo::perf::gemm_y", N, c.ffn_dim);
     const Mat x = h;  // any (N, C) data
-    kernels::linear(space, y, x, block0.mat(model::ParameterRole::fc1_weight), block0.vec(model::ParameterRole::fc1_bias));
+    kernels::linear(space, y, x, w, b);
     space.fence();
     std::vector<double> g;
     for (int i = 0; i < 3; ++i) {
       const auto t0 = Clock::now();
-      kernels::linear(space, y, x, block0.mat(model::ParameterRole::fc1_weight), block0.vec(model::ParameterRole::fc1_bias));
+      kernels::linear(space, y, x, w, b);
       space.fence();
       g.push_back(seconds_since(t0));
     }
     const double f = 2.0 * N * static_cast<double>(c.hidden_size) * static_cast<double>(c.ffn_dim);
     gemm_gflops = Stats::of(perf::rates(f * 1e-9, g)).median;
-    std::cout << "  gemm check     : fc1 linear (" << N << " x " << c.hidden_size << ") . ("
+    std::cout << "  gemm check     : MLP-in linear (" << N << " x " << c.hidden_size << ") . ("
               << c.ffn_dim << " x " << c.hidden_size << ")^T: " << fmt(gemm_gflops, 4)
               << " GFLOP/s (median of 3)\n";
   }

@@ -888,8 +888,9 @@ TEST(KernelsRotary, MatchesRotateHalfDefinitionAtMaskPositions) {
   const HostMat x = random_host(batch * heads * seq, hd, 171);
   for (const double theta : {10000.0, 500000.0}) {
     SCOPED_TRACE(theta);
-    Mat xr = to_device(x);
-    k::rotary_embedding(space(), xr, pos, heads, theta);
+    Mat xr = to_device(x), cos("cos", batch * seq, half), sin("sin", batch * seq, half);
+    k::rotary_tables(space(), cos, sin, pos, theta);
+    k::rotary_embedding(space(), xr, cos, sin, heads, static_cast<int>(seq));
     const HostMat got = to_host(xr);
     Ref want(x.extent(0), hd);
     for (std::size_t row = 0; row < x.extent(0); ++row) {
@@ -909,10 +910,14 @@ TEST(KernelsRotary, MatchesRotateHalfDefinitionAtMaskPositions) {
     // ~10 * 3u of phase, times |x| <= 1, plus the rotation's own roundings.
     EXPECT_TRUE(all_close(got, want, 10 * 3 * kFloatU * 2 + 8 * kFloatU, 0.0));
   }
+  Mat cos("cos", batch * seq, half), sin("sin", batch * seq, half);
+  k::rotary_tables(space(), cos, sin, pos, 10000.0);
   Mat bad("bad", batch * heads * seq, 9);
-  EXPECT_THROW(k::rotary_embedding(space(), bad, pos, heads, 10000.0), Error);  // odd hd
+  EXPECT_THROW(k::rotary_embedding(space(), bad, cos, sin, heads, static_cast<int>(seq)), Error);
   Mat xr = to_device(x);
-  EXPECT_THROW(k::rotary_embedding(space(), xr, pos, heads + 1, 10000.0), Error);
+  EXPECT_THROW(k::rotary_embedding(space(), xr, cos, sin, heads + 1, static_cast<int>(seq)), Error);
+  EXPECT_THROW(k::rotary_tables(space(), cos, Mat("s", batch * seq, half + 1), pos, 10000.0), Error);
+  EXPECT_THROW(k::rotary_tables(space(), cos, sin, pos, 1.0), Error);
 }
 
 TEST(KernelsAttention, GroupedQueryHeadsReadTheirSharedKeyValueHead) {

@@ -35,7 +35,7 @@ void inspect(const std::string& path, bool digest_only, std::ostream& out) {
   const std::int64_t params = m.registry.total_elements();
   out << "file          " << path << " (" << m.kind << ", format " << io::kModelFormatVersion
       << ")\n"
-      << "architecture  " << model::describe(c, "              ") << "\n"
+      << "architecture  " << model::describe(c, "\n              ") << "\n"
       << "parameters    " << params << " in " << m.registry.size() << " tensors, "
       << human_bytes(4.0 * static_cast<double>(params)) << " as float32\n"
       << "digest        version " << kDigestVersion << " (--digest); the writer recorded "

@@ -129,7 +129,7 @@ std::string describe_plan(const PlanInputs& in, const MemoryPlan& p) {
   const double params = static_cast<double>(r.total_elements());
   const auto b = [](std::uint64_t v) { return exact_bytes(static_cast<double>(v)); };
   std::ostringstream os;
-  os << "model        " << model::describe(c, "             ") << "\n"
+  os << "model        " << model::describe(c, "\n             ") << "\n"
      << "parameters   " << static_cast<long long>(params) << " (" << L << " blocks, the embeddings and the head)\n"
      << "storage      float32: θ is " << human_bytes(4 * params)
      << "; transfers and w± are float32 too (fp16 storage would halve weights, scratch and "

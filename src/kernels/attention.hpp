@@ -49,16 +49,24 @@ void attention(const ExecSpace& space, const Mat& out, const ConstMat& q, const 
 void split_heads(const ExecSpace& space, const Mat& out, const ConstMat& x, const ConstVec& bias,
                  int heads, int seq);
 
-/// Rotary position embeddings (Su et al., 2021) on head-major q or k, as
-/// transformers' Llama applies them (default rope type, rotate_half layout):
-/// for channel pair (i, i + hd/2), i < hd/2, of row (b*H + h)*T + t,
+/// Rotary position embeddings (Su et al., 2021) as transformers' Llama
+/// applies them (default rope type, rotate_half layout), in two kernels:
+///
+/// rotary_tables, once per batch: for token b*T + t and frequency i < hd/2,
 ///   angle = pos[b, t] * inv_freq_i,  inv_freq_i = 1 / theta^(2i / hd),
-///   x_i' = x_i cos - x_{i+hd/2} sin,  x_{i+hd/2}' = x_{i+hd/2} cos + x_i sin,
+///   cos[b*T + t, i] = cos(angle),  sin[b*T + t, i] = sin(angle),
 /// the frequencies, angles, sines and cosines in float as Hugging Face
 /// computes them.
-///   x: (B*H*T, hd), hd even   pos: (B, T)   theta: the rotary base (rope_theta)
-void rotary_embedding(const ExecSpace& space, const Mat& x, const ConstIntMat& pos, int heads,
-                      double theta);
+///   cos, sin: (B*T, hd/2)   pos: (B, T)   theta: the rotary base (rope_theta)
+void rotary_tables(const ExecSpace& space, const Mat& cos, const Mat& sin, const ConstIntMat& pos,
+                   double theta);
+
+/// rotary_embedding, on head-major q or k of every layer: channel pair
+/// (i, i + hd/2) of row (b*H + h)*T + t turns by the angle of token b*T + t,
+///   x_i' = x_i cos - x_{i+hd/2} sin,  x_{i+hd/2}' = x_{i+hd/2} cos + x_i sin.
+///   x: (B*H*T, hd), hd even   cos, sin: (B*T, hd/2) from rotary_tables   seq: T
+void rotary_embedding(const ExecSpace& space, const Mat& x, const ConstMat& cos,
+                      const ConstMat& sin, int heads, int seq);
 
 /// The inverse reordering: out[b*T + t, h*hd + d] = x[(b*H + h)*T + t, d].
 ///   out: (B*T, C)  x: (B*H*T, hd)  seq: T

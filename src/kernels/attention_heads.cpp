@@ -46,6 +46,21 @@ struct HeadShape {
   }
 };
 
+/// f(row, i) for every row of a matrix and i < width: a team per row, its
+/// threads over i (contiguous columns: vectorised on the host, coalesced on
+/// a GPU).
+template <class Element>
+void for_each_row_element(const char* label, const ExecSpace& space, std::size_t rows,
+                     std::int64_t width, const Element& f) {
+  Kokkos::parallel_for(
+      label, TeamPolicy(space, static_cast<int>(rows), Kokkos::AUTO),
+      KOKKOS_LAMBDA(const TeamMember& member) {
+        const std::int64_t row = member.league_rank();
+        Kokkos::parallel_for(Kokkos::TeamThreadRange(member, width),
+                             [&](const std::int64_t i) { f(row, i); });
+      });
+}
+
 /// Row i of scores (one head of batch row b) becomes the softmax over the
 /// keys j <= i with mask(b, j) != 0, and exactly 0 elsewhere (j > i too: the
 /// next GEMM multiplies every column).
@@ -125,40 +140,55 @@ void merge_heads(const ExecSpace& space, const Mat& out, const ConstMat& x, int 
                     const std::int64_t d) { o(r, c) = xx(row, d); });
 }
 
-void rotary_embedding(const ExecSpace& space, const Mat& x, const ConstIntMat& pos, int heads,
-                      double theta) {
-  const std::size_t batch = pos.extent(0), seq = pos.extent(1), head_dim = x.extent(1);
-  DISTZO_REQUIRE(heads > 0 && x.extent(0) == batch * static_cast<std::size_t>(heads) * seq &&
-                     head_dim % 2 == 0,
-                 "distzo::kernels::rotary_embedding: x is (" << x.extent(0) << ", " << head_dim
-                     << "), expected (B*H*T, hd) = (" << batch * static_cast<std::size_t>(heads) * seq
-                     << ", even hd) for " << heads << " heads and (" << batch << ", " << seq
-                     << ") positions");
-  DISTZO_REQUIRE(theta > 1, "distzo::kernels::rotary_embedding: the base must exceed 1, got " << theta);
+void rotary_tables(const ExecSpace& space, const Mat& cos, const Mat& sin, const ConstIntMat& pos,
+                   double theta) {
+  const std::size_t tokens = pos.extent(0) * pos.extent(1), half = cos.extent(1);
+  DISTZO_REQUIRE(cos.extent(0) == tokens && sin.extent(0) == tokens && sin.extent(1) == half &&
+                     half > 0,
+                 "distzo::kernels::rotary_tables: cos is (" << cos.extent(0) << ", " << half
+                     << "), sin (" << sin.extent(0) << ", " << sin.extent(1)
+                     << "), expected (B*T, hd/2) with B*T = " << tokens);
+  DISTZO_REQUIRE(theta > 1, "distzo::kernels::rotary_tables: the base must exceed 1, got " << theta);
+  const Mat c = cos, s = sin;
+  const ConstIntMat p = pos;
+  const std::int64_t T = static_cast<std::int64_t>(pos.extent(1));
+  const float base = static_cast<float>(theta), dim = static_cast<float>(2 * half);
+  Kokkos::parallel_for(
+      "distzo::rotary_tables", MDRangePolicy2(space, {0, 0},
+                                              {static_cast<std::int64_t>(tokens),
+                                               static_cast<std::int64_t>(half)}),
+      KOKKOS_LAMBDA(const std::int64_t token, const std::int64_t i) {
+        // transformers: inv_freq = 1.0 / (base ** (arange(0, dim, 2).float() / dim)) in
+        // float32, then the angle as a float32 product.
+        const float inv_freq = 1.0f / math::pow(base, static_cast<float>(2 * i) / dim);
+        const float angle = static_cast<float>(p(token / T, token % T)) * inv_freq;
+        c(token, i) = math::cos(angle);
+        s(token, i) = math::sin(angle);
+      });
+}
+
+void rotary_embedding(const ExecSpace& space, const Mat& x, const ConstMat& cos,
+                      const ConstMat& sin, int heads, int seq) {
+  const std::size_t tokens = cos.extent(0), half = cos.extent(1);
+  DISTZO_REQUIRE(heads > 0 && seq > 0 && tokens % static_cast<std::size_t>(seq) == 0 &&
+                     x.extent(0) == tokens * static_cast<std::size_t>(heads) &&
+                     x.extent(1) == 2 * half && sin.extent(0) == tokens && sin.extent(1) == half,
+                 "distzo::kernels::rotary_embedding: x is (" << x.extent(0) << ", " << x.extent(1)
+                     << "), tables (" << tokens << ", " << half << ") and (" << sin.extent(0)
+                     << ", " << sin.extent(1) << "): expected x (B*H*T, hd) and tables (B*T, hd/2) for "
+                     << heads << " heads and T = " << seq);
   if (x.size() == 0) return;
   const Mat xx = x;
-  const ConstIntMat p = pos;
-  const std::int64_t H = heads, T = static_cast<std::int64_t>(seq);
-  const std::int64_t half = static_cast<std::int64_t>(head_dim) / 2;
-  const float base = static_cast<float>(theta), dim = static_cast<float>(head_dim);
-  Kokkos::parallel_for(
-      "distzo::rotary_embedding",
-      TeamPolicy(space, static_cast<int>(x.extent(0)), Kokkos::AUTO),
-      KOKKOS_LAMBDA(const TeamMember& member) {
-        const std::int64_t row = member.league_rank();  // (b*H + h)*T + t
-        const std::int64_t t = row % T, b = row / T / H;
-        const float position = static_cast<float>(p(b, t));
-        Kokkos::parallel_for(Kokkos::TeamThreadRange(member, half), [&](const std::int64_t i) {
-          // transformers: inv_freq = 1.0 / (base ** (arange(0, dim, 2).float() / dim)) in
-          // float32, then the angle as a float32 product.
-          const float inv_freq = 1.0f / math::pow(base, static_cast<float>(2 * i) / dim);
-          const float angle = position * inv_freq;
-          const float c = math::cos(angle), s = math::sin(angle);
-          const float x1 = xx(row, i), x2 = xx(row, i + half);
-          xx(row, i) = x1 * c - x2 * s;
-          xx(row, i + half) = x2 * c + x1 * s;
-        });
-      });
+  const ConstMat c = cos, s = sin;
+  const std::int64_t H = heads, T = seq, h = static_cast<std::int64_t>(half);
+  for_each_row_element("distzo::rotary_embedding", space, x.extent(0), h,
+                  KOKKOS_LAMBDA(const std::int64_t row, const std::int64_t i) {
+                    const std::int64_t token = row / T / H * T + row % T;  // b*T + t
+                    const float x1 = xx(row, i), x2 = xx(row, i + h);
+                    const float cs = c(token, i), sn = s(token, i);
+                    xx(row, i) = x1 * cs - x2 * sn;
+                    xx(row, i + h) = x2 * cs + x1 * sn;
+                  });
 }
 
 void attention_heads(const ExecSpace& space, const Mat& out, const ConstMat& q, const ConstMat& k,

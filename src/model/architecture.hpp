@@ -47,6 +47,7 @@ struct ArchitectureSpec {
   const char* hf_class;       // "OPTForCausalLM", "LlamaForCausalLM"
   std::vector<TensorSpec> tensors;  // embeddings, then one block's (for every k), then the head
   bool gated_mlp;             // the MLP needs a second (N, F) buffer (SwiGLU)
+  bool rotary;                // rotary position embeddings: cos/sin tables (N, hd/2)
   EmbedFn embed;
   BlockFn block;
   FinalHiddenFn final_hidden;

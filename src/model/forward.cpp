@@ -49,6 +49,10 @@ DecoderForward::DecoderForward(const ModelConfig& config, int batch, int seq_len
   s.projected = Mat(label("forward.projected"), N, std::max(C, H * hd));
   s.ffn = Mat(label("forward.ffn"), N, F);
   if (arch_.gated_mlp) s.ffn_gate = Mat(label("forward.ffn_gate"), N, F);
+  if (arch_.rotary) {
+    s.rope_cos = Mat(label("forward.rope_cos"), N, hd / 2);
+    s.rope_sin = Mat(label("forward.rope_sin"), N, hd / 2);
+  }
 }
 
 std::uint64_t DecoderForward::scratch_bytes(const ModelConfig& config, int batch, int seq_len) {
@@ -57,12 +61,14 @@ std::uint64_t DecoderForward::scratch_bytes(const ModelConfig& config, int batch
   const std::uint64_t N = u(batch) * u(seq_len), C = u(config.hidden_size),
                       E = u(config.embedding_dim()), F = u(config.ffn_dim),
                       Q = u(config.q_width()), K = u(config.kv_width());
-  const bool gated = architecture_spec(config.architecture).gated_mlp;
+  const ArchitectureSpec& arch = architecture_spec(config.architecture);
+  const std::uint64_t half = u(config.head_dim) / 2;
   const std::uint64_t floats = (config.has_projection() ? 2 * N * E : 0) + N * C  // normed
                                + N * Q + 2 * N * K                               // q, k, v
                                + u(seq_len) * u(seq_len)                         // scores
                                + N * Q + N * std::max(C, Q)                      // attended, projected
-                               + (gated ? 2 : 1) * N * F;                        // ffn (, gate)
+                               + (arch.gated_mlp ? 2 : 1) * N * F                // ffn (, gate)
+                               + (arch.rotary ? 2 * N * half : 0);               // cos, sin
   return N * sizeof(int) + floats * sizeof(real);
 }
 

@@ -33,6 +33,7 @@ struct ForwardScratch {
   Mat ffn;           // (N, F)
   Mat ffn_gate;      // (N, F), gated MLPs only
   Mat hidden_out;    // (N, E), OPT with E != C
+  Mat rope_cos, rope_sin;  // (N, hd/2), rotary architectures: the angles of each token
 
   int rows() const { return batch * seq_len; }
   /// `projected`'s storage as a contiguous (rows, cols) matrix, rows * cols

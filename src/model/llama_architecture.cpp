@@ -21,11 +21,13 @@ using R = ParameterRole;
 using G = ParameterGroup;
 using Shape = std::vector<std::int64_t>;
 
-void llama_embed(const ModelConfig&, ForwardScratch& s, const ExecSpace& space,
+void llama_embed(const ModelConfig& config, ForwardScratch& s, const ExecSpace& space,
                  const WeightView& edge, ConstIntMat tokens, ConstIntMat mask, const Mat& h) {
   kernels::embedding_gather(space, h, tokens, edge.mat(R::embed_tokens));
-  // The blocks rotate q and k by these positions.
+  // Every block rotates q and k by the angles of these positions: the
+  // sines and cosines are computed once per batch.
   kernels::positions_from_mask(space, s.positions, mask);
+  kernels::rotary_tables(space, s.rope_cos, s.rope_sin, s.positions, config.rope_theta);
 }
 
 void llama_block(const ModelConfig& config, ForwardScratch& s, const ExecSpace& space,
@@ -48,8 +50,8 @@ void llama_block(const ModelConfig& config, ForwardScratch& s, const ExecSpace& 
   kernels::split_heads(space, s.k, kv_out, w.vec(R::k_bias), kv_heads, T);
   kernels::linear(space, kv_out, s.normed, w.mat(R::v_weight), ConstVec());
   kernels::split_heads(space, s.v, kv_out, w.vec(R::v_bias), kv_heads, T);
-  kernels::rotary_embedding(space, s.q, s.positions, heads, config.rope_theta);
-  kernels::rotary_embedding(space, s.k, s.positions, kv_heads, config.rope_theta);
+  kernels::rotary_embedding(space, s.q, s.rope_cos, s.rope_sin, heads, T);
+  kernels::rotary_embedding(space, s.k, s.rope_cos, s.rope_sin, kv_heads, T);
   const Mat heads_out = s.projected_as(s.q.extent(0), s.q.extent(1));  // head-major
   kernels::attention_heads(space, heads_out, s.q, s.k, s.v, mask, heads, kv_heads, scale,
                            s.scores);
@@ -131,6 +133,7 @@ const ArchitectureSpec& llama_architecture() {
            [](const ModelConfig& c) { return Shape{c.vocab_size, c.hidden_size}; }, decay, untied},
       },
       /*gated_mlp=*/true,
+      /*rotary=*/true,
       llama_embed,
       llama_block,
       llama_final_hidden,

@@ -23,7 +23,7 @@ ModelConfig& complete_opt(ModelConfig& c) {
   return c;
 }
 
-std::string describe(const ModelConfig& c, const std::string& indent) {
+std::string describe(const ModelConfig& c, const std::string& line_break) {
   std::ostringstream os;
   const bool opt = c.architecture == Architecture::opt;
   os << (opt ? "OPT" : "Llama") << ", " << c.num_hidden_layers << " layers, hidden "
@@ -31,8 +31,8 @@ std::string describe(const ModelConfig& c, const std::string& indent) {
   if (c.num_key_value_heads != c.num_attention_heads)
     os << " / " << c.num_key_value_heads << " key-value heads";
   os << " (head_dim " << c.head_dim << "), " << (opt ? "ffn " : "intermediate ") << c.ffn_dim
-     << ", vocab " << c.vocab_size << ", max positions " << c.max_position_embeddings << "\n"
-     << indent;
+     << ", vocab " << c.vocab_size << ", max positions " << c.max_position_embeddings
+     << line_break;
   if (opt) {
     os << (c.do_layer_norm_before ? "pre-LN" : "post-LN") << ", word_embed_proj_dim "
        << c.word_embed_proj_dim << (c.has_projection() ? " (project_in/out)" : "");

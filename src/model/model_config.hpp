@@ -68,9 +68,9 @@ struct ModelConfig {
 
 /// "OPT, 12 layers, hidden 768, 12 heads (head_dim 64), ffn 3072, vocab
 /// 50272, max positions 2048" and the architecture's variant on a second
-/// line (pre-LN, GQA, rope_theta, tied head...), each line after the first
-/// starting with `indent`: for `distzo inspect` and `distzo plan`.
-std::string describe(const ModelConfig& config, const std::string& indent);
+/// line (pre-LN, GQA, rope_theta, tied head...), `line_break` between the
+/// two ("\n" and an indent, or "; "): for `distzo inspect` and `distzo plan`.
+std::string describe(const ModelConfig& config, const std::string& line_break);
 
 /// An OPT config with the fields OPT does not have in their implied values
 /// (KV = H, hd = C / H): what every OPT constructor fills in last.

@@ -174,6 +174,7 @@ const ArchitectureSpec& opt_architecture() {
            has_projection},
       },
       /*gated_mlp=*/false,
+      /*rotary=*/false,
       opt_embed,
       opt_block,
       opt_final_hidden,
