@@ -18,9 +18,11 @@ using model::ModelConfig;
 /// The config attributes of each architecture: the file's names (Hugging
 /// Face's config.json keys) and the ModelConfig fields they hold. Booleans
 /// are stored as 0/1 integers.
-struct IntField { const char* name; std::int64_t ModelConfig::*field; };
-struct BoolField { const char* name; bool ModelConfig::*field; };
-struct RealField { const char* name; double ModelConfig::*field; };
+template <class T>
+using Member = T ModelConfig::*;  // (an alias: nvcc's host pass warns on the spelled-out form)
+struct IntField { const char* name; Member<std::int64_t> field; };
+struct BoolField { const char* name; Member<bool> field; };
+struct RealField { const char* name; Member<double> field; };
 struct ConfigFields {
   std::vector<IntField> ints;
   std::vector<BoolField> bools;
