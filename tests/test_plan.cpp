@@ -11,6 +11,7 @@
 #include "io/dataset.hpp"
 #include "io/hf_config.hpp"
 #include "io/synthetic.hpp"
+#include "support/expect_error.hpp"
 #include "support/tiny_model.hpp"
 #include "zo/block_executor.hpp"
 
@@ -176,6 +177,11 @@ TEST(Plan, SlicedScheduleFollowsTheFormula) {
   EXPECT_THROW(app::sliced_schedule(in, 2, bw), Error);
 }
 
+/// What parse_hf_config says of `text`, or "(no error)".
+std::string hf_config_error(const std::string& text) {
+  return test_support::error_message([&] { io::parse_hf_config(text, "c.json"); });
+}
+
 TEST(HfConfig, ReadsOptAndRefusesWhatDistzoDoesNotImplement) {
   const model::ModelConfig c = io::parse_hf_config(
       R"({"model_type": "opt", "hidden_size": 64, "num_hidden_layers": 3,
@@ -198,23 +204,15 @@ TEST(HfConfig, ReadsOptAndRefusesWhatDistzoDoesNotImplement) {
   EXPECT_EQ(back.word_embed_proj_dim, c.word_embed_proj_dim);
   EXPECT_EQ(back.do_layer_norm_before, c.do_layer_norm_before);
 
-  const auto error = [](const std::string& text) {
-    try {
-      io::parse_hf_config(text, "c.json");
-    } catch (const Error& e) {
-      return std::string(e.what());
-    }
-    return std::string("(no error)");
-  };
-  EXPECT_NE(error(R"({"model_type": "gpt2"})").find("model_type is 'gpt2'"), std::string::npos);
-  EXPECT_NE(error(R"({"model_type": "opt", "tie_word_embeddings": false})").find("tie_word_embeddings"),
+  EXPECT_NE(hf_config_error(R"({"model_type": "gpt2"})").find("model_type is 'gpt2'"), std::string::npos);
+  EXPECT_NE(hf_config_error(R"({"model_type": "opt", "tie_word_embeddings": false})").find("tie_word_embeddings"),
             std::string::npos);
-  EXPECT_NE(error(R"({"model_type": "opt", "activation_function": "gelu"})").find("gelu"),
+  EXPECT_NE(hf_config_error(R"({"model_type": "opt", "activation_function": "gelu"})").find("gelu"),
             std::string::npos);
-  EXPECT_NE(error(R"({"model_type": "opt", "hidden_size": "big"})").find("hidden_size must be an integer"),
+  EXPECT_NE(hf_config_error(R"({"model_type": "opt", "hidden_size": "big"})").find("hidden_size must be an integer"),
             std::string::npos);
-  EXPECT_NE(error("[1, 2]").find("expected a JSON object"), std::string::npos);
-  EXPECT_NE(error("{\"model_type\": ").find("not valid JSON"), std::string::npos);
+  EXPECT_NE(hf_config_error("[1, 2]").find("expected a JSON object"), std::string::npos);
+  EXPECT_NE(hf_config_error("{\"model_type\": ").find("not valid JSON"), std::string::npos);
 }
 
 TEST(HfConfig, ReadsLlamaWithEitherRopeFormAndRefusesRopeScaling) {
@@ -248,25 +246,17 @@ TEST(HfConfig, ReadsLlamaWithEitherRopeFormAndRefusesRopeScaling) {
   EXPECT_EQ(io::parse_hf_config(io::hf_config_json(c), "back.json"), c);
   EXPECT_EQ(io::parse_hf_config(io::hf_config_json(v5), "back.json"), v5);
 
-  const auto error = [](const std::string& text) {
-    try {
-      io::parse_hf_config(text, "c.json");
-    } catch (const Error& e) {
-      return std::string(e.what());
-    }
-    return std::string("(no error)");
-  };
-  EXPECT_NE(error(R"({"model_type": "llama", "rope_scaling": {"rope_type": "llama3", "factor": 8.0}})")
+  EXPECT_NE(hf_config_error(R"({"model_type": "llama", "rope_scaling": {"rope_type": "llama3", "factor": 8.0}})")
                 .find("rope_type 'llama3'"),
             std::string::npos);
-  EXPECT_NE(error(R"({"model_type": "llama", "rope_parameters": {"rope_type": "default", "factor": 2.0}})")
+  EXPECT_NE(hf_config_error(R"({"model_type": "llama", "rope_parameters": {"rope_type": "default", "factor": 2.0}})")
                 .find("rope_parameters.factor"),
             std::string::npos);
-  EXPECT_NE(error(R"({"model_type": "llama", "hidden_act": "gelu"})").find("hidden_act 'gelu'"),
+  EXPECT_NE(hf_config_error(R"({"model_type": "llama", "hidden_act": "gelu"})").find("hidden_act 'gelu'"),
             std::string::npos);
-  EXPECT_NE(error(R"({"model_type": "llama", "num_key_value_heads": 5})").find("multiple of num_key_value_heads"),
+  EXPECT_NE(hf_config_error(R"({"model_type": "llama", "num_key_value_heads": 5})").find("multiple of num_key_value_heads"),
             std::string::npos);
-  EXPECT_NE(error(R"({"model_type": "llama", "pretraining_tp": 2})").find("pretraining_tp"),
+  EXPECT_NE(hf_config_error(R"({"model_type": "llama", "pretraining_tp": 2})").find("pretraining_tp"),
             std::string::npos);
 }
 

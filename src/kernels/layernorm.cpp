@@ -6,19 +6,31 @@
 
 namespace distzo::kernels {
 
+namespace {
+
+/// y and x of one shape, gamma one entry per column, eps > 0.
+void check_norm(const char* kernel, const Mat& y, const ConstMat& x, const ConstVec& gamma,
+                real eps) {
+  DISTZO_REQUIRE(y.extent(0) == x.extent(0) && y.extent(1) == x.extent(1),
+                 "distzo::kernels::" << kernel << ": y is (" << y.extent(0) << ", " << y.extent(1)
+                                     << "), x is (" << x.extent(0) << ", " << x.extent(1) << ")");
+  DISTZO_REQUIRE(gamma.extent(0) == x.extent(1),
+                 "distzo::kernels::" << kernel << ": gamma has " << gamma.extent(0)
+                                     << " entries, expected " << x.extent(1));
+  DISTZO_REQUIRE(eps > real(0),
+                 "distzo::kernels::" << kernel << ": eps must be positive, got " << eps);
+}
+
+}  // namespace
+
 void layernorm(const ExecSpace& space, const Mat& y, const ConstMat& x, const ConstVec& gamma,
                const ConstVec& beta, real eps) {
+  check_norm("layernorm", y, x, gamma, eps);
+  DISTZO_REQUIRE(beta.extent(0) == x.extent(1),
+                 "distzo::kernels::layernorm: beta has " << beta.extent(0) << " entries, expected "
+                                                         << x.extent(1));
   const int rows = static_cast<int>(x.extent(0));
   const int cols = static_cast<int>(x.extent(1));
-  DISTZO_REQUIRE(y.extent(0) == x.extent(0) && y.extent(1) == x.extent(1),
-                 "distzo::kernels::layernorm: y is (" << y.extent(0) << ", " << y.extent(1)
-                                                      << "), x is (" << rows << ", " << cols
-                                                      << ")");
-  DISTZO_REQUIRE(gamma.extent(0) == x.extent(1) && beta.extent(0) == x.extent(1),
-                 "distzo::kernels::layernorm: gamma has " << gamma.extent(0) << " and beta "
-                                                          << beta.extent(0) << " entries, expected "
-                                                          << cols);
-  DISTZO_REQUIRE(eps > real(0), "distzo::kernels::layernorm: eps must be positive, got " << eps);
   if (rows == 0 || cols == 0) return;
 
   const Mat yy = y;
@@ -57,15 +69,9 @@ void layernorm(const ExecSpace& space, const Mat& y, const ConstMat& x, const Co
 
 void rmsnorm(const ExecSpace& space, const Mat& y, const ConstMat& x, const ConstVec& gamma,
              real eps) {
+  check_norm("rmsnorm", y, x, gamma, eps);
   const int rows = static_cast<int>(x.extent(0));
   const int cols = static_cast<int>(x.extent(1));
-  DISTZO_REQUIRE(y.extent(0) == x.extent(0) && y.extent(1) == x.extent(1),
-                 "distzo::kernels::rmsnorm: y is (" << y.extent(0) << ", " << y.extent(1)
-                                                    << "), x is (" << rows << ", " << cols << ")");
-  DISTZO_REQUIRE(gamma.extent(0) == x.extent(1),
-                 "distzo::kernels::rmsnorm: gamma has " << gamma.extent(0) << " entries, expected "
-                                                        << cols);
-  DISTZO_REQUIRE(eps > real(0), "distzo::kernels::rmsnorm: eps must be positive, got " << eps);
   if (rows == 0 || cols == 0) return;
 
   const Mat yy = y;

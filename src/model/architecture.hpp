@@ -18,6 +18,18 @@ namespace distzo::model {
 class WeightView;
 struct ForwardScratch;
 
+/// Shapes the tables share (C hidden, F ffn/intermediate, V vocabulary).
+namespace shapes {
+inline std::vector<std::int64_t> hidden(const ModelConfig& c) { return {c.hidden_size}; }
+inline std::vector<std::int64_t> ffn(const ModelConfig& c) { return {c.ffn_dim}; }
+inline std::vector<std::int64_t> ffn_by_hidden(const ModelConfig& c) {
+  return {c.ffn_dim, c.hidden_size};
+}
+inline std::vector<std::int64_t> hidden_by_ffn(const ModelConfig& c) {
+  return {c.hidden_size, c.ffn_dim};
+}
+}  // namespace shapes
+
 /// One tensor of the table. `name` is the Hugging Face state-dict key, with
 /// "{k}" standing for the layer index in block tensors.
 struct TensorSpec {
