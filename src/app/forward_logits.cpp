@@ -9,6 +9,7 @@
 #include "zo/model_walk.hpp"
 
 #include <algorithm>
+#include <filesystem>
 #include <iostream>
 
 namespace distzo::app {
@@ -47,6 +48,12 @@ int forward_logits(const std::vector<std::string>& args) {
   const std::string& input_path = o.positional()[1];
   const std::string& output_path = o.positional()[2];
   const auto micro = static_cast<int>(o.integer("--micro-batch", 8, 1));
+  // Found out before the forward passes, not after them.
+  const std::filesystem::path parent = std::filesystem::path(output_path).parent_path();
+  std::error_code ec;
+  DISTZO_INPUT_REQUIRE(parent.empty() || std::filesystem::is_directory(parent, ec),
+                       "forward: no directory '" << parent.string() << "' to write " << output_path
+                                                 << " into");
 
   const io::ModelReader reader(model_path);
   const io::ModelInfo& m = reader.info();

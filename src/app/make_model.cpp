@@ -5,6 +5,7 @@
 #include "core/error.hpp"
 #include "io/hf_config.hpp"
 #include "io/model_file.hpp"
+#include "model/architecture.hpp"
 #include "model/init.hpp"
 
 #include <filesystem>
@@ -41,6 +42,10 @@ int make_model(const std::vector<std::string>& args) {
                                                    << kUsage);
     c = io::read_hf_config(o.text("--config", ""));
   } else {
+    DISTZO_INPUT_REQUIRE(o.has("--layers"),
+                         "make-model: give --config config.json (OPT or Llama), or the shape of "
+                         "an OPT model (--layers L --hidden C --heads H --ffn F --vocab V)\n"
+                             << kUsage);
     c.num_hidden_layers = o.required_integer("--layers", 1);
     c.hidden_size = o.required_integer("--hidden", 1);
     c.num_attention_heads = o.required_integer("--heads", 1);
@@ -77,7 +82,9 @@ int make_model(const std::vector<std::string>& args) {
     });
   });
   const double params = static_cast<double>(info.registry.total_elements());
-  std::cout << "wrote " << out << ": OPT, " << c.num_hidden_layers << " layers, hidden "
+  std::cout << "wrote " << out << ": "
+            << model::architecture_spec(c.architecture).display_name << ", "
+            << c.num_hidden_layers << " layers, hidden "
             << c.hidden_size << ", " << static_cast<long long>(params) << " parameters ("
             << human_bytes(4 * params) << " as float32), seed " << seed << ", std " << std << "\n";
   return 0;

@@ -286,7 +286,10 @@ int plan(const std::vector<std::string>& args) {
   std::error_code ec;
   DISTZO_INPUT_REQUIRE(std::filesystem::is_regular_file(path, ec),
                        "plan: no such file '" << path << "' (a deck or a config.json)");
-  const bool config = io::is_hf_config_file(path);
+  // A .json file is a config even when it does not parse: the JSON reader
+  // says what is wrong with it (a deck's YAML reader would not).
+  const bool json = path.size() >= 5 && path.compare(path.size() - 5, 5, ".json") == 0;
+  const bool config = json || io::is_hf_config_file(path);
   if (!config && !(args.size() == 1 || (args.size() == 3 && o.has("--device-gib"))))
     throw Error("plan: " + path + " is a deck: it says everything but --device-gib itself (the "
                 "sliced schedule, --gpus-per-node, takes a config.json)\n" + kUsage);
