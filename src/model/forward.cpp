@@ -2,9 +2,12 @@
 
 #include "core/error.hpp"
 #include "core/memory.hpp"
+#include "kernels/activations.hpp"
+#include "kernels/attention.hpp"
 #include "kernels/linear.hpp"
 
 #include <algorithm>
+#include <cmath>
 
 namespace distzo::model {
 
@@ -13,6 +16,38 @@ Mat ForwardScratch::projected_as(std::size_t rows, std::size_t cols) const {
                  "forward scratch: a (" << rows << ", " << cols << ") projection does not fit in "
                                         << projected.size() << " floats");
   return Mat(projected.data(), rows, cols);
+}
+
+void self_attention(const ModelConfig& config, ForwardScratch& s, const ExecSpace& space,
+                    const WeightView& w, ConstMat x, ConstIntMat mask, const Mat& h,
+                    bool rotary) {
+  using R = ParameterRole;
+  const int heads = static_cast<int>(config.num_attention_heads);
+  const int kv_heads = static_cast<int>(config.num_key_value_heads);
+  const int T = s.seq_len;
+  const auto N = static_cast<std::size_t>(s.rows());
+  const real scale = static_cast<real>(1.0 / std::sqrt(static_cast<double>(config.head_dim)));
+  // `projected` holds each projection's output until it is reordered
+  // head-major, then the attention output (head-major), then o_proj's.
+  const Mat q_out = s.projected_as(N, static_cast<std::size_t>(config.q_width()));
+  const Mat kv_out = s.projected_as(N, static_cast<std::size_t>(config.kv_width()));
+  kernels::linear(space, q_out, x, w.mat(R::q_weight), ConstVec());
+  kernels::split_heads(space, s.q, q_out, w.vec(R::q_bias), heads, T);
+  kernels::linear(space, kv_out, x, w.mat(R::k_weight), ConstVec());
+  kernels::split_heads(space, s.k, kv_out, w.vec(R::k_bias), kv_heads, T);
+  kernels::linear(space, kv_out, x, w.mat(R::v_weight), ConstVec());
+  kernels::split_heads(space, s.v, kv_out, w.vec(R::v_bias), kv_heads, T);
+  if (rotary) {
+    kernels::rotary_embedding(space, s.q, s.rope_cos, s.rope_sin, heads, T);
+    kernels::rotary_embedding(space, s.k, s.rope_cos, s.rope_sin, kv_heads, T);
+  }
+  const Mat heads_out = s.projected_as(s.q.extent(0), s.q.extent(1));
+  kernels::attention_heads(space, heads_out, s.q, s.k, s.v, mask, heads, kv_heads, scale,
+                           s.scores);
+  kernels::merge_heads(space, s.attended, heads_out, heads, T);
+  const Mat out = s.projected_as(N, static_cast<std::size_t>(config.hidden_size));
+  kernels::linear(space, out, s.attended, w.mat(R::out_weight), ConstVec());
+  kernels::add_bias_residual(space, h, out, w.vec(R::out_bias));
 }
 
 DecoderForward::DecoderForward(const ModelConfig& config, int batch, int seq_len)

@@ -41,6 +41,15 @@ struct ForwardScratch {
   Mat projected_as(std::size_t rows, std::size_t cols) const;
 };
 
+/// The attention sub-layer every architecture shares: h += o_proj(attention(
+/// q(x), k(x), v(x))), each projection's bias added while its output is
+/// reordered head-major, grouped-query heads, causal and key-padding masks;
+/// with `rotary`, q and k turned by the scratch's rotary tables first.
+///   x: (N, C), the normed (pre-norm) or raw (post-norm) input   h: (N, C)
+void self_attention(const ModelConfig& config, ForwardScratch& s, const ExecSpace& space,
+                    const WeightView& w, ConstMat x, ConstIntMat mask, const Mat& h,
+                    bool rotary);
+
 class DecoderForward {
  public:
   DecoderForward(const ModelConfig& config, int batch, int seq_len);

@@ -11,7 +11,6 @@
 #include "model/architecture.hpp"
 #include "model/forward.hpp"
 
-#include <cmath>
 
 namespace distzo::model {
 
@@ -32,39 +31,19 @@ void llama_embed(const ModelConfig& config, ForwardScratch& s, const ExecSpace& 
 
 void llama_block(const ModelConfig& config, ForwardScratch& s, const ExecSpace& space,
                  const WeightView& w, ConstIntMat mask, const Mat& h) {
-  const int heads = static_cast<int>(config.num_attention_heads);
-  const int kv_heads = static_cast<int>(config.num_key_value_heads);
-  const int T = s.seq_len;
   const auto N = static_cast<std::size_t>(s.rows());
-  const auto C = static_cast<std::size_t>(config.hidden_size);
   const real eps = static_cast<real>(config.rms_norm_eps);
-  const real scale = static_cast<real>(1.0 / std::sqrt(static_cast<double>(config.head_dim)));
 
   // Self-attention: h += o_proj(attention(rope(q), rope(k), v)) on rmsnorm(h).
   kernels::rmsnorm(space, s.normed, h, w.vec(R::attn_norm_weight), eps);
-  const Mat q_out = s.projected_as(N, static_cast<std::size_t>(config.q_width()));
-  const Mat kv_out = s.projected_as(N, static_cast<std::size_t>(config.kv_width()));
-  kernels::linear(space, q_out, s.normed, w.mat(R::q_weight), ConstVec());
-  kernels::split_heads(space, s.q, q_out, w.vec(R::q_bias), heads, T);
-  kernels::linear(space, kv_out, s.normed, w.mat(R::k_weight), ConstVec());
-  kernels::split_heads(space, s.k, kv_out, w.vec(R::k_bias), kv_heads, T);
-  kernels::linear(space, kv_out, s.normed, w.mat(R::v_weight), ConstVec());
-  kernels::split_heads(space, s.v, kv_out, w.vec(R::v_bias), kv_heads, T);
-  kernels::rotary_embedding(space, s.q, s.rope_cos, s.rope_sin, heads, T);
-  kernels::rotary_embedding(space, s.k, s.rope_cos, s.rope_sin, kv_heads, T);
-  const Mat heads_out = s.projected_as(s.q.extent(0), s.q.extent(1));  // head-major
-  kernels::attention_heads(space, heads_out, s.q, s.k, s.v, mask, heads, kv_heads, scale,
-                           s.scores);
-  kernels::merge_heads(space, s.attended, heads_out, heads, T);
-  const Mat out = s.projected_as(N, C);
-  kernels::linear(space, out, s.attended, w.mat(R::out_weight), ConstVec());
-  kernels::add_bias_residual(space, h, out, w.vec(R::out_bias));
+  self_attention(config, s, space, w, s.normed, mask, h, /*rotary=*/true);
 
   // MLP: h += down_proj(silu(gate_proj(x)) * up_proj(x)), x = rmsnorm(h).
   kernels::rmsnorm(space, s.normed, h, w.vec(R::ffn_norm_weight), eps);
   kernels::linear(space, s.ffn_gate, s.normed, w.mat(R::gate_weight), ConstVec());
   kernels::linear(space, s.ffn, s.normed, w.mat(R::up_weight), ConstVec());
   kernels::silu_mul(space, s.ffn_gate, s.ffn, w.vec(R::gate_bias), w.vec(R::up_bias));
+  const Mat out = s.projected_as(N, static_cast<std::size_t>(config.hidden_size));
   kernels::linear(space, out, s.ffn_gate, w.mat(R::down_weight), ConstVec());
   kernels::add_bias_residual(space, h, out, w.vec(R::down_bias));
 }

@@ -4,14 +4,12 @@
 // embed_tokens.
 #include "core/error.hpp"
 #include "kernels/activations.hpp"
-#include "kernels/attention.hpp"
 #include "kernels/embedding.hpp"
 #include "kernels/layernorm.hpp"
 #include "kernels/linear.hpp"
 #include "model/architecture.hpp"
 #include "model/forward.hpp"
 
-#include <cmath>
 
 namespace distzo::model {
 
@@ -40,8 +38,6 @@ void opt_embed(const ModelConfig& config, ForwardScratch& s, const ExecSpace& sp
 void opt_block(const ModelConfig& config, ForwardScratch& s, const ExecSpace& space,
                const WeightView& w, ConstIntMat mask, const Mat& h) {
   const bool pre_ln = config.do_layer_norm_before;
-  const int heads = static_cast<int>(config.num_attention_heads);
-  const real scale = static_cast<real>(1.0 / std::sqrt(static_cast<double>(config.head_dim)));
   const Mat projected = s.projected;  // (N, C): OPT has H*hd = C
 
   // Self-attention sub-layer: h += out_proj(attention(q, k, v)).
@@ -51,22 +47,7 @@ void opt_block(const ModelConfig& config, ForwardScratch& s, const ExecSpace& sp
                        kLayerNormEps);
     attn_in = s.normed;
   }
-  // Each projection's bias is added while its output is reordered head-major
-  // (projected is free until the output projection); the attention output
-  // comes back head-major in projected and is reordered into attended.
-  const int T = s.seq_len;
-  kernels::linear(space, projected, attn_in, w.mat(R::q_weight), ConstVec());
-  kernels::split_heads(space, s.q, projected, w.vec(R::q_bias), heads, T);
-  kernels::linear(space, projected, attn_in, w.mat(R::k_weight), ConstVec());
-  kernels::split_heads(space, s.k, projected, w.vec(R::k_bias), heads, T);
-  kernels::linear(space, projected, attn_in, w.mat(R::v_weight), ConstVec());
-  kernels::split_heads(space, s.v, projected, w.vec(R::v_bias), heads, T);
-  const Mat heads_out = s.projected_as(s.q.extent(0), s.q.extent(1));  // head-major
-  kernels::attention_heads(space, heads_out, s.q, s.k, s.v, mask, heads, heads, scale,
-                           s.scores);
-  kernels::merge_heads(space, s.attended, heads_out, heads, T);
-  kernels::linear(space, projected, s.attended, w.mat(R::out_weight), ConstVec());
-  kernels::add_bias_residual(space, h, projected, w.vec(R::out_bias));
+  self_attention(config, s, space, w, attn_in, mask, h, /*rotary=*/false);
   if (!pre_ln) {
     kernels::layernorm(space, s.normed, h, w.vec(R::attn_norm_weight), w.vec(R::attn_norm_bias),
                        kLayerNormEps);
