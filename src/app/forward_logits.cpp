@@ -9,7 +9,6 @@
 #include "zo/model_walk.hpp"
 
 #include <algorithm>
-#include <filesystem>
 #include <iostream>
 
 namespace distzo::app {
@@ -48,12 +47,7 @@ int forward_logits(const std::vector<std::string>& args) {
   const std::string& input_path = o.positional()[1];
   const std::string& output_path = o.positional()[2];
   const auto micro = static_cast<int>(o.integer("--micro-batch", 8, 1));
-  // Found out before the forward passes, not after them.
-  const std::filesystem::path parent = std::filesystem::path(output_path).parent_path();
-  std::error_code ec;
-  DISTZO_INPUT_REQUIRE(parent.empty() || std::filesystem::is_directory(parent, ec),
-                       "forward: no directory '" << parent.string() << "' to write " << output_path
-                                                 << " into");
+  require_output_directory("forward", output_path);
 
   const io::ModelReader reader(model_path);
   const io::ModelInfo& m = reader.info();
@@ -90,6 +84,7 @@ int forward_logits(const std::vector<std::string>& args) {
   auto h_tokens = Kokkos::create_mirror_view(tokens);
   auto h_mask = Kokkos::create_mirror_view(attention);
   std::vector<float> out(static_cast<std::size_t>(B * T * V));
+  const auto host = Kokkos::create_mirror_view(logits);
   runtime::BlockStreamer streamer(store, space);
 
   for (std::int64_t first = 0; first < B; first += rows) {
@@ -106,7 +101,8 @@ int forward_logits(const std::vector<std::string>& args) {
     zo::ForwardPass pass(forward, m.registry, h, tokens, attention);
     zo::walk(streamer, pass);
     forward.logits(space, edge, pass.final_hidden(), logits);
-    const auto host = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), logits);
+    Kokkos::deep_copy(space, host, logits);
+    space.fence();
     const std::int64_t kept = std::min<std::int64_t>(rows, B - first);
     std::copy(host.data(), host.data() + kept * T * V, out.data() + first * T * V);
     std::cerr << "forward: rows " << first + kept << " of " << B << "\n";

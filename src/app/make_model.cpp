@@ -8,7 +8,6 @@
 #include "model/architecture.hpp"
 #include "model/init.hpp"
 
-#include <filesystem>
 #include <iostream>
 #include <vector>
 
@@ -29,11 +28,7 @@ int make_model(const std::vector<std::string>& args) {
                    "--positions", "--proj", "--seed", "--std"},
                   {"--post-ln"}, kUsage);
   const std::string out = o.single("output file");
-  const std::filesystem::path parent = std::filesystem::path(out).parent_path();
-  std::error_code ec;
-  DISTZO_INPUT_REQUIRE(parent.empty() || std::filesystem::is_directory(parent, ec),
-                       "make-model: no directory '" << parent.string() << "' to write " << out
-                                                    << " into");
+  require_output_directory("make-model", out);
   model::ModelConfig c;
   if (o.has("--config")) {
     for (const char* shape : {"--layers", "--hidden", "--heads", "--ffn", "--vocab", "--positions",

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
 
 namespace distzo::app {
 
@@ -14,6 +15,14 @@ void require(bool ok, const std::string& message) {
   if (!ok) throw Error(message);
 }
 }  // namespace
+
+void require_output_directory(const char* command, const std::string& path) {
+  const std::filesystem::path parent = std::filesystem::path(path).parent_path();
+  std::error_code ec;
+  require(parent.empty() || std::filesystem::is_directory(parent, ec),
+          std::string(command) + ": no directory '" + parent.string() + "' to write " + path +
+              " into");
+}
 
 Options::Options(std::string command, const std::vector<std::string>& args,
                  const std::vector<std::string>& valued, const std::vector<std::string>& flags,

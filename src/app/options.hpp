@@ -11,6 +11,10 @@
 
 namespace distzo::app {
 
+/// Throws naming `command` unless the directory `path` would be written
+/// into exists: checked before any work, not after it.
+void require_output_directory(const char* command, const std::string& path);
+
 class Options {
  public:
   /// `valued`: options that take a value; `flags`: options that do not.

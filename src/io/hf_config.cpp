@@ -207,41 +207,51 @@ model::ModelConfig read_hf_config(const std::string& path) {
   return parse_hf_config(read_text(path), path);
 }
 
+const ConfigFields& config_fields(model::Architecture a) {
+  using model::ModelConfig;
+  static const ConfigFields opt{
+      {{"hidden_size", &ModelConfig::hidden_size},
+       {"num_hidden_layers", &ModelConfig::num_hidden_layers},
+       {"num_attention_heads", &ModelConfig::num_attention_heads},
+       {"ffn_dim", &ModelConfig::ffn_dim},
+       {"vocab_size", &ModelConfig::vocab_size},
+       {"max_position_embeddings", &ModelConfig::max_position_embeddings},
+       {"word_embed_proj_dim", &ModelConfig::word_embed_proj_dim}},
+      {{"do_layer_norm_before", &ModelConfig::do_layer_norm_before},
+       {"tie_word_embeddings", &ModelConfig::tie_word_embeddings}},
+      {},
+      "activation_function"};
+  static const ConfigFields llama{
+      {{"hidden_size", &ModelConfig::hidden_size},
+       {"num_hidden_layers", &ModelConfig::num_hidden_layers},
+       {"num_attention_heads", &ModelConfig::num_attention_heads},
+       {"num_key_value_heads", &ModelConfig::num_key_value_heads},
+       {"head_dim", &ModelConfig::head_dim},
+       {"intermediate_size", &ModelConfig::ffn_dim},
+       {"vocab_size", &ModelConfig::vocab_size},
+       {"max_position_embeddings", &ModelConfig::max_position_embeddings}},
+      {{"tie_word_embeddings", &ModelConfig::tie_word_embeddings},
+       {"attention_bias", &ModelConfig::attention_bias},
+       {"mlp_bias", &ModelConfig::mlp_bias}},
+      {{"rms_norm_eps", &ModelConfig::rms_norm_eps}, {"rope_theta", &ModelConfig::rope_theta}},
+      "hidden_act"};
+  return a == model::Architecture::opt ? opt : llama;
+}
+
 std::string hf_config_json(const model::ModelConfig& c) {
+  const bool opt = c.architecture == model::Architecture::opt;
+  const ConfigFields& fields = config_fields(c.architecture);
   std::ostringstream os;
-  if (c.architecture == model::Architecture::llama) {
-    const auto flag = [](bool b) { return b ? "true" : "false"; };
-    os.precision(17);
-    os << "{\n  \"model_type\": \"llama\",\n  \"architectures\": [\"LlamaForCausalLM\"],\n"
-       << "  \"hidden_size\": " << c.hidden_size << ",\n"
-       << "  \"num_hidden_layers\": " << c.num_hidden_layers << ",\n"
-       << "  \"num_attention_heads\": " << c.num_attention_heads << ",\n"
-       << "  \"num_key_value_heads\": " << c.num_key_value_heads << ",\n"
-       << "  \"head_dim\": " << c.head_dim << ",\n"
-       << "  \"intermediate_size\": " << c.ffn_dim << ",\n"
-       << "  \"vocab_size\": " << c.vocab_size << ",\n"
-       << "  \"max_position_embeddings\": " << c.max_position_embeddings << ",\n"
-       << "  \"rms_norm_eps\": " << c.rms_norm_eps << ",\n"
-       << "  \"rope_theta\": " << c.rope_theta << ",\n"
-       << "  \"hidden_act\": \"" << c.activation_function << "\",\n"
-       << "  \"attention_bias\": " << flag(c.attention_bias) << ",\n"
-       << "  \"mlp_bias\": " << flag(c.mlp_bias) << ",\n"
-       << "  \"tie_word_embeddings\": " << flag(c.tie_word_embeddings) << ",\n"
-       << "  \"torch_dtype\": \"float32\"\n}\n";
-    return os.str();
-  }
-  os << "{\n  \"model_type\": \"opt\",\n  \"architectures\": [\"OPTForCausalLM\"],\n"
-     << "  \"hidden_size\": " << c.hidden_size << ",\n"
-     << "  \"num_hidden_layers\": " << c.num_hidden_layers << ",\n"
-     << "  \"num_attention_heads\": " << c.num_attention_heads << ",\n"
-     << "  \"ffn_dim\": " << c.ffn_dim << ",\n"
-     << "  \"vocab_size\": " << c.vocab_size << ",\n"
-     << "  \"max_position_embeddings\": " << c.max_position_embeddings << ",\n"
-     << "  \"word_embed_proj_dim\": " << c.word_embed_proj_dim << ",\n"
-     << "  \"do_layer_norm_before\": " << (c.do_layer_norm_before ? "true" : "false") << ",\n"
-     << "  \"activation_function\": \"" << c.activation_function << "\",\n"
-     << "  \"tie_word_embeddings\": true,\n  \"enable_bias\": true,\n"
-     << "  \"torch_dtype\": \"float32\"\n}\n";
+  os.precision(17);  // doubles parse back to the same value
+  os << "{\n  \"model_type\": \"" << model::architecture_name(c.architecture) << "\",\n"
+     << "  \"architectures\": [\"" << (opt ? "OPTForCausalLM" : "LlamaForCausalLM") << "\"],\n";
+  for (const auto& [key, member] : fields.ints) os << "  \"" << key << "\": " << c.*member << ",\n";
+  for (const auto& [key, member] : fields.bools)
+    os << "  \"" << key << "\": " << (c.*member ? "true" : "false") << ",\n";
+  for (const auto& [key, member] : fields.reals) os << "  \"" << key << "\": " << c.*member << ",\n";
+  os << "  \"" << fields.activation_key << "\": \"" << c.activation_function << "\",\n";
+  if (opt) os << "  \"enable_bias\": true,\n";
+  os << "  \"torch_dtype\": \"float32\"\n}\n";
   return os.str();
 }
 

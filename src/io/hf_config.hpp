@@ -7,9 +7,25 @@
 
 #include "model/model_config.hpp"
 
+#include <cstdint>
 #include <string>
+#include <vector>
 
 namespace distzo::io {
+
+/// The config keys of each architecture that distzo keeps: Hugging Face's
+/// config.json names and the ModelConfig fields they hold. One table for
+/// the model file's attributes (io/model_file.cpp; booleans as 0/1) and for
+/// the config.json distzo writes (hf_config_json).
+template <class T>
+using ConfigMember = T model::ModelConfig::*;  // (an alias: nvcc's host pass warns on the spelled-out form)
+struct ConfigFields {
+  std::vector<std::pair<const char*, ConfigMember<std::int64_t>>> ints;
+  std::vector<std::pair<const char*, ConfigMember<bool>>> bools;
+  std::vector<std::pair<const char*, ConfigMember<double>>> reals;
+  const char* activation_key;  // activation_function (OPT), hidden_act (Llama)
+};
+const ConfigFields& config_fields(model::Architecture architecture);
 
 /// Parses config.json text; `source` names it in errors.
 model::ModelConfig parse_hf_config(const std::string& json_text, const std::string& source);

@@ -2,6 +2,7 @@
 
 #include "core/digest.hpp"
 #include "core/error.hpp"
+#include "io/hf_config.hpp"
 
 #include <algorithm>
 
@@ -11,55 +12,8 @@
 namespace distzo::io {
 
 namespace {
-
 using model::Architecture;
 using model::ModelConfig;
-
-/// The config attributes of each architecture: the file's names (Hugging
-/// Face's config.json keys) and the ModelConfig fields they hold. Booleans
-/// are stored as 0/1 integers.
-template <class T>
-using Member = T ModelConfig::*;  // (an alias: nvcc's host pass warns on the spelled-out form)
-struct IntField { const char* name; Member<std::int64_t> field; };
-struct BoolField { const char* name; Member<bool> field; };
-struct RealField { const char* name; Member<double> field; };
-struct ConfigFields {
-  std::vector<IntField> ints;
-  std::vector<BoolField> bools;
-  std::vector<RealField> reals;
-  const char* activation_key;  // activation_function (OPT), hidden_act (Llama)
-};
-
-const ConfigFields& config_fields(Architecture a) {
-  static const ConfigFields opt{
-      {{"hidden_size", &ModelConfig::hidden_size},
-       {"num_hidden_layers", &ModelConfig::num_hidden_layers},
-       {"num_attention_heads", &ModelConfig::num_attention_heads},
-       {"ffn_dim", &ModelConfig::ffn_dim},
-       {"vocab_size", &ModelConfig::vocab_size},
-       {"max_position_embeddings", &ModelConfig::max_position_embeddings},
-       {"word_embed_proj_dim", &ModelConfig::word_embed_proj_dim}},
-      {{"do_layer_norm_before", &ModelConfig::do_layer_norm_before},
-       {"tie_word_embeddings", &ModelConfig::tie_word_embeddings}},
-      {},
-      "activation_function"};
-  static const ConfigFields llama{
-      {{"hidden_size", &ModelConfig::hidden_size},
-       {"num_hidden_layers", &ModelConfig::num_hidden_layers},
-       {"num_attention_heads", &ModelConfig::num_attention_heads},
-       {"num_key_value_heads", &ModelConfig::num_key_value_heads},
-       {"head_dim", &ModelConfig::head_dim},
-       {"intermediate_size", &ModelConfig::ffn_dim},
-       {"vocab_size", &ModelConfig::vocab_size},
-       {"max_position_embeddings", &ModelConfig::max_position_embeddings}},
-      {{"tie_word_embeddings", &ModelConfig::tie_word_embeddings},
-       {"attention_bias", &ModelConfig::attention_bias},
-       {"mlp_bias", &ModelConfig::mlp_bias}},
-      {{"rms_norm_eps", &ModelConfig::rms_norm_eps}, {"rope_theta", &ModelConfig::rope_theta}},
-      "hidden_act"};
-  return a == Architecture::opt ? opt : llama;
-}
-
 }  // namespace
 
 model::ModelConfig read_model_config(const Hdf5File& file) {
@@ -87,9 +41,9 @@ model::ModelConfig read_model_config(const Hdf5File& file) {
     DISTZO_FAIL(file.path() << ": architecture '" << arch
                             << "' is not supported (supported: opt, llama)");
   const ConfigFields& fields = config_fields(c.architecture);
-  for (const IntField& f : fields.ints) c.*f.field = file.read_int_attribute(f.name);
-  for (const BoolField& f : fields.bools) c.*f.field = file.read_int_attribute(f.name) != 0;
-  for (const RealField& f : fields.reals) c.*f.field = file.read_double_attribute(f.name);
+  for (const auto& [key, member] : fields.ints) c.*member = file.read_int_attribute(key);
+  for (const auto& [key, member] : fields.bools) c.*member = file.read_int_attribute(key) != 0;
+  for (const auto& [key, member] : fields.reals) c.*member = file.read_double_attribute(key);
   c.activation_function = file.read_string_attribute(fields.activation_key);
   if (c.architecture == Architecture::opt) model::complete_opt(c);
   try {
@@ -105,9 +59,9 @@ void write_model_config(Hdf5File& file, const model::ModelConfig& c,
   file.write_int_attribute("format_version", kModelFormatVersion);
   file.write_string_attribute("architecture", model::architecture_name(c.architecture));
   const ConfigFields& fields = config_fields(c.architecture);
-  for (const IntField& f : fields.ints) file.write_int_attribute(f.name, c.*f.field);
-  for (const BoolField& f : fields.bools) file.write_int_attribute(f.name, c.*f.field ? 1 : 0);
-  for (const RealField& f : fields.reals) file.write_double_attribute(f.name, c.*f.field);
+  for (const auto& [key, member] : fields.ints) file.write_int_attribute(key, c.*member);
+  for (const auto& [key, member] : fields.bools) file.write_int_attribute(key, c.*member ? 1 : 0);
+  for (const auto& [key, member] : fields.reals) file.write_double_attribute(key, c.*member);
   file.write_string_attribute(fields.activation_key, c.activation_function);
   file.write_string_attribute("hf_config_json", hf_config_json);
 }

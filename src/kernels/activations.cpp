@@ -71,18 +71,13 @@ void silu_mul(const ExecSpace& space, const Mat& gate, const ConstMat& up, const
   const ConstMat uu = up;
   const ConstVec bgg = bg, buu = bu;
   const bool gate_bias = bg.extent(0) != 0, up_bias = bu.extent(0) != 0;
-  // A team per row, its threads over the contiguous columns.
-  const int cols = static_cast<int>(gate.extent(1));
-  Kokkos::parallel_for(
-      "distzo::silu_mul", TeamPolicy(space, static_cast<int>(gate.extent(0)), Kokkos::AUTO),
-      KOKKOS_LAMBDA(const TeamMember& member) {
-        const int r = member.league_rank();
-        Kokkos::parallel_for(Kokkos::TeamThreadRange(member, cols), [&](const int c) {
-          const real g = gate_bias ? gg(r, c) + bgg(c) : gg(r, c);
-          const real u = up_bias ? uu(r, c) + buu(c) : uu(r, c);
-          gg(r, c) = g / (real(1) + math::exp(-g)) * u;
-        });
-      });
+  for_each_in_rows("distzo::silu_mul", space, gate.extent(0),
+                   static_cast<std::int64_t>(gate.extent(1)),
+                   KOKKOS_LAMBDA(const std::int64_t r, const std::int64_t c) {
+                     const real g = gate_bias ? gg(r, c) + bgg(c) : gg(r, c);
+                     const real u = up_bias ? uu(r, c) + buu(c) : uu(r, c);
+                     gg(r, c) = g / (real(1) + math::exp(-g)) * u;
+                   });
 }
 
 }  // namespace distzo::kernels

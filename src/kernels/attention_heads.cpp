@@ -46,21 +46,6 @@ struct HeadShape {
   }
 };
 
-/// f(row, i) for every row of a matrix and i < width: a team per row, its
-/// threads over i (contiguous columns: vectorised on the host, coalesced on
-/// a GPU).
-template <class Element>
-void for_each_row_element(const char* label, const ExecSpace& space, std::size_t rows,
-                     std::int64_t width, const Element& f) {
-  Kokkos::parallel_for(
-      label, TeamPolicy(space, static_cast<int>(rows), Kokkos::AUTO),
-      KOKKOS_LAMBDA(const TeamMember& member) {
-        const std::int64_t row = member.league_rank();
-        Kokkos::parallel_for(Kokkos::TeamThreadRange(member, width),
-                             [&](const std::int64_t i) { f(row, i); });
-      });
-}
-
 /// Row i of scores (one head of batch row b) becomes the softmax over the
 /// keys j <= i with mask(b, j) != 0, and exactly 0 elsewhere (j > i too: the
 /// next GEMM multiplies every column).
@@ -181,7 +166,7 @@ void rotary_embedding(const ExecSpace& space, const Mat& x, const ConstMat& cos,
   const Mat xx = x;
   const ConstMat c = cos, s = sin;
   const std::int64_t H = heads, T = seq, h = static_cast<std::int64_t>(half);
-  for_each_row_element("distzo::rotary_embedding", space, x.extent(0), h,
+  for_each_in_rows("distzo::rotary_embedding", space, x.extent(0), h,
                   KOKKOS_LAMBDA(const std::int64_t row, const std::int64_t i) {
                     const std::int64_t token = row / T / H * T + row % T;  // b*T + t
                     const float x1 = xx(row, i), x2 = xx(row, i + h);

@@ -28,6 +28,21 @@ using MDRangePolicy2 =
 using ScratchReal =
     Kokkos::View<real*, ExecSpace::scratch_memory_space, Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
 
+/// f(row, i) for every row < rows and i < width: a team per row, its
+/// threads over i (contiguous columns of a row-major matrix: a vectorised
+/// loop on the host, coalesced accesses on a GPU).
+template <class Element>
+void for_each_in_rows(const char* label, const ExecSpace& space, std::size_t rows,
+                      std::int64_t width, const Element& f) {
+  Kokkos::parallel_for(
+      label, TeamPolicy(space, static_cast<int>(rows), Kokkos::AUTO),
+      KOKKOS_LAMBDA(const TeamMember& member) {
+        const std::int64_t row = member.league_rank();
+        Kokkos::parallel_for(Kokkos::TeamThreadRange(member, width),
+                             [&](const std::int64_t i) { f(row, i); });
+      });
+}
+
 /// Kernels and their callers fence through the core helper.
 using distzo::fence;
 

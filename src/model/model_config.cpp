@@ -1,6 +1,7 @@
 #include "model/model_config.hpp"
 
 #include "core/error.hpp"
+#include "model/architecture.hpp"
 
 #include <cmath>
 #include <limits>
@@ -26,8 +27,8 @@ ModelConfig& complete_opt(ModelConfig& c) {
 std::string describe(const ModelConfig& c, const std::string& line_break) {
   std::ostringstream os;
   const bool opt = c.architecture == Architecture::opt;
-  os << (opt ? "OPT" : "Llama") << ", " << c.num_hidden_layers << " layers, hidden "
-     << c.hidden_size << ", " << c.num_attention_heads << " heads";
+  os << architecture_spec(c.architecture).display_name << ", " << c.num_hidden_layers
+     << " layers, hidden " << c.hidden_size << ", " << c.num_attention_heads << " heads";
   if (c.num_key_value_heads != c.num_attention_heads)
     os << " / " << c.num_key_value_heads << " key-value heads";
   os << " (head_dim " << c.head_dim << "), " << (opt ? "ffn " : "intermediate ") << c.ffn_dim
@@ -60,7 +61,7 @@ bool ModelConfig::operator==(const ModelConfig& o) const {
 }
 
 void ModelConfig::validate() const {
-  const char* arch = architecture == Architecture::opt ? "OPT" : "Llama";
+  const char* arch = architecture_spec(architecture).display_name;
   // Kernels index rows and columns with int: every size fits one.
   auto positive = [&](const char* key, std::int64_t value) {
     DISTZO_INPUT_REQUIRE(value > 0 && value <= std::numeric_limits<int>::max(),
