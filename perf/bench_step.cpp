@@ -1,4 +1,4 @@
-// bench_step: ZO steps/s and tokens/s of the block executor on one rank,
+// bench_step: ZO steps/s and tokens/s of the engine on one rank,
 // causal-LM loss on the fixed token pattern (every position with a successor
 // is a target), with the lazy update in the loop: every timed step starts
 // with the previous step's pending update active, so it pays for applying it
@@ -33,6 +33,7 @@
 
 #include "core/memory.hpp"
 #include "core/perturbation.hpp"
+#include "core/step_state.hpp"
 #include "io/hf_config.hpp"
 #include "io/model_file.hpp"
 #include "model/init.hpp"
@@ -41,10 +42,9 @@
 #include "runtime/mpi_communicator.hpp"
 #include "runtime/parameter_store.hpp"
 #include "runtime/slice_exchange.hpp"
-#include "zo/block_executor.hpp"
+#include "zo/engine.hpp"
 #include "zo/estimator.hpp"
 #include "zo/evaluation_plan.hpp"
-#include "zo/pending_update.hpp"
 
 #include <Kokkos_Core.hpp>
 #include <mpi.h>
@@ -68,7 +68,7 @@ const char* const kUsage =
     "                  [--distribution gaussian|rademacher] [--seed S] [--profile]\n"
     "                  [--placement resident|offload] [--resident-blocks K] [--prefetch N]\n"
     "                  [--mesh PxD] [--share auto|true|false] [--exchange auto|shared_memory|mpi]\n"
-    "  ZO steps/s of BlockExecutor::run_step (causal LM, pending update applied every step);\n"
+    "  ZO steps/s of Engine::run_step (causal LM, pending update applied every step);\n"
     "  defaults: --batch 8 --seq 128 --reps 3 --queries 1 --warmup 1 --eps 1e-3 --lr 1e-6\n"
     "            --weight-decay 0 --distribution gaussian --seed 1 --placement resident\n"
     "            --resident-blocks 0 --prefetch 1 --mesh 1x1 --share auto --exchange auto;\n"
@@ -131,20 +131,10 @@ int run(int argc, char** argv) {
   const std::string exchange_name = args.str("exchange", "auto");
   DISTZO_REQUIRE(exchange_name == "auto" || exchange_name == "shared_memory" || exchange_name == "mpi",
                  "--exchange must be auto, shared_memory or mpi, got '" << exchange_name << "'");
-  std::unique_ptr<runtime::SliceExchange> exchange;
-  zo::NodeSlicing slicing;
-  if (placement.share_host_master) {
-    exchange = runtime::make_slice_exchange(
-        exchange_name == "mpi"             ? runtime::ExchangeKind::mpi
-        : exchange_name == "shared_memory" ? runtime::ExchangeKind::shared_memory
-                                           : runtime::ExchangeKind::automatic,
-        mesh.node());
-    slicing.exchange = exchange.get();
-    std::vector<int> node_ranks;
-    for (double r : mesh.node().allgather(mesh.coordinates().perturbation_rank))
-      node_ranks.push_back(static_cast<int>(r));
-    slicing.evaluations = zo::node_evaluations(q, layout.perturbation_size, node_ranks);
-  }
+  const runtime::ExchangeKind exchange = exchange_name == "mpi" ? runtime::ExchangeKind::mpi
+                                        : exchange_name == "shared_memory"
+                                            ? runtime::ExchangeKind::shared_memory
+                                            : runtime::ExchangeKind::automatic;
   io::ModelInfo m;
   std::unique_ptr<runtime::ParameterStore> owned;
   const bool random = path.size() > 5 && path.compare(path.size() - 5, 5, ".json") == 0;
@@ -162,10 +152,19 @@ int run(int argc, char** argv) {
     owned->fill([&](std::uint32_t id, real* dst) { reader.read(id, dst); });
   }
   runtime::ParameterStore& store = *owned;
-  // The peak of the run: the store (already placed), the executor, the batch.
+  // The peak of the run: the store (already placed), the engine, the batch.
   MemoryAccounting::start();
   const std::uint64_t store_bytes = store.device_bytes();
   const model::ModelConfig& c = m.config;
+  ExecSpace space;
+  // Each replica its own micro-batch (the same for D = 1 as on one rank).
+  const model::Batch batch = perf::causal_lm_batch(
+      B, T, c.vocab_size, seed + static_cast<std::uint64_t>(mesh.coordinates().data_rank));
+  zo::Engine engine(
+      c, store,
+      zo::EvaluationPlan::make(q, layout.perturbation_size, mesh.coordinates().perturbation_rank),
+      model::BatchShape{model::Task::causal_lm, B, T, 0}, zo::NodeExchange{&mesh.node(), exchange},
+      space);
   out << "model          : " << path << " (L=" << c.num_hidden_layers
             << " C=" << c.hidden_size << " V=" << c.vocab_size << ", "
             << m.registry.total_elements() << " parameters" << (random ? ", random" : "")
@@ -176,20 +175,12 @@ int run(int argc, char** argv) {
             << (store.sliced() ? ", shared master sliced over the node's "
                                : ", every rank its own θ (")
             << (store.sliced() ? std::to_string(mesh.node().size()) + " ranks, exchange " +
-                                     runtime::to_string(exchange->kind())
+                                     runtime::to_string(engine.weights().exchange()->kind())
                                : std::string("replicated)"))
             << "\n";
 
-  ExecSpace space;
-  // Each replica its own micro-batch (the same for D = 1 as on one rank).
-  const model::Batch batch = perf::causal_lm_batch(
-      B, T, c.vocab_size, seed + static_cast<std::uint64_t>(mesh.coordinates().data_rank));
-  zo::BlockExecutor executor(
-      c, store,
-      zo::EvaluationPlan::make(q, layout.perturbation_size, mesh.coordinates().perturbation_rank),
-      model::Task::causal_lm, B, T, 0, std::move(slicing), space);
   const runtime::Communicator& comm = mesh.world();
-  zo::PendingUpdate pending;
+  PendingUpdate pending;
   out << "workload       : batch " << B << " x seq " << T << ", q = " << q << " ("
             << 2 * q << " forward passes per step), eps " << eps << ", lr " << lr << ", wd "
             << wd << ", z " << to_string(dist) << "; " << warmup << " warm-up + " << reps
@@ -201,24 +192,14 @@ int run(int argc, char** argv) {
   // One training step: run_step (applying the pending update on the way),
   // the estimate, and the update it leaves pending for the next step.
   auto step = [&](int s) {
-    zo::StepPerturbation p;
-    p.seed = seed;
-    p.step = s;
-    p.eps = eps;
-    p.distribution = dist;
+    const StepPerturbation p{ZSpec{seed, dist, kDefaultZRecipe}, s, eps};
     const auto t0 = Clock::now();
-    const runtime::TransferBytes before = executor.streamer().total_bytes();
-    const std::vector<double> local = executor.run_step(batch, p, pending);
-    step_moved = {executor.streamer().total_bytes().to_device - before.to_device,
-                  executor.streamer().total_bytes().to_host - before.to_host};
-    const zo::StepEstimate est = zo::combine_losses(comm, local, q, eps);
-    pending.active = true;
-    pending.seed = p.seed;
-    pending.step = p.step;
-    pending.distribution = dist;
-    pending.lr = lr;
-    pending.weight_decay = wd;
-    pending.g = est.g;
+    const runtime::TransferBytes before = engine.streamer().total_bytes();
+    const zo::LossTable local = engine.run_step(batch, p, pending);
+    step_moved = {engine.streamer().total_bytes().to_device - before.to_device,
+                  engine.streamer().total_bytes().to_host - before.to_host};
+    const zo::StepEstimate est = zo::combine_losses(comm, local, eps);
+    pending = PendingUpdate::after(p, est.g, lr, wd);
     const double t = seconds_since(t0);
     if (s == 0) first_loss = est.loss;
     last_loss = est.loss;
@@ -240,7 +221,7 @@ int run(int argc, char** argv) {
     perf::KernelProfile::stop();
   }
   const auto t_flush = Clock::now();
-  executor.flush(pending);
+  engine.flush(pending);
   space.fence();
   const double flush_s = seconds_since(t_flush);
 

@@ -233,7 +233,7 @@ def render(records: list[dict], meta: dict, smoke: bool) -> str:
         d, b = find(records, "step", "steps_per_s", t), find(records, "mezo_reference", "steps_per_s", t)
         if d:
             tm = fields_rate(d)
-            w(f"| {t} | distzo `BlockExecutor::run_step` | {g(d['median'])} | {g(d['min'])}–{g(d['max'])} "
+            w(f"| {t} | distzo `Engine::run_step` | {g(d['median'])} | {g(d['min'])}–{g(d['max'])} "
               f"| {g(tm[0])} | {g(tm[1])}–{g(tm[2])} | {g(d['s_per_step'])} | {ratio(d['median'], b and b['median'])} |")
         if b:
             tm = fields_rate(b)

@@ -19,8 +19,8 @@ TEST(Evaluation, AccuracyOnAHandMadeCase) {
   // The model's own prediction for each example, one example per batch.
   std::vector<int> predicted;
   {
-    zo::BlockExecutor ex(m.config, *m.store, zo::EvaluationPlan::make(1, 1, 0),
-                         data.task, 1, static_cast<int>(data.seq_len), 2);
+    zo::Engine ex(m.config, *m.store, zo::EvaluationPlan::make(1, 1, 0),
+                  model::BatchShape{data.task, 1, static_cast<int>(data.seq_len), 2});
     io::BatchBuilder one(data, 1);
     for (std::int64_t i = 0; i < data.num_examples; ++i)
       predicted.push_back(ex.evaluate(one.fill({i})).predictions.at(0));
@@ -31,8 +31,8 @@ TEST(Evaluation, AccuracyOnAHandMadeCase) {
     data.labels[i] = i % 2 == 0 ? predicted[i] : 1 - predicted[i];
 
   for (int micro_batch : {1, 2, 3, 7, 8}) {
-    zo::BlockExecutor ex(m.config, *m.store, zo::EvaluationPlan::make(1, 1, 0),
-                         data.task, micro_batch, static_cast<int>(data.seq_len), 2);
+    zo::Engine ex(m.config, *m.store, zo::EvaluationPlan::make(1, 1, 0),
+                  model::BatchShape{data.task, micro_batch, static_cast<int>(data.seq_len), 2});
     io::BatchBuilder builder(data, micro_batch);
     const runtime::SerialCommunicator world;
     const app::EvalSummary all = app::evaluate(ex, builder, data, 0, micro_batch, world);
@@ -48,8 +48,8 @@ TEST(Evaluation, AccuracyOnAHandMadeCase) {
 TEST(Evaluation, CausalLmHasNoAccuracy) {
   test_support::TinyModel m(test_support::tiny_config());
   const io::Dataset data = io::make_synthetic_causal_lm(5, 8, m.config.vocab_size, 3);
-  zo::BlockExecutor ex(m.config, *m.store, zo::EvaluationPlan::make(1, 1, 0), data.task,
-                       2, 8, 0);
+  zo::Engine ex(m.config, *m.store, zo::EvaluationPlan::make(1, 1, 0),
+                model::BatchShape{data.task, 2, 8, 0});
   io::BatchBuilder builder(data, 2);
   const app::EvalSummary s = app::evaluate(ex, builder, data, 0, 2, runtime::SerialCommunicator());
   EXPECT_LT(s.accuracy, 0);

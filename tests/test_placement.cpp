@@ -11,7 +11,7 @@
 #include "runtime/block_streamer.hpp"
 #include "runtime/parameter_store.hpp"
 #include "support/tiny_model.hpp"
-#include "zo/block_executor.hpp"
+#include "zo/engine.hpp"
 #include "zo/model_walk.hpp"
 
 #include <gtest/gtest.h>
@@ -348,28 +348,33 @@ TEST(BlockStreamer, PoisonedSlotsExposeUseAfterRelease) {
   }
 }
 
-/// Steps of the executor with lazy updates (as the trainer runs them);
-/// returns the local loss table of every step.
-std::vector<std::vector<double>> train(TinyModel& m, model::Task task, int q, int steps) {
+/// Steps of the engine with lazy updates (as the trainer runs them): the
+/// local loss table of every step, and (loss sum, count) of an evaluation
+/// after the last.
+struct Trained {
+  std::vector<zo::LossTable> steps;
+  zo::LossSum evaluation;
+  bool operator==(const Trained& o) const { return steps == o.steps && evaluation == o.evaluation; }
+};
+
+Trained train(TinyModel& m, model::Task task, int q, int steps) {
   const model::Batch batch = make_batch(task, B, T, kLengths);
-  zo::BlockExecutor ex(m.config, *m.store, zo::EvaluationPlan::make(q, 1, 0), task, B, T, 2);
-  zo::PendingUpdate pending;
-  std::vector<std::vector<double>> tables;
+  zo::Engine ex(m.config, *m.store, zo::EvaluationPlan::make(q, 1, 0),
+                model::BatchShape{task, B, T, 2});
+  PendingUpdate pending;
+  Trained out;
   for (int s = 0; s < steps; ++s) {
-    zo::StepPerturbation p;
-    p.seed = 11;
-    p.step = s;
-    p.eps = 1e-3;
-    tables.push_back(ex.run_step(batch, p, pending));
-    const auto& t = tables.back();
-    pending = {true, p.seed, s, p.distribution, p.recipe, 1e-2, 0.01, {}};
-    for (int i = 0; i < q; ++i)
-      pending.g.push_back((t[4 * i] / t[4 * i + 1] - t[4 * i + 2] / t[4 * i + 3]) / (2 * p.eps));
+    const StepPerturbation p{ZSpec{11}, s, 1e-3};
+    out.steps.push_back(ex.run_step(batch, p, pending));
+    const zo::LossTable& t = out.steps.back();
+    std::vector<double> g;
+    for (int i = 0; i < q; ++i) g.push_back((t.mean(i, +1) - t.mean(i, -1)) / (2 * p.eps));
+    pending = PendingUpdate::after(p, g, 1e-2, 0.01);
   }
   ex.flush(pending);
   const zo::EvalOutcome eval = ex.evaluate(batch);
-  tables.push_back({eval.loss_sum, eval.count});
-  return tables;
+  out.evaluation = {eval.loss_sum, eval.count};
+  return out;
 }
 
 TEST(Offload, StepsAreBitIdenticalToResident) {

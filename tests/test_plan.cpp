@@ -1,5 +1,5 @@
 // `distzo plan`'s memory formula against what Kokkos Tools sees allocated by
-// the objects of a run (the parameter store, the block executor with its
+// the objects of a run (the parameter store, the engine with its
 // streamer, the batch builders), across tasks, queries, perturbation
 // splits, placements and a projected model; the config.json reader; and
 // `distzo inspect`, which must not allocate in the execution space.
@@ -13,7 +13,7 @@
 #include "io/synthetic.hpp"
 #include "support/expect_error.hpp"
 #include "support/tiny_model.hpp"
-#include "zo/block_executor.hpp"
+#include "zo/engine.hpp"
 
 #include <gtest/gtest.h>
 
@@ -77,9 +77,8 @@ TEST(Plan, PredictsWhatARunAllocates) {
     {
       const model::ParameterRegistry registry = model::ParameterRegistry::for_model(config);
       runtime::ParameterStore store(registry, c.placement);
-      zo::BlockExecutor executor(config, store,
-                                 zo::EvaluationPlan::make(c.queries, c.perturbation, 0), c.task, B,
-                                 T, in.candidates);
+      zo::Engine engine(config, store, zo::EvaluationPlan::make(c.queries, c.perturbation, 0),
+                        model::BatchShape{c.task, B, T, in.candidates});
       io::BatchBuilder train(data, B);
       std::unique_ptr<io::BatchBuilder> eval;
       if (c.eval_set) eval = std::make_unique<io::BatchBuilder>(data, B);

@@ -5,7 +5,7 @@
 
 namespace distzo::app {
 
-EvalSummary evaluate(zo::BlockExecutor& executor, io::BatchBuilder& builder,
+EvalSummary evaluate(zo::Engine& engine, io::BatchBuilder& builder,
                      const io::Dataset& data, std::int64_t limit, int micro_batch,
                      const runtime::Communicator& world, const std::function<void()>& alive) {
   const std::int64_t n = limit > 0 ? std::min(limit, data.num_examples) : data.num_examples;
@@ -16,7 +16,7 @@ EvalSummary evaluate(zo::BlockExecutor& executor, io::BatchBuilder& builder,
     std::vector<std::int64_t> idx;
     for (std::int64_t i = first; i < std::min(n, first + micro_batch); ++i) idx.push_back(i);
     const model::Batch& batch = builder.fill(ExecSpace(), idx);
-    const zo::EvalOutcome out = executor.evaluate(batch);
+    const zo::EvalOutcome out = engine.evaluate(batch);
     totals[0] += out.loss_sum;
     totals[1] += out.count;
     if (data.task == model::Task::classification)

@@ -3,7 +3,7 @@
 
 #include "io/dataset.hpp"
 #include "runtime/communicator.hpp"
-#include "zo/block_executor.hpp"
+#include "zo/engine.hpp"
 
 #include <cstdint>
 #include <functional>
@@ -20,7 +20,7 @@ struct EvalSummary {
 /// file order, micro-batch j on world rank j % size; totals are summed over
 /// `world`, so every rank returns the same summary. θ must be flushed.
 /// `alive` is called after each micro-batch (a watchdog's liveness tick).
-EvalSummary evaluate(zo::BlockExecutor& executor, io::BatchBuilder& builder,
+EvalSummary evaluate(zo::Engine& engine, io::BatchBuilder& builder,
                      const io::Dataset& data, std::int64_t limit, int micro_batch,
                      const runtime::Communicator& world,
                      const std::function<void()>& alive = [] {});

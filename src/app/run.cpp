@@ -302,9 +302,7 @@ zo::TrainerConfig trainer_config(const io::Deck& deck, const RunOptions& options
   c.eps = opt.eps;
   c.weight_decay = opt.weight_decay;
   c.queries = opt.queries;
-  c.distribution = opt.distribution;
-  c.recipe = z_recipe_from_int(recipe);
-  c.seed = opt.seed;
+  c.z = {opt.seed, opt.distribution, z_recipe_from_int(recipe)};
   c.max_nonfinite = opt.max_nonfinite;
   c.eval_interval = deck.eval.interval;
   c.checkpoint_interval = deck.checkpoint.interval;
@@ -364,10 +362,8 @@ zo::TrainerState trainer_state(const io::TrainingState& saved, const zo::Trainer
   zo::TrainerState s;
   s.step = saved.step;
   s.pending.active = saved.pending.active;
-  s.pending.seed = c.seed;
+  s.pending.z = c.z;
   s.pending.step = saved.pending.step;
-  s.pending.distribution = c.distribution;
-  s.pending.recipe = c.recipe;
   s.pending.lr = saved.pending.lr;
   s.pending.weight_decay = saved.pending.weight_decay;
   s.pending.g = saved.pending.g;
@@ -379,7 +375,7 @@ zo::TrainerState trainer_state(const io::TrainingState& saved, const zo::Trainer
 /// metrics.csv and eval.csv, progress lines, checkpoints with the seed log.
 class RunHooks final : public zo::TrainerHooks {
  public:
-  RunHooks(Inputs& in, zo::BlockExecutor& executor, Batches& batches, const runtime::Mesh& mesh,
+  RunHooks(Inputs& in, zo::Engine& executor, Batches& batches, const runtime::Mesh& mesh,
            RunOutputs& out, runtime::Watchdog& watchdog)
       : in_(in),
         model_(in.model->info()),
@@ -548,7 +544,7 @@ class RunHooks final : public zo::TrainerHooks {
   Inputs& in_;
   const io::ModelInfo model_;
   const io::Deck& deck_;
-  zo::BlockExecutor& executor_;
+  zo::Engine& executor_;
   Batches& batches_;
   const runtime::Mesh& mesh_;
   RunOutputs& out_;
@@ -599,7 +595,7 @@ std::string memory_needed(const io::Deck& deck, const io::ModelInfo& model,
 
 /// The end-of-run memory line: the device high-water mark by role as Kokkos
 /// Tools saw the allocations, and θ's traffic in the last step.
-std::string describe_memory(const MemoryUsage& u, const zo::BlockExecutor& executor,
+std::string describe_memory(const MemoryUsage& u, const zo::Engine& executor,
                             const runtime::TransferBytes& moved) {
   const runtime::ParameterStore& store = executor.store();
   std::ostringstream os;
@@ -614,7 +610,7 @@ std::string describe_memory(const MemoryUsage& u, const zo::BlockExecutor& execu
   if (store.sliced())
     os << "; node-shared (one copy per node, not in the figures above): θ "
        << exact_bytes(static_cast<double>(store.shared_bytes())) << " + exchange buffers "
-       << exact_bytes(static_cast<double>(executor.shared_exchange_bytes()));
+       << exact_bytes(static_cast<double>(executor.weights().shared_exchange_bytes()));
   os << "; last step moved " << exact_bytes(static_cast<double>(moved.to_device))
      << " to the device, " << exact_bytes(static_cast<double>(moved.to_host)) << " to the host";
   return os.str();
@@ -658,28 +654,17 @@ void run(const RunOptions& options, const runtime::Communicator& world) {
   // Everything the run allocates comes before anything is written: a run
   // that does not fit stops with nothing left behind.
   // Destroyed in reverse order, the same on every rank (freeing node-shared
-  // memory is collective): the executor, the store, the exchange.
-  std::unique_ptr<runtime::SliceExchange> exchange;
+  // memory is collective): the engine (and the slice exchange it owns), the store.
   std::unique_ptr<runtime::ParameterStore> store_owner;
-  std::unique_ptr<zo::BlockExecutor> executor_owner;
+  std::unique_ptr<zo::Engine> engine_owner;
   std::unique_ptr<Batches> batches;
   collectively(world, [&] {
     try {
       runtime::PlacementConfig placement = placement_config(deck, mesh.node().size());
       placement.poison_released_slots = options.debug_poison_slots;
-      zo::NodeSlicing slicing;
-      if (placement.share_host_master) {
-        try {
-          exchange = runtime::make_slice_exchange(exchange_kind(deck.placement.exchange), mesh.node());
-        } catch (const Error& e) {
-          throw Error(deck.origin.where("placement.exchange") + e.what());
-        }
-        slicing.exchange = exchange.get();
-        std::vector<int> node_ranks;  // the perturbation rank of each rank of the node
-        for (double p : mesh.node().allgather(mesh.coordinates().perturbation_rank))
-          node_ranks.push_back(static_cast<int>(p));
-        slicing.evaluations = zo::node_evaluations(opt.queries, P, node_ranks);
-      }
+      const runtime::ExchangeKind exchange = exchange_kind(deck.placement.exchange);
+      if (placement.share_host_master && !runtime::exchange_unavailable(exchange).empty())
+        throw Error(deck.origin.where("placement.exchange") + runtime::exchange_unavailable(exchange));
       store_owner = std::make_unique<runtime::ParameterStore>(model.registry, placement, &mesh.node());
       if (store_owner->sliced())  // each rank of the node reads its own slices of the file
         store_owner->fill_own_slices(
@@ -688,11 +673,12 @@ void run(const RunOptions& options, const runtime::Communicator& world) {
             });
       else
         store_owner->fill([&](std::uint32_t id, real* dst) { inputs.model->read(id, dst); });
-      executor_owner = std::make_unique<zo::BlockExecutor>(
+      engine_owner = std::make_unique<zo::Engine>(
           model.config, *store_owner,
           zo::EvaluationPlan::make(opt.queries, P, mesh.coordinates().perturbation_rank),
-          train.task, micro_batch, static_cast<int>(train.seq_len),
-          static_cast<int>(train.num_candidates()), std::move(slicing));
+          model::BatchShape{train.task, micro_batch, static_cast<int>(train.seq_len),
+                            static_cast<int>(train.num_candidates())},
+          zo::NodeExchange{&mesh.node(), exchange});
       batches = std::make_unique<Batches>(inputs, micro_batch);
     } catch (const Error&) {
       throw;
@@ -708,7 +694,7 @@ void run(const RunOptions& options, const runtime::Communicator& world) {
     }
   });
   runtime::ParameterStore& store = *store_owner;
-  zo::BlockExecutor& executor = *executor_owner;
+  zo::Engine& executor = *engine_owner;
 
   const bool root = world.rank() == 0;
   // The run's identity: a resumed run keeps its checkpoint's, a fresh one
@@ -738,7 +724,7 @@ void run(const RunOptions& options, const runtime::Communicator& world) {
     out.print("run id " + inputs.state.run_id +
               (resume.empty() ? " (new)" : " (continued from its checkpoint)"));
     for (const std::string& note : inputs.notes) out.print(note);
-    out.print(describe_placement(store, deck, exchange.get()));
+    out.print(describe_placement(store, deck, executor.weights().exchange()));
     if (!blas_threads.empty()) out.print(blas_threads);
   }
 

@@ -41,7 +41,7 @@ void gather_rows(const ExecSpace& space, const Mat& out, const ConstMat& x,
 
 /// used[r] = 1 if r is a token id of `tokens` or one of `extra`, else 0: the
 /// rows of a (V, D) table that embedding_gather(tokens) and a gather of the
-/// `extra` rows read (the executor perturbs only those rows of embed_tokens).
+/// `extra` rows read (the perturbed weights cover only those rows of embed_tokens).
 ///   used: (V)   tokens: (B, T) ids in [0, V)   extra: (K) ids in [0, V)
 void mark_rows(const ExecSpace& space, const IntVec& used, const ConstIntMat& tokens,
                const ConstIntVec& extra);

@@ -3,7 +3,7 @@
 // architecture lists its tensors (Hugging Face names, shapes, roles, groups,
 // weight-decay flags) in canonical order, and supplies the three functions
 // of its forward pass: embed, one block, final norm. Everything else — the
-// registry and its stable ids, the walk, the executor, placement, the mesh,
+// registry and its stable ids, the walk, the engine, placement, the mesh,
 // checkpoints and digests — is shared and never asks which architecture
 // it runs.
 

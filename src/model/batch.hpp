@@ -14,6 +14,15 @@ namespace distzo::model {
 ///                   at the last prompt token (MeZO's "train as classification").
 enum class Task { causal_lm, classification };
 
+/// The shape every micro-batch of a run has: what the engine, the loss head
+/// and the planner size their buffers for.
+struct BatchShape {
+  Task task = Task::causal_lm;
+  int micro_batch = 0;  // B
+  int seq_len = 0;      // T
+  int candidates = 0;   // K label words (classification); 0 for causal LM
+};
+
 /// One micro-batch of B rows x T positions in device memory. Rows past
 /// `num_examples` are padding: pad tokens, mask 0, targets and gold -100
 /// (kernels::kIgnoreIndex), so every loss kernel skips them.

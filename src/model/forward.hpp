@@ -6,7 +6,7 @@
 //   block k: h                        -> h (in place), weights from WeightView
 //   head   : h                        -> final hidden (B*T, E) -> logits / losses
 //
-// Stages are separate so that an executor can stream blocks, swap in perturbed
+// Stages are separate so that the engine can stream blocks, swap in perturbed
 // weights, and run the +eps and -eps evaluations while one block is resident.
 // What each stage computes is the architecture's (model/architecture.hpp);
 // this class owns the activation scratch for one (batch, seq_len), sized for

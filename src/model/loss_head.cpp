@@ -7,9 +7,9 @@
 
 namespace distzo::model {
 
-LossHead::LossHead(const ModelConfig& config, Task task, int batch, int seq_len, int candidates)
-    : task_(task) {
-  if (task == Task::causal_lm) {
+LossHead::LossHead(const ModelConfig& config, const BatchShape& shape) : task_(shape.task) {
+  const int batch = shape.micro_batch, seq_len = shape.seq_len, candidates = shape.candidates;
+  if (task_ == Task::causal_lm) {
     logits_ = Mat(memory_label(MemoryRole::activations, "head.logits"), static_cast<std::size_t>(batch) * seq_len,
                   config.vocab_size);
   } else {

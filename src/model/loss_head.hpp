@@ -12,8 +12,8 @@ namespace distzo::model {
 
 class LossHead {
  public:
-  /// `candidates` = K for classification tasks (0 for causal LM).
-  LossHead(const ModelConfig& config, Task task, int batch, int seq_len, int candidates);
+  /// Scratch for batches of `shape` (classification needs K > 0 candidates).
+  LossHead(const ModelConfig& config, const BatchShape& shape);
 
   /// sums = (loss sum, count) of `batch` given hidden (B*T, E); for
   /// classification also the predicted candidate per row. Enqueued, no fence.

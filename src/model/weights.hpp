@@ -4,7 +4,7 @@
 // Parameters are stored flat, one 1-D View per parameter id (the element
 // index of the perturbation generator is the flat row-major index); the
 // Views are segments of a group's arena (runtime::ParameterStore, the
-// streamer's slots, the executor's scratch). A WeightView reshapes them
+// streamer's slots, the perturbed weights' scratch). A WeightView reshapes them
 // without copying and indexes them by role, so the forward functions of
 // every architecture read "the q projection of this block" and never a name
 // or an id. A view may point at the master weights θ or at a scratch buffer

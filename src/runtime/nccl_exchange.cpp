@@ -69,9 +69,8 @@ std::unique_ptr<SliceExchange> make_nccl_exchange(const Communicator& node) {
 bool nccl_available() { return false; }
 
 std::unique_ptr<SliceExchange> make_nccl_exchange(const Communicator&) {
-  throw Error(
-      "nccl needs a CUDA build configured with -DDISTZO_ENABLE_NCCL=ON "
-      "(and NCCL found); this build has none: use mpi, or auto");
+  // make_slice_exchange refuses nccl first (exchange_unavailable).
+  DISTZO_FAIL("make_nccl_exchange in a build without NCCL");
 }
 
 #endif

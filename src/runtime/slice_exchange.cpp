@@ -84,15 +84,23 @@ void SliceExchange::barrier(const ExecSpace& space) {
   node_.barrier();
 }
 
+std::string exchange_unavailable(ExchangeKind kind) {
+  if (kind == ExchangeKind::shared_memory && !kHostAccessibleMemory)
+    return "shared_memory needs a host backend; this build computes on a GPU (use nccl or mpi)";
+  if (kind == ExchangeKind::nccl && !nccl_available())
+    return "nccl needs a CUDA build configured with -DDISTZO_ENABLE_NCCL=ON (and NCCL found); this "
+           "build has none: use mpi, or auto";
+  return "";
+}
+
 std::unique_ptr<SliceExchange> make_slice_exchange(ExchangeKind kind, const Communicator& node) {
   if (kind == ExchangeKind::automatic)
     kind = kHostAccessibleMemory ? ExchangeKind::shared_memory
                        : (nccl_available() ? ExchangeKind::nccl : ExchangeKind::mpi);
+  const std::string unavailable = exchange_unavailable(kind);
+  DISTZO_INPUT_REQUIRE(unavailable.empty(), unavailable);
   switch (kind) {
-    case ExchangeKind::shared_memory:
-      DISTZO_INPUT_REQUIRE(kHostAccessibleMemory, "shared_memory needs a host backend; this "
-                                  "build computes on a GPU (use nccl or mpi)");
-      return std::make_unique<SharedMemoryExchange>(node);
+    case ExchangeKind::shared_memory: return std::make_unique<SharedMemoryExchange>(node);
     case ExchangeKind::mpi: return std::make_unique<MpiExchange>(node);
     case ExchangeKind::nccl: return make_nccl_exchange(node);
     case ExchangeKind::automatic: break;

@@ -54,6 +54,10 @@ class SliceExchange {
   const Communicator& node_;
 };
 
+/// Why this build cannot do an exchange of `kind`, or "" when it can
+/// (`automatic` always can).
+std::string exchange_unavailable(ExchangeKind kind);
+
 /// The exchange of `kind` over the ranks of one node; `automatic` picks
 /// shared_memory on host backends, nccl on GPUs when built with NCCL,
 /// else mpi. Throws distzo::Error for a kind this build cannot do.

@@ -6,13 +6,17 @@
 
 namespace distzo::zo {
 
-StepEstimate combine_losses(const runtime::Communicator& comm, const std::vector<double>& local,
-                            int queries, double eps, bool stop) {
+StepEstimate combine_losses(const runtime::Communicator& comm, const LossTable& local, double eps,
+                            bool stop) {
+  const int queries = local.queries();
   const int evaluations = 2 * queries;
-  DISTZO_REQUIRE(static_cast<int>(local.size()) == 2 * evaluations,
-                 "combine_losses: expected " << 2 * evaluations << " values, got " << local.size());
-  // Each rank sends its 2 values per evaluation and its stop flag.
-  std::vector<double> mine = local;
+  // Each rank sends (sum, count) per evaluation and its stop flag.
+  std::vector<double> mine;
+  for (int e = 0; e < evaluations; ++e) {
+    const LossSum& s = local.at(Evaluation::at(e));
+    mine.push_back(s.sum);
+    mine.push_back(s.count);
+  }
   mine.push_back(stop ? 1.0 : 0.0);
   const std::size_t width = mine.size();
   std::vector<double> all(static_cast<std::size_t>(comm.size()) * width);
@@ -35,7 +39,7 @@ StepEstimate combine_losses(const runtime::Communicator& comm, const std::vector
 
   est.count = count[0];
   for (int q = 0; q < queries; ++q) {
-    const double plus = mean[2 * q], minus = mean[2 * q + 1];
+    const double plus = mean[Evaluation::index_of(q, +1)], minus = mean[Evaluation::index_of(q, -1)];
     est.loss_plus.push_back(plus);
     est.loss_minus.push_back(minus);
     est.g.push_back((plus - minus) / (2.0 * eps));

@@ -19,7 +19,7 @@ EvaluationPlan EvaluationPlan::make(int queries, int group_size, int group_rank)
   plan.group_rank = group_rank;
   const int per_rank = 2 * queries / group_size;
   for (int e = group_rank * per_rank; e < (group_rank + 1) * per_rank; ++e)
-    plan.owned.push_back({e, e / 2, e % 2 == 0 ? +1 : -1});
+    plan.owned.push_back(Evaluation::at(e));
   return plan;
 }
 
@@ -31,8 +31,21 @@ std::vector<Evaluation> node_evaluations(int queries, int group_size,
       run[static_cast<std::size_t>(e.index)] = true;
   std::vector<Evaluation> out;
   for (int e = 0; e < 2 * queries; ++e)
-    if (run[static_cast<std::size_t>(e)]) out.push_back({e, e / 2, e % 2 == 0 ? +1 : -1});
+    if (run[static_cast<std::size_t>(e)]) out.push_back(Evaluation::at(e));
   return out;
+}
+
+int find_evaluation(const std::vector<Evaluation>& evaluations, int query, int sign) {
+  for (std::size_t i = 0; i < evaluations.size(); ++i)
+    if (evaluations[i].query == query && evaluations[i].sign == sign) return static_cast<int>(i);
+  return -1;
+}
+
+std::vector<int> queries_of(const std::vector<Evaluation>& evaluations) {
+  std::vector<int> queries;
+  for (const Evaluation& e : evaluations)
+    if (queries.empty() || queries.back() != e.query) queries.push_back(e.query);
+  return queries;
 }
 
 }  // namespace distzo::zo

@@ -13,7 +13,18 @@ struct Evaluation {
   int index;  // e = 2*query + (sign < 0 ? 1 : 0): the position in the gathered loss table
   int query;  // 0 .. q-1
   int sign;   // +1 or -1
+
+  /// The evaluation at position e of a step.
+  static Evaluation at(int index) { return {index, index / 2, index % 2 == 0 ? +1 : -1}; }
+  /// The position of (query, sign) in a step.
+  static int index_of(int query, int sign) { return 2 * query + (sign < 0 ? 1 : 0); }
 };
+
+/// The position of (query, sign) in `evaluations`, or -1 when absent.
+int find_evaluation(const std::vector<Evaluation>& evaluations, int query, int sign);
+
+/// The queries of `evaluations` (sorted by index), each once, increasing.
+std::vector<int> queries_of(const std::vector<Evaluation>& evaluations);
 
 struct EvaluationPlan {
   int queries = 1;                   // q

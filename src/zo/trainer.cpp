@@ -7,9 +7,9 @@
 
 namespace distzo::zo {
 
-Trainer::Trainer(BlockExecutor& executor, const runtime::Mesh& mesh, const TrainerConfig& config,
+Trainer::Trainer(Engine& engine, const runtime::Mesh& mesh, const TrainerConfig& config,
                  TrainerHooks& hooks)
-    : executor_(executor), mesh_(mesh), config_(config), hooks_(hooks) {}
+    : engine_(engine), mesh_(mesh), config_(config), hooks_(hooks) {}
 
 namespace {
 
@@ -30,11 +30,23 @@ std::string ranks_differing(const std::vector<std::uint64_t>& all, std::uint64_t
 
 }  // namespace
 
+bool Trainer::maybe_checkpoint(TrainerState& state, int streak, const char* phase,
+                               std::int64_t phase_step) {
+  if (streak > 0) {
+    hooks_.checkpoint_skipped(state.step, streak);
+    return false;
+  }
+  engine_.flush(state.pending);
+  hooks_.progress(phase, phase_step, false);
+  hooks_.checkpoint(state);
+  return true;
+}
+
 void Trainer::check_replicas(std::int64_t step) {
   const runtime::Communicator& world = mesh_.world();
   // A shared master: no other rank may have written into this rank's slice.
   const std::string overwritten =
-      ranks_differing(gathered(world, executor_.own_slices_intact() ? 1 : 0), 1);
+      ranks_differing(gathered(world, engine_.own_slices_intact() ? 1 : 0), 1);
   if (!overwritten.empty()) {
     std::ostringstream os;
     os << "shared θ master corrupted after step " << step << ": the slice of rank(s) "
@@ -48,7 +60,7 @@ void Trainer::check_replicas(std::int64_t step) {
   // θ is compared as it stands: a pending update is pending on every rank
   // alike, so no flush is needed.
   const std::vector<std::uint64_t> digests =
-      gathered(world, std::stoull(executor_.parameter_digest(), nullptr, 16));
+      gathered(world, std::stoull(engine_.parameter_digest(), nullptr, 16));
   const std::string diverged = ranks_differing(digests, digests[0]);  // against rank 0's
   if (diverged.empty()) return;
   std::ostringstream os;
@@ -69,7 +81,7 @@ TrainSummary Trainer::run(TrainerState& state) {
   TrainSummary summary;
 
   if (c.evaluate && first_step == 0) {
-    executor_.flush(pending);
+    engine_.flush(pending);
     hooks_.progress("the evaluation before training", -1, false);
     hooks_.evaluate(0, "start");
   }
@@ -79,15 +91,10 @@ TrainSummary Trainer::run(TrainerState& state) {
     const Clock::time_point t0 = Clock::now();
     hooks_.progress("the start of step", step + 1, false);
     const model::Batch& batch = hooks_.batch(step);
-    StepPerturbation perturbation;
-    perturbation.seed = c.seed;
-    perturbation.step = step;
-    perturbation.eps = c.eps;
-    perturbation.distribution = c.distribution;
-    perturbation.recipe = c.recipe;
-    const runtime::TransferBytes before = executor_.streamer().total_bytes();
-    const std::vector<double> local = executor_.run_step(batch, perturbation, pending);
-    const runtime::TransferBytes after = executor_.streamer().total_bytes();
+    const StepPerturbation perturbation{c.z, step, c.eps};
+    const runtime::TransferBytes before = engine_.streamer().total_bytes();
+    const LossTable local = engine_.run_step(batch, perturbation, pending);
+    const runtime::TransferBytes after = engine_.streamer().total_bytes();
     hooks_.progress("the end of the forward passes of step", step + 1, true);
     // Tokens of the global batch: one micro-batch per replica of the data group.
     double tokens = static_cast<double>(batch.num_tokens);
@@ -95,7 +102,7 @@ TrainSummary Trainer::run(TrainerState& state) {
 
     StepReport report;
     report.estimate =
-        combine_losses(mesh_.world(), local, c.queries, c.eps, hooks_.stop_requested());
+        combine_losses(mesh_.world(), local, c.eps, hooks_.stop_requested());
     report.step = step + 1;
     report.lr = c.schedule.at(step);
     report.tokens = static_cast<std::int64_t>(tokens);
@@ -103,14 +110,7 @@ TrainSummary Trainer::run(TrainerState& state) {
     // g is identical on every rank, so every rank takes the same branch.
     if (report.estimate.finite) {
       streak = 0;
-      pending.active = true;
-      pending.seed = c.seed;
-      pending.step = step;
-      pending.distribution = c.distribution;
-      pending.recipe = c.recipe;
-      pending.lr = report.lr;
-      pending.weight_decay = c.weight_decay;
-      pending.g = report.estimate.g;
+      pending = PendingUpdate::after(perturbation, report.estimate.g, report.lr, c.weight_decay);
     } else {
       ++streak;
       ++summary.skipped;
@@ -135,60 +135,43 @@ TrainSummary Trainer::run(TrainerState& state) {
     // then the last good checkpoint stays).
     if (report.estimate.stop) {
       std::ostringstream os;
-      if (streak > 0) {
-        hooks_.checkpoint_skipped(done, streak);
-        os << "stopped by a signal after step " << done
-           << "; no checkpoint of it (the last steps were non-finite)";
-      } else {
-        executor_.flush(pending);
-        hooks_.progress("the checkpoint after step", done, false);
-        hooks_.checkpoint(state);
-        os << "stopped by a signal after step " << done
-           << ", checkpointed; resume (checkpoint.resume: latest) to continue";
-      }
+      os << "stopped by a signal after step " << done
+         << (maybe_checkpoint(state, streak, "the checkpoint after step", done)
+                 ? ", checkpointed; resume (checkpoint.resume: latest) to continue"
+                 : "; no checkpoint of it (the last steps were non-finite)");
       throw StopRequested(os.str(), mesh_.world().rank() == 0);
     }
     if (c.check_interval > 0 && done % c.check_interval == 0) {
-      executor_.record_own_slices();
-      if (c.debug_corrupt_rank == mesh_.world().rank()) executor_.debug_corrupt_parameter();
+      engine_.record_own_slices();
+      if (c.debug_corrupt_rank == mesh_.world().rank()) engine_.debug_corrupt_parameter();
       check_replicas(done);
     }
     if (done == c.steps) break;
     if (c.evaluate && c.eval_interval > 0 && done % c.eval_interval == 0) {
-      executor_.flush(pending);
+      engine_.flush(pending);
       hooks_.progress("the evaluation after step", done, false);
       hooks_.evaluate(done, "");
     }
-    if (c.checkpoint_interval > 0 && done % c.checkpoint_interval == 0) {
-      if (streak > 0) {
-        hooks_.checkpoint_skipped(done, streak);
-      } else {
-        executor_.flush(pending);
-        hooks_.progress("the checkpoint after step", done, false);
-        hooks_.checkpoint(state);
-      }
-    }
+    if (c.checkpoint_interval > 0 && done % c.checkpoint_interval == 0)
+      maybe_checkpoint(state, streak, "the checkpoint after step", done);
   }
 
   // The end: every pending update applied, then the final checks and outputs.
-  executor_.flush(pending);
-  executor_.record_own_slices();
+  engine_.flush(pending);
+  engine_.record_own_slices();
   if (mesh_.world().size() > 1) check_replicas(c.steps);
   if (c.evaluate) {
     hooks_.progress("the final evaluation", -1, false);
     hooks_.evaluate(c.steps, "end");
   }
-  if (streak > 0) {
-    hooks_.checkpoint_skipped(c.steps, streak);
+  // A resumed run that had no step left to run has nothing new to write.
+  const bool due = streak > 0 || state.step > first_step || first_step == 0;
+  if (due && !maybe_checkpoint(state, streak, "the final checkpoint", -1)) {
     std::ostringstream os;
     os << "the run ended with " << streak << " non-finite step" << (streak == 1 ? "" : "s")
        << " in a row: no final checkpoint was written (the newest checkpoint is the last good "
           "one); lower optim.lr or optim.eps, or check the data";
     throw CollectiveError(os.str(), mesh_.world().rank() == 0);
-  }
-  if (state.step > first_step || first_step == 0) {
-    hooks_.progress("the final checkpoint", -1, false);
-    hooks_.checkpoint(state);
   }
   return summary;
 }

@@ -1,5 +1,5 @@
 #pragma once
-// The step loop of a run, as policy over the block executor (torchtitan's
+// The step loop of a run, as policy over the engine (torchtitan's
 // train loop, llm.c's main): get the micro-batch → one ZO step → combine the
 // scalars → schedule the update → evaluate / checkpoint / check replicas when
 // due. What the run writes and where (files, progress lines) is the hooks'
@@ -21,13 +21,12 @@
 //   - at the end: flush, a last digest check, the final evaluation and
 //     checkpoint.
 
-#include "core/perturbation.hpp"
+#include "core/step_state.hpp"
 #include "model/batch.hpp"
 #include "runtime/mesh.hpp"
-#include "zo/block_executor.hpp"
+#include "zo/engine.hpp"
 #include "zo/estimator.hpp"
 #include "zo/lr_schedule.hpp"
-#include "zo/pending_update.hpp"
 
 #include <cstdint>
 #include <string>
@@ -40,9 +39,7 @@ struct TrainerConfig {
   double eps = 1e-3;
   double weight_decay = 0;
   int queries = 1;
-  Distribution distribution = Distribution::gaussian;
-  ZRecipe recipe = kDefaultZRecipe;  // the Gaussian's recipe (core/perturbation.hpp)
-  std::uint64_t seed = 0;
+  ZSpec z;                           // seed, distribution and recipe of the run's z
   int max_nonfinite = 5;             // consecutive non-finite steps that stop the run
   std::int64_t eval_interval = 0;    // 0: before training and at the end only
   std::int64_t checkpoint_interval = 0;  // 0: at the end only
@@ -106,7 +103,7 @@ struct TrainSummary {
 
 class Trainer {
  public:
-  Trainer(BlockExecutor& executor, const runtime::Mesh& mesh, const TrainerConfig& config,
+  Trainer(Engine& engine, const runtime::Mesh& mesh, const TrainerConfig& config,
           TrainerHooks& hooks);
 
   /// Runs from `state` (fresh: step 0, nothing pending) to config.steps.
@@ -116,8 +113,14 @@ class Trainer {
 
  private:
   void check_replicas(std::int64_t step);
+  /// Flushes θ and checkpoints it after state.step steps, unless the latest
+  /// `streak` steps were non-finite: then the hooks hear that the checkpoint
+  /// was skipped (the previous one stays the newest good one). `phase` and
+  /// `phase_step` name the progress point. Returns whether it was written.
+  bool maybe_checkpoint(TrainerState& state, int streak, const char* phase,
+                        std::int64_t phase_step);
 
-  BlockExecutor& executor_;
+  Engine& engine_;
   const runtime::Mesh& mesh_;
   TrainerConfig config_;
   TrainerHooks& hooks_;

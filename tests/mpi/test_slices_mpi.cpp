@@ -1,7 +1,7 @@
 // Placement II under MPI (ctest runs it with mpiexec -n 2 and -n 4: every
 // rank on one node). The ranks share one θ master, each updates and perturbs
 // its slice, the slices are exchanged; every rank also runs the plain
-// one-rank executor on a private copy of the same θ as the reference. After
+// one-rank engine on a private copy of the same θ as the reference. After
 // several steps (pending updates fused, then a flush) the shared θ's digest
 // and every owned loss must equal the reference bit for bit, under every
 // placement and both exchanges — and each rank must have evaluated z for
@@ -12,7 +12,7 @@
 #include "runtime/nccl_exchange.hpp"
 #include "runtime/slice_exchange.hpp"
 #include "support/tiny_model.hpp"
-#include "zo/block_executor.hpp"
+#include "zo/engine.hpp"
 #include "zo/evaluation_plan.hpp"
 
 #include <Kokkos_Core.hpp>
@@ -51,27 +51,14 @@ struct Case {
   }
 };
 
-zo::StepPerturbation perturbation(std::int64_t step) {
-  zo::StepPerturbation p;
-  p.seed = 17;
-  p.step = step;
-  p.eps = 1e-3;
-  return p;
+StepPerturbation perturbation(std::int64_t step) {
+  return {ZSpec{17}, step, 1e-3};
 }
 
-/// The update of a step: the same g on every rank (the reference's).
-void schedule(zo::PendingUpdate& pending, std::int64_t step, const std::vector<double>& g) {
-  pending.active = true;
-  pending.seed = 17;
-  pending.step = step;
-  pending.lr = 0.05;
-  pending.weight_decay = 0.01;
-  pending.g = g;
-}
-
-std::vector<double> gradient(const std::vector<double>& losses, int queries) {
-  std::vector<double> g(static_cast<std::size_t>(queries));
-  for (int q = 0; q < queries; ++q) g[q] = (losses[4 * q] - losses[4 * q + 2]) / 2e-3;
+std::vector<double> gradient(const zo::LossTable& losses) {
+  std::vector<double> g(static_cast<std::size_t>(losses.queries()));
+  for (int q = 0; q < losses.queries(); ++q)
+    g[q] = (losses.at(q, +1).sum - losses.at(q, -1).sum) / 2e-3;
   return g;
 }
 
@@ -85,48 +72,47 @@ void run_case(const runtime::Communicator& node, const Case& c) {
   const model::Batch batch = make_batch(c.task, B, T, kLengths);
 
   TinyModel reference(c.config());
-  zo::BlockExecutor plain(reference.config, *reference.store,
-                          zo::EvaluationPlan::make(c.queries, 1, 0), c.task, B, T, 2);
+  const model::BatchShape shape{c.task, B, T, 2};
+  zo::Engine plain(reference.config, *reference.store, zo::EvaluationPlan::make(c.queries, 1, 0),
+                   shape);
 
   runtime::PlacementConfig placement;
   placement.mode = c.mode;
   placement.resident_blocks = c.resident_blocks;
   placement.share_host_master = true;
   placement.poison_released_slots = true;
-  const auto exchange = runtime::make_slice_exchange(c.exchange, node);
-  std::vector<int> node_ranks;
-  for (double r : node.allgather(static_cast<double>(p))) node_ranks.push_back(static_cast<int>(r));
-  zo::NodeSlicing slicing{exchange.get(), zo::node_evaluations(c.queries, P, node_ranks)};
   TinyModel shared(c.config(), 1234, placement, &node);
   const zo::EvaluationPlan plan = zo::EvaluationPlan::make(c.queries, P, p);
-  zo::BlockExecutor sliced(shared.config, *shared.store, plan, c.task, B, T, 2, std::move(slicing));
+  zo::Engine sliced(shared.config, *shared.store, plan, shape, zo::NodeExchange{&node, c.exchange});
   ASSERT_EQ(shared.digest(), reference.digest()) << "the shared master was filled differently";
 
-  zo::PendingUpdate pending_plain, pending_sliced;
+  PendingUpdate pending_plain, pending_sliced;
   for (std::int64_t step = 0; step < kSteps; ++step) {
-    const std::uint64_t z_before = sliced.z_evaluations(), z_plain_before = plain.z_evaluations();
-    const std::vector<double> expected = plain.run_step(batch, perturbation(step), pending_plain);
-    const std::vector<double> got = sliced.run_step(batch, perturbation(step), pending_sliced);
-    for (const zo::Evaluation& e : plan.owned)
-      for (int k = 0; k < 2; ++k)
-        EXPECT_EQ(got[2 * e.index + k], expected[2 * e.index + k])
-            << "step " << step << ", evaluation " << e.index;
+    const std::uint64_t z_before = sliced.weights().z_evaluations();
+    const std::uint64_t z_plain_before = plain.weights().z_evaluations();
+    const zo::LossTable expected = plain.run_step(batch, perturbation(step), pending_plain);
+    const zo::LossTable got = sliced.run_step(batch, perturbation(step), pending_sliced);
+    for (const zo::Evaluation& e : plan.owned) {
+      EXPECT_EQ(got.at(e).sum, expected.at(e).sum) << "step " << step << ", evaluation " << e.index;
+      EXPECT_EQ(got.at(e).count, expected.at(e).count) << "step " << step << ", evaluation " << e.index;
+    }
 
     // z work: 2q per parameter unsliced; here 2q per parameter of this
     // rank's slices, which differ from N/S by at most one 16-element
     // boundary per group.
     const double N = static_cast<double>(reference.registry.total_elements());
     const double groups = reference.registry.num_blocks() + 2;
-    const double z = static_cast<double>(sliced.z_evaluations() - z_before);
-    const double z_plain = static_cast<double>(plain.z_evaluations() - z_plain_before);
+    const double z = static_cast<double>(sliced.weights().z_evaluations() - z_before);
+    const double z_plain = static_cast<double>(plain.weights().z_evaluations() - z_plain_before);
     if (step > 0) {  // with the previous step's update pending
       EXPECT_EQ(z_plain, 2.0 * c.queries * N);
       EXPECT_LE(z, 2.0 * c.queries * (N / S + 16 * groups));
       EXPECT_GE(z, 2.0 * c.queries * (N / S - 16 * groups));
     }
-    const std::vector<double> g = gradient(expected, c.queries);
-    schedule(pending_plain, step, g);
-    schedule(pending_sliced, step, g);
+    // The same g on every rank (the reference's).
+    const std::vector<double> g = gradient(expected);
+    pending_plain = PendingUpdate::after(perturbation(step), g, 0.05, 0.01);
+    pending_sliced = pending_plain;
   }
   EXPECT_EQ(sliced.parameter_digest(), plain.parameter_digest()) << "θ with the update pending";
   plain.flush(pending_plain);

@@ -1,4 +1,4 @@
-// The ZO step: the block executor's SPSA estimate against an independent naive
+// The ZO step: the engine's SPSA estimate against an independent naive
 // central difference; θ never perturbed in place; the update formula; splits of
 // the evaluations over a perturbation group reproduce the single-rank step bit
 // for bit; determinism; and loss falling when a batch is learnable.
@@ -9,7 +9,7 @@
 #include "runtime/block_streamer.hpp"
 #include "runtime/communicator.hpp"
 #include "support/tiny_model.hpp"
-#include "zo/block_executor.hpp"
+#include "zo/engine.hpp"
 #include "zo/estimator.hpp"
 #include "zo/model_walk.hpp"
 
@@ -29,10 +29,10 @@ using distzo::test_support::TinyModel;
 constexpr int B = 3, T = 7;
 const std::vector<int> kLengths = {7, 5, 3};
 
-/// Loss at θ + sign·ε·z, computed without the executor or the fused kernel:
+/// Loss at θ + sign·ε·z, computed without the engine or the fused kernel:
 /// z from the scalar generator on the host, added in double to a host copy
 /// of θ, then the plain forward pass of the walk on a store holding w.
-double naive_loss(const TinyModel& m, const model::Batch& batch, const zo::StepPerturbation& p,
+double naive_loss(const TinyModel& m, const model::Batch& batch, const StepPerturbation& p,
                   int query, int sign) {
   const std::vector<std::vector<float>> theta = m.host_theta();
   const PerturbationStream s = p.stream(query);
@@ -44,7 +44,7 @@ double naive_loss(const TinyModel& m, const model::Batch& batch, const zo::StepP
   ExecSpace space;
   runtime::BlockStreamer streamer(w, space);
   model::DecoderForward forward(m.config, B, T);
-  model::LossHead head(m.config, batch.task, B, T, 2);
+  model::LossHead head(m.config, model::BatchShape{batch.task, B, T, 2});
   Mat h("h", B * T, m.config.hidden_size);
   zo::ForwardPass pass(forward, m.registry, h, batch.tokens, batch.mask);
   zo::walk(streamer, pass);
@@ -54,19 +54,14 @@ double naive_loss(const TinyModel& m, const model::Batch& batch, const zo::StepP
   return kernels::read_loss(space, sums).mean();
 }
 
-zo::StepPerturbation perturbation(std::int64_t step, double eps = 1e-2,
-                                  Distribution d = Distribution::gaussian) {
-  zo::StepPerturbation p;
-  p.seed = 2024;
-  p.step = step;
-  p.eps = eps;
-  p.distribution = d;
-  return p;
+StepPerturbation perturbation(std::int64_t step, double eps = 1e-2,
+                              Distribution d = Distribution::gaussian) {
+  return {ZSpec{2024, d, kDefaultZRecipe}, step, eps};
 }
 
-class ExecutorTask : public ::testing::TestWithParam<model::Task> {};
+class EngineTask : public ::testing::TestWithParam<model::Task> {};
 
-TEST_P(ExecutorTask, EstimateEqualsNaiveCentralDifference) {
+TEST_P(EngineTask, EstimateEqualsNaiveCentralDifference) {
   // OPT pre-LN, OPT post-LN with project_in/out, Llama.
   for (const model::ModelConfig& config :
        {tiny_config(true, 0), tiny_config(false, 8), tiny_llama_config()}) {
@@ -74,12 +69,12 @@ TEST_P(ExecutorTask, EstimateEqualsNaiveCentralDifference) {
     TinyModel m(config);
     const model::Batch batch = make_batch(GetParam(), B, T, kLengths);
     const int q = 2;
-    zo::BlockExecutor ex(m.config, *m.store, zo::EvaluationPlan::make(q, 1, 0),
-                         GetParam(), B, T, 2);
-    zo::PendingUpdate none;
-    const zo::StepPerturbation p = perturbation(3);
+    zo::Engine ex(m.config, *m.store, zo::EvaluationPlan::make(q, 1, 0),
+                model::BatchShape{GetParam(), B, T, 2});
+    PendingUpdate none;
+    const StepPerturbation p = perturbation(3);
     const auto local = ex.run_step(batch, p, none);
-    const zo::StepEstimate est = zo::combine_losses(runtime::SerialCommunicator(), local, q, p.eps);
+    const zo::StepEstimate est = zo::combine_losses(runtime::SerialCommunicator(), local, p.eps);
     for (int query = 0; query < q; ++query) {
       const double plus = naive_loss(m, batch, p, query, +1);
       const double minus = naive_loss(m, batch, p, query, -1);
@@ -95,33 +90,33 @@ TEST_P(ExecutorTask, EstimateEqualsNaiveCentralDifference) {
     EXPECT_FALSE(est.stop);
     // A stop flag travels with the losses and changes nothing else.
     const zo::StepEstimate stopped =
-        zo::combine_losses(runtime::SerialCommunicator(), local, q, p.eps, true);
+        zo::combine_losses(runtime::SerialCommunicator(), local, p.eps, true);
     EXPECT_TRUE(stopped.stop);
     EXPECT_EQ(stopped.g, est.g);
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Tasks, ExecutorTask,
+INSTANTIATE_TEST_SUITE_P(Tasks, EngineTask,
                          ::testing::Values(model::Task::causal_lm, model::Task::classification));
 
-TEST(Executor, StepLeavesThetaUntouched) {
+TEST(Engine, StepLeavesThetaUntouched) {
   TinyModel m(tiny_config());
   const std::string before = m.digest();
-  zo::BlockExecutor ex(m.config, *m.store, zo::EvaluationPlan::make(1, 1, 0),
-                       model::Task::causal_lm, B, T, 0);
-  zo::PendingUpdate none;
+  zo::Engine ex(m.config, *m.store, zo::EvaluationPlan::make(1, 1, 0),
+                model::BatchShape{model::Task::causal_lm, B, T, 0});
+  PendingUpdate none;
   ex.run_step(make_batch(model::Task::causal_lm, B, T, kLengths), perturbation(0), none);
   EXPECT_EQ(m.digest(), before) << "θ changed during a step without a pending update";
 }
 
-TEST(Executor, UpdateFollowsTheMezoRule) {
+TEST(Engine, UpdateFollowsTheMezoRule) {
   TinyModel m(tiny_config());
   const std::vector<std::vector<float>> before = m.host_theta();
-  zo::BlockExecutor ex(m.config, *m.store, zo::EvaluationPlan::make(2, 1, 0),
-                       model::Task::classification, B, T, 2);
-  zo::PendingUpdate u;
+  zo::Engine ex(m.config, *m.store, zo::EvaluationPlan::make(2, 1, 0),
+                model::BatchShape{model::Task::classification, B, T, 2});
+  PendingUpdate u;
   u.active = true;
-  u.seed = 99;
+  u.z.seed = 99;
   u.step = 17;
   u.lr = 0.05;
   u.weight_decay = 0.1;
@@ -140,7 +135,7 @@ TEST(Executor, UpdateFollowsTheMezoRule) {
     for (std::size_t e = 0; e < t0.size(); ++e) {
       double grad = 0;
       for (int q = 0; q < 2; ++q)
-        grad += u.g[q] * PerturbationStream::make(99, 17, q, Distribution::gaussian, u.recipe).z(info.id, e) / 2;
+        grad += u.g[q] * PerturbationStream::make(99, 17, q, Distribution::gaussian, u.z.recipe).z(info.id, e) / 2;
       const double want = t0[e] - u.lr * (grad + wd * t0[e]);
       max_err = std::max(max_err, std::fabs(t1[e] - want));
     }
@@ -150,31 +145,27 @@ TEST(Executor, UpdateFollowsTheMezoRule) {
 }
 
 /// Runs `steps` steps with the given plan; returns the per-step local tables.
-std::vector<std::vector<double>> train(TinyModel& m, const zo::EvaluationPlan& plan,
-                                       const model::Batch& batch, int steps,
-                                       const std::vector<std::vector<double>>* g_from = nullptr) {
-  zo::BlockExecutor ex(m.config, *m.store, plan, batch.task, B, T, 2);
-  zo::PendingUpdate pending;
-  std::vector<std::vector<double>> tables;
+std::vector<zo::LossTable> train(TinyModel& m, const zo::EvaluationPlan& plan,
+                                 const model::Batch& batch, int steps,
+                                 const std::vector<zo::LossTable>* g_from = nullptr) {
+  zo::Engine ex(m.config, *m.store, plan,
+                model::BatchShape{batch.task, B, T, 2});
+  PendingUpdate pending;
+  std::vector<zo::LossTable> tables;
   for (int s = 0; s < steps; ++s) {
-    const zo::StepPerturbation p = perturbation(s, 1e-3);
+    const StepPerturbation p = perturbation(s, 1e-3);
     tables.push_back(ex.run_step(batch, p, pending));
-    pending.active = true;
-    pending.seed = p.seed;
-    pending.step = s;
-    pending.lr = 1e-3;
-    pending.weight_decay = 0.01;
-    const auto& table = g_from ? (*g_from)[s] : tables.back();
-    pending.g.clear();
+    const zo::LossTable& table = g_from ? (*g_from)[s] : tables.back();
+    std::vector<double> g;
     for (int q = 0; q < plan.queries; ++q)
-      pending.g.push_back((table[4 * q] / table[4 * q + 1] - table[4 * q + 2] / table[4 * q + 3]) /
-                          (2 * p.eps));
+      g.push_back((table.mean(q, +1) - table.mean(q, -1)) / (2 * p.eps));
+    pending = PendingUpdate::after(p, g, 1e-3, 0.01);
   }
   ex.flush(pending);
   return tables;
 }
 
-TEST(Executor, PerturbationSplitReproducesSingleRankBitwise) {
+TEST(Engine, PerturbationSplitReproducesSingleRankBitwise) {
   for (const auto& [q, P] : std::vector<std::pair<int, int>>{{1, 2}, {2, 2}, {2, 4}}) {
     const model::Batch batch = make_batch(model::Task::causal_lm, B, T, kLengths);
     TinyModel single(tiny_config());
@@ -188,15 +179,15 @@ TEST(Executor, PerturbationSplitReproducesSingleRankBitwise) {
       const zo::EvaluationPlan plan = zo::EvaluationPlan::make(q, P, r);
       for (std::size_t s = 0; s < want.size(); ++s)
         for (const auto& e : plan.owned) {
-          EXPECT_EQ(got[s][2 * e.index], want[s][2 * e.index]) << "q=" << q << " P=" << P;
-          EXPECT_EQ(got[s][2 * e.index + 1], want[s][2 * e.index + 1]);
+          EXPECT_EQ(got[s].at(e).sum, want[s].at(e).sum) << "q=" << q << " P=" << P;
+          EXPECT_EQ(got[s].at(e).count, want[s].at(e).count);
         }
       EXPECT_EQ(rank.digest(), single.digest()) << "q=" << q << " P=" << P << " rank " << r;
     }
   }
 }
 
-TEST(Executor, RepeatedRunsAreBitIdentical) {
+TEST(Engine, RepeatedRunsAreBitIdentical) {
   const model::Batch batch = make_batch(model::Task::classification, B, T, kLengths);
   TinyModel a(tiny_config(false, 8)), b(tiny_config(false, 8));
   const auto ta = train(a, zo::EvaluationPlan::make(1, 1, 0), batch, 5);
@@ -205,31 +196,31 @@ TEST(Executor, RepeatedRunsAreBitIdentical) {
   EXPECT_EQ(a.digest(), b.digest());
 }
 
-TEST(Executor, FillerRowsDoNotCount) {
+TEST(Engine, FillerRowsDoNotCount) {
   TinyModel m(tiny_config());
-  zo::BlockExecutor ex(m.config, *m.store, zo::EvaluationPlan::make(1, 1, 0),
-                       model::Task::classification, B, T, 2);
+  zo::Engine ex(m.config, *m.store, zo::EvaluationPlan::make(1, 1, 0),
+                model::BatchShape{model::Task::classification, B, T, 2});
   const zo::EvalOutcome out =
       ex.evaluate(make_batch(model::Task::classification, B, T, kLengths, 2));
   EXPECT_EQ(out.count, 2.0);
   ASSERT_EQ(out.predictions.size(), 3u);
 }
 
-TEST(Executor, LossFallsOnALearnableBatch) {
+TEST(Engine, LossFallsOnALearnableBatch) {
   TinyModel m(tiny_config());
   const model::Batch batch = make_batch(model::Task::classification, B, T, kLengths);
-  zo::BlockExecutor ex(m.config, *m.store, zo::EvaluationPlan::make(1, 1, 0),
-                       batch.task, B, T, 2);
+  zo::Engine ex(m.config, *m.store, zo::EvaluationPlan::make(1, 1, 0),
+                model::BatchShape{batch.task, B, T, 2});
   const double initial = ex.evaluate(batch).loss_sum / 3;
-  zo::PendingUpdate pending;
+  PendingUpdate pending;
   for (int s = 0; s < 150; ++s) {
-    const zo::StepPerturbation p = perturbation(s, 1e-3);
+    const StepPerturbation p = perturbation(s, 1e-3);
     const auto local = ex.run_step(batch, p, pending);
-    const zo::StepEstimate est = zo::combine_losses(runtime::SerialCommunicator(), local, 1, p.eps);
+    const zo::StepEstimate est = zo::combine_losses(runtime::SerialCommunicator(), local, p.eps);
     // lr 0.01 descends steadily (0.96 -> 0.02); at 0.05 the loss first
     // climbs by orders of magnitude and whether it recovers within 150
     // steps depends on the last bits of the forward pass.
-    pending = {true, p.seed, s, p.distribution, p.recipe, 0.01, 0.0, est.g};
+    pending = PendingUpdate::after(p, est.g, 0.01, 0.0);
   }
   ex.flush(pending);
   const double final_loss = ex.evaluate(batch).loss_sum / 3;

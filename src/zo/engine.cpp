@@ -1,0 +1,169 @@
+#include "zo/engine.hpp"
+
+#include "core/error.hpp"
+#include "core/fence.hpp"
+#include "core/memory.hpp"
+#include "zo/model_walk.hpp"
+#include "zo/update_terms.hpp"
+
+#include <utility>
+
+namespace distzo::zo {
+
+// ---------------------------------------------------------------------------
+// The passes.
+
+/// One ZO step: every owned (query, sign) evaluation of the batch on its
+/// perturbed weights, the pending update fused into their materialisation.
+class Engine::StepPass final : public WalkPass {
+ public:
+  StepPass(Engine& engine, const model::Batch& batch, const StepPerturbation& perturbation,
+           const PendingUpdate& pending)
+      : e_(engine), batch_(batch), perturbation_(perturbation), pending_(pending) {}
+
+  // A sliced θ is written by its slices' owners only; the streamer then
+  // moves only this rank's slice (with one slice: all of θ).
+  bool own_slices() const override { return true; }
+
+  void embeddings(const ExecSpace& space, const model::TensorTable& edges) override {
+    e_.weights_->perturb_edges(space, edges, batch_, pending_, perturbation_);
+    for (std::size_t i = 0; i < e_.hidden_.size(); ++i)
+      e_.forward_.embed(space, model::make_edge_view(e_.registry_, e_.weights_->edges(i)),
+                        batch_.tokens, batch_.mask, e_.hidden_[i]);
+  }
+
+  bool block(const ExecSpace& space, int k, const model::TensorTable& theta) override {
+    e_.weights_->perturb_block(space, k, theta, pending_, perturbation_,
+                               [&](std::size_t i, const model::TensorTable& w) {
+                                 e_.forward_.block(space, model::make_block_view(e_.registry_, w, k),
+                                                   batch_.mask, e_.hidden_[i]);
+                               });
+    return pending_.active;
+  }
+
+  void head(const ExecSpace& space, const model::TensorTable&) override {
+    for (std::size_t i = 0; i < e_.hidden_.size(); ++i) {
+      const model::WeightView edge = model::make_edge_view(e_.registry_, e_.weights_->edges(i));
+      const Mat hidden = e_.forward_.final_hidden(space, edge, e_.hidden_[i]);
+      e_.head_.loss(space, edge, hidden, batch_, Kokkos::subview(e_.sums_, i, Kokkos::ALL()));
+    }
+  }
+
+ private:
+  Engine& e_;
+  const model::Batch& batch_;
+  const StepPerturbation& perturbation_;
+  const PendingUpdate& pending_;
+};
+
+/// The pending update alone, applied by the fused kernel with no outputs to
+/// this rank's slice of every group (with one slice: all of θ).
+class Engine::FlushPass final : public WalkPass {
+ public:
+  FlushPass(const runtime::ParameterStore& store, const PendingUpdate& pending)
+      : store_(store), pending_(pending) {}
+
+  bool own_slices() const override { return true; }
+
+  void embeddings(const ExecSpace& space, const model::TensorTable& edges) override {
+    update(space, edges, model::GroupRef::embeddings());
+    update(space, edges, model::GroupRef::head());
+  }
+
+  bool block(const ExecSpace& space, int k, const model::TensorTable& theta) override {
+    update(space, theta, model::GroupRef::of_block(k));
+    return true;
+  }
+
+  void head(const ExecSpace&, const model::TensorTable&) override {}
+
+ private:
+  void update(const ExecSpace& space, const model::TensorTable& theta, model::GroupRef group) {
+    for (const runtime::SlicePiece& p : store_.slices(group).pieces)
+      kernels::apply_update(
+          space, Kokkos::subview(theta[p.id], std::make_pair(p.first_element, p.first_element + p.count)),
+          p.id, p.first_element, update_terms(pending_, store_.registry()[p.id]));
+  }
+
+  const runtime::ParameterStore& store_;
+  const PendingUpdate& pending_;
+};
+
+// ---------------------------------------------------------------------------
+
+Engine::Engine(const model::ModelConfig& config, runtime::ParameterStore& store,
+               const EvaluationPlan& plan, const model::BatchShape& shape,
+               const NodeExchange& node, const ExecSpace& space)
+    : registry_(store.registry()),
+      store_(store),
+      plan_(plan),
+      shape_(shape),
+      weights_(make_perturbed_weights(store, plan, config, shape.task, node)),
+      streamer_(store, space),
+      forward_(config, shape.micro_batch, shape.seq_len),
+      head_(config, shape) {
+  // Every rank owns at least one evaluation (P divides 2q); the first
+  // hidden state and loss slot also serve evaluation.
+  const std::size_t evals = plan_.owned.size();
+  DISTZO_REQUIRE(evals > 0, "engine: this rank owns no evaluation of the step");
+  hidden_.resize(evals);
+  for (std::size_t i = 0; i < evals; ++i)
+    hidden_[i] = Mat(memory_label(MemoryRole::activations, "hidden." + std::to_string(i)),
+                     static_cast<std::size_t>(forward_.rows()), config.hidden_size);
+  sums_ = decltype(sums_)(memory_label(MemoryRole::activations, "loss_sums"), evals, 2);
+  sums_host_ = decltype(sums_host_)(memory_label(MemoryRole::host_master, "loss_sums"), evals, 2);
+}
+
+void Engine::run_pass(WalkPass& pass, bool writes_theta) {
+  if (writes_theta) weights_->node_barrier(streamer_.instances().compute);
+  walk(streamer_, pass);
+  if (writes_theta) weights_->node_barrier(streamer_.instances().compute);
+}
+
+LossTable Engine::run_step(const model::Batch& batch, const StepPerturbation& perturbation,
+                           PendingUpdate& pending) {
+  DISTZO_REQUIRE(batch.micro_batch == shape_.micro_batch && batch.seq_len == shape_.seq_len,
+                 "engine built for batches of " << shape_.micro_batch << " x " << shape_.seq_len
+                                                << ", got " << batch.micro_batch << " x "
+                                                << batch.seq_len);
+  StepPass pass(*this, batch, perturbation, pending);
+  run_pass(pass, true);
+  pending.active = false;
+
+  // One copy of every owned evaluation's (loss sum, count) into the pinned mirror.
+  const ExecSpace& space = streamer_.instances().compute;
+  Kokkos::deep_copy(space, sums_host_, sums_);
+  fence(space, "distzo: loss sums of the step ready for the host");
+  LossTable losses(plan_.queries);
+  for (std::size_t i = 0; i < plan_.owned.size(); ++i)
+    losses.at(plan_.owned[i]) = {sums_host_(i, 0), sums_host_(i, 1)};
+  return losses;
+}
+
+void Engine::flush(PendingUpdate& pending) {
+  if (!pending.active) return;
+  FlushPass pass(store_, pending);
+  run_pass(pass, true);
+  pending.active = false;
+}
+
+EvalOutcome Engine::evaluate(const model::Batch& batch) {
+  const ExecSpace& space = streamer_.instances().compute;
+  ForwardPass pass(forward_, registry_, hidden_.at(0), batch.tokens, batch.mask);
+  run_pass(pass, false);
+  const model::WeightView edge = model::make_edge_view(registry_, store_.device_tensors());
+  head_.loss(space, edge, pass.final_hidden(), batch, Kokkos::subview(sums_, 0, Kokkos::ALL()));
+  Kokkos::deep_copy(space, sums_host_, sums_);
+  fence(space, "distzo: evaluation loss ready for the host");
+
+  EvalOutcome out;
+  out.loss_sum = sums_host_(0, 0);
+  out.count = sums_host_(0, 1);
+  if (batch.task == model::Task::classification) {
+    auto pred = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), head_.predictions());
+    out.predictions.assign(pred.data(), pred.data() + pred.extent(0));
+  }
+  return out;
+}
+
+}  // namespace distzo::zo

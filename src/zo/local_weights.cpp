@@ -1,0 +1,95 @@
+// Local perturbed weights (zo/perturbed_weights.hpp): this rank alone
+// materialises w± of its evaluations, tensor by tensor over the whole of θ.
+
+#include "core/error.hpp"
+#include "core/memory.hpp"
+#include "zo/perturbed_weights_kinds.hpp"
+
+#include <string>
+
+namespace distzo::zo {
+
+namespace {
+
+class LocalWeights final : public PerturbedWeights {
+ public:
+  LocalWeights(runtime::ParameterStore& store, const EvaluationPlan& plan,
+               const model::ModelConfig& config, model::Task task)
+      : PerturbedWeights(store, plan, config, task) {
+    edge_ids_ = registry_.embedding_ids();
+    edge_ids_.insert(edge_ids_.end(), registry_.head_ids().begin(), registry_.head_ids().end());
+    edge_w_.resize(plan_.owned.size());
+    for (std::size_t i = 0; i < edge_w_.size(); ++i) {
+      edge_w_[i].resize(registry_.size());
+      for (std::uint32_t id : edge_ids_)
+        edge_w_[i][id] = Vec(memory_label(MemoryRole::scratch,
+                                          "edge_w." + std::to_string(i) + "." + registry_[id].name),
+                             static_cast<std::size_t>(registry_[id].numel()));
+    }
+    // Block scratch is one block arena per sign, re-pointed at block k's ids.
+    if (registry_.num_blocks() > 0) {
+      block_plus_ = Vec(memory_label(MemoryRole::scratch, "block_w+"), store.max_block_elements());
+      block_minus_ = Vec(memory_label(MemoryRole::scratch, "block_w-"), store.max_block_elements());
+    }
+    plus_.resize(registry_.size());
+    minus_.resize(registry_.size());
+  }
+
+  void perturb_edges(const ExecSpace& space, const model::TensorTable& theta,
+                     const model::Batch& batch, const PendingUpdate& pending,
+                     const StepPerturbation& perturbation) override {
+    mark_rows(space, batch);
+    each_query(queries_, pending, [&](int q, bool with_update) {
+      const int ip = find_evaluation(plan_.owned, q, +1), im = find_evaluation(plan_.owned, q, -1);
+      for (std::uint32_t id : edge_ids_)
+        materialise(space, theta[id], id, 0, pending, with_update, perturbation, q,
+                    ip >= 0 ? edge_w_[static_cast<std::size_t>(ip)][id] : Vec(),
+                    im >= 0 ? edge_w_[static_cast<std::size_t>(im)][id] : Vec());
+    });
+  }
+
+  const model::TensorTable& edges(std::size_t owned) const override { return edge_w_.at(owned); }
+
+  void perturb_block(const ExecSpace& space, int k, const model::TensorTable& theta,
+                     const PendingUpdate& pending, const StepPerturbation& perturbation,
+                     const BlockUse& use) override {
+    // One block at a time; its w+ and w- serve both signs of a query.
+    const runtime::ArenaLayout& layout = store_.layout(model::GroupRef::of_block(k));
+    runtime::bind_tensors(plus_, layout, block_plus_);
+    runtime::bind_tensors(minus_, layout, block_minus_);
+    each_query(queries_, pending, [&](int q, bool with_update) {
+      const int ip = find_evaluation(plan_.owned, q, +1), im = find_evaluation(plan_.owned, q, -1);
+      for (std::uint32_t id : registry_.block_ids(k))
+        materialise(space, theta[id], id, 0, pending, with_update, perturbation, q,
+                    ip >= 0 ? plus_[id] : Vec(), im >= 0 ? minus_[id] : Vec());
+      if (ip >= 0) use(static_cast<std::size_t>(ip), plus_);
+      if (im >= 0) use(static_cast<std::size_t>(im), minus_);
+    });
+    runtime::unbind_tensors(plus_, layout);
+    runtime::unbind_tensors(minus_, layout);
+  }
+
+  void node_barrier(const ExecSpace&) override {}
+  void record_own_slices(const ExecSpace&) override {}
+  bool own_slices_intact(const ExecSpace&) override { return true; }
+  void corrupt_parameter() override { store_.debug_corrupt(); }
+  const runtime::SliceExchange* exchange() const override { return nullptr; }
+  std::size_t shared_exchange_bytes() const override { return 0; }
+
+ private:
+  std::vector<std::uint32_t> edge_ids_;     // embeddings + head: live for the whole step
+  std::vector<model::TensorTable> edge_w_;  // per owned evaluation: the edge tensors' w
+  Vec block_plus_, block_minus_;            // one block's w± (block arena layout)
+  model::TensorTable plus_, minus_;         // by id, into block_plus_ / block_minus_
+};
+
+}  // namespace
+
+std::unique_ptr<PerturbedWeights> make_local_weights(runtime::ParameterStore& store,
+                                                     const EvaluationPlan& plan,
+                                                     const model::ModelConfig& config,
+                                                     model::Task task) {
+  return std::make_unique<LocalWeights>(store, plan, config, task);
+}
+
+}  // namespace distzo::zo

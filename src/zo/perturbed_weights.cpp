@@ -1,0 +1,56 @@
+#include "zo/perturbed_weights.hpp"
+
+#include "core/error.hpp"
+#include "core/memory.hpp"
+#include "kernels/embedding.hpp"
+#include "zo/perturbed_weights_kinds.hpp"
+#include "zo/update_terms.hpp"
+
+namespace distzo::zo {
+
+PerturbedWeights::PerturbedWeights(runtime::ParameterStore& store, const EvaluationPlan& plan,
+                                   const model::ModelConfig& config, model::Task task)
+    : registry_(store.registry()),
+      store_(store),
+      plan_(plan),
+      queries_(queries_of(plan.owned)),
+      embed_id_(store.registry().id_of(model::ParameterRole::embed_tokens)) {
+  if (task == model::Task::classification) {
+    embed_rows_used_ = IntVec(memory_label(MemoryRole::scratch, "embed_rows_used"),
+                              static_cast<std::size_t>(config.vocab_size));
+    embed_rows_.used = embed_rows_used_;
+    embed_rows_.row_elements = static_cast<std::uint64_t>(config.embedding_dim());
+  }
+}
+
+void PerturbedWeights::mark_rows(const ExecSpace& space, const model::Batch& batch) {
+  if (embed_rows_used_.extent(0) != 0)
+    kernels::mark_rows(space, embed_rows_used_, batch.tokens, batch.candidates);
+}
+
+void PerturbedWeights::materialise(const ExecSpace& space, const Vec& theta, std::uint32_t id,
+                                   std::uint64_t first, const PendingUpdate& pending,
+                                   bool with_update, const StepPerturbation& perturbation,
+                                   int query, const Vec& plus, const Vec& minus) {
+  const kernels::UpdateTerms terms =
+      with_update ? update_terms(pending, registry_[id]) : kernels::UpdateTerms();
+  z_evaluations_ += static_cast<std::uint64_t>(theta.extent(0)) *
+                    static_cast<std::uint64_t>(terms.count + 1);
+  kernels::update_and_perturb(space, theta, id, first, terms, perturbation.stream(query),
+                              static_cast<real>(perturbation.eps), plus, minus,
+                              id == embed_id_ ? embed_rows_ : kernels::RowSelection());
+}
+
+std::unique_ptr<PerturbedWeights> make_perturbed_weights(runtime::ParameterStore& store,
+                                                         const EvaluationPlan& plan,
+                                                         const model::ModelConfig& config,
+                                                         model::Task task,
+                                                         const NodeExchange& exchange) {
+  if (!store.sliced()) return make_local_weights(store, plan, config, task);
+  DISTZO_REQUIRE(exchange.node != nullptr,
+                 "perturbed weights: a sliced store needs the node's ranks to exchange slices with");
+  return make_node_sliced_weights(store, plan, config, task,
+                                  runtime::make_slice_exchange(exchange.kind, *exchange.node));
+}
+
+}  // namespace distzo::zo

@@ -1,0 +1,17 @@
+#pragma once
+// A pending update (core/step_state.hpp) as the terms the fused kernel
+// (kernels/perturb_update.hpp) takes for one tensor.
+
+#include "core/step_state.hpp"
+#include "kernels/perturb_update.hpp"
+#include "model/parameter_registry.hpp"
+
+namespace distzo::zo {
+
+/// θ ← θ − lr·(Σ_q g_q z_q / q + wd·θ), as the kernel's terms for one tensor
+/// (no decay on biases and LayerNorm weights, MeZO's rule); no terms when
+/// the update is not active.
+kernels::UpdateTerms update_terms(const PendingUpdate& pending,
+                                  const model::ParameterInfo& parameter);
+
+}  // namespace distzo::zo
