@@ -181,7 +181,7 @@ int DeckOrigin::line(const std::string& key) const {
 }
 
 std::string DeckOrigin::where(const std::string& key) const {
-  return source + ":" + std::to_string(line(key)) + ": " + key + ": ";
+  return error_prefix(source, line(key), key);
 }
 
 const char* to_string(Placement placement) {

@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <cctype>
 #include <charconv>
-#include <sstream>
 
 #include "core/error.hpp"
 
@@ -31,12 +30,14 @@ std::size_t edit_distance(const std::string& a, const std::string& b) {
 
 }  // namespace
 
+std::string error_prefix(const std::string& source, int line, const std::string& key) {
+  return source + ":" + std::to_string(line) + ": " + key + ": ";
+}
+
 void fail(const std::string& source, int line, const std::string& key, const std::string& what) {
   // Deck errors are the user's input errors: they point at the deck, not at
   // this file, so they are thrown without DISTZO_REQUIRE's [src/...] suffix.
-  std::ostringstream os;
-  os << source << ":" << line << ": " << key << ": " << what;
-  throw Error(os.str());
+  throw Error(error_prefix(source, line, key) + what);
 }
 
 std::string join(const std::vector<const char*>& words) {

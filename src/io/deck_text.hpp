@@ -9,6 +9,9 @@
 
 namespace distzo::io::deck_detail {
 
+/// "<source>:<line>: <key>: ", the prefix every deck error starts with.
+std::string error_prefix(const std::string& source, int line, const std::string& key);
+
 /// Throws distzo::Error "<source>:<line>: <key>: <what>".
 [[noreturn]] void fail(const std::string& source, int line, const std::string& key,
                        const std::string& what);
