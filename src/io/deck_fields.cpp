@@ -1,0 +1,316 @@
+#include "io/deck_fields.hpp"
+
+#include "io/deck_reader.hpp"
+#include "io/deck_text.hpp"
+#include "kernels/perturb_update.hpp"
+
+#include "core/error.hpp"
+
+#include <cstdint>
+#include <limits>
+#include <type_traits>
+#include <utility>
+
+namespace distzo::io::deck_detail {
+
+const std::vector<SectionInfo>& sections() {
+  static const std::vector<SectionInfo> table = {
+      {"model", true},       {"data", true},    {"optim", true},     {"eval", false},
+      {"checkpoint", false}, {"output", true},  {"parallel", false}, {"placement", false},
+  };
+  return table;
+}
+
+namespace {
+
+/// The member `m` of section `s` of a deck.
+template <class S, class T>
+struct Member {
+  // Aliases, not `S Deck::*section;`: nvcc's front end rewrites such
+  // declarations with parentheses that g++ then warns about.
+  using SectionPointer = S Deck::*;
+  using ValuePointer = T S::*;
+  SectionPointer section;
+  ValuePointer member;
+  T& of(Deck& d) const { return d.*section.*member; }
+  const T& of(const Deck& d) const { return d.*section.*member; }
+};
+
+template <class S, class T>
+Member<S, T> member(S Deck::*section, T S::*member) {
+  return {section, member};
+}
+
+template <class S, class Int>
+Field integer(const char* section, const char* key, Member<S, Int> m, std::int64_t min,
+              std::string meaning, std::string also_allowed = "",
+              std::int64_t max = std::numeric_limits<Int>::max()) {
+  static_assert(std::is_integral<Int>::value && std::is_signed<Int>::value, "signed integers");
+  Field f(section, key);
+  f.type = sizeof(Int) == 8 ? "integer (int64)" : "integer";
+  f.allowed = (max < std::numeric_limits<Int>::max()
+                   ? std::to_string(min) + " to " + std::to_string(max)
+                   : ">= " + std::to_string(min)) +
+              also_allowed;
+  f.meaning = std::move(meaning);
+  f.read = [key, m, min, max](const SectionReader& r, Deck& d) {
+    r.read_int(key, m.of(d), min, max);
+  };
+  f.write = [m](const Deck& d) { return std::to_string(m.of(d)); };
+  return f;
+}
+
+template <class S>
+Field uint64(const char* section, const char* key, Member<S, std::uint64_t> m,
+             std::string meaning) {
+  Field f(section, key);
+  f.type = "uint64";
+  f.allowed = "any";
+  f.meaning = std::move(meaning);
+  f.read = [key, m](const SectionReader& r, Deck& d) { r.read_uint64(key, m.of(d)); };
+  f.write = [m](const Deck& d) { return std::to_string(m.of(d)); };
+  return f;
+}
+
+template <class S>
+Field number(const char* section, const char* key, Member<S, double> m, double min,
+             bool exclusive, std::string meaning, bool required = false) {
+  Field f(section, key, required);
+  f.type = "number";
+  f.allowed = (exclusive ? "> " : ">= ") + format_double(min);
+  f.meaning = std::move(meaning);
+  f.read = [key, m, min, exclusive, required](const SectionReader& r, Deck& d) {
+    if (required) r.require(key);
+    r.read_double(key, m.of(d), min, exclusive);
+  };
+  f.write = [m](const Deck& d) { return format_double(m.of(d)); };
+  return f;
+}
+
+template <class S>
+Field path(const char* section, const char* key, Member<S, std::string> m, bool required,
+           std::string allowed, std::string meaning) {
+  Field f(section, key, required);
+  f.type = "path";
+  f.allowed = std::move(allowed);
+  f.meaning = std::move(meaning);
+  f.read = [key, m, required](const SectionReader& r, Deck& d) {
+    r.read_path(key, m.of(d), required);
+  };
+  f.write = [m](const Deck& d) { return yaml_string(m.of(d)); };
+  return f;
+}
+
+template <class S, class Enum>
+Field choice(const char* section, const char* key, Member<S, Enum> m,
+             std::vector<std::pair<const char*, Enum>> choices, std::string meaning) {
+  Field f(section, key);
+  f.type = "enum";
+  for (const auto& c : choices) f.allowed += (f.allowed.empty() ? "`" : ", `") + std::string(c.first) + "`";
+  f.meaning = std::move(meaning);
+  f.read = [key, m, choices](const SectionReader& r, Deck& d) { r.read_enum(key, m.of(d), choices); };
+  f.write = [key, m, choices](const Deck& d) {
+    for (const auto& c : choices)
+      if (c.second == m.of(d)) return std::string(c.first);
+    throw Error(std::string("deck: no name for the value of ") + key);  // a bug in this file
+  };
+  return f;
+}
+
+/// A number > 0, or one of `words`, each standing for a value of its own.
+template <class S>
+Field number_or_word(const char* section, const char* key, Member<S, double> m,
+                     std::vector<std::pair<const char*, double>> words, std::string meaning) {
+  Field f(section, key);
+  f.type = "number";
+  for (const auto& w : words) f.allowed += "`" + std::string(w.first) + "`, ";
+  f.allowed += "or > 0";
+  f.meaning = std::move(meaning);
+  f.read = [key, m, words](const SectionReader& r, Deck& d) {
+    r.read_number_or_word(key, m.of(d), words);
+  };
+  f.write = [m, words](const Deck& d) {
+    for (const auto& w : words)
+      if (w.second == m.of(d)) return std::string(w.first);
+    return format_double(m.of(d));
+  };
+  return f;
+}
+
+/// A list of names, each one of `names` (a table that outlives the field).
+template <class S>
+Field key_list(const char* section, const char* key, Member<S, std::vector<std::string>> m,
+               const std::vector<std::string>& names, std::string allowed, std::string meaning) {
+  Field f(section, key);
+  f.type = "list";
+  f.allowed = std::move(allowed);
+  f.meaning = std::move(meaning);
+  const std::vector<std::string>* allowed_names = &names;
+  f.read = [key, m, allowed_names](const SectionReader& r, Deck& d) {
+    r.read_name_list(key, m.of(d), *allowed_names);
+  };
+  f.write = [m](const Deck& d) {
+    std::string out = "[";
+    for (const auto& k : m.of(d)) out += (out.size() > 1 ? ", " : "") + k;
+    return out + "]";
+  };
+  return f;
+}
+
+/// A field whose value the deck cannot leave out (integers are never required).
+Field required(Field f) {
+  f.required = true;
+  auto read = f.read;
+  const char* key = f.key;
+  f.read = [read, key](const SectionReader& r, Deck& d) {
+    r.require(key);
+    read(r, d);
+  };
+  return f;
+}
+
+}  // namespace
+
+const std::vector<Field>& fields() {
+  static const std::vector<Field> table = [] {
+    using D = DataSection;
+    using O = OptimSection;
+    const auto m = &Deck::model;
+    const auto d = &Deck::data;
+    const auto o = &Deck::optim;
+    const auto e = &Deck::eval;
+    const auto c = &Deck::checkpoint;
+    const auto out = &Deck::output;
+    const auto p = &Deck::parallel;
+    const auto pl = &Deck::placement;
+    return std::vector<Field>{
+        path("model", "path", member(m, &ModelSection::path), true, "an existing file",
+             "HDF5 model file (docs/formats.md)"),
+
+        path("data", "train", member(d, &D::train), true, "an existing file", "training set"),
+        path("data", "eval", member(d, &D::eval), false, "empty or an existing file",
+             "evaluation set; empty (or left out) = no evaluation"),
+        integer("data", "micro_batch", member(d, &D::micro_batch), 1,
+                "examples per replica and step; the global batch is `micro_batch` x "
+                "`parallel.data`"),
+        uint64("data", "shuffle_seed", member(d, &D::shuffle_seed), "seed of the example order"),
+
+        required(integer("optim", "steps", member(o, &O::steps), 0,
+                         "optimisation steps; 0 only evaluates")),
+        number("optim", "lr", member(o, &O::lr), 0.0, true, "peak learning rate η", true),
+        choice("optim", "schedule", member(o, &O::schedule),
+               {{"constant", Schedule::constant},
+                {"linear", Schedule::linear},
+                {"cosine", Schedule::cosine}},
+               "learning-rate schedule after warm-up (linear and cosine decay to 0 at `steps`)"),
+        integer("optim", "warmup_steps", member(o, &O::warmup_steps), 0,
+                "linear warm-up from 0 to `lr`", " and <= `optim.steps`"),
+        number("optim", "eps", member(o, &O::eps), 0.0, true, "perturbation scale ε"),
+        number("optim", "weight_decay", member(o, &O::weight_decay), 0.0, false,
+               "decoupled weight decay λ"),
+        integer("optim", "queries", member(o, &O::queries), 1,
+                "SPSA queries q per step (2q forward evaluations)", "",
+                kernels::kMaxQueries),
+        choice("optim", "distribution", member(o, &O::distribution),
+               {{"gaussian", Distribution::gaussian}, {"rademacher", Distribution::rademacher}},
+               "distribution of the perturbation z"),
+        integer("optim", "z_recipe", member(o, &O::z_recipe), 1,
+                "how a Gaussian z is computed from its Philox words (docs/perturbation.md): 2 = "
+                "binary32, the same bits on every backend; 1 = double with libm, as runs before "
+                "recipe 2. A resumed run keeps its checkpoint's recipe",
+                "", 2),
+        uint64("optim", "seed", member(o, &O::seed),
+               "run seed: z is a pure function of (seed, step, query, parameter, element)"),
+        integer("optim", "max_nonfinite", member(o, &O::max_nonfinite), 1,
+                "this many consecutive non-finite losses abort the run (counted across a resume; no "
+                "checkpoint is written during such a streak)"),
+
+        integer("eval", "interval", member(e, &EvalSection::interval), 0,
+                "steps between evaluations; 0 = only before training and at the end"),
+        integer("eval", "max_examples", member(e, &EvalSection::max_examples), 0,
+                "examples used per evaluation; 0 = the whole eval set"),
+
+        integer("checkpoint", "interval", member(c, &CheckpointSection::interval), 0,
+                "steps between checkpoints; 0 = only at the end"),
+        integer("checkpoint", "keep", member(c, &CheckpointSection::keep), 1,
+                "newest checkpoints of this run kept in `output.dir` (another run's are never "
+                "deleted)"),
+        key_list("checkpoint", "allow_changes", member(c, &CheckpointSection::allow_changes),
+                 resume_keys(), "keys of the trajectory (below)",
+                 "the keys a resume may change on purpose (each is logged); any other change "
+                 "from the checkpoint's deck is an error"),
+        path("checkpoint", "resume", member(c, &CheckpointSection::resume), false,
+             "empty, `latest`, or an existing file",
+             "empty = fresh start; a checkpoint file to continue from; `latest` = the newest "
+             "`ckpt-STEP.h5` in `output.dir` of the run that owns it that reads back whole "
+             "(a broken one is passed over with a warning), or a fresh start if there is none "
+             "yet (so a requeued job script needs no edit)"),
+
+        path("output", "dir", member(out, &OutputSection::dir), true,
+             "a directory or a path to create",
+             "metrics.csv, eval.csv, checkpoints, deck.resolved.yaml, the run log"),
+        integer("output", "log_interval", member(out, &OutputSection::log_interval), 1,
+                "steps between progress lines on rank 0"),
+
+        integer("parallel", "perturbation", member(p, &ParallelSection::perturbation), 1,
+                "P: ranks that share the 2q forward evaluations of one step",
+                ", divides 2 x `optim.queries`"),
+        integer("parallel", "data", member(p, &ParallelSection::data), 1,
+                "D: data-parallel replicas, each with its own micro-batch"),
+        integer("parallel", "check_interval", member(p, &ParallelSection::check_interval), 0,
+                "steps between replica digest checks; 0 = never"),
+        number_or_word("parallel", "watchdog", member(p, &ParallelSection::watchdog),
+                       {{"auto", kWatchdogAuto}, {"off", kWatchdogOff}},
+                       "seconds a rank may go without progress (a step, an evaluation batch, a "
+                       "checkpoint tensor) before every rank is ended with exit status 76, "
+                       "naming the ranks that stopped reporting; `auto` = 10 x the median step "
+                       "time, at least 600 s and at least the time to write θ at 100 MB/s"),
+
+        choice("placement", "mode", member(pl, &PlacementSection::mode),
+               {{"resident", Placement::resident}, {"offload", Placement::offload}},
+               "where θ lives: `resident` = every parameter in device memory; `offload` (ZO2) "
+               "= transformer blocks in host memory, streamed through device slots one at a "
+               "time (docs/placement.md)"),
+        integer("placement", "resident_blocks", member(pl, &PlacementSection::resident_blocks),
+                0,
+                "offload: blocks 0..K-1 stay in device memory, the others stream; K at or above "
+                "the model's block count means resident"),
+        integer("placement", "prefetch", member(pl, &PlacementSection::prefetch), 1,
+                "offload: block uploads in flight ahead of the block in use (device slots = "
+                "prefetch + 2)"),
+        choice("placement", "share_host_master", member(pl, &PlacementSection::share_host_master),
+               {{"auto", ShareHostMaster::automatic},
+                {"true", ShareHostMaster::on},
+                {"false", ShareHostMaster::off}},
+               "one θ master per node in shared memory, each rank updating and perturbing its "
+               "slice (Placement II); `auto` = on when more than one rank of the run is on a "
+               "node"),
+        choice("placement", "exchange", member(pl, &PlacementSection::exchange),
+               {{"auto", SliceExchange::automatic},
+                {"shared_memory", SliceExchange::shared_memory},
+                {"mpi", SliceExchange::mpi},
+                {"nccl", SliceExchange::nccl}},
+               "how a node's ranks exchange their slices of the perturbed weights: "
+               "`shared_memory` (host backends), `nccl` (GPUs, built with NCCL), `mpi`; `auto` "
+               "= the first of these the build can do"),
+    };
+  }();
+  return table;
+}
+
+std::vector<const char*> keys_of(const std::string& section) {
+  std::vector<const char*> keys;
+  for (const Field& f : fields())
+    if (section == f.section) keys.push_back(f.key);
+  return keys;
+}
+
+std::vector<const char*> section_names() {
+  std::vector<const char*> names;
+  for (const auto& s : sections()) names.push_back(s.name);
+  return names;
+}
+
+std::string section_list() { return join(section_names()); }
+
+}  // namespace distzo::io::deck_detail

@@ -1,0 +1,88 @@
+// Element-wise kernels (src/kernels/activations.hpp): bias + ReLU and bias +
+// residual bit for bit, SwiGLU's silu_mul against its definition
+// (tests/support/kernel_check.hpp says how kernels are compared).
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstddef>
+#include <limits>
+
+#include "core/error.hpp"
+#include "kernels/activations.hpp"
+
+#include "support/kernel_check.hpp"
+
+namespace {
+
+using namespace distzo;
+using namespace distzo::test_support;
+namespace k = distzo::kernels;
+
+// ------------------------------------------------------- element-wise ops
+
+TEST(KernelsActivations, BiasReluAndBiasResidualAreTheUnfusedPassesBitForBit) {
+  HostMat x = random_host(17, 33, 41);
+  x(0, 0) = std::numeric_limits<real>::quiet_NaN();
+  x(0, 1) = -0.0f;
+  const HostMat y = random_host(17, 33, 42);
+  const HostVec b = random_host_vec(33, 43);
+
+  for (const bool with_bias : {true, false}) {
+    const ConstVec bias = with_bias ? ConstVec(to_device(b)) : ConstVec();
+    const auto bias_at = [&](std::size_t j) { return with_bias ? b(j) : 0.0f; };
+
+    Mat d = to_device(x);
+    k::bias_relu(space(), d, bias);
+    const HostMat r = to_host(d);
+    EXPECT_TRUE(std::isnan(r(0, 0)));  // as torch.relu
+    for (std::size_t i = 0; i < 17; ++i)
+      for (std::size_t j = 0; j < 33; ++j)
+        if (!(i == 0 && j == 0)) {
+          const real t = with_bias ? x(i, j) + b(j) : x(i, j);
+          EXPECT_EQ(float_bits(r(i, j)), float_bits(t < 0.0f ? 0.0f : t)) << i << ", " << j;
+        }
+
+    Mat e = to_device(x);
+    k::add_bias_residual(space(), e, to_device(y), bias);
+    const HostMat s = to_host(e);
+    for (std::size_t i = 0; i < 17; ++i)
+      for (std::size_t j = 0; j < 33; ++j)
+        if (!(i == 0 && j == 0)) {
+          const real t = with_bias ? y(i, j) + bias_at(j) : y(i, j);
+          EXPECT_EQ(float_bits(s(i, j)), float_bits(x(i, j) + t)) << i << ", " << j;
+        }
+  }
+  Mat e = to_device(x);
+  EXPECT_THROW(k::add_bias_residual(space(), e, Mat("bad", 17, 32), ConstVec()), Error);
+  EXPECT_THROW(k::bias_relu(space(), e, Vec("bad", 32)), Error);
+}
+
+// --------------------------------------------------- silu_mul (Llama's SwiGLU)
+
+TEST(KernelsSwiGlu, SiluMulMatchesDefinitionWithAndWithoutBiases) {
+  const HostMat gate = random_host(17, 37, 161, -8.0, 8.0);
+  const HostMat up = random_host(17, 37, 162);
+  const HostVec bg = random_host_vec(37, 163), bu = random_host_vec(37, 164);
+  for (const bool with_bias : {false, true}) {
+    SCOPED_TRACE(with_bias ? "biases" : "no biases");
+    Mat g = to_device(gate);
+    k::silu_mul(space(), g, to_device(up), with_bias ? ConstVec(to_device(bg)) : ConstVec(),
+                with_bias ? ConstVec(to_device(bu)) : ConstVec());
+    Ref want(17, 37);
+    for (std::size_t r = 0; r < 17; ++r)
+      for (std::size_t c = 0; c < 37; ++c) {
+        // The float sums first, as the projections' biases are added in float.
+        const double t = with_bias ? double(gate(r, c) + bg(c)) : double(gate(r, c));
+        const double u = with_bias ? double(up(r, c) + bu(c)) : double(up(r, c));
+        want(r, c) = t / (1.0 + std::exp(-t)) * u;
+      }
+    // exp to a few ulp, then an add, a division and a product: 8 u relative.
+    EXPECT_TRUE(all_close(to_host(g), want, 1e-30, 8 * kFloatU));
+  }
+  Mat g = to_device(gate);
+  EXPECT_THROW(k::silu_mul(space(), g, Mat("up", 17, 36), ConstVec(), ConstVec()), Error);
+  EXPECT_THROW(k::silu_mul(space(), g, to_device(up), Vec("b", 3), ConstVec()), Error);
+}
+
+}  // namespace

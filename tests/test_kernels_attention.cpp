@@ -1,0 +1,280 @@
+// Attention (src/kernels/attention.hpp): the reference kernel and the
+// head-major path against causal + key-padding attention from the definition,
+// grouped-query heads, head reorderings and rotary embeddings
+// (tests/support/kernel_check.hpp says how kernels are compared).
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstddef>
+#include <limits>
+#include <vector>
+
+#include "core/error.hpp"
+#include "kernels/attention.hpp"
+#include "kernels/embedding.hpp"
+
+#include "support/kernel_check.hpp"
+
+namespace {
+
+using namespace distzo;
+using namespace distzo::test_support;
+namespace k = distzo::kernels;
+
+// ------------------------------------------------------------- attention
+
+/// Causal + key-padding attention from the definition, in double. Queries
+/// with no visible key give zeros (the kernel's documented convention).
+Ref attention_ref(const HostMat& q, const HostMat& kk, const HostMat& v, const HostIntMat& mask,
+                  int heads, double scale) {
+  const std::size_t batch = mask.extent(0), seq = mask.extent(1), channels = q.extent(1);
+  const std::size_t hd = channels / heads;
+  Ref out(batch * seq, channels);
+  for (std::size_t b = 0; b < batch; ++b)
+    for (std::size_t h = 0; h < std::size_t(heads); ++h)
+      for (std::size_t i = 0; i < seq; ++i) {
+        std::vector<double> scores;
+        std::vector<std::size_t> keys;
+        for (std::size_t j = 0; j <= i; ++j) {
+          if (mask(b, j) == 0) continue;
+          double s = 0.0;
+          for (std::size_t d = 0; d < hd; ++d)
+            s += double(q(b * seq + i, h * hd + d)) * double(kk(b * seq + j, h * hd + d));
+          scores.push_back(scale * s);
+          keys.push_back(j);
+        }
+        if (keys.empty()) continue;  // stays 0
+        const double lse = logsumexp(scores);
+        for (std::size_t d = 0; d < hd; ++d) {
+          double acc = 0.0;
+          for (std::size_t n = 0; n < keys.size(); ++n)
+            acc += std::exp(scores[n] - lse) * double(v(b * seq + keys[n], h * hd + d));
+          out(b * seq + i, h * hd + d) = acc;
+        }
+      }
+  return out;
+}
+
+/// The two attention implementations on interleaved (B*T, C) q, k, v: the
+/// reference kernel, or split_heads -> attention_heads -> merge_heads.
+enum class AttentionPath { reference, heads };
+const AttentionPath kAttentionPaths[] = {AttentionPath::reference, AttentionPath::heads};
+const char* name(AttentionPath p) { return p == AttentionPath::reference ? "reference" : "heads"; }
+
+HostMat run_attention(AttentionPath path, const HostMat& q, const HostMat& kk, const HostMat& v,
+                      const HostIntMat& mask, int heads, real scale) {
+  const std::size_t rows = q.extent(0), channels = q.extent(1);
+  const int seq = static_cast<int>(mask.extent(1));
+  Mat out("out", rows, channels);
+  Kokkos::deep_copy(out, 123.0f);  // every element must be overwritten
+  if (path == AttentionPath::reference) {
+    k::attention(space(), out, to_device(q), to_device(kk), to_device(v), to_device(mask), heads,
+                 scale);
+    return to_host(out);
+  }
+  const std::size_t hd = channels / heads;
+  Mat qh("qh", rows * heads, hd), kh("kh", rows * heads, hd), vh("vh", rows * heads, hd);
+  Mat oh("oh", rows * heads, hd), scores("scores", seq, seq);
+  Kokkos::deep_copy(oh, 321.0f);
+  Kokkos::deep_copy(scores, std::numeric_limits<real>::quiet_NaN());  // stale scratch is harmless
+  k::split_heads(space(), qh, to_device(q), ConstVec(), heads, seq);
+  k::split_heads(space(), kh, to_device(kk), ConstVec(), heads, seq);
+  k::split_heads(space(), vh, to_device(v), ConstVec(), heads, seq);
+  k::attention_heads(space(), oh, qh, kh, vh, to_device(mask), heads, heads, scale, scores);
+  k::merge_heads(space(), out, oh, heads, seq);
+  return to_host(out);
+}
+
+TEST(KernelsAttention, SplitAndMergeHeadsAreExactReorderings) {
+  const int heads = 3, seq = 5;
+  const std::size_t batch = 2, hd = 4, channels = heads * hd;
+  const HostMat x = random_host(batch * seq, channels, 71);
+  const HostVec b = random_host_vec(channels, 72);
+  Mat hm("hm", batch * seq * heads, hd), back("back", batch * seq, channels);
+  k::split_heads(space(), hm, to_device(x), to_device(b), heads, seq);
+  const HostMat got = to_host(hm);
+  for (std::size_t bb = 0; bb < batch; ++bb)
+    for (std::size_t h = 0; h < std::size_t(heads); ++h)
+      for (std::size_t t = 0; t < std::size_t(seq); ++t)
+        for (std::size_t d = 0; d < hd; ++d)
+          EXPECT_EQ(float_bits(got((bb * heads + h) * seq + t, d)),
+                    float_bits(x(bb * seq + t, h * hd + d) + b(h * hd + d)));
+  k::split_heads(space(), hm, to_device(x), ConstVec(), heads, seq);
+  k::merge_heads(space(), back, hm, heads, seq);
+  const HostMat round_trip = to_host(back);
+  for (std::size_t r = 0; r < batch * seq; ++r)
+    for (std::size_t c = 0; c < channels; ++c) EXPECT_EQ(float_bits(round_trip(r, c)), float_bits(x(r, c)));
+  EXPECT_THROW(k::split_heads(space(), hm, to_device(x), ConstVec(), 5, seq), Error);  // 5 ∤ 12
+  EXPECT_THROW(k::split_heads(space(), hm, to_device(x), ConstVec(), heads, 3), Error);  // 3 ∤ 10
+  EXPECT_THROW(k::merge_heads(space(), back, Mat("small", 6, hd), heads, seq), Error);
+}
+
+TEST(KernelsAttention, CausalWithLeftRightPaddingAndEmptyRows) {
+  const int heads = 3;
+  const std::size_t seq = 13, hd = 16, channels = heads * hd;
+  const HostIntMat mask = int_mat({
+      {1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1},  // no padding
+      {0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 1},  // left: queries 0..3 see no key
+      {1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0},  // right padding
+      {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0},  // all padding: zeros everywhere
+      {1, 0, 1, 1, 0, 0, 1, 0, 1, 1, 1, 0, 1},  // holes: generic masking rule
+  });
+  const std::size_t batch = mask.extent(0);
+  const HostMat q = random_host(batch * seq, channels, 81);
+  const HostMat kk = random_host(batch * seq, channels, 82);
+  const HostMat v = random_host(batch * seq, channels, 83);
+  const real scale = 1.0f / std::sqrt(real(hd));
+
+  const Ref ref = attention_ref(q, kk, v, mask, heads, scale);
+  // Tolerance, from |q|, |k|, |v| <= 1. Each score is a float dot product of
+  // length hd, scaled: error <= gamma_{hd+1} * scale * hd (in any summation
+  // order). It enters exp() as an absolute error, i.e. a relative error of
+  // each probability; the max-subtracted normalisation doubles it (numerator
+  // and denominator). The weighted sum of |v| <= 1 over <= T keys adds
+  // gamma_{T+1}, the division one more u.
+  const double score_err = dot_bound(hd + 1, scale * hd);
+  const double atol = 2.0 * score_err + dot_bound(seq + 2, 1.0) + 4 * kFloatU;
+
+  for (const AttentionPath path : kAttentionPaths) {
+    SCOPED_TRACE(name(path));
+    const HostMat got = run_attention(path, q, kk, v, mask, heads, scale);
+    EXPECT_TRUE(all_close(got, ref, atol, 0.0));
+    // Fully masked query rows are exactly zero, not NaN.
+    for (std::size_t c = 0; c < channels; ++c) {
+      EXPECT_EQ(got(1 * seq + 0, c), 0.0f);
+      EXPECT_EQ(got(1 * seq + 3, c), 0.0f);
+      EXPECT_EQ(got(3 * seq + 7, c), 0.0f);
+    }
+    // The first real token of a left-padded row attends only to itself.
+    for (std::size_t c = 0; c < channels; ++c) EXPECT_EQ(got(1 * seq + 4, c), v(1 * seq + 4, c));
+  }
+}
+
+TEST(KernelsAttention, LargeScoresStayFinite) {
+  // Scores around +-200: a softmax without max subtraction overflows float.
+  const int heads = 2;
+  const std::size_t seq = 9, hd = 8, channels = heads * hd;
+  HostIntMat mask("mask", 1, seq);
+  Kokkos::deep_copy(mask, 1);
+  const HostMat q = random_host(seq, channels, 91, 4.0, 5.0);
+  const HostMat kk = random_host(seq, channels, 92, 4.0, 6.0);
+  const HostMat v = random_host(seq, channels, 93);
+  const real scale = 1.0f;
+  // Scores up to 8 * 5 * 6 = 240: the score error bound scales with them.
+  const double score_err = dot_bound(hd + 1, 240.0);
+  const double atol = 2.0 * score_err + dot_bound(seq + 2, 1.0) + 4 * kFloatU;
+  for (const AttentionPath path : kAttentionPaths) {
+    SCOPED_TRACE(name(path));
+    EXPECT_TRUE(all_close(run_attention(path, q, kk, v, mask, heads, scale),
+                          attention_ref(q, kk, v, mask, heads, scale), atol, 0.0));
+  }
+}
+
+TEST(KernelsAttention, ShapeErrorsThrow) {
+  Mat q("q", 6, 8);
+  IntMat mask("mask", 2, 3);
+  EXPECT_THROW(k::attention(space(), q, q, q, q, mask, 3, 1.0f), Error);  // 3 does not divide 8
+  IntMat mask_bad("mask_bad", 2, 4);
+  EXPECT_THROW(k::attention(space(), q, q, q, q, mask_bad, 2, 1.0f), Error);
+  // Head-major (B*H*T, hd) = (12, 4) for B = 2, T = 3, H = 2.
+  Mat h("h", 12, 4), o("o", 12, 4), scores("scores", 3, 3);
+  EXPECT_NO_THROW(k::attention_heads(space(), o, h, h, h, mask, 2, 2, 1.0f, scores));
+  EXPECT_THROW(k::attention_heads(space(), o, h, h, h, mask, 3, 3, 1.0f, scores), Error);
+  EXPECT_THROW(k::attention_heads(space(), o, h, h, h, mask, 2, 2, 1.0f, Mat("s", 3, 4)), Error);
+  EXPECT_THROW(k::attention_heads(space(), Mat("o", 12, 3), h, h, h, mask, 2, 2, 1.0f, scores), Error);
+}
+
+// ---------------------------------- rotary embedding and grouped-query heads (Llama)
+
+TEST(KernelsRotary, MatchesRotateHalfDefinitionAtMaskPositions) {
+  const int heads = 3;
+  const std::size_t seq = 11, hd = 10, half = hd / 2;
+  const HostIntMat mask = int_mat({{1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1},
+                                   {0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1},
+                                   {1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0}});
+  const std::size_t batch = mask.extent(0);
+  IntMat pos("pos", batch, seq);
+  k::positions_from_mask(space(), pos, to_device(mask));
+  const HostIntMat p = to_host(pos);
+  const HostMat x = random_host(batch * heads * seq, hd, 171);
+  for (const double theta : {10000.0, 500000.0}) {
+    SCOPED_TRACE(theta);
+    Mat xr = to_device(x), cos("cos", batch * seq, half), sin("sin", batch * seq, half);
+    k::rotary_tables(space(), cos, sin, pos, theta);
+    k::rotary_embedding(space(), xr, cos, sin, heads, static_cast<int>(seq));
+    const HostMat got = to_host(xr);
+    Ref want(x.extent(0), hd);
+    for (std::size_t row = 0; row < x.extent(0); ++row) {
+      const std::size_t t = row % seq, b = row / seq / heads;
+      for (std::size_t i = 0; i < half; ++i) {
+        const double inv_freq = 1.0 / std::pow(theta, double(2 * i) / double(hd));
+        const double angle = p(b, t) * inv_freq;
+        want(row, i) = x(row, i) * std::cos(angle) - x(row, i + half) * std::sin(angle);
+        want(row, i + half) = x(row, i + half) * std::cos(angle) + x(row, i) * std::sin(angle);
+      }
+      if (p(b, t) == 0) {  // position 0 is the identity, bit for bit
+        for (std::size_t d = 0; d < hd; ++d) EXPECT_EQ(got(row, d), x(row, d)) << row;
+      }
+    }
+    // The frequency and the angle are float as in transformers: the angle's
+    // relative error is a few u, at most |angle| <= 10 rad here, so
+    // ~10 * 3u of phase, times |x| <= 1, plus the rotation's own roundings.
+    EXPECT_TRUE(all_close(got, want, 10 * 3 * kFloatU * 2 + 8 * kFloatU, 0.0));
+  }
+  Mat cos("cos", batch * seq, half), sin("sin", batch * seq, half);
+  k::rotary_tables(space(), cos, sin, pos, 10000.0);
+  Mat bad("bad", batch * heads * seq, 9);
+  EXPECT_THROW(k::rotary_embedding(space(), bad, cos, sin, heads, static_cast<int>(seq)), Error);
+  Mat xr = to_device(x);
+  EXPECT_THROW(k::rotary_embedding(space(), xr, cos, sin, heads + 1, static_cast<int>(seq)), Error);
+  EXPECT_THROW(k::rotary_tables(space(), cos, Mat("s", batch * seq, half + 1), pos, 10000.0), Error);
+  EXPECT_THROW(k::rotary_tables(space(), cos, sin, pos, 1.0), Error);
+}
+
+TEST(KernelsAttention, GroupedQueryHeadsReadTheirSharedKeyValueHead) {
+  // 6 query heads over 2 key/value heads: query head h reads kv head h / 3,
+  // which the reference sees as k and v with each kv head repeated
+  // (transformers' repeat_kv).
+  const int heads = 6, kv_heads = 2;
+  const std::size_t seq = 9, hd = 8, group = heads / kv_heads;
+  const HostIntMat mask = int_mat({{1, 1, 1, 1, 1, 1, 1, 1, 1},
+                                   {0, 0, 1, 1, 1, 1, 1, 1, 1},
+                                   {1, 1, 1, 1, 1, 0, 0, 0, 0}});
+  const std::size_t batch = mask.extent(0), rows = batch * seq;
+  const HostMat q = random_host(rows, heads * hd, 181);
+  const HostMat kk = random_host(rows, kv_heads * hd, 182);
+  const HostMat v = random_host(rows, kv_heads * hd, 183);
+  HostMat k_rep("k_rep", rows, heads * hd), v_rep("v_rep", rows, heads * hd);
+  for (std::size_t r = 0; r < rows; ++r)
+    for (std::size_t h = 0; h < std::size_t(heads); ++h)
+      for (std::size_t d = 0; d < hd; ++d) {
+        k_rep(r, h * hd + d) = kk(r, (h / group) * hd + d);
+        v_rep(r, h * hd + d) = v(r, (h / group) * hd + d);
+      }
+  const real scale = 1.0f / std::sqrt(real(hd));
+  const Ref ref = attention_ref(q, k_rep, v_rep, mask, heads, scale);
+
+  Mat qh("qh", rows * heads, hd), kh("kh", rows * kv_heads, hd), vh("vh", rows * kv_heads, hd);
+  Mat oh("oh", rows * heads, hd), scores("scores", seq, seq), out("out", rows, heads * hd);
+  k::split_heads(space(), qh, to_device(q), ConstVec(), heads, static_cast<int>(seq));
+  k::split_heads(space(), kh, to_device(kk), ConstVec(), kv_heads, static_cast<int>(seq));
+  k::split_heads(space(), vh, to_device(v), ConstVec(), kv_heads, static_cast<int>(seq));
+  k::attention_heads(space(), oh, qh, kh, vh, to_device(mask), heads, kv_heads, scale, scores);
+  k::merge_heads(space(), out, oh, heads, static_cast<int>(seq));
+  const double atol = 2.0 * dot_bound(hd + 1, scale * hd) + dot_bound(seq + 2, 1.0) + 4 * kFloatU;
+  EXPECT_TRUE(all_close(to_host(out), ref, atol, 0.0));
+  // The same as plain multi-head attention on the repeated k and v, bit for bit.
+  Mat kh_rep("kh_rep", rows * heads, hd), vh_rep("vh_rep", rows * heads, hd);
+  Mat oh_rep("oh_rep", rows * heads, hd);
+  k::split_heads(space(), kh_rep, to_device(k_rep), ConstVec(), heads, static_cast<int>(seq));
+  k::split_heads(space(), vh_rep, to_device(v_rep), ConstVec(), heads, static_cast<int>(seq));
+  k::attention_heads(space(), oh_rep, qh, kh_rep, vh_rep, to_device(mask), heads, heads, scale,
+                     scores);
+  EXPECT_TRUE(bit_equal(to_host(oh), to_host(oh_rep)));
+  EXPECT_THROW(k::attention_heads(space(), oh, qh, kh, vh, to_device(mask), heads, 4, scale,
+                                  scores),
+               Error);  // 4 does not divide 6
+}
+
+}  // namespace
