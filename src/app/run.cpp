@@ -467,13 +467,6 @@ class RunHooks final : public zo::TrainerHooks {
 
   bool stop_requested() override { return stop_signal_received(); }
 
-  void progress(const char* what, std::int64_t step, bool end_of_step) override {
-    if (end_of_step)
-      watchdog_.step_finished(what, step);
-    else
-      watchdog_.phase(what, step);
-  }
-
   void checkpoint_skipped(std::int64_t step, int streak) override {
     out_.print("checkpoint after step " + std::to_string(step) + " not written: the last " +
                std::to_string(streak) + " step" + (streak == 1 ? " was" : "s were") +
@@ -745,7 +738,7 @@ void run(const RunOptions& options, const runtime::Communicator& world) {
   RunHooks hooks(inputs, executor, *batches, mesh, out, watchdog);
   zo::TrainSummary summary;
   try {
-    summary = zo::Trainer(executor, mesh, config, hooks).run(state);
+    summary = zo::Trainer(executor, mesh, config, hooks, watchdog).run(state);
   } catch (const CollectiveError& e) {
     watchdog.close();  // every rank is here: the board can be freed (MPI_Finalize follows)
     // run.log keeps why the run ended; main says it on stderr.

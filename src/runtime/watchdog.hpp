@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "runtime/communicator.hpp"
+#include "runtime/heartbeat.hpp"
 
 namespace distzo::runtime {
 
@@ -44,7 +45,7 @@ struct WatchdogConfig {
   std::string log_path;
 };
 
-class Watchdog {
+class Watchdog final : public Heartbeat {
  public:
   /// Collective over `world` (gathers every rank's host and pid, and makes
   /// the progress board); when enabled, counts the collectives of `world`
@@ -64,13 +65,13 @@ class Watchdog {
   /// "the start of step") and `step` (appended when >= 0) name it in the
   /// message that says where each rank was last seen. Kept as they are and
   /// formatted only if the watchdog fires: nothing is allocated per step.
-  void phase(const char* what, std::int64_t step = -1);
+  void phase(const char* what, std::int64_t step = -1) override;
   /// A phase that ends a step: the time between two of them feeds the
   /// automatic deadline.
-  void step_finished(const char* what, std::int64_t step);
+  void step_finished(const char* what, std::int64_t step) override;
   /// Liveness within a long phase (an evaluation batch, a checkpoint
   /// tensor): resets this rank's clock without a progress point.
-  void alive();
+  void alive() override;
 
   /// The deadline now, in seconds.
   double deadline_seconds() const;

@@ -8,8 +8,8 @@
 namespace distzo::zo {
 
 Trainer::Trainer(Engine& engine, const runtime::Mesh& mesh, const TrainerConfig& config,
-                 TrainerHooks& hooks)
-    : engine_(engine), mesh_(mesh), config_(config), hooks_(hooks) {}
+                 TrainerHooks& hooks, runtime::Heartbeat& heartbeat)
+    : engine_(engine), mesh_(mesh), config_(config), hooks_(hooks), heartbeat_(heartbeat) {}
 
 namespace {
 
@@ -37,7 +37,7 @@ bool Trainer::maybe_checkpoint(TrainerState& state, int streak, const char* phas
     return false;
   }
   engine_.flush(state.pending);
-  hooks_.progress(phase, phase_step, false);
+  heartbeat_.phase(phase, phase_step);
   hooks_.checkpoint(state);
   return true;
 }
@@ -82,20 +82,20 @@ TrainSummary Trainer::run(TrainerState& state) {
 
   if (c.evaluate && first_step == 0) {
     engine_.flush(pending);
-    hooks_.progress("the evaluation before training", -1, false);
+    heartbeat_.phase("the evaluation before training");
     hooks_.evaluate(0, "start");
   }
 
   int streak = state.nonfinite_streak;
   for (std::int64_t step = first_step; step < c.steps; ++step) {
     const Clock::time_point t0 = Clock::now();
-    hooks_.progress("the start of step", step + 1, false);
+    heartbeat_.phase("the start of step", step + 1);
     const model::Batch& batch = hooks_.batch(step);
     const StepPerturbation perturbation{c.z, step, c.eps};
     const runtime::TransferBytes before = engine_.streamer().total_bytes();
     const LossTable local = engine_.run_step(batch, perturbation, pending);
     const runtime::TransferBytes after = engine_.streamer().total_bytes();
-    hooks_.progress("the end of the forward passes of step", step + 1, true);
+    heartbeat_.step_finished("the end of the forward passes of step", step + 1);
     // Tokens of the global batch: one micro-batch per replica of the data group.
     double tokens = static_cast<double>(batch.num_tokens);
     mesh_.data_group().allreduce_sum(&tokens, 1);
@@ -149,7 +149,7 @@ TrainSummary Trainer::run(TrainerState& state) {
     if (done == c.steps) break;
     if (c.evaluate && c.eval_interval > 0 && done % c.eval_interval == 0) {
       engine_.flush(pending);
-      hooks_.progress("the evaluation after step", done, false);
+      heartbeat_.phase("the evaluation after step", done);
       hooks_.evaluate(done, "");
     }
     if (c.checkpoint_interval > 0 && done % c.checkpoint_interval == 0)
@@ -161,7 +161,7 @@ TrainSummary Trainer::run(TrainerState& state) {
   engine_.record_own_slices();
   if (mesh_.world().size() > 1) check_replicas(c.steps);
   if (c.evaluate) {
-    hooks_.progress("the final evaluation", -1, false);
+    heartbeat_.phase("the final evaluation");
     hooks_.evaluate(c.steps, "end");
   }
   // A resumed run that had no step left to run has nothing new to write.

@@ -23,6 +23,7 @@
 
 #include "core/step_state.hpp"
 #include "model/batch.hpp"
+#include "runtime/heartbeat.hpp"
 #include "runtime/mesh.hpp"
 #include "zo/engine.hpp"
 #include "zo/estimator.hpp"
@@ -82,15 +83,6 @@ class TrainerHooks {
   /// `streak` steps were non-finite, and the previous checkpoint stays the
   /// newest good one.
   virtual void checkpoint_skipped(std::int64_t step, int streak) = 0;
-  /// The trainer reached a point that every rank reaches in the same order
-  /// (a watchdog counts them to tell which rank stopped): `what` (a string
-  /// literal) and `step` (when >= 0) say which, "the start of step" 12;
-  /// `end_of_step` marks the point that ends a step.
-  virtual void progress(const char* what, std::int64_t step, bool end_of_step) {
-    (void)what;
-    (void)step;
-    (void)end_of_step;
-  }
   /// Whether this rank was asked to stop (a signal); the answer travels with
   /// the step's gathered losses, so all ranks stop after the same step.
   virtual bool stop_requested() { return false; }
@@ -103,8 +95,10 @@ struct TrainSummary {
 
 class Trainer {
  public:
+  /// Beats `heartbeat` at every progress point ("the start of step" 12),
+  /// the same on every rank.
   Trainer(Engine& engine, const runtime::Mesh& mesh, const TrainerConfig& config,
-          TrainerHooks& hooks);
+          TrainerHooks& hooks, runtime::Heartbeat& heartbeat);
 
   /// Runs from `state` (fresh: step 0, nothing pending) to config.steps.
   /// Collective; throws CollectiveError on every rank together for a
@@ -124,6 +118,7 @@ class Trainer {
   const runtime::Mesh& mesh_;
   TrainerConfig config_;
   TrainerHooks& hooks_;
+  runtime::Heartbeat& heartbeat_;
 };
 
 }  // namespace distzo::zo
