@@ -32,6 +32,9 @@
 
 namespace distzo::app {
 
+using runtime::broadcast_string;
+using runtime::collectively;
+
 namespace {
 
 using Clock = std::chrono::steady_clock;
@@ -133,15 +136,6 @@ std::string choose_resume(const io::Deck& deck, std::vector<std::string>& notes)
                            << "); move them away to start over, or name one with "
                               "checkpoint.resume");
   return "";
-}
-
-/// `text` of rank 0 on every rank.
-std::string broadcast_string(const runtime::Communicator& world, std::string text) {
-  std::uint64_t length = text.size();
-  world.broadcast(&length, sizeof(length), 0);
-  text.resize(length);
-  world.broadcast(text.data(), length, 0);
-  return text;
 }
 
 /// A resume continues the run its checkpoint comes from: every key that
@@ -266,24 +260,6 @@ Inputs load_inputs(const RunOptions& options, const runtime::Communicator& world
   return in;
 }
 
-/// Runs `work` on every rank; the ranks then agree, so that either all go on
-/// or all stop with a CollectiveError (printed by rank 0, or by the failing
-/// ranks when rank 0 itself was fine, e.g. a file missing on one node).
-template <class Work>
-void collectively(const runtime::Communicator& world, Work&& work) {
-  std::string problem;
-  try {
-    work();
-  } catch (const Error& e) {
-    problem = e.what();
-  }
-  const std::vector<double> ok = world.allgather(problem.empty() ? 1.0 : 0.0);
-  const bool all_ok = std::all_of(ok.begin(), ok.end(), [](double v) { return v == 1.0; });
-  if (all_ok) return;
-  if (problem.empty()) throw CollectiveError("another rank could not start the run", false);
-  throw CollectiveError(problem, world.rank() == 0 || ok[0] == 1.0);
-}
-
 /// The micro-batches a run fills, train and (with an eval set) eval.
 struct Batches {
   Batches(const Inputs& in, int micro_batch)
@@ -292,27 +268,6 @@ struct Batches {
   io::BatchBuilder train;
   std::unique_ptr<io::BatchBuilder> eval;
 };
-
-zo::TrainerConfig trainer_config(const io::Deck& deck, const RunOptions& options, bool evaluate,
-                                 int recipe) {
-  const auto& opt = deck.optim;
-  zo::TrainerConfig c;
-  c.steps = opt.steps;
-  c.schedule = {schedule_kind(opt.schedule), opt.lr, opt.warmup_steps, opt.steps};
-  c.eps = opt.eps;
-  c.weight_decay = opt.weight_decay;
-  c.queries = opt.queries;
-  c.distribution = opt.distribution;
-  c.recipe = z_recipe_from_int(recipe);
-  c.seed = opt.seed;
-  c.max_nonfinite = opt.max_nonfinite;
-  c.eval_interval = deck.eval.interval;
-  c.checkpoint_interval = deck.checkpoint.interval;
-  c.check_interval = deck.parallel.check_interval;
-  c.evaluate = evaluate;
-  c.debug_corrupt_rank = options.debug_corrupt_rank;
-  return c;
-}
 
 /// "1 block", "3 blocks".
 std::string count(int n, const char* singular, const char* plural) {
@@ -358,21 +313,6 @@ std::string describe_placement(const runtime::ParameterStore& store, const io::D
     os << " (placement.exchange applies to a shared master: ignored)";
   }
   return os.str();
-}
-
-zo::TrainerState trainer_state(const io::TrainingState& saved, const zo::TrainerConfig& c) {
-  zo::TrainerState s;
-  s.step = saved.step;
-  s.pending.active = saved.pending.active;
-  s.pending.seed = c.seed;
-  s.pending.step = saved.pending.step;
-  s.pending.distribution = c.distribution;
-  s.pending.recipe = c.recipe;
-  s.pending.lr = saved.pending.lr;
-  s.pending.weight_decay = saved.pending.weight_decay;
-  s.pending.g = saved.pending.g;
-  s.nonfinite_streak = saved.nonfinite_streak;
-  return s;
 }
 
 /// The run's side of the trainer: batches from the dataset, rows of
@@ -486,10 +426,7 @@ class RunHooks final : public zo::TrainerHooks {
 
   void checkpoint(const zo::TrainerState& state) override {
     io::TrainingState& saved = in_.state;
-    saved.step = state.step;
-    saved.nonfinite_streak = state.nonfinite_streak;
-    saved.pending = {state.pending.active, state.pending.step, state.pending.lr,
-                     state.pending.weight_decay, state.pending.g};
+    record_trainer_state(state, saved);
     saved.deck_yaml = io::resolved_yaml(deck_);
     saved.parameter_digest = executor_.parameter_digest();
     const std::string path = deck_.output.dir + "/" + io::checkpoint_name(state.step);
@@ -743,19 +680,10 @@ void run(const RunOptions& options, const runtime::Communicator& world) {
   }
 
   const zo::TrainerConfig config =
-      trainer_config(deck, options, inputs.eval != nullptr, inputs.state.z_recipe);
+      trainer_config(deck, options.debug_corrupt_rank, inputs.eval != nullptr, inputs.state.z_recipe);
   zo::TrainerState state = trainer_state(inputs.state, config);
   const std::int64_t first_step = state.step;
-  runtime::WatchdogConfig watchdog_config;
-  watchdog_config.log_path = deck.output.dir + "/run.log";
-  watchdog_config.enabled = deck.parallel.watchdog != io::kWatchdogOff;
-  watchdog_config.seconds = deck.parallel.watchdog > 0 ? deck.parallel.watchdog : 0;
-  // While rank 0's node writes a checkpoint the other ranks wait in a
-  // barrier without progress: `auto` allows for θ written at 100 MB/s.
-  watchdog_config.min_seconds =
-      std::max(watchdog_config.min_seconds,
-               4.0 * static_cast<double>(model.registry.total_elements()) / 100e6);
-  runtime::Watchdog watchdog(world, watchdog_config);
+  runtime::Watchdog watchdog(world, watchdog_config(deck, model.registry.total_elements()));
   RunHooks hooks(inputs, executor, *batches, mesh, out, watchdog);
   zo::TrainSummary summary;
   try {
