@@ -3,6 +3,7 @@
 #include "app/blas_threads.hpp"
 #include "app/deck_config.hpp"
 #include "app/run_directory.hpp"
+#include "app/step_diagnostics.hpp"
 #include "app/stop_signal.hpp"
 #include "app/evaluation.hpp"
 #include "app/format.hpp"
@@ -38,13 +39,6 @@ using runtime::collectively;
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-/// A number as %g writes it.
-std::string format_double_short(double v) {
-  char text[32];
-  std::snprintf(text, sizeof(text), "%g", v);
-  return text;
-}
 
 double seconds_since(Clock::time_point t0) {
   return std::chrono::duration<double>(Clock::now() - t0).count();
@@ -269,52 +263,6 @@ struct Batches {
   std::unique_ptr<io::BatchBuilder> eval;
 };
 
-/// "1 block", "3 blocks".
-std::string count(int n, const char* singular, const char* plural) {
-  return std::to_string(n) + " " + (n == 1 ? singular : plural);
-}
-
-/// One line on where θ lives, for the run log.
-std::string describe_placement(const runtime::ParameterStore& store, const io::Deck& deck,
-                               const runtime::SliceExchange* exchange_or_null) {
-  const runtime::PlacementConfig& p = store.placement();
-  const int L = store.num_blocks(), K = store.device_blocks();
-  std::ostringstream os;
-  os << "placement: ";
-  if (p.mode == runtime::PlacementMode::resident) {
-    os << "resident, all " << count(L, "block", "blocks") << " in device memory";
-    if (deck.origin.written("placement.resident_blocks") || deck.origin.written("placement.prefetch"))
-      os << " (placement.resident_blocks and placement.prefetch apply to mode offload: ignored)";
-  } else if (K >= L) {
-    os << "offload with placement.resident_blocks = " << p.resident_blocks << " >= the model's "
-       << count(L, "block", "blocks") << ": every block stays in device memory (as resident)";
-  } else {
-    const std::string kept = K == 0   ? std::string("no block")
-                             : K == 1 ? std::string("block 0")
-                                      : "blocks 0.." + std::to_string(K - 1);
-    const int slots = p.stream_slots(L);
-    os << "offload, " << kept << " kept in device memory, " << L - K
-       << " streamed from host memory through " << count(slots, "device slot", "device slots")
-       << " (prefetch " << p.prefetch << ")";
-  }
-  os << "; θ's master copy: " << exact_bytes(static_cast<double>(store.device_bytes()))
-     << " in device memory, " << exact_bytes(static_cast<double>(store.host_bytes()))
-     << " in host memory";
-  if (exchange_or_null != nullptr) {
-    const runtime::SliceExchange& exchange = *exchange_or_null;
-    const bool edges_sliced = store.slices(model::GroupRef::embeddings()).slices > 1;
-    os << "; shared by the node's " << count(exchange.slices(), "rank", "ranks")
-       << " (one copy per node)";
-    if (exchange.slices() > 1)
-      os << ", each updating and perturbing 1/" << exchange.slices() << " of every "
-         << (edges_sliced ? "group" : "block") << ", slices exchanged by "
-         << runtime::to_string(exchange.kind());
-  } else if (deck.origin.written("placement.exchange")) {
-    os << " (placement.exchange applies to a shared master: ignored)";
-  }
-  return os.str();
-}
-
 /// The run's side of the trainer: batches from the dataset, rows of
 /// metrics.csv and eval.csv, progress lines, checkpoints with the seed log.
 class RunHooks final : public zo::TrainerHooks {
@@ -331,6 +279,7 @@ class RunHooks final : public zo::TrainerHooks {
         watchdog_(watchdog),
         order_(in.train.num_examples, deck_.data.shuffle_seed),
         first_step_(in.state.step),
+        zero_g_(deck_.optim.eps),
         parallel_writers_(parallel_writers(mesh, executor.store())) {}
 
   const model::Batch& batch(std::int64_t step) override {
@@ -343,21 +292,8 @@ class RunHooks final : public zo::TrainerHooks {
     const zo::StepEstimate& est = r.estimate;
     const int q = deck_.optim.queries;
     in_.state.seed_log.push_back({r.step - 1, r.lr, est.loss, r.skipped ? std::vector<double>() : est.g});
-    if (r.skipped)
-      out_.print("step " + std::to_string(r.step) + ": non-finite loss, update skipped (" +
-                 std::to_string(r.nonfinite_streak) + " in a row)");
-    if (!r.skipped && std::all_of(est.g.begin(), est.g.end(), [](double g) { return g == 0; })) {
-      if (zero_g_steps_++ == 0) {
-        char line[320];
-        std::snprintf(line, sizeof(line),
-                      "warning: step %lld: g = 0 exactly (loss+ == loss-): this step's update "
-                      "does nothing. If it repeats, optim.eps = %g is too small for float32 weights "
-                      "(θ ± εz rounds back to θ) or the loss ignores the perturbed "
-                      "parameters",
-                      static_cast<long long>(r.step), deck_.optim.eps);
-        out_.print(line);
-      }
-    }
+    if (r.skipped) out_.print(describe_skipped_step(r.step, r.nonfinite_streak));
+    if (const std::string warning = zero_g_.step(r); !warning.empty()) out_.print(warning);
     StepRow row;
     row.step = r.step;
     row.loss = est.loss;
@@ -380,13 +316,7 @@ class RunHooks final : public zo::TrainerHooks {
     if (r.step % deck_.output.log_interval == 0 || r.step == steps) {
       const double per_step =
           seconds_since(train_start_) / static_cast<double>(r.step - first_step_);
-      char line[256];
-      std::snprintf(line, sizeof(line),
-                    "step %lld/%lld  loss %.4f  g %+.3e  lr %.2e  %.0f tok/s  ETA %s",
-                    static_cast<long long>(r.step), static_cast<long long>(steps), est.loss,
-                    row.g, r.lr, static_cast<double>(row.tokens) / row.step_seconds,
-                    format_duration(per_step * static_cast<double>(steps - r.step)).c_str());
-      out_.print(line);
+      out_.print(describe_progress(row, steps, per_step * static_cast<double>(steps - r.step)));
     }
   }
 
@@ -394,17 +324,9 @@ class RunHooks final : public zo::TrainerHooks {
     const EvalSummary s = app::evaluate(executor_, *batches_.eval, *in_.eval,
                                         deck_.eval.max_examples, deck_.data.micro_batch,
                                         mesh_.world(), [this] { watchdog_.alive(); });
-    out_.eval({step, s.loss, s.accuracy, s.examples});
-    char line[256];
-    if (s.accuracy >= 0)
-      std::snprintf(line, sizeof(line),
-                    "eval %-6s step %lld: loss %.4f, accuracy %.4f (%lld examples)", when,
-                    static_cast<long long>(step), s.loss, s.accuracy,
-                    static_cast<long long>(s.examples));
-    else
-      std::snprintf(line, sizeof(line), "eval %-6s step %lld: loss %.4f (%lld examples)", when,
-                    static_cast<long long>(step), s.loss, static_cast<long long>(s.examples));
-    out_.print(line);
+    const EvalRow row{step, s.loss, s.accuracy, s.examples};
+    out_.eval(row);
+    out_.print(describe_eval(row, when));
     if (step == 0) before_ = s;
     after_ = s;
   }
@@ -419,9 +341,7 @@ class RunHooks final : public zo::TrainerHooks {
   }
 
   void checkpoint_skipped(std::int64_t step, int streak) override {
-    out_.print("checkpoint after step " + std::to_string(step) + " not written: the last " +
-               std::to_string(streak) + " step" + (streak == 1 ? " was" : "s were") +
-               " non-finite (the newest checkpoint stays the last good one)");
+    out_.print(describe_checkpoint_skipped(step, streak));
   }
 
   void checkpoint(const zo::TrainerState& state) override {
@@ -466,18 +386,14 @@ class RunHooks final : public zo::TrainerHooks {
         if (io::checkpoint_run_id(file) == saved.run_id) ours.push_back(file);
       for (std::size_t i = 0; i + static_cast<std::size_t>(deck_.checkpoint.keep) < ours.size(); ++i)
         std::remove(ours[i].c_str());
-      out_.print("checkpoint " + path +
-                 (parallel_writers_ ? " (written by the node's " +
-                                          std::to_string(parallel_writers_->size()) +
-                                          " ranks together, parallel HDF5)"
-                                    : ""));
+      out_.print(describe_checkpoint(path, parallel_writers_ ? parallel_writers_->size() : 0));
     }
     mesh_.world().barrier();
   }
 
   const runtime::TransferBytes& last_step_moved() const { return last_step_moved_; }
   /// Steps whose every g was exactly 0 (an update that did nothing).
-  std::int64_t zero_g_steps() const { return zero_g_steps_; }
+  std::int64_t zero_g_steps() const { return zero_g_.count(); }
   const EvalSummary& before() const { return before_; }
   const EvalSummary& after() const { return after_; }
 
@@ -495,7 +411,7 @@ class RunHooks final : public zo::TrainerHooks {
   Clock::time_point train_start_ = Clock::now();
   EvalSummary before_, after_;
   runtime::TransferBytes last_step_moved_;
-  std::int64_t zero_g_steps_ = 0;
+  ZeroGradientSteps zero_g_;
   // With a shared, sliced master on a node of several ranks: the node
   // communicator of the ranks that write checkpoints together (rank 0's
   // node); null on other nodes and where one rank writes.
@@ -534,29 +450,6 @@ std::string memory_needed(const io::Deck& deck, const io::ModelInfo& model,
   return out;
 }
 
-/// The end-of-run memory line: the device high-water mark by role as Kokkos
-/// Tools saw the allocations, and θ's traffic in the last step.
-std::string describe_memory(const MemoryUsage& u, const zo::BlockExecutor& executor,
-                            const runtime::TransferBytes& moved) {
-  const runtime::ParameterStore& store = executor.store();
-  std::ostringstream os;
-  os << "memory: device peak " << exact_bytes(static_cast<double>(u.device_peak)) << " = weights "
-     << exact_bytes(static_cast<double>(u.peak_of(MemoryRole::weights))) << " + scratch "
-     << exact_bytes(static_cast<double>(u.peak_of(MemoryRole::scratch))) << " + activations "
-     << exact_bytes(static_cast<double>(u.peak_of(MemoryRole::activations)));
-  if (u.peak_of(MemoryRole::other) != 0)
-    os << " (+ " << exact_bytes(static_cast<double>(u.peak_of(MemoryRole::other)))
-       << " allocated outside distzo)";
-  os << "; host master " << exact_bytes(static_cast<double>(store.host_bytes()));
-  if (store.sliced())
-    os << "; node-shared (one copy per node, not in the figures above): θ "
-       << exact_bytes(static_cast<double>(store.shared_bytes())) << " + exchange buffers "
-       << exact_bytes(static_cast<double>(executor.shared_exchange_bytes()));
-  os << "; last step moved " << exact_bytes(static_cast<double>(moved.to_device))
-     << " to the device, " << exact_bytes(static_cast<double>(moved.to_host)) << " to the host";
-  return os.str();
-}
-
 }  // namespace
 
 void run(const RunOptions& options, const runtime::Communicator& world) {
@@ -577,11 +470,8 @@ void run(const RunOptions& options, const runtime::Communicator& world) {
                 << ": nothing to do\n";
     return;
   }
-  if (inputs.deck.optim.eps < 1e-6)
-    inputs.notes.push_back(
-        "warning: optim.eps = " + format_double_short(inputs.deck.optim.eps) +
-        " is near float32's resolution of the weights: θ ± εz rounds back to θ for many of them, "
-        "and g becomes rounding noise (MeZO uses 1e-3)");
+  if (const std::string warning = eps_warning(inputs.deck.optim.eps); !warning.empty())
+    inputs.notes.push_back(warning);
   const io::Deck& deck = inputs.deck;
   const auto& opt = deck.optim;
   const std::string& resume = inputs.resume;
@@ -662,16 +552,8 @@ void run(const RunOptions& options, const runtime::Communicator& world) {
   });
   RunOutputs out(deck.output.dir, root, resume.empty() ? -1 : inputs.state.step);
   {
-    char line[512];
-    std::snprintf(line, sizeof(line),
-                  "distzo run %s: %lld parameters, %d rank%s (P=%d x D=%d), global batch %d x %lld "
-                  "tokens, %s, q=%d, %s z (recipe %d), eps=%g, lr=%g (%s)%s",
-                  options.deck_path.c_str(), static_cast<long long>(model.registry.total_elements()),
-                  world.size(), world.size() == 1 ? "" : "s", P, D, micro_batch * D, static_cast<long long>(train.seq_len),
-                  io::to_string(train.task), opt.queries, to_string(opt.distribution),
-                  inputs.state.z_recipe, opt.eps, opt.lr, io::to_string(opt.schedule),
-                  resume.empty() ? "" : (", resuming from " + resume).c_str());
-    out.print(line);
+    out.print(describe_run(options.deck_path, deck, model.registry.total_elements(), world.size(),
+                           train, resume));
     out.print("run id " + inputs.state.run_id +
               (resume.empty() ? " (new)" : " (continued from its checkpoint)"));
     for (const std::string& note : inputs.notes) out.print(note);
@@ -699,36 +581,18 @@ void run(const RunOptions& options, const runtime::Communicator& world) {
     throw;
   }
 
-  char line[512];
-  const std::string zero_g =
-      hooks.zero_g_steps() > 0 ? ", " + std::to_string(hooks.zero_g_steps()) + " with g = 0" : "";
-  std::snprintf(line, sizeof(line), "done: %lld steps in %s (%lld skipped%s), digest %s",
-                static_cast<long long>(opt.steps - first_step),
-                format_duration(seconds_since(started)).c_str(),
-                static_cast<long long>(summary.skipped), zero_g.c_str(),
-                executor.parameter_digest().c_str());
-  out.print(line);
-  out.print(describe_memory(MemoryAccounting::usage(), executor, hooks.last_step_moved()));
-  {
-    // Host memory of the node, shared pages counted once (what a node's
-    // memory limit sees): with a shared master it holds one θ whatever P x D.
-    double pss = static_cast<double>(proportional_set_size());
-    mesh.node().allreduce_sum(&pss, 1);
-    std::snprintf(line, sizeof(line),
-                  "host memory of the %d rank%s on rank 0's node: %s (proportional set sizes "
-                  "summed%s)",
-                  mesh.node().size(), mesh.node().size() == 1 ? "" : "s",
-                  exact_bytes(pss).c_str(),
-                  store.sliced() ? "; θ's master is one node-shared copy" : "");
-    out.print(line);
-  }
-  if (inputs.eval && hooks.before().accuracy >= 0 && hooks.after().accuracy >= 0 && first_step == 0) {
-    std::snprintf(line, sizeof(line),
-                  "accuracy: %.4f before, %.4f after fine-tuning (%lld held-out examples)",
-                  hooks.before().accuracy, hooks.after().accuracy,
-                  static_cast<long long>(hooks.after().examples));
-    out.print(line);
-  }
+  out.print(describe_done(opt.steps - first_step, seconds_since(started), summary.skipped,
+                          hooks.zero_g_steps(), executor.parameter_digest()));
+  out.print(describe_memory(MemoryAccounting::usage(), store, executor.shared_exchange_bytes(),
+                            hooks.last_step_moved()));
+  // Host memory of the node, shared pages counted once (what a node's
+  // memory limit sees): with a shared master it holds one θ whatever P x D.
+  double pss = static_cast<double>(proportional_set_size());
+  mesh.node().allreduce_sum(&pss, 1);
+  out.print(describe_node_memory(mesh.node().size(), pss, store.sliced()));
+  if (inputs.eval && hooks.before().accuracy >= 0 && hooks.after().accuracy >= 0 && first_step == 0)
+    out.print(describe_accuracy(hooks.before().accuracy, hooks.after().accuracy,
+                                hooks.after().examples));
 }
 
 }  // namespace distzo::app
