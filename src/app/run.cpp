@@ -8,6 +8,7 @@
 #include "app/evaluation.hpp"
 #include "app/format.hpp"
 #include "app/plan.hpp"
+#include "app/resume.hpp"
 #include "app/run_outputs.hpp"
 #include "core/error.hpp"
 #include "core/memory.hpp"
@@ -79,108 +80,25 @@ struct Inputs {
   std::unique_ptr<io::Dataset> eval;
 };
 
-/// Whether a checkpoint reads back whole: its tensors open, its training
-/// state parses, and their digest equals the one it records. "" if so, else
-/// what is wrong.
-std::string checkpoint_problem(const std::string& path) {
-  try {
-    const io::TrainingState state = io::read_training_state(path);
-    const io::ModelReader reader(path);
-    if (!state.parameter_digest.empty() && reader.digest() != state.parameter_digest)
-      return "its tensors' digest " + reader.digest() + " is not the recorded " +
-             state.parameter_digest;
-    return "";
-  } catch (const Error& e) {
-    return e.what();
-  }
-}
-
-/// checkpoint.resume: an explicit path (verified), or with `latest` the newest
-/// checkpoint of the run that owns output.dir that reads back whole (older
-/// ones are tried when the newest is truncated or corrupt, with a note).
-std::string choose_resume(const io::Deck& deck, std::vector<std::string>& notes) {
-  const std::string& resume = deck.checkpoint.resume;
-  if (!resume.empty() && resume != "latest") {
-    const std::string problem = checkpoint_problem(resume);
-    DISTZO_INPUT_REQUIRE(problem.empty(), deck.origin.where("checkpoint.resume")
-                                              << "the checkpoint " << resume
-                                              << " does not read back whole (" << problem
-                                              << "); name another one, or use `latest`");
-  }
-  if (resume != "latest") return resume;
-  const std::string owner = owner_of(deck.output.dir);
-  const auto found = io::list_checkpoints(deck.output.dir);  // oldest first
-  int broken = 0;
-  for (auto it = found.rbegin(); it != found.rend(); ++it) {
-    // Another run's is skipped; one whose id cannot be read is checked (and
-    // passed over with a note when broken).
-    const std::string id = io::checkpoint_run_id(it->second);
-    if (!owner.empty() && !id.empty() && id != owner) continue;
-    const std::string problem = checkpoint_problem(it->second);
-    if (problem.empty()) return it->second;
-    notes.push_back("warning: passed over checkpoint " + it->second + ": " + problem);
-    ++broken;
-  }
-  // Starting over would overwrite the run's files: only when it has none.
-  DISTZO_INPUT_REQUIRE(broken == 0,
-                       deck.origin.where("checkpoint.resume")
-                           << "none of the " << broken << " checkpoints of this run in '"
-                           << deck.output.dir << "' reads back whole (the newest: "
-                           << notes.back().substr(notes.back().find("passed over ") + 12)
-                           << "); move them away to start over, or name one with "
-                              "checkpoint.resume");
-  return "";
-}
-
-/// A resume continues the run its checkpoint comes from: every key that
-/// changes the trajectory (io::resume_keys) must be as the checkpoint's deck
-/// had it, the base model and the training set the same (by digest), unless
-/// the deck lists the key in checkpoint.allow_changes (then it is noted).
-/// parallel.perturbation and placement may change: results do not depend
-/// on them.
+/// The resume continues the run of its checkpoint (app/resume.hpp), or throws.
 void check_resume(Inputs& in, const runtime::Communicator& world) {
   const io::Deck& deck = in.deck;
   const io::Deck saved = io::parse_deck(in.state.deck_yaml, in.resume + " (its deck)");
-  const auto& allowed = deck.checkpoint.allow_changes;
-  const bool constant_lr =
-      saved.optim.schedule == io::Schedule::constant && deck.optim.schedule == io::Schedule::constant;
-  std::vector<std::string> refused;
-  // `what` names the value (", the digest of train.h5"); equal values pass.
-  const auto compare = [&](const std::string& key, const std::string& before, const std::string& now,
-                           const std::string& what = "") {
-    if (before == now) return;
-    const std::string change =
-        key + ": " + before + " in the checkpoint, " + now + " in the deck" + what;
-    if (std::find(allowed.begin(), allowed.end(), key) != allowed.end())
-      in.notes.push_back("resumed with " + change + " (checkpoint.allow_changes)");
-    else
-      refused.push_back(change);
-  };
-  for (const std::string& key : io::resume_keys()) {
-    if (key == "model") {
-      // The base model: rank 0 reads the deck's model once and digests it.
-      std::string now;
-      if (!in.state.base_model_digest.empty() && world.rank() == 0) {
-        const io::ModelReader base(deck.model.path);
-        now = base.info().config == in.model->info().config ? base.digest() : "another architecture";
-      }
-      now = broadcast_string(world, now);
-      if (!in.state.base_model_digest.empty())
-        compare("model", in.state.base_model_digest, now,
-                " (the parameter digest of the base model, " + deck.model.path + ")");
-    } else if (key == "data.train") {
-      if (!in.state.train_digest.empty())
-        compare(key, in.state.train_digest, io::dataset_digest(in.train),
-                " (the digest of the training set, " + deck.data.train + ")");
-    } else if (key == "optim.steps" && constant_lr) {
-      continue;  // more steps at a constant lr continue the same trajectory
-    } else {
-      compare(key, io::deck_value(saved, key), io::deck_value(deck, key));
-    }
+  ResumeDigests now;
+  // The base model: rank 0 reads the deck's model once and digests it.
+  if (!in.state.base_model_digest.empty() && world.rank() == 0) {
+    const io::ModelReader base(deck.model.path);
+    now.model = base.info().config == in.model->info().config ? base.digest() : "another architecture";
   }
+  now.model = broadcast_string(world, now.model);
+  if (!in.state.train_digest.empty()) now.train = io::dataset_digest(in.train);
+  const ResumeChanges changes =
+      resume_changes(saved, in.state, deck, deck.checkpoint.allow_changes, now);
+  for (const std::string& change : changes.allowed)
+    in.notes.push_back("resumed with " + change + " (checkpoint.allow_changes)");
   std::string list;
-  for (const std::string& r : refused) list += "\n  " + r;
-  DISTZO_INPUT_REQUIRE(refused.empty(),
+  for (const std::string& r : changes.refused) list += "\n  " + r;
+  DISTZO_INPUT_REQUIRE(changes.refused.empty(),
                        deck.origin.source << ": resuming " << in.resume
                                           << " with changes that alter the run it continues:" << list
                                           << "\nSet them back, or list the keys changed on purpose "
@@ -280,7 +198,8 @@ class RunHooks final : public zo::TrainerHooks {
         order_(in.train.num_examples, deck_.data.shuffle_seed),
         first_step_(in.state.step),
         zero_g_(deck_.optim.eps),
-        parallel_writers_(parallel_writers(mesh, executor.store())) {}
+        checkpoints_(deck_.output.dir, deck_.checkpoint.keep,
+                     CheckpointWriters::choose(mesh, executor.store())) {}
 
   const model::Batch& batch(std::int64_t step) override {
     const int D = mesh_.layout().data_size, B = deck_.data.micro_batch;
@@ -349,45 +268,10 @@ class RunHooks final : public zo::TrainerHooks {
     record_trainer_state(state, saved);
     saved.deck_yaml = io::resolved_yaml(deck_);
     saved.parameter_digest = executor_.parameter_digest();
-    const std::string path = deck_.output.dir + "/" + io::checkpoint_name(state.step);
-    if (parallel_writers_ != nullptr) {
-      // The ranks of rank 0's node write their slices of the shared master
-      // together; the other nodes hold the same θ and write nothing.
-      io::write_checkpoint_parallel(
-          path, model_, parallel_writers_->comm(),
-          [&](const io::SliceSink& sink) {
-            executor_.store().visit_own_slices(
-                [&](std::uint32_t id, std::uint64_t first, std::size_t count, const real* data) {
-                  watchdog_.alive();
-                  sink(id, first, count, data);
-                });
-          },
-          saved);
-    } else if (mesh_.world().rank() == 0) {
-      io::write_checkpoint(
-          path, model_,
-          [&](const io::TensorSink& sink) {
-            executor_.store().visit([&](std::uint32_t id, const real* data) {
-              watchdog_.alive();
-              sink(id, data);
-            });
-          },
-          saved);
-    }
-    if (mesh_.world().rank() == 0) {
-      // Older checkpoints go only once the new one reads back whole, and
-      // only this run's: another run's files in output.dir are not ours.
-      const std::string problem = checkpoint_problem(path);
-      DISTZO_INPUT_REQUIRE(problem.empty(), "checkpoint " << path << " does not read back ("
-                                                          << problem
-                                                          << "); the older checkpoints are kept");
-      std::vector<std::string> ours;
-      for (const auto& [step, file] : io::list_checkpoints(deck_.output.dir))
-        if (io::checkpoint_run_id(file) == saved.run_id) ours.push_back(file);
-      for (std::size_t i = 0; i + static_cast<std::size_t>(deck_.checkpoint.keep) < ours.size(); ++i)
-        std::remove(ours[i].c_str());
-      out_.print(describe_checkpoint(path, parallel_writers_ ? parallel_writers_->size() : 0));
-    }
+    const std::string path =
+        checkpoints_.write(model_, executor_.store(), saved, [this] { watchdog_.alive(); });
+    if (mesh_.world().rank() == 0)
+      out_.print(describe_checkpoint(path, checkpoints_.writers().parallel_size()));
     mesh_.world().barrier();
   }
 
@@ -412,21 +296,7 @@ class RunHooks final : public zo::TrainerHooks {
   EvalSummary before_, after_;
   runtime::TransferBytes last_step_moved_;
   ZeroGradientSteps zero_g_;
-  // With a shared, sliced master on a node of several ranks: the node
-  // communicator of the ranks that write checkpoints together (rank 0's
-  // node); null on other nodes and where one rank writes.
-  const runtime::MpiCommunicator* parallel_writers_;
-
-  static const runtime::MpiCommunicator* parallel_writers(const runtime::Mesh& mesh,
-                                                          const runtime::ParameterStore& store) {
-    const auto* node = dynamic_cast<const runtime::MpiCommunicator*>(&mesh.node());
-    if (!store.sliced() || node == nullptr || node->size() == 1 ||
-        !io::Hdf5File::parallel_available())
-      return nullptr;
-    double has_rank_0 = mesh.world().rank() == 0 ? 1 : 0;
-    node->allreduce_sum(&has_rank_0, 1);
-    return has_rank_0 > 0 ? node : nullptr;
-  }
+  RunCheckpoints checkpoints_;
 };
 
 /// What a run needs, for the message when it cannot allocate it.
