@@ -80,10 +80,10 @@ std::string memory_needed(const io::Deck& deck, const io::ModelInfo& model,
 
 /// The first lines of run.log: the run, its id, the notes of loading it and
 /// claiming output.dir, where θ lives, the BLAS threads.
-void print_header(RunOutputs& out, const RunOptions& options, const Inputs& inputs, int ranks,
+void print_header(RunOutputs& out, const std::string& deck_path, const Inputs& inputs, int ranks,
                   const std::string& placement, const std::string& blas_threads) {
   const std::string& resume = inputs.resume;
-  out.print(describe_run(options.deck_path, inputs.deck,
+  out.print(describe_run(deck_path, inputs.deck,
                          inputs.model->info().registry.total_elements(), ranks, inputs.train,
                          resume));
   out.print("run id " + inputs.state.run_id +
@@ -239,7 +239,7 @@ void run(const RunOptions& options, const runtime::Communicator& world) {
   if (resume.empty()) inputs.state.base_model_digest = executor.parameter_digest();
   const std::unique_ptr<RunDirectory> directory = claim_directory(world, inputs);
   RunOutputs out(deck.output.dir, root, resume.empty() ? -1 : inputs.state.step);
-  print_header(out, options, inputs, world.size(), describe_placement(store, deck, exchange.get()),
+  print_header(out, options.deck_path, inputs, world.size(), describe_placement(store, deck, exchange.get()),
                blas_threads);
 
   const zo::TrainerConfig config =
