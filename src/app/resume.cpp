@@ -29,7 +29,7 @@ ResumeChanges resume_changes(const io::Deck& saved_deck, const io::TrainingState
         compare(key, saved.train_digest, now.train,
                 " (the digest of the training set, " + deck.data.train + ")");
     } else if (key == "optim.steps" && constant_lr) {
-      continue;
+      continue;  // more steps at a constant lr continue the same trajectory
     } else {
       compare(key, io::deck_value(saved_deck, key), io::deck_value(deck, key));
     }
