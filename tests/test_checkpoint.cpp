@@ -1,6 +1,8 @@
 // The training state of a checkpoint round-trips, and the recipe of z is
 // read the way resume relies on: written when present, 1 when the attribute
-// is absent (checkpoints from before recipe 2), an error when unknown.
+// is absent (checkpoints from before recipe 2), an error when unknown; a
+// run's checkpoints are chosen the way `resume: latest` relies on.
+#include "app/run_directory.hpp"
 #include "io/checkpoint.hpp"
 #include "io/hdf5_file.hpp"
 #include "io/model_file.hpp"
@@ -14,6 +16,7 @@
 #include <hdf5.h>
 
 #include <cstdio>
+#include <filesystem>
 #include <string>
 #include <unistd.h>
 #include <vector>
@@ -122,6 +125,38 @@ TEST(Checkpoint, SeedThatIsNotANumberIsAnError) {
       "attribute 'seed' is \"12x45\", not an unsigned 64-bit integer in decimal",
       io::read_training_state(path));
   std::remove(path.c_str());
+}
+
+TEST(RunCheckpoints, TheLatestGoodIsTheRunsNewestThatReadsBackWhole) {
+  const std::string dir = "/tmp/distzo_test_checkpoint_" + std::to_string(getpid()) + "_run";
+  std::filesystem::create_directories(dir);
+  io::TrainingState s = some_state();
+  s.parameter_digest =
+      io::ModelReader(std::string(DISTZO_TEST_DATA) + "/opt_tiny_preln.model.h5").digest();
+  const auto write = [&](std::int64_t step, const std::string& run_id) {
+    s.step = step;
+    s.run_id = run_id;
+    return write_tiny_checkpoint(s, "run/" + io::checkpoint_name(step));
+  };
+  write(1, "ours");
+  const std::string good = write(2, "ours");
+  write(3, "another run's");
+  const std::string truncated = write(4, "ours");
+  std::filesystem::resize_file(truncated, std::filesystem::file_size(truncated) / 2);
+
+  const app::RunCheckpoints checkpoints(dir, 1);
+  std::vector<std::string> passed_over;
+  EXPECT_EQ(checkpoints.latest_good("ours", passed_over), good);
+  ASSERT_EQ(passed_over.size(), 1u);
+  EXPECT_EQ(passed_over[0].rfind(truncated + ": ", 0), 0u) << passed_over[0];
+  EXPECT_NE(app::checkpoint_problem(truncated), "");
+  EXPECT_EQ(app::checkpoint_problem(good), "");
+  // Another run's newest is its step 3; the truncated one before it, whose
+  // run id cannot be read, is tried for every run.
+  passed_over.clear();
+  EXPECT_EQ(checkpoints.latest_good("another run's", passed_over), dir + "/ckpt-000003.h5");
+  EXPECT_EQ(passed_over.size(), 1u);
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace

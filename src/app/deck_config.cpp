@@ -2,6 +2,8 @@
 
 #include "core/error.hpp"
 
+#include <algorithm>
+
 namespace distzo::app {
 
 zo::ScheduleKind schedule_kind(io::Schedule schedule) {
@@ -35,6 +37,54 @@ runtime::ExchangeKind exchange_kind(io::SliceExchange exchange) {
     case io::SliceExchange::nccl: return runtime::ExchangeKind::nccl;
   }
   DISTZO_FAIL("unknown slice exchange " << static_cast<int>(exchange));
+}
+
+zo::TrainerConfig trainer_config(const io::Deck& deck, int debug_corrupt_rank, bool evaluate,
+                                 int recipe) {
+  const auto& opt = deck.optim;
+  zo::TrainerConfig c;
+  c.steps = opt.steps;
+  c.schedule = {schedule_kind(opt.schedule), opt.lr, opt.warmup_steps, opt.steps};
+  c.eps = opt.eps;
+  c.weight_decay = opt.weight_decay;
+  c.queries = opt.queries;
+  c.z = {opt.seed, opt.distribution, z_recipe_from_int(recipe)};
+  c.max_nonfinite = opt.max_nonfinite;
+  c.eval_interval = deck.eval.interval;
+  c.checkpoint_interval = deck.checkpoint.interval;
+  c.check_interval = deck.parallel.check_interval;
+  c.evaluate = evaluate;
+  c.debug_corrupt_rank = debug_corrupt_rank;
+  return c;
+}
+
+zo::TrainerState trainer_state(const io::TrainingState& saved, const zo::TrainerConfig& c) {
+  zo::TrainerState s;
+  s.step = saved.step;
+  s.pending.active = saved.pending.active;
+  s.pending.z = c.z;
+  s.pending.step = saved.pending.step;
+  s.pending.lr = saved.pending.lr;
+  s.pending.weight_decay = saved.pending.weight_decay;
+  s.pending.g = saved.pending.g;
+  s.nonfinite_streak = saved.nonfinite_streak;
+  return s;
+}
+
+void record_trainer_state(const zo::TrainerState& state, io::TrainingState& saved) {
+  saved.step = state.step;
+  saved.nonfinite_streak = state.nonfinite_streak;
+  saved.pending = {state.pending.active, state.pending.step, state.pending.lr,
+                   state.pending.weight_decay, state.pending.g};
+}
+
+runtime::WatchdogConfig watchdog_config(const io::Deck& deck, std::int64_t parameters) {
+  runtime::WatchdogConfig c;
+  c.log_path = deck.output.dir + "/run.log";
+  c.enabled = deck.parallel.watchdog != io::kWatchdogOff;
+  c.seconds = deck.parallel.watchdog > 0 ? deck.parallel.watchdog : 0;
+  c.min_seconds = std::max(c.min_seconds, 4.0 * static_cast<double>(parameters) / 100e6);
+  return c;
 }
 
 }  // namespace distzo::app

@@ -2,10 +2,15 @@
 // The deck's values as the layers' own configurations: io reads decks and
 // knows nothing of runtime or zo, which know nothing of decks; the app maps.
 
+#include "io/checkpoint.hpp"
 #include "io/deck.hpp"
 #include "runtime/placement.hpp"
 #include "runtime/slice_exchange.hpp"
+#include "runtime/watchdog.hpp"
 #include "zo/lr_schedule.hpp"
+#include "zo/trainer.hpp"
+
+#include <cstdint>
 
 namespace distzo::app {
 
@@ -17,5 +22,24 @@ zo::ScheduleKind schedule_kind(io::Schedule schedule);
 runtime::PlacementConfig placement_config(const io::Deck& deck, int ranks_on_node = 1);
 
 runtime::ExchangeKind exchange_kind(io::SliceExchange exchange);
+
+/// optim.*, eval.interval, checkpoint.interval and parallel.check_interval;
+/// `evaluate`: the run has an eval set; `recipe`: z's, as the run uses it
+/// (a resume keeps its checkpoint's); `debug_corrupt_rank`: the test switch.
+zo::TrainerConfig trainer_config(const io::Deck& deck, int debug_corrupt_rank, bool evaluate,
+                                 int recipe);
+
+/// Where the trainer continues from: a checkpoint's training state (a fresh
+/// run's is empty), with the run's seed, distribution and recipe from `c`.
+zo::TrainerState trainer_state(const io::TrainingState& saved, const zo::TrainerConfig& c);
+
+/// The reverse, into the training state a checkpoint records: the step, the
+/// non-finite streak and the pending update of `state`.
+void record_trainer_state(const zo::TrainerState& state, io::TrainingState& saved);
+
+/// parallel.watchdog, logging to output.dir/run.log. While rank 0's node
+/// writes a checkpoint the other ranks wait in a barrier without progress:
+/// `auto` allows for the `parameters` of θ written at 100 MB/s.
+runtime::WatchdogConfig watchdog_config(const io::Deck& deck, std::int64_t parameters);
 
 }  // namespace distzo::app

@@ -1,53 +1,37 @@
+// `distzo run` as a composition root (torchtitan's train.py): it reads the
+// inputs, builds the mesh, the placement and the engine, hands the trainer
+// its hooks, and reports. What each piece does lives with it: the inputs
+// (run_inputs), the output directory and its checkpoints (run_directory),
+// the run log (run_outputs), the trainer's hooks (run_hooks), the deck's
+// mapping onto the layers (deck_config).
+
 #include "app/run.hpp"
 
 #include "app/blas_threads.hpp"
 #include "app/deck_config.hpp"
-#include "app/run_directory.hpp"
-#include "app/stop_signal.hpp"
-#include "app/evaluation.hpp"
 #include "app/format.hpp"
 #include "app/plan.hpp"
+#include "app/run_directory.hpp"
+#include "app/run_hooks.hpp"
+#include "app/run_inputs.hpp"
 #include "app/run_outputs.hpp"
+#include "app/stop_signal.hpp"
 #include "core/error.hpp"
 #include "core/memory.hpp"
-#include "io/checkpoint.hpp"
-#include "io/dataset.hpp"
-#include "io/deck.hpp"
-#include "io/model_file.hpp"
-#include "runtime/parameter_store.hpp"
 #include "runtime/mesh.hpp"
-#include "runtime/mpi_communicator.hpp"
+#include "runtime/parameter_store.hpp"
 #include "runtime/watchdog.hpp"
 #include "zo/trainer.hpp"
 
-#include <algorithm>
-#include <cerrno>
 #include <chrono>
 #include <fstream>
 #include <iostream>
-#include <sstream>
-#include <cstdio>
 #include <memory>
-#include <sys/stat.h>
 
 namespace distzo::app {
 
-namespace {
-
-using Clock = std::chrono::steady_clock;
-
-/// A number as %g writes it.
-std::string format_double_short(double v) {
-  char text[32];
-  std::snprintf(text, sizeof(text), "%g", v);
-  return text;
-}
-
-double seconds_since(Clock::time_point t0) {
-  return std::chrono::duration<double>(Clock::now() - t0).count();
-}
-
-}  // namespace
+using runtime::broadcast_string;
+using runtime::collectively;
 
 RunOptions parse_run_options(const std::vector<std::string>& args) {
   RunOptions o;
@@ -71,499 +55,7 @@ RunOptions parse_run_options(const std::vector<std::string>& args) {
 
 namespace {
 
-/// Everything a run reads, validated before anything is written.
-struct Inputs {
-  io::Deck deck;
-  std::string resume;  // checkpoint to continue from, or empty
-  std::vector<std::string> notes;  // for run.log (rank 0): a checkpoint passed over, ...
-  std::unique_ptr<io::ModelReader> model;  // the model file or the checkpoint resumed
-  io::TrainingState state;
-  io::Dataset train;
-  std::unique_ptr<io::Dataset> eval;
-};
-
-/// Whether a checkpoint reads back whole: its tensors open, its training
-/// state parses, and their digest equals the one it records. "" if so, else
-/// what is wrong.
-std::string checkpoint_problem(const std::string& path) {
-  try {
-    const io::TrainingState state = io::read_training_state(path);
-    const io::ModelReader reader(path);
-    if (!state.parameter_digest.empty() && reader.digest() != state.parameter_digest)
-      return "its tensors' digest " + reader.digest() + " is not the recorded " +
-             state.parameter_digest;
-    return "";
-  } catch (const Error& e) {
-    return e.what();
-  }
-}
-
-/// checkpoint.resume: an explicit path (verified), or with `latest` the newest
-/// checkpoint of the run that owns output.dir that reads back whole (older
-/// ones are tried when the newest is truncated or corrupt, with a note).
-std::string choose_resume(const io::Deck& deck, std::vector<std::string>& notes) {
-  const std::string& resume = deck.checkpoint.resume;
-  if (!resume.empty() && resume != "latest") {
-    const std::string problem = checkpoint_problem(resume);
-    DISTZO_INPUT_REQUIRE(problem.empty(), deck.origin.where("checkpoint.resume")
-                                              << "the checkpoint " << resume
-                                              << " does not read back whole (" << problem
-                                              << "); name another one, or use `latest`");
-  }
-  if (resume != "latest") return resume;
-  const std::string owner = owner_of(deck.output.dir);
-  const auto found = io::list_checkpoints(deck.output.dir);  // oldest first
-  int broken = 0;
-  for (auto it = found.rbegin(); it != found.rend(); ++it) {
-    // Another run's is skipped; one whose id cannot be read is checked (and
-    // passed over with a note when broken).
-    const std::string id = io::checkpoint_run_id(it->second);
-    if (!owner.empty() && !id.empty() && id != owner) continue;
-    const std::string problem = checkpoint_problem(it->second);
-    if (problem.empty()) return it->second;
-    notes.push_back("warning: passed over checkpoint " + it->second + ": " + problem);
-    ++broken;
-  }
-  // Starting over would overwrite the run's files: only when it has none.
-  DISTZO_INPUT_REQUIRE(broken == 0,
-                       deck.origin.where("checkpoint.resume")
-                           << "none of the " << broken << " checkpoints of this run in '"
-                           << deck.output.dir << "' reads back whole (the newest: "
-                           << notes.back().substr(notes.back().find("passed over ") + 12)
-                           << "); move them away to start over, or name one with "
-                              "checkpoint.resume");
-  return "";
-}
-
-/// `text` of rank 0 on every rank.
-std::string broadcast_string(const runtime::Communicator& world, std::string text) {
-  std::uint64_t length = text.size();
-  world.broadcast(&length, sizeof(length), 0);
-  text.resize(length);
-  world.broadcast(text.data(), length, 0);
-  return text;
-}
-
-/// A resume continues the run its checkpoint comes from: every key that
-/// changes the trajectory (io::resume_keys) must be as the checkpoint's deck
-/// had it, the base model and the training set the same (by digest), unless
-/// the deck lists the key in checkpoint.allow_changes (then it is noted).
-/// parallel.perturbation and placement may change: results do not depend
-/// on them.
-void check_resume(Inputs& in, const runtime::Communicator& world) {
-  const io::Deck& deck = in.deck;
-  const io::Deck saved = io::parse_deck(in.state.deck_yaml, in.resume + " (its deck)");
-  const auto& allowed = deck.checkpoint.allow_changes;
-  const bool constant_lr =
-      saved.optim.schedule == io::Schedule::constant && deck.optim.schedule == io::Schedule::constant;
-  std::vector<std::string> refused;
-  // `what` names the value (", the digest of train.h5"); equal values pass.
-  const auto compare = [&](const std::string& key, const std::string& before, const std::string& now,
-                           const std::string& what = "") {
-    if (before == now) return;
-    const std::string change =
-        key + ": " + before + " in the checkpoint, " + now + " in the deck" + what;
-    if (std::find(allowed.begin(), allowed.end(), key) != allowed.end())
-      in.notes.push_back("resumed with " + change + " (checkpoint.allow_changes)");
-    else
-      refused.push_back(change);
-  };
-  for (const std::string& key : io::resume_keys()) {
-    if (key == "model") {
-      // The base model: rank 0 reads the deck's model once and digests it.
-      std::string now;
-      if (!in.state.base_model_digest.empty() && world.rank() == 0) {
-        const io::ModelReader base(deck.model.path);
-        now = base.info().config == in.model->info().config ? base.digest() : "another architecture";
-      }
-      now = broadcast_string(world, now);
-      if (!in.state.base_model_digest.empty())
-        compare("model", in.state.base_model_digest, now,
-                " (the parameter digest of the base model, " + deck.model.path + ")");
-    } else if (key == "data.train") {
-      if (!in.state.train_digest.empty())
-        compare(key, in.state.train_digest, io::dataset_digest(in.train),
-                " (the digest of the training set, " + deck.data.train + ")");
-    } else if (key == "optim.steps" && constant_lr) {
-      continue;  // more steps at a constant lr continue the same trajectory
-    } else {
-      compare(key, io::deck_value(saved, key), io::deck_value(deck, key));
-    }
-  }
-  std::string list;
-  for (const std::string& r : refused) list += "\n  " + r;
-  DISTZO_INPUT_REQUIRE(refused.empty(),
-                       deck.origin.source << ": resuming " << in.resume
-                                          << " with changes that alter the run it continues:" << list
-                                          << "\nSet them back, or list the keys changed on purpose "
-                                             "in checkpoint.allow_changes");
-}
-
-Inputs load_inputs(const RunOptions& options, const runtime::Communicator& world) {
-  Inputs in;
-  in.deck = io::load_deck(options.deck_path);
-  const io::Deck& deck = in.deck;
-  io::check_mesh(deck, world.size());
-  const auto& opt = deck.optim;
-  {
-    // Rank 0 chooses (and reads back) the checkpoint; its failure must not
-    // leave the others waiting in the broadcast.
-    std::string choice;
-    if (world.rank() == 0) {
-      try {
-        choice = "=" + choose_resume(deck, in.notes);
-      } catch (const Error& e) {
-        choice = "!" + std::string(e.what());
-      }
-    }
-    choice = broadcast_string(world, choice);
-    DISTZO_INPUT_REQUIRE(choice[0] == '=', choice.substr(1));
-    in.resume = choice.substr(1);
-  }
-  in.model = std::make_unique<io::ModelReader>(in.resume.empty() ? deck.model.path : in.resume);
-  in.state.seed = opt.seed;
-  in.state.queries = opt.queries;
-  in.state.distribution = opt.distribution;
-  in.state.z_recipe = opt.z_recipe;
-  if (!in.resume.empty()) {
-    in.state = io::read_training_state(in.resume);
-    // The recipe of z is the checkpoint's: a run in progress is never
-    // stranded by a new default. Only an explicit, different choice is an error.
-    DISTZO_INPUT_REQUIRE(!deck.origin.written("optim.z_recipe") || opt.z_recipe == in.state.z_recipe,
-                         deck.origin.where("optim.z_recipe")
-                             << "the checkpoint " << in.resume << " was written with z recipe "
-                             << in.state.z_recipe << ", the deck asks for " << opt.z_recipe
-                             << "; a run continues with the z it started with (leave the key out "
-                                "to resume, or start a new run for recipe "
-                             << opt.z_recipe << ")");
-    // The deck as run: deck.resolved.yaml and the checkpoints record it.
-    in.deck.optim.z_recipe = in.state.z_recipe;
-    DISTZO_INPUT_REQUIRE(in.state.step <= opt.steps,
-                         deck.origin.where("optim.steps")
-                             << "the checkpoint " << in.resume << " is at step " << in.state.step
-                             << ", beyond optim.steps = " << opt.steps
-                             << ": there is nothing to continue (raise optim.steps)");
-  }
-  const model::ModelConfig& config = in.model->info().config;
-  const std::int64_t vocab = config.vocab_size;
-  in.train = io::load_dataset(deck.data.train, vocab);
-  if (!deck.data.eval.empty())
-    in.eval = std::make_unique<io::Dataset>(io::load_dataset(deck.data.eval, vocab));
-  for (const io::Dataset* d : {static_cast<const io::Dataset*>(&in.train), static_cast<const io::Dataset*>(in.eval.get())}) {
-    if (!d) continue;
-    DISTZO_REQUIRE(d->seq_len <= config.max_position_embeddings,
-                   "dataset sequences of " << d->seq_len << " tokens exceed the model's "
-                                           << config.max_position_embeddings
-                                           << " positions");
-    DISTZO_REQUIRE(d->task == in.train.task && d->candidates == in.train.candidates &&
-                       d->seq_len == in.train.seq_len,
-                   "data.eval must have the task, candidates and sequence length of data.train");
-  }
-  if (in.resume.empty())
-    in.state.train_digest = io::dataset_digest(in.train);
-  else
-    check_resume(in, world);
-  return in;
-}
-
-/// Runs `work` on every rank; the ranks then agree, so that either all go on
-/// or all stop with a CollectiveError (printed by rank 0, or by the failing
-/// ranks when rank 0 itself was fine, e.g. a file missing on one node).
-template <class Work>
-void collectively(const runtime::Communicator& world, Work&& work) {
-  std::string problem;
-  try {
-    work();
-  } catch (const Error& e) {
-    problem = e.what();
-  }
-  const std::vector<double> ok = world.allgather(problem.empty() ? 1.0 : 0.0);
-  const bool all_ok = std::all_of(ok.begin(), ok.end(), [](double v) { return v == 1.0; });
-  if (all_ok) return;
-  if (problem.empty()) throw CollectiveError("another rank could not start the run", false);
-  throw CollectiveError(problem, world.rank() == 0 || ok[0] == 1.0);
-}
-
-/// The micro-batches a run fills, train and (with an eval set) eval.
-struct Batches {
-  Batches(const Inputs& in, int micro_batch)
-      : train(in.train, micro_batch),
-        eval(in.eval ? std::make_unique<io::BatchBuilder>(*in.eval, micro_batch) : nullptr) {}
-  io::BatchBuilder train;
-  std::unique_ptr<io::BatchBuilder> eval;
-};
-
-zo::TrainerConfig trainer_config(const io::Deck& deck, const RunOptions& options, bool evaluate,
-                                 int recipe) {
-  const auto& opt = deck.optim;
-  zo::TrainerConfig c;
-  c.steps = opt.steps;
-  c.schedule = {schedule_kind(opt.schedule), opt.lr, opt.warmup_steps, opt.steps};
-  c.eps = opt.eps;
-  c.weight_decay = opt.weight_decay;
-  c.queries = opt.queries;
-  c.z = {opt.seed, opt.distribution, z_recipe_from_int(recipe)};
-  c.max_nonfinite = opt.max_nonfinite;
-  c.eval_interval = deck.eval.interval;
-  c.checkpoint_interval = deck.checkpoint.interval;
-  c.check_interval = deck.parallel.check_interval;
-  c.evaluate = evaluate;
-  c.debug_corrupt_rank = options.debug_corrupt_rank;
-  return c;
-}
-
-/// "1 block", "3 blocks".
-std::string count(int n, const char* singular, const char* plural) {
-  return std::to_string(n) + " " + (n == 1 ? singular : plural);
-}
-
-/// One line on where θ lives, for the run log.
-std::string describe_placement(const runtime::ParameterStore& store, const io::Deck& deck,
-                               const runtime::SliceExchange* exchange_or_null) {
-  const runtime::PlacementConfig& p = store.placement();
-  const int L = store.num_blocks(), K = store.device_blocks();
-  std::ostringstream os;
-  os << "placement: ";
-  if (p.mode == runtime::PlacementMode::resident) {
-    os << "resident, all " << count(L, "block", "blocks") << " in device memory";
-    if (deck.origin.written("placement.resident_blocks") || deck.origin.written("placement.prefetch"))
-      os << " (placement.resident_blocks and placement.prefetch apply to mode offload: ignored)";
-  } else if (K >= L) {
-    os << "offload with placement.resident_blocks = " << p.resident_blocks << " >= the model's "
-       << count(L, "block", "blocks") << ": every block stays in device memory (as resident)";
-  } else {
-    const std::string kept = K == 0   ? std::string("no block")
-                             : K == 1 ? std::string("block 0")
-                                      : "blocks 0.." + std::to_string(K - 1);
-    const int slots = p.stream_slots(L);
-    os << "offload, " << kept << " kept in device memory, " << L - K
-       << " streamed from host memory through " << count(slots, "device slot", "device slots")
-       << " (prefetch " << p.prefetch << ")";
-  }
-  os << "; θ's master copy: " << exact_bytes(static_cast<double>(store.device_bytes()))
-     << " in device memory, " << exact_bytes(static_cast<double>(store.host_bytes()))
-     << " in host memory";
-  if (exchange_or_null != nullptr) {
-    const runtime::SliceExchange& exchange = *exchange_or_null;
-    const bool edges_sliced = store.slices(model::GroupRef::embeddings()).slices > 1;
-    os << "; shared by the node's " << count(exchange.slices(), "rank", "ranks")
-       << " (one copy per node)";
-    if (exchange.slices() > 1)
-      os << ", each updating and perturbing 1/" << exchange.slices() << " of every "
-         << (edges_sliced ? "group" : "block") << ", slices exchanged by "
-         << runtime::to_string(exchange.kind());
-  } else if (deck.origin.written("placement.exchange")) {
-    os << " (placement.exchange applies to a shared master: ignored)";
-  }
-  return os.str();
-}
-
-zo::TrainerState trainer_state(const io::TrainingState& saved, const zo::TrainerConfig& c) {
-  zo::TrainerState s;
-  s.step = saved.step;
-  s.pending.active = saved.pending.active;
-  s.pending.z = c.z;
-  s.pending.step = saved.pending.step;
-  s.pending.lr = saved.pending.lr;
-  s.pending.weight_decay = saved.pending.weight_decay;
-  s.pending.g = saved.pending.g;
-  s.nonfinite_streak = saved.nonfinite_streak;
-  return s;
-}
-
-/// The run's side of the trainer: batches from the dataset, rows of
-/// metrics.csv and eval.csv, progress lines, checkpoints with the seed log.
-class RunHooks final : public zo::TrainerHooks {
- public:
-  RunHooks(Inputs& in, zo::Engine& executor, Batches& batches, const runtime::Mesh& mesh,
-           RunOutputs& out, runtime::Watchdog& watchdog)
-      : in_(in),
-        model_(in.model->info()),
-        deck_(in.deck),
-        executor_(executor),
-        batches_(batches),
-        mesh_(mesh),
-        out_(out),
-        watchdog_(watchdog),
-        order_(in.train.num_examples, deck_.data.shuffle_seed),
-        first_step_(in.state.step),
-        parallel_writers_(parallel_writers(mesh, executor.store())) {}
-
-  const model::Batch& batch(std::int64_t step) override {
-    const int D = mesh_.layout().data_size, B = deck_.data.micro_batch;
-    return batches_.train.fill(ExecSpace(),
-                               order_.micro_batch(step, mesh_.coordinates().data_rank, D, B));
-  }
-
-  void step_done(const zo::StepReport& r) override {
-    const zo::StepEstimate& est = r.estimate;
-    const int q = deck_.optim.queries;
-    in_.state.seed_log.push_back({r.step - 1, r.lr, est.loss, r.skipped ? std::vector<double>() : est.g});
-    if (r.skipped)
-      out_.print("step " + std::to_string(r.step) + ": non-finite loss, update skipped (" +
-                 std::to_string(r.nonfinite_streak) + " in a row)");
-    if (!r.skipped && std::all_of(est.g.begin(), est.g.end(), [](double g) { return g == 0; })) {
-      if (zero_g_steps_++ == 0) {
-        char line[320];
-        std::snprintf(line, sizeof(line),
-                      "warning: step %lld: g = 0 exactly (loss+ == loss-): this step's update "
-                      "does nothing. If it repeats, optim.eps = %g is too small for float32 weights "
-                      "(θ ± εz rounds back to θ) or the loss ignores the perturbed "
-                      "parameters",
-                      static_cast<long long>(r.step), deck_.optim.eps);
-        out_.print(line);
-      }
-    }
-    StepRow row;
-    row.step = r.step;
-    row.loss = est.loss;
-    for (int i = 0; i < q; ++i) {
-      row.loss_plus += est.loss_plus[i] / q;
-      row.loss_minus += est.loss_minus[i] / q;
-      row.g += est.g[i] / q;
-    }
-    row.lr = r.lr;
-    row.tokens = r.tokens;
-    row.step_seconds = r.seconds;
-    row.skipped = r.skipped;
-    out_.step(row);
-    last_step_moved_ = r.moved;
-
-    if (r.step == first_step_ + 1)  // the clock of the ETA starts with the first step
-      train_start_ = Clock::now() - std::chrono::duration_cast<Clock::duration>(
-                                        std::chrono::duration<double>(r.seconds));
-    const std::int64_t steps = deck_.optim.steps;
-    if (r.step % deck_.output.log_interval == 0 || r.step == steps) {
-      const double per_step =
-          seconds_since(train_start_) / static_cast<double>(r.step - first_step_);
-      char line[256];
-      std::snprintf(line, sizeof(line),
-                    "step %lld/%lld  loss %.4f  g %+.3e  lr %.2e  %.0f tok/s  ETA %s",
-                    static_cast<long long>(r.step), static_cast<long long>(steps), est.loss,
-                    row.g, r.lr, static_cast<double>(row.tokens) / row.step_seconds,
-                    format_duration(per_step * static_cast<double>(steps - r.step)).c_str());
-      out_.print(line);
-    }
-  }
-
-  void evaluate(std::int64_t step, const char* when) override {
-    const EvalSummary s = app::evaluate(executor_, *batches_.eval, *in_.eval,
-                                        deck_.eval.max_examples, deck_.data.micro_batch,
-                                        mesh_.world(), [this] { watchdog_.alive(); });
-    out_.eval({step, s.loss, s.accuracy, s.examples});
-    char line[256];
-    if (s.accuracy >= 0)
-      std::snprintf(line, sizeof(line),
-                    "eval %-6s step %lld: loss %.4f, accuracy %.4f (%lld examples)", when,
-                    static_cast<long long>(step), s.loss, s.accuracy,
-                    static_cast<long long>(s.examples));
-    else
-      std::snprintf(line, sizeof(line), "eval %-6s step %lld: loss %.4f (%lld examples)", when,
-                    static_cast<long long>(step), s.loss, static_cast<long long>(s.examples));
-    out_.print(line);
-    if (step == 0) before_ = s;
-    after_ = s;
-  }
-
-  bool stop_requested() override { return stop_signal_received(); }
-
-  void checkpoint_skipped(std::int64_t step, int streak) override {
-    out_.print("checkpoint after step " + std::to_string(step) + " not written: the last " +
-               std::to_string(streak) + " step" + (streak == 1 ? " was" : "s were") +
-               " non-finite (the newest checkpoint stays the last good one)");
-  }
-
-  void checkpoint(const zo::TrainerState& state) override {
-    io::TrainingState& saved = in_.state;
-    saved.step = state.step;
-    saved.nonfinite_streak = state.nonfinite_streak;
-    saved.pending = {state.pending.active, state.pending.step, state.pending.lr,
-                     state.pending.weight_decay, state.pending.g};
-    saved.deck_yaml = io::resolved_yaml(deck_);
-    saved.parameter_digest = executor_.parameter_digest();
-    const std::string path = deck_.output.dir + "/" + io::checkpoint_name(state.step);
-    if (parallel_writers_ != nullptr) {
-      // The ranks of rank 0's node write their slices of the shared master
-      // together; the other nodes hold the same θ and write nothing.
-      io::write_checkpoint_parallel(
-          path, model_, parallel_writers_->comm(),
-          [&](const io::SliceSink& sink) {
-            executor_.store().visit_own_slices(
-                [&](std::uint32_t id, std::uint64_t first, std::size_t count, const real* data) {
-                  watchdog_.alive();
-                  sink(id, first, count, data);
-                });
-          },
-          saved);
-    } else if (mesh_.world().rank() == 0) {
-      io::write_checkpoint(
-          path, model_,
-          [&](const io::TensorSink& sink) {
-            executor_.store().visit([&](std::uint32_t id, const real* data) {
-              watchdog_.alive();
-              sink(id, data);
-            });
-          },
-          saved);
-    }
-    if (mesh_.world().rank() == 0) {
-      // Older checkpoints go only once the new one reads back whole, and
-      // only this run's: another run's files in output.dir are not ours.
-      const std::string problem = checkpoint_problem(path);
-      DISTZO_INPUT_REQUIRE(problem.empty(), "checkpoint " << path << " does not read back ("
-                                                          << problem
-                                                          << "); the older checkpoints are kept");
-      std::vector<std::string> ours;
-      for (const auto& [step, file] : io::list_checkpoints(deck_.output.dir))
-        if (io::checkpoint_run_id(file) == saved.run_id) ours.push_back(file);
-      for (std::size_t i = 0; i + static_cast<std::size_t>(deck_.checkpoint.keep) < ours.size(); ++i)
-        std::remove(ours[i].c_str());
-      out_.print("checkpoint " + path +
-                 (parallel_writers_ ? " (written by the node's " +
-                                          std::to_string(parallel_writers_->size()) +
-                                          " ranks together, parallel HDF5)"
-                                    : ""));
-    }
-    mesh_.world().barrier();
-  }
-
-  const runtime::TransferBytes& last_step_moved() const { return last_step_moved_; }
-  /// Steps whose every g was exactly 0 (an update that did nothing).
-  std::int64_t zero_g_steps() const { return zero_g_steps_; }
-  const EvalSummary& before() const { return before_; }
-  const EvalSummary& after() const { return after_; }
-
- private:
-  Inputs& in_;
-  const io::ModelInfo model_;
-  const io::Deck& deck_;
-  zo::Engine& executor_;
-  Batches& batches_;
-  const runtime::Mesh& mesh_;
-  RunOutputs& out_;
-  runtime::Watchdog& watchdog_;
-  io::DataOrder order_;
-  std::int64_t first_step_;
-  Clock::time_point train_start_ = Clock::now();
-  EvalSummary before_, after_;
-  runtime::TransferBytes last_step_moved_;
-  std::int64_t zero_g_steps_ = 0;
-  // With a shared, sliced master on a node of several ranks: the node
-  // communicator of the ranks that write checkpoints together (rank 0's
-  // node); null on other nodes and where one rank writes.
-  const runtime::MpiCommunicator* parallel_writers_;
-
-  static const runtime::MpiCommunicator* parallel_writers(const runtime::Mesh& mesh,
-                                                          const runtime::ParameterStore& store) {
-    const auto* node = dynamic_cast<const runtime::MpiCommunicator*>(&mesh.node());
-    if (!store.sliced() || node == nullptr || node->size() == 1 ||
-        !io::Hdf5File::parallel_available())
-      return nullptr;
-    double has_rank_0 = mesh.world().rank() == 0 ? 1 : 0;
-    node->allreduce_sum(&has_rank_0, 1);
-    return has_rank_0 > 0 ? node : nullptr;
-  }
-};
+using Clock = std::chrono::steady_clock;
 
 /// What a run needs, for the message when it cannot allocate it.
 std::string memory_needed(const io::Deck& deck, const io::ModelInfo& model,
@@ -586,27 +78,72 @@ std::string memory_needed(const io::Deck& deck, const io::ModelInfo& model,
   return out;
 }
 
-/// The end-of-run memory line: the device high-water mark by role as Kokkos
-/// Tools saw the allocations, and θ's traffic in the last step.
-std::string describe_memory(const MemoryUsage& u, const zo::Engine& executor,
-                            const runtime::TransferBytes& moved) {
-  const runtime::ParameterStore& store = executor.store();
-  std::ostringstream os;
-  os << "memory: device peak " << exact_bytes(static_cast<double>(u.device_peak)) << " = weights "
-     << exact_bytes(static_cast<double>(u.peak_of(MemoryRole::weights))) << " + scratch "
-     << exact_bytes(static_cast<double>(u.peak_of(MemoryRole::scratch))) << " + activations "
-     << exact_bytes(static_cast<double>(u.peak_of(MemoryRole::activations)));
-  if (u.peak_of(MemoryRole::other) != 0)
-    os << " (+ " << exact_bytes(static_cast<double>(u.peak_of(MemoryRole::other)))
-       << " allocated outside distzo)";
-  os << "; host master " << exact_bytes(static_cast<double>(store.host_bytes()));
-  if (store.sliced())
-    os << "; node-shared (one copy per node, not in the figures above): θ "
-       << exact_bytes(static_cast<double>(store.shared_bytes())) << " + exchange buffers "
-       << exact_bytes(static_cast<double>(executor.weights().shared_exchange_bytes()));
-  os << "; last step moved " << exact_bytes(static_cast<double>(moved.to_device))
-     << " to the device, " << exact_bytes(static_cast<double>(moved.to_host)) << " to the host";
-  return os.str();
+/// The first lines of run.log: the run, its id, the notes of loading it and
+/// claiming output.dir, where θ lives, the BLAS threads.
+void print_header(RunOutputs& out, const std::string& deck_path, const Inputs& inputs, int ranks,
+                  const std::string& placement, const std::string& blas_threads) {
+  const std::string& resume = inputs.resume;
+  out.print(describe_run(deck_path, inputs.deck,
+                         inputs.model->info().registry.total_elements(), ranks, inputs.train,
+                         resume));
+  out.print("run id " + inputs.state.run_id +
+            (resume.empty() ? " (new)" : " (continued from its checkpoint)"));
+  for (const std::string& note : inputs.notes) out.print(note);
+  out.print(placement);
+  if (!blas_threads.empty()) out.print(blas_threads);
+}
+
+/// The trainer's run from `state`; run.log keeps why it ended early (main
+/// says it on stderr).
+zo::TrainSummary run_trainer(zo::Engine& engine, const runtime::Mesh& mesh,
+                             const zo::TrainerConfig& config, RunHooks& hooks,
+                             zo::TrainerState& state, runtime::Watchdog& watchdog,
+                             RunOutputs& out) {
+  try {
+    return zo::Trainer(engine, mesh, config, hooks, watchdog).run(state);
+  } catch (const CollectiveError& e) {
+    watchdog.close();  // every rank is here: the board can be freed (MPI_Finalize follows)
+    const bool stopped = dynamic_cast<const StopRequested*>(&e) != nullptr;
+    if (e.report()) out.log(std::string(stopped ? "" : "error: ") + e.what());
+    throw;
+  } catch (const Error& e) {
+    out.log(std::string("error: ") + e.what());  // this rank's own (rank 0 writes run.log)
+    throw;
+  }
+}
+
+/// Collective: rank 0 locks output.dir (the returned object holds the lock),
+/// claims it for the run and writes the resolved deck; null on other ranks.
+std::unique_ptr<RunDirectory> claim_directory(const runtime::Communicator& world, Inputs& inputs) {
+  std::unique_ptr<RunDirectory> directory;
+  collectively(world, [&] {
+    if (world.rank() != 0) return;
+    const io::Deck& deck = inputs.deck;
+    directory = std::make_unique<RunDirectory>(deck.output.dir, inputs.notes);
+    directory->claim(inputs.state.run_id);
+    std::ofstream(deck.output.dir + "/deck.resolved.yaml") << io::resolved_yaml(deck);
+  });
+  return directory;
+}
+
+/// Collective: the last lines of run.log, after `steps` steps since
+/// `started`; `accuracy`: the run evaluated before training too.
+void print_summary(RunOutputs& out, const RunHooks& hooks, const zo::TrainSummary& summary,
+                   std::int64_t steps, Clock::time_point started,
+                   const zo::Engine& engine, const runtime::Mesh& mesh, bool accuracy) {
+  const runtime::ParameterStore& store = engine.store();
+  out.print(describe_done(steps, std::chrono::duration<double>(Clock::now() - started).count(),
+                          summary.skipped, hooks.zero_g_steps(), engine.parameter_digest()));
+  out.print(describe_memory(MemoryAccounting::usage(), store, engine.weights().shared_exchange_bytes(),
+                            hooks.last_step_moved()));
+  // Host memory of the node, shared pages counted once (what a node's
+  // memory limit sees): with a shared master it holds one θ whatever P x D.
+  double pss = static_cast<double>(proportional_set_size());
+  mesh.node().allreduce_sum(&pss, 1);
+  out.print(describe_node_memory(mesh.node().size(), pss, store.sliced()));
+  if (accuracy && hooks.before().accuracy >= 0 && hooks.after().accuracy >= 0)
+    out.print(describe_accuracy(hooks.before().accuracy, hooks.after().accuracy,
+                                hooks.after().examples));
 }
 
 }  // namespace
@@ -620,7 +157,7 @@ void run(const RunOptions& options, const runtime::Communicator& world) {
     ~Accounting() { MemoryAccounting::stop(); }
   } accounting;
   Inputs inputs;
-  collectively(world, [&] { inputs = load_inputs(options, world); });
+  collectively(world, [&] { inputs = load_inputs(options.deck_path, world); });
   if (!inputs.resume.empty() && inputs.state.step == inputs.deck.optim.steps) {
     // A finished run started again (a requeued job that had completed).
     if (world.rank() == 0)
@@ -629,11 +166,6 @@ void run(const RunOptions& options, const runtime::Communicator& world) {
                 << ": nothing to do\n";
     return;
   }
-  if (inputs.deck.optim.eps < 1e-6)
-    inputs.notes.push_back(
-        "warning: optim.eps = " + format_double_short(inputs.deck.optim.eps) +
-        " is near float32's resolution of the weights: θ ± εz rounds back to θ for many of them, "
-        "and g becomes rounding noise (MeZO uses 1e-3)");
   const io::Deck& deck = inputs.deck;
   const auto& opt = deck.optim;
   const std::string& resume = inputs.resume;
@@ -687,99 +219,30 @@ void run(const RunOptions& options, const runtime::Communicator& world) {
     }
   });
   runtime::ParameterStore& store = *store_owner;
-  zo::Engine& executor = *engine_owner;
+  zo::Engine& engine = *engine_owner;
 
   const bool root = world.rank() == 0;
   // The run's identity: a resumed run keeps its checkpoint's, a fresh one
   // (or one resumed from a checkpoint without it) gets rank 0's new id.
   inputs.state.run_id =
       broadcast_string(world, inputs.state.run_id.empty() ? new_run_id() : inputs.state.run_id);
-  if (resume.empty()) inputs.state.base_model_digest = executor.parameter_digest();
-  std::unique_ptr<RunDirectory> directory;  // rank 0: output.dir, locked
-  collectively(world, [&] {
-    if (!root) return;
-    directory = std::make_unique<RunDirectory>(deck.output.dir, inputs.notes);
-    directory->claim(inputs.state.run_id);
-    std::ofstream(deck.output.dir + "/deck.resolved.yaml") << io::resolved_yaml(deck);
-  });
+  if (resume.empty()) inputs.state.base_model_digest = engine.parameter_digest();
+  const std::unique_ptr<RunDirectory> directory = claim_directory(world, inputs);
   RunOutputs out(deck.output.dir, root, resume.empty() ? -1 : inputs.state.step);
-  {
-    char line[512];
-    std::snprintf(line, sizeof(line),
-                  "distzo run %s: %lld parameters, %d rank%s (P=%d x D=%d), global batch %d x %lld "
-                  "tokens, %s, q=%d, %s z (recipe %d), eps=%g, lr=%g (%s)%s",
-                  options.deck_path.c_str(), static_cast<long long>(model.registry.total_elements()),
-                  world.size(), world.size() == 1 ? "" : "s", P, D, micro_batch * D, static_cast<long long>(train.seq_len),
-                  io::to_string(train.task), opt.queries, to_string(opt.distribution),
-                  inputs.state.z_recipe, opt.eps, opt.lr, io::to_string(opt.schedule),
-                  resume.empty() ? "" : (", resuming from " + resume).c_str());
-    out.print(line);
-    out.print("run id " + inputs.state.run_id +
-              (resume.empty() ? " (new)" : " (continued from its checkpoint)"));
-    for (const std::string& note : inputs.notes) out.print(note);
-    out.print(describe_placement(store, deck, executor.weights().exchange()));
-    if (!blas_threads.empty()) out.print(blas_threads);
-  }
+  print_header(out, options.deck_path, inputs, world.size(), describe_placement(store, deck, engine.weights().exchange()),
+               blas_threads);
 
   const zo::TrainerConfig config =
-      trainer_config(deck, options, inputs.eval != nullptr, inputs.state.z_recipe);
+      trainer_config(deck, options.debug_corrupt_rank, inputs.eval != nullptr, inputs.state.z_recipe);
   zo::TrainerState state = trainer_state(inputs.state, config);
   const std::int64_t first_step = state.step;
-  runtime::WatchdogConfig watchdog_config;
-  watchdog_config.log_path = deck.output.dir + "/run.log";
-  watchdog_config.enabled = deck.parallel.watchdog != io::kWatchdogOff;
-  watchdog_config.seconds = deck.parallel.watchdog > 0 ? deck.parallel.watchdog : 0;
-  // While rank 0's node writes a checkpoint the other ranks wait in a
-  // barrier without progress: `auto` allows for θ written at 100 MB/s.
-  watchdog_config.min_seconds =
-      std::max(watchdog_config.min_seconds,
-               4.0 * static_cast<double>(model.registry.total_elements()) / 100e6);
-  runtime::Watchdog watchdog(world, watchdog_config);
-  RunHooks hooks(inputs, executor, *batches, mesh, out, watchdog);
-  zo::TrainSummary summary;
-  try {
-    summary = zo::Trainer(executor, mesh, config, hooks, watchdog).run(state);
-  } catch (const CollectiveError& e) {
-    watchdog.close();  // every rank is here: the board can be freed (MPI_Finalize follows)
-    // run.log keeps why the run ended; main says it on stderr.
-    const bool stopped = dynamic_cast<const StopRequested*>(&e) != nullptr;
-    if (e.report()) out.log(std::string(stopped ? "" : "error: ") + e.what());
-    throw;
-  } catch (const Error& e) {
-    out.log(std::string("error: ") + e.what());  // this rank's own (rank 0 writes run.log)
-    throw;
-  }
+  runtime::Watchdog watchdog(world, watchdog_config(deck, model.registry.total_elements()));
+  RunHooks hooks(inputs, engine, *batches, mesh, out, watchdog);
+  const zo::TrainSummary summary =
+      run_trainer(engine, mesh, config, hooks, state, watchdog, out);
 
-  char line[512];
-  const std::string zero_g =
-      hooks.zero_g_steps() > 0 ? ", " + std::to_string(hooks.zero_g_steps()) + " with g = 0" : "";
-  std::snprintf(line, sizeof(line), "done: %lld steps in %s (%lld skipped%s), digest %s",
-                static_cast<long long>(opt.steps - first_step),
-                format_duration(seconds_since(started)).c_str(),
-                static_cast<long long>(summary.skipped), zero_g.c_str(),
-                executor.parameter_digest().c_str());
-  out.print(line);
-  out.print(describe_memory(MemoryAccounting::usage(), executor, hooks.last_step_moved()));
-  {
-    // Host memory of the node, shared pages counted once (what a node's
-    // memory limit sees): with a shared master it holds one θ whatever P x D.
-    double pss = static_cast<double>(proportional_set_size());
-    mesh.node().allreduce_sum(&pss, 1);
-    std::snprintf(line, sizeof(line),
-                  "host memory of the %d rank%s on rank 0's node: %s (proportional set sizes "
-                  "summed%s)",
-                  mesh.node().size(), mesh.node().size() == 1 ? "" : "s",
-                  exact_bytes(pss).c_str(),
-                  store.sliced() ? "; θ's master is one node-shared copy" : "");
-    out.print(line);
-  }
-  if (inputs.eval && hooks.before().accuracy >= 0 && hooks.after().accuracy >= 0 && first_step == 0) {
-    std::snprintf(line, sizeof(line),
-                  "accuracy: %.4f before, %.4f after fine-tuning (%lld held-out examples)",
-                  hooks.before().accuracy, hooks.after().accuracy,
-                  static_cast<long long>(hooks.after().examples));
-    out.print(line);
-  }
+  print_summary(out, hooks, summary, opt.steps - first_step, started, engine, mesh,
+                inputs.eval != nullptr && first_step == 0);
 }
 
 }  // namespace distzo::app

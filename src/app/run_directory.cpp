@@ -2,6 +2,7 @@
 
 #include "core/digest.hpp"
 #include "core/error.hpp"
+#include "io/hdf5_file.hpp"
 
 #include <cerrno>
 #include <cstdio>
@@ -14,6 +15,7 @@
 #include <sstream>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <utility>
 
 namespace distzo::app {
 
@@ -138,6 +140,116 @@ std::string owner_of(const std::string& dir) {
   std::string id;
   in >> id;
   return id;
+}
+
+std::string checkpoint_problem(const std::string& path) {
+  try {
+    const io::TrainingState state = io::read_training_state(path);
+    const io::ModelReader reader(path);
+    if (!state.parameter_digest.empty() && reader.digest() != state.parameter_digest)
+      return "its tensors' digest " + reader.digest() + " is not the recorded " +
+             state.parameter_digest;
+    return "";
+  } catch (const Error& e) {
+    return e.what();
+  }
+}
+
+std::string choose_resume(const io::Deck& deck, std::vector<std::string>& notes) {
+  const std::string& resume = deck.checkpoint.resume;
+  if (!resume.empty() && resume != "latest") {
+    const std::string problem = checkpoint_problem(resume);
+    DISTZO_INPUT_REQUIRE(problem.empty(), deck.origin.where("checkpoint.resume")
+                                              << "the checkpoint " << resume
+                                              << " does not read back whole (" << problem
+                                              << "); name another one, or use `latest`");
+  }
+  if (resume != "latest") return resume;
+  std::vector<std::string> broken;
+  const std::string latest = RunCheckpoints(deck.output.dir, deck.checkpoint.keep)
+                                 .latest_good(owner_of(deck.output.dir), broken);
+  for (const std::string& b : broken) notes.push_back("warning: passed over checkpoint " + b);
+  if (!latest.empty()) return latest;
+  // Starting over would overwrite the run's files: only when it has none.
+  DISTZO_INPUT_REQUIRE(broken.empty(),
+                       deck.origin.where("checkpoint.resume")
+                           << "none of the " << broken.size() << " checkpoints of this run in '"
+                           << deck.output.dir << "' reads back whole (the newest: " << broken.back()
+                           << "); move them away to start over, or name one with "
+                              "checkpoint.resume");
+  return "";
+}
+
+CheckpointWriters CheckpointWriters::choose(const runtime::Mesh& mesh,
+                                            const runtime::ParameterStore& store) {
+  CheckpointWriters w;
+  w.root = mesh.world().rank() == 0;
+  const auto* node = dynamic_cast<const runtime::MpiCommunicator*>(&mesh.node());
+  if (!store.sliced() || node == nullptr || node->size() == 1 ||
+      !io::Hdf5File::parallel_available())
+    return w;
+  double has_rank_0 = w.root ? 1 : 0;
+  node->allreduce_sum(&has_rank_0, 1);
+  if (has_rank_0 > 0) w.node = node;
+  return w;
+}
+
+RunCheckpoints::RunCheckpoints(std::string dir, int keep, CheckpointWriters writers)
+    : dir_(std::move(dir)), keep_(keep), writers_(writers) {}
+
+std::string RunCheckpoints::latest_good(const std::string& owner,
+                                        std::vector<std::string>& passed_over) const {
+  const auto found = io::list_checkpoints(dir_);  // oldest first
+  for (auto it = found.rbegin(); it != found.rend(); ++it) {
+    const std::string id = io::checkpoint_run_id(it->second);
+    if (!owner.empty() && !id.empty() && id != owner) continue;
+    const std::string problem = checkpoint_problem(it->second);
+    if (problem.empty()) return it->second;
+    passed_over.push_back(it->second + ": " + problem);
+  }
+  return "";
+}
+
+std::string RunCheckpoints::write(const io::ModelInfo& model, const runtime::ParameterStore& store,
+                                  const io::TrainingState& state,
+                                  const std::function<void()>& alive) const {
+  const std::string path = dir_ + "/" + io::checkpoint_name(state.step);
+  if (writers_.node != nullptr) {
+    io::write_checkpoint_parallel(
+        path, model, writers_.node->comm(),
+        [&](const io::SliceSink& sink) {
+          store.visit_own_slices(
+              [&](std::uint32_t id, std::uint64_t first, std::size_t count, const real* data) {
+                alive();
+                sink(id, first, count, data);
+              });
+        },
+        state);
+  } else if (writers_.root) {
+    io::write_checkpoint(
+        path, model,
+        [&](const io::TensorSink& sink) {
+          store.visit([&](std::uint32_t id, const real* data) {
+            alive();
+            sink(id, data);
+          });
+        },
+        state);
+  }
+  if (writers_.root) verify_and_rotate(path, state.run_id);
+  return path;
+}
+
+void RunCheckpoints::verify_and_rotate(const std::string& path, const std::string& run_id) const {
+  // Older checkpoints go only once the new one reads back whole.
+  const std::string problem = checkpoint_problem(path);
+  DISTZO_INPUT_REQUIRE(problem.empty(), "checkpoint " << path << " does not read back (" << problem
+                                                      << "); the older checkpoints are kept");
+  std::vector<std::string> ours;
+  for (const auto& [step, file] : io::list_checkpoints(dir_))
+    if (io::checkpoint_run_id(file) == run_id) ours.push_back(file);
+  for (std::size_t i = 0; i + static_cast<std::size_t>(keep_) < ours.size(); ++i)
+    std::remove(ours[i].c_str());
 }
 
 }  // namespace distzo::app

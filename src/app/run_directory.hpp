@@ -11,8 +11,19 @@
 //            checkpoint carries it (attribute run_id), so rotation deletes
 //            only this run's checkpoints and `resume: latest` picks this
 //            run's newest.
+//
+// RunCheckpoints (torchtitan's CheckpointManager) owns the checkpoints in
+// it: which one a resume continues, writing one, rotating the older ones.
+
+#include "io/checkpoint.hpp"
+#include "io/deck.hpp"
+#include "io/model_file.hpp"
+#include "runtime/mesh.hpp"
+#include "runtime/mpi_communicator.hpp"
+#include "runtime/parameter_store.hpp"
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -41,5 +52,58 @@ std::string new_run_id();
 
 /// The run that owns `dir` (its run_id file), or "" when none.
 std::string owner_of(const std::string& dir);
+
+/// Whether the checkpoint at `path` reads back whole: its tensors open, its
+/// training state parses, and their digest equals the one it records. "" if
+/// so, else what is wrong.
+std::string checkpoint_problem(const std::string& path);
+
+/// checkpoint.resume (rank 0): an explicit path (verified), or with `latest`
+/// the newest checkpoint of the run that owns output.dir that reads back
+/// whole (older ones are tried when the newest is truncated or corrupt, each
+/// one passed over a note); "" for a fresh start. Throws distzo::Error.
+std::string choose_resume(const io::Deck& deck, std::vector<std::string>& notes);
+
+/// Who writes a run's checkpoints: with a sliced master shared by the ranks
+/// of a node and parallel HDF5, the ranks of rank 0's node together (each its
+/// own slices); else rank 0 alone. The other nodes hold the same θ.
+struct CheckpointWriters {
+  bool root = true;                                 // this rank is world rank 0
+  const runtime::MpiCommunicator* node = nullptr;  // rank 0's node, when it writes together
+  /// The ranks that write together, 0 when rank 0 writes alone.
+  int parallel_size() const { return node != nullptr ? node->size() : 0; }
+  /// Collective over the mesh.
+  static CheckpointWriters choose(const runtime::Mesh& mesh, const runtime::ParameterStore& store);
+};
+
+/// The checkpoints ckpt-STEP.h5 in a run's output directory.
+class RunCheckpoints {
+ public:
+  /// `keep`: how many of the run's newest stay after a write.
+  RunCheckpoints(std::string dir, int keep, CheckpointWriters writers = {});
+
+  /// The newest checkpoint of the run `owner` that reads back whole ("" when
+  /// none does); another run's are skipped, one whose id cannot be read or
+  /// any with no `owner` is tried. `passed_over` receives each broken one
+  /// tried, newest first, as "PATH: what is wrong".
+  std::string latest_good(const std::string& owner, std::vector<std::string>& passed_over) const;
+
+  /// Writes θ (from `store`) and `state` as the checkpoint of step
+  /// state.step and returns its path. Collective over the writers; `alive`
+  /// is called before each tensor or slice. Then rank 0 reads it back whole
+  /// (else throws distzo::Error, the older ones kept) and removes all but the
+  /// `keep` newest of the run state.run_id: another run's files are not ours.
+  std::string write(const io::ModelInfo& model, const runtime::ParameterStore& store,
+                    const io::TrainingState& state, const std::function<void()>& alive) const;
+
+  const CheckpointWriters& writers() const { return writers_; }
+
+ private:
+  void verify_and_rotate(const std::string& path, const std::string& run_id) const;
+
+  std::string dir_;
+  int keep_;
+  CheckpointWriters writers_;
+};
 
 }  // namespace distzo::app

@@ -1,5 +1,6 @@
 #include "app/run_outputs.hpp"
 
+#include "app/format.hpp"
 #include "core/error.hpp"
 
 #include <cstdio>
@@ -39,6 +40,11 @@ std::ofstream open_csv(const std::string& path, const std::string& header,
   for (const auto& l : kept) out << l << "\n";
   out.flush();
   return out;
+}
+
+/// "1 block", "3 blocks".
+std::string count(int n, const char* singular, const char* plural) {
+  return std::to_string(n) + " " + (n == 1 ? singular : plural);
 }
 
 std::string fmt(double v) {
@@ -86,6 +92,150 @@ void RunOutputs::log(const std::string& line) {
   if (!active_) return;
   log_ << line << "\n";
   log_.flush();
+}
+
+std::string describe_run(const std::string& deck_path, const io::Deck& deck,
+                         std::int64_t parameters, int ranks, const io::Dataset& train,
+                         const std::string& resume) {
+  const auto& opt = deck.optim;
+  const int P = deck.parallel.perturbation, D = deck.parallel.data;
+  char line[512];
+  std::snprintf(line, sizeof(line),
+                "distzo run %s: %lld parameters, %d rank%s (P=%d x D=%d), global batch %d x %lld "
+                "tokens, %s, q=%d, %s z (recipe %d), eps=%g, lr=%g (%s)%s",
+                deck_path.c_str(), static_cast<long long>(parameters), ranks,
+                ranks == 1 ? "" : "s", P, D, deck.data.micro_batch * D,
+                static_cast<long long>(train.seq_len), io::to_string(train.task), opt.queries,
+                to_string(opt.distribution), opt.z_recipe, opt.eps, opt.lr,
+                io::to_string(opt.schedule), resume.empty() ? "" : (", resuming from " + resume).c_str());
+  return line;
+}
+
+std::string describe_placement(const runtime::ParameterStore& store, const io::Deck& deck,
+                               const runtime::SliceExchange* exchange_or_null) {
+  const runtime::PlacementConfig& p = store.placement();
+  const int L = store.num_blocks(), K = store.device_blocks();
+  std::ostringstream os;
+  os << "placement: ";
+  if (p.mode == runtime::PlacementMode::resident) {
+    os << "resident, all " << count(L, "block", "blocks") << " in device memory";
+    if (deck.origin.written("placement.resident_blocks") || deck.origin.written("placement.prefetch"))
+      os << " (placement.resident_blocks and placement.prefetch apply to mode offload: ignored)";
+  } else if (K >= L) {
+    os << "offload with placement.resident_blocks = " << p.resident_blocks << " >= the model's "
+       << count(L, "block", "blocks") << ": every block stays in device memory (as resident)";
+  } else {
+    const std::string kept = K == 0   ? std::string("no block")
+                             : K == 1 ? std::string("block 0")
+                                      : "blocks 0.." + std::to_string(K - 1);
+    const int slots = p.stream_slots(L);
+    os << "offload, " << kept << " kept in device memory, " << L - K
+       << " streamed from host memory through " << count(slots, "device slot", "device slots")
+       << " (prefetch " << p.prefetch << ")";
+  }
+  os << "; θ's master copy: " << exact_bytes(static_cast<double>(store.device_bytes()))
+     << " in device memory, " << exact_bytes(static_cast<double>(store.host_bytes()))
+     << " in host memory";
+  if (exchange_or_null != nullptr) {
+    const runtime::SliceExchange& exchange = *exchange_or_null;
+    const bool edges_sliced = store.slices(model::GroupRef::embeddings()).slices > 1;
+    os << "; shared by the node's " << count(exchange.slices(), "rank", "ranks")
+       << " (one copy per node)";
+    if (exchange.slices() > 1)
+      os << ", each updating and perturbing 1/" << exchange.slices() << " of every "
+         << (edges_sliced ? "group" : "block") << ", slices exchanged by "
+         << runtime::to_string(exchange.kind());
+  } else if (deck.origin.written("placement.exchange")) {
+    os << " (placement.exchange applies to a shared master: ignored)";
+  }
+  return os.str();
+}
+
+std::string describe_progress(const StepRow& row, std::int64_t steps, double eta_seconds) {
+  char line[256];
+  std::snprintf(line, sizeof(line), "step %lld/%lld  loss %.4f  g %+.3e  lr %.2e  %.0f tok/s  ETA %s",
+                static_cast<long long>(row.step), static_cast<long long>(steps), row.loss, row.g,
+                row.lr, static_cast<double>(row.tokens) / row.step_seconds,
+                format_duration(eta_seconds).c_str());
+  return line;
+}
+
+std::string describe_skipped_step(std::int64_t step, int streak) {
+  return "step " + std::to_string(step) + ": non-finite loss, update skipped (" +
+         std::to_string(streak) + " in a row)";
+}
+
+std::string describe_eval(const EvalRow& row, const char* when) {
+  char line[256];
+  if (row.accuracy >= 0)
+    std::snprintf(line, sizeof(line), "eval %-6s step %lld: loss %.4f, accuracy %.4f (%lld examples)",
+                  when, static_cast<long long>(row.step), row.loss, row.accuracy,
+                  static_cast<long long>(row.examples));
+  else
+    std::snprintf(line, sizeof(line), "eval %-6s step %lld: loss %.4f (%lld examples)", when,
+                  static_cast<long long>(row.step), row.loss, static_cast<long long>(row.examples));
+  return line;
+}
+
+std::string describe_checkpoint(const std::string& path, int parallel_writers) {
+  return "checkpoint " + path +
+         (parallel_writers > 0 ? " (written by the node's " + std::to_string(parallel_writers) +
+                                     " ranks together, parallel HDF5)"
+                               : "");
+}
+
+std::string describe_checkpoint_skipped(std::int64_t step, int streak) {
+  return "checkpoint after step " + std::to_string(step) + " not written: the last " +
+         std::to_string(streak) + " step" + (streak == 1 ? " was" : "s were") +
+         " non-finite (the newest checkpoint stays the last good one)";
+}
+
+std::string describe_done(std::int64_t steps, double seconds, std::int64_t skipped,
+                          std::int64_t zero_g, const std::string& digest) {
+  const std::string zero_g_steps = zero_g > 0 ? ", " + std::to_string(zero_g) + " with g = 0" : "";
+  char line[512];
+  std::snprintf(line, sizeof(line), "done: %lld steps in %s (%lld skipped%s), digest %s",
+                static_cast<long long>(steps), format_duration(seconds).c_str(),
+                static_cast<long long>(skipped), zero_g_steps.c_str(), digest.c_str());
+  return line;
+}
+
+std::string describe_memory(const MemoryUsage& u, const runtime::ParameterStore& store,
+                            std::size_t exchange_bytes, const runtime::TransferBytes& moved) {
+  std::ostringstream os;
+  os << "memory: device peak " << exact_bytes(static_cast<double>(u.device_peak)) << " = weights "
+     << exact_bytes(static_cast<double>(u.peak_of(MemoryRole::weights))) << " + scratch "
+     << exact_bytes(static_cast<double>(u.peak_of(MemoryRole::scratch))) << " + activations "
+     << exact_bytes(static_cast<double>(u.peak_of(MemoryRole::activations)));
+  if (u.peak_of(MemoryRole::other) != 0)
+    os << " (+ " << exact_bytes(static_cast<double>(u.peak_of(MemoryRole::other)))
+       << " allocated outside distzo)";
+  os << "; host master " << exact_bytes(static_cast<double>(store.host_bytes()));
+  if (store.sliced())
+    os << "; node-shared (one copy per node, not in the figures above): θ "
+       << exact_bytes(static_cast<double>(store.shared_bytes())) << " + exchange buffers "
+       << exact_bytes(static_cast<double>(exchange_bytes));
+  os << "; last step moved " << exact_bytes(static_cast<double>(moved.to_device))
+     << " to the device, " << exact_bytes(static_cast<double>(moved.to_host)) << " to the host";
+  return os.str();
+}
+
+std::string describe_node_memory(int ranks, double pss, bool sliced) {
+  char line[512];
+  std::snprintf(line, sizeof(line),
+                "host memory of the %d rank%s on rank 0's node: %s (proportional set sizes "
+                "summed%s)",
+                ranks, ranks == 1 ? "" : "s", exact_bytes(pss).c_str(),
+                sliced ? "; θ's master is one node-shared copy" : "");
+  return line;
+}
+
+std::string describe_accuracy(double before, double after, std::int64_t examples) {
+  char line[512];
+  std::snprintf(line, sizeof(line),
+                "accuracy: %.4f before, %.4f after fine-tuning (%lld held-out examples)", before,
+                after, static_cast<long long>(examples));
+  return line;
 }
 
 }  // namespace distzo::app

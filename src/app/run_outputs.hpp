@@ -5,8 +5,16 @@
 //   run.log      the progress lines printed on stdout
 // Steps are counted from 1 (row n = the n-th step completed). On resume, rows
 // past the checkpoint's step are dropped so each file reads
-// as one uninterrupted run.
+// as one uninterrupted run. The lines of run.log are made below.
 
+#include "core/memory.hpp"
+#include "io/dataset.hpp"
+#include "io/deck.hpp"
+#include "runtime/block_streamer.hpp"
+#include "runtime/parameter_store.hpp"
+#include "runtime/slice_exchange.hpp"
+
+#include <cstddef>
 #include <cstdint>
 #include <fstream>
 #include <string>
@@ -47,5 +55,41 @@ class RunOutputs {
   bool active_;
   std::ofstream metrics_, eval_, log_;
 };
+
+// The lines of run.log, as rank 0 prints them.
+
+/// The first line: the deck, the model's size, the mesh, the batch and the
+/// estimator; `resume` is the checkpoint continued, or "".
+std::string describe_run(const std::string& deck_path, const io::Deck& deck,
+                         std::int64_t parameters, int ranks, const io::Dataset& train,
+                         const std::string& resume);
+/// Where θ lives; `exchange_or_null` exchanges the slices of a shared master.
+std::string describe_placement(const runtime::ParameterStore& store, const io::Deck& deck,
+                               const runtime::SliceExchange* exchange_or_null);
+/// The progress line of a finished step, `eta_seconds` before the last of `steps`.
+std::string describe_progress(const StepRow& row, std::int64_t steps, double eta_seconds);
+/// A step whose loss was not finite, the `streak`-th in a row.
+std::string describe_skipped_step(std::int64_t step, int streak);
+/// An evaluation; `when` is "start", "" or "end".
+std::string describe_eval(const EvalRow& row, const char* when);
+/// A checkpoint written; `parallel_writers` > 0: by that many ranks together.
+std::string describe_checkpoint(const std::string& path, int parallel_writers);
+/// A checkpoint not written after `step`: the last `streak` steps were non-finite.
+std::string describe_checkpoint_skipped(std::int64_t step, int streak);
+/// The last line of a run that trained `steps` steps in `seconds`, of which
+/// `skipped` had a non-finite loss and `zero_g` a g of exactly 0; `digest`: θ's.
+std::string describe_done(std::int64_t steps, double seconds, std::int64_t skipped,
+                          std::int64_t zero_g, const std::string& digest);
+/// The device high-water mark by role as Kokkos Tools saw the allocations,
+/// the host and node-shared memory of `store` (and the slice exchange's
+/// `exchange_bytes`), and θ's traffic in the last step.
+std::string describe_memory(const MemoryUsage& usage, const runtime::ParameterStore& store,
+                            std::size_t exchange_bytes, const runtime::TransferBytes& moved);
+/// Host memory of the `ranks` ranks of rank 0's node, shared pages counted
+/// once (`pss`: their proportional set sizes summed); `sliced`: θ's master
+/// is one node-shared copy.
+std::string describe_node_memory(int ranks, double pss, bool sliced);
+/// Held-out accuracy before and after fine-tuning.
+std::string describe_accuracy(double before, double after, std::int64_t examples);
 
 }  // namespace distzo::app

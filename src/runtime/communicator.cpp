@@ -1,5 +1,7 @@
 #include "runtime/communicator.hpp"
 
+#include "core/error.hpp"
+
 #include <algorithm>
 #include <atomic>
 #include <cstdio>
@@ -8,6 +10,28 @@
 #include <new>
 
 namespace distzo::runtime {
+
+std::string broadcast_string(const Communicator& comm, std::string text, int root) {
+  std::uint64_t length = text.size();
+  comm.broadcast(&length, sizeof(length), root);
+  text.resize(length);
+  comm.broadcast(text.data(), length, root);
+  return text;
+}
+
+void collectively(const Communicator& comm, const std::function<void()>& work) {
+  std::string problem;
+  try {
+    work();
+  } catch (const Error& e) {
+    problem = e.what();
+  }
+  const std::vector<double> ok = comm.allgather(problem.empty() ? 1.0 : 0.0);
+  const bool all_ok = std::all_of(ok.begin(), ok.end(), [](double v) { return v == 1.0; });
+  if (all_ok) return;
+  if (problem.empty()) throw CollectiveError("another rank could not start the run", false);
+  throw CollectiveError(problem, comm.rank() == 0 || ok[0] == 1.0);
+}
 
 void SerialCommunicator::allgather(const double* send, int count, double* recv) const {
   std::copy(send, send + count, recv);

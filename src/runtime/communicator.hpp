@@ -91,6 +91,16 @@ class Communicator {
   }
 };
 
+/// `text` of rank `root` on every rank (collective).
+std::string broadcast_string(const Communicator& comm, std::string text, int root = 0);
+
+/// Runs `work` on every rank of `comm`; the ranks then agree, so that either
+/// all go on or all stop with a CollectiveError (printed by rank 0, or by the
+/// failing ranks when rank 0 itself was fine, e.g. a file missing on one
+/// node). Only distzo::Error counts as a failure; anything else propagates
+/// from the rank that threw it.
+void collectively(const Communicator& comm, const std::function<void()>& work);
+
 /// One rank; every collective is the identity.
 class SerialCommunicator final : public Communicator {
  public:

@@ -1,0 +1,91 @@
+#include "app/run_hooks.hpp"
+
+#include "app/deck_config.hpp"
+#include "app/stop_signal.hpp"
+
+namespace distzo::app {
+
+RunHooks::RunHooks(Inputs& in, zo::Engine& engine, Batches& batches,
+                   const runtime::Mesh& mesh, RunOutputs& out, runtime::Watchdog& watchdog)
+    : in_(in),
+      model_(in.model->info()),
+      deck_(in.deck),
+      engine_(engine),
+      batches_(batches),
+      mesh_(mesh),
+      out_(out),
+      watchdog_(watchdog),
+      order_(in.train.num_examples, deck_.data.shuffle_seed),
+      first_step_(in.state.step),
+      zero_g_(deck_.optim.eps),
+      checkpoints_(deck_.output.dir, deck_.checkpoint.keep,
+                   CheckpointWriters::choose(mesh, engine.store())) {}
+
+const model::Batch& RunHooks::batch(std::int64_t step) {
+  const int D = mesh_.layout().data_size, B = deck_.data.micro_batch;
+  return batches_.train.fill(ExecSpace(),
+                             order_.micro_batch(step, mesh_.coordinates().data_rank, D, B));
+}
+
+void RunHooks::step_done(const zo::StepReport& r) {
+  const zo::StepEstimate& est = r.estimate;
+  const int q = deck_.optim.queries;
+  in_.state.seed_log.push_back({r.step - 1, r.lr, est.loss, r.skipped ? std::vector<double>() : est.g});
+  if (r.skipped) out_.print(describe_skipped_step(r.step, r.nonfinite_streak));
+  if (const std::string warning = zero_g_.step(r); !warning.empty()) out_.print(warning);
+  StepRow row;
+  row.step = r.step;
+  row.loss = est.loss;
+  for (int i = 0; i < q; ++i) {
+    row.loss_plus += est.loss_plus[i] / q;
+    row.loss_minus += est.loss_minus[i] / q;
+    row.g += est.g[i] / q;
+  }
+  row.lr = r.lr;
+  row.tokens = r.tokens;
+  row.step_seconds = r.seconds;
+  row.skipped = r.skipped;
+  out_.step(row);
+  last_step_moved_ = r.moved;
+
+  if (r.step == first_step_ + 1)  // the clock of the ETA starts with the first step
+    train_start_ = Clock::now() - std::chrono::duration_cast<Clock::duration>(
+                                      std::chrono::duration<double>(r.seconds));
+  const std::int64_t steps = deck_.optim.steps;
+  if (r.step % deck_.output.log_interval == 0 || r.step == steps) {
+    const double per_step = std::chrono::duration<double>(Clock::now() - train_start_).count() /
+                            static_cast<double>(r.step - first_step_);
+    out_.print(describe_progress(row, steps, per_step * static_cast<double>(steps - r.step)));
+  }
+}
+
+void RunHooks::evaluate(std::int64_t step, const char* when) {
+  const EvalSummary s = app::evaluate(engine_, *batches_.eval, *in_.eval,
+                                      deck_.eval.max_examples, deck_.data.micro_batch,
+                                      mesh_.world(), [this] { watchdog_.alive(); });
+  const EvalRow row{step, s.loss, s.accuracy, s.examples};
+  out_.eval(row);
+  out_.print(describe_eval(row, when));
+  if (step == 0) before_ = s;
+  after_ = s;
+}
+
+bool RunHooks::stop_requested() { return stop_signal_received(); }
+
+void RunHooks::checkpoint_skipped(std::int64_t step, int streak) {
+  out_.print(describe_checkpoint_skipped(step, streak));
+}
+
+void RunHooks::checkpoint(const zo::TrainerState& state) {
+  io::TrainingState& saved = in_.state;
+  record_trainer_state(state, saved);
+  saved.deck_yaml = io::resolved_yaml(deck_);
+  saved.parameter_digest = engine_.parameter_digest();
+  const std::string path =
+      checkpoints_.write(model_, engine_.store(), saved, [this] { watchdog_.alive(); });
+  if (mesh_.world().rank() == 0)
+    out_.print(describe_checkpoint(path, checkpoints_.writers().parallel_size()));
+  mesh_.world().barrier();
+}
+
+}  // namespace distzo::app

@@ -1,0 +1,111 @@
+#include "app/run_inputs.hpp"
+
+#include "app/resume.hpp"
+#include "app/run_directory.hpp"
+#include "app/step_diagnostics.hpp"
+#include "core/error.hpp"
+
+namespace distzo::app {
+
+namespace {
+
+/// checkpoint.resume as rank 0 chooses it (run_directory.hpp), on every
+/// rank; rank 0's failure must not leave the others waiting in the broadcast.
+std::string resume_choice(const io::Deck& deck, const runtime::Communicator& world,
+                          std::vector<std::string>& notes) {
+  std::string choice;
+  if (world.rank() == 0) {
+    try {
+      choice = "=" + choose_resume(deck, notes);
+    } catch (const Error& e) {
+      choice = "!" + std::string(e.what());
+    }
+  }
+  choice = runtime::broadcast_string(world, choice);
+  DISTZO_INPUT_REQUIRE(choice[0] == '=', choice.substr(1));
+  return choice.substr(1);
+}
+
+/// The resume continues the run of its checkpoint (resume.hpp), or throws.
+void check_resume(Inputs& in, const runtime::Communicator& world) {
+  const io::Deck& deck = in.deck;
+  const io::Deck saved = io::parse_deck(in.state.deck_yaml, in.resume + " (its deck)");
+  ResumeDigests now;
+  // The base model: rank 0 reads the deck's model once and digests it.
+  if (!in.state.base_model_digest.empty() && world.rank() == 0) {
+    const io::ModelReader base(deck.model.path);
+    now.model = base.info().config == in.model->info().config ? base.digest() : "another architecture";
+  }
+  now.model = runtime::broadcast_string(world, now.model);
+  if (!in.state.train_digest.empty()) now.train = io::dataset_digest(in.train);
+  const ResumeChanges changes =
+      resume_changes(saved, in.state, deck, deck.checkpoint.allow_changes, now);
+  for (const std::string& change : changes.allowed)
+    in.notes.push_back("resumed with " + change + " (checkpoint.allow_changes)");
+  std::string list;
+  for (const std::string& r : changes.refused) list += "\n  " + r;
+  DISTZO_INPUT_REQUIRE(changes.refused.empty(),
+                       deck.origin.source << ": resuming " << in.resume
+                                          << " with changes that alter the run it continues:" << list
+                                          << "\nSet them back, or list the keys changed on purpose "
+                                             "in checkpoint.allow_changes");
+}
+
+}  // namespace
+
+Inputs load_inputs(const std::string& deck_path, const runtime::Communicator& world) {
+  Inputs in;
+  in.deck = io::load_deck(deck_path);
+  const io::Deck& deck = in.deck;
+  io::check_mesh(deck, world.size());
+  const auto& opt = deck.optim;
+  in.resume = resume_choice(deck, world, in.notes);
+  in.model = std::make_unique<io::ModelReader>(in.resume.empty() ? deck.model.path : in.resume);
+  in.state.seed = opt.seed;
+  in.state.queries = opt.queries;
+  in.state.distribution = opt.distribution;
+  in.state.z_recipe = opt.z_recipe;
+  if (!in.resume.empty()) {
+    in.state = io::read_training_state(in.resume);
+    // The recipe of z is the checkpoint's: a run in progress is never
+    // stranded by a new default. Only an explicit, different choice is an error.
+    DISTZO_INPUT_REQUIRE(!deck.origin.written("optim.z_recipe") || opt.z_recipe == in.state.z_recipe,
+                         deck.origin.where("optim.z_recipe")
+                             << "the checkpoint " << in.resume << " was written with z recipe "
+                             << in.state.z_recipe << ", the deck asks for " << opt.z_recipe
+                             << "; a run continues with the z it started with (leave the key out "
+                                "to resume, or start a new run for recipe "
+                             << opt.z_recipe << ")");
+    // The deck as run: deck.resolved.yaml and the checkpoints record it.
+    in.deck.optim.z_recipe = in.state.z_recipe;
+    DISTZO_INPUT_REQUIRE(in.state.step <= opt.steps,
+                         deck.origin.where("optim.steps")
+                             << "the checkpoint " << in.resume << " is at step " << in.state.step
+                             << ", beyond optim.steps = " << opt.steps
+                             << ": there is nothing to continue (raise optim.steps)");
+  }
+  const model::ModelConfig& config = in.model->info().config;
+  const std::int64_t vocab = config.vocab_size;
+  in.train = io::load_dataset(deck.data.train, vocab);
+  if (!deck.data.eval.empty())
+    in.eval = std::make_unique<io::Dataset>(io::load_dataset(deck.data.eval, vocab));
+  for (const io::Dataset* d : {static_cast<const io::Dataset*>(&in.train), static_cast<const io::Dataset*>(in.eval.get())}) {
+    if (!d) continue;
+    DISTZO_REQUIRE(d->seq_len <= config.max_position_embeddings,
+                   "dataset sequences of " << d->seq_len << " tokens exceed the model's "
+                                           << config.max_position_embeddings
+                                           << " positions");
+    DISTZO_REQUIRE(d->task == in.train.task && d->candidates == in.train.candidates &&
+                       d->seq_len == in.train.seq_len,
+                   "data.eval must have the task, candidates and sequence length of data.train");
+  }
+  if (in.resume.empty())
+    in.state.train_digest = io::dataset_digest(in.train);
+  else
+    check_resume(in, world);
+  if (const std::string warning = eps_warning(opt.eps); !warning.empty())
+    in.notes.push_back(warning);
+  return in;
+}
+
+}  // namespace distzo::app

@@ -1,0 +1,43 @@
+#pragma once
+// What `distzo run` reads, validated before anything is written: the deck,
+// the checkpoint it resumes (chosen and read back by rank 0), the model and
+// the datasets.
+
+#include "io/checkpoint.hpp"
+#include "io/dataset.hpp"
+#include "io/deck.hpp"
+#include "io/model_file.hpp"
+#include "runtime/communicator.hpp"
+
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace distzo::app {
+
+/// Everything a run reads.
+struct Inputs {
+  io::Deck deck;
+  std::string resume;  // checkpoint to continue from, or empty
+  std::vector<std::string> notes;  // for run.log (rank 0): a checkpoint passed over, ...
+  std::unique_ptr<io::ModelReader> model;  // the model file or the checkpoint resumed
+  io::TrainingState state;
+  io::Dataset train;
+  std::unique_ptr<io::Dataset> eval;
+};
+
+/// Loads and checks the deck at `deck_path` and all it names, on every rank
+/// of `world` (collective: rank 0 chooses the checkpoint, the others hear
+/// which). Throws distzo::Error.
+Inputs load_inputs(const std::string& deck_path, const runtime::Communicator& world);
+
+/// The micro-batches a run fills, train and (with an eval set) eval.
+struct Batches {
+  Batches(const Inputs& in, int micro_batch)
+      : train(in.train, micro_batch),
+        eval(in.eval ? std::make_unique<io::BatchBuilder>(*in.eval, micro_batch) : nullptr) {}
+  io::BatchBuilder train;
+  std::unique_ptr<io::BatchBuilder> eval;
+};
+
+}  // namespace distzo::app

@@ -1,0 +1,98 @@
+// Resume compatibility (app/resume.hpp) as a pure function of two decks and
+// the digests: what a resume may change, what it refuses, what it notes.
+#include "app/resume.hpp"
+#include "io/checkpoint.hpp"
+#include "io/deck.hpp"
+
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+namespace {
+
+using namespace distzo;
+
+/// A deck of 10 steps with `optim` lines (the rest of its optim section) and
+/// `more` sections after it.
+io::Deck deck(const std::string& optim = "  lr: 1e-3\n", const std::string& more = "") {
+  return io::parse_deck("model:\n  path: m.h5\ndata:\n  train: t.h5\n  micro_batch: 16\n"
+                        "output:\n  dir: out\noptim:\n  steps: 10\n" +
+                            optim + more,
+                        "deck.yaml");
+}
+
+/// A checkpoint's training state that records both digests.
+io::TrainingState saved_state() {
+  io::TrainingState s;
+  s.base_model_digest = "00000000000000aa";
+  s.train_digest = "00000000000000bb";
+  return s;
+}
+
+const app::ResumeDigests kSame{"00000000000000aa", "00000000000000bb"};
+
+TEST(Resume, TheSameDeckAndFilesChangeNothing) {
+  const io::Deck d = deck("  lr: 1e-3\n");
+  const app::ResumeChanges c = app::resume_changes(d, saved_state(), d, {}, kSame);
+  EXPECT_TRUE(c.allowed.empty());
+  EXPECT_TRUE(c.refused.empty());
+}
+
+TEST(Resume, AChangedTrajectoryKeyIsRefusedWithBothValues) {
+  const app::ResumeChanges c = app::resume_changes(deck("  lr: 1e-3\n"), saved_state(),
+                                                   deck("  lr: 5e-4\n"), {}, kSame);
+  ASSERT_EQ(c.refused.size(), 1u);
+  EXPECT_EQ(c.refused[0], "optim.lr: 0.001 in the checkpoint, 5e-04 in the deck");
+  EXPECT_TRUE(c.allowed.empty());
+}
+
+TEST(Resume, AKeyInAllowChangesIsNotedInstead) {
+  const app::ResumeChanges c =
+      app::resume_changes(deck("  lr: 1e-3\n  seed: 1\n"), saved_state(),
+                          deck("  lr: 5e-4\n  seed: 2\n"), {"optim.lr"}, kSame);
+  EXPECT_EQ(c.allowed, std::vector<std::string>{"optim.lr: 0.001 in the checkpoint, 5e-04 in the deck"});
+  EXPECT_EQ(c.refused, std::vector<std::string>{"optim.seed: 1 in the checkpoint, 2 in the deck"});
+}
+
+TEST(Resume, KeysThatDoNotChangeTheTrajectoryMayChange) {
+  const io::Deck before = deck("  lr: 1e-3\n", "parallel:\n  perturbation: 1\n");
+  const io::Deck after = deck("  lr: 1e-3\n  queries: 2\n", "parallel:\n  perturbation: 2\n");
+  const app::ResumeChanges c = app::resume_changes(before, saved_state(), after, {}, kSame);
+  // optim.queries is the trajectory's, parallel.perturbation is not.
+  EXPECT_EQ(c.refused, std::vector<std::string>{"optim.queries: 1 in the checkpoint, 2 in the deck"});
+}
+
+TEST(Resume, MoreStepsContinueAConstantLrOnly) {
+  const io::Deck constant = deck("  lr: 1e-3\n  schedule: constant\n");
+  io::Deck longer = constant;
+  longer.optim.steps = 20;
+  EXPECT_TRUE(app::resume_changes(constant, saved_state(), longer, {}, kSame).refused.empty());
+  const io::Deck cosine = deck("  lr: 1e-3\n  schedule: cosine\n");
+  io::Deck longer_cosine = cosine;
+  longer_cosine.optim.steps = 20;
+  EXPECT_EQ(app::resume_changes(cosine, saved_state(), longer_cosine, {}, kSame).refused,
+            std::vector<std::string>{"optim.steps: 10 in the checkpoint, 20 in the deck"});
+}
+
+TEST(Resume, TheBaseModelAndTrainingSetAreComparedByDigest) {
+  const io::Deck d = deck();
+  const app::ResumeChanges c =
+      app::resume_changes(d, saved_state(), d, {"data.train"}, {"another architecture", "00000000000000cc"});
+  EXPECT_EQ(c.refused, std::vector<std::string>{
+                           "model: 00000000000000aa in the checkpoint, another architecture in the "
+                           "deck (the parameter digest of the base model, m.h5)"});
+  EXPECT_EQ(c.allowed, std::vector<std::string>{
+                           "data.train: 00000000000000bb in the checkpoint, 00000000000000cc in the "
+                           "deck (the digest of the training set, t.h5)"});
+}
+
+TEST(Resume, ACheckpointWithoutDigestsIsNotComparedByThem) {
+  const io::Deck d = deck();
+  const app::ResumeChanges c =
+      app::resume_changes(d, io::TrainingState(), d, {}, {"0000000000000001", "0000000000000002"});
+  EXPECT_TRUE(c.refused.empty());
+  EXPECT_TRUE(c.allowed.empty());
+}
+
+}  // namespace
