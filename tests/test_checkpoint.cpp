@@ -42,10 +42,9 @@ std::string write_tiny_checkpoint(const io::TrainingState& state, const std::str
 io::TrainingState some_state() {
   io::TrainingState s;
   s.step = 3;
-  s.seed = 0xFFFFFFFFFFFFFFFFull;  // uint64 beyond int64: stored as text
+  s.z = {0xFFFFFFFFFFFFFFFFull, Distribution::rademacher, ZRecipe::v2};  // uint64 beyond int64: text
   s.queries = 2;
-  s.distribution = Distribution::gaussian;
-  s.z_recipe = 2;
+  s.pending = PendingUpdate::after({s.z, 2, 1e-3}, {0.75, -1.5}, 2e-3, 0.01);
   s.deck_yaml = "optim:\n  steps: 3\n";
   s.parameter_digest = "0123456789abcdef";
   s.nonfinite_streak = 2;
@@ -75,10 +74,19 @@ TEST(Checkpoint, TrainingStateRoundTrips) {
   const io::TrainingState r = io::read_training_state(path);
   std::remove(path.c_str());
   EXPECT_EQ(r.step, s.step);
-  EXPECT_EQ(r.seed, s.seed);
+  EXPECT_EQ(r.z.seed, s.z.seed);
   EXPECT_EQ(r.queries, s.queries);
-  EXPECT_EQ(r.distribution, s.distribution);
-  EXPECT_EQ(r.z_recipe, 2);
+  EXPECT_EQ(r.z.distribution, s.z.distribution);
+  EXPECT_EQ(r.z.recipe, ZRecipe::v2);
+  // The pending update, with the run's z (stored once).
+  EXPECT_TRUE(r.pending.active);
+  EXPECT_EQ(r.pending.z.seed, s.z.seed);
+  EXPECT_EQ(r.pending.z.distribution, s.z.distribution);
+  EXPECT_EQ(r.pending.z.recipe, s.z.recipe);
+  EXPECT_EQ(r.pending.step, s.pending.step);
+  EXPECT_EQ(r.pending.lr, s.pending.lr);
+  EXPECT_EQ(r.pending.weight_decay, s.pending.weight_decay);
+  EXPECT_EQ(r.pending.g, s.pending.g);
   EXPECT_EQ(r.deck_yaml, s.deck_yaml);
   EXPECT_EQ(r.parameter_digest, s.parameter_digest);
   EXPECT_EQ(r.nonfinite_streak, s.nonfinite_streak);
@@ -102,12 +110,12 @@ TEST(Checkpoint, RecordsTheDigestVersionAndKeepsTheDigest) {
 
 TEST(Checkpoint, RecipeIsOneWhenTheAttributeIsAbsent) {
   io::TrainingState s = some_state();
-  s.z_recipe = 2;
+  s.z.recipe = ZRecipe::v2;
   const std::string path = write_tiny_checkpoint(s, "norecipe.h5");
   set_root_attribute(path, "z_recipe", -1);
   const io::TrainingState r = io::read_training_state(path);
   std::remove(path.c_str());
-  EXPECT_EQ(r.z_recipe, 1);
+  EXPECT_EQ(r.z.recipe, ZRecipe::v1);
 }
 
 TEST(Checkpoint, UnknownRecipeIsAnError) {

@@ -13,6 +13,7 @@
 // positions are not compared: Hugging Face fills them with values that carry
 // no meaning (fully masked softmax rows).
 
+#include "core/fault_injection.hpp"
 #include "app/forward_logits.hpp"
 #include "io/hdf5_file.hpp"
 #include "io/model_file.hpp"
@@ -86,10 +87,9 @@ TEST_P(Golden, MatchesHuggingFace) {
   const io::ModelReader reader(base + ".model.h5");
   const io::ModelInfo& m = reader.info();
   runtime::PlacementConfig placement;
-  if (std::get<1>(GetParam())) {
-    placement.mode = runtime::PlacementMode::offload;
-    placement.poison_released_slots = true;
-  }
+  if (std::get<1>(GetParam())) placement.mode = runtime::PlacementMode::offload;
+  const fault::ScopedInjection armed(std::get<1>(GetParam()) ? fault::poisoned_slots()
+                                                             : fault::Injection());
   runtime::ParameterStore store(m.registry, placement);
   store.fill([&](std::uint32_t id, real* dst) { reader.read(id, dst); });
   const io::Hdf5File ref(base + ".ref.h5", io::Hdf5File::Mode::read);

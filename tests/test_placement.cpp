@@ -4,6 +4,7 @@
 // would hide a missing wait), use-after-release made visible by poisoned
 // slots, and the ZO step offloaded ≡ resident bit for bit.
 
+#include "core/fault_injection.hpp"
 #include "core/digest.hpp"
 #include "core/fp.hpp"
 #include "io/hdf5_file.hpp"
@@ -44,13 +45,17 @@ model::ModelConfig deep_config(int layers, bool llama = false) {
   return c;
 }
 
-PlacementConfig offload(int resident_blocks = 0, int prefetch = 1, bool poison = false) {
+PlacementConfig offload(int resident_blocks = 0, int prefetch = 1) {
   PlacementConfig p;
   p.mode = PlacementMode::offload;
   p.resident_blocks = resident_blocks;
   p.prefetch = prefetch;
-  p.poison_released_slots = poison;
   return p;
+}
+
+/// Arms the streamer's poisoning of released slots (or nothing).
+fault::Injection poisoning(bool poison) {
+  return poison ? fault::poisoned_slots() : fault::Injection();
 }
 
 TEST(ArenaLayout, SegmentsAreAlignedAndConsecutive) {
@@ -274,7 +279,8 @@ TEST(BlockStreamer, ScheduleFollowsZo2) {
         for (bool poison : {false, true}) {
           SCOPED_TRACE("K=" + std::to_string(K) + " prefetch=" + std::to_string(prefetch) +
                        (modified ? " modified" : "") + (poison ? " poison" : ""));
-          TinyModel m(deep_config(L), 1, offload(K, prefetch, poison));
+          TinyModel m(deep_config(L), 1, offload(K, prefetch));
+          const fault::ScopedInjection armed(poisoning(poison));
           runtime::BlockStreamer streamer(*m.store, ExecSpace());
           streamer.record_trace(true);
           for (int pass = 0; pass < 3; ++pass) {  // slots are reused across passes
@@ -339,7 +345,8 @@ class UseAfterReleasePass final : public zo::WalkPass {
 
 TEST(BlockStreamer, PoisonedSlotsExposeUseAfterRelease) {
   for (bool poison : {false, true}) {
-    TinyModel m(deep_config(3), 1, offload(0, 1, poison));
+    TinyModel m(deep_config(3), 1, offload(0, 1));
+    const fault::ScopedInjection armed(poisoning(poison));
     runtime::BlockStreamer streamer(*m.store, ExecSpace());
     UseAfterReleasePass pass(m.registry.block_ids(0).front());
     zo::walk(streamer, pass);
@@ -384,11 +391,13 @@ TEST(Offload, StepsAreBitIdenticalToResident) {
       for (int q : {1, 2}) {
         TinyModel resident(deep_config(L, llama));
         const auto want = train(resident, task, q, 5);
-        for (const PlacementConfig& p :
-             {offload(0, 1, true), offload(1, 1, true), offload(L - 1, 2, true), offload(0, 3)}) {
+        for (const auto& [p, poison] : std::vector<std::pair<PlacementConfig, bool>>{
+                 {offload(0, 1), true}, {offload(1, 1), true}, {offload(L - 1, 2), true},
+                 {offload(0, 3), false}}) {
           SCOPED_TRACE(std::string(llama ? "Llama" : "OPT") + " K=" +
                        std::to_string(p.resident_blocks) + " q=" + std::to_string(q));
           TinyModel m(deep_config(L, llama), 1234, p);
+          const fault::ScopedInjection armed(poisoning(poison));
           EXPECT_EQ(train(m, task, q, 5), want);
           EXPECT_EQ(m.digest(), resident.digest());
         }

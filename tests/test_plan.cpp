@@ -63,10 +63,7 @@ TEST(Plan, PredictsWhatARunAllocates) {
     app::PlanInputs in;
     in.config = config;
     in.placement = c.placement;
-    in.task = c.task;
-    in.micro_batch = B;
-    in.seq_len = T;
-    in.candidates = static_cast<int>(data.num_candidates());
+    in.batch = {c.task, B, T, static_cast<int>(data.num_candidates())};
     in.queries = c.queries;
     in.perturbation = c.perturbation;
     in.eval_set = c.eval_set;
@@ -78,7 +75,7 @@ TEST(Plan, PredictsWhatARunAllocates) {
       const model::ParameterRegistry registry = model::ParameterRegistry::for_model(config);
       runtime::ParameterStore store(registry, c.placement);
       zo::Engine engine(config, store, zo::EvaluationPlan::make(c.queries, c.perturbation, 0),
-                        model::BatchShape{c.task, B, T, in.candidates});
+                        in.batch);
       io::BatchBuilder train(data, B);
       std::unique_ptr<io::BatchBuilder> eval;
       if (c.eval_set) eval = std::make_unique<io::BatchBuilder>(data, B);
@@ -131,8 +128,8 @@ TEST(Plan, SlicedScheduleFollowsTheFormula) {
   app::PlanInputs in;
   in.config = tiny_config();
   in.config.num_hidden_layers = 4;
-  in.micro_batch = 8;
-  in.seq_len = 16;
+  in.batch.micro_batch = 8;
+  in.batch.seq_len = 16;
   in.queries = 2;
   in.perturbation = 2;
   in.placement.mode = runtime::PlacementMode::offload;

@@ -39,8 +39,7 @@ runtime::ExchangeKind exchange_kind(io::SliceExchange exchange) {
   DISTZO_FAIL("unknown slice exchange " << static_cast<int>(exchange));
 }
 
-zo::TrainerConfig trainer_config(const io::Deck& deck, int debug_corrupt_rank, bool evaluate,
-                                 int recipe) {
+zo::TrainerConfig trainer_config(const io::Deck& deck, bool evaluate, ZRecipe recipe) {
   const auto& opt = deck.optim;
   zo::TrainerConfig c;
   c.steps = opt.steps;
@@ -48,25 +47,20 @@ zo::TrainerConfig trainer_config(const io::Deck& deck, int debug_corrupt_rank, b
   c.eps = opt.eps;
   c.weight_decay = opt.weight_decay;
   c.queries = opt.queries;
-  c.z = {opt.seed, opt.distribution, z_recipe_from_int(recipe)};
+  c.z = {opt.seed, opt.distribution, recipe};
   c.max_nonfinite = opt.max_nonfinite;
   c.eval_interval = deck.eval.interval;
   c.checkpoint_interval = deck.checkpoint.interval;
   c.check_interval = deck.parallel.check_interval;
   c.evaluate = evaluate;
-  c.debug_corrupt_rank = debug_corrupt_rank;
   return c;
 }
 
 zo::TrainerState trainer_state(const io::TrainingState& saved, const zo::TrainerConfig& c) {
   zo::TrainerState s;
   s.step = saved.step;
-  s.pending.active = saved.pending.active;
+  s.pending = saved.pending;
   s.pending.z = c.z;
-  s.pending.step = saved.pending.step;
-  s.pending.lr = saved.pending.lr;
-  s.pending.weight_decay = saved.pending.weight_decay;
-  s.pending.g = saved.pending.g;
   s.nonfinite_streak = saved.nonfinite_streak;
   return s;
 }
@@ -74,8 +68,7 @@ zo::TrainerState trainer_state(const io::TrainingState& saved, const zo::Trainer
 void record_trainer_state(const zo::TrainerState& state, io::TrainingState& saved) {
   saved.step = state.step;
   saved.nonfinite_streak = state.nonfinite_streak;
-  saved.pending = {state.pending.active, state.pending.step, state.pending.lr,
-                   state.pending.weight_decay, state.pending.g};
+  saved.pending = state.pending;
 }
 
 runtime::WatchdogConfig watchdog_config(const io::Deck& deck, std::int64_t parameters) {

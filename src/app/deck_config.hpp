@@ -18,16 +18,14 @@ zo::ScheduleKind schedule_kind(io::Schedule schedule);
 
 /// placement.{mode, resident_blocks, prefetch, share_host_master}; `auto`
 /// shares the host master when the node has more than one rank of the run.
-/// The test switches stay off.
 runtime::PlacementConfig placement_config(const io::Deck& deck, int ranks_on_node = 1);
 
 runtime::ExchangeKind exchange_kind(io::SliceExchange exchange);
 
 /// optim.*, eval.interval, checkpoint.interval and parallel.check_interval;
 /// `evaluate`: the run has an eval set; `recipe`: z's, as the run uses it
-/// (a resume keeps its checkpoint's); `debug_corrupt_rank`: the test switch.
-zo::TrainerConfig trainer_config(const io::Deck& deck, int debug_corrupt_rank, bool evaluate,
-                                 int recipe);
+/// (a resume keeps its checkpoint's).
+zo::TrainerConfig trainer_config(const io::Deck& deck, bool evaluate, ZRecipe recipe);
 
 /// Where the trainer continues from: a checkpoint's training state (a fresh
 /// run's is empty), with the run's seed, distribution and recipe from `c`.

@@ -55,12 +55,12 @@ std::uint64_t u(std::int64_t v) { return static_cast<std::uint64_t>(v); }
 
 void check_plan_inputs(const PlanInputs& in) {
   const auto fail = [](const std::string& what) { throw Error("plan: " + what); };
-  if (in.micro_batch < 1 || in.seq_len < 1) fail("the micro-batch and sequence length must be >= 1");
-  if (static_cast<std::int64_t>(in.micro_batch) * in.seq_len > std::numeric_limits<int>::max())
-    fail("micro-batch x sequence length = " + std::to_string(in.micro_batch) + " x " +
-         std::to_string(in.seq_len) + " exceeds the 2147483647 rows a batch may have");
-  if (in.seq_len > in.config.max_position_embeddings)
-    fail("a sequence of " + std::to_string(in.seq_len) + " tokens exceeds the model's " +
+  if (in.batch.micro_batch < 1 || in.batch.seq_len < 1) fail("the micro-batch and sequence length must be >= 1");
+  if (static_cast<std::int64_t>(in.batch.micro_batch) * in.batch.seq_len > std::numeric_limits<int>::max())
+    fail("micro-batch x sequence length = " + std::to_string(in.batch.micro_batch) + " x " +
+         std::to_string(in.batch.seq_len) + " exceeds the 2147483647 rows a batch may have");
+  if (in.batch.seq_len > in.config.max_position_embeddings)
+    fail("a sequence of " + std::to_string(in.batch.seq_len) + " tokens exceeds the model's " +
          std::to_string(in.config.max_position_embeddings) + " positions");
   if (in.queries < 1 || in.queries > kernels::kMaxQueries)
     fail("q = " + std::to_string(in.queries) + " queries: allowed 1 to " +
@@ -68,7 +68,7 @@ void check_plan_inputs(const PlanInputs& in) {
   if (in.perturbation < 1 || (2 * in.queries) % in.perturbation != 0)
     fail("P = " + std::to_string(in.perturbation) + " does not divide 2q = " +
          std::to_string(2 * in.queries));
-  if (in.task == model::Task::classification && in.candidates < 1)
+  if (in.batch.task == model::Task::classification && in.batch.candidates < 1)
     fail("a classification head needs at least one candidate word");
 }
 
@@ -96,18 +96,18 @@ MemoryPlan plan_memory(const PlanInputs& in) {
   for (const auto* ids : {&r.embedding_ids(), &r.head_ids()})
     for (std::uint32_t id : *ids) edge_elements += u(r[id].numel());
   p.scratch = (L > 0 ? 2 * p.block_arena : 0) + e * edge_elements * kFloat +
-              (in.task == model::Task::classification ? u(c.vocab_size) * kInt : 0);
+              (in.batch.task == model::Task::classification ? u(c.vocab_size) * kInt : 0);
 
   // Activations for N = B*T rows: the forward's scratch
   // (model::DecoderForward::scratch_bytes), one hidden state per evaluation,
   // the head, the loss sums, and the batches (train, and eval if any).
-  const std::uint64_t B = u(in.micro_batch), T = u(in.seq_len), N = B * T;
+  const std::uint64_t B = u(in.batch.micro_batch), T = u(in.batch.seq_len), N = B * T;
   const std::uint64_t C = u(c.hidden_size), E = u(c.embedding_dim()),
-                      V = u(c.vocab_size), K = u(in.candidates);
+                      V = u(c.vocab_size), K = u(in.batch.candidates);
   const std::uint64_t forward =
-      model::DecoderForward::scratch_bytes(c, in.micro_batch, in.seq_len);
+      model::DecoderForward::scratch_bytes(c, in.batch.micro_batch, in.batch.seq_len);
   const std::uint64_t hidden = e * N * C * kFloat;
-  const bool lm = in.task == model::Task::causal_lm;
+  const bool lm = in.batch.task == model::Task::causal_lm;
   const std::uint64_t head = lm ? N * V * kFloat : (B * E + B * K) * kFloat + B * kInt;
   const std::uint64_t sums = e * 2 * kDouble;
   const std::uint64_t batch = (2 * B * T + (lm ? B * T : 2 * B + K)) * kInt;
@@ -144,8 +144,8 @@ std::string describe_plan(const PlanInputs& in, const MemoryPlan& p) {
     os << "offload: " << p.device_blocks << " of " << count(L, "block", "blocks")
        << " in device memory, " << L - p.device_blocks << " streamed through "
        << count(p.slots, "slot", "slots") << " (prefetch " << in.placement.prefetch << ")\n";
-  os << "workload     " << (in.task == model::Task::causal_lm ? "causal_lm" : "classification")
-     << ", micro-batch " << in.micro_batch << " x " << in.seq_len << " tokens, q = " << in.queries
+  os << "workload     " << (in.batch.task == model::Task::causal_lm ? "causal_lm" : "classification")
+     << ", micro-batch " << in.batch.micro_batch << " x " << in.batch.seq_len << " tokens, q = " << in.queries
      << ", P = " << in.perturbation << ": " << count(p.evaluations, "evaluation", "evaluations")
      << " per rank"
      << (in.eval_set ? ", with an eval set" : "") << "\n\n"
@@ -200,10 +200,7 @@ PlanInputs plan_inputs(const io::Deck& deck, const model::ModelConfig& config,
                        const io::Dataset& train) {
   PlanInputs in;
   in.config = config;
-  in.task = train.task;
-  in.micro_batch = deck.data.micro_batch;
-  in.seq_len = static_cast<int>(train.seq_len);
-  in.candidates = static_cast<int>(train.num_candidates());
+  in.batch = train.batch_shape(deck.data.micro_batch);
   in.queries = deck.optim.queries;
   in.perturbation = deck.parallel.perturbation;
   in.eval_set = !deck.data.eval.empty();
@@ -243,20 +240,20 @@ PlanInputs inputs_from_config(const std::string& path, const Options& o,
                               std::vector<std::string>& notes) {
   PlanInputs in;
   in.config = io::read_hf_config(path);
-  in.micro_batch = static_cast<int>(std::min<std::int64_t>(o.integer("--batch", 1, 1), INT32_MAX));
+  in.batch.micro_batch = static_cast<int>(std::min<std::int64_t>(o.integer("--batch", 1, 1), INT32_MAX));
   const std::int64_t positions = in.config.max_position_embeddings;
-  in.seq_len = static_cast<int>(
+  in.batch.seq_len = static_cast<int>(
       std::min<std::int64_t>(o.integer("--seq", std::min<std::int64_t>(2048, positions), 1), INT32_MAX));
   if (o.integer("--batch", 1, 1) > INT32_MAX || o.integer("--seq", 1, 1) > INT32_MAX)
     throw Error("plan: --batch and --seq go up to 2147483647");
   const std::string task = o.text("--task", "causal_lm");
   if (task != "causal_lm" && task != "classification")
     throw Error("plan: --task must be causal_lm or classification, got '" + task + "'");
-  in.task = task == "causal_lm" ? model::Task::causal_lm : model::Task::classification;
-  in.candidates = in.task == model::Task::classification
+  in.batch.task = task == "causal_lm" ? model::Task::causal_lm : model::Task::classification;
+  in.batch.candidates = in.batch.task == model::Task::classification
                       ? static_cast<int>(std::min<std::int64_t>(o.integer("--candidates", 2, 1), INT32_MAX))
                       : 0;
-  if (in.task == model::Task::causal_lm && o.has("--candidates"))
+  if (in.batch.task == model::Task::causal_lm && o.has("--candidates"))
     notes.push_back("--candidates applies to --task classification; ignored");
   in.queries = static_cast<int>(std::min<std::int64_t>(o.integer("--queries", 1, 1), INT32_MAX));
   in.perturbation = static_cast<int>(std::min<std::int64_t>(o.integer("--perturbation", 1, 1), INT32_MAX));

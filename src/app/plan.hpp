@@ -22,10 +22,7 @@ namespace distzo::app {
 struct PlanInputs {
   model::ModelConfig config;
   runtime::PlacementConfig placement;
-  model::Task task = model::Task::causal_lm;
-  int micro_batch = 1;    // B
-  int seq_len = 1;        // T
-  int candidates = 0;     // K (classification)
+  model::BatchShape batch{model::Task::causal_lm, 1, 1, 0};  // B x T, K candidates
   int queries = 1;        // q
   int perturbation = 1;   // P: a rank owns 2q/P evaluations
   bool eval_set = false;  // a run with an eval set holds a second batch

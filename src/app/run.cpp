@@ -38,9 +38,9 @@ RunOptions parse_run_options(const std::vector<std::string>& args) {
   for (const auto& a : args) {
     const std::string corrupt = "--debug-corrupt-rank=";
     if (a.compare(0, corrupt.size(), corrupt) == 0) {
-      o.debug_corrupt_rank = std::stoi(a.substr(corrupt.size()));
+      o.faults.corrupt_theta_rank = std::stoi(a.substr(corrupt.size()));
     } else if (a == "--debug-poison-slots") {
-      o.debug_poison_slots = true;
+      o.faults.poison_released_slots = true;
     } else if (!a.empty() && a[0] == '-') {
       DISTZO_FAIL("run: unknown option '" << a << "'");
     } else {
@@ -151,6 +151,7 @@ void print_summary(RunOutputs& out, const RunHooks& hooks, const zo::TrainSummar
 void run(const RunOptions& options, const runtime::Communicator& world) {
   const Clock::time_point started = Clock::now();
   install_stop_handlers();
+  fault::inject(options.faults);  // none unless a test asked for them
   // Kokkos Tools sees every allocation of the run from here on.
   struct Accounting {
     Accounting() { MemoryAccounting::start(); }
@@ -186,7 +187,6 @@ void run(const RunOptions& options, const runtime::Communicator& world) {
   collectively(world, [&] {
     try {
       runtime::PlacementConfig placement = placement_config(deck, mesh.node().size());
-      placement.poison_released_slots = options.debug_poison_slots;
       const runtime::ExchangeKind exchange = exchange_kind(deck.placement.exchange);
       if (placement.share_host_master && !runtime::exchange_unavailable(exchange).empty())
         throw Error(deck.origin.where("placement.exchange") + runtime::exchange_unavailable(exchange));
@@ -201,8 +201,7 @@ void run(const RunOptions& options, const runtime::Communicator& world) {
       engine_owner = std::make_unique<zo::Engine>(
           model.config, *store_owner,
           zo::EvaluationPlan::make(opt.queries, P, mesh.coordinates().perturbation_rank),
-          model::BatchShape{train.task, micro_batch, static_cast<int>(train.seq_len),
-                            static_cast<int>(train.num_candidates())},
+          train.batch_shape(micro_batch),
           zo::NodeExchange{&mesh.node(), exchange});
       batches = std::make_unique<Batches>(inputs, micro_batch);
     } catch (const Error&) {
@@ -233,7 +232,7 @@ void run(const RunOptions& options, const runtime::Communicator& world) {
                blas_threads);
 
   const zo::TrainerConfig config =
-      trainer_config(deck, options.debug_corrupt_rank, inputs.eval != nullptr, inputs.state.z_recipe);
+      trainer_config(deck, inputs.eval != nullptr, inputs.state.z.recipe);
   zo::TrainerState state = trainer_state(inputs.state, config);
   const std::int64_t first_step = state.step;
   runtime::Watchdog watchdog(world, watchdog_config(deck, model.registry.total_elements()));

@@ -3,6 +3,8 @@
 
 #include "runtime/communicator.hpp"
 
+#include "core/fault_injection.hpp"
+
 #include <string>
 #include <vector>
 
@@ -10,12 +12,9 @@ namespace distzo::app {
 
 struct RunOptions {
   std::string deck_path;
-  /// Test-only: this world rank nudges one weight before the first replica
-  /// check, so the divergence guard can be tested. -1 = off.
-  int debug_corrupt_rank = -1;
-  /// Test-only: fill every device slot with NaN when the streamer releases
-  /// it, so a use after release shows up as a non-finite loss.
-  bool debug_poison_slots = false;
+  /// Test-only (--debug-corrupt-rank=R, --debug-poison-slots): the faults
+  /// the run arms before it starts, so its guards can be tested.
+  fault::Injection faults;
 };
 
 RunOptions parse_run_options(const std::vector<std::string>& args);

@@ -61,23 +61,21 @@ Inputs load_inputs(const std::string& deck_path, const runtime::Communicator& wo
   const auto& opt = deck.optim;
   in.resume = resume_choice(deck, world, in.notes);
   in.model = std::make_unique<io::ModelReader>(in.resume.empty() ? deck.model.path : in.resume);
-  in.state.seed = opt.seed;
+  in.state.z = {opt.seed, opt.distribution, z_recipe_from_int(opt.z_recipe)};
   in.state.queries = opt.queries;
-  in.state.distribution = opt.distribution;
-  in.state.z_recipe = opt.z_recipe;
   if (!in.resume.empty()) {
     in.state = io::read_training_state(in.resume);
     // The recipe of z is the checkpoint's: a run in progress is never
     // stranded by a new default. Only an explicit, different choice is an error.
-    DISTZO_INPUT_REQUIRE(!deck.origin.written("optim.z_recipe") || opt.z_recipe == in.state.z_recipe,
+    DISTZO_INPUT_REQUIRE(!deck.origin.written("optim.z_recipe") || opt.z_recipe == to_int(in.state.z.recipe),
                          deck.origin.where("optim.z_recipe")
                              << "the checkpoint " << in.resume << " was written with z recipe "
-                             << in.state.z_recipe << ", the deck asks for " << opt.z_recipe
+                             << to_int(in.state.z.recipe) << ", the deck asks for " << opt.z_recipe
                              << "; a run continues with the z it started with (leave the key out "
                                 "to resume, or start a new run for recipe "
                              << opt.z_recipe << ")");
     // The deck as run: deck.resolved.yaml and the checkpoints record it.
-    in.deck.optim.z_recipe = in.state.z_recipe;
+    in.deck.optim.z_recipe = to_int(in.state.z.recipe);
     DISTZO_INPUT_REQUIRE(in.state.step <= opt.steps,
                          deck.origin.where("optim.steps")
                              << "the checkpoint " << in.resume << " is at step " << in.state.step

@@ -29,7 +29,7 @@ SlicedSchedule sliced_schedule(const PlanInputs& in, int gpus, const Bandwidths&
   const double A = 4 * block_params, n = gpus;
   // Each replica's micro-batch is B x T tokens; the global batch, D times
   // that, is what ZO2 runs on its one GPU.
-  const double tokens = static_cast<double>(in.micro_batch) * in.seq_len;
+  const double tokens = static_cast<double>(in.batch.micro_batch) * in.batch.seq_len;
 
   SlicedSchedule s;
   s.gpus = gpus;
@@ -66,9 +66,9 @@ std::string describe_sliced_schedule(const PlanInputs& in, const SlicedSchedule&
   os << "sliced schedule on " << s.gpus << (s.gpus == 1 ? " GPU" : " GPUs")
      << " of a node (Placement II, every block offloaded; P = " << in.perturbation
      << ", D = " << s.data << ", " << s.evaluations << " evaluation"
-     << (s.evaluations == 1 ? "" : "s") << " of the micro-batch " << in.micro_batch << " x "
-     << in.seq_len << " tokens per GPU; ZO2: " << 2 * in.queries << " of the global batch "
-     << in.micro_batch * s.data << " x " << in.seq_len << ")\n"
+     << (s.evaluations == 1 ? "" : "s") << " of the micro-batch " << in.batch.micro_batch << " x "
+     << in.batch.seq_len << " tokens per GPU; ZO2: " << 2 * in.queries << " of the global batch "
+     << in.batch.micro_batch * s.data << " x " << in.batch.seq_len << ")\n"
      << "  per step and GPU  PCIe " << human_bytes(s.pcie_up) << " up + " << human_bytes(s.pcie_down)
      << " back (1/" << s.gpus << " of every block), NVLink " << human_bytes(s.nvlink)
      << " in (all-gather of " << s.node_evaluations << " w± buffers per block)\n"

@@ -42,10 +42,10 @@ namespace {
 /// The root attributes and distzo/ datasets of the training state.
 void write_training_state(Hdf5File& file, const TrainingState& state) {
   file.write_int_attribute("step", state.step);
-  file.write_string_attribute("seed", std::to_string(state.seed));  // uint64: exact as text
+  file.write_string_attribute("seed", std::to_string(state.z.seed));  // uint64: exact as text
   file.write_int_attribute("queries", state.queries);
-  file.write_string_attribute("distribution", to_string(state.distribution));
-  file.write_int_attribute("z_recipe", state.z_recipe);
+  file.write_string_attribute("distribution", to_string(state.z.distribution));
+  file.write_int_attribute("z_recipe", to_int(state.z.recipe));
   file.write_string_attribute("deck_yaml", state.deck_yaml);
   if (!state.parameter_digest.empty())
     file.write_string_attribute("parameter_digest", state.parameter_digest);
@@ -55,7 +55,7 @@ void write_training_state(Hdf5File& file, const TrainingState& state) {
     file.write_string_attribute("base_model_digest", state.base_model_digest);
   if (!state.train_digest.empty()) file.write_string_attribute("train_digest", state.train_digest);
 
-  const PendingRecord& p = state.pending;
+  const PendingUpdate& p = state.pending;
   file.write_int_attribute("pending_active", p.active ? 1 : 0);
   file.write_int_attribute("pending_step", p.step);
   file.write_double_attribute("pending_lr", p.lr);
@@ -172,13 +172,14 @@ TrainingState read_training_state(const std::string& path) {
                              errno == 0 && end == seed.c_str() + seed.size(),
                          path << ": attribute 'seed' is \"" << seed
                               << "\", not an unsigned 64-bit integer in decimal");
-    s.seed = value;
+    s.z.seed = value;
   }
   s.queries = static_cast<int>(file.read_int_attribute("queries"));
-  s.distribution = parse_distribution(file.read_string_attribute("distribution"));
-  s.z_recipe = file.has_attribute("z_recipe") ? static_cast<int>(file.read_int_attribute("z_recipe")) : 1;
-  DISTZO_REQUIRE(s.z_recipe == 1 || s.z_recipe == 2,
-                 path << ": z_recipe " << s.z_recipe << " is not a recipe this distzo knows (1, 2)");
+  s.z.distribution = parse_distribution(file.read_string_attribute("distribution"));
+  const std::int64_t recipe = file.has_attribute("z_recipe") ? file.read_int_attribute("z_recipe") : 1;
+  DISTZO_REQUIRE(recipe == 1 || recipe == 2,
+                 path << ": z_recipe " << recipe << " is not a recipe this distzo knows (1, 2)");
+  s.z.recipe = z_recipe_from_int(recipe);
   s.deck_yaml = file.read_string_attribute("deck_yaml");
   if (file.has_attribute("parameter_digest"))
     s.parameter_digest = file.read_string_attribute("parameter_digest");
@@ -190,6 +191,7 @@ TrainingState read_training_state(const std::string& path) {
     s.nonfinite_streak = static_cast<int>(file.read_int_attribute("nonfinite_streak"));
 
   s.pending.active = file.read_int_attribute("pending_active") != 0;
+  s.pending.z = s.z;
   s.pending.step = file.read_int_attribute("pending_step");
   s.pending.lr = file.read_double_attribute("pending_lr");
   s.pending.weight_decay = file.read_double_attribute("pending_weight_decay");

@@ -16,6 +16,7 @@
 // (write_checkpoint_parallel), into the same layout.
 
 #include "core/perturbation.hpp"
+#include "core/step_state.hpp"
 #include "io/model_file.hpp"
 
 #include <cstdint>
@@ -32,23 +33,12 @@ struct SeedLogEntry {
   std::vector<double> g;  // per query; empty when the step was skipped
 };
 
-/// The SGD update of the last finished step, not yet applied to θ: with the
-/// run's seed and distribution, all that is needed to apply it (zo's
-/// PendingUpdate, as plain data).
-struct PendingRecord {
-  bool active = false;
-  std::int64_t step = 0;  // the step whose z the update uses
-  double lr = 0;
-  double weight_decay = 0;
-  std::vector<double> g;  // per query
-};
-
 struct TrainingState {
   std::int64_t step = 0;  // steps completed
-  std::uint64_t seed = 0;
+  // The run's z; checkpoints from before the z_recipe attribute existed
+  // used recipe 1.
+  ZSpec z{0, Distribution::gaussian, ZRecipe::v1};
   int queries = 1;
-  Distribution distribution = Distribution::gaussian;
-  int z_recipe = 1;  // checkpoints from before the attribute existed used recipe 1
   std::string deck_yaml;
   // The parameter digest of θ as written (core/digest.hpp): a keyed sum per
   // tensor, so the ranks that write slices can compute it slice by slice;
@@ -58,7 +48,9 @@ struct TrainingState {
   std::string run_id;        // the run that wrote it (app/run_directory.hpp); "" when absent
   std::string base_model_digest;  // parameter digest of the model the run started from
   std::string train_digest;       // io::dataset_digest of the training set
-  PendingRecord pending;
+  // The update of the last finished step, not yet applied to θ; its z is
+  // the run's (stored once, above).
+  PendingUpdate pending;
   std::vector<SeedLogEntry> seed_log;
 };
 

@@ -49,6 +49,10 @@ struct Dataset {
   std::vector<std::int32_t> labels;       // (N) classification only, in [0, K)
 
   std::int64_t num_candidates() const { return static_cast<std::int64_t>(candidates.size()); }
+  /// The shape of this dataset's micro-batches of `micro_batch` rows.
+  model::BatchShape batch_shape(int micro_batch) const {
+    return {task, micro_batch, static_cast<int>(seq_len), static_cast<int>(num_candidates())};
+  }
   std::int32_t token(std::int64_t example, std::int64_t t) const {
     return input_ids[static_cast<std::size_t>(example * seq_len + t)];
   }

@@ -1,6 +1,7 @@
 #include "runtime/block_streamer.hpp"
 
 #include "core/error.hpp"
+#include "core/fault_injection.hpp"
 #include "core/fence.hpp"
 #include "core/memory.hpp"
 
@@ -38,7 +39,7 @@ BlockStreamer::BlockStreamer(ParameterStore& store, const ExecSpace& compute)
       first_streamed_(store.device_blocks()),
       num_blocks_(store.num_blocks()),
       prefetch_(store.placement().prefetch),
-      poison_(store.placement().poison_released_slots) {
+      poison_(fault::injected().poison_released_slots) {
   DISTZO_REQUIRE(prefetch_ >= 1, "block streamer: prefetch must be >= 1, got " << prefetch_);
   const int slots = store.placement().stream_slots(num_blocks_);
   for (int j = 0; j < slots; ++j) {

@@ -293,10 +293,13 @@ std::vector<std::uint64_t> ParameterStore::own_slice_sums(const ExecSpace& space
   return std::vector<std::uint64_t>(sums.data(), sums.data() + pieces);
 }
 
-void ParameterStore::debug_corrupt_slice(int owner) {
+void ParameterStore::corrupt_element(int owner) {
+  const bool sliced_somewhere =
+      std::any_of(slices_.begin(), slices_.end(), [](const GroupSlices& s) { return s.slices > 1; });
   for (std::size_t g = 0; g < layouts_.size(); ++g) {
-    if (slices_[g].slices == 1) continue;
-    const GroupSlices theirs = GroupSlices::of(layouts_[g], slices_[g].slices, owner);
+    if (sliced_somewhere && slices_[g].slices == 1) continue;
+    const GroupSlices theirs =
+        GroupSlices::of(layouts_[g], slices_[g].slices, sliced_somewhere ? owner : 0);
     if (theirs.pieces.empty()) continue;
     const std::size_t at = theirs.pieces.front().arena_offset;
     if (in_host_memory_[g])
@@ -305,14 +308,6 @@ void ParameterStore::debug_corrupt_slice(int owner) {
       Kokkos::deep_copy(Kokkos::subview(device_arenas_[g], at), real(12345));
     return;
   }
-  debug_corrupt();  // nothing is sliced
-}
-
-void ParameterStore::debug_corrupt() {
-  std::vector<real> tensor(static_cast<std::size_t>(registry_[0].numel()));
-  read(0, tensor.data());
-  tensor.at(0) = 12345;
-  write(0, tensor.data());
 }
 
 }  // namespace distzo::runtime

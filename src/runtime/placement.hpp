@@ -19,7 +19,6 @@ struct PlacementConfig {
   PlacementMode mode = PlacementMode::resident;
   int resident_blocks = 0;  // K (offload): blocks 0..K-1 stay on the device; K >= L is resident
   int prefetch = 1;         // offload: uploads in flight ahead of the block in use, >= 1
-  bool poison_released_slots = false;  // test switch: NaN-fill every slot as it is released
   // Placement II: one host master per node in node-shared memory, cut into
   // slices that the node's ranks update and perturb (runtime/arena_layout.hpp).
   bool share_host_master = false;

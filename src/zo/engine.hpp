@@ -71,11 +71,9 @@ class Engine {
   void record_own_slices() { weights_->record_own_slices(streamer_.instances().compute); }
   bool own_slices_intact() { return weights_->own_slices_intact(streamer_.instances().compute); }
 
-  /// Test switch of the divergence guard: overwrites one element of θ; with
-  /// a shared master, one in the next rank's slice of the node.
-  void debug_corrupt_parameter() { weights_->corrupt_parameter(); }
 
   runtime::BlockStreamer& streamer() { return streamer_; }
+  PerturbedWeights& weights() { return *weights_; }
   const PerturbedWeights& weights() const { return *weights_; }
   const runtime::ParameterStore& store() const { return store_; }
 

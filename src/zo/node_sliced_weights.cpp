@@ -114,7 +114,7 @@ class NodeSlicedWeights final : public PerturbedWeights {
   }
 
   void corrupt_parameter() override {
-    store_.debug_corrupt_slice((exchange_->slice() + 1) % exchange_->slices());
+    store_.corrupt_element((exchange_->slice() + 1) % exchange_->slices());
   }
 
   const runtime::SliceExchange* exchange() const override { return exchange_.get(); }

@@ -1,6 +1,7 @@
 #include "zo/trainer.hpp"
 
 #include "core/error.hpp"
+#include "core/fault_injection.hpp"
 
 #include <chrono>
 #include <sstream>
@@ -143,7 +144,8 @@ TrainSummary Trainer::run(TrainerState& state) {
     }
     if (c.check_interval > 0 && done % c.check_interval == 0) {
       engine_.record_own_slices();
-      if (c.debug_corrupt_rank == mesh_.world().rank()) engine_.debug_corrupt_parameter();
+      if (fault::injected().corrupt_theta_rank == mesh_.world().rank())
+        engine_.weights().corrupt_parameter();
       check_replicas(done);
     }
     if (done == c.steps) break;

@@ -46,7 +46,6 @@ struct TrainerConfig {
   std::int64_t checkpoint_interval = 0;  // 0: at the end only
   std::int64_t check_interval = 0;   // replica digest checks; 0: never
   bool evaluate = false;             // is there an evaluation set
-  int debug_corrupt_rank = -1;       // test switch: this rank corrupts θ before each check
 };
 
 /// What continues across a checkpoint.

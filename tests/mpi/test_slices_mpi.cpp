@@ -7,6 +7,7 @@
 // placement and both exchanges — and each rank must have evaluated z for
 // about 2q/S of the parameters per step, not 2q of them.
 
+#include "core/fault_injection.hpp"
 #include "core/error.hpp"
 #include "runtime/mpi_communicator.hpp"
 #include "runtime/nccl_exchange.hpp"
@@ -80,7 +81,7 @@ void run_case(const runtime::Communicator& node, const Case& c) {
   placement.mode = c.mode;
   placement.resident_blocks = c.resident_blocks;
   placement.share_host_master = true;
-  placement.poison_released_slots = true;
+  const fault::ScopedInjection armed(fault::poisoned_slots());
   TinyModel shared(c.config(), 1234, placement, &node);
   const zo::EvaluationPlan plan = zo::EvaluationPlan::make(c.queries, P, p);
   zo::Engine sliced(shared.config, *shared.store, plan, shape, zo::NodeExchange{&node, c.exchange});

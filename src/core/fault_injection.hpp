@@ -1,0 +1,46 @@
+#pragma once
+// Faults a test injects into a run to show that a guard catches them (the
+// way LLVM and SQLite arm fault-injection points): one set per process,
+// armed by the application (`distzo run --debug-...`) or by a test, read
+// where the fault happens. Nothing is armed in a normal run, and no
+// production type carries a test switch.
+
+namespace distzo::fault {
+
+struct Injection {
+  /// This world rank overwrites one element of θ before each replica check:
+  /// in its own θ, or, with a node-shared master, in the next rank's slice
+  /// (a stray write). The divergence and slice guards must stop the run.
+  /// -1: none.
+  int corrupt_theta_rank = -1;
+  /// The block streamer fills every device slot with NaN as it releases it,
+  /// so a read after release shows up as a non-finite loss.
+  bool poison_released_slots = false;
+};
+
+/// The faults armed in this process (none unless inject() was called).
+const Injection& injected();
+/// Arms `faults` for this process, replacing what was armed.
+void inject(const Injection& faults);
+
+/// Arms `faults` for the lifetime of the guard (tests), then restores what
+/// was armed before.
+class ScopedInjection {
+ public:
+  explicit ScopedInjection(const Injection& faults) : saved_(injected()) { inject(faults); }
+  ~ScopedInjection() { inject(saved_); }
+  ScopedInjection(const ScopedInjection&) = delete;
+  ScopedInjection& operator=(const ScopedInjection&) = delete;
+
+ private:
+  Injection saved_;
+};
+
+/// The injection with only the streamer's poisoning armed.
+inline Injection poisoned_slots() {
+  Injection f;
+  f.poison_released_slots = true;
+  return f;
+}
+
+}  // namespace distzo::fault
