@@ -29,6 +29,13 @@ runtime::PlacementConfig placement_config(const io::Deck& deck, int ranks_on_nod
   return p;
 }
 
+std::string ignored_placement_keys(const io::Deck& deck) {
+  const bool set = deck.origin.written("placement.resident_blocks") ||
+                   deck.origin.written("placement.prefetch");
+  if (deck.placement.mode != io::Placement::resident || !set) return "";
+  return "placement.resident_blocks and placement.prefetch apply to mode offload: ignored";
+}
+
 runtime::ExchangeKind exchange_kind(io::SliceExchange exchange) {
   switch (exchange) {
     case io::SliceExchange::automatic: return runtime::ExchangeKind::automatic;

@@ -6,6 +6,8 @@
 #include "io/deck.hpp"
 #include "runtime/placement.hpp"
 #include "runtime/slice_exchange.hpp"
+
+#include <string>
 #include "runtime/watchdog.hpp"
 #include "zo/lr_schedule.hpp"
 #include "zo/trainer.hpp"
@@ -21,6 +23,10 @@ zo::ScheduleKind schedule_kind(io::Schedule schedule);
 runtime::PlacementConfig placement_config(const io::Deck& deck, int ranks_on_node = 1);
 
 runtime::ExchangeKind exchange_kind(io::SliceExchange exchange);
+
+/// "placement.resident_blocks and placement.prefetch apply to mode offload:
+/// ignored" when the deck sets them with mode resident, else "".
+std::string ignored_placement_keys(const io::Deck& deck);
 
 /// optim.*, eval.interval, checkpoint.interval and parallel.check_interval;
 /// `evaluate`: the run has an eval set; `recipe`: z's, as the run uses it

@@ -3,6 +3,7 @@
 #include "app/deck_config.hpp"
 #include "app/format.hpp"
 #include "app/options.hpp"
+#include "app/run_outputs.hpp"
 #include "app/sliced_schedule.hpp"
 #include "core/error.hpp"
 #include "io/dataset.hpp"
@@ -43,10 +44,6 @@ const char* const kUsage =
     "  the predicted step time next to ZO2's on one GPU at the same global batch.";
 
 /// "1 slot", "3 slots".
-std::string count(std::int64_t n, const char* singular, const char* plural) {
-  return std::to_string(n) + " " + (n == 1 ? singular : plural);
-}
-
 constexpr std::uint64_t kFloat = sizeof(float), kInt = sizeof(int), kDouble = sizeof(double);
 
 std::uint64_t u(std::int64_t v) { return static_cast<std::uint64_t>(v); }
@@ -135,15 +132,7 @@ std::string describe_plan(const PlanInputs& in, const MemoryPlan& p) {
      << "; transfers and w± are float32 too (fp16 storage would halve weights, scratch and "
         "traffic; not implemented)\n"
      << "placement    ";
-  if (in.placement.mode == runtime::PlacementMode::resident)
-    os << "resident: all " << count(L, "block", "blocks") << " in device memory\n";
-  else if (p.device_blocks >= L)
-    os << "offload with resident_blocks = " << in.placement.resident_blocks << " >= the model's "
-       << count(L, "block", "blocks") << ": every block stays in device memory (as resident)\n";
-  else
-    os << "offload: " << p.device_blocks << " of " << count(L, "block", "blocks")
-       << " in device memory, " << L - p.device_blocks << " streamed through "
-       << count(p.slots, "slot", "slots") << " (prefetch " << in.placement.prefetch << ")\n";
+  os << describe_blocks(in.placement, L, "resident_blocks") << "\n";
   os << "workload     " << (in.batch.task == model::Task::causal_lm ? "causal_lm" : "classification")
      << ", micro-batch " << in.batch.micro_batch << " x " << in.batch.seq_len << " tokens, q = " << in.queries
      << ", P = " << in.perturbation << ": " << count(p.evaluations, "evaluation", "evaluations")
@@ -229,10 +218,8 @@ PlanInputs inputs_from_deck(const std::string& path, std::vector<std::string>& n
         std::string(deck.placement.share_host_master == io::ShareHostMaster::on ? "true" : "auto") +
         ") keeps one θ per node in shared memory instead (docs/placement.md, Placement II), so "
         "a rank holds less than this");
-  if (deck.placement.mode == io::Placement::resident &&
-      (deck.origin.written("placement.resident_blocks") || deck.origin.written("placement.prefetch")))
-    notes.push_back("placement.resident_blocks and placement.prefetch apply to mode offload; "
-                    "ignored with mode resident");
+  const std::string ignored = ignored_placement_keys(deck);
+  if (!ignored.empty()) notes.push_back(ignored);
   return in;
 }
 
@@ -258,15 +245,12 @@ PlanInputs inputs_from_config(const std::string& path, const Options& o,
   in.queries = static_cast<int>(std::min<std::int64_t>(o.integer("--queries", 1, 1), INT32_MAX));
   in.perturbation = static_cast<int>(std::min<std::int64_t>(o.integer("--perturbation", 1, 1), INT32_MAX));
   in.eval_set = o.flag("--eval");
-  const std::string mode = o.text("--placement", "resident");
-  if (mode != "resident" && mode != "offload")
-    throw Error("plan: --placement must be resident or offload, got '" + mode + "'");
-  in.placement.mode =
-      mode == "offload" ? runtime::PlacementMode::offload : runtime::PlacementMode::resident;
+  in.placement.mode = runtime::placement_mode(o.text("--placement", "resident"), "plan: --placement");
   in.placement.resident_blocks =
       static_cast<int>(std::min<std::int64_t>(o.integer("--resident-blocks", 0, 0), INT32_MAX));
   in.placement.prefetch = static_cast<int>(std::min<std::int64_t>(o.integer("--prefetch", 1, 1), INT32_MAX));
-  if (mode == "resident" && (o.has("--resident-blocks") || o.has("--prefetch")))
+  if (in.placement.mode == runtime::PlacementMode::resident &&
+      (o.has("--resident-blocks") || o.has("--prefetch")))
     notes.push_back("--resident-blocks and --prefetch apply to --placement offload; ignored");
   return in;
 }

@@ -1,5 +1,6 @@
 #include "app/run_outputs.hpp"
 
+#include "app/deck_config.hpp"
 #include "app/format.hpp"
 #include "core/error.hpp"
 
@@ -43,10 +44,6 @@ std::ofstream open_csv(const std::string& path, const std::string& header,
 }
 
 /// "1 block", "3 blocks".
-std::string count(int n, const char* singular, const char* plural) {
-  return std::to_string(n) + " " + (n == 1 ? singular : plural);
-}
-
 std::string fmt(double v) {
   char buf[32];
   std::snprintf(buf, sizeof(buf), "%.9g", v);
@@ -111,28 +108,32 @@ std::string describe_run(const std::string& deck_path, const io::Deck& deck,
   return line;
 }
 
+std::string describe_blocks(const runtime::PlacementConfig& p, int L,
+                            const std::string& resident_blocks_key) {
+  const int K = p.device_blocks(L);
+  if (p.mode == runtime::PlacementMode::resident)
+    return "resident, all " + count(L, "block", "blocks") + " in device memory";
+  if (K >= L)
+    return "offload with " + resident_blocks_key + " = " + std::to_string(p.resident_blocks) +
+           " >= the model's " + count(L, "block", "blocks") +
+           ": every block stays in device memory (as resident)";
+  const std::string kept = K == 0   ? std::string("no block")
+                           : K == 1 ? std::string("block 0")
+                                    : "blocks 0.." + std::to_string(K - 1);
+  return "offload, " + kept + " kept in device memory, " + std::to_string(L - K) +
+         " streamed from host memory through " +
+         count(p.stream_slots(L), "device slot", "device slots") + " (prefetch " +
+         std::to_string(p.prefetch) + ")";
+}
+
 std::string describe_placement(const runtime::ParameterStore& store, const io::Deck& deck,
                                const runtime::SliceExchange* exchange_or_null) {
   const runtime::PlacementConfig& p = store.placement();
-  const int L = store.num_blocks(), K = store.device_blocks();
+  const int L = store.num_blocks();
   std::ostringstream os;
-  os << "placement: ";
-  if (p.mode == runtime::PlacementMode::resident) {
-    os << "resident, all " << count(L, "block", "blocks") << " in device memory";
-    if (deck.origin.written("placement.resident_blocks") || deck.origin.written("placement.prefetch"))
-      os << " (placement.resident_blocks and placement.prefetch apply to mode offload: ignored)";
-  } else if (K >= L) {
-    os << "offload with placement.resident_blocks = " << p.resident_blocks << " >= the model's "
-       << count(L, "block", "blocks") << ": every block stays in device memory (as resident)";
-  } else {
-    const std::string kept = K == 0   ? std::string("no block")
-                             : K == 1 ? std::string("block 0")
-                                      : "blocks 0.." + std::to_string(K - 1);
-    const int slots = p.stream_slots(L);
-    os << "offload, " << kept << " kept in device memory, " << L - K
-       << " streamed from host memory through " << count(slots, "device slot", "device slots")
-       << " (prefetch " << p.prefetch << ")";
-  }
+  os << "placement: " << describe_blocks(p, L, "placement.resident_blocks");
+  const std::string ignored = ignored_placement_keys(deck);
+  if (!ignored.empty()) os << " (" << ignored << ")";
   os << "; θ's master copy: " << exact_bytes(static_cast<double>(store.device_bytes()))
      << " in device memory, " << exact_bytes(static_cast<double>(store.host_bytes()))
      << " in host memory";

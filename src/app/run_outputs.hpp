@@ -63,6 +63,12 @@ class RunOutputs {
 std::string describe_run(const std::string& deck_path, const io::Deck& deck,
                          std::int64_t parameters, int ranks, const io::Dataset& train,
                          const std::string& resume);
+/// Where the L blocks live under `p`, for run.log and `distzo plan`:
+/// "resident, all 12 blocks in device memory", "offload, block 0 kept in
+/// device memory, 11 streamed from host memory through 3 device slots
+/// (prefetch 1)"; `resident_blocks_key` names K as the user set it.
+std::string describe_blocks(const runtime::PlacementConfig& p, int L,
+                            const std::string& resident_blocks_key);
 /// Where θ lives; `exchange_or_null` exchanges the slices of a shared master.
 std::string describe_placement(const runtime::ParameterStore& store, const io::Deck& deck,
                                const runtime::SliceExchange* exchange_or_null);

@@ -1,5 +1,7 @@
 #include "runtime/placement.hpp"
 
+#include "core/error.hpp"
+
 #include <algorithm>
 
 namespace distzo::runtime {
@@ -10,6 +12,12 @@ const char* to_string(PlacementMode mode) {
     case PlacementMode::offload: return "offload";
   }
   return "?";
+}
+
+PlacementMode placement_mode(const std::string& name, const std::string& what) {
+  for (PlacementMode mode : {PlacementMode::resident, PlacementMode::offload})
+    if (name == to_string(mode)) return mode;
+  DISTZO_INPUT_FAIL(what << " must be resident or offload, got '" << name << "'");
 }
 
 int PlacementConfig::device_blocks(int num_blocks) const {

@@ -8,12 +8,16 @@
 //             0..K-1 stay on the device.
 
 #include <cstddef>
+#include <string>
 
 namespace distzo::runtime {
 
 enum class PlacementMode { resident, offload };
 
 const char* to_string(PlacementMode mode);
+/// The mode named "resident" or "offload"; throws distzo::Error naming
+/// `what` (the option or key) otherwise.
+PlacementMode placement_mode(const std::string& name, const std::string& what);
 
 struct PlacementConfig {
   PlacementMode mode = PlacementMode::resident;
