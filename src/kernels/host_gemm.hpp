@@ -1,0 +1,93 @@
+#pragma once
+// The host GEMM whose bits do not depend on the thread count (DESIGN.md
+// invariant 6).
+//
+// A multi-threaded BLAS splits a GEMM differently per thread count, and the
+// split changes the order of the floating-point operations: OpenBLAS 0.3.21
+// at 1 and 2 threads gives different bits for 1000x999x777 on an AVX-512 EPYC
+// (its threaded driver cuts the inner dimension differently) and for the
+// model's shapes on an AVX2 Zen EPYC. Even one thread gives different bits for
+// an element depending on the shape of the call it sits in (small-matrix and
+// edge kernels). So on host execution spaces distzo fixes the decomposition
+// itself: C is cut into a grid of tiles whose shape is a pure function of
+// (m, n) and three constants (gemm_tile_shape), never of the thread count;
+// each tile is computed over the full inner dimension by one single-threaded
+// BLAS call; the tiles are spread over distzo's own threads.
+// Whatever the thread count, every element of C comes out of the same call
+// (same shape, same operands, same position in it), hence the same bits.
+// The BLAS itself is kept single-threaded (OpenBLAS: openblas_set_num_threads(1))
+// so that nothing else splits the work.
+//
+// CUDA and the other device backends keep cuBLAS (or the vendor library)
+// through KokkosBlas::gemm; their bits may differ from the host's.
+
+#include <cstddef>
+#include <string>
+
+#include "core/types.hpp"
+
+namespace distzo::kernels {
+
+/// Tiles are at most this many rows x columns of C, and a multiple of
+/// gemm_tile_align of each unless they span all of it. Constants, never a
+/// function of the thread count: changing them changes the bits of every GEMM
+/// larger than one tile (and so every digest quoted for such models).
+///
+/// Why so large: each tile packs its panels of A and B again, and on the
+/// AVX-512 EPYC this was measured on (OpenBLAS 0.3.21, 1 thread, CPU time)
+/// fixed 256 x 256 tiles cost 8-12 % on OPT-125m's shapes (1024 tokens x
+/// 768/3072), these 1-5 %. The price: a 1024 x 768 GEMM has 2 tiles, so it
+/// runs on at most 2 threads (more threads per node: run more ranks).
+inline constexpr std::size_t gemm_max_tile_rows = 512;
+inline constexpr std::size_t gemm_max_tile_cols = 1024;
+inline constexpr std::size_t gemm_tile_align = 16;
+
+/// The tile of an m x n C: the fewest tiles within the maxima, as even as
+/// the alignment allows (ceil(m / ceil(m / 512)) rounded up to 16, the same
+/// for the columns with 1024); the last row and column of tiles are ragged.
+struct GemmTile {
+  std::size_t rows, cols;
+};
+GemmTile gemm_tile_shape(std::size_t m, std::size_t n);
+
+/// How gemm computes on host execution spaces.
+enum class GemmPath {
+  /// Fixed tiles, single-threaded BLAS per tile, spread over gemm_threads()
+  /// threads: the bits depend on neither the thread count nor the placement.
+  tiled,
+  /// One BLAS call with the BLAS's own threads (the path before the tiles,
+  /// kept to measure against): the bits may change with the thread count.
+  library,
+};
+
+/// Sets the threads of the host GEMM (at least 1) and the path. With `tiled`,
+/// distzo's own pool runs `threads` threads (the caller's included) and the
+/// BLAS is made single-threaded; with `library`, the BLAS is given `threads`
+/// (OpenBLAS only: another BLAS keeps its own setting). Not thread-safe: call
+/// it between GEMMs, from the thread that runs them. Until it is called the
+/// host GEMM is tiled on 1 thread.
+void set_gemm_threads(int threads, GemmPath path = GemmPath::tiled);
+
+/// The values last set (1 and tiled by default).
+int gemm_threads();
+GemmPath gemm_path();
+
+/// Whether the tiled host path is compiled in (Kokkos Kernels with a host
+/// BLAS TPL). Without one, gemm uses the native Kokkos Kernels gemm on one
+/// call, and on a host backend its bits are whatever that gives.
+bool host_tiled_gemm_available();
+
+/// One line for run.log: the path, the tile, the threads, and what may change
+/// the bits.
+std::string gemm_numerics();
+
+/// C = alpha * op(A) * op(B) + beta * C on host memory, row-major with
+/// leading dimensions (elements between rows; >= the row length). op(A) is
+/// m x k, op(B) is k x n, k >= 1. C must not alias A or B. beta == 0
+/// overwrites C without reading it. The tiled path of gemm; throws
+/// distzo::Error when host_tiled_gemm_available() is false.
+void host_tiled_gemm(bool trans_a, bool trans_b, std::size_t m, std::size_t n, std::size_t k,
+                     real alpha, const real* a, std::size_t lda, const real* b, std::size_t ldb,
+                     real beta, real* c, std::size_t ldc);
+
+}  // namespace distzo::kernels
