@@ -13,8 +13,10 @@
 // one JSON object per line after the literal "RESULT "; perf/run_benchmarks.sh
 // collects them into perf/RESULTS.md. Everything else on stdout is for people.
 
+#include "app/blas_threads.hpp"
 #include "core/error.hpp"
 #include "core/types.hpp"
+#include "kernels/host_gemm.hpp"
 #include "model/batch.hpp"
 
 #include <Kokkos_Core.hpp>
@@ -145,6 +147,18 @@ inline std::string blas_threads() {
   return openblas_get_num_threads ? std::to_string(openblas_get_num_threads()) : "unknown";
 }
 
+/// The host GEMM: path and threads, e.g. "tiled x2" (set by gemm_threads_for_ranks).
+inline std::string gemm_setting() {
+  return std::string(kernels::gemm_path() == kernels::GemmPath::tiled ? "tiled" : "library") +
+         " x" + std::to_string(kernels::gemm_threads());
+}
+
+/// The GEMM's threads as `distzo run` sets them (app::set_blas_threads:
+/// OPENBLAS_NUM_THREADS, DISTZO_GEMM); call on every rank before print_machine.
+inline std::string gemm_threads_for_ranks(int ranks_on_node) {
+  return app::set_blas_threads(ranks_on_node);
+}
+
 inline std::string blas_config() {
   if (!openblas_get_config) return "none linked into this binary (or not OpenBLAS)";
   std::string s = openblas_get_config();
@@ -161,6 +175,7 @@ inline void print_machine(const std::string& bench) {
             << "kokkos         : " << ExecSpace::name() << " backend, concurrency "
             << ExecSpace::concurrency() << " (Kokkos " << KOKKOS_VERSION << ")\n"
             << "blas           : " << blas_config() << "; threads " << blas_threads() << "\n"
+            << "gemm           : " << gemm_setting() << ": " << kernels::gemm_numerics() << "\n"
             << "env            : OPENBLAS_NUM_THREADS=" << env_or("OPENBLAS_NUM_THREADS")
             << " OMP_NUM_THREADS=" << env_or("OMP_NUM_THREADS") << "\n";
   std::cout << "RESULT {\"bench\":\"" << json_escape(bench)
@@ -168,7 +183,8 @@ inline void print_machine(const std::string& bench) {
             << "\",\"cpus\":\"" << std::thread::hardware_concurrency() << "\",\"affinity\":\""
             << affinity_cpus() << "\",\"kokkos\":\"" << ExecSpace::name() << " x"
             << ExecSpace::concurrency() << "\",\"blas\":\"" << json_escape(blas_config())
-            << "\",\"blas_threads\":\"" << blas_threads() << "\"}" << std::endl;
+            << "\",\"blas_threads\":\"" << blas_threads() << "\",\"gemm\":\"" << gemm_setting()
+            << "\"}" << std::endl;
 }
 
 // ---------------------------------------------------------------------------

@@ -72,6 +72,7 @@ int run(int argc, char** argv) {
   const auto seed = static_cast<std::uint64_t>(args.integer("seed", 1));
   DISTZO_REQUIRE(B > 0 && T > 0 && reps > 0 && warmup >= 0, "batch, seq, reps must be > 0");
 
+  perf::gemm_threads_for_ranks(1);
   perf::print_machine("forward");
   const auto t_load = Clock::now();
   const io::ModelReader reader(path);
@@ -201,7 +202,8 @@ int run(int argc, char** argv) {
       {"ms_logits", fmt(Stats::of(head).median * 1e3, 6)},
       {"gflops", fmt(gflops.median, 5)},
       {"gemm_gflops", fmt(gemm_gflops, 5)},
-      {"blas_threads", perf::blas_threads()}};
+      {"blas_threads", perf::blas_threads()},
+      {"gemm", perf::gemm_setting()}};
   perf::print_result("forward", "tokens_per_s", tps, fields);
   return 0;
 }

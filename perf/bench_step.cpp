@@ -115,6 +115,7 @@ int run(int argc, char** argv) {
   const runtime::Mesh mesh(*world, layout);
   const bool root = world->rank() == 0;
   std::ostream& out = root ? std::cout : perf::null_stream();
+  perf::gemm_threads_for_ranks(mesh.node().size());
   if (root) perf::print_machine("step");
   const auto t_load = Clock::now();
   runtime::PlacementConfig placement;
@@ -289,7 +290,8 @@ int run(int argc, char** argv) {
       {"resident_blocks", std::to_string(store.device_blocks())},
       {"bytes_up_per_step", std::to_string(moved.to_device)},
       {"device_peak_bytes", std::to_string(memory.device_peak + store_bytes)},
-      {"blas_threads", perf::blas_threads()}};
+      {"blas_threads", perf::blas_threads()},
+      {"gemm", perf::gemm_setting()}};
   if (root) perf::print_result("step", "steps_per_s", sps, fields);
   if (args.flag("profile")) {
     for (int r = 0; r < world->size(); ++r) {  // one rank's table after the other
