@@ -97,8 +97,7 @@ HostMat gemm_at(int threads, bool ta, bool tb, real alpha, const HostMat& a, con
                 real beta, const HostMat& c0) {
   k::set_gemm_threads(threads, k::GemmPath::tiled);
   Mat c = to_device(c0);
-  k::gemm(ExecSpace(), ta ? "T" : "N", tb ? "T" : "N", alpha, to_device(a), to_device(b), beta,
-          c);
+  k::gemm(ExecSpace(), ta ? "T" : "N", tb ? "T" : "N", alpha, to_device(a), to_device(b), beta, c);
   return to_host(c);
 }
 
@@ -121,8 +120,8 @@ HostMat gemm_at(int threads, bool ta, bool tb, real alpha, const HostMat& a, con
       }
       const double c_term = beta == real(0) ? 0.0 : double(beta) * c0(i, j);
       const double ref = alpha * s + c_term;
-      const double bound = 1.01 * double(kdim + 3) * kFloatU *
-                           (std::fabs(alpha) * abs_sum + std::fabs(c_term));
+      const double bound =
+          1.01 * double(kdim + 3) * kFloatU * (std::fabs(alpha) * abs_sum + std::fabs(c_term));
       const double err = std::fabs(double(got(i, j)) - ref);
       if (!(err <= bound))  // also NaN
         return ::testing::AssertionFailure()
@@ -133,40 +132,55 @@ HostMat gemm_at(int threads, bool ta, bool tb, real alpha, const HostMat& a, con
   return ::testing::AssertionSuccess() << "worst error " << worst << " of the bound";
 }
 
-// Odd shapes (one tile), shapes spanning several tiles with ragged edges
-// (none a multiple of 16), a single row or column, k = 1, and one more than
-// a tile's maxima each way.
-const std::vector<Shape> kShapes = {
-    {37, 53, 61},   {129, 75, 33},  {1100, 2100, 33}, {1025, 257, 1},
-    {1, 2500, 17},  {1500, 1, 19},  {600, 777, 45},
-    {k::gemm_max_tile_rows + 1, k::gemm_max_tile_cols + 1, 9}};
+// Cut in two along m or (wide C) along n with ragged halves (none a
+// multiple of 16); too small to cut (the odd shapes, k = 1, a single row or
+// column, the attention-sized 128x128x64).
+const std::vector<Shape> kShapes = {{1100, 2100, 33}, {600, 777, 45},  {1025, 257, 17},
+                                    {67, 4099, 40},   {129, 75, 1000}, {37, 53, 61},
+                                    {129, 75, 33},    {1025, 257, 1},  {1, 2500, 17},
+                                    {1500, 1, 19},    {63, 63, 2000},  {128, 128, 64}};
 
 TEST_F(GemmThreads, TileShapeIsAFunctionOfTheShapeOnly) {
-  // OPT-125m at 1024 tokens: 2 tiles for the projections, 2 x 3 for fc1,
-  // 2 x 50 for the LM head.
-  const auto tile = [](std::size_t m, std::size_t n) {
-    const k::GemmTile t = k::gemm_tile_shape(m, n);
+  // OPT-125m at 1024 tokens: the blocks' GEMMs in two halves of the tokens,
+  // the LM head in two halves of the vocabulary.
+  const auto tile = [](std::size_t m, std::size_t n, std::size_t kdim) {
+    const k::GemmTile t = k::gemm_tile_shape(m, n, kdim);
     return std::to_string(t.rows) + "x" + std::to_string(t.cols);
   };
-  EXPECT_EQ(tile(1024, 768), "512x768");
-  EXPECT_EQ(tile(1024, 3072), "512x1024");
-  EXPECT_EQ(tile(1024, 50272), "512x1008");
-  EXPECT_EQ(tile(640, 4096), "320x1024");
-  EXPECT_EQ(tile(513, 1025), "272x528");  // even halves, rounded up to 16
-  EXPECT_EQ(tile(37, 53), "37x53");
-  EXPECT_EQ(tile(1, 1), "1x1");
+  EXPECT_EQ(tile(1024, 768, 768), "512x768");
+  EXPECT_EQ(tile(1024, 3072, 768), "512x3072");
+  EXPECT_EQ(tile(1024, 768, 3072), "512x768");
+  EXPECT_EQ(tile(1024, 50272, 768), "1024x25136");
+  EXPECT_EQ(tile(1024, 4096, 128), "512x4096");
+  EXPECT_EQ(tile(128, 128, 64), "128x128");     // attention per head: 1 M, whole
+  EXPECT_EQ(tile(513, 1025, 100), "272x1025");  // a half, rounded up to 16
+  EXPECT_EQ(tile(129, 75, 1000), "80x75");
+  EXPECT_EQ(tile(67, 4099, 40), "67x2064");  // n >= 8 m
+  EXPECT_EQ(tile(63, 63, 2000), "63x63");    // too short to cut
+  EXPECT_EQ(tile(1, 1, 1), "1x1");
   for (std::size_t m = 1; m < 3000; m += 37)
-    for (std::size_t n = 1; n < 5000; n += 91) {
-      const k::GemmTile t = k::gemm_tile_shape(m, n);
-      ASSERT_TRUE(t.rows >= 1 && t.rows <= k::gemm_max_tile_rows && t.rows <= m)
-          << m << "x" << n;
-      ASSERT_TRUE(t.cols >= 1 && t.cols <= k::gemm_max_tile_cols && t.cols <= n) << m << "x" << n;
-      // The fewest tiles the maxima allow.
-      ASSERT_EQ((m + t.rows - 1) / t.rows, (m + k::gemm_max_tile_rows - 1) / k::gemm_max_tile_rows);
-      ASSERT_EQ((n + t.cols - 1) / t.cols, (n + k::gemm_max_tile_cols - 1) / k::gemm_max_tile_cols);
-      // Whole, or aligned.
+    for (std::size_t n = 1; n < 30000; n += 291) {
+      const std::size_t kdim = 100;
+      const k::GemmTile t = k::gemm_tile_shape(m, n, kdim);
+      const std::size_t tiles = ((m + t.rows - 1) / t.rows) * ((n + t.cols - 1) / t.cols);
+      ASSERT_TRUE(t.rows >= 1 && t.rows <= m && t.cols >= 1 && t.cols <= n) << m << "x" << n;
+      // One side whole, the other in at most gemm_tile_pieces aligned pieces.
+      ASSERT_TRUE(t.rows == m || t.cols == n) << m << "x" << n;
+      ASSERT_LE(tiles, k::gemm_tile_pieces) << m << "x" << n;
       ASSERT_TRUE(t.rows == m || t.rows % k::gemm_tile_align == 0) << m;
       ASSERT_TRUE(t.cols == n || t.cols % k::gemm_tile_align == 0) << n;
+      // Cut whenever the side to cut is long enough and the GEMM large enough.
+      const std::size_t side = n >= k::gemm_wide_ratio * m ? n : m;
+      const bool cut = side >= k::gemm_min_split && double(m) * n * kdim >= k::gemm_min_split_macs;
+      ASSERT_EQ(tiles, cut ? k::gemm_tile_pieces : 1u) << m << "x" << n;
+    }
+  // Never a function of the threads or the path.
+  for (const int threads : {2, 3, 4, 7})
+    for (const k::GemmPath path : {k::GemmPath::tiled, k::GemmPath::library}) {
+      k::set_gemm_threads(threads, path);
+      EXPECT_EQ(tile(1024, 768, 768), "512x768") << threads << " threads";
+      EXPECT_EQ(tile(129, 75, 1000), "80x75") << threads << " threads";
+      EXPECT_EQ(tile(67, 4099, 40), "67x2064") << threads << " threads";
     }
 }
 
@@ -214,7 +228,7 @@ TEST_F(GemmThreads, EmptyInnerDimensionScalesC) {
 
 TEST_F(GemmThreads, SameBitsAtOneToFourThreads) {
   // 1200x2077x515: OpenBLAS 0.3.21 alone gives different bits at 1 and 2
-  // threads for k = 515 on an AVX-512 EPYC; 3 x 3 tiles, every edge ragged.
+  // threads for k = 515 on an AVX-512 EPYC.
   std::vector<Shape> shapes = kShapes;
   shapes.push_back({1200, 2077, 515});
   shapes.push_back({1000, 300, 129});
@@ -238,7 +252,7 @@ TEST_F(GemmThreads, ManySmallGemmsInARowOnThePool) {
   // GEMMs just above the single-thread cut-off, back to back (as a block's
   // projections and the heads of attention come): every one is handed to
   // the pool's workers, and must be complete and the same as on 1 thread.
-  const Shape s{600, 300, 40};  // 2 tiles, 7.2 M multiply-adds
+  const Shape s{600, 300, 40};  // 2 tiles: 7.2 M multiply-adds
   const HostMat a = random_host(s.m, s.k, 1), b = random_host(s.n, s.k, 2);
   const HostMat c0("c0", s.m, s.n);
   const HostMat one = gemm_at(1, false, true, 1.0f, a, b, 0.0f, c0);
@@ -256,7 +270,7 @@ TEST_F(GemmThreads, LeadingDimensionsLargerThanTheRows) {
   // host_tiled_gemm on sub-blocks of larger row-major buffers (what a
   // subview of q per head is, with extra columns here too): the same bits as
   // on packed copies, and untouched outside C's block.
-  const Shape s{700, 1100, 45};  // 2 x 2 tiles
+  const Shape s{700, 1100, 45};  // 2 tiles
   const std::size_t pad = 7;
   for (int t = 0; t < 4; ++t) {
     const bool ta = t & 1, tb = t & 2;

@@ -1,9 +1,10 @@
 #include "app/blas_threads.hpp"
 
+#include <sched.h>
+
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
-#include <sched.h>
 #include <thread>
 
 #include "core/error.hpp"
@@ -42,14 +43,15 @@ std::string set_blas_threads(int ranks_on_node) {
   // Unbound: an equal share of the machine.
   const bool bound = allowed < cores;
   const int from_env = env_threads("OPENBLAS_NUM_THREADS");
-  const int threads =
-      from_env > 0 ? from_env : bound ? allowed : std::max(1, cores / std::max(1, ranks_on_node));
+  const int threads = from_env > 0 ? from_env
+                      : bound      ? allowed
+                                   : std::max(1, cores / std::max(1, ranks_on_node));
   kernels::set_gemm_threads(threads, env_path());
-  const std::string why =
-      from_env > 0 ? "OPENBLAS_NUM_THREADS"
-      : bound      ? std::to_string(allowed) + " CPUs bound to this rank"
-                   : std::to_string(cores) + " cores shared by " + std::to_string(ranks_on_node) +
-                    " rank" + (ranks_on_node == 1 ? "" : "s") + " on this node";
+  const std::string why = from_env > 0 ? "OPENBLAS_NUM_THREADS"
+                          : bound      ? std::to_string(allowed) + " CPUs bound to this rank"
+                                       : std::to_string(cores) + " cores shared by " +
+                                        std::to_string(ranks_on_node) + " rank" +
+                                        (ranks_on_node == 1 ? "" : "s") + " on this node";
   return "GEMM threads: " + std::to_string(threads) + " per rank (" + why +
          (from_env > 0 ? "" : "; OPENBLAS_NUM_THREADS overrides") + ")\n" +
          kernels::gemm_numerics();

@@ -29,12 +29,6 @@ namespace distzo::kernels {
 
 namespace {
 
-/// Below this many multiply-adds a GEMM runs on the calling thread: waking
-/// another thread costs more than it saves (a 128x128x64 attention product is
-/// 1 M). Only the speed depends on it, never the bits: each tile is the same
-/// call whichever thread makes it.
-constexpr double kParallelMinMacs = 4.0 * 1024 * 1024;
-
 /// A persistent pool: threads() - 1 workers and the calling thread take the
 /// tiles of one GEMM from a shared counter. Idle workers spin for a short
 /// while (GEMMs come in bursts: a block's projections, the heads of
@@ -63,7 +57,17 @@ class TilePool {
   int threads() const { return static_cast<int>(workers_.size()) + 1; }
 
   /// fn(context, t) for every t < tiles, on every thread of the pool; returns
-  /// when all are done (their writes visible to the caller).
+  /// true when all are done (their writes visible to the caller), false
+  /// without doing anything when another host thread's GEMM holds the pool
+  /// (the caller then computes its tiles alone: the same calls, the same bits).
+  bool try_run(std::int64_t tiles, TileFn fn, const void* context) {
+    if (busy_.exchange(true, std::memory_order_acquire)) return false;
+    run(tiles, fn, context);
+    busy_.store(false, std::memory_order_release);
+    return true;
+  }
+
+ private:
   void run(std::int64_t tiles, TileFn fn, const void* context) {
     const int workers = static_cast<int>(workers_.size());
     bool notify = false;
@@ -79,10 +83,10 @@ class TilePool {
     }
     if (notify) wake_.notify_all();
     take_tiles(fn, context, tiles);
-    for (unsigned spin = 1; finished_.load(std::memory_order_acquire) < workers; ++spin) relax(spin);
+    for (unsigned spin = 1; finished_.load(std::memory_order_acquire) < workers; ++spin)
+      relax(spin);
   }
 
- private:
   /// One turn of a spin-wait: a pause, and every 64th turn the CPU to
   /// whoever else needs it (ranks and threads may outnumber the cores).
   static void relax(unsigned spin) {
@@ -130,6 +134,7 @@ class TilePool {
   }
 
   std::vector<std::thread> workers_;
+  std::atomic<bool> busy_{false};  // a GEMM is using the pool
   std::mutex mutex_;
   std::condition_variable wake_;
   int sleeping_ = 0;  // guarded by mutex_
@@ -191,33 +196,37 @@ void compute_tile(const void* context, std::int64_t t) {
   // Column-major BLAS on row-major data: C^T = op(B)^T op(A)^T, the call
   // Kokkos Kernels makes for LayoutRight (the transposes pass through).
   KokkosBlas::Impl::HostBlas<real>::gemm(g.tb ? 'T' : 'N', g.ta ? 'T' : 'N', static_cast<int>(cols),
-                                         static_cast<int>(rows), static_cast<int>(g.k), g.alpha,
-                                         b, static_cast<int>(g.ldb), a, static_cast<int>(g.lda),
+                                         static_cast<int>(rows), static_cast<int>(g.k), g.alpha, b,
+                                         static_cast<int>(g.ldb), a, static_cast<int>(g.lda),
                                          g.beta, c, static_cast<int>(g.ldc));
 #else
   (void)a, (void)b, (void)c, (void)rows, (void)cols;
 #endif
 }
 
-/// One side of the tile: the fewest pieces of at most `most`, as even as
-/// rounding up to `align` allows; all of `extent` when it fits.
-std::size_t tile_side(std::size_t extent, std::size_t most, std::size_t align) {
-  if (extent <= most) return std::max<std::size_t>(extent, 1);
-  const std::size_t pieces = (extent + most - 1) / most;
-  const std::size_t even = (extent + pieces - 1) / pieces;
-  return std::min(most, (even + align - 1) / align * align);
+/// One side cut in gemm_tile_pieces, each rounded up to gemm_tile_align;
+/// whole when shorter than gemm_min_split.
+std::size_t piece(std::size_t extent) {
+  if (extent < gemm_min_split) return std::max<std::size_t>(extent, 1);
+  const std::size_t even = (extent + gemm_tile_pieces - 1) / gemm_tile_pieces;
+  return std::min(extent, (even + gemm_tile_align - 1) / gemm_tile_align * gemm_tile_align);
 }
 
 }  // namespace
 
-GemmTile gemm_tile_shape(std::size_t m, std::size_t n) {
-  return {tile_side(m, gemm_max_tile_rows, gemm_tile_align),
-          tile_side(n, gemm_max_tile_cols, gemm_tile_align)};
+GemmTile gemm_tile_shape(std::size_t m, std::size_t n, std::size_t k) {
+  const double macs = static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k);
+  if (macs < gemm_min_split_macs) return {std::max<std::size_t>(m, 1), std::max<std::size_t>(n, 1)};
+  // Halving m repacks B once more, halving n repacks A: m is the cheaper
+  // side to cut except for a B far wider than A is tall (the LM head's
+  // vocabulary-wide weight, which does not stay in cache).
+  if (n >= gemm_wide_ratio * m) return {std::max<std::size_t>(m, 1), piece(n)};
+  return {piece(m), std::max<std::size_t>(n, 1)};
 }
 
 void set_gemm_threads(int threads, GemmPath path) {
-  DISTZO_REQUIRE(threads >= 1 && threads <= 1024,
-                 "distzo::kernels::set_gemm_threads: " << threads << " threads; expected 1 to 1024");
+  DISTZO_REQUIRE(threads >= 1 && threads <= 1024, "distzo::kernels::set_gemm_threads: "
+                                                      << threads << " threads; expected 1 to 1024");
   g_threads = threads;
   g_path = path;
   const bool tiled = path == GemmPath::tiled;
@@ -237,8 +246,8 @@ std::string gemm_numerics() {
     s << "GEMM: native Kokkos Kernels gemm (no host BLAS): " << g_threads
       << " thread(s) set, but its bits are not guaranteed across thread counts";
   } else if (g_path == GemmPath::tiled) {
-    s << "GEMM: output tiles of at most " << gemm_max_tile_rows << "x" << gemm_max_tile_cols
-      << " fixed by each GEMM's shape, one single-threaded BLAS call each, on " << g_threads
+    s << "GEMM: up to " << gemm_tile_pieces
+      << " tiles per GEMM fixed by its shape, one single-threaded BLAS call each, on " << g_threads
       << " thread(s) per rank: the bits do not depend on threads, ranks per node or nodes "
          "(they may on the CPU model and BLAS build)";
   } else {
@@ -258,24 +267,21 @@ void host_tiled_gemm(bool trans_a, bool trans_b, std::size_t m, std::size_t n, s
   if (m == 0 || n == 0) return;
   const std::size_t a_row = trans_a ? m : k, b_row = trans_b ? k : n;
   DISTZO_REQUIRE(k >= 1 && lda >= a_row && ldb >= b_row && ldc >= n,
-                 "distzo::kernels::host_tiled_gemm: k = " << k << ", leading dimensions " << lda
-                                                          << ", " << ldb << ", " << ldc
-                                                          << " must be >= the rows' lengths "
-                                                          << a_row << ", " << b_row << ", " << n);
+                 "distzo::kernels::host_tiled_gemm: k = "
+                     << k << ", leading dimensions " << lda << ", " << ldb << ", " << ldc
+                     << " must be >= the rows' lengths " << a_row << ", " << b_row << ", " << n);
   const std::size_t int_max = static_cast<std::size_t>(INT_MAX);
   DISTZO_REQUIRE(k <= int_max && lda <= int_max && ldb <= int_max && ldc <= int_max,
                  "distzo::kernels::host_tiled_gemm: dimensions beyond the BLAS's int");
   blas_single_threaded();
-  const GemmTile tile = gemm_tile_shape(m, n);
+  const GemmTile tile = gemm_tile_shape(m, n, k);
   const auto row_tiles = static_cast<std::int64_t>((m + tile.rows - 1) / tile.rows);
   const auto col_tiles = static_cast<std::int64_t>((n + tile.cols - 1) / tile.cols);
   const Tiles g{tile, trans_a, trans_b, m, n, k, alpha, beta, a, lda, b, ldb, c, ldc, row_tiles};
   const std::int64_t tiles = row_tiles * col_tiles;
-  const double macs = static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k);
-  if (tiles == 1 || pool().threads() == 1 || macs < kParallelMinMacs) {
+  const bool alone = tiles == 1 || pool().threads() == 1;
+  if (alone || !pool().try_run(tiles, compute_tile, &g)) {
     for (std::int64_t t = 0; t < tiles; ++t) compute_tile(&g, t);
-  } else {
-    pool().run(tiles, compute_tile, &g);
   }
 }
 

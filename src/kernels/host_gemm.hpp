@@ -9,8 +9,8 @@
 // model's shapes on an AVX2 Zen EPYC. Even one thread gives different bits for
 // an element depending on the shape of the call it sits in (small-matrix and
 // edge kernels). So on host execution spaces distzo fixes the decomposition
-// itself: C is cut into a grid of tiles whose shape is a pure function of
-// (m, n) and three constants (gemm_tile_shape), never of the thread count;
+// itself: C is cut into tiles whose shape is a pure function of (m, n) and
+// constants (gemm_tile_shape), never of the thread count;
 // each tile is computed over the full inner dimension by one single-threaded
 // BLAS call; the tiles are spread over distzo's own threads.
 // Whatever the thread count, every element of C comes out of the same call
@@ -28,27 +28,34 @@
 
 namespace distzo::kernels {
 
-/// Tiles are at most this many rows x columns of C, and a multiple of
-/// gemm_tile_align of each unless they span all of it. Constants, never a
-/// function of the thread count: changing them changes the bits of every GEMM
-/// larger than one tile (and so every digest quoted for such models).
+/// The tiles of one GEMM: C is cut in two along one side (m in two halves,
+/// or n when n >= gemm_wide_ratio * m: the LM head), each half a multiple of
+/// gemm_tile_align rows or columns; a side shorter than gemm_min_split, or a
+/// GEMM of fewer than gemm_min_split_macs multiply-adds (the per-head
+/// products of attention: two calls cost more than one), stays whole. Constants, never a function
+/// of the thread count: changing them changes the bits of GEMMs (and so the digests quoted for such
+/// models).
 ///
-/// Why so large: each tile packs its panels of A and B again, and on the
-/// AVX-512 EPYC this was measured on (OpenBLAS 0.3.21, 1 thread, CPU time)
-/// fixed 256 x 256 tiles cost 8-12 % on OPT-125m's shapes (1024 tokens x
-/// 768/3072), these 1-5 %. The price: a 1024 x 768 GEMM has 2 tiles, so it
-/// runs on at most 2 threads (more threads per node: run more ranks).
-inline constexpr std::size_t gemm_max_tile_rows = 512;
-inline constexpr std::size_t gemm_max_tile_cols = 1024;
+/// Why only two: every tile packs its panels of A and B again, and that
+/// costs. Measured on an AVX-512 AMD EPYC (OpenBLAS 0.3.21, Cooperlake
+/// kernels, 1 thread, CPU time, OPT-125m's shapes at 1024 tokens), against
+/// one call: fixed 256 x 256 tiles +8 to +17 %; 512 x 1024 (the LM head in
+/// 100 tiles) +2 to +15 %; two halves of m +1 to +2 % for the blocks'
+/// GEMMs, +4.7 % for the LM head, whose two halves of n cost +1.2 %. The
+/// price: one GEMM runs on at most two threads; more cores per node are
+/// better used by more ranks (P, D), which leave the digest as it is.
+inline constexpr std::size_t gemm_tile_pieces = 2;
+inline constexpr std::size_t gemm_wide_ratio = 8;
+inline constexpr std::size_t gemm_min_split = 64;
+inline constexpr double gemm_min_split_macs = 4.0 * 1024 * 1024;
 inline constexpr std::size_t gemm_tile_align = 16;
 
-/// The tile of an m x n C: the fewest tiles within the maxima, as even as
-/// the alignment allows (ceil(m / ceil(m / 512)) rounded up to 16, the same
-/// for the columns with 1024); the last row and column of tiles are ragged.
+/// The tile of an m x n C with inner dimension k (rows, cols); the last
+/// tile holds what is left.
 struct GemmTile {
   std::size_t rows, cols;
 };
-GemmTile gemm_tile_shape(std::size_t m, std::size_t n);
+GemmTile gemm_tile_shape(std::size_t m, std::size_t n, std::size_t k);
 
 /// How gemm computes on host execution spaces.
 enum class GemmPath {
@@ -85,7 +92,9 @@ std::string gemm_numerics();
 /// leading dimensions (elements between rows; >= the row length). op(A) is
 /// m x k, op(B) is k x n, k >= 1. C must not alias A or B. beta == 0
 /// overwrites C without reading it. The tiled path of gemm; throws
-/// distzo::Error when host_tiled_gemm_available() is false.
+/// distzo::Error when host_tiled_gemm_available() is false. Several host
+/// threads may call it at once: one uses the pool, the others compute their
+/// tiles alone (the same calls, so the same bits).
 void host_tiled_gemm(bool trans_a, bool trans_b, std::size_t m, std::size_t n, std::size_t k,
                      real alpha, const real* a, std::size_t lda, const real* b, std::size_t ldb,
                      real beta, real* c, std::size_t ldc);

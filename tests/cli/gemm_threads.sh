@@ -25,8 +25,8 @@ EOF
 "$DISTZO" make-model llama_odd.h5 --config llama_odd.json --seed 8 > /dev/null
 
 # run NAME MODEL TRAIN THREADS RANKS P D: STEPS steps, then the final digest in
-# NAME.digest. MICRO_BATCH makes every GEMM over the tokens at least 2 tiles
-# tall (more than 512 rows): demo 16 x 64 tokens, the others 48 x 12.
+# NAME.digest. Every GEMM over the tokens is cut in two (demo: 16 x 64
+# tokens; the others 48 x 12, large enough for OpenBLAS to use 2 threads).
 run() {
   local name=$1 model=$2 train=$3 threads=$4 ranks=$5 p=$6 d=$7
   deck "$name" "$STEPS" "$name" 'parallel:' "  perturbation: $p" "  data: $d"
