@@ -159,6 +159,55 @@ inline std::string gemm_threads_for_ranks(int ranks_on_node) {
   return app::set_blas_threads(ranks_on_node);
 }
 
+/// --gemm-paths N: N pairs of repetitions, one on each host GEMM path at the
+/// same thread count (DISTZO_GEMM=library, the single BLAS call on the BLAS's
+/// threads; tiled, the default), the order swapped every pair, after one
+/// untimed repetition on each. Pairs seconds apart see the same machine, so
+/// the median of the per-pair ratios tiled / library is the comparison least
+/// disturbed by other work (perf/bench_gemm.sh). `rep()` runs one repetition
+/// and returns its seconds. Prints both paths' median and min and one RESULT
+/// line, metric "gemm_paths" (the ratios). Only rank 0 prints (`out`).
+template <class Rep>
+inline void compare_gemm_paths(const std::string& bench, int pairs, Rep&& rep, std::ostream& out,
+                               bool root) {
+  const int threads = kernels::gemm_threads();
+  const kernels::GemmPath was = kernels::gemm_path();
+  const kernels::GemmPath paths[2] = {kernels::GemmPath::library, kernels::GemmPath::tiled};
+  for (const kernels::GemmPath p : paths) {
+    kernels::set_gemm_threads(threads, p);
+    rep();
+  }
+  std::vector<double> seconds[2], ratios;
+  for (int i = 0; i < pairs; ++i) {
+    double pair[2] = {0, 0};
+    for (int j = 0; j < 2; ++j) {
+      const int p = i % 2 == 0 ? j : 1 - j;
+      kernels::set_gemm_threads(threads, paths[p]);
+      pair[p] = rep();
+    }
+    seconds[0].push_back(pair[0]);
+    seconds[1].push_back(pair[1]);
+    ratios.push_back(pair[1] / pair[0]);
+  }
+  kernels::set_gemm_threads(threads, was);
+  const Stats lib = Stats::of(seconds[0]), tiled = Stats::of(seconds[1]);
+  const Stats ratio = Stats::of(ratios);
+  out << "gemm paths     : " << pairs << " pairs at " << threads << " thread(s): library "
+      << fmt(lib.median, 5) << " s (min " << fmt(lib.min, 5) << "), tiled " << fmt(tiled.median, 5)
+      << " s (min " << fmt(tiled.min, 5) << "); tiled / library per pair: median "
+      << fmt(ratio.median, 4) << " (" << fmt(ratio.min, 4) << "-" << fmt(ratio.max, 4) << ")\n";
+  std::string all;
+  for (const double r : ratios) all += (all.empty() ? "" : " ") + fmt(r, 4);
+  if (root)
+    print_result(bench, "gemm_paths", ratio,
+                 {{"threads", std::to_string(threads)},
+                  {"library_median_s", fmt(lib.median, 6)},
+                  {"library_min_s", fmt(lib.min, 6)},
+                  {"tiled_median_s", fmt(tiled.median, 6)},
+                  {"tiled_min_s", fmt(tiled.min, 6)},
+                  {"ratios", all}});
+}
+
 inline std::string blas_config() {
   if (!openblas_get_config) return "none linked into this binary (or not OpenBLAS)";
   std::string s = openblas_get_config();

@@ -68,7 +68,9 @@ const char* const kUsage =
     "                  [--distribution gaussian|rademacher] [--seed S] [--profile]\n"
     "                  [--placement resident|offload] [--resident-blocks K] [--prefetch N]\n"
     "                  [--mesh PxD] [--share auto|true|false] [--exchange auto|shared_memory|mpi]\n"
+    "                  [--gemm-paths N]\n"
     "  ZO steps/s of BlockExecutor::run_step (causal LM, pending update applied every step);\n"
+    "  --gemm-paths N: then N pairs of steps, one per host GEMM path (library, tiled);\n"
     "  defaults: --batch 8 --seq 128 --reps 3 --queries 1 --warmup 1 --eps 1e-3 --lr 1e-6\n"
     "            --weight-decay 0 --distribution gaussian --seed 1 --placement resident\n"
     "            --resident-blocks 0 --prefetch 1 --mesh 1x1 --share auto --exchange auto;\n"
@@ -85,7 +87,7 @@ int run(int argc, char** argv) {
   perf::Args args(argc, argv, kUsage,
                   {"batch", "seq", "reps", "queries", "warmup", "eps", "lr", "weight-decay",
                    "distribution", "seed", "placement", "resident-blocks", "prefetch", "mesh",
-                   "share", "exchange"},
+                   "share", "exchange", "gemm-paths"},
                   {"profile"});
   if (args.help()) {
     std::cout << kUsage;
@@ -239,6 +241,10 @@ int run(int argc, char** argv) {
     perf::KernelProfile::start();
     profiled_wall = step(warmup + reps);
     perf::KernelProfile::stop();
+  }
+  if (const int pairs = static_cast<int>(args.integer("gemm-paths", 0)); pairs > 0) {
+    int next = warmup + reps + (args.flag("profile") ? 1 : 0);
+    perf::compare_gemm_paths("step", pairs, [&] { return step(next++); }, out, root);
   }
   const auto t_flush = Clock::now();
   executor.flush(pending);
