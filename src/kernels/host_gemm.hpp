@@ -4,15 +4,16 @@
 //
 // A multi-threaded BLAS splits a GEMM differently per thread count, and the
 // split changes the order of the floating-point operations: OpenBLAS 0.3.21
-// at 1 and 2 threads gives different bits for 1000x999x777 on an AVX-512 EPYC
-// (its threaded driver cuts the inner dimension differently) and for the
-// model's shapes on an AVX2 Zen EPYC. Even one thread gives different bits for
-// an element depending on the shape of the call it sits in (small-matrix and
-// edge kernels). So on host execution spaces distzo fixes the decomposition
-// itself: C is cut into tiles whose shape is a pure function of (m, n) and
-// constants (gemm_tile_shape), never of the thread count;
-// each tile is computed over the full inner dimension by one single-threaded
-// BLAS call; the tiles are spread over distzo's own threads.
+// at 1 and 2 threads gives different bits on an AVX-512 EPYC for 1000x999x777
+// and, at 192x200, for most inner dimensions from 321 on (not for 768 or
+// 3072, OPT-125m's), and on an AVX2 Zen EPYC for the model's shapes. Even one
+// thread gives different bits for an element depending on the shape of the
+// call it sits in (small-matrix and edge kernels: 16x16 or 7x5 pieces of a
+// product differ from the whole). So on host execution spaces distzo fixes
+// the decomposition itself: C is cut into tiles whose shape is a pure
+// function of (m, n, k) and constants (gemm_tile_shape), never of the thread
+// count; each tile is computed over the full inner dimension by one
+// single-threaded BLAS call; the tiles are spread over distzo's own threads.
 // Whatever the thread count, every element of C comes out of the same call
 // (same shape, same operands, same position in it), hence the same bits.
 // The BLAS itself is kept single-threaded (OpenBLAS: openblas_set_num_threads(1))
