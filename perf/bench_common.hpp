@@ -13,8 +13,10 @@
 // one JSON object per line after the literal "RESULT "; perf/run_benchmarks.sh
 // collects them into perf/RESULTS.md. Everything else on stdout is for people.
 
+#include "app/blas_threads.hpp"
 #include "core/error.hpp"
 #include "core/types.hpp"
+#include "kernels/host_gemm.hpp"
 #include "model/batch.hpp"
 
 #include <Kokkos_Core.hpp>
@@ -145,6 +147,67 @@ inline std::string blas_threads() {
   return openblas_get_num_threads ? std::to_string(openblas_get_num_threads()) : "unknown";
 }
 
+/// The host GEMM: path and threads, e.g. "tiled x2" (set by gemm_threads_for_ranks).
+inline std::string gemm_setting() {
+  return std::string(kernels::gemm_path() == kernels::GemmPath::tiled ? "tiled" : "library") +
+         " x" + std::to_string(kernels::gemm_threads());
+}
+
+/// The GEMM's threads as `distzo run` sets them (app::set_blas_threads:
+/// OPENBLAS_NUM_THREADS, DISTZO_GEMM); call on every rank before print_machine.
+inline std::string gemm_threads_for_ranks(int ranks_on_node) {
+  return app::set_blas_threads(ranks_on_node);
+}
+
+/// --gemm-paths N: N pairs of repetitions, one on each host GEMM path at the
+/// same thread count (DISTZO_GEMM=library, the single BLAS call on the BLAS's
+/// threads; tiled, the default), the order swapped every pair, after one
+/// untimed repetition on each. Pairs seconds apart see the same machine, so
+/// the median of the per-pair ratios tiled / library is the comparison least
+/// disturbed by other work (perf/bench_gemm.sh). `rep()` runs one repetition
+/// and returns its seconds. Prints both paths' median and min and one RESULT
+/// line, metric "gemm_paths" (the ratios). Only rank 0 prints (`out`).
+template <class Rep>
+inline void compare_gemm_paths(const std::string& bench, int pairs, Rep&& rep, std::ostream& out,
+                               bool root) {
+  const int threads = kernels::gemm_threads();
+  const kernels::GemmPath was = kernels::gemm_path();
+  const kernels::GemmPath paths[2] = {kernels::GemmPath::library, kernels::GemmPath::tiled};
+  for (const kernels::GemmPath p : paths) {
+    kernels::set_gemm_threads(threads, p);
+    rep();
+  }
+  std::vector<double> seconds[2], ratios;
+  for (int i = 0; i < pairs; ++i) {
+    double pair[2] = {0, 0};
+    for (int j = 0; j < 2; ++j) {
+      const int p = i % 2 == 0 ? j : 1 - j;
+      kernels::set_gemm_threads(threads, paths[p]);
+      pair[p] = rep();
+    }
+    seconds[0].push_back(pair[0]);
+    seconds[1].push_back(pair[1]);
+    ratios.push_back(pair[1] / pair[0]);
+  }
+  kernels::set_gemm_threads(threads, was);
+  const Stats lib = Stats::of(seconds[0]), tiled = Stats::of(seconds[1]);
+  const Stats ratio = Stats::of(ratios);
+  out << "gemm paths     : " << pairs << " pairs at " << threads << " thread(s): library "
+      << fmt(lib.median, 5) << " s (min " << fmt(lib.min, 5) << "), tiled " << fmt(tiled.median, 5)
+      << " s (min " << fmt(tiled.min, 5) << "); tiled / library per pair: median "
+      << fmt(ratio.median, 4) << " (" << fmt(ratio.min, 4) << "-" << fmt(ratio.max, 4) << ")\n";
+  std::string all;
+  for (const double r : ratios) all += (all.empty() ? "" : " ") + fmt(r, 4);
+  if (root)
+    print_result(bench, "gemm_paths", ratio,
+                 {{"threads", std::to_string(threads)},
+                  {"library_median_s", fmt(lib.median, 6)},
+                  {"library_min_s", fmt(lib.min, 6)},
+                  {"tiled_median_s", fmt(tiled.median, 6)},
+                  {"tiled_min_s", fmt(tiled.min, 6)},
+                  {"ratios", all}});
+}
+
 inline std::string blas_config() {
   if (!openblas_get_config) return "none linked into this binary (or not OpenBLAS)";
   std::string s = openblas_get_config();
@@ -161,6 +224,7 @@ inline void print_machine(const std::string& bench) {
             << "kokkos         : " << ExecSpace::name() << " backend, concurrency "
             << ExecSpace::concurrency() << " (Kokkos " << KOKKOS_VERSION << ")\n"
             << "blas           : " << blas_config() << "; threads " << blas_threads() << "\n"
+            << "gemm           : " << gemm_setting() << ": " << kernels::gemm_numerics() << "\n"
             << "env            : OPENBLAS_NUM_THREADS=" << env_or("OPENBLAS_NUM_THREADS")
             << " OMP_NUM_THREADS=" << env_or("OMP_NUM_THREADS") << "\n";
   std::cout << "RESULT {\"bench\":\"" << json_escape(bench)
@@ -168,7 +232,8 @@ inline void print_machine(const std::string& bench) {
             << "\",\"cpus\":\"" << std::thread::hardware_concurrency() << "\",\"affinity\":\""
             << affinity_cpus() << "\",\"kokkos\":\"" << ExecSpace::name() << " x"
             << ExecSpace::concurrency() << "\",\"blas\":\"" << json_escape(blas_config())
-            << "\",\"blas_threads\":\"" << blas_threads() << "\"}" << std::endl;
+            << "\",\"blas_threads\":\"" << blas_threads() << "\",\"gemm\":\"" << gemm_setting()
+            << "\"}" << std::endl;
 }
 
 // ---------------------------------------------------------------------------

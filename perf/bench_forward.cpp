@@ -39,9 +39,10 @@ using perf::Stats;
 
 const char* const kUsage =
     "usage: bench_forward MODEL.h5 [--batch B] [--seq T] [--reps N] [--warmup W] [--seed S]\n"
-    "                     [--profile]\n"
+    "                     [--profile] [--gemm-paths N]\n"
     "  forward tokens/s (embed, blocks, final hidden, logits) on fixed tokens, no padding;\n"
     "  --profile: one more, untimed-for-the-stats forward with time per kernel label;\n"
+    "  --gemm-paths N: then N pairs of forwards, one per host GEMM path (library, tiled);\n"
     "  defaults: --batch 8 --seq 128 --reps 5 --warmup 1 --seed 1\n";
 
 /// Multiply-add counted as 2 FLOPs; the dense layers and the LM head only
@@ -58,7 +59,8 @@ double dense_flops(const model::ModelConfig& c, double rows) {
 }
 
 int run(int argc, char** argv) {
-  perf::Args args(argc, argv, kUsage, {"batch", "seq", "reps", "warmup", "seed"}, {"profile"});
+  perf::Args args(argc, argv, kUsage, {"batch", "seq", "reps", "warmup", "seed", "gemm-paths"},
+                  {"profile"});
   if (args.help()) {
     std::cout << kUsage;
     return 0;
@@ -72,6 +74,7 @@ int run(int argc, char** argv) {
   const auto seed = static_cast<std::uint64_t>(args.integer("seed", 1));
   DISTZO_REQUIRE(B > 0 && T > 0 && reps > 0 && warmup >= 0, "batch, seq, reps must be > 0");
 
+  perf::gemm_threads_for_ranks(1);
   perf::print_machine("forward");
   const auto t_load = Clock::now();
   const io::ModelReader reader(path);
@@ -189,6 +192,10 @@ int run(int argc, char** argv) {
     perf::KernelProfile::report("forward", wall, "one forward");
   }
 
+  if (const int pairs = static_cast<int>(args.integer("gemm-paths", 0)); pairs > 0)
+    perf::compare_gemm_paths("forward", pairs, [&] { return forward_once().total; }, std::cout,
+                             true);
+
   const std::vector<std::pair<std::string, std::string>> fields = {
       {"model", path},
       {"batch", std::to_string(B)},
@@ -201,7 +208,8 @@ int run(int argc, char** argv) {
       {"ms_logits", fmt(Stats::of(head).median * 1e3, 6)},
       {"gflops", fmt(gflops.median, 5)},
       {"gemm_gflops", fmt(gemm_gflops, 5)},
-      {"blas_threads", perf::blas_threads()}};
+      {"blas_threads", perf::blas_threads()},
+      {"gemm", perf::gemm_setting()}};
   perf::print_result("forward", "tokens_per_s", tps, fields);
   return 0;
 }

@@ -68,7 +68,9 @@ const char* const kUsage =
     "                  [--distribution gaussian|rademacher] [--seed S] [--profile]\n"
     "                  [--placement resident|offload] [--resident-blocks K] [--prefetch N]\n"
     "                  [--mesh PxD] [--share auto|true|false] [--exchange auto|shared_memory|mpi]\n"
+    "                  [--gemm-paths N]\n"
     "  ZO steps/s of Engine::run_step (causal LM, pending update applied every step);\n"
+    "  --gemm-paths N: then N pairs of steps, one per host GEMM path (library, tiled);\n"
     "  defaults: --batch 8 --seq 128 --reps 3 --queries 1 --warmup 1 --eps 1e-3 --lr 1e-6\n"
     "            --weight-decay 0 --distribution gaussian --seed 1 --placement resident\n"
     "            --resident-blocks 0 --prefetch 1 --mesh 1x1 --share auto --exchange auto;\n"
@@ -85,7 +87,7 @@ int run(int argc, char** argv) {
   perf::Args args(argc, argv, kUsage,
                   {"batch", "seq", "reps", "queries", "warmup", "eps", "lr", "weight-decay",
                    "distribution", "seed", "placement", "resident-blocks", "prefetch", "mesh",
-                   "share", "exchange"},
+                   "share", "exchange", "gemm-paths"},
                   {"profile"});
   if (args.help()) {
     std::cout << kUsage;
@@ -115,13 +117,12 @@ int run(int argc, char** argv) {
   const runtime::Mesh mesh(*world, layout);
   const bool root = world->rank() == 0;
   std::ostream& out = root ? std::cout : perf::null_stream();
+  perf::gemm_threads_for_ranks(mesh.node().size());
   if (root) perf::print_machine("step");
   const auto t_load = Clock::now();
   runtime::PlacementConfig placement;
-  const std::string mode = args.str("placement", "resident");
-  DISTZO_REQUIRE(mode == "resident" || mode == "offload",
-                 "--placement must be resident or offload, got '" << mode << "'");
-  if (mode == "offload") placement.mode = runtime::PlacementMode::offload;
+  placement.mode = runtime::placement_mode(args.str("placement", "resident"), "--placement");
+  const std::string mode = runtime::to_string(placement.mode);
   placement.resident_blocks = static_cast<int>(args.integer("resident-blocks", 0));
   placement.prefetch = static_cast<int>(args.integer("prefetch", 1));
   const std::string share = args.str("share", "auto");
@@ -220,6 +221,10 @@ int run(int argc, char** argv) {
     profiled_wall = step(warmup + reps);
     perf::KernelProfile::stop();
   }
+  if (const int pairs = static_cast<int>(args.integer("gemm-paths", 0)); pairs > 0) {
+    int next = warmup + reps + (args.flag("profile") ? 1 : 0);
+    perf::compare_gemm_paths("step", pairs, [&] { return step(next++); }, out, root);
+  }
   const auto t_flush = Clock::now();
   engine.flush(pending);
   space.fence();
@@ -270,7 +275,8 @@ int run(int argc, char** argv) {
       {"resident_blocks", std::to_string(store.device_blocks())},
       {"bytes_up_per_step", std::to_string(moved.to_device)},
       {"device_peak_bytes", std::to_string(memory.device_peak + store_bytes)},
-      {"blas_threads", perf::blas_threads()}};
+      {"blas_threads", perf::blas_threads()},
+      {"gemm", perf::gemm_setting()}};
   if (root) perf::print_result("step", "steps_per_s", sps, fields);
   if (args.flag("profile")) {
     for (int r = 0; r < world->size(); ++r) {  // one rank's table after the other

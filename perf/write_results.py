@@ -122,7 +122,9 @@ def profile_table(w, records, threads, bench: str, what: str) -> None:
             if label not in labels:
                 labels.append(label)
     w(f"Where the time of {what} goes (`--profile`: one extra repetition timed per Kokkos kernel "
-      "label and region; `[region] KokkosBlas::gemm[TPL_BLAS,float]` is OpenBLAS sgemm; "
+      "label and region; `[region] distzo::gemm[host tiles]` is the tiled host GEMM (single-threaded "
+      "OpenBLAS sgemm per tile), `[region] KokkosBlas::gemm[TPL_BLAS,float]` one OpenBLAS sgemm call "
+      "(`DISTZO_GEMM=library`, or before the tiles); "
       "share = of that repetition's wall time):")
     w("")
     w("| kernel / region | " + " | ".join(f"{t} thr: ms | share" for t in threads) + " |")

@@ -1,19 +1,24 @@
 #pragma once
-// BLAS threads per rank. OpenBLAS starts as many threads as the machine has
-// cores in every process, so R ranks on one node run R x cores threads and
-// slow each other down (a P=2 demo ran 2-4x slower than with one thread per
-// rank). Unless the user set OPENBLAS_NUM_THREADS, distzo gives each rank
-// its share of the cores it may run on.
+// GEMM threads per rank: the one place that decides them. OpenBLAS starts as
+// many threads as the machine has cores in every process, so R ranks on one
+// node would run R x cores threads and slow each other down (a P=2 demo ran
+// 2-4x slower than with one thread per rank). distzo gives each rank its
+// share of the cores it may run on, for its own tiled host GEMM
+// (kernels/host_gemm.hpp: the bits do not depend on the count), and keeps
+// OpenBLAS itself on one thread.
 
 #include <string>
 
 namespace distzo::app {
 
-/// Sets OpenBLAS's thread count for this rank, given the ranks on its node:
-/// the CPUs of its affinity mask when the launcher bound it to some, else the
-/// machine's cores divided by the ranks on the node, at least 1. Returns the
-/// line for run.log, empty when nothing was changed (OPENBLAS_NUM_THREADS set,
-/// or the BLAS is not OpenBLAS).
+/// Sets the host GEMM's threads for this rank, given the ranks on its node:
+/// OPENBLAS_NUM_THREADS when set (a positive integer), else the CPUs of the
+/// affinity mask when the launcher bound the rank to some, else the machine's
+/// cores divided by the ranks on the node, at least 1. DISTZO_GEMM=library
+/// (default: tiled) gives the threads to the BLAS instead, one call per GEMM,
+/// the path before the tiles (its bits may depend on the thread count).
+/// Returns the lines for run.log: the threads and why, then the numerics
+/// contract. Throws distzo::Error (naming the variable) for a malformed value.
 std::string set_blas_threads(int ranks_on_node);
 
 }  // namespace distzo::app

@@ -1,4 +1,5 @@
 #include "app/forward_logits.hpp"
+#include "app/blas_threads.hpp"
 
 #include "app/options.hpp"
 #include "core/error.hpp"
@@ -48,6 +49,7 @@ int forward_logits(const std::vector<std::string>& args) {
   const std::string& output_path = o.positional()[2];
   const auto micro = static_cast<int>(o.integer("--micro-batch", 8, 1));
   require_output_directory("forward", output_path);
+  set_blas_threads(1);  // one process: the machine's cores (or OPENBLAS_NUM_THREADS)
 
   const io::ModelReader reader(model_path);
   const io::ModelInfo& m = reader.info();

@@ -7,6 +7,7 @@
 
 #include "core/error.hpp"
 #include "kernels/common.hpp"
+#include "kernels/host_gemm.hpp"
 
 // Kokkos Kernels defines its version in KokkosKernels_config.h from 4.0 on
 // (3.7 defines KOKKOSKERNELS_VERSION only; 3.4 defines nothing). 3.7 also has
@@ -15,6 +16,14 @@
 #define DISTZO_KK_GEMM_HAS_SPACE 1
 #else
 #define DISTZO_KK_GEMM_HAS_SPACE 0
+#endif
+
+// The tiled host GEMM (kernels/host_gemm.hpp) needs a host BLAS; without the
+// BLAS TPL every backend takes KokkosBlas::gemm.
+#if defined(KOKKOSKERNELS_ENABLE_TPL_BLAS)
+#define DISTZO_TILED_HOST_GEMM 1
+#else
+#define DISTZO_TILED_HOST_GEMM 0
 #endif
 
 namespace distzo::kernels {
@@ -58,6 +67,23 @@ void gemm(const ExecSpace& space, const char* trans_a, const char* trans_b, real
     }
     return;
   }
+#if DISTZO_TILED_HOST_GEMM
+  // Host execution spaces (Serial, OpenMP, Threads) read host memory; device
+  // backends keep cuBLAS & co. through KokkosBlas::gemm below.
+  if constexpr (Kokkos::SpaceAccessibility<ExecSpace, Kokkos::HostSpace>::accessible) {
+    if (gemm_path() == GemmPath::tiled) {
+      // The tiles are computed outside Kokkos, on the host: work queued on
+      // `space` before must be done (on the synchronous host backends this
+      // costs nothing).
+      fence(space, "distzo::kernels::gemm: inputs ready for the host tiles");
+      Kokkos::Profiling::pushRegion("distzo::gemm[host tiles]");
+      host_tiled_gemm(ta, tb, m, n, k, alpha, a.data(), a.stride(0), b.data(), b.stride(0), beta,
+                      c.data(), c.stride(0));
+      Kokkos::Profiling::popRegion();
+      return;
+    }
+  }
+#endif
 #if DISTZO_KK_GEMM_HAS_SPACE
   KokkosBlas::gemm(space, trans_a, trans_b, alpha, a, b, beta, c);
 #else

@@ -1,12 +1,19 @@
 #pragma once
-// Dense layers through KokkosBlas::gemm: OpenBLAS (or the native Kokkos Kernels
-// gemm) on the host, cuBLAS on CUDA, from one call site.
+// Dense layers through one gemm: on host backends fixed tiles, each a
+// single-threaded BLAS call, spread over distzo's threads (kernels/host_gemm.hpp:
+// the bits do not depend on the thread count); on CUDA cuBLAS through
+// KokkosBlas::gemm; the native Kokkos Kernels gemm where there is no BLAS.
 
 #include "core/types.hpp"
 
 namespace distzo::kernels {
 
 /// C = alpha * op(A) * op(B) + beta * C on `space`, op = "N" or "T".
+///
+/// Every dense product of the model goes through here. On a host execution
+/// space with a host BLAS (and GemmPath::tiled, the default) `space` is fenced
+/// and C is computed tile by tile by host_tiled_gemm on gemm_threads()
+/// threads: the same bits at any thread count. Otherwise KokkosBlas::gemm.
 ///
 /// The one place that hides the Kokkos Kernels version difference:
 /// Kokkos Kernels >= 4 has the overload with an execution-space instance and
