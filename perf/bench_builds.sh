@@ -10,7 +10,9 @@
 #   perf/bench_builds.sh BUILD_A BUILD_B [LABEL_A] [LABEL_B]
 #
 # Knobs: ROUNDS (3), THREADS ("1 2"), BATCH (8), SEQ (128), FORWARD_REPS (5),
-# STEP_REPS (3), NAME (builds).
+# STEP_REPS (3), NAME (builds). The environment reaches both builds: with
+# DISTZO_GEMM=library a build that has the tiled host GEMM runs the single
+# BLAS call of the builds before it (the section says so).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 source "$here/lib.sh"
@@ -73,7 +75,8 @@ load average $load at the start): \`bench_forward\` and \`bench_step\` (tokens/s
 on a random model of \`perf/opt_configs/opt-125m.json\`'s shape (\`distzo make-model
 --seed 1\`), batch $batch x seq $seq, $forward_reps forward and $step_reps step timed
 repetitions, the two builds alternated $rounds times per thread count; the
-median of the rounds' medians (min–max of the rounds).
+median of the rounds' medians (min–max of the rounds).${DISTZO_GEMM:+ Both ran with
+\`DISTZO_GEMM=$DISTZO_GEMM\`.}
 
 | bench | threads | $label_a tokens/s | $label_b tokens/s | $label_b / $label_a |
 |---|---|---|---|---|

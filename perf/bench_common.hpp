@@ -14,6 +14,7 @@
 // collects them into perf/RESULTS.md. Everything else on stdout is for people.
 
 #include "app/blas_threads.hpp"
+#include "app/options.hpp"
 #include "core/error.hpp"
 #include "core/types.hpp"
 #include "kernels/host_gemm.hpp"
@@ -30,8 +31,6 @@
 #include <fstream>
 #include <iomanip>
 #include <iostream>
-#include <map>
-#include <set>
 #include <sstream>
 #include <streambuf>
 #include <string>
@@ -239,80 +238,22 @@ inline void print_machine(const std::string& bench) {
 // ---------------------------------------------------------------------------
 // command line
 
-/// `prog [positional...] [--key value | --flag]...`; every option must be
-/// declared, and an undeclared one is an error that lists the allowed ones.
-class Args {
- public:
-  Args(int argc, char** argv, std::string usage, std::set<std::string> options,
-       std::set<std::string> flags = {})
-      : usage_(std::move(usage)), options_(std::move(options)), flags_(std::move(flags)) {
-    for (int i = 1; i < argc; ++i) {
-      const std::string a = argv[i];
-      if (a == "--help" || a == "-h") {
-        help_ = true;
-        continue;
-      }
-      if (a.rfind("--", 0) == 0) {
-        const std::string key = a.substr(2);
-        if (flags_.count(key)) {
-          values_[key] = "1";
-        } else if (options_.count(key)) {
-          DISTZO_REQUIRE(i + 1 < argc, "option " << a << " needs a value\n\n" << usage_);
-          values_[key] = argv[++i];
-        } else {
-          DISTZO_FAIL("unknown option " << a << "\n\n" << usage_);
-        }
-      } else {
-        positional_.push_back(a);
-      }
-    }
-  }
+/// `prog [positional...] [--key value | --flag]...`, parsed by the CLI's own
+/// parser (app::Options): `valued` and `flags` are named without their "--";
+/// every option must be declared (an undeclared one is an error that repeats
+/// the usage), and --help / -h are flags of every benchmark.
+inline app::Options parse_args(const char* name, int argc, char** argv,
+                               const std::vector<std::string>& valued,
+                               const std::vector<std::string>& flags, const char* usage) {
+  std::vector<std::string> with_dashes, flags_with_dashes = {"--help", "-h"};
+  for (const std::string& key : valued) with_dashes.push_back("--" + key);
+  for (const std::string& key : flags) flags_with_dashes.push_back("--" + key);
+  return app::Options(name, std::vector<std::string>(argv + 1, argv + argc), with_dashes,
+                      flags_with_dashes, usage);
+}
 
-  /// --help or -h was given: print usage() and exit 0.
-  bool help() const { return help_; }
-  const std::vector<std::string>& positional() const { return positional_; }
-  bool flag(const std::string& key) const { return values_.count(key) != 0; }
-
-  std::string str(const std::string& key, const std::string& fallback) const {
-    const auto it = values_.find(key);
-    return it == values_.end() ? fallback : it->second;
-  }
-
-  long long integer(const std::string& key, long long fallback) const {
-    const auto it = values_.find(key);
-    if (it == values_.end()) return fallback;
-    try {
-      std::size_t used = 0;
-      const long long v = std::stoll(it->second, &used, 0);
-      DISTZO_REQUIRE(used == it->second.size(), "");
-      return v;
-    } catch (...) {
-      DISTZO_FAIL("--" << key << " expects an integer, got '" << it->second << "'");
-    }
-  }
-
-  double real_value(const std::string& key, double fallback) const {
-    const auto it = values_.find(key);
-    if (it == values_.end()) return fallback;
-    try {
-      std::size_t used = 0;
-      const double v = std::stod(it->second, &used);
-      DISTZO_REQUIRE(used == it->second.size(), "");
-      return v;
-    } catch (...) {
-      DISTZO_FAIL("--" << key << " expects a number, got '" << it->second << "'");
-    }
-  }
-
-  const std::string& usage() const { return usage_; }
-
- private:
-  std::string usage_;
-  std::set<std::string> options_, flags_;
-  std::map<std::string, std::string> values_;
-  std::vector<std::string> positional_;
-  bool help_ = false;
-};
+/// --help or -h was given: print the usage and exit 0.
+inline bool wants_help(const app::Options& args) { return args.flag("--help") || args.flag("-h"); }
 
 // ---------------------------------------------------------------------------
 // inputs

@@ -59,19 +59,20 @@ double dense_flops(const model::ModelConfig& c, double rows) {
 }
 
 int run(int argc, char** argv) {
-  perf::Args args(argc, argv, kUsage, {"batch", "seq", "reps", "warmup", "seed", "gemm-paths"},
-                  {"profile"});
-  if (args.help()) {
+  const app::Options args = perf::parse_args(
+      "bench_forward", argc, argv, {"batch", "seq", "reps", "warmup", "seed", "gemm-paths"},
+      {"profile"}, kUsage);
+  if (perf::wants_help(args)) {
     std::cout << kUsage;
     return 0;
   }
   DISTZO_REQUIRE(args.positional().size() == 1, "one MODEL.h5 expected\n\n" << kUsage);
   const std::string path = args.positional()[0];
-  const int B = static_cast<int>(args.integer("batch", 8));
-  const int T = static_cast<int>(args.integer("seq", 128));
-  const int reps = static_cast<int>(args.integer("reps", 5));
-  const int warmup = static_cast<int>(args.integer("warmup", 1));
-  const auto seed = static_cast<std::uint64_t>(args.integer("seed", 1));
+  const int B = static_cast<int>(args.integer("--batch", 8));
+  const int T = static_cast<int>(args.integer("--seq", 128));
+  const int reps = static_cast<int>(args.integer("--reps", 5));
+  const int warmup = static_cast<int>(args.integer("--warmup", 1));
+  const auto seed = static_cast<std::uint64_t>(args.integer("--seed", 1));
   DISTZO_REQUIRE(B > 0 && T > 0 && reps > 0 && warmup >= 0, "batch, seq, reps must be > 0");
 
   perf::gemm_threads_for_ranks(1);
@@ -183,7 +184,7 @@ int run(int argc, char** argv) {
               << " GFLOP/s (median of 3)\n";
   }
 
-  if (args.flag("profile")) {
+  if (args.flag("--profile")) {
     perf::KernelProfile::start();
     const auto t0 = Clock::now();
     forward_once();
@@ -192,7 +193,7 @@ int run(int argc, char** argv) {
     perf::KernelProfile::report("forward", wall, "one forward");
   }
 
-  if (const int pairs = static_cast<int>(args.integer("gemm-paths", 0)); pairs > 0)
+  if (const int pairs = static_cast<int>(args.integer("--gemm-paths", 0)); pairs > 0)
     perf::compare_gemm_paths("forward", pairs, [&] { return forward_once().total; }, std::cout,
                              true);
 

@@ -84,33 +84,34 @@ runtime::MeshLayout parse_mesh(const std::string& text) {
 }
 
 int run(int argc, char** argv) {
-  perf::Args args(argc, argv, kUsage,
-                  {"batch", "seq", "reps", "queries", "warmup", "eps", "lr", "weight-decay",
-                   "distribution", "seed", "placement", "resident-blocks", "prefetch", "mesh",
-                   "share", "exchange", "gemm-paths"},
-                  {"profile"});
-  if (args.help()) {
+  const app::Options args =
+      perf::parse_args("bench_step", argc, argv,
+                       {"batch", "seq", "reps", "queries", "warmup", "eps", "lr", "weight-decay",
+                        "distribution", "seed", "placement", "resident-blocks", "prefetch", "mesh",
+                        "share", "exchange", "gemm-paths"},
+                       {"profile"}, kUsage);
+  if (perf::wants_help(args)) {
     std::cout << kUsage;
     return 0;
   }
   DISTZO_REQUIRE(args.positional().size() == 1, "one MODEL.h5 or CONFIG.json expected\n\n"
                                                      << kUsage);
   const std::string path = args.positional()[0];
-  const int B = static_cast<int>(args.integer("batch", 8));
-  const int T = static_cast<int>(args.integer("seq", 128));
-  const int reps = static_cast<int>(args.integer("reps", 3));
-  const int q = static_cast<int>(args.integer("queries", 1));
+  const int B = static_cast<int>(args.integer("--batch", 8));
+  const int T = static_cast<int>(args.integer("--seq", 128));
+  const int reps = static_cast<int>(args.integer("--reps", 3));
+  const int q = static_cast<int>(args.integer("--queries", 1));
   // At least one untimed step, so the first timed step has a pending update.
-  const int warmup = std::max(1, static_cast<int>(args.integer("warmup", 1)));
-  const double eps = args.real_value("eps", 1e-3);
-  const double lr = args.real_value("lr", 1e-6);
-  const double wd = args.real_value("weight-decay", 0.0);
-  const Distribution dist = parse_distribution(args.str("distribution", "gaussian"));
-  const auto seed = static_cast<std::uint64_t>(args.integer("seed", 1));
+  const int warmup = std::max(1, static_cast<int>(args.integer("--warmup", 1)));
+  const double eps = args.number("--eps", 1e-3);
+  const double lr = args.number("--lr", 1e-6);
+  const double wd = args.number("--weight-decay", 0.0);
+  const Distribution dist = parse_distribution(args.text("--distribution", "gaussian"));
+  const auto seed = static_cast<std::uint64_t>(args.integer("--seed", 1));
   DISTZO_REQUIRE(B > 0 && T > 0 && reps > 0 && q >= 1, "batch, seq, reps, queries must be > 0");
 
   const auto world = runtime::MpiCommunicator::world();
-  const runtime::MeshLayout layout = parse_mesh(args.str("mesh", "1x1"));
+  const runtime::MeshLayout layout = parse_mesh(args.text("--mesh", "1x1"));
   DISTZO_REQUIRE(layout.world_size() == world->size(),
                  "--mesh " << layout.perturbation_size << "x" << layout.data_size << " needs "
                            << layout.world_size() << " MPI ranks, got " << world->size());
@@ -121,15 +122,15 @@ int run(int argc, char** argv) {
   if (root) perf::print_machine("step");
   const auto t_load = Clock::now();
   runtime::PlacementConfig placement;
-  placement.mode = runtime::placement_mode(args.str("placement", "resident"), "--placement");
+  placement.mode = runtime::placement_mode(args.text("--placement", "resident"), "--placement");
   const std::string mode = runtime::to_string(placement.mode);
-  placement.resident_blocks = static_cast<int>(args.integer("resident-blocks", 0));
-  placement.prefetch = static_cast<int>(args.integer("prefetch", 1));
-  const std::string share = args.str("share", "auto");
+  placement.resident_blocks = static_cast<int>(args.integer("--resident-blocks", 0));
+  placement.prefetch = static_cast<int>(args.integer("--prefetch", 1));
+  const std::string share = args.text("--share", "auto");
   DISTZO_REQUIRE(share == "auto" || share == "true" || share == "false",
                  "--share must be auto, true or false, got '" << share << "'");
   placement.share_host_master = share == "true" || (share == "auto" && mesh.node().size() > 1);
-  const std::string exchange_name = args.str("exchange", "auto");
+  const std::string exchange_name = args.text("--exchange", "auto");
   DISTZO_REQUIRE(exchange_name == "auto" || exchange_name == "shared_memory" || exchange_name == "mpi",
                  "--exchange must be auto, shared_memory or mpi, got '" << exchange_name << "'");
   const runtime::ExchangeKind exchange = exchange_name == "mpi" ? runtime::ExchangeKind::mpi
@@ -216,13 +217,13 @@ int run(int argc, char** argv) {
     if (timed) seconds.push_back(t);
   }
   double profiled_wall = 0;
-  if (args.flag("profile")) {
+  if (args.flag("--profile")) {
     perf::KernelProfile::start();
     profiled_wall = step(warmup + reps);
     perf::KernelProfile::stop();
   }
-  if (const int pairs = static_cast<int>(args.integer("gemm-paths", 0)); pairs > 0) {
-    int next = warmup + reps + (args.flag("profile") ? 1 : 0);
+  if (const int pairs = static_cast<int>(args.integer("--gemm-paths", 0)); pairs > 0) {
+    int next = warmup + reps + (args.flag("--profile") ? 1 : 0);
     perf::compare_gemm_paths("step", pairs, [&] { return step(next++); }, out, root);
   }
   const auto t_flush = Clock::now();
@@ -278,7 +279,7 @@ int run(int argc, char** argv) {
       {"blas_threads", perf::blas_threads()},
       {"gemm", perf::gemm_setting()}};
   if (root) perf::print_result("step", "steps_per_s", sps, fields);
-  if (args.flag("profile")) {
+  if (args.flag("--profile")) {
     for (int r = 0; r < world->size(); ++r) {  // one rank's table after the other
       if (r == world->rank())
         perf::KernelProfile::report(

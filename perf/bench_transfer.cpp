@@ -35,15 +35,16 @@ const char* const kUsage =
     "  --warmup 1 (one OPT-13B float32 block is 1.2 GiB)\n";
 
 int run(int argc, char** argv) {
-  perf::Args args(argc, argv, kUsage, {"mib", "reps", "warmup"});
-  if (args.help()) {
+  const app::Options args =
+      perf::parse_args("bench_transfer", argc, argv, {"mib", "reps", "warmup"}, {}, kUsage);
+  if (perf::wants_help(args)) {
     std::cout << kUsage;
     return 0;
   }
   DISTZO_REQUIRE(args.positional().empty(), "no positional arguments expected\n\n" << kUsage);
-  const long long mib = args.integer("mib", 1024);
-  const int reps = static_cast<int>(args.integer("reps", 5));
-  const int warmup = static_cast<int>(args.integer("warmup", 1));
+  const long long mib = args.integer("--mib", 1024);
+  const int reps = static_cast<int>(args.integer("--reps", 5));
+  const int warmup = static_cast<int>(args.integer("--warmup", 1));
   DISTZO_REQUIRE(mib > 0 && reps > 0 && warmup >= 0, "mib and reps must be > 0");
   const auto n = static_cast<std::size_t>(mib) * 1024 * 1024 / sizeof(real);
   const double gb = static_cast<double>(n * sizeof(real)) * 1e-9;

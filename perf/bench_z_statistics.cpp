@@ -28,14 +28,15 @@ const char* const kUsage =
     "  normality checks of Gaussian z, recipes 1 and 2, on N samples (default 100000000)\n";
 
 int run(int argc, char** argv) {
-  perf::Args args(argc, argv, kUsage, {"samples", "seed"});
-  if (args.help()) {
+  const app::Options args =
+      perf::parse_args("bench_z_statistics", argc, argv, {"samples", "seed"}, {}, kUsage);
+  if (perf::wants_help(args)) {
     std::cout << kUsage;
     return 0;
   }
   DISTZO_REQUIRE(args.positional().empty(), "no positional arguments expected\n\n" << kUsage);
-  const long long n = args.integer("samples", 100000000LL);
-  const auto seed = static_cast<std::uint64_t>(args.integer("seed", 31337));
+  const long long n = args.integer("--samples", 100000000LL);
+  const auto seed = static_cast<std::uint64_t>(args.integer("--seed", 31337));
   DISTZO_REQUIRE(n > 1, "--samples must be > 1");
   perf::print_machine("z_statistics");
 

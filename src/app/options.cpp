@@ -77,15 +77,34 @@ std::int64_t Options::required_integer(const std::string& key, std::int64_t min)
   return integer(key, 0, min);
 }
 
+namespace {
+
+/// The finite number `text` spells out in full, or NaN.
+double finite_number(const std::string& text) {
+  try {
+    std::size_t used = 0;
+    const double v = std::stod(text, &used);
+    if (used == text.size() && std::isfinite(v)) return v;
+  } catch (const std::exception&) {
+  }
+  return std::nan("");
+}
+
+}  // namespace
+
+double Options::number(const std::string& key, double fallback) const {
+  const auto it = values_.find(key);
+  if (it == values_.end()) return fallback;
+  const double v = finite_number(it->second);
+  if (std::isfinite(v)) return v;
+  throw Error(command_ + ": " + key + " expects a number, got '" + it->second + "'\n" + usage_);
+}
+
 double Options::positive(const std::string& key, double fallback) const {
   const auto it = values_.find(key);
   if (it == values_.end()) return fallback;
-  try {
-    std::size_t used = 0;
-    const double v = std::stod(it->second, &used);
-    if (used == it->second.size() && std::isfinite(v) && v > 0) return v;
-  } catch (const std::exception&) {
-  }
+  const double v = finite_number(it->second);
+  if (std::isfinite(v) && v > 0) return v;
   throw Error(command_ + ": " + key + " expects a number > 0, got '" + it->second + "'\n" +
               usage_);
 }

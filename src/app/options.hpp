@@ -33,6 +33,8 @@ class Options {
   std::int64_t integer(const std::string& key, std::int64_t fallback, std::int64_t min = 0) const;
   /// An integer >= min that must be given.
   std::int64_t required_integer(const std::string& key, std::int64_t min = 0) const;
+  /// A finite number; `fallback` when absent.
+  double number(const std::string& key, double fallback) const;
   /// A finite number > 0; `fallback` when absent.
   double positive(const std::string& key, double fallback) const;
 
