@@ -52,10 +52,13 @@ nodes_skip() {
   exit 77
 }
 
-# Removes this run's nodes: holders first (nothing runs in a node any more
-# once kill_leftovers has run), then the namespaces and their files.
+# Removes this run's nodes: every process still in a node's network
+# namespace (a rank, a proxy, the holder), then the namespaces and their files.
 nodes_cleanup() {
   local pid name
+  for name in "${NODE_NAMES[@]}"; do
+    ip netns pids "$name" 2> /dev/null | xargs -r kill -KILL 2> /dev/null || true
+  done
   for pid in "${NODE_HOLDERS[@]}"; do kill -KILL "$pid" 2> /dev/null || true; done
   for pid in "${NODE_HOLDERS[@]}"; do wait "$pid" 2> /dev/null || true; done
   for name in "${NODE_NAMES[@]}"; do
@@ -101,7 +104,7 @@ make_nodes() {
   ip netns list > /dev/null 2>&1 || nodes_skip "ip netns does not work here: $(ip netns list 2>&1 | head -1)"
   mountpoint -q /run/netns 2> /dev/null && _nodes_netns_premounted=1
   [ -d /etc/netns ] && _nodes_etc_netns_existed=1
-  trap 'nodes_cleanup; kill_leftovers; rm -rf "$WORK"' EXIT
+  trap 'kill_leftovers; nodes_cleanup; rm -rf "$WORK"' EXIT
   trap 'exit 130' INT
   trap 'exit 143' TERM
   trap 'exit 129' HUP
