@@ -11,22 +11,23 @@
 # A node is a network namespace (`ip netns`, named dzt$$-nK), a UTS namespace
 # whose host name is the node's name, and the mount namespace `ip netns exec`
 # makes (/etc/netns/NAME/hosts bind-mounted over /etc/hosts, so every node
-# resolves every other by name) with a /dev/shm of its own (a tmpfs: POSIX
-# shared memory, MPI-3 shared windows included, stays inside a node). A
-# holder process (sleep) keeps the UTS and mount namespaces; node_launcher.sh
-# enters the holder's namespaces with nsenter, which is all hydra's ssh
-# launcher needs: it runs `LAUNCHER -x HOST PROXY-COMMAND...` once per host.
-# Process ids, the IPC namespace and the file system (but /dev/shm) stay
-# shared: the nodes see $WORK alike. What differs is the network, the host
-# name and therefore MPI's idea of a node (hydra: one proxy per host;
+# resolves every other by name) with a /dev/shm of its own (a tmpfs: MPICH's
+# node-shared windows, θ's master among them, are files there, one set per
+# node). A holder process (sleep) keeps the UTS and mount namespaces;
+# node_launcher.sh enters the holder's namespaces with nsenter, which is all
+# hydra's ssh launcher needs: it runs `LAUNCHER -x HOST PROXY-COMMAND...` once
+# per host. Process ids, the IPC namespace and the file system (but /dev/shm)
+# stay shared: the nodes see $WORK alike. What differs is the network, the
+# host name and therefore MPI's idea of a node (hydra: one proxy per host;
 # MPI_COMM_TYPE_SHARED groups a proxy's ranks).
 #
 # UCX (MPICH ch4:ucx) takes two processes for one machine when their boot id
 # and IPC namespace agree, so between these nodes it moves messages through
-# shared memory (sysv, cma) unless UCX_TLS leaves those out (self,tcp: the
-# veth). An IPC namespace per node would make it use tcp always, but UCX
-# 1.13.1's tcp under MPICH 4.0.2 now and then hangs in MPI_Finalize (see
-# tests/cli/two_nodes.sh, case 6), so the nodes share the IPC namespace.
+# shared memory (sysv, cma, and posix segments reached through /proc/PID/fd,
+# which a /dev/shm of its own does not hide) unless UCX_TLS leaves those out
+# (self,tcp: the veth). An IPC namespace per node makes it use tcp always,
+# but UCX 1.13.1's tcp under MPICH 4.0.2 now and then hangs in MPI_Finalize
+# (tests/cli/two_nodes.sh, case 6), so the nodes share the IPC namespace.
 #
 # Network: node 0 holds a bridge with 10.251.0.1/24; node k >= 1 a veth
 # (eth0, 10.251.0.(k+1)) whose peer is a port of that bridge. Nothing is
