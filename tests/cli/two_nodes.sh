@@ -9,8 +9,11 @@
 # replicas on the two nodes stay identical, checkpoints move between 1 and
 # 2 nodes, and a rank killed on node 1 ends the job and spoils no checkpoint.
 #
-# Digests are compared on this machine only (docs/formats.md: the host GEMM
-# path is invariant by construction; other CPU models may give other bits).
+# Between the nodes MPI's messages go through UCX's shared memory (UCX takes
+# the nodes for one machine, tests/support/nodes.sh), through TCP in case 6.
+# Digests are compared exactly, on this machine (DESIGN.md invariant 6: the
+# host GEMM path is invariant by construction; other CPU models may give
+# other bits).
 # Needs root (namespaces); elsewhere it skips (exit 77); with CI set a skip
 # is a failure.
 source "$(dirname "$0")/lib.sh" "$@"
@@ -44,7 +47,7 @@ pass "2 nodes ($n0, $n1): rank 0 on $n0, rank 1 on $n1"
 
 # 1. P=2, one rank per node: each node a node communicator of 1 (no shared
 #    master: nothing to share), the two evaluations on two hosts, g combined
-#    over the network; bit for bit the 1-rank run.
+#    between them; bit for bit the 1-rank run.
 MICRO_BATCH=16 mesh_deck single $STEPS 1 1
 "$DISTZO" run single.yaml > single.log 2>&1 || { cat single.log; fail "single failed"; }
 MICRO_BATCH=16 mesh_deck n2_p2 $STEPS 2 1
@@ -62,7 +65,8 @@ pass "P=2, 1 rank per node: node communicators of 1, final digest == 1 rank's ($
 #    nodes, are compared after every step (check_interval 1). The same deck
 #    on 4 ranks of one node (one master for all 4) and D=2 on 2 ranks (as
 #    mesh.sh: P=2 is exact) give the same bits; at equal global batch a
-#    single rank agrees to rounding (D=2 sums the batch in another order).
+#    single rank is held to mesh.sh's tolerances (D=2 sums the batch in two
+#    parts, which may round differently; the pass line says if the bits agree).
 MICRO_BATCH=8 mesh_deck d2 $STEPS 1 2
 one_node d2 2
 MICRO_BATCH=8 mesh_deck n1_p2d2 $STEPS 2 2
