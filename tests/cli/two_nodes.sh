@@ -177,7 +177,8 @@ pass "the killed run resumed from step $n on node 0 == $target_step steps straig
 #    namespaces too, with UCX_TLS=self,tcp MPIR_CVAR_NOLOCAL=1). A run that
 #    ended (its "done:" line, its final checkpoint) but whose mpiexec had to
 #    be stopped in MPI_Finalize passes with a note; any other failure fails.
-if "$MPIEXEC" -info 2> /dev/null | grep -q 'ch4:ucx'; then
+mpi_info=$("$MPIEXEC" -info 2> /dev/null || true)  # (not piped into grep -q: SIGPIPE under pipefail)
+if [[ $mpi_info == *ch4:ucx* ]]; then
   MICRO_BATCH=8 mesh_deck n2_tcp $STEPS 2 2
   set +e
   NODES_TIMEOUT=10 mpiexec_nodes -genv UCX_TLS self,tcp -genv UCX_LOG_LEVEL info -hosts "$n0:2,$n1:2" -n 4 \

@@ -103,8 +103,16 @@ make_nodes() {
     command -v "$tool" > /dev/null || nodes_skip "$tool not found"
   done
   ip netns list > /dev/null 2>&1 || nodes_skip "ip netns does not work here: $(ip netns list 2>&1 | head -1)"
-  mountpoint -q /run/netns 2> /dev/null && _nodes_netns_premounted=1
-  [ -d /etc/netns ] && _nodes_etc_netns_existed=1
+  # /run/netns (a mount `ip netns add` makes) and /etc/netns are removed at
+  # the end when no namespace is left, unless they were there before and
+  # not only for other runs of this script (which may end before this one).
+  if mountpoint -q /run/netns 2> /dev/null &&
+    { [ -z "$(ip netns list)" ] || ip netns list | awk '{ print $1 }' | grep -qv '^dzt[0-9]*-n[0-9]*$'; }; then
+    _nodes_netns_premounted=1
+  fi
+  if [ -d /etc/netns ] && { [ -z "$(ls -A /etc/netns)" ] || ls -A /etc/netns | grep -qv '^dzt[0-9]*-n[0-9]*$'; }; then
+    _nodes_etc_netns_existed=1
+  fi
   trap 'kill_leftovers; nodes_cleanup; rm -rf "$WORK"' EXIT
   trap 'exit 130' INT
   trap 'exit 143' TERM
