@@ -241,19 +241,16 @@ inline void print_machine(const std::string& bench) {
 /// `prog [positional...] [--key value | --flag]...`, parsed by the CLI's own
 /// parser (app::Options): `valued` and `flags` are named without their "--";
 /// every option must be declared (an undeclared one is an error that repeats
-/// the usage), and --help / -h are flags of every benchmark.
+/// the usage). run_main answers --help and -h before this.
 inline app::Options parse_args(const char* name, int argc, char** argv,
                                const std::vector<std::string>& valued,
                                const std::vector<std::string>& flags, const char* usage) {
-  std::vector<std::string> with_dashes, flags_with_dashes = {"--help", "-h"};
+  std::vector<std::string> with_dashes, flags_with_dashes;
   for (const std::string& key : valued) with_dashes.push_back("--" + key);
   for (const std::string& key : flags) flags_with_dashes.push_back("--" + key);
   return app::Options(name, std::vector<std::string>(argv + 1, argv + argc), with_dashes,
                       flags_with_dashes, usage);
 }
-
-/// --help or -h was given: print the usage and exit 0.
-inline bool wants_help(const app::Options& args) { return args.flag("--help") || args.flag("-h"); }
 
 // ---------------------------------------------------------------------------
 // inputs
@@ -320,12 +317,22 @@ inline std::ostream& null_stream() {
   return stream;
 }
 
-inline int run_main(const char* name, int argc, char** argv, int (*body)(int, char**)) {
+inline int run_main(const char* name, const char* usage, int argc, char** argv,
+                    int (*body)(int, char**)) {
+  // --help before Kokkos starts, which would print its own options first.
+  for (int i = 1; i < argc; ++i)
+    if (std::string(argv[i]) == "--help" || std::string(argv[i]) == "-h") {
+      std::cout << usage;
+      return 0;
+    }
   Kokkos::ScopeGuard kokkos(argc, argv);
   try {
     return body(argc, argv);
   } catch (const std::exception& e) {
-    std::cerr << name << ": error: " << e.what() << "\n";
+    // app::Options' messages name the program already.
+    const std::string what = e.what(), own = std::string(name) + ": ";
+    std::cerr << name << ": error: " << (what.rfind(own, 0) == 0 ? what.substr(own.size()) : what)
+              << "\n";
     return 2;
   }
 }

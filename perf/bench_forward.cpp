@@ -62,18 +62,15 @@ int run(int argc, char** argv) {
   const app::Options args = perf::parse_args(
       "bench_forward", argc, argv, {"batch", "seq", "reps", "warmup", "seed", "gemm-paths"},
       {"profile"}, kUsage);
-  if (perf::wants_help(args)) {
-    std::cout << kUsage;
-    return 0;
-  }
-  DISTZO_REQUIRE(args.positional().size() == 1, "one MODEL.h5 expected\n\n" << kUsage);
+  DISTZO_INPUT_REQUIRE(args.positional().size() == 1, "one MODEL.h5 expected\n\n" << kUsage);
   const std::string path = args.positional()[0];
   const int B = static_cast<int>(args.integer("--batch", 8));
   const int T = static_cast<int>(args.integer("--seq", 128));
   const int reps = static_cast<int>(args.integer("--reps", 5));
   const int warmup = static_cast<int>(args.integer("--warmup", 1));
   const auto seed = static_cast<std::uint64_t>(args.integer("--seed", 1));
-  DISTZO_REQUIRE(B > 0 && T > 0 && reps > 0 && warmup >= 0, "batch, seq, reps must be > 0");
+  DISTZO_INPUT_REQUIRE(B > 0 && T > 0 && reps > 0 && warmup >= 0,
+                       "--batch, --seq and --reps must be > 0");
 
   perf::gemm_threads_for_ranks(1);
   perf::print_machine("forward");
@@ -217,4 +214,4 @@ int run(int argc, char** argv) {
 
 }  // namespace
 
-int main(int argc, char** argv) { return distzo::perf::run_main("bench_forward", argc, argv, run); }
+int main(int argc, char** argv) { return distzo::perf::run_main("bench_forward", kUsage, argc, argv, run); }

@@ -68,15 +68,11 @@ std::vector<double> time_reps(const ExecSpace& space, int warmup, int reps,
 int run(int argc, char** argv) {
   const app::Options args =
       perf::parse_args("bench_perturb", argc, argv, {"elements", "reps", "warmup"}, {}, kUsage);
-  if (perf::wants_help(args)) {
-    std::cout << kUsage;
-    return 0;
-  }
-  DISTZO_REQUIRE(args.positional().empty(), "no positional arguments expected\n\n" << kUsage);
+  DISTZO_INPUT_REQUIRE(args.positional().empty(), "no positional arguments expected\n\n" << kUsage);
   const long long n_arg = args.integer("--elements", 1LL << 25);
   const int reps = static_cast<int>(args.integer("--reps", 5));
   const int warmup = static_cast<int>(args.integer("--warmup", 1));
-  DISTZO_REQUIRE(n_arg > 0 && reps > 0 && warmup >= 0, "elements and reps must be > 0");
+  DISTZO_INPUT_REQUIRE(n_arg > 0 && reps > 0 && warmup >= 0, "--elements and --reps must be > 0");
   const auto n = static_cast<std::size_t>(n_arg);
 
   perf::print_machine("perturb");
@@ -221,4 +217,4 @@ int run(int argc, char** argv) {
 
 }  // namespace
 
-int main(int argc, char** argv) { return distzo::perf::run_main("bench_perturb", argc, argv, run); }
+int main(int argc, char** argv) { return distzo::perf::run_main("bench_perturb", kUsage, argc, argv, run); }

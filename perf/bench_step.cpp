@@ -78,9 +78,17 @@ const char* const kUsage =
 
 /// "PxD" of --mesh.
 runtime::MeshLayout parse_mesh(const std::string& text) {
+  const auto factor = [](const std::string& digits) {
+    const bool ok = !digits.empty() && digits.size() < 6 &&
+                    digits.find_first_not_of("0123456789") == std::string::npos;
+    return ok ? std::stoi(digits) : 0;
+  };
   const std::size_t x = text.find('x');
-  DISTZO_REQUIRE(x != std::string::npos, "--mesh expects PxD (e.g. 2x1), got '" << text << "'");
-  return {std::stoi(text.substr(0, x)), std::stoi(text.substr(x + 1))};
+  const int p = x == std::string::npos ? 0 : factor(text.substr(0, x));
+  const int d = x == std::string::npos ? 0 : factor(text.substr(x + 1));
+  DISTZO_INPUT_REQUIRE(p >= 1 && d >= 1, "--mesh expects PxD with P, D >= 1 (e.g. 2x1), got '"
+                                             << text << "'");
+  return {p, d};
 }
 
 int run(int argc, char** argv) {
@@ -90,11 +98,7 @@ int run(int argc, char** argv) {
                         "distribution", "seed", "placement", "resident-blocks", "prefetch", "mesh",
                         "share", "exchange", "gemm-paths"},
                        {"profile"}, kUsage);
-  if (perf::wants_help(args)) {
-    std::cout << kUsage;
-    return 0;
-  }
-  DISTZO_REQUIRE(args.positional().size() == 1, "one MODEL.h5 or CONFIG.json expected\n\n"
+  DISTZO_INPUT_REQUIRE(args.positional().size() == 1, "one MODEL.h5 or CONFIG.json expected\n\n"
                                                      << kUsage);
   const std::string path = args.positional()[0];
   const int B = static_cast<int>(args.integer("--batch", 8));
@@ -108,11 +112,12 @@ int run(int argc, char** argv) {
   const double wd = args.number("--weight-decay", 0.0);
   const Distribution dist = parse_distribution(args.text("--distribution", "gaussian"));
   const auto seed = static_cast<std::uint64_t>(args.integer("--seed", 1));
-  DISTZO_REQUIRE(B > 0 && T > 0 && reps > 0 && q >= 1, "batch, seq, reps, queries must be > 0");
+  DISTZO_INPUT_REQUIRE(B > 0 && T > 0 && reps > 0 && q >= 1,
+                       "--batch, --seq, --reps and --queries must be > 0\n\n" << kUsage);
 
   const auto world = runtime::MpiCommunicator::world();
   const runtime::MeshLayout layout = parse_mesh(args.text("--mesh", "1x1"));
-  DISTZO_REQUIRE(layout.world_size() == world->size(),
+  DISTZO_INPUT_REQUIRE(layout.world_size() == world->size(),
                  "--mesh " << layout.perturbation_size << "x" << layout.data_size << " needs "
                            << layout.world_size() << " MPI ranks, got " << world->size());
   const runtime::Mesh mesh(*world, layout);
@@ -127,16 +132,17 @@ int run(int argc, char** argv) {
   placement.resident_blocks = static_cast<int>(args.integer("--resident-blocks", 0));
   placement.prefetch = static_cast<int>(args.integer("--prefetch", 1));
   const std::string share = args.text("--share", "auto");
-  DISTZO_REQUIRE(share == "auto" || share == "true" || share == "false",
+  DISTZO_INPUT_REQUIRE(share == "auto" || share == "true" || share == "false",
                  "--share must be auto, true or false, got '" << share << "'");
   placement.share_host_master = share == "true" || (share == "auto" && mesh.node().size() > 1);
   const std::string exchange_name = args.text("--exchange", "auto");
-  DISTZO_REQUIRE(exchange_name == "auto" || exchange_name == "shared_memory" || exchange_name == "mpi",
-                 "--exchange must be auto, shared_memory or mpi, got '" << exchange_name << "'");
+  DISTZO_INPUT_REQUIRE(
+      exchange_name == "auto" || exchange_name == "shared_memory" || exchange_name == "mpi",
+      "--exchange must be auto, shared_memory or mpi, got '" << exchange_name << "'");
   const runtime::ExchangeKind exchange = exchange_name == "mpi" ? runtime::ExchangeKind::mpi
-                                        : exchange_name == "shared_memory"
-                                            ? runtime::ExchangeKind::shared_memory
-                                            : runtime::ExchangeKind::automatic;
+                                         : exchange_name == "shared_memory"
+                                             ? runtime::ExchangeKind::shared_memory
+                                             : runtime::ExchangeKind::automatic;
   io::ModelInfo m;
   std::unique_ptr<runtime::ParameterStore> owned;
   const bool random = path.size() > 5 && path.compare(path.size() - 5, 5, ".json") == 0;
@@ -299,7 +305,7 @@ int main(int argc, char** argv) {
   MPI_Init(&argc, &argv);
   int status = 0;
   {
-    status = distzo::perf::run_main("bench_step", argc, argv, run);
+    status = distzo::perf::run_main("bench_step", kUsage, argc, argv, run);
   }
   // A failure on one rank must not leave the others waiting in a collective.
   int size = 1;

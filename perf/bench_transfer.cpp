@@ -37,15 +37,11 @@ const char* const kUsage =
 int run(int argc, char** argv) {
   const app::Options args =
       perf::parse_args("bench_transfer", argc, argv, {"mib", "reps", "warmup"}, {}, kUsage);
-  if (perf::wants_help(args)) {
-    std::cout << kUsage;
-    return 0;
-  }
-  DISTZO_REQUIRE(args.positional().empty(), "no positional arguments expected\n\n" << kUsage);
+  DISTZO_INPUT_REQUIRE(args.positional().empty(), "no positional arguments expected\n\n" << kUsage);
   const long long mib = args.integer("--mib", 1024);
   const int reps = static_cast<int>(args.integer("--reps", 5));
   const int warmup = static_cast<int>(args.integer("--warmup", 1));
-  DISTZO_REQUIRE(mib > 0 && reps > 0 && warmup >= 0, "mib and reps must be > 0");
+  DISTZO_INPUT_REQUIRE(mib > 0 && reps > 0 && warmup >= 0, "--mib and --reps must be > 0");
   const auto n = static_cast<std::size_t>(mib) * 1024 * 1024 / sizeof(real);
   const double gb = static_cast<double>(n * sizeof(real)) * 1e-9;
 
@@ -111,4 +107,4 @@ int run(int argc, char** argv) {
 
 }  // namespace
 
-int main(int argc, char** argv) { return distzo::perf::run_main("bench_transfer", argc, argv, run); }
+int main(int argc, char** argv) { return distzo::perf::run_main("bench_transfer", kUsage, argc, argv, run); }

@@ -30,14 +30,10 @@ const char* const kUsage =
 int run(int argc, char** argv) {
   const app::Options args =
       perf::parse_args("bench_z_statistics", argc, argv, {"samples", "seed"}, {}, kUsage);
-  if (perf::wants_help(args)) {
-    std::cout << kUsage;
-    return 0;
-  }
-  DISTZO_REQUIRE(args.positional().empty(), "no positional arguments expected\n\n" << kUsage);
+  DISTZO_INPUT_REQUIRE(args.positional().empty(), "no positional arguments expected\n\n" << kUsage);
   const long long n = args.integer("--samples", 100000000LL);
   const auto seed = static_cast<std::uint64_t>(args.integer("--seed", 31337));
-  DISTZO_REQUIRE(n > 1, "--samples must be > 1");
+  DISTZO_INPUT_REQUIRE(n > 1, "--samples must be > 1");
   perf::print_machine("z_statistics");
 
   ExecSpace space;
@@ -74,5 +70,5 @@ int run(int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  return distzo::perf::run_main("bench_z_statistics", argc, argv, run);
+  return distzo::perf::run_main("bench_z_statistics", kUsage, argc, argv, run);
 }
