@@ -73,6 +73,19 @@ column() {
   awk -F, -v name="$2" 'NR == 1 { for (i = 1; i <= NF; i++) if ($i == name) c = i; next } { print $c }' "$1"
 }
 
+# like_one_rank RUN ONE LABEL: RUN's metrics.csv against ONE's at the same
+# global batch, step by step: L+ and L- within 1e-6 relative, g within 1e-3
+# (data parallelism sums the loss in another order; g divides a difference).
+like_one_rank() {
+  local c
+  for c in loss_plus loss_minus; do
+    column "$2/metrics.csv" $c > a.txt; column "$1/metrics.csv" $c > b.txt
+    close_rel b.txt a.txt 1e-6 || fail "$3: $c differs from 1 rank by more than 1e-6 relative"
+  done
+  column "$2/metrics.csv" g > a.txt; column "$1/metrics.csv" g > b.txt
+  close_rel b.txt a.txt 1e-3 || fail "$3: g differs from 1 rank by more than 1e-3 relative"
+}
+
 # close_rel A_FILE B_FILE TOL: every pair of lines agrees to TOL relative.
 close_rel() {
   paste -d' ' "$1" "$2" | awk -v tol="$3" '
