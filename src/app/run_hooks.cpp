@@ -6,7 +6,7 @@
 namespace distzo::app {
 
 RunHooks::RunHooks(Inputs& in, zo::Engine& engine, Batches& batches,
-                   const runtime::Mesh& mesh, RunOutputs& out, runtime::Watchdog& watchdog)
+                   const runtime::Mesh& mesh, RunOutputs& out, runtime::Heartbeat& heartbeat)
     : in_(in),
       model_(in.model->info()),
       deck_(in.deck),
@@ -14,7 +14,7 @@ RunHooks::RunHooks(Inputs& in, zo::Engine& engine, Batches& batches,
       batches_(batches),
       mesh_(mesh),
       out_(out),
-      watchdog_(watchdog),
+      heartbeat_(heartbeat),
       order_(in.train.num_examples, deck_.data.shuffle_seed),
       first_step_(in.state.step),
       zero_g_(deck_.optim.eps),
@@ -62,7 +62,7 @@ void RunHooks::step_done(const zo::StepReport& r) {
 void RunHooks::evaluate(std::int64_t step, const char* when) {
   const EvalSummary s = app::evaluate(engine_, *batches_.eval, *in_.eval,
                                       deck_.eval.max_examples, deck_.data.micro_batch,
-                                      mesh_.world(), [this] { watchdog_.alive(); });
+                                      mesh_.world(), [this] { heartbeat_.alive(); });
   const EvalRow row{step, s.loss, s.accuracy, s.examples};
   out_.eval(row);
   out_.print(describe_eval(row, when));
@@ -82,7 +82,7 @@ void RunHooks::checkpoint(const zo::TrainerState& state) {
   saved.deck_yaml = io::resolved_yaml(deck_);
   saved.parameter_digest = engine_.parameter_digest();
   const std::string path =
-      checkpoints_.write(model_, engine_.store(), saved, [this] { watchdog_.alive(); });
+      checkpoints_.write(model_, engine_.store(), saved, [this] { heartbeat_.alive(); });
   if (mesh_.world().rank() == 0)
     out_.print(describe_checkpoint(path, checkpoints_.writers().parallel_size()));
   mesh_.world().barrier();

@@ -10,7 +10,7 @@
 #include "app/step_diagnostics.hpp"
 #include "io/dataset.hpp"
 #include "runtime/mesh.hpp"
-#include "runtime/watchdog.hpp"
+#include "runtime/heartbeat.hpp"
 #include "zo/trainer.hpp"
 
 #include <chrono>
@@ -24,7 +24,7 @@ class RunHooks final : public zo::TrainerHooks {
   /// `in.state` is the training state a checkpoint records: the hooks keep
   /// its seed log and step.
   RunHooks(Inputs& in, zo::Engine& engine, Batches& batches, const runtime::Mesh& mesh,
-           RunOutputs& out, runtime::Watchdog& watchdog);
+           RunOutputs& out, runtime::Heartbeat& heartbeat);
 
   const model::Batch& batch(std::int64_t step) override;
   void step_done(const zo::StepReport& r) override;
@@ -49,7 +49,7 @@ class RunHooks final : public zo::TrainerHooks {
   Batches& batches_;
   const runtime::Mesh& mesh_;
   RunOutputs& out_;
-  runtime::Watchdog& watchdog_;
+  runtime::Heartbeat& heartbeat_;
   io::DataOrder order_;
   std::int64_t first_step_;
   Clock::time_point train_start_ = Clock::now();
