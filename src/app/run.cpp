@@ -136,11 +136,10 @@ void print_summary(RunOutputs& out, const RunHooks& hooks, const zo::TrainSummar
                           summary.skipped, hooks.zero_g_steps(), engine.parameter_digest()));
   out.print(describe_memory(MemoryAccounting::usage(), store, engine.weights().shared_exchange_bytes(),
                             hooks.last_step_moved()));
-  // Host memory of the node, shared pages counted once (what a node's
-  // memory limit sees): with a shared master it holds one θ whatever P x D.
-  double pss = static_cast<double>(proportional_set_size());
-  mesh.node().allreduce_sum(&pss, 1);
-  out.print(describe_node_memory(mesh.node().size(), pss, store.sliced()));
+  // Host memory of every node, shared pages counted once (what a node's
+  // memory limit sees): with a shared master a node holds one θ whatever P x D.
+  out.print(describe_node_memory(
+      gather_node_memory(mesh, static_cast<double>(proportional_set_size())), store.sliced()));
   if (accuracy && hooks.before().accuracy >= 0 && hooks.after().accuracy >= 0)
     out.print(describe_accuracy(hooks.before().accuracy, hooks.after().accuracy,
                                 hooks.after().examples));

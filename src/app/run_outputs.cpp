@@ -5,10 +5,13 @@
 #include "core/error.hpp"
 
 #include <cstdio>
+#include <cstring>
 #include <cstdlib>
 #include <iostream>
 #include <sstream>
 #include <vector>
+
+#include <unistd.h>
 
 namespace distzo::app {
 
@@ -221,14 +224,54 @@ std::string describe_memory(const MemoryUsage& u, const runtime::ParameterStore&
   return os.str();
 }
 
-std::string describe_node_memory(int ranks, double pss, bool sliced) {
-  char line[512];
-  std::snprintf(line, sizeof(line),
-                "host memory of the %d rank%s on rank 0's node: %s (proportional set sizes "
-                "summed%s)",
-                ranks, ranks == 1 ? "" : "s", exact_bytes(pss).c_str(),
-                sliced ? "; θ's master is one node-shared copy" : "");
-  return line;
+std::vector<NodeMemory> gather_node_memory(const runtime::Mesh& mesh, double rank_pss) {
+  double node_pss = rank_pss;
+  mesh.node().allreduce_sum(&node_pss, 1);
+  // Every rank's record as words: whether it is its node's rank 0, the
+  // node's ranks, the node's sum (a double's bits) and the host name (at
+  // most kHostWords * 8 bytes, NUL-padded; longer names are cut).
+  constexpr int kHostWords = 8, kWords = 3 + kHostWords;
+  std::uint64_t mine[kWords] = {};
+  mine[0] = mesh.node().rank() == 0;
+  mine[1] = static_cast<std::uint64_t>(mesh.node().size());
+  std::memcpy(&mine[2], &node_pss, sizeof node_pss);
+  char host[kHostWords * 8 + 1] = {};
+  if (gethostname(host, sizeof host - 1) != 0) std::snprintf(host, sizeof host, "?");
+  std::memcpy(&mine[3], host, kHostWords * 8);
+  const runtime::Communicator& world = mesh.world();
+  std::vector<std::uint64_t> all(static_cast<std::size_t>(world.size()) * kWords);
+  world.allgather(mine, kWords, all.data());
+  std::vector<NodeMemory> nodes;
+  for (int r = 0; r < world.size(); ++r) {
+    const std::uint64_t* record = &all[static_cast<std::size_t>(r) * kWords];
+    if (record[0] == 0) continue;
+    NodeMemory node;
+    node.ranks = static_cast<int>(record[1]);
+    std::memcpy(&node.pss, &record[2], sizeof node.pss);
+    char name[kHostWords * 8 + 1] = {};
+    std::memcpy(name, &record[3], kHostWords * 8);
+    node.host = name;
+    nodes.push_back(node);
+  }
+  return nodes;
+}
+
+std::string describe_node_memory(const std::vector<NodeMemory>& nodes, bool sliced) {
+  std::ostringstream os;
+  double total = 0;
+  int ranks = 0;
+  for (const NodeMemory& node : nodes) {
+    if (!os.str().empty()) os << "\n";
+    os << "host memory of node " << node.host << " (" << count(node.ranks, "rank", "ranks")
+       << "): " << exact_bytes(node.pss) << " (proportional set sizes summed"
+       << (sliced ? "; θ's master is one node-shared copy" : "") << ")";
+    total += node.pss;
+    ranks += node.ranks;
+  }
+  if (nodes.size() > 1)
+    os << "\nhost memory of the " << nodes.size() << " nodes (" << count(ranks, "rank", "ranks")
+       << "): " << exact_bytes(total);
+  return os.str();
 }
 
 std::string describe_accuracy(double before, double after, std::int64_t examples) {

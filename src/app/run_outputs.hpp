@@ -11,6 +11,7 @@
 #include "io/dataset.hpp"
 #include "io/deck.hpp"
 #include "runtime/block_streamer.hpp"
+#include "runtime/mesh.hpp"
 #include "runtime/parameter_store.hpp"
 #include "runtime/slice_exchange.hpp"
 
@@ -18,6 +19,7 @@
 #include <cstdint>
 #include <fstream>
 #include <string>
+#include <vector>
 
 namespace distzo::app {
 
@@ -91,10 +93,20 @@ std::string describe_done(std::int64_t steps, double seconds, std::int64_t skipp
 /// `exchange_bytes`), and θ's traffic in the last step.
 std::string describe_memory(const MemoryUsage& usage, const runtime::ParameterStore& store,
                             std::size_t exchange_bytes, const runtime::TransferBytes& moved);
-/// Host memory of the `ranks` ranks of rank 0's node, shared pages counted
-/// once (`pss`: their proportional set sizes summed); `sliced`: θ's master
-/// is one node-shared copy.
-std::string describe_node_memory(int ranks, double pss, bool sliced);
+/// One node's host memory: its host name, its ranks, and their proportional
+/// set sizes summed (shared pages counted once: what a node's memory limit sees).
+struct NodeMemory {
+  std::string host;
+  int ranks = 0;
+  double pss = 0;  // bytes
+};
+/// Collective over the world: every node's host memory, `rank_pss` being
+/// this rank's proportional set size, nodes in the order of their lowest
+/// world rank (rank 0's node first).
+std::vector<NodeMemory> gather_node_memory(const runtime::Mesh& mesh, double rank_pss);
+/// One run.log line per node (and the total over several nodes); `sliced`:
+/// θ's master is one node-shared copy on each node.
+std::string describe_node_memory(const std::vector<NodeMemory>& nodes, bool sliced);
 /// Held-out accuracy before and after fine-tuning.
 std::string describe_accuracy(double before, double after, std::int64_t examples);
 

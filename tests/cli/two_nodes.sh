@@ -53,7 +53,8 @@ MICRO_BATCH=16 mesh_deck single $STEPS 1 1
 MICRO_BATCH=16 mesh_deck n2_p2 $STEPS 2 1
 two_nodes n2_p2 1
 has n2_p2 "2 ranks (P=2 x D=1)" "distzo run"
-has n2_p2 "host memory of the 1 rank on rank 0's node" "host memory"
+has n2_p2 "host memory of node $n0 (1 rank): " "host memory"
+has n2_p2 "host memory of node $n1 (1 rank): " "host memory"
 grep -q "shared by the node's" n2_p2/run.log && fail "one rank per node shared a master: $(grep placement n2_p2/run.log)"
 has n2_p2 "checkpoint $(ckpt n2_p2)" checkpoint
 grep -q "written by the node's" n2_p2/run.log && fail "one rank per node wrote in parallel: $(grep checkpoint n2_p2/run.log)"
@@ -86,12 +87,19 @@ like_one_rank n2_p2d2 single "P2xD2 on 2 nodes"
 bits=$([ "$(final n2_p2d2)" = "$(final single)" ] && echo "equal here too" || echo "not equal, as may be")
 pass "P2xD2 on 2 nodes vs 1 rank at the same global batch (16): losses within 1e-6, g within 1e-3 at every step (final digests: $bits)"
 
-# 3. Host memory: run.log reports rank 0's node only (its node communicator's
-#    proportional set sizes summed), not every node's.
-has n2_p2d2 "host memory of the 2 ranks on rank 0's node: " "host memory"
+# 3. Host memory per node: one line per node (its ranks' proportional set
+#    sizes summed, each node's node-shared master counted once), then the total.
+for node in "$n0" "$n1"; do
+  has n2_p2d2 "host memory of node $node (2 ranks): " "host memory"
+done
 has n2_p2d2 "θ's master is one node-shared copy)" "host memory"
-[ "$(grep -c '^host memory of' n2_p2d2/run.log)" = 1 ] || fail "expected one host memory line: $(grep 'host memory' n2_p2d2/run.log)"
-pass "run.log: host memory of rank 0's node's 2 ranks (one line; the other node's is not reported)"
+has n2_p2d2 "host memory of the 2 nodes (4 ranks): " "host memory"
+[ "$(grep -c '^host memory of node' n2_p2d2/run.log)" = 2 ] || fail "expected two node memory lines: $(grep 'host memory' n2_p2d2/run.log)"
+node_bytes() { sed -n "s/^host memory of node $1 (2 ranks): .* (\([0-9]*\) B).*/\1/p" n2_p2d2/run.log; }
+total_bytes=$(sed -n 's/^host memory of the 2 nodes (4 ranks): .* (\([0-9]*\) B).*/\1/p' n2_p2d2/run.log)
+[ "$(($(node_bytes "$n0") + $(node_bytes "$n1")))" = "$total_bytes" ] ||
+  fail "node memory lines do not add up to the total: $(grep 'host memory' n2_p2d2/run.log)"
+pass "run.log: host memory of each node's 2 ranks ($n0, $n1) and their total"
 
 # 4. Checkpoints cross between 2 nodes and 1: 10 steps on 2 nodes + 10 on 1
 #    node, and 10 on 1 node + 10 on 2 nodes, both == 20 on 1 node (D=2).
