@@ -15,12 +15,22 @@ multiply-add appears in the recipe, so none needs emulating.
     python tools/z_reference.py --check-kat tests/data/z_recipe2.kat
 
 write or check the known answers that tests/test_perturbation.cpp reads.
+
+The 2-byte storage of θ (bf16, fp16), round to nearest and stochastic
+rounding with its random word rounding_bits(seed, step, param_id, element)
+(docs/perturbation.md, "Stochastic rounding of θ, bit for bit";
+src/core/storage_dtype.hpp) are here too, in exact rational arithmetic on the
+values (the C++ works on the bits, so the two are independent derivations):
+
+    python tools/z_reference.py --write-storage-kat tests/data/storage_rounding.kat
+    python tools/z_reference.py --check-storage-kat tests/data/storage_rounding.kat
 """
 
 from __future__ import annotations
 
 import argparse
 import math
+from fractions import Fraction
 import struct
 import sys
 
@@ -208,6 +218,233 @@ def update_rows():
     return rows
 
 
+# --- 2-byte storage of θ: formats, round to nearest, stochastic rounding --------
+
+ROUND_KEY_TAG, ROUND_BLOCK_TAG = 0x524B4559, 0x5256414C  # "RKEY", "RVAL"
+
+# name: (mantissa bits, exponent bits, exponent bias)
+FORMATS = {"bf16": (7, 8, 127), "fp16": (10, 5, 15)}
+
+
+def pow2(e: int) -> Fraction:
+    return Fraction(2) ** e
+
+
+def floor_log2(v: Fraction) -> int:
+    """floor(log2 v) for v > 0, exactly."""
+    e = v.numerator.bit_length() - v.denominator.bit_length()
+    return e - 1 if pow2(e) > v else e
+
+
+class Format:
+    def __init__(self, name):
+        self.name = name
+        self.mbits, ebits, self.bias = FORMATS[name]
+        self.emask = (1 << ebits) - 1
+        self.emin = 1 - self.bias                   # smallest normal is 2^emin
+        self.emax = self.emask - 1 - self.bias      # largest finite is (2 - 2^-mbits) 2^emax
+        self.beyond = pow2(self.emax + 1)           # no value of the format from here on
+        self.inf = self.emask << self.mbits         # magnitude word of infinity
+        self.max_finite = self.inf - 1
+
+    def value(self, word: int) -> Fraction:
+        """The magnitude a finite word stands for (sign bit ignored)."""
+        e, m = (word >> self.mbits) & self.emask, word & ((1 << self.mbits) - 1)
+        if e == 0:
+            return m * pow2(self.emin - self.mbits)
+        return (pow2(self.mbits) + m) * pow2(e - self.bias - self.mbits)
+
+    def word(self, v: Fraction) -> int:
+        """The magnitude word of a value of the format (or of 2^(emax+1): inf)."""
+        if v < pow2(self.emin):
+            m = v / pow2(self.emin - self.mbits)
+            assert m.denominator == 1
+            return int(m)
+        e = floor_log2(v)
+        m = v / pow2(e - self.mbits) - pow2(self.mbits)
+        assert m.denominator == 1
+        return ((e + self.bias) << self.mbits) | int(m)
+
+    def quantum(self, v: Fraction) -> Fraction:
+        """The spacing of the format at magnitude v (v below 2^(emax+1))."""
+        e = floor_log2(v) if v >= pow2(self.emin) else self.emin
+        return pow2(e - self.mbits)
+
+    def bracket(self, v: Fraction):
+        """(lo, hi, frac): v rounded toward zero, the next value away from
+        zero, and (v - lo) / (hi - lo)."""
+        q = self.quantum(v) if v > 0 else pow2(self.emin - self.mbits)
+        lo = (v // q) * q
+        return lo, lo + q, (v - lo) / q
+
+    def nan(self, b: int) -> int:
+        """The quiet NaN a NaN float (bits b) becomes: sign, quiet bit, top payload bits."""
+        sign = (b >> 31) << 15
+        payload = (b & 0x7FFFFF) >> (23 - self.mbits)
+        return sign | self.inf | (1 << (self.mbits - 1)) | payload
+
+
+def float_value(b: int) -> Fraction:
+    return Fraction(from_bits(b))
+
+
+def decode16(fmt: str, w: int) -> int:
+    """The float bits of 16-bit word w, exactly (NaN: sign and payload kept)."""
+    f = Format(fmt)
+    sign = (w >> 15) << 31
+    e, m = (w >> f.mbits) & f.emask, w & ((1 << f.mbits) - 1)
+    if e == f.emask:  # inf, or NaN keeping its payload (shifted into the float's)
+        return sign | 0x7F800000 | (m << (23 - f.mbits))
+    return sign | bits(float(f.value(w)))  # exact: every value is a float
+
+
+def round_nearest(fmt: str, b: int) -> int:
+    """float bits b -> word, IEEE round to nearest, ties to even."""
+    f = Format(fmt)
+    sign, a = (b >> 31) << 15, b & 0x7FFFFFFF
+    if a > 0x7F800000:
+        return f.nan(b)
+    if a == 0x7F800000:
+        return sign | f.inf
+    v = float_value(a)
+    if v >= f.beyond:
+        return sign | f.inf
+    lo, hi, frac = f.bracket(v)
+    lo_w, hi_w = f.word(lo), f.word(hi)  # hi = 2^(emax+1) gives the inf word: IEEE overflow
+    if frac == Fraction(1, 2):
+        return sign | (lo_w if lo_w % 2 == 0 else hi_w)
+    return sign | (hi_w if frac > Fraction(1, 2) else lo_w)
+
+
+def sr_fraction(fmt: str, b: int) -> int:
+    """F = floor(2^32 (|x| - |lo|) / (|hi| - |lo|)) of a finite float below 2^(emax+1)."""
+    _, _, frac = Format(fmt).bracket(float_value(b & 0x7FFFFFFF))
+    return int(frac * 2**32)  # floor: frac >= 0
+
+
+def round_stochastic(fmt: str, b: int, r: int) -> int:
+    """float bits b -> word, stochastic rounding with random word r: hi iff
+    r < F; a finite x never becomes inf (beyond the largest finite it takes
+    the largest finite); non-finite as round_nearest."""
+    f = Format(fmt)
+    sign, a = (b >> 31) << 15, b & 0x7FFFFFFF
+    if a >= 0x7F800000:
+        return round_nearest(fmt, b)
+    v = float_value(a)
+    if v >= f.beyond:
+        return sign | f.max_finite
+    lo, hi, _ = f.bracket(v)
+    w = f.word(hi) if r < sr_fraction(fmt, a) else f.word(lo)
+    return sign | min(w, f.max_finite)
+
+
+def rounding_key(seed, step):
+    d = philox4x32_10([step & MASK, step >> 32, 0, ROUND_KEY_TAG], [seed & MASK, seed >> 32])
+    return d[0], d[1]
+
+
+def rounding_bits(seed, step, param_id, element):
+    """The random word of stochastic rounding for element `element` of
+    parameter `param_id` when the update of step `step` is stored."""
+    b = element >> 2
+    return philox4x32_10([b & MASK, b >> 32, param_id, ROUND_BLOCK_TAG],
+                         rounding_key(seed, step))[element & 3]
+
+
+def storage_inputs():
+    """Float bits at the edges of both formats, then a spread of magnitudes."""
+    h = lambda s: bits(hexf(s))  # noqa: E731
+    xs = [0x00000000, 0x80000000, h("0x1p0"), h("-0x1p0"), h("0x1.5p0"),
+          # bf16 (8 significant bits): exact, halfway with lo even / odd, just above half
+          h("0x1.01p0"), h("0x1.03p0"), h("0x1.010002p0"), h("-0x1.03p0"), h("0x1.fffffep0"),
+          # fp16 (11 significant bits): halfway with lo even / odd, one above, at 2048
+          h("0x1.002p0"), h("0x1.006p0"), h("0x1.002002p0"), h("0x1.0p11") + (1 << 12),
+          h("0x1.0p11") + (3 << 12), bits(f32(math.pi)), bits(f32(-math.pi)), bits(f32(0.1)),
+          bits(f32(-0.1)), bits(f32(1e-3)), bits(f32(3.0e-5)), bits(f32(-7.25)),
+          # fp16's top: max finite, just above, below/at the RN overflow midpoint, 2^16 on
+          bits(65504.0), bits(65505.0), bits(65519.0), bits(65520.0), bits(f32(65535.99)),
+          bits(65536.0), bits(1.0e5), bits(-1.0e5),
+          # fp16's bottom: smallest normal, subnormals, ties at 2^-25 and 3*2^-25, underflow
+          h("0x1p-14"), h("0x1.ffcp-15"), h("0x1.ffep-15"), h("0x1p-24"), h("-0x1p-24"),
+          h("0x1p-25"), h("0x1.8p-24"), h("0x1.000002p-25"), h("0x1p-26"), h("-0x1p-26"),
+          h("0x1.234568p-30"), h("0x1.fffffep-33"), h("0x1p-33"), h("0x1.abcdeep-34"),
+          h("0x1.fffffep-57"), bits(f32(1e-9)),
+          # float's extremes: smallest normal and subnormals (bf16 keeps them), FLT_MAX
+          0x00800000, 0x00000001, 0x007FFFFF, 0x80018000, 0x00008000, 0x7F7FFFFF, 0xFF7FFFFF,
+          # bf16's top: max finite 0x1.fep127, the RN overflow tie 0x1.ffp127, between
+          0x7F7F0000, 0x7F7F8000, 0x7F7F7FFF, 0x7F7F4000, 0xFF7F8000,
+          # inf and NaNs (quiet, negative with payload, signalling with low payload only)
+          0x7F800000, 0xFF800000, 0x7FC00000, 0xFFC00001, 0x7F800001, 0x7FA00000, 0x7FFFFFFF]
+    state = 0x243F6A88
+    for _ in range(24):  # magnitudes 2^-30 .. 2^17, both signs: xorshift32
+        state ^= (state << 13) & MASK
+        state ^= state >> 17
+        state ^= (state << 5) & MASK
+        exponent = 97 + state % 48
+        xs.append((state & 0x80000000) | (exponent << 23) | ((state >> 5) & 0x7FFFFF))
+    return xs
+
+
+def storage_known_answers():
+    """(kind, fields) rows of tests/data/storage_rounding.kat."""
+    rows = []
+    decode_words = {
+        "bf16": [0x0000, 0x8000, 0x0001, 0x007F, 0x0080, 0x3F80, 0xBF80, 0x4049, 0x7F7F,
+                 0xFF7F, 0x7F80, 0xFF80, 0x7F81, 0x7FC0, 0xFFFF],
+        "fp16": [0x0000, 0x8000, 0x0001, 0x8001, 0x0200, 0x03FF, 0x0400, 0x3C00, 0xBC00, 0x3555,
+                 0x7BFF, 0xFBFF, 0x7C00, 0xFC00, 0x7C01, 0x7E00, 0xFFFF]}
+    for fmt, words in decode_words.items():
+        for w in words:
+            rows.append(("decode", (fmt, w, decode16(fmt, w))))
+    for fmt in FORMATS:
+        f = Format(fmt)
+        for x in storage_inputs():
+            a = x & 0x7FFFFFFF
+            rs = [0, 0x7FFFFFFF, 0x80000000, 0xFFFFFFFF]
+            if a < 0x7F800000 and float_value(a) < f.beyond:
+                fr = sr_fraction(fmt, a)  # the comparison's edge: r = F - 1 rounds up, r = F not
+                rs += [fr] + ([fr - 1] if fr > 0 else [])
+            for r in sorted(set(rs)):
+                rows.append(("round", (fmt, x, r, round_nearest(fmt, x), round_stochastic(fmt, x, r))))
+    coords = [(0, 0, 0, 0), (0x0123456789ABCDEF, 1000, 17, 0), (0x0123456789ABCDEF, 1000, 17, 1),
+              (0x0123456789ABCDEF, 1000, 17, 2), (0x0123456789ABCDEF, 1000, 17, 3),
+              (0x0123456789ABCDEF, 1000, 17, 2**64 - 1), (42, 2**32 + 7, 0xFFFFFFFF, 123456789),
+              (2**64 - 1, 2**64 - 1, 2, 5)]
+    coords += [(7, 41, 5, i * 1000003) for i in range(16)]
+    for c in coords:
+        rows.append(("bits", (*c, rounding_bits(*c))))
+    # θ stored at coordinates: the word rounding_bits gives, through SR.
+    thetas = [bits(f32(t)) for t in (0.0123, -1.5, 3.0e-5, 2.75, -0.000731, 1.0e-3, -7.25,
+                                      0.33333334, 1.0e-6, -6.0e-8, 60000.0, -65510.0)]
+    for fmt in FORMATS:
+        for i, x in enumerate(thetas):
+            seed, step, pid, element = 7, 41, 5, 3 + 37 * i
+            r = rounding_bits(seed, step, pid, element)
+            rows.append(("store", (fmt, seed, step, pid, element, x, round_stochastic(fmt, x, r))))
+    return rows
+
+
+def write_storage_kat(path):
+    with open(path, "w", encoding="ascii") as fh:
+        fh.write("# Known answers of the 2-byte storage of theta and its stochastic rounding\n"
+                 "# (docs/perturbation.md), written by tools/z_reference.py --write-storage-kat;\n"
+                 "# tests/test_storage_dtype.cpp reads them. Hexadecimal except SEED STEP\n"
+                 "# PARAM_ID ELEMENT (decimal).\n"
+                 "# decode DTYPE WORD FLOAT_BITS                          (exact decoding)\n"
+                 "# round DTYPE X_BITS R NEAREST_WORD STOCHASTIC_WORD     (R: the random word)\n"
+                 "# bits SEED STEP PARAM_ID ELEMENT WORD                  (rounding_bits)\n"
+                 "# store DTYPE SEED STEP PARAM_ID ELEMENT X_BITS WORD    (stochastic, r = rounding_bits)\n")
+        for kind, fields in storage_known_answers():
+            if kind == "decode":
+                fh.write("decode %s %04x %08x\n" % fields)
+            elif kind == "round":
+                fh.write("round %s %08x %08x %04x %04x\n" % fields)
+            elif kind == "bits":
+                fh.write("bits %d %d %d %d %08x\n" % fields)
+            else:
+                fh.write("store %s %d %d %d %d %08x %04x\n" % fields)
+
+
 # --- known answers -------------------------------------------------------------
 
 def known_answers():
@@ -254,13 +491,13 @@ def write_kat(path):
                      % (element, bits(theta), bits(new), bits(plus), bits(minus)))
 
 
-def check_kat(path):
+def check_kat(path, write=None):
     import os
     import tempfile
     want = open(path, encoding="ascii").read()
     with tempfile.TemporaryDirectory() as d:
         tmp = os.path.join(d, "kat")
-        write_kat(tmp)
+        (write or write_kat)(tmp)
         got = open(tmp, encoding="ascii").read()
     if got != want:
         sys.exit(f"{path}: differs from what tools/z_reference.py computes")
@@ -272,6 +509,9 @@ def main():
     g = ap.add_mutually_exclusive_group(required=True)
     g.add_argument("--write-kat", metavar="FILE")
     g.add_argument("--check-kat", metavar="FILE")
+    g.add_argument("--write-storage-kat", metavar="FILE",
+                   help="the known answers of bf16/fp16 storage and stochastic rounding")
+    g.add_argument("--check-storage-kat", metavar="FILE")
     g.add_argument("--check-constants", action="store_true",
                    help="rederive the polynomial coefficients and compare")
     args = ap.parse_args()
@@ -279,6 +519,10 @@ def main():
         write_kat(args.write_kat)
     elif args.check_kat:
         check_kat(args.check_kat)
+    elif args.write_storage_kat:
+        write_storage_kat(args.write_storage_kat)
+    elif args.check_storage_kat:
+        check_kat(args.check_storage_kat, write_storage_kat)
     else:
         fitted = fit_coefficients()
         used = {"S1": S1, "S3": S3, "S5": S5, "S7": S7, "C2": C2, "C4": C4, "C6": C6, "C8": C8,

@@ -117,6 +117,11 @@ inline ZRecipe z_recipe_from_int(std::int64_t version) {
 /// other use of Philox in distzo must pick a different tag.
 constexpr std::uint32_t kPerturbationKeyTag = 0x5A4B4559u;
 constexpr std::uint32_t kPerturbationBlockTag = 0x5A56414Cu;
+/// The random words of stochastic rounding (core/storage_dtype.hpp), ASCII
+/// "RKEY" and "RVAL": their own streams, so rounding θ never reuses a word
+/// that made z.
+constexpr std::uint32_t kRoundingKeyTag = 0x524B4559u;
+constexpr std::uint32_t kRoundingBlockTag = 0x5256414Cu;
 
 namespace perturbation_detail {
 
