@@ -421,6 +421,24 @@ def storage_known_answers():
             seed, step, pid, element = 7, 41, 5, 3 + 37 * i
             r = rounding_bits(seed, step, pid, element)
             rows.append(("store", (fmt, seed, step, pid, element, x, round_stochastic(fmt, x, r))))
+    # The fused update of a 2-byte θ (kernels::update_and_perturb): decode,
+    # update_element's float32 arithmetic, store θ' with the rounding (SR:
+    # the word of the pending step 41), w± from the θ' stored.
+    for fmt in FORMATS:
+        for rounding in ("nearest", "stochastic"):
+            for element, theta, _ in update_rows():
+                word = round_nearest(fmt, bits(theta))
+                held = from_bits(decode16(fmt, word))
+                zs = [z(UPDATE_SEED, UPDATE_PENDING_STEP, q, UPDATE_PARAM, element) for q in range(2)]
+                now = z(UPDATE_SEED, UPDATE_STEP, 0, UPDATE_PARAM, element)
+                new, _, _ = update_element(held, UPDATE_DECAY, UPDATE_COEFFICIENTS, zs, UPDATE_EPS, now)
+                r = rounding_bits(UPDATE_SEED, UPDATE_PENDING_STEP, UPDATE_PARAM, element)
+                stored = (round_nearest(fmt, bits(new)) if rounding == "nearest"
+                          else round_stochastic(fmt, bits(new), r))
+                value = from_bits(decode16(fmt, stored))
+                ez = mul(UPDATE_EPS, now)
+                rows.append(("update", (fmt, rounding, element, word, stored, bits(add(value, ez)),
+                                        bits(sub(value, ez)))))
     return rows
 
 
@@ -433,7 +451,9 @@ def write_storage_kat(path):
                  "# decode DTYPE WORD FLOAT_BITS                          (exact decoding)\n"
                  "# round DTYPE X_BITS R NEAREST_WORD STOCHASTIC_WORD     (R: the random word)\n"
                  "# bits SEED STEP PARAM_ID ELEMENT WORD                  (rounding_bits)\n"
-                 "# store DTYPE SEED STEP PARAM_ID ELEMENT X_BITS WORD    (stochastic, r = rounding_bits)\n")
+                 "# store DTYPE SEED STEP PARAM_ID ELEMENT X_BITS WORD    (stochastic, r = rounding_bits)\n"
+                 "# update DTYPE ROUNDING ELEMENT THETA_WORD NEW_WORD W_PLUS W_MINUS  (the fused\n"
+                 "#   kernel on 2-byte theta: z_recipe2.kat's update rows, theta stored first)\n")
         for kind, fields in storage_known_answers():
             if kind == "decode":
                 fh.write("decode %s %04x %08x\n" % fields)
@@ -441,6 +461,8 @@ def write_storage_kat(path):
                 fh.write("round %s %08x %08x %04x %04x\n" % fields)
             elif kind == "bits":
                 fh.write("bits %d %d %d %d %08x\n" % fields)
+            elif kind == "update":
+                fh.write("update %s %s %d %04x %04x %08x %08x\n" % fields)
             else:
                 fh.write("store %s %d %d %d %d %08x %04x\n" % fields)
 

@@ -17,10 +17,10 @@ constexpr int kBlocksPerItem =
     std::is_same<MemSpace, Kokkos::HostSpace>::value ? 32 : 1;
 constexpr int kElementsPerItem = 4 * kBlocksPerItem;
 
-void check(const Vec& theta, const Vec& out, const char* which) {
-  DISTZO_REQUIRE(out.extent(0) == 0 || out.extent(0) == theta.extent(0),
+void check(std::size_t theta_elements, const Vec& out, const char* which) {
+  DISTZO_REQUIRE(out.extent(0) == 0 || out.extent(0) == theta_elements,
                  "update_and_perturb: " << which << " holds " << out.extent(0)
-                                        << " elements, θ holds " << theta.extent(0));
+                                        << " elements, θ holds " << theta_elements);
 }
 
 void check_terms(const UpdateTerms& update) {
@@ -30,23 +30,51 @@ void check_terms(const UpdateTerms& update) {
 
 }  // namespace
 
-void update_and_perturb(const ExecSpace& space, const Vec& theta, std::uint32_t param_id,
-                        std::uint64_t first_element, const UpdateTerms& update,
-                        const PerturbationStream& stream, real eps, const Vec& plus,
-                        const Vec& minus, const RowSelection& rows) {
+/// θ as the kernel sees it: load(i) gives element i as float32. kExact
+/// (float32): θ' is written to words as computed; otherwise store(i, v, r)
+/// stores v rounded (with the word r when kStochastic) and returns the
+/// value θ now holds.
+struct Fp32Theta {
+  Vec words;
+  static constexpr bool kExact = true, kStochastic = false;
+  std::size_t extent() const { return words.extent(0); }
+  KOKKOS_FORCEINLINE_FUNCTION real load(std::uint64_t i) const { return words(i); }
+};
+
+template <StorageDtype kDtype, Rounding kRounding>
+struct HalfTheta {
+  HalfVec words;
+  static constexpr bool kExact = false, kStochastic = kRounding == Rounding::stochastic;
+  std::size_t extent() const { return words.extent(0); }
+  KOKKOS_FORCEINLINE_FUNCTION real load(std::uint64_t i) const {
+    return storage::load(words(i), kDtype);
+  }
+  KOKKOS_FORCEINLINE_FUNCTION real store(std::uint64_t i, real v, std::uint32_t r) const {
+    const std::uint32_t word = storage::store(v, kDtype, kRounding, r);
+    words(i) = static_cast<std::uint16_t>(word);
+    return storage::load(word, kDtype);
+  }
+};
+
+template <class Theta>
+void fused_kernel(const ExecSpace& space, const Theta& theta, std::uint32_t param_id,
+                  std::uint64_t first_element, const UpdateTerms& update,
+                  const PerturbationStream& stream, real eps, const Vec& plus, const Vec& minus,
+                  const RowSelection& rows) {
   check_terms(update);
-  check(theta, plus, "w+");
-  check(theta, minus, "w-");
+  check(theta.extent(), plus, "w+");
+  check(theta.extent(), minus, "w-");
   const bool all_rows = rows.used.extent(0) == 0;
   DISTZO_REQUIRE(all_rows || (rows.row_elements > 0 &&
-                              (first_element + theta.extent(0) + rows.row_elements - 1) /
+                              (first_element + theta.extent() + rows.row_elements - 1) /
                                       rows.row_elements <=
                                   rows.used.extent(0)),
                  "update_and_perturb: a row selection of " << rows.used.extent(0) << " rows of "
                      << rows.row_elements << " elements does not cover elements [" << first_element
-                     << ", " << first_element + theta.extent(0) << ")");
-  if (theta.extent(0) == 0) return;
-  const Vec t = theta, p = plus, m = minus;
+                     << ", " << first_element + theta.extent() << ")");
+  if (theta.extent() == 0) return;
+  const Theta t = theta;
+  const Vec p = plus, m = minus;
   const bool write_plus = plus.extent(0) != 0, write_minus = minus.extent(0) != 0;
   const bool perturb = write_plus || write_minus;
   const UpdateTerms u = update;
@@ -55,7 +83,7 @@ void update_and_perturb(const ExecSpace& space, const Vec& theta, std::uint32_t 
   const std::uint64_t row_elements = all_rows ? 1 : rows.row_elements;
   // Elements [first, last] of the parameter; items cover whole chunks of
   // kBlocksPerItem Philox blocks starting at the block holding `first`.
-  const std::uint64_t first = first_element, last = first_element + theta.extent(0) - 1;
+  const std::uint64_t first = first_element, last = first_element + theta.extent() - 1;
   const std::uint64_t first_block = first >> 2;
   const std::int64_t items = static_cast<std::int64_t>(
       ((last >> 2) - first_block) / kBlocksPerItem + 1);
@@ -85,11 +113,11 @@ void update_and_perturb(const ExecSpace& space, const Vec& theta, std::uint32_t 
         }
         real value[kElementsPerItem];
         if (whole) {
-          for (int i = 0; i < kElementsPerItem; ++i) value[i] = t(base + i - first);
+          for (int i = 0; i < kElementsPerItem; ++i) value[i] = t.load(base + i - first);
         } else {
           for (int i = 0; i < kElementsPerItem; ++i) {
             const std::uint64_t e = base + i;
-            value[i] = (e >= first && e <= last) ? t(e - first) : real(0);
+            value[i] = (e >= first && e <= last) ? t.load(e - first) : real(0);
           }
         }
         // z of this step, and of the pending update's queries. One query
@@ -113,12 +141,30 @@ void update_and_perturb(const ExecSpace& space, const Vec& theta, std::uint32_t 
             for (int i = 0; i < kElementsPerItem; ++i) step[i] = fp::add(step[i], fp::mul(a, z[i]));
           }
           for (int i = 0; i < kElementsPerItem; ++i) value[i] = fp::sub(value[i], step[i]);
-          if (whole) {
-            for (int i = 0; i < kElementsPerItem; ++i) t(base + i - first) = value[i];
+          if constexpr (Theta::kExact) {
+            // float32: θ' is stored as computed (plain stores, as vectorisable as before).
+            if (whole) {
+              for (int i = 0; i < kElementsPerItem; ++i) t.words(base + i - first) = value[i];
+            } else {
+              for (int i = 0; i < kElementsPerItem; ++i) {
+                const std::uint64_t e = base + i;
+                if (e >= first && e <= last) t.words(e - first) = value[i];
+              }
+            }
           } else {
-            for (int i = 0; i < kElementsPerItem; ++i) {
-              const std::uint64_t e = base + i;
-              if (e >= first && e <= last) t(e - first) = value[i];
+            // 2 bytes: θ' rounded (stochastic rounding: with the words of
+            // the pending step), and w± from the value stored.
+            std::uint32_t r[kElementsPerItem] = {};
+            if constexpr (Theta::kStochastic)
+              u.rounding_stream.words_n<kBlocksPerItem>(param_id, block0, r);
+            if (whole) {
+              for (int i = 0; i < kElementsPerItem; ++i)
+                value[i] = t.store(base + i - first, value[i], r[i]);
+            } else {
+              for (int i = 0; i < kElementsPerItem; ++i) {
+                const std::uint64_t e = base + i;
+                if (e >= first && e <= last) value[i] = t.store(e - first, value[i], r[i]);
+              }
             }
           }
         }
@@ -141,6 +187,43 @@ void update_and_perturb(const ExecSpace& space, const Vec& theta, std::uint32_t 
       });
 }
 
+void update_and_perturb(const ExecSpace& space, const Vec& theta, std::uint32_t param_id,
+                        std::uint64_t first_element, const UpdateTerms& update,
+                        const PerturbationStream& stream, real eps, const Vec& plus,
+                        const Vec& minus, const RowSelection& rows) {
+  fused_kernel(space, Fp32Theta{theta}, param_id, first_element, update, stream, eps, plus, minus,
+               rows);
+}
+
+void update_and_perturb(const ExecSpace& space, const HalfVec& theta, StorageDtype dtype,
+                        std::uint32_t param_id, std::uint64_t first_element,
+                        const UpdateTerms& update, const PerturbationStream& stream, real eps,
+                        const Vec& plus, const Vec& minus, const RowSelection& rows) {
+  // One instantiation per (format, rounding): neither is decided per element.
+  const bool sr = update.rounding == Rounding::stochastic;
+  switch (dtype) {
+    case StorageDtype::bf16:
+      if (sr)
+        fused_kernel(space, HalfTheta<StorageDtype::bf16, Rounding::stochastic>{theta}, param_id,
+                     first_element, update, stream, eps, plus, minus, rows);
+      else
+        fused_kernel(space, HalfTheta<StorageDtype::bf16, Rounding::nearest>{theta}, param_id,
+                     first_element, update, stream, eps, plus, minus, rows);
+      return;
+    case StorageDtype::fp16:
+      if (sr)
+        fused_kernel(space, HalfTheta<StorageDtype::fp16, Rounding::stochastic>{theta}, param_id,
+                     first_element, update, stream, eps, plus, minus, rows);
+      else
+        fused_kernel(space, HalfTheta<StorageDtype::fp16, Rounding::nearest>{theta}, param_id,
+                     first_element, update, stream, eps, plus, minus, rows);
+      return;
+    case StorageDtype::fp32: break;
+  }
+  DISTZO_REQUIRE(false, "update_and_perturb: 2-byte words of θ with storage dtype "
+                            << to_string(dtype) << " (bf16 or fp16 expected)");
+}
+
 void apply_update(const ExecSpace& space, const Vec& theta, std::uint32_t param_id,
                   std::uint64_t first_element, const UpdateTerms& update) {
   if (update.count == 0) return;
@@ -148,6 +231,13 @@ void apply_update(const ExecSpace& space, const Vec& theta, std::uint32_t param_
   // and this step's z is never evaluated.
   update_and_perturb(space, theta, param_id, first_element, update, PerturbationStream{}, real(0),
                      Vec(), Vec());
+}
+
+void apply_update(const ExecSpace& space, const HalfVec& theta, StorageDtype dtype,
+                  std::uint32_t param_id, std::uint64_t first_element, const UpdateTerms& update) {
+  if (update.count == 0) return;
+  update_and_perturb(space, theta, dtype, param_id, first_element, update, PerturbationStream{},
+                     real(0), Vec(), Vec());
 }
 
 }  // namespace distzo::kernels

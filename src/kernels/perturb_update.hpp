@@ -13,8 +13,16 @@
 // so "was θ restored before the update?" cannot arise. The same function runs
 // when an update is fused with the next perturbation and when `flush` applies
 // it alone, so both give bit-identical θ.
+//
+// θ stored in 2 bytes (bf16 or fp16, core/storage_dtype.hpp): the element is
+// decoded to float32, updated with the same arithmetic, and stored with the
+// update's rounding (nearest, or stochastic with the rounding word of
+// (seed, pending step, parameter id, element)); w± are computed from the value
+// θ now holds, so the next step and a flush see the same θ. One read and one
+// write of the 2-byte word per element; w± stay float32.
 
 #include "core/perturbation.hpp"
+#include "core/storage_dtype.hpp"
 #include "core/types.hpp"
 
 #include <cstdint>
@@ -30,6 +38,9 @@ struct UpdateTerms {
   real decay = 0;                                // lr · weight_decay for this tensor
   PerturbationStream stream[kMaxQueries] = {};   // z_q of the step being applied
   real coefficient[kMaxQueries] = {};            // a_q = lr · g_q / q
+  // How the updated θ is stored when it is stored in 2 bytes (fp32: exact).
+  Rounding rounding = Rounding::nearest;
+  RoundingStream rounding_stream = {};           // (seed, pending step): stochastic only
 };
 
 /// Which rows of a row-major (rows, row_elements) parameter need w±: used(r)
@@ -53,8 +64,16 @@ void update_and_perturb(const ExecSpace& space, const Vec& theta, std::uint32_t 
                         const PerturbationStream& stream, real eps, const Vec& plus,
                         const Vec& minus, const RowSelection& rows = RowSelection());
 
+/// The same with θ stored in 2-byte words of `dtype` (bf16 or fp16).
+void update_and_perturb(const ExecSpace& space, const HalfVec& theta, StorageDtype dtype,
+                        std::uint32_t param_id, std::uint64_t first_element,
+                        const UpdateTerms& update, const PerturbationStream& stream, real eps,
+                        const Vec& plus, const Vec& minus, const RowSelection& rows = RowSelection());
+
 /// Only the update (flush before eval or checkpoint): the same arithmetic.
 void apply_update(const ExecSpace& space, const Vec& theta, std::uint32_t param_id,
                   std::uint64_t first_element, const UpdateTerms& update);
+void apply_update(const ExecSpace& space, const HalfVec& theta, StorageDtype dtype,
+                  std::uint32_t param_id, std::uint64_t first_element, const UpdateTerms& update);
 
 }  // namespace distzo::kernels

@@ -17,6 +17,8 @@ kernels::UpdateTerms update_terms(const PendingUpdate& pending,
     terms.stream[i] = pending.z.stream(pending.step, i);
     terms.coefficient[i] = static_cast<real>(pending.lr * pending.g[i] / q);
   }
+  // The words that round a 2-byte θ', keyed by the step being applied.
+  terms.rounding_stream = RoundingStream::make(pending.z.seed, pending.step);
   return terms;
 }
 
