@@ -10,6 +10,9 @@
 //   update_and_perturb, no pending update, writes w+ and w-:
 //       read θ 4 + write w+ 4 + write w- 4                     = 12 B
 //   apply_update (1 query):            read θ 4 + write θ 4   =  8 B
+//   the same with θ stored in bf16 (2-byte words, round to nearest or
+//   stochastic rounding): θ moves 2 + 2 B, w± stay float32 = 12 B fused,
+//   4 B apply_update
 //   deep_copy baseline: a 2N-float copy, read 8 + write 8      = 16 B per θ element
 //   same-traffic kernel, no RNG: the fused kernel's exact access pattern
 //       (θ read+written, w± written) with z replaced by a constant = 16 B
@@ -162,6 +165,37 @@ int run(int argc, char** argv) {
                      time_reps(space, warmup, reps, [&] {
                        kernels::apply_update(space, theta, param_id, 0, u);
                      })});
+  }
+  {
+    // θ stored in bf16: the same arithmetic, 2-byte reads and writes of θ;
+    // stochastic rounding adds one Philox block per 4 elements.
+    HalfVec theta16("distzo::perf::theta_bf16", n);
+    const Vec t = theta;
+    const HalfVec t16 = theta16;
+    Kokkos::parallel_for(
+        "distzo::perf::theta_to_bf16", Kokkos::RangePolicy<ExecSpace, Kokkos::IndexType<std::int64_t>>(
+                                           space, 0, static_cast<std::int64_t>(n)),
+        KOKKOS_LAMBDA(const std::int64_t i) {
+          t16(i) = static_cast<std::uint16_t>(
+              storage::store(t(i), StorageDtype::bf16, Rounding::nearest, 0));
+        });
+    for (Rounding rounding : {Rounding::nearest, Rounding::stochastic}) {
+      kernels::UpdateTerms u = pending(Distribution::gaussian, ZRecipe::v2);
+      u.rounding = rounding;
+      u.rounding_stream = RoundingStream::make(2024, 41);
+      const std::string how = rounding == Rounding::nearest ? "nearest" : "stochastic";
+      lines.push_back({"bf16 θ (" + how + "), update + w+ + w-, gaussian",
+                       "bf16_" + how + "_fused_gaussian", 12,
+                       time_reps(space, warmup, reps, [&] {
+                         kernels::update_and_perturb(space, theta16, StorageDtype::bf16, param_id,
+                                                     0, u, gauss, eps, plus, minus);
+                       })});
+      lines.push_back({"bf16 θ (" + how + "), apply_update (flush), gaussian",
+                       "bf16_" + how + "_apply_update_gaussian", 4,
+                       time_reps(space, warmup, reps, [&] {
+                         kernels::apply_update(space, theta16, StorageDtype::bf16, param_id, 0, u);
+                       })});
+    }
   }
   {
     // The fused kernel's memory pattern without the generator: the speed the
