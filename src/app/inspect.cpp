@@ -3,10 +3,15 @@
 #include "app/format.hpp"
 
 #include "core/digest.hpp"
+#include "core/error.hpp"
+#include "io/dataset.hpp"
+#include "io/hdf5_file.hpp"
 #include "io/model_file.hpp"
 
 #include <cstdio>
 #include <iomanip>
+#include <limits>
+#include <vector>
 
 namespace distzo::app {
 
@@ -20,9 +25,51 @@ const char* group_name(const model::ParameterInfo& p) {
   return "block";
 }
 
+/// A dataset file (docs/datasets.md): its task, sizes and label balance.
+/// Token ids are checked against the largest vocabulary the format allows
+/// (the model that will read it is not known here).
+void inspect_dataset(const std::string& path, std::ostream& out) {
+  const io::Dataset d = io::load_dataset(path, std::int64_t{1} << 31);
+  std::int64_t tokens = 0;
+  for (std::int32_t n : d.lengths) tokens += n;
+  out << "file          " << path << " (dataset, format " << io::kDatasetFormatVersion << ")\n"
+      << "task          " << io::to_string(d.task) << "\n"
+      << "examples      " << d.num_examples << " of up to " << d.seq_len << " tokens ("
+      << tokens << " tokens, " << std::fixed << std::setprecision(1)
+      << static_cast<double>(tokens) / static_cast<double>(d.num_examples)
+      << " per example; pad_token_id " << d.pad_token_id << ")\n";
+  if (d.task == io::Task::classification) {
+    std::vector<std::int64_t> per_label(static_cast<std::size_t>(d.num_candidates()), 0);
+    for (std::int32_t label : d.labels) ++per_label[static_cast<std::size_t>(label)];
+    out << "candidates    " << d.num_candidates() << " label words, token ids";
+    for (std::int32_t id : d.candidates) out << " " << id;
+    out << "\nlabels       ";
+    for (std::size_t k = 0; k < per_label.size(); ++k)
+      out << " " << k << ": " << per_label[k] << " (" << std::setprecision(1)
+          << 100.0 * static_cast<double>(per_label[k]) / static_cast<double>(d.num_examples)
+          << " %)";
+    out << "\n";
+  } else {
+    std::int64_t targets = 0;
+    for (std::int32_t t : d.target_mask) targets += t;
+    out << "targets       " << targets << " tokens the loss counts\n";
+  }
+  if (!d.description.empty()) out << "description   " << d.description << "\n";
+}
+
 }  // namespace
 
 void inspect(const std::string& path, bool digest_only, std::ostream& out) {
+  {
+    const io::Hdf5File file(path, io::Hdf5File::Mode::read);
+    if (file.has_attribute("distzo_format") &&
+        file.read_string_attribute("distzo_format") == "dataset") {
+      DISTZO_INPUT_REQUIRE(!digest_only, path << " is a dataset file: --digest is a digest of a "
+                                                 "model's or checkpoint's parameters");
+      inspect_dataset(path, out);
+      return;
+    }
+  }
   // Tensors are read from the file on the host only: inspecting a model
   // never allocates in the execution space.
   const io::ModelReader reader(path);

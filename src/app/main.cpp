@@ -36,6 +36,7 @@ const char* const kUsage =
     "                                    moved per step, before submitting the job\n"
     "  distzo plan config.json [...]     the same for a Hugging Face OPT or Llama config\n"
     "  distzo inspect FILE.h5            architecture, tensor table, parameter count\n"
+    "                                    (a dataset file: task, sizes, label balance)\n"
     "  distzo inspect FILE.h5 --digest   one hex digest over all parameters (digest\n"
     "                                    version 2, docs/formats.md)\n"
     "  distzo make-synthetic OUT.h5 --task classification|causal_lm --examples N\n"

@@ -158,9 +158,9 @@ std::string checkpoint_run_id(const std::string& path) {
 
 TrainingState read_training_state(const std::string& path) {
   Hdf5File file(path, Hdf5File::Mode::read);
-  DISTZO_REQUIRE(file.has_attribute("distzo_format") &&
-                     file.read_string_attribute("distzo_format") == "checkpoint",
-                 path << " is not a distzo checkpoint (distzo_format != \"checkpoint\")");
+  DISTZO_INPUT_REQUIRE(file.has_attribute("distzo_format") &&
+                           file.read_string_attribute("distzo_format") == "checkpoint",
+                       path << " is not a distzo checkpoint (distzo_format != \"checkpoint\")");
   TrainingState s;
   s.step = file.read_int_attribute("step");
   {
@@ -177,8 +177,9 @@ TrainingState read_training_state(const std::string& path) {
   s.queries = static_cast<int>(file.read_int_attribute("queries"));
   s.z.distribution = parse_distribution(file.read_string_attribute("distribution"));
   const std::int64_t recipe = file.has_attribute("z_recipe") ? file.read_int_attribute("z_recipe") : 1;
-  DISTZO_REQUIRE(recipe == 1 || recipe == 2,
-                 path << ": z_recipe " << recipe << " is not a recipe this distzo knows (1, 2)");
+  DISTZO_INPUT_REQUIRE(
+      recipe == 1 || recipe == 2,
+      path << ": z_recipe " << recipe << " is not a recipe this distzo knows (1, 2)");
   s.z.recipe = z_recipe_from_int(recipe);
   s.deck_yaml = file.read_string_attribute("deck_yaml");
   if (file.has_attribute("parameter_digest"))
@@ -201,9 +202,9 @@ TrainingState read_training_state(const std::string& path) {
   const std::vector<double> lr = file.read_doubles("distzo/seed_log/lr");
   const std::vector<double> loss = file.read_doubles("distzo/seed_log/loss");
   const std::vector<double> g = file.read_doubles("distzo/seed_log/g");
-  DISTZO_REQUIRE(lr.size() == steps.size() && loss.size() == steps.size() &&
-                     g.size() == steps.size() * static_cast<std::size_t>(s.queries),
-                 path << ": inconsistent seed log");
+  DISTZO_INPUT_REQUIRE(lr.size() == steps.size() && loss.size() == steps.size() &&
+                           g.size() == steps.size() * static_cast<std::size_t>(s.queries),
+                       path << ": inconsistent seed log");
   for (std::size_t i = 0; i < steps.size(); ++i) {
     SeedLogEntry e;
     e.step = steps[i];

@@ -84,23 +84,23 @@ namespace {
 /// The sizes every task shares: vocabulary, example count, sequence length,
 /// input_ids and lengths, pad_token_id.
 void check_sizes(const Dataset& d, std::int64_t vocab_size, const std::string& src) {
-  DISTZO_REQUIRE(vocab_size >= 1 && vocab_size <= (std::int64_t{1} << 31),
-                 src << ": vocabulary size " << vocab_size << " must be in [1, 2^31]");
-  DISTZO_REQUIRE(d.num_examples >= 1, src << ": the dataset has no examples");
-  DISTZO_REQUIRE(d.seq_len >= 1 && d.seq_len <= std::numeric_limits<std::int32_t>::max(),
-                 src << ": sequence length " << d.seq_len << " must be in [1, 2^31)");
+  DISTZO_INPUT_REQUIRE(vocab_size >= 1 && vocab_size <= (std::int64_t{1} << 31),
+                       src << ": vocabulary size " << vocab_size << " must be in [1, 2^31]");
+  DISTZO_INPUT_REQUIRE(d.num_examples >= 1, src << ": the dataset has no examples");
+  DISTZO_INPUT_REQUIRE(d.seq_len >= 1 && d.seq_len <= std::numeric_limits<std::int32_t>::max(),
+                       src << ": sequence length " << d.seq_len << " must be in [1, 2^31)");
   const std::int64_t n = d.num_examples;
   const std::int64_t T = d.seq_len;
   const std::size_t nt = static_cast<std::size_t>(n * T);
-  DISTZO_REQUIRE(d.input_ids.size() == nt, src << ": input_ids holds " << d.input_ids.size()
-                                               << " tokens, expected N*T = " << n << "*" << T
-                                               << " = " << nt);
-  DISTZO_REQUIRE(d.lengths.size() == static_cast<std::size_t>(n),
-                 src << ": lengths holds " << d.lengths.size()
-                     << " entries, expected one per example (" << n << ")");
-  DISTZO_REQUIRE(d.pad_token_id >= 0 && d.pad_token_id < vocab_size,
-                 src << ": pad_token_id " << d.pad_token_id << " is outside the vocabulary [0, "
-                     << vocab_size << ")");
+  DISTZO_INPUT_REQUIRE(d.input_ids.size() == nt, src << ": input_ids holds " << d.input_ids.size()
+                                                     << " tokens, expected N*T = " << n << "*" << T
+                                                     << " = " << nt);
+  DISTZO_INPUT_REQUIRE(d.lengths.size() == static_cast<std::size_t>(n),
+                       src << ": lengths holds " << d.lengths.size()
+                           << " entries, expected one per example (" << n << ")");
+  DISTZO_INPUT_REQUIRE(d.pad_token_id >= 0 && d.pad_token_id < vocab_size,
+                       src << ": pad_token_id " << d.pad_token_id
+                           << " is outside the vocabulary [0, " << vocab_size << ")");
 }
 
 /// Every length in [1, seq_len].
@@ -158,11 +158,11 @@ void check_causal_lm_targets(const Dataset& d, const std::string& src) {
   const std::int64_t n = d.num_examples;
   const std::int64_t T = d.seq_len;
   const std::size_t nt = static_cast<std::size_t>(n * T);
-  DISTZO_REQUIRE(d.target_mask.size() == nt, src << ": target_mask holds " << d.target_mask.size()
-                                                 << " entries, expected N*T = " << nt
-                                                 << " (task causal_lm)");
-  DISTZO_REQUIRE(d.candidates.empty() && d.labels.empty(),
-                 src << ": candidates/labels belong to task classification, not causal_lm");
+  DISTZO_INPUT_REQUIRE(d.target_mask.size() == nt,
+                       src << ": target_mask holds " << d.target_mask.size()
+                           << " entries, expected N*T = " << nt << " (task causal_lm)");
+  DISTZO_INPUT_REQUIRE(d.candidates.empty() && d.labels.empty(),
+                       src << ": candidates/labels belong to task classification, not causal_lm");
   Violations misplaced;
   Violations no_targets;
   for (std::int64_t i = 0; i < n; ++i) {
@@ -199,24 +199,24 @@ void check_causal_lm_targets(const Dataset& d, const std::string& src) {
 void check_classification_labels(const Dataset& d, std::int64_t vocab_size,
                                  const std::string& src) {
   const std::int64_t n = d.num_examples;
-  DISTZO_REQUIRE(d.target_mask.empty(),
-                 src << ": target_mask belongs to task causal_lm, not classification");
+  DISTZO_INPUT_REQUIRE(d.target_mask.empty(),
+                       src << ": target_mask belongs to task causal_lm, not classification");
   const std::int64_t k = d.num_candidates();
-  DISTZO_REQUIRE(
+  DISTZO_INPUT_REQUIRE(
       k >= 2, src << ": candidates: " << k << " label word(s); classification needs at least 2");
   std::set<std::int32_t> seen;
   for (std::int64_t c = 0; c < k; ++c) {
     const std::int64_t id = d.candidates[static_cast<std::size_t>(c)];
-    DISTZO_REQUIRE(id >= 0 && id < vocab_size,
-                   src << ": candidates: candidate " << c << " is token id " << id
-                       << ", outside the vocabulary [0, " << vocab_size << ")");
-    DISTZO_REQUIRE(
+    DISTZO_INPUT_REQUIRE(id >= 0 && id < vocab_size,
+                         src << ": candidates: candidate " << c << " is token id " << id
+                             << ", outside the vocabulary [0, " << vocab_size << ")");
+    DISTZO_INPUT_REQUIRE(
         seen.insert(static_cast<std::int32_t>(id)).second,
         src << ": candidates: token id " << id << " appears twice (candidate " << c << ")");
   }
-  DISTZO_REQUIRE(d.labels.size() == static_cast<std::size_t>(n),
-                 src << ": labels holds " << d.labels.size()
-                     << " entries, expected one per example (" << n << ")");
+  DISTZO_INPUT_REQUIRE(d.labels.size() == static_cast<std::size_t>(n),
+                       src << ": labels holds " << d.labels.size()
+                           << " entries, expected one per example (" << n << ")");
   Violations bad;
   for (std::int64_t i = 0; i < n; ++i) {
     const std::int32_t label = d.labels[static_cast<std::size_t>(i)];
@@ -252,54 +252,60 @@ namespace {
 /// was found, so float or boolean arrays written by mistake are explained.
 std::vector<std::int64_t> integer_dataset_shape(const Hdf5File& file, const std::string& name,
                                                 std::size_t rank) {
-  DISTZO_REQUIRE(file.has_dataset(name), file.path() << ": missing dataset '" << name << "'");
+  DISTZO_INPUT_REQUIRE(file.has_dataset(name), file.path() << ": missing dataset '" << name << "'");
   Hdf5Handle dset(H5Dopen2(file.id(), name.c_str(), H5P_DEFAULT), H5Dclose);
-  DISTZO_REQUIRE(dset.get() >= 0, file.path() << ": cannot open dataset '" << name << "'");
+  DISTZO_INPUT_REQUIRE(dset.get() >= 0, file.path() << ": cannot open dataset '" << name << "'");
   Hdf5Handle type(H5Dget_type(dset.get()), H5Tclose);
-  DISTZO_REQUIRE(type.get() >= 0, file.path()
-                                      << ": cannot read the type of dataset '" << name << "'");
+  DISTZO_INPUT_REQUIRE(type.get() >= 0,
+                       file.path() << ": cannot read the type of dataset '" << name << "'");
   const H5T_class_t cls = H5Tget_class(type.get());
-  DISTZO_REQUIRE(cls != H5T_ENUM, file.path() << ": dataset '" << name
-                                              << "' is an enum (h5py writes numpy bool that way); "
-                                                 "store it as an integer type, e.g. "
-                                                 "mask.astype('int32')");
-  DISTZO_REQUIRE(cls == H5T_INTEGER, file.path() << ": dataset '" << name
-                                                 << "' must hold integers (int32 preferred), got "
-                                                 << file.dataset_info(name).dtype);
+  DISTZO_INPUT_REQUIRE(cls != H5T_ENUM, file.path()
+                                            << ": dataset '" << name
+                                            << "' is an enum (h5py writes numpy bool that way); "
+                                               "store it as an integer type, e.g. "
+                                               "mask.astype('int32')");
+  DISTZO_INPUT_REQUIRE(cls == H5T_INTEGER, file.path()
+                                               << ": dataset '" << name
+                                               << "' must hold integers (int32 preferred), got "
+                                               << file.dataset_info(name).dtype);
   const std::vector<std::int64_t> shape = file.dataset_info(name).shape;
-  DISTZO_REQUIRE(shape.size() == rank, file.path() << ": dataset '" << name << "' has shape "
-                                                   << shape_string(shape) << ", expected " << rank
-                                                   << " dimension" << (rank > 1 ? "s" : ""));
+  DISTZO_INPUT_REQUIRE(shape.size() == rank, file.path()
+                                                 << ": dataset '" << name << "' has shape "
+                                                 << shape_string(shape) << ", expected " << rank
+                                                 << " dimension" << (rank > 1 ? "s" : ""));
   return shape;
 }
 
 void require_shape(const Hdf5File& file, const std::string& name,
                    const std::vector<std::int64_t>& shape,
                    const std::vector<std::int64_t>& expected, const char* why) {
-  DISTZO_REQUIRE(shape == expected, file.path() << ": dataset '" << name << "' has shape "
-                                                << shape_string(shape) << ", expected "
-                                                << shape_string(expected) << " (" << why << ")");
+  DISTZO_INPUT_REQUIRE(shape == expected, file.path()
+                                              << ": dataset '" << name << "' has shape "
+                                              << shape_string(shape) << ", expected "
+                                              << shape_string(expected) << " (" << why << ")");
 }
 
 }  // namespace
 
 Dataset load_dataset(const std::string& path, std::int64_t vocab_size) {
   Hdf5File file(path, Hdf5File::Mode::read);
-  DISTZO_REQUIRE(file.has_attribute("distzo_format") && file.has_attribute("format_version"),
-                 path << " is not a distzo dataset file (no 'distzo_format' / 'format_version' "
-                         "attributes); the format is described in docs/datasets.md");
+  DISTZO_INPUT_REQUIRE(
+      file.has_attribute("distzo_format") && file.has_attribute("format_version"),
+      path << " is not a distzo dataset file (no 'distzo_format' / 'format_version' "
+              "attributes); the format is described in docs/datasets.md");
   const std::string kind = file.read_string_attribute("distzo_format");
-  DISTZO_REQUIRE(kind == "dataset",
-                 path << ": distzo_format is '" << kind
-                      << "', expected 'dataset' (is this a model or checkpoint?)");
+  DISTZO_INPUT_REQUIRE(kind == "dataset",
+                       path << ": distzo_format is '" << kind
+                            << "', expected 'dataset' (is this a model or checkpoint?)");
   const std::int64_t version = file.read_int_attribute("format_version");
-  DISTZO_REQUIRE(version == kDatasetFormatVersion, path << ": dataset format_version " << version
-                                                        << " is not supported (this distzo reads "
-                                                        << kDatasetFormatVersion << ")");
+  DISTZO_INPUT_REQUIRE(version == kDatasetFormatVersion,
+                       path << ": dataset format_version " << version
+                            << " is not supported (this distzo reads " << kDatasetFormatVersion
+                            << ")");
 
   Dataset d;
   const std::string task = file.read_string_attribute("task");
-  DISTZO_REQUIRE(
+  DISTZO_INPUT_REQUIRE(
       task == "causal_lm" || task == "classification",
       path << ": attribute 'task' is '" << task << "'; allowed: causal_lm, classification");
   d.task = parse_task(task);
@@ -321,9 +327,9 @@ Dataset load_dataset(const std::string& path, std::int64_t vocab_size) {
   const auto ids_shape = integer_dataset_shape(file, "input_ids", 2);
   d.num_examples = ids_shape[0];
   d.seq_len = ids_shape[1];
-  DISTZO_REQUIRE(d.num_examples >= 1 && d.seq_len >= 1,
-                 path << ": dataset 'input_ids' has shape " << shape_string(ids_shape)
-                      << "; it needs at least one example of at least one token");
+  DISTZO_INPUT_REQUIRE(d.num_examples >= 1 && d.seq_len >= 1,
+                       path << ": dataset 'input_ids' has shape " << shape_string(ids_shape)
+                            << "; it needs at least one example of at least one token");
   const std::int64_t n = d.num_examples;
   require_shape(file, "lengths", integer_dataset_shape(file, "lengths", 1), {n},
                 "one length per row of input_ids");

@@ -150,7 +150,7 @@ bool Hdf5File::has_attribute(const std::string& name) const {
 }
 
 std::int64_t Hdf5File::read_int_attribute(const std::string& name) const {
-  DISTZO_REQUIRE(has_attribute(name), path_ << ": missing attribute '" << name << "'");
+  DISTZO_INPUT_REQUIRE(has_attribute(name), path_ << ": missing attribute '" << name << "'");
   auto attr = check(H5Aopen(id(), name.c_str(), H5P_DEFAULT), H5Aclose, path_ + ": attribute " + name);
   auto type = check(H5Aget_type(attr.get()), H5Tclose, path_ + ": attribute type " + name);
   DISTZO_INPUT_REQUIRE(H5Tget_class(type.get()) == H5T_INTEGER,
@@ -163,7 +163,7 @@ std::int64_t Hdf5File::read_int_attribute(const std::string& name) const {
 }
 
 double Hdf5File::read_double_attribute(const std::string& name) const {
-  DISTZO_REQUIRE(has_attribute(name), path_ << ": missing attribute '" << name << "'");
+  DISTZO_INPUT_REQUIRE(has_attribute(name), path_ << ": missing attribute '" << name << "'");
   auto attr = check(H5Aopen(id(), name.c_str(), H5P_DEFAULT), H5Aclose, path_ + ": attribute " + name);
   auto type = check(H5Aget_type(attr.get()), H5Tclose, path_ + ": attribute type " + name);
   const H5T_class_t cls = H5Tget_class(type.get());
@@ -270,7 +270,7 @@ bool Hdf5File::has_dataset(const std::string& name) const {
 }
 
 DatasetInfo Hdf5File::dataset_info(const std::string& name) const {
-  DISTZO_REQUIRE(has_dataset(name), path_ << ": missing dataset '" << name << "'");
+  DISTZO_INPUT_REQUIRE(has_dataset(name), path_ << ": missing dataset '" << name << "'");
   auto dset = check(H5Dopen2(id(), name.c_str(), H5P_DEFAULT), H5Dclose, path_ + ": dataset " + name);
   auto space = check(H5Dget_space(dset.get()), H5Sclose, path_ + ": dataspace of " + name);
   auto type = check(H5Dget_type(dset.get()), H5Tclose, path_ + ": type of " + name);
@@ -318,8 +318,8 @@ std::uint64_t Hdf5File::read_into(const std::string& name, hid_t mem_type, void*
                          path_ << ": dataset '" << name << "' is " << info.dtype << ", expected "
                                << (wanted == H5T_FLOAT ? "numbers" : "integers"));
   }
-  DISTZO_REQUIRE(n == count, path_ << ": dataset '" << name << "' has " << n
-                                   << " elements, expected " << count);
+  DISTZO_INPUT_REQUIRE(n == count, path_ << ": dataset '" << name << "' has " << n
+                                         << " elements, expected " << count);
   auto dset = check(H5Dopen2(id(), name.c_str(), H5P_DEFAULT), H5Dclose, path_ + ": dataset " + name);
   DISTZO_REQUIRE(H5Dread(dset.get(), mem_type, H5S_ALL, H5S_ALL, H5P_DEFAULT, out) >= 0,
                  path_ << ": cannot read dataset '" << name << "' (" << info.dtype << ")");

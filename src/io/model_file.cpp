@@ -17,20 +17,21 @@ using model::ModelConfig;
 }  // namespace
 
 model::ModelConfig read_model_config(const Hdf5File& file) {
-  DISTZO_REQUIRE(file.has_attribute("distzo_format") && file.has_attribute("format_version"),
-                 file.path() << " is not a distzo model file (no 'distzo_format' / "
-                                "'format_version' attributes); convert Hugging Face "
-                                "checkpoints with tools/hf_to_h5.py (GGUF files with "
-                                "tools/gguf_to_h5.py)");
+  DISTZO_INPUT_REQUIRE(file.has_attribute("distzo_format") && file.has_attribute("format_version"),
+                       file.path() << " is not a distzo model file (no 'distzo_format' / "
+                                      "'format_version' attributes); convert Hugging Face "
+                                      "checkpoints with tools/hf_to_h5.py (GGUF files with "
+                                      "tools/gguf_to_h5.py)");
   const std::string kind = file.read_string_attribute("distzo_format");
-  DISTZO_REQUIRE(kind == "model" || kind == "checkpoint",
-                 file.path() << " is a distzo " << kind
-                             << " file, not a model or checkpoint (distzo_format = \"" << kind
-                             << "\")");
+  DISTZO_INPUT_REQUIRE(kind == "model" || kind == "checkpoint",
+                       file.path() << " is a distzo " << kind
+                                   << " file, not a model or checkpoint (distzo_format = \"" << kind
+                                   << "\")");
   const std::int64_t version = file.read_int_attribute("format_version");
-  DISTZO_REQUIRE(version == kModelFormatVersion,
-                 file.path() << ": format_version " << version << " is not supported (this distzo reads "
-                             << kModelFormatVersion << ")");
+  DISTZO_INPUT_REQUIRE(version == kModelFormatVersion,
+                       file.path() << ": format_version " << version
+                                   << " is not supported (this distzo reads " << kModelFormatVersion
+                                   << ")");
   const std::string arch = file.read_string_attribute("architecture");
   ModelConfig c;
   if (arch == "opt")
@@ -78,19 +79,21 @@ ModelReader::ModelReader(const std::string& path) : file_(path, Hdf5File::Mode::
   std::set<std::string> expected;
   for (const auto& p : info_.registry.parameters()) expected.insert(p.name);
   for (const auto& d : file_.list_datasets())
-    DISTZO_REQUIRE(expected.count(d.name) != 0,
-                   path << ": unexpected tensor '" << d.name
-                        << "' for this OPT config (an untied lm_head or a non-canonical name? "
-                           "tools/hf_to_h5.py normalises Hugging Face checkpoints)");
+    DISTZO_INPUT_REQUIRE(
+        expected.count(d.name) != 0,
+        path << ": unexpected tensor '" << d.name
+             << "' for this OPT config (an untied lm_head or a non-canonical name? "
+                "tools/hf_to_h5.py normalises Hugging Face checkpoints)");
   for (const auto& p : info_.registry.parameters()) {
-    DISTZO_REQUIRE(file_.has_dataset(p.name), path << ": missing tensor '" << p.name << "', shape "
-                                                   << model::format_shape(p.shape));
+    DISTZO_INPUT_REQUIRE(file_.has_dataset(p.name), path << ": missing tensor '" << p.name
+                                                         << "', shape "
+                                                         << model::format_shape(p.shape));
     const DatasetInfo d = file_.dataset_info(p.name);
-    DISTZO_REQUIRE(d.shape == p.shape, path << ": tensor " << p.name << ": got "
-                                            << model::format_shape(d.shape) << ", expected "
-                                            << model::format_shape(p.shape));
-    DISTZO_REQUIRE(d.dtype == "float32", path << ": tensor " << p.name << " is " << d.dtype
-                                              << ", expected float32");
+    DISTZO_INPUT_REQUIRE(d.shape == p.shape, path << ": tensor " << p.name << ": got "
+                                                  << model::format_shape(d.shape) << ", expected "
+                                                  << model::format_shape(p.shape));
+    DISTZO_INPUT_REQUIRE(d.dtype == "float32", path << ": tensor " << p.name << " is " << d.dtype
+                                                    << ", expected float32");
   }
 }
 

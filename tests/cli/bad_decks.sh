@@ -64,3 +64,17 @@ grep -qF '| `optim.lr` | number | **required** | > 0 |' help_deck.out || fail "h
 set +e; "$DISTZO" help decks > help_bad.out 2>&1; status=$?; set -e
 [ "$status" -ne 0 ] && grep -qF "help 'decks': the one topic is deck" help_bad.out || fail "help with an unknown topic: $(cat help_bad.out)"
 pass "usage: --help, --version, help deck, unknown command"
+
+# inspect: a dataset file is described (task, sizes, label balance), not refused;
+# --digest of one is an error that says why. Errors about a user's file name
+# the file and carry no source location of distzo's.
+"$DISTZO" inspect train.h5 > inspect_data.out || fail "inspect of a dataset: $(cat inspect_data.out)"
+grep -qF 'task          classification' inspect_data.out && grep -qF 'examples      256 of up to 12 tokens' inspect_data.out &&
+  grep -q '^labels  *0: [0-9]* (' inspect_data.out || fail "inspect of a dataset: $(cat inspect_data.out)"
+set +e; "$DISTZO" inspect train.h5 --digest > inspect_digest.out 2>&1; status=$?; set -e
+[ "$status" -ne 0 ] && grep -qF 'train.h5 is a dataset file: --digest is a digest of a model' inspect_digest.out ||
+  fail "inspect --digest of a dataset: $(cat inspect_digest.out)"
+set +e; "$DISTZO" run bad_decks/12-not-a-model-file.yaml > not_a_model.out 2>&1; set -e
+grep -qF 'is a distzo dataset file, not a model or checkpoint' not_a_model.out && ! grep -q '\[src/' not_a_model.out ||
+  fail "an input error shows a source location: $(cat not_a_model.out)"
+pass "inspect describes dataset files; input errors carry no source location"
