@@ -243,7 +243,9 @@ Deck parse_deck(const std::string& yaml_text, const std::string& source_name) {
 
 void validate_files(const Deck& deck) {
   const DeckOrigin& o = deck.origin;
-  const auto cwd_note = [] {
+  // Where a relative path was looked for; an absolute one needs no note.
+  const auto cwd_note = [](const std::string& path) {
+    if (fs::path(path).is_absolute()) return std::string();
     std::error_code ec;
     const fs::path cwd = fs::current_path(ec);
     return std::string(" (relative paths are taken from the working directory") +
@@ -253,7 +255,7 @@ void validate_files(const Deck& deck) {
     std::error_code ec;
     const fs::file_status st = fs::status(path, ec);
     if (!fs::exists(st))
-      fail(o.source, o.line(key), key, "no such file " + quoted(path) + cwd_note());
+      fail(o.source, o.line(key), key, "no such file " + quoted(path) + cwd_note(path));
     if (!fs::is_regular_file(st))
       fail(o.source, o.line(key), key,
            "expected a regular file, found " +

@@ -78,3 +78,10 @@ set +e; "$DISTZO" run bad_decks/12-not-a-model-file.yaml > not_a_model.out 2>&1;
 grep -qF 'is a distzo dataset file, not a model or checkpoint' not_a_model.out && ! grep -q '\[src/' not_a_model.out ||
   fail "an input error shows a source location: $(cat not_a_model.out)"
 pass "inspect describes dataset files; input errors carry no source location"
+
+# A missing file named by an absolute path gets no note about the working directory.
+sed "s#^  path: .*#  path: $WORK/no-such-model.h5#" bad_decks/07-missing-file.yaml > absolute_missing.yaml
+set +e; "$DISTZO" run absolute_missing.yaml > absolute_missing.out 2>&1; set -e
+grep -qF "model.path: no such file \"$WORK/no-such-model.h5\"" absolute_missing.out &&
+  ! grep -q 'relative paths' absolute_missing.out || fail "absolute missing path: $(cat absolute_missing.out)"
+pass "a missing absolute path is reported without the working-directory note"
