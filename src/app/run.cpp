@@ -120,7 +120,7 @@ std::unique_ptr<RunDirectory> claim_directory(const runtime::Communicator& world
     if (world.rank() != 0) return;
     const io::Deck& deck = inputs.deck;
     directory = std::make_unique<RunDirectory>(deck.output.dir, inputs.notes);
-    directory->claim(inputs.state.run_id);
+    directory->claim(inputs.state.run_id, inputs.notes);
     std::ofstream(deck.output.dir + "/deck.resolved.yaml") << io::resolved_yaml(deck);
   });
   return directory;

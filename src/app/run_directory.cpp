@@ -7,6 +7,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <dirent.h>
 #include <fcntl.h>
 #include <fstream>
@@ -126,7 +127,34 @@ RunDirectory::RunDirectory(const std::string& dir, std::vector<std::string>& not
 
 RunDirectory::~RunDirectory() { std::remove(lock_.c_str()); }
 
-void RunDirectory::claim(const std::string& run_id) {
+namespace {
+
+/// `dir/stem.ext` renamed to `dir/stem.run-<owner>.ext`, if it exists; the
+/// new name, or "" when there was nothing to move.
+std::string move_aside(const std::string& dir, const std::string& stem, const std::string& ext,
+                       const std::string& owner) {
+  const std::string from = dir + "/" + stem + ext, to = dir + "/" + stem + ".run-" + owner + ext;
+  struct stat st;
+  if (stat(from.c_str(), &st) != 0) return "";
+  DISTZO_INPUT_REQUIRE(std::rename(from.c_str(), to.c_str()) == 0,
+                       "cannot move " << from << " aside to " << to << ": " << std::strerror(errno));
+  return to;
+}
+
+}  // namespace
+
+void RunDirectory::claim(const std::string& run_id, std::vector<std::string>& notes) {
+  // The directory's previous run (another run_id) keeps its logs: a new run,
+  // or one resumed from another run's checkpoint, would truncate them.
+  const std::string owner = owner_of(dir_);
+  if (!owner.empty() && owner != run_id)
+    for (const char* name : {"metrics", "eval", "run"}) {
+      const std::string ext = std::string(name) == "run" ? ".log" : ".csv";
+      const std::string moved = move_aside(dir_, name, ext, owner);
+      if (!moved.empty())
+        notes.push_back("output.dir: the " + std::string(name) + ext + " of run " + owner +
+                        " (the directory's previous run) is kept as " + moved);
+    }
   std::ofstream(dir_ + "/run_id") << run_id << "\n";
 }
 
@@ -214,6 +242,20 @@ std::string RunCheckpoints::write(const io::ModelInfo& model, const runtime::Par
                                   const io::TrainingState& state,
                                   const std::function<void()>& alive) const {
   const std::string path = dir_ + "/" + io::checkpoint_name(state.step);
+  if (writers_.root) {
+    // Another run's checkpoint of the same step (two runs, one directory)
+    // is kept under a name that resume and rotation do not take for ours.
+    // One whose run cannot be read (damaged) is replaced, as before.
+    struct stat st;
+    const std::string owner = stat(path.c_str(), &st) == 0 ? io::checkpoint_run_id(path) : "";
+    if (!owner.empty() && owner != state.run_id) {
+      const std::string stem = path.substr(0, path.size() - 3);  // without ".h5"
+      const std::string kept = stem + ".run-" + owner + ".h5";
+      DISTZO_INPUT_REQUIRE(std::rename(path.c_str(), kept.c_str()) == 0,
+                           "cannot move another run's checkpoint " << path << " aside to " << kept
+                                                                   << ": " << std::strerror(errno));
+    }
+  }
   if (writers_.node != nullptr) {
     io::write_checkpoint_parallel(
         path, model, writers_.node->comm(),

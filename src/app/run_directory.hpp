@@ -39,8 +39,10 @@ class RunDirectory {
   RunDirectory(const RunDirectory&) = delete;
   RunDirectory& operator=(const RunDirectory&) = delete;
 
-  /// Records `run_id` as the owner of the directory.
-  void claim(const std::string& run_id);
+  /// Records `run_id` as the owner of the directory. The logs of a
+  /// previous owner (metrics.csv, eval.csv, run.log) are moved aside to
+  /// NAME.run-<its id>.EXT first, with a note: a run never truncates another's.
+  void claim(const std::string& run_id, std::vector<std::string>& notes);
 
  private:
   std::string dir_;

@@ -55,6 +55,24 @@ sed -i 's/  queries: 1/  queries: 1\n  seed: 7/' second_resume.yaml
 grep -q "resuming from mixed/ckpt-000020.h5" second_resume.log || fail "resumed from: $(head -1 second_resume.log)"
 pass "rotation deletes only the run's own checkpoints; resume: latest picks the run's own newest"
 
+# 4b. Nothing of the earlier runs is overwritten: the second run moved the
+#     first run's logs aside, and a third run writing step 40 (where the
+#     first run has a checkpoint) moves that checkpoint aside, intact.
+first_id=$(sed -n 's/^run id \([0-9a-f]*\) (new)$/\1/p' first_run.log)
+[ -n "$first_id" ] || fail "no run id in first_run.log: $(head -3 first_run.log)"
+[ -s "mixed/metrics.run-$first_id.csv" ] && [ -s "mixed/run.run-$first_id.log" ] ||
+  fail "the first run's logs were not kept: $(ls mixed)"
+[ "$(tail -1 "mixed/metrics.run-$first_id.csv" | cut -d, -f1)" = 40 ] || fail "the first run's metrics were cut"
+before=$(digest mixed/ckpt-000040.h5)
+deck third_run 40 mixed 'checkpoint:' '  interval: 40'
+sed -i 's/  queries: 1/  queries: 1\n  seed: 9/' third_run.yaml
+"$DISTZO" run third_run.yaml > third_run.log 2>&1 || { cat third_run.log; fail "third run failed"; }
+[ "$(digest "mixed/ckpt-000040.run-$first_id.h5")" = "$before" ] ||
+  fail "the first run's step-40 checkpoint was not kept: $(ls mixed)"
+[ "$(digest mixed/ckpt-000040.h5)" != "$before" ] || fail "the third run did not write its own step 40"
+grep -q "the metrics.csv of run .* is kept as mixed/metrics.run-" mixed/run.log || fail "no note: $(head -5 mixed/run.log)"
+pass "a run into another run's directory keeps that run's logs and same-step checkpoints under .run-<id> names"
+
 # 5. The newest checkpoint is truncated: resume warns and takes the one before.
 deck trunc 20 trunc 'checkpoint:' '  interval: 10'
 "$DISTZO" run trunc.yaml > trunc.log
