@@ -13,7 +13,7 @@
 sbatch_script=$(cd "$(dirname "$3")" && pwd)/$(basename "$3")
 source "$(dirname "$0")/lib.sh" "$1" "$2"
 
-source "$(dirname "$0")/../support/slurm_cluster.sh"
+source "$HERE/../support/slurm_cluster.sh"
 slurm_require
 
 host=$(hostname -s)

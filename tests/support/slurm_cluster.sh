@@ -4,7 +4,9 @@
 #
 #   slurm_require               skips (exit 77) without root, SLURM or munge;
 #                               with CI set a skip is a failure
-#   slurm_start_munged          munged as user munge, its socket in $WORK/munge
+#   slurm_start_munged [-n K]   munged as user munge, its socket in $WORK/munge
+#                               (on node K with -n: a test killed outright
+#                               leaves it to nodes.sh's removal of stale nodes)
 #   slurm_write_conf CTLD ADDR NAME=ADDR...
 #                               $WORK/slurm.conf (exported as SLURM_CONF):
 #                               slurmctld on host CTLD at ADDR, one compute
@@ -80,8 +82,8 @@ slurm_start_munged() {
   chmod 755 "$WORK"
   mkdir -p "$WORK/munge" "$WORK/slurm/state"
   chown munge: "$WORK/munge"
-  slurm_daemon runuser -u munge -- munged --foreground --socket="$WORK/munge/socket" --pid-file="$WORK/munge/pid" \
-    --log-file="$WORK/munge/munged.log" --seed-file="$WORK/munge/seed"
+  slurm_daemon "$@" runuser -u munge -- munged --foreground --socket="$WORK/munge/socket" --pid-file="$WORK/munge/pid" \
+    --log-file="$WORK/munge/munged.log" --seed-file="$WORK/munge/seed" > "$WORK/munge/munged.out" 2>&1
   local _
   for _ in $(seq 50); do [ -S "$WORK/munge/socket" ] && return 0; sleep 0.1; done
   slurm_logs
