@@ -5,6 +5,7 @@
 #                           namespaces cannot be made, fails instead if CI is set
 #   NODE_NAMES[k]           node k's host name, e.g. dzt1234-n0
 #   on_node K CMD...        runs CMD inside node K's namespaces
+#   on_node_bg K CMD...     the same in the background ($! is CMD's pid)
 #   mpiexec_nodes ARGS...   $MPIEXEC inside node 0, starting the hydra proxy of
 #                           every host in -hosts on that node (ssh launcher)
 #
@@ -181,6 +182,13 @@ make_nodes() {
 on_node() {
   local k=$1; shift
   nsenter --target "${NODE_HOLDERS[$k]}" --net --uts --mount --wd="$PWD" -- "$@"
+}
+
+# on_node_bg K CMD...: on_node in the background; $! is CMD's pid (nsenter
+# execs it), so a daemon started this way can be stopped by that pid.
+on_node_bg() {
+  local k=$1; shift
+  nsenter --target "${NODE_HOLDERS[$k]}" --net --uts --mount --wd="$PWD" -- "$@" &
 }
 
 # mpiexec_nodes ARGS...: mpiexec inside node 0; with -hosts naming nodes,
