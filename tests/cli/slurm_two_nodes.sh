@@ -82,6 +82,10 @@ for k in 0 1; do
   launches=$(grep -c "launch task StepId=$SLURM_JOB\.0 " "slurm/slurmd-${NODE_NAMES[$k]}.log" || true)
   [ "$launches" -ge 2 ] || fail "slurmd on ${NODE_NAMES[$k]} launched step $SLURM_JOB.0 $launches time(s), expected 2 (before and after the requeue)"
 done
+for k in 0 1; do
+  grep -q "^host memory of node ${NODE_NAMES[$k]} (2 ranks): " run/run.log ||
+    fail "run/run.log has no host memory line of node ${NODE_NAMES[$k]}: $(grep 'host memory' run/run.log)"
+done
 
 # The same deck uninterrupted, 4 ranks on one node (this machine).
 MICRO_BATCH=8 deck straight $steps straight 'checkpoint:' '  interval: 0' 'parallel:' '  perturbation: 2' '  data: 2'
