@@ -148,8 +148,10 @@ void RunDirectory::claim(const std::string& run_id, std::vector<std::string>& no
   // or one resumed from another run's checkpoint, would truncate them.
   const std::string owner = owner_of(dir_);
   if (!owner.empty() && owner != run_id)
-    for (const char* name : {"metrics", "eval", "run"}) {
-      const std::string ext = std::string(name) == "run" ? ".log" : ".csv";
+    for (const char* name : {"metrics", "eval", "run", "deck.resolved"}) {
+      const std::string ext = std::string(name) == "run"             ? ".log"
+                              : std::string(name) == "deck.resolved" ? ".yaml"
+                                                                     : ".csv";
       const std::string moved = move_aside(dir_, name, ext, owner);
       if (!moved.empty())
         notes.push_back("output.dir: the " + std::string(name) + ext + " of run " + owner +
@@ -238,10 +240,12 @@ std::string RunCheckpoints::latest_good(const std::string& owner,
   return "";
 }
 
-std::string RunCheckpoints::write(const io::ModelInfo& model, const runtime::ParameterStore& store,
-                                  const io::TrainingState& state,
-                                  const std::function<void()>& alive) const {
+RunCheckpoints::Written RunCheckpoints::write(const io::ModelInfo& model,
+                                              const runtime::ParameterStore& store,
+                                              const io::TrainingState& state,
+                                              const std::function<void()>& alive) const {
   const std::string path = dir_ + "/" + io::checkpoint_name(state.step);
+  std::string kept_aside;
   if (writers_.root) {
     // Another run's checkpoint of the same step (two runs, one directory)
     // is kept under a name that resume and rotation do not take for ours.
@@ -254,6 +258,7 @@ std::string RunCheckpoints::write(const io::ModelInfo& model, const runtime::Par
       DISTZO_INPUT_REQUIRE(std::rename(path.c_str(), kept.c_str()) == 0,
                            "cannot move another run's checkpoint " << path << " aside to " << kept
                                                                    << ": " << std::strerror(errno));
+      kept_aside = kept;
     }
   }
   if (writers_.node != nullptr) {
@@ -279,7 +284,7 @@ std::string RunCheckpoints::write(const io::ModelInfo& model, const runtime::Par
         state);
   }
   if (writers_.root) verify_and_rotate(path, state.run_id);
-  return path;
+  return {path, kept_aside};
 }
 
 void RunCheckpoints::verify_and_rotate(const std::string& path, const std::string& run_id) const {

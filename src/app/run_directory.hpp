@@ -40,7 +40,7 @@ class RunDirectory {
   RunDirectory& operator=(const RunDirectory&) = delete;
 
   /// Records `run_id` as the owner of the directory. The logs of a
-  /// previous owner (metrics.csv, eval.csv, run.log) are moved aside to
+  /// previous owner (metrics.csv, eval.csv, run.log, deck.resolved.yaml) are moved aside to
   /// NAME.run-<its id>.EXT first, with a note: a run never truncates another's.
   void claim(const std::string& run_id, std::vector<std::string>& notes);
 
@@ -90,13 +90,20 @@ class RunCheckpoints {
   /// tried, newest first, as "PATH: what is wrong".
   std::string latest_good(const std::string& owner, std::vector<std::string>& passed_over) const;
 
+  /// Where a write put the checkpoint, and where another run's checkpoint
+  /// of the same step went ("" when there was none).
+  struct Written {
+    std::string path, kept_aside;
+  };
   /// Writes θ (from `store`) and `state` as the checkpoint of step
-  /// state.step and returns its path. Collective over the writers; `alive`
-  /// is called before each tensor or slice. Then rank 0 reads it back whole
-  /// (else throws distzo::Error, the older ones kept) and removes all but the
-  /// `keep` newest of the run state.run_id: another run's files are not ours.
-  std::string write(const io::ModelInfo& model, const runtime::ParameterStore& store,
-                    const io::TrainingState& state, const std::function<void()>& alive) const;
+  /// state.step. Collective over the writers; `alive` is called before each
+  /// tensor or slice. Another run's checkpoint of that step is first moved
+  /// aside to ckpt-STEP.run-<its id>.h5. Then rank 0 reads the new one back
+  /// whole (else throws distzo::Error, the older ones kept) and removes all
+  /// but the `keep` newest of the run state.run_id: another run's files are
+  /// not ours.
+  Written write(const io::ModelInfo& model, const runtime::ParameterStore& store,
+                const io::TrainingState& state, const std::function<void()>& alive) const;
 
   const CheckpointWriters& writers() const { return writers_; }
 

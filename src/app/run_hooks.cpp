@@ -81,10 +81,14 @@ void RunHooks::checkpoint(const zo::TrainerState& state) {
   record_trainer_state(state, saved);
   saved.deck_yaml = io::resolved_yaml(deck_);
   saved.parameter_digest = engine_.parameter_digest();
-  const std::string path =
+  const RunCheckpoints::Written written =
       checkpoints_.write(model_, engine_.store(), saved, [this] { heartbeat_.alive(); });
-  if (mesh_.world().rank() == 0)
-    out_.print(describe_checkpoint(path, checkpoints_.writers().parallel_size()));
+  if (mesh_.world().rank() == 0) {
+    if (!written.kept_aside.empty())
+      out_.print("output.dir: the checkpoint of step " + std::to_string(saved.step) +
+                 " of the directory's previous run is kept as " + written.kept_aside);
+    out_.print(describe_checkpoint(written.path, checkpoints_.writers().parallel_size()));
+  }
   mesh_.world().barrier();
 }
 

@@ -60,7 +60,8 @@ pass "rotation deletes only the run's own checkpoints; resume: latest picks the 
 #     first run has a checkpoint) moves that checkpoint aside, intact.
 first_id=$(sed -n 's/^run id \([0-9a-f]*\) (new)$/\1/p' first_run.log)
 [ -n "$first_id" ] || fail "no run id in first_run.log: $(head -3 first_run.log)"
-[ -s "mixed/metrics.run-$first_id.csv" ] && [ -s "mixed/run.run-$first_id.log" ] ||
+[ -s "mixed/metrics.run-$first_id.csv" ] && [ -s "mixed/run.run-$first_id.log" ] &&
+  [ -s "mixed/deck.resolved.run-$first_id.yaml" ] ||
   fail "the first run's logs were not kept: $(ls mixed)"
 [ "$(tail -1 "mixed/metrics.run-$first_id.csv" | cut -d, -f1)" = 40 ] || fail "the first run's metrics were cut"
 before=$(digest mixed/ckpt-000040.h5)
@@ -71,6 +72,8 @@ sed -i 's/  queries: 1/  queries: 1\n  seed: 9/' third_run.yaml
   fail "the first run's step-40 checkpoint was not kept: $(ls mixed)"
 [ "$(digest mixed/ckpt-000040.h5)" != "$before" ] || fail "the third run did not write its own step 40"
 grep -q "the metrics.csv of run .* is kept as mixed/metrics.run-" mixed/run.log || fail "no note: $(head -5 mixed/run.log)"
+grep -qF "the checkpoint of step 40 of the directory's previous run is kept as mixed/ckpt-000040.run-$first_id.h5" mixed/run.log ||
+  fail "no note of the checkpoint moved aside: $(grep output.dir mixed/run.log)"
 pass "a run into another run's directory keeps that run's logs and same-step checkpoints under .run-<id> names"
 
 # 5. The newest checkpoint is truncated: resume warns and takes the one before.
