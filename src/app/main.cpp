@@ -76,6 +76,11 @@ bool answers_without_runtime(const std::vector<std::string>& args, int& status) 
   const bool asks_help = std::any_of(args.begin(), args.end(), [](const std::string& a) {
     return a == "--help" || a == "-h";
   });
+  if (asks_help && args[0] == "plan") {  // the one command with options of its own
+    std::cout << distzo::app::plan_usage() << "\n";
+    status = 0;
+    return true;
+  }
   if (args.empty() || asks_help || (args[0] == "help" && args.size() == 1)) {
     std::cout << kUsage;
     status = args.empty() ? 1 : 0;

@@ -257,6 +257,8 @@ PlanInputs inputs_from_config(const std::string& path, const Options& o,
 
 }  // namespace
 
+const char* plan_usage() { return kUsage; }
+
 int plan(const std::vector<std::string>& args) {
   const Options o("plan", args,
                   {"--batch", "--seq", "--task", "--candidates", "--queries", "--perturbation",

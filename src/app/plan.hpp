@@ -61,5 +61,7 @@ std::string describe_plan(const PlanInputs& in, const MemoryPlan& plan);
 
 /// The subcommand: `distzo plan DECK.yaml` or `distzo plan config.json [...]`.
 int plan(const std::vector<std::string>& args);
+/// `distzo plan`'s usage: its arguments and options (distzo plan --help).
+const char* plan_usage();
 
 }  // namespace distzo::app

@@ -63,7 +63,10 @@ set +e; "$DISTZO" frobnicate > unknown.out 2>&1; status=$?; set -e
 grep -qF '| `optim.lr` | number | **required** | > 0 |' help_deck.out || fail "help deck: $(head -n 5 help_deck.out)"
 set +e; "$DISTZO" help decks > help_bad.out 2>&1; status=$?; set -e
 [ "$status" -ne 0 ] && grep -qF "help 'decks': the one topic is deck" help_bad.out || fail "help with an unknown topic: $(cat help_bad.out)"
-pass "usage: --help, --version, help deck, unknown command"
+"$DISTZO" plan --help > plan_help.out
+head -n 1 plan_help.out | grep -qF 'usage: distzo plan DECK.yaml' && grep -qF -- '--gpus-per-node' plan_help.out ||
+  fail "plan --help: $(head -n 3 plan_help.out)"
+pass "usage: --help, --version, help deck, plan --help, unknown command"
 
 # inspect: a dataset file is described (task, sizes, label balance), not refused;
 # --digest of one is an error that says why. Errors about a user's file name
