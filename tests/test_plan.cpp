@@ -41,6 +41,13 @@ runtime::PlacementConfig offload(int k, int prefetch) {
   return p;
 }
 
+/// A resident θ stored in 2 bytes.
+runtime::PlacementConfig stored_in(StorageDtype dtype) {
+  runtime::PlacementConfig p;
+  p.storage = dtype;
+  return p;
+}
+
 TEST(Plan, PredictsWhatARunAllocates) {
   const std::vector<Case> cases = {
       {model::Task::causal_lm, 1, 1, runtime::PlacementConfig(), 0, true},
@@ -50,6 +57,8 @@ TEST(Plan, PredictsWhatARunAllocates) {
       {model::Task::classification, 3, 1, offload(3, 1), 8, true},
       {model::Task::causal_lm, 1, 1, runtime::PlacementConfig(), 0, true, true},
       {model::Task::classification, 2, 2, offload(1, 2), 0, false, true},
+      {model::Task::causal_lm, 1, 1, stored_in(StorageDtype::bf16), 0, true},
+      {model::Task::classification, 2, 2, stored_in(StorageDtype::fp16), 0, false, true},
   };
   for (const Case& c : cases) {
     model::ModelConfig config =
@@ -121,6 +130,18 @@ TEST(Plan, TrafficAndHostMemoryFollowThePlacement) {
   EXPECT_EQ(p.slots, 3);
   in.perturbation = 3;  // does not divide 2q = 2
   EXPECT_THROW(app::plan_memory(in), Error);
+}
+
+TEST(Plan, ATwoByteThetaHalvesItsWeights) {
+  app::PlanInputs in;
+  in.config = tiny_config();
+  const app::MemoryPlan f32 = app::plan_memory(in);
+  in.placement = stored_in(StorageDtype::bf16);
+  const app::MemoryPlan bf16 = app::plan_memory(in);
+  EXPECT_EQ(2 * bf16.weights, f32.weights);
+  EXPECT_EQ(2 * bf16.block_arena, f32.block_arena);
+  EXPECT_NE(app::describe_plan(in, bf16).find("storage      bf16: θ is "), std::string::npos)
+      << app::describe_plan(in, bf16);
 }
 
 // The sliced schedule's formula, recomputed by hand for one shape.

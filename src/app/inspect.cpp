@@ -3,6 +3,7 @@
 #include "app/format.hpp"
 
 #include "core/digest.hpp"
+#include "io/checkpoint.hpp"
 #include "io/model_file.hpp"
 
 #include <cstdio>
@@ -18,6 +19,15 @@ const char* group_name(const model::ParameterInfo& p) {
     case model::ParameterGroup::block: break;
   }
   return "block";
+}
+
+/// How the run that wrote a checkpoint stored θ.
+std::string storage_line(const io::TrainingState& state) {
+  std::string line = std::string("storage       θ held in ") + to_string(state.storage);
+  if (state.storage != StorageDtype::fp32)
+    line += std::string(", updates rounded ") +
+            (state.rounding == Rounding::stochastic ? "stochastically" : "to nearest");
+  return line + " (the datasets hold its values as float32)\n";
 }
 
 }  // namespace
@@ -38,6 +48,7 @@ void inspect(const std::string& path, bool digest_only, std::ostream& out) {
       << "architecture  " << model::describe(c, "\n              ") << "\n"
       << "parameters    " << params << " in " << m.registry.size() << " tensors, "
       << human_bytes(4.0 * static_cast<double>(params)) << " as float32\n"
+      << (m.kind == "checkpoint" ? storage_line(io::read_training_state(path)) : std::string())
       << "digest        version " << kDigestVersion << " (--digest); the writer recorded "
       << (m.digest_version > 0 ? "version " + std::to_string(m.digest_version)
                                : std::string("none (an older distzo, or tools/distzo_h5.py)"))

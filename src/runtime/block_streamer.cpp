@@ -46,7 +46,7 @@ BlockStreamer::BlockStreamer(ParameterStore& store, const ExecSpace& compute)
     Slot s;
     s.arena = Vec(memory_label(MemoryRole::weights, "slot." + std::to_string(j)),
                   store.max_block_elements());
-    s.tensors.resize(store.registry().size());
+    s.tensors = ThetaTable(StorageDtype::fp32, store.registry().size());
     slots_.push_back(std::move(s));
   }
 }
@@ -96,7 +96,7 @@ void BlockStreamer::begin_pass(bool own_slices) {
   while (next_upload_ < last) upload(next_upload_++);
 }
 
-const model::TensorTable& BlockStreamer::acquire(int block) {
+const ThetaTable& BlockStreamer::acquire(int block) {
   DISTZO_REQUIRE(in_pass_, "block streamer: acquire(" << block << ") outside a pass");
   DISTZO_REQUIRE(block >= 0 && block < num_blocks_,
                  "block streamer: no block " << block << " in a model of " << num_blocks_);
@@ -107,7 +107,7 @@ const model::TensorTable& BlockStreamer::acquire(int block) {
   last_acquired_ = block;
   if (block < first_streamed_) {
     note({StreamOp::Kind::compute, block, -1, Lane::compute});
-    return store_.device_tensors();
+    return store_.theta();
   }
   while (next_upload_ <= block) upload(next_upload_++);
   Slot& s = slots_[static_cast<std::size_t>(slot_of(block))];
@@ -115,7 +115,7 @@ const model::TensorTable& BlockStreamer::acquire(int block) {
                  "block streamer: block " << block << " is not in its slot");
   s.uploaded.enqueue_wait(instances_.compute);
   note({StreamOp::Kind::wait, block, slot_of(block), Lane::compute, Lane::upload, block});
-  bind_tensors(s.tensors, store_.layout(model::GroupRef::of_block(block)), s.arena);
+  bind_tensors(s.tensors.f32, store_.layout(model::GroupRef::of_block(block)), s.arena);
   s.in_use = true;
   note({StreamOp::Kind::compute, block, slot_of(block), Lane::compute});
   // The next uploads run under this block's compute.
@@ -135,7 +135,7 @@ void BlockStreamer::release(int block, bool modified) {
   DISTZO_REQUIRE(s.in_use && s.occupant == block,
                  "block streamer: release(" << block << ") of a block that was not acquired");
   note({StreamOp::Kind::compute_end, block, j, Lane::compute});
-  unbind_tensors(s.tensors, store_.layout(model::GroupRef::of_block(block)));
+  unbind_tensors(s.tensors.f32, store_.layout(model::GroupRef::of_block(block)));
   s.in_use = false;
   const StreamEvent computed = StreamEvent::record(instances_.compute);
   if (!modified && !poison_) {

@@ -90,7 +90,7 @@ class BlockStreamer {
   /// (sliced store: the update and perturbation), so only it is uploaded.
   void begin_pass(bool own_slices = false);
   /// θ_k by id, on the device, ready for work enqueued on the compute instance.
-  const model::TensorTable& acquire(int block);
+  const ThetaTable& acquire(int block);
   /// The walk has enqueued all its work on θ_k; `modified`: θ_k changed.
   void release(int block, bool modified);
   /// Blocks the host until every upload and write-back of the pass is done.
@@ -108,7 +108,8 @@ class BlockStreamer {
  private:
   struct Slot {
     Vec arena;                  // (max block elements), device
-    model::TensorTable tensors;  // the occupant's tensors by id, into `arena`
+    ThetaTable tensors;         // the occupant's tensors by id, into `arena` (float32: the
+                                // store refuses to stream a 2-byte θ)
     int occupant = -1;          // block uploaded into it last
     bool in_use = false;        // acquired and not yet released
     StreamEvent uploaded;       // after the occupant's upload

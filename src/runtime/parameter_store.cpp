@@ -4,6 +4,7 @@
 #include "core/error.hpp"
 #include "core/fence.hpp"
 #include "core/memory.hpp"
+#include "kernels/decode_storage.hpp"
 #include "kernels/digest.hpp"
 
 #include <algorithm>
@@ -15,6 +16,8 @@ namespace {
 using HostUnmanaged = Kokkos::View<real*, Kokkos::HostSpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
 using ConstHostUnmanaged =
     Kokkos::View<const real*, Kokkos::HostSpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
+using HostWordsUnmanaged =
+    Kokkos::View<std::uint16_t*, Kokkos::HostSpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
 
 
 std::string arena_name(model::GroupRef group) {
@@ -53,7 +56,7 @@ ParameterStore::ParameterStore(const model::ParameterRegistry& registry,
       node_(node ? *node : one_rank_),
       device_blocks_(placement.device_blocks(registry.num_blocks())),
       group_of_id_(registry.size()),
-      device_tensors_(registry.size()) {
+      theta_(placement.storage, registry.size()) {
   const std::vector<model::GroupRef> groups = registry.groups();
   for (const model::GroupRef& group : groups) {
     layouts_.push_back(ArenaLayout::of(registry, registry.ids(group)));
@@ -72,6 +75,18 @@ ParameterStore::ParameterStore(const model::ParameterRegistry& registry,
                    "slices of); got " << device_blocks_ << " blocks resident on each GPU");
     shared_ = node_.allocate_shared(shared_elements(layouts_) * sizeof(real));
   }
+  const bool two_bytes = storage() != StorageDtype::fp32;
+  DISTZO_INPUT_REQUIRE(!two_bytes || device_blocks_ == registry.num_blocks(),
+                       "precision.storage: " << to_string(storage())
+                           << " is implemented for placement.mode: resident only so far (the "
+                              "block streamer's slots and host master are float32); use "
+                              "placement.mode: resident, or precision.storage: fp32 to offload");
+  DISTZO_INPUT_REQUIRE(!two_bytes || !sliced(),
+                       "precision.storage: " << to_string(storage())
+                           << " does not work with a shared host master yet (Placement II "
+                              "slices a float32 master); set placement.share_host_master: false "
+                              "(each rank keeps its own θ), or precision.storage: fp32");
+  device_words_.resize(groups.size());  // set for the groups of a 2-byte θ only
   for (std::size_t g = 0; g < groups.size(); ++g) {
     const model::GroupRef& group = groups[g];
     const ArenaLayout& layout = layouts_[g];
@@ -87,6 +102,13 @@ ParameterStore::ParameterStore(const model::ParameterRegistry& registry,
       else
         host_arenas_.emplace_back(memory_label(MemoryRole::host_master, arena_name(group)),
                                   layout.elements);
+    } else if (two_bytes) {
+      device_arenas_.emplace_back();
+      device_words_[g] = HalfVec(memory_label(MemoryRole::weights, arena_name(group)), layout.elements);
+      host_arenas_.emplace_back();
+      for (const Segment& s : layout.segments)
+        theta_.words.at(s.id) =
+            Kokkos::subview(device_words_[g], std::make_pair(s.offset, s.offset + s.count));
     } else {
       if (sliced())  // host backends only (checked above)
         device_arenas_.emplace_back(shared_arena(layout.elements), layout.elements);
@@ -94,8 +116,14 @@ ParameterStore::ParameterStore(const model::ParameterRegistry& registry,
         device_arenas_.emplace_back(memory_label(MemoryRole::weights, arena_name(group)),
                                     layout.elements);
       host_arenas_.emplace_back();
-      bind_tensors(device_tensors_, layout, device_arenas_.back());
+      bind_tensors(theta_.f32, layout, device_arenas_.back());
     }
+  }
+  if (two_bytes) {
+    std::size_t largest = 0;
+    for (const auto& p : registry.parameters())
+      largest = std::max(largest, static_cast<std::size_t>(p.numel()));
+    decoded_ = Vec(memory_label(MemoryRole::scratch, "digest_decoded"), largest);
   }
 #ifdef KOKKOS_ENABLE_CUDA
   // Pinned, so uploads and write-backs of slices are asynchronous DMA.
@@ -148,6 +176,7 @@ const PinnedVec& ParameterStore::host_block(int block) const {
 std::size_t ParameterStore::device_bytes() const {
   std::size_t n = 0;
   for (const Vec& a : device_arenas_) n += a.extent(0) * sizeof(real);
+  for (const HalfVec& a : device_words_) n += a.extent(0) * sizeof(std::uint16_t);
   return n;
 }
 
@@ -162,7 +191,12 @@ void ParameterStore::read(std::uint32_t id, real* host_dst) const {
   const Segment& s = layouts_[g].segment(id);
   const auto range = std::make_pair(s.offset, s.offset + s.count);
   const HostUnmanaged dst(host_dst, s.count);
-  if (in_host_memory_[g])
+  if (storage() != StorageDtype::fp32) {
+    std::vector<std::uint16_t> words(s.count);
+    Kokkos::deep_copy(HostWordsUnmanaged(words.data(), s.count),
+                      Kokkos::subview(device_words_[g], range));
+    for (std::size_t i = 0; i < s.count; ++i) host_dst[i] = storage::load(words[i], storage());
+  } else if (in_host_memory_[g])
     Kokkos::deep_copy(dst, Kokkos::subview(host_arenas_[g], range));
   else
     Kokkos::deep_copy(dst, Kokkos::subview(device_arenas_[g], range));
@@ -173,7 +207,16 @@ void ParameterStore::write(std::uint32_t id, const real* host_src) {
   const Segment& s = layouts_[g].segment(id);
   const auto range = std::make_pair(s.offset, s.offset + s.count);
   const ConstHostUnmanaged src(host_src, s.count);
-  if (in_host_memory_[g])
+  if (storage() != StorageDtype::fp32) {
+    // Round to nearest: a float32 value is brought into 2 bytes once, the
+    // same way on every rank, with no random words to key.
+    std::vector<std::uint16_t> words(s.count);
+    for (std::size_t i = 0; i < s.count; ++i)
+      words[i] = static_cast<std::uint16_t>(
+          storage::store(host_src[i], storage(), Rounding::nearest, 0));
+    Kokkos::deep_copy(Kokkos::subview(device_words_[g], range),
+                      HostWordsUnmanaged(words.data(), s.count));
+  } else if (in_host_memory_[g])
     Kokkos::deep_copy(Kokkos::subview(host_arenas_[g], range), src);
   else
     Kokkos::deep_copy(Kokkos::subview(device_arenas_[g], range), src);
@@ -253,7 +296,16 @@ std::string ParameterStore::digest(const ExecSpace& space) const {
   const Kokkos::DefaultHostExecutionSpace host;
   for (std::size_t g = 0; g < layouts_.size(); ++g) {
     for (const Segment& s : layouts_[g].segments) {
-      if (in_host_memory_[g]) {
+      if (storage() != StorageDtype::fp32) {
+        // Over the decoded values, so the digest says which floats θ holds
+        // whatever their storage. One scratch tensor: the sums are ordered
+        // on `space` after each decode.
+        const auto range = std::make_pair(s.offset, s.offset + s.count);
+        kernels::decode_storage(space, Kokkos::subview(device_words_[g], range), storage(),
+                                decoded_);
+        kernels::tensor_element_sum(space, Kokkos::subview(decoded_, std::make_pair(std::size_t(0), s.count)),
+                                    0, Kokkos::subview(sums, s.id));
+      } else if (in_host_memory_[g]) {
         sums(s.id) = kernels::host_tensor_element_sum(
             host, kernels::HostTensor(host_arenas_[g].data() + s.offset, s.count));
       } else {
@@ -271,6 +323,8 @@ std::string ParameterStore::digest(const ExecSpace& space) const {
 }
 
 std::vector<std::uint64_t> ParameterStore::own_slice_sums(const ExecSpace& space) const {
+  DISTZO_REQUIRE(storage() == StorageDtype::fp32,
+                 "parameter store: slice sums of a sliced store, which is float32");
   std::size_t pieces = 0;
   for (const GroupSlices& g : slices_) pieces += g.pieces.size();
   const Kokkos::View<std::uint64_t*, Kokkos::LayoutRight, PinnedSpace> sums(
@@ -302,7 +356,11 @@ void ParameterStore::corrupt_element(int owner) {
         GroupSlices::of(layouts_[g], slices_[g].slices, sliced_somewhere ? owner : 0);
     if (theirs.pieces.empty()) continue;
     const std::size_t at = theirs.pieces.front().arena_offset;
-    if (in_host_memory_[g])
+    if (storage() != StorageDtype::fp32)
+      Kokkos::deep_copy(Kokkos::subview(device_words_[g], at),
+                        static_cast<std::uint16_t>(
+                            storage::store(real(12345), storage(), Rounding::nearest, 0)));
+    else if (in_host_memory_[g])
       Kokkos::deep_copy(Kokkos::subview(host_arenas_[g], at), real(12345));
     else
       Kokkos::deep_copy(Kokkos::subview(device_arenas_[g], at), real(12345));
