@@ -41,11 +41,11 @@ runtime::PlacementConfig offload(int k, int prefetch) {
   return p;
 }
 
-/// A resident θ stored in 2 bytes.
-runtime::PlacementConfig stored_in(StorageDtype dtype) {
-  runtime::PlacementConfig p;
-  p.storage = dtype;
-  return p;
+/// θ placed as `placement` says, stored in 2 bytes.
+runtime::PlacementConfig stored_in(StorageDtype dtype,
+                                   runtime::PlacementConfig placement = runtime::PlacementConfig()) {
+  placement.storage = dtype;
+  return placement;
 }
 
 TEST(Plan, PredictsWhatARunAllocates) {
@@ -59,6 +59,7 @@ TEST(Plan, PredictsWhatARunAllocates) {
       {model::Task::classification, 2, 2, offload(1, 2), 0, false, true},
       {model::Task::causal_lm, 1, 1, stored_in(StorageDtype::bf16), 0, true},
       {model::Task::classification, 2, 2, stored_in(StorageDtype::fp16), 0, false, true},
+      {model::Task::causal_lm, 2, 4, stored_in(StorageDtype::bf16, offload(1, 2)), 8, true},
   };
   for (const Case& c : cases) {
     model::ModelConfig config =
@@ -140,6 +141,12 @@ TEST(Plan, ATwoByteThetaHalvesItsWeights) {
   const app::MemoryPlan bf16 = app::plan_memory(in);
   EXPECT_EQ(2 * bf16.weights, f32.weights);
   EXPECT_EQ(2 * bf16.block_arena, f32.block_arena);
+  in.placement = stored_in(StorageDtype::bf16, offload(0, 1));
+  in.config.num_hidden_layers = 3;
+  const std::uint64_t moved = app::plan_memory(in).to_device_per_step;
+  in.placement.storage = StorageDtype::fp32;
+  EXPECT_EQ(2 * moved, app::plan_memory(in).to_device_per_step);
+  in.placement = stored_in(StorageDtype::bf16);
   EXPECT_NE(app::describe_plan(in, bf16).find("storage      bf16: θ is "), std::string::npos)
       << app::describe_plan(in, bf16);
 }

@@ -3,8 +3,11 @@
 // the digest is over the decoded values (a bf16 θ and a float32 θ holding
 // the same values agree), decode_storage is storage::load, an evaluation on a
 // 2-byte θ is the evaluation on the same values in float32, a step keeps θ
-// representable, and what is not implemented yet is refused naming the keys.
+// representable, offloaded blocks stream 2-byte words (the same θ as
+// resident), and a shared master, float32 only so far, is refused naming
+// the keys.
 
+#include "core/fault_injection.hpp"
 #include "core/step_state.hpp"
 #include "core/storage_dtype.hpp"
 #include "kernels/decode_storage.hpp"
@@ -145,17 +148,64 @@ TEST_P(StoreDtype, StepsKeepThetaInTheFormat) {
   EXPECT_NE(digests[0], digests[1]) << "stochastic and nearest rounding gave the same θ";
 }
 
-TEST_P(StoreDtype, RefusesWhatIsNotImplementedYet) {
-  PlacementConfig offload = stored_in(GetParam());
-  offload.mode = runtime::PlacementMode::offload;
-  EXPECT_ERROR_CONTAINS("precision.storage", TinyModel(tiny_config(), 1234, offload));
-  EXPECT_ERROR_CONTAINS("placement.mode: resident", TinyModel(tiny_config(), 1234, offload));
-  offload.resident_blocks = 99;  // offload that keeps every block on the device: resident
-  EXPECT_NO_THROW(TinyModel(tiny_config(), 1234, offload));
+/// Two steps and a flush on θ placed by `placement`; returns its digest and
+/// the bytes the streamer moved.
+std::pair<std::string, runtime::TransferBytes> train(const PlacementConfig& placement) {
+  model::ModelConfig c = tiny_config();
+  c.num_hidden_layers = 4;
+  const TinyModel m(c, 1234, placement);
+  const model::Batch batch = make_batch(model::Task::causal_lm, B, T, kLengths);
+  zo::Engine engine(m.config, *m.store, zo::EvaluationPlan::make(2, 1, 0),
+                    model::BatchShape{model::Task::causal_lm, B, T, 0});
+  PendingUpdate pending;
+  for (std::int64_t step = 0; step < 2; ++step) {
+    StepPerturbation perturbation;
+    perturbation.z = ZSpec{7, Distribution::gaussian, ZRecipe::v2};
+    perturbation.step = step;
+    engine.run_step(batch, perturbation, pending);
+    pending = PendingUpdate::after(perturbation, {30.0, -20.0}, 1e-3, 0.1);
+  }
+  engine.flush(pending);
+  engine.evaluate(batch);
+  return {m.digest(), engine.streamer().total_bytes()};
+}
 
+/// Offloaded blocks of a 2-byte θ stream through 2-byte slots: the same θ
+/// as resident, half the bytes of a float32 θ moved and held in host memory.
+TEST_P(StoreDtype, OffloadedIsResidentInHalfTheBytes) {
+  const auto resident = train(stored_in(GetParam()));
+  for (int K : {0, 1, 3})
+    for (int prefetch : {1, 2}) {
+      SCOPED_TRACE("K=" + std::to_string(K) + " prefetch=" + std::to_string(prefetch));
+      PlacementConfig offload = stored_in(GetParam());
+      offload.mode = runtime::PlacementMode::offload;
+      offload.resident_blocks = K;
+      offload.prefetch = prefetch;
+      const auto streamed = train(offload);
+      EXPECT_EQ(streamed.first, resident.first);
+      {
+        // Released slots filled with NaN words: nothing reads a slot after release.
+        const fault::ScopedInjection armed(fault::poisoned_slots());
+        EXPECT_EQ(train(offload).first, resident.first);
+      }
+      PlacementConfig f32 = offload;
+      f32.storage = StorageDtype::fp32;
+      const auto float_streamed = train(f32);
+      EXPECT_GT(streamed.second.to_device, 0u);
+      EXPECT_EQ(2 * streamed.second.to_device, float_streamed.second.to_device);
+      EXPECT_EQ(2 * streamed.second.to_host, float_streamed.second.to_host);
+      model::ModelConfig c = tiny_config();
+      c.num_hidden_layers = 4;
+      EXPECT_EQ(2 * TinyModel(c, 1234, offload).store->host_bytes(),
+                TinyModel(c, 1234, f32).store->host_bytes());
+    }
+}
+
+TEST_P(StoreDtype, RefusesASharedMaster) {
   PlacementConfig shared = stored_in(GetParam());
   shared.share_host_master = true;
   EXPECT_ERROR_CONTAINS("placement.share_host_master", TinyModel(tiny_config(), 1234, shared));
+  EXPECT_ERROR_CONTAINS("precision.storage", TinyModel(tiny_config(), 1234, shared));
 }
 
 INSTANTIATE_TEST_SUITE_P(Bf16AndFp16, StoreDtype,

@@ -82,8 +82,8 @@ MemoryPlan plan_memory(const PlanInputs& in) {
 
   // Weights: one arena per group (runtime/parameter_store.hpp), padded to 64
   // bytes per tensor, in θ's storage: a 2-byte θ (precision.storage bf16,
-  // fp16) holds the same arenas in half the bytes. (It is not streamed yet,
-  // so the slots are those of a float32 θ.)
+  // fp16) holds the same arenas, slots and host master in half the bytes,
+  // and moves half the bytes.
   const std::uint64_t per_element = bytes_per_element(in.placement.storage);
   const std::uint64_t float_block =
       L > 0 ? runtime::ArenaLayout::of(r, r.block_ids(0)).bytes() : 0;
@@ -147,8 +147,8 @@ std::string describe_plan(const PlanInputs& in, const MemoryPlan& p) {
      << human_bytes(static_cast<double>(bytes_per_element(in.placement.storage)) * params)
      << (in.placement.storage == StorageDtype::fp32
              ? "; transfers and w± are float32 too (precision.storage: bf16 halves θ)\n"
-             : "; w±, activations and the copies it is decoded into for evaluation stay "
-               "float32\n")
+             : "; transfers are 2 bytes per element too; w±, activations and the copies "
+               "θ is decoded into for evaluation stay float32\n")
      << "placement    ";
   os << describe_blocks(in.placement, L, "resident_blocks") << "\n";
   os << "workload     " << (in.batch.task == model::Task::causal_lm ? "causal_lm" : "classification")

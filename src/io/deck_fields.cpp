@@ -300,8 +300,8 @@ const std::vector<Field>& fields() {
                {{"fp32", StorageDtype::fp32}, {"bf16", StorageDtype::bf16}, {"fp16", StorageDtype::fp16}},
                "how θ's master copy is stored: `fp32` = 4 bytes per parameter; `bf16`, `fp16` = 2 "
                "(a float32 model is rounded to nearest once when loaded; the forward pass and the "
-               "update compute in float32; so far with placement.mode resident and without a "
-               "shared host master, tested on host backends; docs/perturbation.md)"),
+               "update compute in float32; not with a shared host master yet; tested on host "
+               "backends; docs/perturbation.md)"),
         choice("precision", "rounding", member(pr, &PrecisionSection::rounding),
                {{"stochastic", Rounding::stochastic}, {"nearest", Rounding::nearest}},
                "how an updated θ is stored in 2 bytes: `stochastic` keeps updates below half an "

@@ -67,7 +67,8 @@ struct StreamOp {
 };
 const char* to_string(StreamOp::Kind kind);
 
-/// Bytes moved between the host master and the device slots.
+/// Bytes moved between the host master and the device slots (2 per element
+/// of a bf16 / fp16 θ).
 struct TransferBytes {
   std::uint64_t to_device = 0;  // uploads
   std::uint64_t to_host = 0;    // write-backs
@@ -107,9 +108,9 @@ class BlockStreamer {
 
  private:
   struct Slot {
-    Vec arena;                  // (max block elements), device
-    ThetaTable tensors;         // the occupant's tensors by id, into `arena` (float32: the
-                                // store refuses to stream a 2-byte θ)
+    Vec arena;                  // (max block elements), device: fp32 storage
+    HalfVec words;              // the same in 2-byte words: bf16 / fp16 storage
+    ThetaTable tensors;         // the occupant's tensors by id, into `arena` or `words`
     int occupant = -1;          // block uploaded into it last
     bool in_use = false;        // acquired and not yet released
     StreamEvent uploaded;       // after the occupant's upload

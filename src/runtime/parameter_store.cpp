@@ -38,6 +38,17 @@ void unbind_tensors(model::TensorTable& table, const ArenaLayout& layout) {
   for (const Segment& s : layout.segments) table.at(s.id) = Vec();
 }
 
+void bind_words(std::vector<HalfVec>& words, const ArenaLayout& layout, const HalfVec& arena) {
+  DISTZO_REQUIRE(arena.extent(0) >= layout.elements,
+                 "arena of " << arena.extent(0) << " words for a layout of " << layout.elements);
+  for (const Segment& s : layout.segments)
+    words.at(s.id) = Kokkos::subview(arena, std::make_pair(s.offset, s.offset + s.count));
+}
+
+void unbind_words(std::vector<HalfVec>& words, const ArenaLayout& layout) {
+  for (const Segment& s : layout.segments) words.at(s.id) = HalfVec();
+}
+
 namespace {
 
 
@@ -76,17 +87,13 @@ ParameterStore::ParameterStore(const model::ParameterRegistry& registry,
     shared_ = node_.allocate_shared(shared_elements(layouts_) * sizeof(real));
   }
   const bool two_bytes = storage() != StorageDtype::fp32;
-  DISTZO_INPUT_REQUIRE(!two_bytes || device_blocks_ == registry.num_blocks(),
-                       "precision.storage: " << to_string(storage())
-                           << " is implemented for placement.mode: resident only so far (the "
-                              "block streamer's slots and host master are float32); use "
-                              "placement.mode: resident, or precision.storage: fp32 to offload");
   DISTZO_INPUT_REQUIRE(!two_bytes || !sliced(),
                        "precision.storage: " << to_string(storage())
                            << " does not work with a shared host master yet (Placement II "
                               "slices a float32 master); set placement.share_host_master: false "
                               "(each rank keeps its own θ), or precision.storage: fp32");
   device_words_.resize(groups.size());  // set for the groups of a 2-byte θ only
+  host_words_.resize(groups.size());
   for (std::size_t g = 0; g < groups.size(); ++g) {
     const model::GroupRef& group = groups[g];
     const ArenaLayout& layout = layouts_[g];
@@ -95,7 +102,12 @@ ParameterStore::ParameterStore(const model::ParameterRegistry& registry,
     if (group.kind == model::ParameterGroup::block)
       max_block_elements_ = std::max(max_block_elements_, layout.elements);
     in_host_memory_.push_back(streamed);
-    if (streamed) {
+    if (streamed && two_bytes) {  // never sliced (refused above)
+      device_arenas_.emplace_back();
+      host_arenas_.emplace_back();
+      host_words_[g] = PinnedHalfVec(memory_label(MemoryRole::host_master, arena_name(group)),
+                                     layout.elements);
+    } else if (streamed) {
       device_arenas_.emplace_back();
       if (sliced())
         host_arenas_.emplace_back(shared_arena(layout.elements), layout.elements);
@@ -106,9 +118,7 @@ ParameterStore::ParameterStore(const model::ParameterRegistry& registry,
       device_arenas_.emplace_back();
       device_words_[g] = HalfVec(memory_label(MemoryRole::weights, arena_name(group)), layout.elements);
       host_arenas_.emplace_back();
-      for (const Segment& s : layout.segments)
-        theta_.words.at(s.id) =
-            Kokkos::subview(device_words_[g], std::make_pair(s.offset, s.offset + s.count));
+      bind_words(theta_.words, layout, device_words_[g]);
     } else {
       if (sliced())  // host backends only (checked above)
         device_arenas_.emplace_back(shared_arena(layout.elements), layout.elements);
@@ -173,6 +183,12 @@ const PinnedVec& ParameterStore::host_block(int block) const {
   return arena;
 }
 
+const PinnedHalfVec& ParameterStore::host_block_words(int block) const {
+  const PinnedHalfVec& arena = host_words_[index(model::GroupRef::of_block(block))];
+  DISTZO_REQUIRE(!on_device(block), "parameter store: block " << block << " lives on the device");
+  return arena;
+}
+
 std::size_t ParameterStore::device_bytes() const {
   std::size_t n = 0;
   for (const Vec& a : device_arenas_) n += a.extent(0) * sizeof(real);
@@ -183,6 +199,7 @@ std::size_t ParameterStore::device_bytes() const {
 std::size_t ParameterStore::host_bytes() const {
   std::size_t n = 0;
   for (const PinnedVec& a : host_arenas_) n += a.extent(0) * sizeof(real);
+  for (const PinnedHalfVec& a : host_words_) n += a.extent(0) * sizeof(std::uint16_t);
   return n;
 }
 
@@ -193,8 +210,11 @@ void ParameterStore::read(std::uint32_t id, real* host_dst) const {
   const HostUnmanaged dst(host_dst, s.count);
   if (storage() != StorageDtype::fp32) {
     std::vector<std::uint16_t> words(s.count);
-    Kokkos::deep_copy(HostWordsUnmanaged(words.data(), s.count),
-                      Kokkos::subview(device_words_[g], range));
+    const HostWordsUnmanaged dst_words(words.data(), s.count);
+    if (in_host_memory_[g])
+      Kokkos::deep_copy(dst_words, Kokkos::subview(host_words_[g], range));
+    else
+      Kokkos::deep_copy(dst_words, Kokkos::subview(device_words_[g], range));
     for (std::size_t i = 0; i < s.count; ++i) host_dst[i] = storage::load(words[i], storage());
   } else if (in_host_memory_[g])
     Kokkos::deep_copy(dst, Kokkos::subview(host_arenas_[g], range));
@@ -214,8 +234,11 @@ void ParameterStore::write(std::uint32_t id, const real* host_src) {
     for (std::size_t i = 0; i < s.count; ++i)
       words[i] = static_cast<std::uint16_t>(
           storage::store(host_src[i], storage(), Rounding::nearest, 0));
-    Kokkos::deep_copy(Kokkos::subview(device_words_[g], range),
-                      HostWordsUnmanaged(words.data(), s.count));
+    const HostWordsUnmanaged src_words(words.data(), s.count);
+    if (in_host_memory_[g])
+      Kokkos::deep_copy(Kokkos::subview(host_words_[g], range), src_words);
+    else
+      Kokkos::deep_copy(Kokkos::subview(device_words_[g], range), src_words);
   } else if (in_host_memory_[g])
     Kokkos::deep_copy(Kokkos::subview(host_arenas_[g], range), src);
   else
@@ -289,14 +312,24 @@ void ParameterStore::fill_own_slices(const PieceSource& source) {
 
 std::string ParameterStore::digest(const ExecSpace& space) const {
   // Each tensor's element sum is reduced where its arena lives, into host
-  // memory (pinned under CUDA, written by the device directly): no tensor
-  // is copied and no device memory is allocated.
+  // memory (pinned under CUDA, written by the device directly): no float32
+  // tensor is copied and no device memory is allocated (a 2-byte tensor is
+  // decoded into the scratch allocated with the store).
   const Kokkos::View<std::uint64_t*, Kokkos::LayoutRight, PinnedSpace> sums(
       memory_label(MemoryRole::host_master, "digest_sums"), registry_.size());  // by id
   const Kokkos::DefaultHostExecutionSpace host;
+  std::vector<real> host_decoded;  // a 2-byte tensor of an offloaded block, decoded
   for (std::size_t g = 0; g < layouts_.size(); ++g) {
     for (const Segment& s : layouts_[g].segments) {
-      if (storage() != StorageDtype::fp32) {
+      if (storage() != StorageDtype::fp32 && in_host_memory_[g]) {
+        // Over the decoded values (as below), decoded on the host.
+        host_decoded.resize(s.count);
+        const std::uint16_t* words = host_words_[g].data() + s.offset;
+        for (std::size_t i = 0; i < s.count; ++i)
+          host_decoded[i] = storage::load(words[i], storage());
+        sums(s.id) = kernels::host_tensor_element_sum(
+            host, kernels::HostTensor(host_decoded.data(), s.count));
+      } else if (storage() != StorageDtype::fp32) {
         // Over the decoded values, so the digest says which floats θ holds
         // whatever their storage. One scratch tensor: the sums are ordered
         // on `space` after each decode.
@@ -356,10 +389,12 @@ void ParameterStore::corrupt_element(int owner) {
         GroupSlices::of(layouts_[g], slices_[g].slices, sliced_somewhere ? owner : 0);
     if (theirs.pieces.empty()) continue;
     const std::size_t at = theirs.pieces.front().arena_offset;
-    if (storage() != StorageDtype::fp32)
-      Kokkos::deep_copy(Kokkos::subview(device_words_[g], at),
-                        static_cast<std::uint16_t>(
-                            storage::store(real(12345), storage(), Rounding::nearest, 0)));
+    const auto word =
+        static_cast<std::uint16_t>(storage::store(real(12345), storage(), Rounding::nearest, 0));
+    if (storage() != StorageDtype::fp32 && in_host_memory_[g])
+      Kokkos::deep_copy(Kokkos::subview(host_words_[g], at), word);
+    else if (storage() != StorageDtype::fp32)
+      Kokkos::deep_copy(Kokkos::subview(device_words_[g], at), word);
     else if (in_host_memory_[g])
       Kokkos::deep_copy(Kokkos::subview(host_arenas_[g], at), real(12345));
     else

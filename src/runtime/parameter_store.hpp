@@ -25,8 +25,9 @@
 // words (half the bytes). The host interface — read, write, fill, visit and
 // the slice pieces — stays float32 whatever the storage: write() rounds to
 // nearest (a float32 model imported into a bf16 store is rounded once), read()
-// decodes (exact). 2-byte storage is for resident placements without a
-// shared host master (the constructor refuses the others, naming the keys).
+// decodes (exact). Every arena of a 2-byte θ holds words, the offloaded
+// blocks' host master included; a shared host master is float32 only so far
+// (the constructor refuses it with a 2-byte θ, naming the keys).
 
 #include "core/types.hpp"
 #include "model/weights.hpp"
@@ -49,6 +50,9 @@ namespace distzo::runtime {
 void bind_tensors(model::TensorTable& table, const ArenaLayout& layout, const Vec& arena);
 /// Empties table[id] for every parameter of the layout.
 void unbind_tensors(model::TensorTable& table, const ArenaLayout& layout);
+/// The same for a 2-byte θ: words[id] into its segment of `arena`, or emptied.
+void bind_words(std::vector<HalfVec>& words, const ArenaLayout& layout, const HalfVec& arena);
+void unbind_words(std::vector<HalfVec>& words, const ArenaLayout& layout);
 
 class ParameterStore {
  public:
@@ -84,8 +88,10 @@ class ParameterStore {
   /// embeddings, the head and the device blocks. Entries of offloaded blocks
   /// are empty. A forward pass reads them through zo::FloatTheta.
   const ThetaTable& theta() const { return theta_; }
-  /// The host master of an offloaded block.
+  /// The host master of an offloaded block: floats (fp32 storage) or words
+  /// (bf16 / fp16).
   const PinnedVec& host_block(int block) const;
+  const PinnedHalfVec& host_block_words(int block) const;
 
   /// Bytes of θ in the execution space / in host memory (padding included;
   /// 2 per element with a bf16 / fp16 storage).
@@ -162,7 +168,8 @@ class ParameterStore {
   std::vector<ArenaLayout> layouts_;    // per group, walk order
   std::vector<Vec> device_arenas_;      // per group (fp32); empty for offloaded blocks
   std::vector<HalfVec> device_words_;   // per group (bf16 / fp16); empty for offloaded blocks
-  std::vector<PinnedVec> host_arenas_;  // per group; set for offloaded blocks only
+  std::vector<PinnedVec> host_arenas_;  // per group (fp32); set for offloaded blocks only
+  std::vector<PinnedHalfVec> host_words_;  // per group (bf16 / fp16); offloaded blocks only
   std::vector<bool> in_host_memory_;    // per group: an offloaded block
   std::vector<std::size_t> group_of_id_;
   ThetaTable theta_;
