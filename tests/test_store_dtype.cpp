@@ -4,8 +4,7 @@
 // the same values agree), decode_storage is storage::load, an evaluation on a
 // 2-byte θ is the evaluation on the same values in float32, a step keeps θ
 // representable, offloaded blocks stream 2-byte words (the same θ as
-// resident), and a shared master, float32 only so far, is refused naming
-// the keys.
+// resident), and a node-shared master holds words too.
 
 #include "core/fault_injection.hpp"
 #include "core/step_state.hpp"
@@ -201,11 +200,32 @@ TEST_P(StoreDtype, OffloadedIsResidentInHalfTheBytes) {
     }
 }
 
-TEST_P(StoreDtype, RefusesASharedMaster) {
+/// A node-shared master of 2-byte words (one rank here; tests/mpi has more),
+/// written back and checkpointed through its slices.
+TEST_P(StoreDtype, SharedMasterHoldsWords) {
   PlacementConfig shared = stored_in(GetParam());
   shared.share_host_master = true;
-  EXPECT_ERROR_CONTAINS("placement.share_host_master", TinyModel(tiny_config(), 1234, shared));
-  EXPECT_ERROR_CONTAINS("precision.storage", TinyModel(tiny_config(), 1234, shared));
+  const runtime::SerialCommunicator node;
+  const TinyModel m(tiny_config(), 1234, shared, &node);
+  const TinyModel resident(tiny_config(), 1234, stored_in(GetParam()));
+  EXPECT_EQ(m.digest(), resident.digest());
+  EXPECT_EQ(2 * m.store->shared_bytes(), TinyModel(tiny_config(), 1234, [] {
+                                            PlacementConfig p;
+                                            p.share_host_master = true;
+                                            return p;
+                                          }()).store->shared_bytes());
+  // The slices hand out and take back decoded floats.
+  std::vector<std::vector<float>> pieces(m.registry.size());
+  m.store->visit_own_slices([&](std::uint32_t id, std::uint64_t, std::size_t count, const real* data) {
+    pieces[id].insert(pieces[id].end(), data, data + count);
+  });
+  EXPECT_EQ(pieces, resident.host_theta());
+  m.store->fill_own_slices([&](std::uint32_t id, std::uint64_t first, std::size_t count, real* dst) {
+    std::copy(pieces[id].begin() + static_cast<std::ptrdiff_t>(first),
+              pieces[id].begin() + static_cast<std::ptrdiff_t>(first + count), dst);
+  });
+  EXPECT_EQ(m.digest(), resident.digest());
+  EXPECT_EQ(m.store->own_slice_sums().size(), m.registry.size());
 }
 
 INSTANTIATE_TEST_SUITE_P(Bf16AndFp16, StoreDtype,

@@ -22,11 +22,7 @@ runtime::PlacementConfig placement_config(const io::Deck& deck, int ranks_on_nod
   p.resident_blocks = deck.placement.resident_blocks;
   p.prefetch = deck.placement.prefetch;
   switch (deck.placement.share_host_master) {
-    // A shared master is float32 so far (runtime/parameter_store.hpp): auto
-    // leaves a 2-byte θ with each rank.
-    case io::ShareHostMaster::automatic:
-      p.share_host_master = ranks_on_node > 1 && deck.precision.storage == StorageDtype::fp32;
-      break;
+    case io::ShareHostMaster::automatic: p.share_host_master = ranks_on_node > 1; break;
     case io::ShareHostMaster::on: p.share_host_master = true; break;
     case io::ShareHostMaster::off: p.share_host_master = false; break;
   }

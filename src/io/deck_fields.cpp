@@ -286,7 +286,7 @@ const std::vector<Field>& fields() {
                 {"false", ShareHostMaster::off}},
                "one θ master per node in shared memory, each rank updating and perturbing its "
                "slice (Placement II); `auto` = on when more than one rank of the run is on a "
-               "node and `precision.storage` is `fp32`"),
+               "node"),
         choice("placement", "exchange", member(pl, &PlacementSection::exchange),
                {{"auto", SliceExchange::automatic},
                 {"shared_memory", SliceExchange::shared_memory},
@@ -300,8 +300,7 @@ const std::vector<Field>& fields() {
                {{"fp32", StorageDtype::fp32}, {"bf16", StorageDtype::bf16}, {"fp16", StorageDtype::fp16}},
                "how θ's master copy is stored: `fp32` = 4 bytes per parameter; `bf16`, `fp16` = 2 "
                "(a float32 model is rounded to nearest once when loaded; the forward pass and the "
-               "update compute in float32; not with a shared host master yet; tested on host "
-               "backends; docs/perturbation.md)"),
+               "update compute in float32; tested on host backends; docs/perturbation.md)"),
         choice("precision", "rounding", member(pr, &PrecisionSection::rounding),
                {{"stochastic", Rounding::stochastic}, {"nearest", Rounding::nearest}},
                "how an updated θ is stored in 2 bytes: `stochastic` keeps updates below half an "

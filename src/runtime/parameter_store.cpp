@@ -84,14 +84,9 @@ ParameterStore::ParameterStore(const model::ParameterRegistry& registry,
                    "placement.share_host_master on a GPU build needs placement.mode: offload "
                    "with resident_blocks: 0 (the shared master is the host copy the GPUs stream "
                    "slices of); got " << device_blocks_ << " blocks resident on each GPU");
-    shared_ = node_.allocate_shared(shared_elements(layouts_) * sizeof(real));
+    shared_ = node_.allocate_shared(shared_elements(layouts_) * bytes_per_element(storage()));
   }
   const bool two_bytes = storage() != StorageDtype::fp32;
-  DISTZO_INPUT_REQUIRE(!two_bytes || !sliced(),
-                       "precision.storage: " << to_string(storage())
-                           << " does not work with a shared host master yet (Placement II "
-                              "slices a float32 master); set placement.share_host_master: false "
-                              "(each rank keeps its own θ), or precision.storage: fp32");
   device_words_.resize(groups.size());  // set for the groups of a 2-byte θ only
   host_words_.resize(groups.size());
   for (std::size_t g = 0; g < groups.size(); ++g) {
@@ -102,26 +97,36 @@ ParameterStore::ParameterStore(const model::ParameterRegistry& registry,
     if (group.kind == model::ParameterGroup::block)
       max_block_elements_ = std::max(max_block_elements_, layout.elements);
     in_host_memory_.push_back(streamed);
-    if (streamed && two_bytes) {  // never sliced (refused above)
+    if (streamed && two_bytes) {
       device_arenas_.emplace_back();
       host_arenas_.emplace_back();
-      host_words_[g] = PinnedHalfVec(memory_label(MemoryRole::host_master, arena_name(group)),
-                                     layout.elements);
+      if (sliced())
+        host_words_[g] =
+            PinnedHalfVec(static_cast<std::uint16_t*>(shared_arena(layout.elements)), layout.elements);
+      else
+        host_words_[g] = PinnedHalfVec(memory_label(MemoryRole::host_master, arena_name(group)),
+                                       layout.elements);
     } else if (streamed) {
       device_arenas_.emplace_back();
       if (sliced())
-        host_arenas_.emplace_back(shared_arena(layout.elements), layout.elements);
+        host_arenas_.emplace_back(static_cast<real*>(shared_arena(layout.elements)), layout.elements);
       else
         host_arenas_.emplace_back(memory_label(MemoryRole::host_master, arena_name(group)),
                                   layout.elements);
     } else if (two_bytes) {
       device_arenas_.emplace_back();
-      device_words_[g] = HalfVec(memory_label(MemoryRole::weights, arena_name(group)), layout.elements);
+      if (sliced())  // host backends only (checked above)
+        device_words_[g] =
+            HalfVec(static_cast<std::uint16_t*>(shared_arena(layout.elements)), layout.elements);
+      else
+        device_words_[g] =
+            HalfVec(memory_label(MemoryRole::weights, arena_name(group)), layout.elements);
       host_arenas_.emplace_back();
       bind_words(theta_.words, layout, device_words_[g]);
     } else {
       if (sliced())  // host backends only (checked above)
-        device_arenas_.emplace_back(shared_arena(layout.elements), layout.elements);
+        device_arenas_.emplace_back(static_cast<real*>(shared_arena(layout.elements)),
+                                    layout.elements);
       else
         device_arenas_.emplace_back(memory_label(MemoryRole::weights, arena_name(group)),
                                     layout.elements);
@@ -147,8 +152,8 @@ ParameterStore::~ParameterStore() {
 #endif
 }
 
-real* ParameterStore::shared_arena(std::size_t elements) {
-  real* p = static_cast<real*>(shared_->data()) + shared_used_;
+void* ParameterStore::shared_arena(std::size_t elements) {
+  void* p = static_cast<char*>(shared_->data()) + shared_used_ * bytes_per_element(storage());
   shared_used_ += aligned_to_arena(elements);
   return p;
 }
@@ -275,7 +280,17 @@ void ParameterStore::visit(
 void ParameterStore::visit_own_slices(const PieceSink& sink) const {
   std::vector<real> buffer;
   for (std::size_t g = 0; g < layouts_.size(); ++g) {
-    if (slices_[g].slices > 1) {
+    if (slices_[g].slices > 1 && storage() != StorageDtype::fp32) {
+      // A sliced group lives in node-shared host memory: decode its words.
+      const std::uint16_t* words =
+          in_host_memory_[g] ? host_words_[g].data() : device_words_[g].data();
+      for (const SlicePiece& p : slices_[g].pieces) {
+        buffer.resize(p.count);
+        for (std::size_t i = 0; i < p.count; ++i)
+          buffer[i] = storage::load(words[p.arena_offset + i], storage());
+        sink(p.id, p.first_element, p.count, buffer.data());
+      }
+    } else if (slices_[g].slices > 1) {
       // A sliced group lives in node-shared host memory: hand out pointers.
       const real* arena = in_host_memory_[g] ? host_arenas_[g].data() : device_arenas_[g].data();
       for (const SlicePiece& p : slices_[g].pieces)
@@ -294,7 +309,17 @@ void ParameterStore::fill_own_slices(const PieceSource& source) {
   DISTZO_REQUIRE(sliced(), "parameter store: fill_own_slices needs a sliced store");
   std::vector<real> buffer;
   for (std::size_t g = 0; g < layouts_.size(); ++g) {
-    if (slices_[g].slices > 1) {
+    if (slices_[g].slices > 1 && storage() != StorageDtype::fp32) {
+      // Rounded to nearest, as write() does.
+      std::uint16_t* words = in_host_memory_[g] ? host_words_[g].data() : device_words_[g].data();
+      for (const SlicePiece& p : slices_[g].pieces) {
+        buffer.resize(p.count);
+        source(p.id, p.first_element, p.count, buffer.data());
+        for (std::size_t i = 0; i < p.count; ++i)
+          words[p.arena_offset + i] = static_cast<std::uint16_t>(
+              storage::store(buffer[i], storage(), Rounding::nearest, 0));
+      }
+    } else if (slices_[g].slices > 1) {
       real* arena = in_host_memory_[g] ? host_arenas_[g].data() : device_arenas_[g].data();
       for (const SlicePiece& p : slices_[g].pieces)
         source(p.id, p.first_element, p.count, arena + p.arena_offset);
@@ -356,18 +381,29 @@ std::string ParameterStore::digest(const ExecSpace& space) const {
 }
 
 std::vector<std::uint64_t> ParameterStore::own_slice_sums(const ExecSpace& space) const {
-  DISTZO_REQUIRE(storage() == StorageDtype::fp32,
-                 "parameter store: slice sums of a sliced store, which is float32");
   std::size_t pieces = 0;
   for (const GroupSlices& g : slices_) pieces += g.pieces.size();
   const Kokkos::View<std::uint64_t*, Kokkos::LayoutRight, PinnedSpace> sums(
       memory_label(MemoryRole::host_master, "slice_sums"), pieces);
   const Kokkos::DefaultHostExecutionSpace host;
+  std::vector<real> host_decoded;  // a piece of a 2-byte θ in host memory, decoded
   std::size_t i = 0;
   for (std::size_t g = 0; g < layouts_.size(); ++g) {
     for (const SlicePiece& p : slices_[g].pieces) {
       const auto range = std::make_pair(p.arena_offset, p.arena_offset + p.count);
-      if (in_host_memory_[g])
+      // A 2-byte θ's sums are over its decoded values, as the digest's.
+      if (storage() != StorageDtype::fp32 && in_host_memory_[g]) {
+        host_decoded.resize(p.count);
+        const std::uint16_t* words = host_words_[g].data() + p.arena_offset;
+        for (std::size_t e = 0; e < p.count; ++e) host_decoded[e] = storage::load(words[e], storage());
+        sums(i) = kernels::host_tensor_element_sum(
+            host, kernels::HostTensor(host_decoded.data(), p.count), p.first_element);
+      } else if (storage() != StorageDtype::fp32) {
+        kernels::decode_storage(space, Kokkos::subview(device_words_[g], range), storage(), decoded_);
+        kernels::tensor_element_sum(
+            space, Kokkos::subview(decoded_, std::make_pair(std::size_t(0), p.count)),
+            p.first_element, Kokkos::subview(sums, i));
+      } else if (in_host_memory_[g])
         sums(i) = kernels::host_tensor_element_sum(
             host, Kokkos::subview(host_arenas_[g], range), p.first_element);
       else

@@ -25,9 +25,8 @@
 // words (half the bytes). The host interface — read, write, fill, visit and
 // the slice pieces — stays float32 whatever the storage: write() rounds to
 // nearest (a float32 model imported into a bf16 store is rounded once), read()
-// decodes (exact). Every arena of a 2-byte θ holds words, the offloaded
-// blocks' host master included; a shared host master is float32 only so far
-// (the constructor refuses it with a 2-byte θ, naming the keys).
+// decodes (exact). Every arena of a 2-byte θ holds words: the offloaded
+// blocks' host master and the node-shared master included.
 
 #include "core/types.hpp"
 #include "model/weights.hpp"
@@ -153,8 +152,9 @@ class ParameterStore {
   std::size_t index(model::GroupRef group) const;
   std::size_t index_of_id(std::uint32_t id) const;
 
-  /// The next `elements` of the node-shared allocation (shared master).
-  real* shared_arena(std::size_t elements);
+  /// The next `elements` of the node-shared allocation (shared master), in
+  /// θ's storage (floats or 2-byte words).
+  void* shared_arena(std::size_t elements);
 
   model::ParameterRegistry registry_;
   PlacementConfig placement_;

@@ -27,7 +27,6 @@ declare -A expect=(
   [20-watchdog-zero]='bad_decks/20-watchdog-zero.yaml:11: parallel.watchdog: out of range: expected auto, off or a number > 0, found 0'
   [21-unknown-storage]='bad_decks/21-unknown-storage.yaml:12: precision.storage: unknown value "bf32" (did you mean "fp32"?); allowed: fp32, bf16, fp16'
   [22-unknown-rounding]='bad_decks/22-unknown-rounding.yaml:13: precision.rounding: unknown value "stochastik" (did you mean "stochastic"?); allowed: stochastic, nearest'
-  [23-shared-master-bf16]='precision.storage: bf16 does not work with a shared host master yet (Placement II slices a float32 master); set placement.share_host_master: false'
 )
 mkdir bad_decks
 cp "$HERE"/bad_decks/*.yaml bad_decks/

@@ -1,14 +1,14 @@
 #!/usr/bin/env bash
 # θ stored in bf16 (precision.storage, docs/decks.md) on the demo model, a
 # short run: the digest with stochastic rounding is the same on one rank at
-# OPENBLAS_NUM_THREADS=2 and 1, under mpiexec with P=2 (each rank its own
-# θ: a shared master is float32 so far) and with every block offloaded
-# (2-byte slots, half the bytes moved); D=2 at 1 and 2 threads agree; a
+# OPENBLAS_NUM_THREADS=2 and 1, under mpiexec with P=2 (the node's ranks
+# sharing one sliced master of words, and each rank its own θ) and with
+# every block offloaded (2-byte slots, half the bytes moved), also with a
+# shared master; D=2 at 1 and 2 threads agree; a
 # resume mid-run continues the uninterrupted run bit for bit; stochastic
 # rounding, round to nearest and float32 give three different digests; every
 # value of the final checkpoint is a bf16 value; a resume that changes
-# precision.storage is refused unless checkpoint.allow_changes names it; a
-# shared master, not implemented for 2 bytes yet, is refused naming the keys.
+# precision.storage is refused unless checkpoint.allow_changes names it.
 source "$(dirname "$0")/lib.sh" "$@"
 STEPS=8
 INPUTS=$TEST_DATA/../../inputs
@@ -53,15 +53,19 @@ grep -qF "storage: bf16" sr_t1/deck.resolved.yaml && grep -qF "rounding: stochas
 run sr_t2 2 1 1 1 "${BF16_SR[@]}"
 run sr_p2 1 2 2 1 "${BF16_SR[@]}"
 same sr_t1 sr_t2 "bf16 + SR, 1 rank at 1 and 2 GEMM threads"
-same sr_t1 sr_p2 "bf16 + SR, P=2 vs 1 rank"
-! grep -q "shared by the node" sr_p2/run.log || fail "P=2 shared a 2-byte θ: $(grep placement sr_p2/run.log)"
+same sr_t1 sr_p2 "bf16 + SR, P=2 (shared master) vs 1 rank"
+grep -q "shared by the node's 2 ranks" sr_p2/run.log || fail "P=2 did not share θ: $(grep placement sr_p2/run.log)"
+run sr_p2_own 2 2 2 1 "${BF16_SR[@]}" 'placement:' '  share_host_master: false'
+same sr_t1 sr_p2_own "bf16 + SR, P=2 (each rank its own θ) at 2 threads vs 1 rank"
+run sr_p2_offload 1 2 2 1 "${BF16_SR[@]}" 'placement:' '  mode: offload' '  resident_blocks: 0'
+same sr_t1 sr_p2_offload "bf16 + SR, P=2, shared master of offloaded blocks vs 1 rank"
 run sr_offload 2 1 1 1 "${BF16_SR[@]}" 'placement:' '  mode: offload' '  resident_blocks: 0'
 same sr_t1 sr_offload "bf16 + SR, every block offloaded at 2 threads vs resident at 1"
 run f32_offload 1 1 1 1 'placement:' '  mode: offload' '  resident_blocks: 0'
 moved() { sed -n 's/.*last step moved [^(]* (\([0-9]*\) B) to the device.*/\1/p' "$1/run.log"; }
 [ -n "$(moved sr_offload)" ] && [ "$(( 2 * $(moved sr_offload) ))" = "$(moved f32_offload)" ] ||
   fail "bf16 offload moved $(moved sr_offload) B per step, fp32 $(moved f32_offload) B: not half"
-pass "bf16 + SR: 1 rank at 1 and 2 threads, P=2 and offloaded give $(cat sr_t1.digest); offload moves $(moved sr_offload) B per step (fp32: $(moved f32_offload) B)"
+pass "bf16 + SR: 1 rank at 1 and 2 threads, P=2 (shared and not, resident and offloaded) and offloaded give $(cat sr_t1.digest); offload moves $(moved sr_offload) B per step (fp32: $(moved f32_offload) B)"
 
 run sr_d2t1 1 2 1 2 "${BF16_SR[@]}"
 run sr_d2t2 2 2 1 2 "${BF16_SR[@]}"
@@ -115,10 +119,3 @@ grep -qF "resumed with precision.storage: bf16 in the checkpoint, fp32 in the de
 grep -qF "stored in bf16, is stored in fp32 from here on (exact)" resumed/run.log ||
   fail "run.log does not say θ is stored anew: $(grep -i stored resumed/run.log)"
 pass "a resume changing precision.storage: refused, and with checkpoint.allow_changes continued and logged"
-
-# What is not implemented yet is refused, naming the keys.
-write_deck shared 2 2 1 "${BF16_SR[@]}" 'placement:' '  share_host_master: true'
-set +e; "$MPIEXEC" -n 2 "$DISTZO" run shared.yaml > shared.log 2>&1; status=$?; set -e
-[ "$status" -ne 0 ] && grep -qF "set placement.share_host_master: false" shared.log ||
-  fail "a shared master with bf16: $(cat shared.log)"
-pass "a shared master with a bf16 θ is refused, naming the keys"
