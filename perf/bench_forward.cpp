@@ -88,10 +88,10 @@ int run(int argc, char** argv) {
   const int N = B * T;
   const model::Batch batch = perf::causal_lm_batch(B, T, c.vocab_size, seed);
   model::DecoderForward forward(c, B, T);
-  const model::WeightView edge = model::make_edge_view(m.registry, store.device_tensors());
   Mat h("distzo::perf::h", N, c.hidden_size);
   Mat logits("distzo::perf::logits", N, c.vocab_size);
   runtime::BlockStreamer streamer(store, space);
+  zo::FloatTheta theta(store);
 
   // Stage times of one forward pass (the walk's ForwardPass); each stage ends
   // with a fence so the split is meaningful on asynchronous backends too.
@@ -109,10 +109,11 @@ int run(int argc, char** argv) {
       else s.final_hidden = dt;
       t = Clock::now();
     };
-    zo::ForwardPass pass(forward, m.registry, h, batch.tokens, batch.mask, observe);
+    zo::ForwardPass pass(forward, theta, h, batch.tokens, batch.mask, observe);
     zo::walk(streamer, pass);
     t = Clock::now();
-    forward.logits(space, edge, pass.final_hidden(), logits);
+    forward.logits(space, model::make_edge_view(m.registry, pass.edges()), pass.final_hidden(),
+                   logits);
     space.fence();
     s.logits = seconds_since(t);
     s.total = seconds_since(t0);
@@ -158,7 +159,8 @@ int run(int argc, char** argv) {
   // (N, C) x (F, C)^T -> (N, F).
   double gemm_gflops = 0;
   if (m.registry.num_blocks() > 0) {
-    const model::WeightView block0 = model::make_block_view(m.registry, store.device_tensors(), 0);
+    // The store is float32 (PlacementConfig()): its tensors are the floats.
+    const model::WeightView block0 = model::make_block_view(m.registry, store.theta().f32, 0);
     using R = model::ParameterRole;
     const bool opt = c.architecture == model::Architecture::opt;
     const ConstMat w = block0.mat(opt ? R::fc1_weight : R::gate_weight);

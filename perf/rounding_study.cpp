@@ -195,8 +195,7 @@ int run(int argc, char** argv) {
       for (Master& m : masters) {
         std::uint64_t same = 0;
         for (const auto& p : registry.parameters()) {
-          kernels::UpdateTerms terms = zo::update_terms(pending, p);
-          terms.rounding = m.rounding;
+          const kernels::UpdateTerms terms = zo::update_terms(pending, p, m.rounding);
           if (m.dtype == StorageDtype::fp32) {
             const Vec before("before", m.f32[p.id].extent(0));
             Kokkos::deep_copy(space, before, m.f32[p.id]);

@@ -143,6 +143,8 @@ TEST(Deck, FullDeckParsesEveryValue) {
   EXPECT_EQ(d.placement.prefetch, 2);
   EXPECT_EQ(d.placement.share_host_master, distzo::io::ShareHostMaster::off);
   EXPECT_EQ(d.placement.exchange, distzo::io::SliceExchange::mpi);
+  EXPECT_EQ(d.precision.storage, distzo::StorageDtype::bf16);
+  EXPECT_EQ(d.precision.rounding, distzo::Rounding::nearest);
 
   EXPECT_EQ(d.origin.source, "full.yaml");
   EXPECT_EQ(d.origin.line("model"), 3);
@@ -189,6 +191,8 @@ TEST(Deck, MinimalDeckGetsDefaults) {
   EXPECT_EQ(d.placement.prefetch, 1);
   EXPECT_EQ(d.placement.share_host_master, distzo::io::ShareHostMaster::automatic);
   EXPECT_EQ(d.placement.exchange, distzo::io::SliceExchange::automatic);
+  EXPECT_EQ(d.precision.storage, distzo::StorageDtype::fp32);
+  EXPECT_EQ(d.precision.rounding, distzo::Rounding::stochastic);
 
   // Defaults are not "written"; their line falls back to the section, then 1.
   EXPECT_TRUE(d.origin.written("optim.lr"));
@@ -618,7 +622,7 @@ TEST(DeckError, EmptyDocument) {
 TEST(DeckError, DocumentMustBeOneMap) {
   EXPECT_DECK_ERROR("- model\n- data\n", "deck.yaml:1: deck: ",
                     "must be a map of sections (model, data, optim, eval, checkpoint, output, "
-                    "parallel, placement), found a list");
+                    "parallel, placement, precision), found a list");
   EXPECT_DECK_ERROR(deck_with("---\nmodel:\n  path: x\n"), "deck.yaml:11: deck: ",
                     "a deck is one YAML document, found a second one");
   EXPECT_DECK_ERROR(deck_with("[a, b]: 1\n"), "deck.yaml:10: deck: ",

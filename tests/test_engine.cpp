@@ -46,10 +46,11 @@ double naive_loss(const TinyModel& m, const model::Batch& batch, const StepPertu
   model::DecoderForward forward(m.config, B, T);
   model::LossHead head(m.config, model::BatchShape{batch.task, B, T, 2});
   Mat h("h", B * T, m.config.hidden_size);
-  zo::ForwardPass pass(forward, m.registry, h, batch.tokens, batch.mask);
+  zo::FloatTheta theta_f32(w);
+  zo::ForwardPass pass(forward, theta_f32, h, batch.tokens, batch.mask);
   zo::walk(streamer, pass);
   kernels::LossSums sums = kernels::make_loss_sums();
-  head.loss(space, model::make_edge_view(m.registry, w.device_tensors()), pass.final_hidden(),
+  head.loss(space, model::make_edge_view(m.registry, pass.edges()), pass.final_hidden(),
             batch, sums);
   return kernels::read_loss(space, sums).mean();
 }

@@ -129,11 +129,12 @@ TEST_P(Golden, MatchesHuggingFace) {
     EXPECT_LT(c.max_abs, 1e-4) << name << " (stage " << stage << ")";
   };
   runtime::BlockStreamer streamer(store, space);
-  zo::ForwardPass pass(forward, m.registry, h, tokens, attention_mask, observe);
+  zo::FloatTheta theta(store);
+  zo::ForwardPass pass(forward, theta, h, tokens, attention_mask, observe);
   zo::walk(streamer, pass);
   EXPECT_EQ(stages, L + 2) << "the observer saw the embeddings, every block and the head";
   const Mat hidden = pass.final_hidden();
-  const model::WeightView edge = model::make_edge_view(m.registry, store.device_tensors());
+  const model::WeightView edge = model::make_edge_view(m.registry, pass.edges());
   Comparison c;
 
   Mat logits("logits", forward.rows(), V);

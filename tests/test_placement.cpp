@@ -105,7 +105,7 @@ TEST(ParameterStore, EveryPlacementHoldsTheSameTheta) {
     // Offloaded blocks hold no device tensors; their master is in host memory.
     for (int k = 0; k < L; ++k) {
       const std::uint32_t id = m.registry.block_ids(k).front();
-      EXPECT_EQ(m.store->device_tensors()[id].extent(0) != 0, k < K) << "block " << k;
+      EXPECT_EQ(m.store->theta()[id].extent() != 0, k < K) << "block " << k;
     }
     const std::size_t block_bytes = m.store->layout(model::GroupRef::of_block(0)).bytes();
     EXPECT_EQ(m.store->host_bytes(), static_cast<std::size_t>(L - K) * block_bytes);
@@ -177,9 +177,9 @@ TEST(ParameterStore, ReadWriteRoundTrip) {
 class NoOpPass final : public zo::WalkPass {
  public:
   explicit NoOpPass(bool modifies) : modifies_(modifies) {}
-  void embeddings(const ExecSpace&, const model::TensorTable&) override {}
-  bool block(const ExecSpace&, int, const model::TensorTable&) override { return modifies_; }
-  void head(const ExecSpace&, const model::TensorTable&) override {}
+  void embeddings(const ExecSpace&, const runtime::ThetaTable&) override {}
+  bool block(const ExecSpace&, int, const runtime::ThetaTable&) override { return modifies_; }
+  void head(const ExecSpace&, const runtime::ThetaTable&) override {}
 
  private:
   bool modifies_;
@@ -325,16 +325,16 @@ TEST(BlockStreamer, MisuseIsAnError) {
 class UseAfterReleasePass final : public zo::WalkPass {
  public:
   UseAfterReleasePass(std::uint32_t id) : id_(id) {}
-  void embeddings(const ExecSpace&, const model::TensorTable&) override {}
-  bool block(const ExecSpace&, int k, const model::TensorTable& theta) override {
-    if (k == 0) kept_ = theta[id_];
+  void embeddings(const ExecSpace&, const runtime::ThetaTable&) override {}
+  bool block(const ExecSpace&, int k, const runtime::ThetaTable& theta) override {
+    if (k == 0) kept_ = theta[id_].f32;
     if (k == 1) {
       auto host = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), kept_);
       for (std::size_t i = 0; i < host.extent(0); ++i) nan_seen_ = nan_seen_ || std::isnan(host(i));
     }
     return false;
   }
-  void head(const ExecSpace&, const model::TensorTable&) override {}
+  void head(const ExecSpace&, const runtime::ThetaTable&) override {}
   bool nan_seen() const { return nan_seen_; }
 
  private:

@@ -41,6 +41,13 @@ runtime::PlacementConfig offload(int k, int prefetch) {
   return p;
 }
 
+/// θ placed as `placement` says, stored in 2 bytes.
+runtime::PlacementConfig stored_in(StorageDtype dtype,
+                                   runtime::PlacementConfig placement = runtime::PlacementConfig()) {
+  placement.storage = dtype;
+  return placement;
+}
+
 TEST(Plan, PredictsWhatARunAllocates) {
   const std::vector<Case> cases = {
       {model::Task::causal_lm, 1, 1, runtime::PlacementConfig(), 0, true},
@@ -50,6 +57,9 @@ TEST(Plan, PredictsWhatARunAllocates) {
       {model::Task::classification, 3, 1, offload(3, 1), 8, true},
       {model::Task::causal_lm, 1, 1, runtime::PlacementConfig(), 0, true, true},
       {model::Task::classification, 2, 2, offload(1, 2), 0, false, true},
+      {model::Task::causal_lm, 1, 1, stored_in(StorageDtype::bf16), 0, true},
+      {model::Task::classification, 2, 2, stored_in(StorageDtype::fp16), 0, false, true},
+      {model::Task::causal_lm, 2, 4, stored_in(StorageDtype::bf16, offload(1, 2)), 8, true},
   };
   for (const Case& c : cases) {
     model::ModelConfig config =
@@ -121,6 +131,24 @@ TEST(Plan, TrafficAndHostMemoryFollowThePlacement) {
   EXPECT_EQ(p.slots, 3);
   in.perturbation = 3;  // does not divide 2q = 2
   EXPECT_THROW(app::plan_memory(in), Error);
+}
+
+TEST(Plan, ATwoByteThetaHalvesItsWeights) {
+  app::PlanInputs in;
+  in.config = tiny_config();
+  const app::MemoryPlan f32 = app::plan_memory(in);
+  in.placement = stored_in(StorageDtype::bf16);
+  const app::MemoryPlan bf16 = app::plan_memory(in);
+  EXPECT_EQ(2 * bf16.weights, f32.weights);
+  EXPECT_EQ(2 * bf16.block_arena, f32.block_arena);
+  in.placement = stored_in(StorageDtype::bf16, offload(0, 1));
+  in.config.num_hidden_layers = 3;
+  const std::uint64_t moved = app::plan_memory(in).to_device_per_step;
+  in.placement.storage = StorageDtype::fp32;
+  EXPECT_EQ(2 * moved, app::plan_memory(in).to_device_per_step);
+  in.placement = stored_in(StorageDtype::bf16);
+  EXPECT_NE(app::describe_plan(in, bf16).find("storage      bf16: θ is "), std::string::npos)
+      << app::describe_plan(in, bf16);
 }
 
 // The sliced schedule's formula, recomputed by hand for one shape.

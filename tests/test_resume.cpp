@@ -63,6 +63,23 @@ TEST(Resume, KeysThatDoNotChangeTheTrajectoryMayChange) {
   EXPECT_EQ(c.refused, std::vector<std::string>{"optim.queries: 1 in the checkpoint, 2 in the deck"});
 }
 
+TEST(Resume, HowThetaIsStoredIsPartOfTheTrajectory) {
+  const io::Deck f32 = deck();
+  const io::Deck bf16_sr = deck("  lr: 1e-3\n", "precision:\n  storage: bf16\n");
+  const io::Deck bf16_rn =
+      deck("  lr: 1e-3\n", "precision:\n  storage: bf16\n  rounding: nearest\n");
+  EXPECT_EQ(app::resume_changes(bf16_sr, saved_state(), f32, {}, kSame).refused,
+            std::vector<std::string>{"precision.storage: bf16 in the checkpoint, fp32 in the deck"});
+  EXPECT_EQ(app::resume_changes(f32, saved_state(), bf16_sr, {"precision.storage"}, kSame).allowed,
+            std::vector<std::string>{"precision.storage: fp32 in the checkpoint, bf16 in the deck"});
+  EXPECT_EQ(app::resume_changes(bf16_sr, saved_state(), bf16_rn, {}, kSame).refused,
+            std::vector<std::string>{
+                "precision.rounding: stochastic in the checkpoint, nearest in the deck"});
+  // A float32 θ stores every update exactly: its rounding key plays no part.
+  const io::Deck f32_rn = deck("  lr: 1e-3\n", "precision:\n  rounding: nearest\n");
+  EXPECT_TRUE(app::resume_changes(f32, saved_state(), f32_rn, {}, kSame).refused.empty());
+}
+
 TEST(Resume, MoreStepsContinueAConstantLrOnly) {
   const io::Deck constant = deck("  lr: 1e-3\n  schedule: constant\n");
   io::Deck longer = constant;

@@ -26,6 +26,8 @@ runtime::PlacementConfig placement_config(const io::Deck& deck, int ranks_on_nod
     case io::ShareHostMaster::on: p.share_host_master = true; break;
     case io::ShareHostMaster::off: p.share_host_master = false; break;
   }
+  p.storage = deck.precision.storage;
+  p.rounding = deck.precision.rounding;
   return p;
 }
 

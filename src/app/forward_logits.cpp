@@ -79,7 +79,6 @@ int forward_logits(const std::vector<std::string>& args) {
   const ExecSpace space;
   const int rows = static_cast<int>(std::min<std::int64_t>(micro, B));
   model::DecoderForward forward(m.config, rows, static_cast<int>(T));
-  const model::WeightView edge = model::make_edge_view(m.registry, store.device_tensors());
   Mat h("distzo::forward::h", static_cast<std::size_t>(forward.rows()), m.config.hidden_size);
   Mat logits("distzo::forward::logits", static_cast<std::size_t>(forward.rows()), V);
   IntMat tokens("distzo::forward::tokens", rows, T), attention("distzo::forward::mask", rows, T);
@@ -88,6 +87,7 @@ int forward_logits(const std::vector<std::string>& args) {
   std::vector<float> out(static_cast<std::size_t>(B * T * V));
   const auto host = Kokkos::create_mirror_view(logits);
   runtime::BlockStreamer streamer(store, space);
+  zo::FloatTheta theta(store);
 
   for (std::int64_t first = 0; first < B; first += rows) {
     // The last micro-batch is padded with copies of its first row, whose
@@ -100,9 +100,10 @@ int forward_logits(const std::vector<std::string>& args) {
       }
     Kokkos::deep_copy(space, tokens, h_tokens);
     Kokkos::deep_copy(space, attention, h_mask);
-    zo::ForwardPass pass(forward, m.registry, h, tokens, attention);
+    zo::ForwardPass pass(forward, theta, h, tokens, attention);
     zo::walk(streamer, pass);
-    forward.logits(space, edge, pass.final_hidden(), logits);
+    forward.logits(space, model::make_edge_view(m.registry, pass.edges()), pass.final_hidden(),
+                   logits);
     Kokkos::deep_copy(space, host, logits);
     space.fence();
     const std::int64_t kept = std::min<std::int64_t>(rows, B - first);

@@ -4,6 +4,7 @@
 
 #include "core/digest.hpp"
 #include "core/error.hpp"
+#include "io/checkpoint.hpp"
 #include "io/dataset.hpp"
 #include "io/hdf5_file.hpp"
 #include "io/model_file.hpp"
@@ -11,6 +12,7 @@
 #include <cstdio>
 #include <iomanip>
 #include <limits>
+#include <sstream>
 #include <vector>
 
 namespace distzo::app {
@@ -57,6 +59,29 @@ void inspect_dataset(const std::string& path, std::ostream& out) {
   if (!d.description.empty()) out << "description   " << d.description << "\n";
 }
 
+/// How the run that wrote a checkpoint stored θ.
+std::string storage_line(const io::TrainingState& state) {
+  std::string line = std::string("storage       θ held in ") + to_string(state.storage);
+  if (state.storage != StorageDtype::fp32)
+    line += std::string(", updates rounded ") +
+            (state.rounding == Rounding::stochastic ? "stochastically" : "to nearest");
+  return line + " (the datasets hold its values as float32)\n";
+}
+
+/// Where a checkpoint stands: its step, run and z, its recorded digest, and
+/// how θ was stored.
+std::string checkpoint_lines(const io::TrainingState& state) {
+  std::ostringstream os;
+  os << "training      step " << state.step << " of run "
+     << (state.run_id.empty() ? std::string("(not recorded)") : state.run_id) << "; seed "
+     << state.z.seed << ", q = " << state.queries << ", " << to_string(state.z.distribution)
+     << " z (recipe " << to_int(state.z.recipe) << "); its deck: h5dump -a /deck_yaml FILE\n"
+     << "recorded      parameter digest "
+     << (state.parameter_digest.empty() ? std::string("(none)") : state.parameter_digest) << "\n"
+     << storage_line(state);
+  return os.str();
+}
+
 }  // namespace
 
 void inspect(const std::string& path, bool digest_only, std::ostream& out) {
@@ -85,6 +110,7 @@ void inspect(const std::string& path, bool digest_only, std::ostream& out) {
       << "architecture  " << model::describe(c, "\n              ") << "\n"
       << "parameters    " << params << " in " << m.registry.size() << " tensors, "
       << human_bytes(4.0 * static_cast<double>(params)) << " as float32\n"
+      << (m.kind == "checkpoint" ? checkpoint_lines(io::read_training_state(path)) : std::string())
       << "digest        version " << kDigestVersion << " (--digest); the writer recorded "
       << (m.digest_version > 0 ? "version " + std::to_string(m.digest_version)
                                : std::string("none (an older distzo, or tools/distzo_h5.py)"))

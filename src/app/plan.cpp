@@ -80,10 +80,17 @@ MemoryPlan plan_memory(const PlanInputs& in) {
   p.evaluations = 2 * in.queries / in.perturbation;
   const std::uint64_t e = u(p.evaluations);
 
-  // Weights: one arena per group (runtime/parameter_store.hpp), padded to 64 bytes per tensor.
-  p.edge_arena = runtime::ArenaLayout::of(r, r.embedding_ids()).bytes() +
-                 runtime::ArenaLayout::of(r, r.head_ids()).bytes();
-  p.block_arena = L > 0 ? runtime::ArenaLayout::of(r, r.block_ids(0)).bytes() : 0;
+  // Weights: one arena per group (runtime/parameter_store.hpp), padded to 64
+  // bytes per tensor, in θ's storage: a 2-byte θ (precision.storage bf16,
+  // fp16) holds the same arenas, slots and host master in half the bytes,
+  // and moves half the bytes.
+  const std::uint64_t per_element = bytes_per_element(in.placement.storage);
+  const std::uint64_t float_block =
+      L > 0 ? runtime::ArenaLayout::of(r, r.block_ids(0)).bytes() : 0;
+  const std::uint64_t float_edges = runtime::ArenaLayout::of(r, r.embedding_ids()).bytes() +
+                                    runtime::ArenaLayout::of(r, r.head_ids()).bytes();
+  p.edge_arena = float_edges / kFloat * per_element;
+  p.block_arena = float_block / kFloat * per_element;
   p.weights = p.edge_arena + u(p.device_blocks + p.slots) * p.block_arena;
 
   // Scratch: w+ and w- of the block in use (block arenas), the embeddings'
@@ -92,8 +99,16 @@ MemoryPlan plan_memory(const PlanInputs& in) {
   std::uint64_t edge_elements = 0;
   for (const auto* ids : {&r.embedding_ids(), &r.head_ids()})
     for (std::uint32_t id : *ids) edge_elements += u(r[id].numel());
-  p.scratch = (L > 0 ? 2 * p.block_arena : 0) + e * edge_elements * kFloat +
+  p.scratch = 2 * float_block + e * edge_elements * kFloat +
               (in.batch.task == model::Task::classification ? u(c.vocab_size) * kInt : 0);
+  // A 2-byte θ is read as float32 through decoded copies: the edges and one
+  // block for the evaluation's forward (zo/float_theta.hpp), and the largest
+  // tensor for the digest (runtime/parameter_store.hpp).
+  if (per_element != kFloat) {
+    std::uint64_t largest = 0;
+    for (const auto& parameter : r.parameters()) largest = std::max(largest, u(parameter.numel()));
+    p.scratch += float_edges + float_block + largest * kFloat;
+  }
 
   // Activations for N = B*T rows: the forward's scratch
   // (model::DecoderForward::scratch_bytes), one hidden state per evaluation,
@@ -128,9 +143,12 @@ std::string describe_plan(const PlanInputs& in, const MemoryPlan& p) {
   std::ostringstream os;
   os << "model        " << model::describe(c, "\n             ") << "\n"
      << "parameters   " << static_cast<long long>(params) << " (" << L << " blocks, the embeddings and the head)\n"
-     << "storage      float32: θ is " << human_bytes(4 * params)
-     << "; transfers and w± are float32 too (fp16 storage would halve weights, scratch and "
-        "traffic; not implemented)\n"
+     << "storage      " << to_string(in.placement.storage) << ": θ is "
+     << human_bytes(static_cast<double>(bytes_per_element(in.placement.storage)) * params)
+     << (in.placement.storage == StorageDtype::fp32
+             ? "; transfers and w± are float32 too (precision.storage: bf16 halves θ)\n"
+             : "; transfers are 2 bytes per element too; w±, activations and the copies "
+               "θ is decoded into for evaluation stay float32\n")
      << "placement    ";
   os << describe_blocks(in.placement, L, "resident_blocks") << "\n";
   os << "workload     " << (in.batch.task == model::Task::causal_lm ? "causal_lm" : "classification")

@@ -79,9 +79,10 @@ std::string memory_needed(const io::Deck& deck, const io::ModelInfo& model,
 }
 
 /// The first lines of run.log: the run, its id, the notes of loading it and
-/// claiming output.dir, where θ lives, the BLAS threads.
+/// claiming output.dir, where θ lives and how it is stored, the BLAS threads.
 void print_header(RunOutputs& out, const std::string& deck_path, const Inputs& inputs, int ranks,
-                  const std::string& placement, const std::string& blas_threads) {
+                  const std::string& placement, const std::string& storage,
+                  const std::string& blas_threads) {
   const std::string& resume = inputs.resume;
   out.print(describe_run(deck_path, inputs.deck,
                          inputs.model->info().registry.total_elements(), ranks, inputs.train,
@@ -90,6 +91,7 @@ void print_header(RunOutputs& out, const std::string& deck_path, const Inputs& i
             (resume.empty() ? " (new)" : " (continued from its checkpoint)"));
   for (const std::string& note : inputs.notes) out.print(note);
   out.print(placement);
+  out.print(storage);
   if (!blas_threads.empty()) out.print(blas_threads);
 }
 
@@ -224,11 +226,19 @@ void run(const RunOptions& options, const runtime::Communicator& world) {
   // (or one resumed from a checkpoint without it) gets rank 0's new id.
   inputs.state.run_id =
       broadcast_string(world, inputs.state.run_id.empty() ? new_run_id() : inputs.state.run_id);
-  if (resume.empty()) inputs.state.base_model_digest = engine.parameter_digest();
+  // The digest of the base model's values as the file holds them: θ's own
+  // when it is float32, else the file's (a 2-byte θ holds them rounded), so
+  // that a resume compares it with the deck's model file either way.
+  if (resume.empty())
+    inputs.state.base_model_digest =
+        store.storage() == StorageDtype::fp32
+            ? engine.parameter_digest()
+            : runtime::broadcast_string(world, world.rank() == 0 ? inputs.model->digest() : "");
   const std::unique_ptr<RunDirectory> directory = claim_directory(world, inputs);
   RunOutputs out(deck.output.dir, root, resume.empty() ? -1 : inputs.state.step);
-  print_header(out, options.deck_path, inputs, world.size(), describe_placement(store, deck, engine.weights().exchange()),
-               blas_threads);
+  print_header(out, options.deck_path, inputs, world.size(),
+               describe_placement(store, deck, engine.weights().exchange()),
+               describe_storage(store.placement()), blas_threads);
 
   const zo::TrainerConfig config =
       trainer_config(deck, inputs.eval != nullptr, inputs.state.z.recipe);

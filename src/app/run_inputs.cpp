@@ -101,6 +101,19 @@ Inputs load_inputs(const std::string& deck_path, const runtime::Communicator& wo
     in.state.train_digest = io::dataset_digest(in.train);
   else
     check_resume(in, world);
+  // How this run stores θ, which its checkpoints record; a resume into
+  // another storage (allowed by check_resume) re-encodes the checkpoint's
+  // float32 values as the store loads them.
+  if (!in.resume.empty() && in.state.storage != deck.precision.storage)
+    in.notes.push_back(std::string("θ from ") + in.resume + ", stored in " +
+                       to_string(in.state.storage) + ", is stored in " +
+                       to_string(deck.precision.storage) + " from here on (" +
+                       (deck.precision.storage == StorageDtype::fp32
+                            ? "exact"
+                            : "rounded to nearest once") +
+                       ")");
+  in.state.storage = deck.precision.storage;
+  in.state.rounding = deck.precision.rounding;
   if (const std::string warning = eps_warning(opt.eps); !warning.empty())
     in.notes.push_back(warning);
   return in;

@@ -155,6 +155,15 @@ std::string describe_placement(const runtime::ParameterStore& store, const io::D
   return os.str();
 }
 
+std::string describe_storage(const runtime::PlacementConfig& p) {
+  if (p.storage == StorageDtype::fp32)
+    return "precision: θ stored in fp32 (4 bytes per parameter; precision.rounding does not apply)";
+  return std::string("precision: θ stored in ") + to_string(p.storage) +
+         " (2 bytes per parameter), updates rounded " +
+         (p.rounding == Rounding::stochastic ? "stochastically" : "to nearest") +
+         "; forward passes and updates compute in float32";
+}
+
 std::string describe_progress(const StepRow& row, std::int64_t steps, double eta_seconds) {
   char line[256];
   std::snprintf(line, sizeof(line), "step %lld/%lld  loss %.4f  g %+.3e  lr %.2e  %.0f tok/s  ETA %s",

@@ -74,6 +74,9 @@ std::string describe_blocks(const runtime::PlacementConfig& p, int L,
 /// Where θ lives; `exchange_or_null` exchanges the slices of a shared master.
 std::string describe_placement(const runtime::ParameterStore& store, const io::Deck& deck,
                                const runtime::SliceExchange* exchange_or_null);
+/// How θ is stored: "precision: θ stored in bf16 (2 bytes per parameter),
+/// updates rounded stochastically; forward passes and updates compute in float32".
+std::string describe_storage(const runtime::PlacementConfig& p);
 /// The progress line of a finished step, `eta_seconds` before the last of `steps`.
 std::string describe_progress(const StepRow& row, std::int64_t steps, double eta_seconds);
 /// A step whose loss was not finite, the `streak`-th in a row.

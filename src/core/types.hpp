@@ -43,6 +43,8 @@ using PinnedSpace = Kokkos::CudaHostPinnedSpace;
 using PinnedSpace = Kokkos::HostSpace;
 #endif
 using PinnedVec = Kokkos::View<real*, Kokkos::LayoutRight, PinnedSpace>;
+/// The same for θ stored in 2 bytes per element (bf16 or fp16 words).
+using PinnedHalfVec = Kokkos::View<std::uint16_t*, Kokkos::LayoutRight, PinnedSpace>;
 
 /// Host tensors with the same layout (staging for IO and tests).
 using HostVec = Kokkos::View<real*, Kokkos::LayoutRight, HostSpace>;

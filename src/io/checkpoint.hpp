@@ -17,6 +17,7 @@
 
 #include "core/perturbation.hpp"
 #include "core/step_state.hpp"
+#include "core/storage_dtype.hpp"
 #include "io/model_file.hpp"
 
 #include <cstdint>
@@ -48,6 +49,11 @@ struct TrainingState {
   std::string run_id;        // the run that wrote it (app/run_directory.hpp); "" when absent
   std::string base_model_digest;  // parameter digest of the model the run started from
   std::string train_digest;       // io::dataset_digest of the training set
+  // How the run stored θ (precision.storage, .rounding); the datasets are
+  // float32 whatever it was: the values θ held, decoded. Absent in
+  // checkpoints written before 2-byte storage existed: fp32.
+  StorageDtype storage = StorageDtype::fp32;
+  Rounding rounding = Rounding::stochastic;
   // The update of the last finished step, not yet applied to θ; its z is
   // the run's (stored once, above).
   PendingUpdate pending;

@@ -13,6 +13,7 @@
 // working directory of the process (as in most HPC codes), not to the deck.
 
 #include "core/perturbation.hpp"
+#include "core/storage_dtype.hpp"
 
 #include <cstdint>
 #include <map>
@@ -99,6 +100,15 @@ struct PlacementSection {
 
 /// Where a deck came from, for error messages raised after parsing
 /// (a mesh mismatch, a file that vanished, ...).
+/// How θ's master copy is stored (core/storage_dtype.hpp's own types).
+using distzo::Rounding;
+using distzo::StorageDtype;
+
+struct PrecisionSection {
+  StorageDtype storage = StorageDtype::fp32;  // bytes per element of θ: 4, or 2 (bf16, fp16)
+  Rounding rounding = Rounding::stochastic;   // how an update is stored in 2 bytes (fp32: exact)
+};
+
 struct DeckOrigin {
   std::string source;  // the name given to parse_deck (the path, for load_deck)
   /// 1-based line of every section ("optim") and key ("optim.lr") written in
@@ -121,6 +131,7 @@ struct Deck {
   OutputSection output;
   ParallelSection parallel;
   PlacementSection placement;
+  PrecisionSection precision;
   DeckOrigin origin;  // not part of the value: operator== ignores it
 };
 

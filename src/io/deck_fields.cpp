@@ -17,6 +17,7 @@ const std::vector<SectionInfo>& sections() {
   static const std::vector<SectionInfo> table = {
       {"model", true},       {"data", true},    {"optim", true},     {"eval", false},
       {"checkpoint", false}, {"output", true},  {"parallel", false}, {"placement", false},
+      {"precision", false},
   };
   return table;
 }
@@ -183,6 +184,7 @@ const std::vector<Field>& fields() {
     const auto out = &Deck::output;
     const auto p = &Deck::parallel;
     const auto pl = &Deck::placement;
+    const auto pr = &Deck::precision;
     return std::vector<Field>{
         path("model", "path", member(m, &ModelSection::path), true, "an existing file",
              "HDF5 model file (docs/formats.md)"),
@@ -293,6 +295,16 @@ const std::vector<Field>& fields() {
                "how a node's ranks exchange their slices of the perturbed weights: "
                "`shared_memory` (host backends), `nccl` (GPUs, built with NCCL), `mpi`; `auto` "
                "= the first of these the build can do"),
+
+        choice("precision", "storage", member(pr, &PrecisionSection::storage),
+               {{"fp32", StorageDtype::fp32}, {"bf16", StorageDtype::bf16}, {"fp16", StorageDtype::fp16}},
+               "how θ's master copy is stored: `fp32` = 4 bytes per parameter; `bf16`, `fp16` = 2 "
+               "(a float32 model is rounded to nearest once when loaded; the forward pass and the "
+               "update compute in float32; tested on host backends; docs/perturbation.md)"),
+        choice("precision", "rounding", member(pr, &PrecisionSection::rounding),
+               {{"stochastic", Rounding::stochastic}, {"nearest", Rounding::nearest}},
+               "how an updated θ is stored in 2 bytes: `stochastic` keeps updates below half an "
+               "ulp in expectation, `nearest` loses them; ignored with `storage: fp32`"),
     };
   }();
   return table;

@@ -44,9 +44,12 @@ BlockStreamer::BlockStreamer(ParameterStore& store, const ExecSpace& compute)
   const int slots = store.placement().stream_slots(num_blocks_);
   for (int j = 0; j < slots; ++j) {
     Slot s;
-    s.arena = Vec(memory_label(MemoryRole::weights, "slot." + std::to_string(j)),
-                  store.max_block_elements());
-    s.tensors.resize(store.registry().size());
+    const std::string label = memory_label(MemoryRole::weights, "slot." + std::to_string(j));
+    if (store.storage() == StorageDtype::fp32)
+      s.arena = Vec(label, store.max_block_elements());
+    else
+      s.words = HalfVec(label, store.max_block_elements());
+    s.tensors = ThetaTable(store.storage(), store.registry().size());
     slots_.push_back(std::move(s));
   }
 }
@@ -70,9 +73,13 @@ void BlockStreamer::upload(int block) {
   if (s.occupant >= 0)
     note({StreamOp::Kind::wait, block, slot_of(block), Lane::upload, s.free_lane, s.occupant});
   const auto range = moved_range(block, own_slices_);
-  Kokkos::deep_copy(instances_.upload, Kokkos::subview(s.arena, range),
-                    Kokkos::subview(store_.host_block(block), range));
-  pass_.to_device += (range.second - range.first) * sizeof(real);
+  if (store_.storage() == StorageDtype::fp32)
+    Kokkos::deep_copy(instances_.upload, Kokkos::subview(s.arena, range),
+                      Kokkos::subview(store_.host_block(block), range));
+  else
+    Kokkos::deep_copy(instances_.upload, Kokkos::subview(s.words, range),
+                      Kokkos::subview(store_.host_block_words(block), range));
+  pass_.to_device += (range.second - range.first) * bytes_per_element(store_.storage());
   s.uploaded = StreamEvent::record(instances_.upload);
   s.occupant = block;
   note({StreamOp::Kind::upload, block, slot_of(block), Lane::upload});
@@ -96,7 +103,7 @@ void BlockStreamer::begin_pass(bool own_slices) {
   while (next_upload_ < last) upload(next_upload_++);
 }
 
-const model::TensorTable& BlockStreamer::acquire(int block) {
+const ThetaTable& BlockStreamer::acquire(int block) {
   DISTZO_REQUIRE(in_pass_, "block streamer: acquire(" << block << ") outside a pass");
   DISTZO_REQUIRE(block >= 0 && block < num_blocks_,
                  "block streamer: no block " << block << " in a model of " << num_blocks_);
@@ -107,7 +114,7 @@ const model::TensorTable& BlockStreamer::acquire(int block) {
   last_acquired_ = block;
   if (block < first_streamed_) {
     note({StreamOp::Kind::compute, block, -1, Lane::compute});
-    return store_.device_tensors();
+    return store_.theta();
   }
   while (next_upload_ <= block) upload(next_upload_++);
   Slot& s = slots_[static_cast<std::size_t>(slot_of(block))];
@@ -115,7 +122,11 @@ const model::TensorTable& BlockStreamer::acquire(int block) {
                  "block streamer: block " << block << " is not in its slot");
   s.uploaded.enqueue_wait(instances_.compute);
   note({StreamOp::Kind::wait, block, slot_of(block), Lane::compute, Lane::upload, block});
-  bind_tensors(s.tensors, store_.layout(model::GroupRef::of_block(block)), s.arena);
+  const ArenaLayout& layout = store_.layout(model::GroupRef::of_block(block));
+  if (store_.storage() == StorageDtype::fp32)
+    bind_tensors(s.tensors.f32, layout, s.arena);
+  else
+    bind_words(s.tensors.words, layout, s.words);
   s.in_use = true;
   note({StreamOp::Kind::compute, block, slot_of(block), Lane::compute});
   // The next uploads run under this block's compute.
@@ -135,7 +146,11 @@ void BlockStreamer::release(int block, bool modified) {
   DISTZO_REQUIRE(s.in_use && s.occupant == block,
                  "block streamer: release(" << block << ") of a block that was not acquired");
   note({StreamOp::Kind::compute_end, block, j, Lane::compute});
-  unbind_tensors(s.tensors, store_.layout(model::GroupRef::of_block(block)));
+  const ArenaLayout& layout = store_.layout(model::GroupRef::of_block(block));
+  if (store_.storage() == StorageDtype::fp32)
+    unbind_tensors(s.tensors.f32, layout);
+  else
+    unbind_words(s.tensors.words, layout);
   s.in_use = false;
   const StreamEvent computed = StreamEvent::record(instances_.compute);
   if (!modified && !poison_) {
@@ -148,13 +163,23 @@ void BlockStreamer::release(int block, bool modified) {
   if (modified) {
     // A sliced store's ranks change only their own slices of θ.
     const auto range = moved_range(block, store_.sliced());
-    Kokkos::deep_copy(instances_.writeback, Kokkos::subview(store_.host_block(block), range),
-                      Kokkos::subview(s.arena, range));
-    pass_.to_host += (range.second - range.first) * sizeof(real);
+    if (store_.storage() == StorageDtype::fp32)
+      Kokkos::deep_copy(instances_.writeback, Kokkos::subview(store_.host_block(block), range),
+                        Kokkos::subview(s.arena, range));
+    else
+      Kokkos::deep_copy(instances_.writeback, Kokkos::subview(store_.host_block_words(block), range),
+                        Kokkos::subview(s.words, range));
+    pass_.to_host += (range.second - range.first) * bytes_per_element(store_.storage());
     note({StreamOp::Kind::writeback, block, j, Lane::writeback});
   }
   if (poison_) {
-    Kokkos::deep_copy(instances_.writeback, s.arena, std::numeric_limits<real>::quiet_NaN());
+    constexpr real nan = std::numeric_limits<real>::quiet_NaN();
+    if (store_.storage() == StorageDtype::fp32)
+      Kokkos::deep_copy(instances_.writeback, s.arena, nan);
+    else
+      Kokkos::deep_copy(instances_.writeback, s.words,
+                        static_cast<std::uint16_t>(
+                            storage::store(nan, store_.storage(), Rounding::nearest, 0)));
     note({StreamOp::Kind::poison, block, j, Lane::writeback});
   }
   s.free = StreamEvent::record(instances_.writeback);

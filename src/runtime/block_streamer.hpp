@@ -67,7 +67,8 @@ struct StreamOp {
 };
 const char* to_string(StreamOp::Kind kind);
 
-/// Bytes moved between the host master and the device slots.
+/// Bytes moved between the host master and the device slots (2 per element
+/// of a bf16 / fp16 θ).
 struct TransferBytes {
   std::uint64_t to_device = 0;  // uploads
   std::uint64_t to_host = 0;    // write-backs
@@ -90,7 +91,7 @@ class BlockStreamer {
   /// (sliced store: the update and perturbation), so only it is uploaded.
   void begin_pass(bool own_slices = false);
   /// θ_k by id, on the device, ready for work enqueued on the compute instance.
-  const model::TensorTable& acquire(int block);
+  const ThetaTable& acquire(int block);
   /// The walk has enqueued all its work on θ_k; `modified`: θ_k changed.
   void release(int block, bool modified);
   /// Blocks the host until every upload and write-back of the pass is done.
@@ -107,8 +108,9 @@ class BlockStreamer {
 
  private:
   struct Slot {
-    Vec arena;                  // (max block elements), device
-    model::TensorTable tensors;  // the occupant's tensors by id, into `arena`
+    Vec arena;                  // (max block elements), device: fp32 storage
+    HalfVec words;              // the same in 2-byte words: bf16 / fp16 storage
+    ThetaTable tensors;         // the occupant's tensors by id, into `arena` or `words`
     int occupant = -1;          // block uploaded into it last
     bool in_use = false;        // acquired and not yet released
     StreamEvent uploaded;       // after the occupant's upload

@@ -4,6 +4,7 @@
 #include "core/error.hpp"
 #include "core/fence.hpp"
 #include "core/memory.hpp"
+#include "kernels/decode_storage.hpp"
 #include "kernels/digest.hpp"
 
 #include <algorithm>
@@ -15,6 +16,8 @@ namespace {
 using HostUnmanaged = Kokkos::View<real*, Kokkos::HostSpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
 using ConstHostUnmanaged =
     Kokkos::View<const real*, Kokkos::HostSpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
+using HostWordsUnmanaged =
+    Kokkos::View<std::uint16_t*, Kokkos::HostSpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
 
 
 std::string arena_name(model::GroupRef group) {
@@ -35,6 +38,17 @@ void unbind_tensors(model::TensorTable& table, const ArenaLayout& layout) {
   for (const Segment& s : layout.segments) table.at(s.id) = Vec();
 }
 
+void bind_words(std::vector<HalfVec>& words, const ArenaLayout& layout, const HalfVec& arena) {
+  DISTZO_REQUIRE(arena.extent(0) >= layout.elements,
+                 "arena of " << arena.extent(0) << " words for a layout of " << layout.elements);
+  for (const Segment& s : layout.segments)
+    words.at(s.id) = Kokkos::subview(arena, std::make_pair(s.offset, s.offset + s.count));
+}
+
+void unbind_words(std::vector<HalfVec>& words, const ArenaLayout& layout) {
+  for (const Segment& s : layout.segments) words.at(s.id) = HalfVec();
+}
+
 namespace {
 
 
@@ -53,7 +67,7 @@ ParameterStore::ParameterStore(const model::ParameterRegistry& registry,
       node_(node ? *node : one_rank_),
       device_blocks_(placement.device_blocks(registry.num_blocks())),
       group_of_id_(registry.size()),
-      device_tensors_(registry.size()) {
+      theta_(placement.storage, registry.size()) {
   const std::vector<model::GroupRef> groups = registry.groups();
   for (const model::GroupRef& group : groups) {
     layouts_.push_back(ArenaLayout::of(registry, registry.ids(group)));
@@ -70,8 +84,11 @@ ParameterStore::ParameterStore(const model::ParameterRegistry& registry,
                    "placement.share_host_master on a GPU build needs placement.mode: offload "
                    "with resident_blocks: 0 (the shared master is the host copy the GPUs stream "
                    "slices of); got " << device_blocks_ << " blocks resident on each GPU");
-    shared_ = node_.allocate_shared(shared_elements(layouts_) * sizeof(real));
+    shared_ = node_.allocate_shared(shared_elements(layouts_) * bytes_per_element(storage()));
   }
+  const bool two_bytes = storage() != StorageDtype::fp32;
+  device_words_.resize(groups.size());  // set for the groups of a 2-byte θ only
+  host_words_.resize(groups.size());
   for (std::size_t g = 0; g < groups.size(); ++g) {
     const model::GroupRef& group = groups[g];
     const ArenaLayout& layout = layouts_[g];
@@ -80,22 +97,48 @@ ParameterStore::ParameterStore(const model::ParameterRegistry& registry,
     if (group.kind == model::ParameterGroup::block)
       max_block_elements_ = std::max(max_block_elements_, layout.elements);
     in_host_memory_.push_back(streamed);
-    if (streamed) {
+    if (streamed && two_bytes) {
+      device_arenas_.emplace_back();
+      host_arenas_.emplace_back();
+      if (sliced())
+        host_words_[g] =
+            PinnedHalfVec(static_cast<std::uint16_t*>(shared_arena(layout.elements)), layout.elements);
+      else
+        host_words_[g] = PinnedHalfVec(memory_label(MemoryRole::host_master, arena_name(group)),
+                                       layout.elements);
+    } else if (streamed) {
       device_arenas_.emplace_back();
       if (sliced())
-        host_arenas_.emplace_back(shared_arena(layout.elements), layout.elements);
+        host_arenas_.emplace_back(static_cast<real*>(shared_arena(layout.elements)), layout.elements);
       else
         host_arenas_.emplace_back(memory_label(MemoryRole::host_master, arena_name(group)),
                                   layout.elements);
+    } else if (two_bytes) {
+      device_arenas_.emplace_back();
+      if (sliced())  // host backends only (checked above)
+        device_words_[g] =
+            HalfVec(static_cast<std::uint16_t*>(shared_arena(layout.elements)), layout.elements);
+      else
+        device_words_[g] =
+            HalfVec(memory_label(MemoryRole::weights, arena_name(group)), layout.elements);
+      host_arenas_.emplace_back();
+      bind_words(theta_.words, layout, device_words_[g]);
     } else {
       if (sliced())  // host backends only (checked above)
-        device_arenas_.emplace_back(shared_arena(layout.elements), layout.elements);
+        device_arenas_.emplace_back(static_cast<real*>(shared_arena(layout.elements)),
+                                    layout.elements);
       else
         device_arenas_.emplace_back(memory_label(MemoryRole::weights, arena_name(group)),
                                     layout.elements);
       host_arenas_.emplace_back();
-      bind_tensors(device_tensors_, layout, device_arenas_.back());
+      bind_tensors(theta_.f32, layout, device_arenas_.back());
     }
+  }
+  if (two_bytes) {
+    std::size_t largest = 0;
+    for (const auto& p : registry.parameters())
+      largest = std::max(largest, static_cast<std::size_t>(p.numel()));
+    decoded_ = Vec(memory_label(MemoryRole::scratch, "digest_decoded"), largest);
   }
 #ifdef KOKKOS_ENABLE_CUDA
   // Pinned, so uploads and write-backs of slices are asynchronous DMA.
@@ -109,8 +152,8 @@ ParameterStore::~ParameterStore() {
 #endif
 }
 
-real* ParameterStore::shared_arena(std::size_t elements) {
-  real* p = static_cast<real*>(shared_->data()) + shared_used_;
+void* ParameterStore::shared_arena(std::size_t elements) {
+  void* p = static_cast<char*>(shared_->data()) + shared_used_ * bytes_per_element(storage());
   shared_used_ += aligned_to_arena(elements);
   return p;
 }
@@ -145,15 +188,23 @@ const PinnedVec& ParameterStore::host_block(int block) const {
   return arena;
 }
 
+const PinnedHalfVec& ParameterStore::host_block_words(int block) const {
+  const PinnedHalfVec& arena = host_words_[index(model::GroupRef::of_block(block))];
+  DISTZO_REQUIRE(!on_device(block), "parameter store: block " << block << " lives on the device");
+  return arena;
+}
+
 std::size_t ParameterStore::device_bytes() const {
   std::size_t n = 0;
   for (const Vec& a : device_arenas_) n += a.extent(0) * sizeof(real);
+  for (const HalfVec& a : device_words_) n += a.extent(0) * sizeof(std::uint16_t);
   return n;
 }
 
 std::size_t ParameterStore::host_bytes() const {
   std::size_t n = 0;
   for (const PinnedVec& a : host_arenas_) n += a.extent(0) * sizeof(real);
+  for (const PinnedHalfVec& a : host_words_) n += a.extent(0) * sizeof(std::uint16_t);
   return n;
 }
 
@@ -162,7 +213,15 @@ void ParameterStore::read(std::uint32_t id, real* host_dst) const {
   const Segment& s = layouts_[g].segment(id);
   const auto range = std::make_pair(s.offset, s.offset + s.count);
   const HostUnmanaged dst(host_dst, s.count);
-  if (in_host_memory_[g])
+  if (storage() != StorageDtype::fp32) {
+    std::vector<std::uint16_t> words(s.count);
+    const HostWordsUnmanaged dst_words(words.data(), s.count);
+    if (in_host_memory_[g])
+      Kokkos::deep_copy(dst_words, Kokkos::subview(host_words_[g], range));
+    else
+      Kokkos::deep_copy(dst_words, Kokkos::subview(device_words_[g], range));
+    for (std::size_t i = 0; i < s.count; ++i) host_dst[i] = storage::load(words[i], storage());
+  } else if (in_host_memory_[g])
     Kokkos::deep_copy(dst, Kokkos::subview(host_arenas_[g], range));
   else
     Kokkos::deep_copy(dst, Kokkos::subview(device_arenas_[g], range));
@@ -173,7 +232,19 @@ void ParameterStore::write(std::uint32_t id, const real* host_src) {
   const Segment& s = layouts_[g].segment(id);
   const auto range = std::make_pair(s.offset, s.offset + s.count);
   const ConstHostUnmanaged src(host_src, s.count);
-  if (in_host_memory_[g])
+  if (storage() != StorageDtype::fp32) {
+    // Round to nearest: a float32 value is brought into 2 bytes once, the
+    // same way on every rank, with no random words to key.
+    std::vector<std::uint16_t> words(s.count);
+    for (std::size_t i = 0; i < s.count; ++i)
+      words[i] = static_cast<std::uint16_t>(
+          storage::store(host_src[i], storage(), Rounding::nearest, 0));
+    const HostWordsUnmanaged src_words(words.data(), s.count);
+    if (in_host_memory_[g])
+      Kokkos::deep_copy(Kokkos::subview(host_words_[g], range), src_words);
+    else
+      Kokkos::deep_copy(Kokkos::subview(device_words_[g], range), src_words);
+  } else if (in_host_memory_[g])
     Kokkos::deep_copy(Kokkos::subview(host_arenas_[g], range), src);
   else
     Kokkos::deep_copy(Kokkos::subview(device_arenas_[g], range), src);
@@ -209,7 +280,17 @@ void ParameterStore::visit(
 void ParameterStore::visit_own_slices(const PieceSink& sink) const {
   std::vector<real> buffer;
   for (std::size_t g = 0; g < layouts_.size(); ++g) {
-    if (slices_[g].slices > 1) {
+    if (slices_[g].slices > 1 && storage() != StorageDtype::fp32) {
+      // A sliced group lives in node-shared host memory: decode its words.
+      const std::uint16_t* words =
+          in_host_memory_[g] ? host_words_[g].data() : device_words_[g].data();
+      for (const SlicePiece& p : slices_[g].pieces) {
+        buffer.resize(p.count);
+        for (std::size_t i = 0; i < p.count; ++i)
+          buffer[i] = storage::load(words[p.arena_offset + i], storage());
+        sink(p.id, p.first_element, p.count, buffer.data());
+      }
+    } else if (slices_[g].slices > 1) {
       // A sliced group lives in node-shared host memory: hand out pointers.
       const real* arena = in_host_memory_[g] ? host_arenas_[g].data() : device_arenas_[g].data();
       for (const SlicePiece& p : slices_[g].pieces)
@@ -228,7 +309,17 @@ void ParameterStore::fill_own_slices(const PieceSource& source) {
   DISTZO_REQUIRE(sliced(), "parameter store: fill_own_slices needs a sliced store");
   std::vector<real> buffer;
   for (std::size_t g = 0; g < layouts_.size(); ++g) {
-    if (slices_[g].slices > 1) {
+    if (slices_[g].slices > 1 && storage() != StorageDtype::fp32) {
+      // Rounded to nearest, as write() does.
+      std::uint16_t* words = in_host_memory_[g] ? host_words_[g].data() : device_words_[g].data();
+      for (const SlicePiece& p : slices_[g].pieces) {
+        buffer.resize(p.count);
+        source(p.id, p.first_element, p.count, buffer.data());
+        for (std::size_t i = 0; i < p.count; ++i)
+          words[p.arena_offset + i] = static_cast<std::uint16_t>(
+              storage::store(buffer[i], storage(), Rounding::nearest, 0));
+      }
+    } else if (slices_[g].slices > 1) {
       real* arena = in_host_memory_[g] ? host_arenas_[g].data() : device_arenas_[g].data();
       for (const SlicePiece& p : slices_[g].pieces)
         source(p.id, p.first_element, p.count, arena + p.arena_offset);
@@ -246,14 +337,33 @@ void ParameterStore::fill_own_slices(const PieceSource& source) {
 
 std::string ParameterStore::digest(const ExecSpace& space) const {
   // Each tensor's element sum is reduced where its arena lives, into host
-  // memory (pinned under CUDA, written by the device directly): no tensor
-  // is copied and no device memory is allocated.
+  // memory (pinned under CUDA, written by the device directly): no float32
+  // tensor is copied and no device memory is allocated (a 2-byte tensor is
+  // decoded into the scratch allocated with the store).
   const Kokkos::View<std::uint64_t*, Kokkos::LayoutRight, PinnedSpace> sums(
       memory_label(MemoryRole::host_master, "digest_sums"), registry_.size());  // by id
   const Kokkos::DefaultHostExecutionSpace host;
+  std::vector<real> host_decoded;  // a 2-byte tensor of an offloaded block, decoded
   for (std::size_t g = 0; g < layouts_.size(); ++g) {
     for (const Segment& s : layouts_[g].segments) {
-      if (in_host_memory_[g]) {
+      if (storage() != StorageDtype::fp32 && in_host_memory_[g]) {
+        // Over the decoded values (as below), decoded on the host.
+        host_decoded.resize(s.count);
+        const std::uint16_t* words = host_words_[g].data() + s.offset;
+        for (std::size_t i = 0; i < s.count; ++i)
+          host_decoded[i] = storage::load(words[i], storage());
+        sums(s.id) = kernels::host_tensor_element_sum(
+            host, kernels::HostTensor(host_decoded.data(), s.count));
+      } else if (storage() != StorageDtype::fp32) {
+        // Over the decoded values, so the digest says which floats θ holds
+        // whatever their storage. One scratch tensor: the sums are ordered
+        // on `space` after each decode.
+        const auto range = std::make_pair(s.offset, s.offset + s.count);
+        kernels::decode_storage(space, Kokkos::subview(device_words_[g], range), storage(),
+                                decoded_);
+        kernels::tensor_element_sum(space, Kokkos::subview(decoded_, std::make_pair(std::size_t(0), s.count)),
+                                    0, Kokkos::subview(sums, s.id));
+      } else if (in_host_memory_[g]) {
         sums(s.id) = kernels::host_tensor_element_sum(
             host, kernels::HostTensor(host_arenas_[g].data() + s.offset, s.count));
       } else {
@@ -276,11 +386,24 @@ std::vector<std::uint64_t> ParameterStore::own_slice_sums(const ExecSpace& space
   const Kokkos::View<std::uint64_t*, Kokkos::LayoutRight, PinnedSpace> sums(
       memory_label(MemoryRole::host_master, "slice_sums"), pieces);
   const Kokkos::DefaultHostExecutionSpace host;
+  std::vector<real> host_decoded;  // a piece of a 2-byte θ in host memory, decoded
   std::size_t i = 0;
   for (std::size_t g = 0; g < layouts_.size(); ++g) {
     for (const SlicePiece& p : slices_[g].pieces) {
       const auto range = std::make_pair(p.arena_offset, p.arena_offset + p.count);
-      if (in_host_memory_[g])
+      // A 2-byte θ's sums are over its decoded values, as the digest's.
+      if (storage() != StorageDtype::fp32 && in_host_memory_[g]) {
+        host_decoded.resize(p.count);
+        const std::uint16_t* words = host_words_[g].data() + p.arena_offset;
+        for (std::size_t e = 0; e < p.count; ++e) host_decoded[e] = storage::load(words[e], storage());
+        sums(i) = kernels::host_tensor_element_sum(
+            host, kernels::HostTensor(host_decoded.data(), p.count), p.first_element);
+      } else if (storage() != StorageDtype::fp32) {
+        kernels::decode_storage(space, Kokkos::subview(device_words_[g], range), storage(), decoded_);
+        kernels::tensor_element_sum(
+            space, Kokkos::subview(decoded_, std::make_pair(std::size_t(0), p.count)),
+            p.first_element, Kokkos::subview(sums, i));
+      } else if (in_host_memory_[g])
         sums(i) = kernels::host_tensor_element_sum(
             host, Kokkos::subview(host_arenas_[g], range), p.first_element);
       else
@@ -302,7 +425,13 @@ void ParameterStore::corrupt_element(int owner) {
         GroupSlices::of(layouts_[g], slices_[g].slices, sliced_somewhere ? owner : 0);
     if (theirs.pieces.empty()) continue;
     const std::size_t at = theirs.pieces.front().arena_offset;
-    if (in_host_memory_[g])
+    const auto word =
+        static_cast<std::uint16_t>(storage::store(real(12345), storage(), Rounding::nearest, 0));
+    if (storage() != StorageDtype::fp32 && in_host_memory_[g])
+      Kokkos::deep_copy(Kokkos::subview(host_words_[g], at), word);
+    else if (storage() != StorageDtype::fp32)
+      Kokkos::deep_copy(Kokkos::subview(device_words_[g], at), word);
+    else if (in_host_memory_[g])
       Kokkos::deep_copy(Kokkos::subview(host_arenas_[g], at), real(12345));
     else
       Kokkos::deep_copy(Kokkos::subview(device_arenas_[g], at), real(12345));

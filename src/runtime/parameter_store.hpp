@@ -5,7 +5,7 @@
 // lives is the placement's choice:
 //
 //   device  (resident groups)  a View in the execution space; the tensors
-//           the forward pass reads are subviews of it (device_tensors());
+//           θ's tensors are subviews of it (theta());
 //   host    (offloaded blocks) a View in pinned host memory (plain host
 //           memory without CUDA); the block streamer uploads it into a
 //           device slot when the walk reaches the block, and writes the
@@ -20,6 +20,13 @@
 // host backends, the offloaded blocks' on GPUs — are one node-shared
 // allocation: one copy of θ per node, whatever the mesh. Each rank of the
 // node owns one slice of every arena (slices()); only the owner writes it.
+//
+// θ is stored as placement.storage says: float32, or 2-byte bf16 / fp16
+// words (half the bytes). The host interface — read, write, fill, visit and
+// the slice pieces — stays float32 whatever the storage: write() rounds to
+// nearest (a float32 model imported into a bf16 store is rounded once), read()
+// decodes (exact). Every arena of a 2-byte θ holds words: the offloaded
+// blocks' host master and the node-shared master included.
 
 #include "core/types.hpp"
 #include "model/weights.hpp"
@@ -27,6 +34,7 @@
 #include "runtime/arena_layout.hpp"
 #include "runtime/communicator.hpp"
 #include "runtime/placement.hpp"
+#include "runtime/theta_table.hpp"
 
 #include <cstddef>
 #include <cstdint>
@@ -41,6 +49,9 @@ namespace distzo::runtime {
 void bind_tensors(model::TensorTable& table, const ArenaLayout& layout, const Vec& arena);
 /// Empties table[id] for every parameter of the layout.
 void unbind_tensors(model::TensorTable& table, const ArenaLayout& layout);
+/// The same for a 2-byte θ: words[id] into its segment of `arena`, or emptied.
+void bind_words(std::vector<HalfVec>& words, const ArenaLayout& layout, const HalfVec& arena);
+void unbind_words(std::vector<HalfVec>& words, const ArenaLayout& layout);
 
 class ParameterStore {
  public:
@@ -70,13 +81,19 @@ class ParameterStore {
   /// The largest block arena (every OPT block has the same size).
   std::size_t max_block_elements() const { return max_block_elements_; }
 
-  /// Device tensors by id of every group on the device: the embeddings, the
-  /// head and the device blocks. Entries of offloaded blocks are empty.
-  const model::TensorTable& device_tensors() const { return device_tensors_; }
-  /// The host master of an offloaded block.
+  /// How θ is stored (placement().storage).
+  StorageDtype storage() const { return placement_.storage; }
+  /// θ's tensors by id as stored, of every group on the device: the
+  /// embeddings, the head and the device blocks. Entries of offloaded blocks
+  /// are empty. A forward pass reads them through zo::FloatTheta.
+  const ThetaTable& theta() const { return theta_; }
+  /// The host master of an offloaded block: floats (fp32 storage) or words
+  /// (bf16 / fp16).
   const PinnedVec& host_block(int block) const;
+  const PinnedHalfVec& host_block_words(int block) const;
 
-  /// Bytes of θ in the execution space / in host memory (padding included).
+  /// Bytes of θ in the execution space / in host memory (padding included;
+  /// 2 per element with a bf16 / fp16 storage).
   /// With a shared master these arenas are the node's one copy
   /// (shared_bytes), which Kokkos does not see allocated.
   std::size_t device_bytes() const;
@@ -110,7 +127,9 @@ class ParameterStore {
   /// own part of the file. Collective over the node (a sliced store).
   void fill_own_slices(const PieceSource& source);
 
-  /// The parameter digest (core/digest.hpp) of θ as it stands, computed
+  /// The parameter digest (core/digest.hpp) of θ as it stands, over the
+  /// float32 values θ holds (a 2-byte θ decoded): a bf16 θ and a float32 θ
+  /// holding the same values have the same digest. Computed
   /// where θ lives: device arenas reduced on `space`, host arenas on the
   /// host execution space; no tensor is copied. Fences `space`. Writes to θ
   /// queued on other instances must be complete (the block streamer's
@@ -133,8 +152,9 @@ class ParameterStore {
   std::size_t index(model::GroupRef group) const;
   std::size_t index_of_id(std::uint32_t id) const;
 
-  /// The next `elements` of the node-shared allocation (shared master).
-  real* shared_arena(std::size_t elements);
+  /// The next `elements` of the node-shared allocation (shared master), in
+  /// θ's storage (floats or 2-byte words).
+  void* shared_arena(std::size_t elements);
 
   model::ParameterRegistry registry_;
   PlacementConfig placement_;
@@ -146,11 +166,14 @@ class ParameterStore {
   int device_blocks_ = 0;
   std::size_t max_block_elements_ = 0;
   std::vector<ArenaLayout> layouts_;    // per group, walk order
-  std::vector<Vec> device_arenas_;      // per group; empty for offloaded blocks
-  std::vector<PinnedVec> host_arenas_;  // per group; set for offloaded blocks only
+  std::vector<Vec> device_arenas_;      // per group (fp32); empty for offloaded blocks
+  std::vector<HalfVec> device_words_;   // per group (bf16 / fp16); empty for offloaded blocks
+  std::vector<PinnedVec> host_arenas_;  // per group (fp32); set for offloaded blocks only
+  std::vector<PinnedHalfVec> host_words_;  // per group (bf16 / fp16); offloaded blocks only
   std::vector<bool> in_host_memory_;    // per group: an offloaded block
   std::vector<std::size_t> group_of_id_;
-  model::TensorTable device_tensors_;
+  ThetaTable theta_;
+  Vec decoded_;  // (largest tensor): a 2-byte tensor decoded for the digest
 };
 
 }  // namespace distzo::runtime

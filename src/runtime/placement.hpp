@@ -7,6 +7,8 @@
 //             ring of device slots; the embeddings, the head and blocks
 //             0..K-1 stay on the device.
 
+#include "core/storage_dtype.hpp"
+
 #include <cstddef>
 #include <string>
 
@@ -26,6 +28,12 @@ struct PlacementConfig {
   // Placement II: one host master per node in node-shared memory, cut into
   // slices that the node's ranks update and perturb (runtime/arena_layout.hpp).
   bool share_host_master = false;
+  // How θ is stored (the deck's precision section). Here, with where θ
+  // lives, because the parameter store is built from this config and the
+  // kernels that write θ (zo::PerturbedWeights::materialise, the engine's
+  // flush) are reached through the store: nothing else needs them.
+  StorageDtype storage = StorageDtype::fp32;  // 4 bytes per element, or 2 (bf16, fp16)
+  Rounding rounding = Rounding::stochastic;   // how an update is stored in 2 bytes
 
   /// Blocks that live on the device for the whole run: all L when resident,
   /// min(K, L) when offloaded.

@@ -25,14 +25,14 @@ class Engine::StepPass final : public WalkPass {
   // moves only this rank's slice (with one slice: all of θ).
   bool own_slices() const override { return true; }
 
-  void embeddings(const ExecSpace& space, const model::TensorTable& edges) override {
+  void embeddings(const ExecSpace& space, const runtime::ThetaTable& edges) override {
     e_.weights_->perturb_edges(space, edges, batch_, pending_, perturbation_);
     for (std::size_t i = 0; i < e_.hidden_.size(); ++i)
       e_.forward_.embed(space, model::make_edge_view(e_.registry_, e_.weights_->edges(i)),
                         batch_.tokens, batch_.mask, e_.hidden_[i]);
   }
 
-  bool block(const ExecSpace& space, int k, const model::TensorTable& theta) override {
+  bool block(const ExecSpace& space, int k, const runtime::ThetaTable& theta) override {
     e_.weights_->perturb_block(space, k, theta, pending_, perturbation_,
                                [&](std::size_t i, const model::TensorTable& w) {
                                  e_.forward_.block(space, model::make_block_view(e_.registry_, w, k),
@@ -41,7 +41,7 @@ class Engine::StepPass final : public WalkPass {
     return pending_.active;
   }
 
-  void head(const ExecSpace& space, const model::TensorTable&) override {
+  void head(const ExecSpace& space, const runtime::ThetaTable&) override {
     for (std::size_t i = 0; i < e_.hidden_.size(); ++i) {
       const model::WeightView edge = model::make_edge_view(e_.registry_, e_.weights_->edges(i));
       const Mat hidden = e_.forward_.final_hidden(space, edge, e_.hidden_[i]);
@@ -65,24 +65,30 @@ class Engine::FlushPass final : public WalkPass {
 
   bool own_slices() const override { return true; }
 
-  void embeddings(const ExecSpace& space, const model::TensorTable& edges) override {
+  void embeddings(const ExecSpace& space, const runtime::ThetaTable& edges) override {
     update(space, edges, model::GroupRef::embeddings());
     update(space, edges, model::GroupRef::head());
   }
 
-  bool block(const ExecSpace& space, int k, const model::TensorTable& theta) override {
+  bool block(const ExecSpace& space, int k, const runtime::ThetaTable& theta) override {
     update(space, theta, model::GroupRef::of_block(k));
     return true;
   }
 
-  void head(const ExecSpace&, const model::TensorTable&) override {}
+  void head(const ExecSpace&, const runtime::ThetaTable&) override {}
 
  private:
-  void update(const ExecSpace& space, const model::TensorTable& theta, model::GroupRef group) {
-    for (const runtime::SlicePiece& p : store_.slices(group).pieces)
-      kernels::apply_update(
-          space, Kokkos::subview(theta[p.id], std::make_pair(p.first_element, p.first_element + p.count)),
-          p.id, p.first_element, update_terms(pending_, store_.registry()[p.id]));
+  // The flush's one call of the kernel, for every storage of θ.
+  void update(const ExecSpace& space, const runtime::ThetaTable& theta, model::GroupRef group) {
+    for (const runtime::SlicePiece& p : store_.slices(group).pieces) {
+      const runtime::ThetaTensor piece = theta[p.id].piece(p.first_element, p.count);
+      const kernels::UpdateTerms terms =
+          update_terms(pending_, store_.registry()[p.id], store_.placement().rounding);
+      if (piece.dtype == StorageDtype::fp32)
+        kernels::apply_update(space, piece.f32, p.id, p.first_element, terms);
+      else
+        kernels::apply_update(space, piece.words, piece.dtype, p.id, p.first_element, terms);
+    }
   }
 
   const runtime::ParameterStore& store_;
@@ -100,6 +106,7 @@ Engine::Engine(const model::ModelConfig& config, runtime::ParameterStore& store,
       shape_(shape),
       weights_(make_perturbed_weights(store, plan, config, shape.task, node)),
       streamer_(store, space),
+      float_theta_(store),
       forward_(config, shape.micro_batch, shape.seq_len),
       head_(config, shape) {
   // Every rank owns at least one evaluation (P divides 2q); the first
@@ -149,9 +156,9 @@ void Engine::flush(PendingUpdate& pending) {
 
 EvalOutcome Engine::evaluate(const model::Batch& batch) {
   const ExecSpace& space = streamer_.instances().compute;
-  ForwardPass pass(forward_, registry_, hidden_.at(0), batch.tokens, batch.mask);
+  ForwardPass pass(forward_, float_theta_, hidden_.at(0), batch.tokens, batch.mask);
   run_pass(pass, false);
-  const model::WeightView edge = model::make_edge_view(registry_, store_.device_tensors());
+  const model::WeightView edge = model::make_edge_view(registry_, pass.edges());
   head_.loss(space, edge, pass.final_hidden(), batch, Kokkos::subview(sums_, 0, Kokkos::ALL()));
   Kokkos::deep_copy(space, sums_host_, sums_);
   fence(space, "distzo: evaluation loss ready for the host");

@@ -20,6 +20,7 @@
 #include "runtime/parameter_store.hpp"
 #include "zo/estimator.hpp"
 #include "zo/evaluation_plan.hpp"
+#include "zo/float_theta.hpp"
 #include "core/step_state.hpp"
 #include "zo/perturbed_weights.hpp"
 
@@ -94,6 +95,7 @@ class Engine {
   // on one rank alone.
   std::unique_ptr<PerturbedWeights> weights_;
   runtime::BlockStreamer streamer_;
+  FloatTheta float_theta_;  // θ as floats for the evaluation's forward
   model::DecoderForward forward_;
   model::LossHead head_;
   std::vector<Mat> hidden_;  // per owned evaluation: (B*T, C)

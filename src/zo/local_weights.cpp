@@ -35,7 +35,7 @@ class LocalWeights final : public PerturbedWeights {
     minus_.resize(registry_.size());
   }
 
-  void perturb_edges(const ExecSpace& space, const model::TensorTable& theta,
+  void perturb_edges(const ExecSpace& space, const runtime::ThetaTable& theta,
                      const model::Batch& batch, const PendingUpdate& pending,
                      const StepPerturbation& perturbation) override {
     mark_rows(space, batch);
@@ -50,7 +50,7 @@ class LocalWeights final : public PerturbedWeights {
 
   const model::TensorTable& edges(std::size_t owned) const override { return edge_w_.at(owned); }
 
-  void perturb_block(const ExecSpace& space, int k, const model::TensorTable& theta,
+  void perturb_block(const ExecSpace& space, int k, const runtime::ThetaTable& theta,
                      const PendingUpdate& pending, const StepPerturbation& perturbation,
                      const BlockUse& use) override {
     // One block at a time; its w+ and w- serve both signs of a query.

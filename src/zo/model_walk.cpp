@@ -4,11 +4,11 @@ namespace distzo::zo {
 
 void walk(runtime::BlockStreamer& streamer, WalkPass& pass) {
   const ExecSpace& space = streamer.instances().compute;
-  const model::TensorTable& edges = streamer.store().device_tensors();
+  const runtime::ThetaTable& edges = streamer.store().theta();
   streamer.begin_pass(pass.own_slices());
   pass.embeddings(space, edges);
   for (int k = 0; k < streamer.store().num_blocks(); ++k) {
-    const model::TensorTable& theta = streamer.acquire(k);
+    const runtime::ThetaTable& theta = streamer.acquire(k);
     const bool modified = pass.block(space, k, theta);
     streamer.release(k, modified);
   }
@@ -16,28 +16,31 @@ void walk(runtime::BlockStreamer& streamer, WalkPass& pass) {
   streamer.end_pass();
 }
 
-ForwardPass::ForwardPass(model::DecoderForward& forward, const model::ParameterRegistry& registry,
-                         const Mat& h, ConstIntMat tokens, ConstIntMat mask, Observer observer)
+ForwardPass::ForwardPass(model::DecoderForward& forward, FloatTheta& theta, const Mat& h,
+                         ConstIntMat tokens, ConstIntMat mask, Observer observer)
     : forward_(forward),
-      registry_(registry),
+      theta_(theta),
+      registry_(theta.registry()),
       h_(h),
       tokens_(tokens),
       mask_(mask),
       observer_(std::move(observer)) {}
 
-void ForwardPass::embeddings(const ExecSpace& space, const model::TensorTable& edges) {
-  forward_.embed(space, model::make_edge_view(registry_, edges), tokens_, mask_, h_);
+void ForwardPass::embeddings(const ExecSpace& space, const runtime::ThetaTable& edges) {
+  edges_ = &theta_.edges(space, edges);
+  forward_.embed(space, model::make_edge_view(registry_, *edges_), tokens_, mask_, h_);
   if (observer_) observer_(-1, h_);
 }
 
-bool ForwardPass::block(const ExecSpace& space, int k, const model::TensorTable& theta) {
-  forward_.block(space, model::make_block_view(registry_, theta, k), mask_, h_);
+bool ForwardPass::block(const ExecSpace& space, int k, const runtime::ThetaTable& theta) {
+  forward_.block(space, model::make_block_view(registry_, theta_.block(space, k, theta), k), mask_,
+                 h_);
   if (observer_) observer_(k, h_);
   return false;
 }
 
-void ForwardPass::head(const ExecSpace& space, const model::TensorTable& edges) {
-  final_hidden_ = forward_.final_hidden(space, model::make_edge_view(registry_, edges), h_);
+void ForwardPass::head(const ExecSpace& space, const runtime::ThetaTable&) {
+  final_hidden_ = forward_.final_hidden(space, model::make_edge_view(registry_, *edges_), h_);
   if (observer_) observer_(registry_.num_blocks(), final_hidden_);
 }
 

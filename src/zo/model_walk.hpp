@@ -11,13 +11,16 @@
 #include "model/forward.hpp"
 #include "model/weights.hpp"
 #include "runtime/block_streamer.hpp"
+#include "runtime/theta_table.hpp"
+#include "zo/float_theta.hpp"
 
 #include <functional>
 
 namespace distzo::zo {
 
 /// What a pass does at each group. Work is enqueued on `space`, the
-/// streamer's compute instance; tensors are device Views by parameter id.
+/// streamer's compute instance; θ's tensors are device Views by parameter
+/// id, as stored (float32 or 2-byte words: runtime/theta_table.hpp).
 class WalkPass {
  public:
   virtual ~WalkPass() = default;
@@ -25,11 +28,11 @@ class WalkPass {
   /// store's update and perturbation): the streamer moves only that slice.
   virtual bool own_slices() const { return false; }
   /// Before any block; `edges` holds the embeddings and the head.
-  virtual void embeddings(const ExecSpace& space, const model::TensorTable& edges) = 0;
+  virtual void embeddings(const ExecSpace& space, const runtime::ThetaTable& edges) = 0;
   /// Block k at θ_k. Returns true when the pass changed θ_k.
-  virtual bool block(const ExecSpace& space, int k, const model::TensorTable& theta) = 0;
+  virtual bool block(const ExecSpace& space, int k, const runtime::ThetaTable& theta) = 0;
   /// After the last block.
-  virtual void head(const ExecSpace& space, const model::TensorTable& edges) = 0;
+  virtual void head(const ExecSpace& space, const runtime::ThetaTable& edges) = 0;
 };
 
 /// Runs `pass` over the model; returns when everything is enqueued and the
@@ -44,20 +47,25 @@ class ForwardPass final : public WalkPass {
  public:
   using Observer = std::function<void(int stage, const Mat& h)>;
 
-  /// `h` (B*T, C) receives the hidden states; `forward` owns the scratch.
-  ForwardPass(model::DecoderForward& forward, const model::ParameterRegistry& registry, const Mat& h,
-              ConstIntMat tokens, ConstIntMat mask, Observer observer = Observer());
+  /// `h` (B*T, C) receives the hidden states; `forward` owns the scratch;
+  /// θ is read as floats through `theta` (decoded there if stored in 2 bytes).
+  ForwardPass(model::DecoderForward& forward, FloatTheta& theta, const Mat& h, ConstIntMat tokens,
+              ConstIntMat mask, Observer observer = Observer());
 
-  void embeddings(const ExecSpace& space, const model::TensorTable& edges) override;
-  bool block(const ExecSpace& space, int k, const model::TensorTable& theta) override;
-  void head(const ExecSpace& space, const model::TensorTable& edges) override;
+  void embeddings(const ExecSpace& space, const runtime::ThetaTable& edges) override;
+  bool block(const ExecSpace& space, int k, const runtime::ThetaTable& theta) override;
+  void head(const ExecSpace& space, const runtime::ThetaTable& edges) override;
 
   /// (B*T, E) after the walk; aliases the forward's scratch or `h`.
   const Mat& final_hidden() const { return final_hidden_; }
+  /// The edges' float tensors the walk used (by id), for the loss head after it.
+  const model::TensorTable& edges() const { return *edges_; }
 
  private:
   model::DecoderForward& forward_;
+  FloatTheta& theta_;
   const model::ParameterRegistry& registry_;
+  const model::TensorTable* edges_ = nullptr;
   Mat h_;
   ConstIntMat tokens_, mask_;
   Observer observer_;

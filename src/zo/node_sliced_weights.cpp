@@ -50,7 +50,7 @@ class NodeSlicedWeights final : public PerturbedWeights {
     allocate_buffers();
   }
 
-  void perturb_edges(const ExecSpace& space, const model::TensorTable& theta,
+  void perturb_edges(const ExecSpace& space, const runtime::ThetaTable& theta,
                      const model::Batch& batch, const PendingUpdate& pending,
                      const StepPerturbation& perturbation) override {
     const runtime::GroupSlices& embed = store_.slices(model::GroupRef::embeddings());
@@ -79,7 +79,7 @@ class NodeSlicedWeights final : public PerturbedWeights {
 
   const model::TensorTable& edges(std::size_t owned) const override { return edge_w_.at(owned); }
 
-  void perturb_block(const ExecSpace& space, int k, const model::TensorTable& theta,
+  void perturb_block(const ExecSpace& space, int k, const runtime::ThetaTable& theta,
                      const PendingUpdate& pending, const StepPerturbation& perturbation,
                      const BlockUse& use) override {
     const model::GroupRef group = model::GroupRef::of_block(k);
@@ -168,7 +168,7 @@ class NodeSlicedWeights final : public PerturbedWeights {
   /// update_and_perturb over this rank's slice of a group: θ pieces of
   /// `theta`, w± of the node's evaluations of `query` into `buffers`
   /// (arena offsets; indexed like node_evaluations_).
-  void materialise_slice(const ExecSpace& space, const model::TensorTable& theta,
+  void materialise_slice(const ExecSpace& space, const runtime::ThetaTable& theta,
                          const runtime::GroupSlices& slice, const PendingUpdate& pending,
                          bool with_update, const StepPerturbation& perturbation, int query,
                          const std::vector<Vec>& buffers) {
@@ -179,7 +179,7 @@ class NodeSlicedWeights final : public PerturbedWeights {
           ip >= 0 ? piece_of(buffers[static_cast<std::size_t>(ip)], p.arena_offset, p.count) : Vec();
       const Vec minus =
           im >= 0 ? piece_of(buffers[static_cast<std::size_t>(im)], p.arena_offset, p.count) : Vec();
-      materialise(space, piece_of(theta[p.id], p.first_element, p.count), p.id, p.first_element,
+      materialise(space, theta[p.id].piece(p.first_element, p.count), p.id, p.first_element,
                   pending, with_update, perturbation, query, plus, minus);
     }
   }

@@ -28,17 +28,24 @@ void PerturbedWeights::mark_rows(const ExecSpace& space, const model::Batch& bat
     kernels::mark_rows(space, embed_rows_used_, batch.tokens, batch.candidates);
 }
 
-void PerturbedWeights::materialise(const ExecSpace& space, const Vec& theta, std::uint32_t id,
-                                   std::uint64_t first, const PendingUpdate& pending,
-                                   bool with_update, const StepPerturbation& perturbation,
-                                   int query, const Vec& plus, const Vec& minus) {
-  const kernels::UpdateTerms terms =
-      with_update ? update_terms(pending, registry_[id]) : kernels::UpdateTerms();
-  z_evaluations_ += static_cast<std::uint64_t>(theta.extent(0)) *
+void PerturbedWeights::materialise(const ExecSpace& space, const runtime::ThetaTensor& theta,
+                                   std::uint32_t id, std::uint64_t first,
+                                   const PendingUpdate& pending, bool with_update,
+                                   const StepPerturbation& perturbation, int query,
+                                   const Vec& plus, const Vec& minus) {
+  const kernels::UpdateTerms terms = with_update
+                                         ? update_terms(pending, registry_[id], store_.placement().rounding)
+                                         : kernels::UpdateTerms();
+  z_evaluations_ += static_cast<std::uint64_t>(theta.extent()) *
                     static_cast<std::uint64_t>(terms.count + 1);
-  kernels::update_and_perturb(space, theta, id, first, terms, perturbation.stream(query),
-                              static_cast<real>(perturbation.eps), plus, minus,
-                              id == embed_id_ ? embed_rows_ : kernels::RowSelection());
+  const PerturbationStream stream = perturbation.stream(query);
+  const real eps = static_cast<real>(perturbation.eps);
+  const kernels::RowSelection rows = id == embed_id_ ? embed_rows_ : kernels::RowSelection();
+  if (theta.dtype == StorageDtype::fp32)
+    kernels::update_and_perturb(space, theta.f32, id, first, terms, stream, eps, plus, minus, rows);
+  else
+    kernels::update_and_perturb(space, theta.words, theta.dtype, id, first, terms, stream, eps, plus,
+                                minus, rows);
 }
 
 std::unique_ptr<PerturbedWeights> make_perturbed_weights(runtime::ParameterStore& store,

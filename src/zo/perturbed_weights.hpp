@@ -52,7 +52,7 @@ class PerturbedWeights {
   /// (the tied embed_tokens is used at both ends). With a classification
   /// head only the embed_tokens rows of the batch's tokens and candidates
   /// get w± (the forward reads no other).
-  virtual void perturb_edges(const ExecSpace& space, const model::TensorTable& theta,
+  virtual void perturb_edges(const ExecSpace& space, const runtime::ThetaTable& theta,
                              const model::Batch& batch, const PendingUpdate& pending,
                              const StepPerturbation& perturbation) = 0;
   /// The edges' w (tensors by id) of owned evaluation `owned`, valid from
@@ -60,7 +60,7 @@ class PerturbedWeights {
   virtual const model::TensorTable& edges(std::size_t owned) const = 0;
   /// Block k at θ_k: applies `pending` to it, materialises w± of every owned
   /// evaluation and hands each to `use` once it is ready.
-  virtual void perturb_block(const ExecSpace& space, int k, const model::TensorTable& theta,
+  virtual void perturb_block(const ExecSpace& space, int k, const runtime::ThetaTable& theta,
                              const PendingUpdate& pending, const StepPerturbation& perturbation,
                              const BlockUse& use) = 0;
 
@@ -99,9 +99,11 @@ class PerturbedWeights {
   /// Marks the embed_tokens rows the batch reads (classification), so that
   /// only they get w±.
   void mark_rows(const ExecSpace& space, const model::Batch& batch);
-  /// update_and_perturb over elements [first, first + theta.extent(0)) of
-  /// parameter `id`; the update only if `with_update`.
-  void materialise(const ExecSpace& space, const Vec& theta, std::uint32_t id,
+  /// update_and_perturb over elements [first, first + theta.extent()) of
+  /// parameter `id`; the update only if `with_update`, rounded into a 2-byte
+  /// θ as the store's placement says. The one call of the kernel for every
+  /// storage of θ.
+  void materialise(const ExecSpace& space, const runtime::ThetaTensor& theta, std::uint32_t id,
                    std::uint64_t first, const PendingUpdate& pending, bool with_update,
                    const StepPerturbation& perturbation, int query, const Vec& plus,
                    const Vec& minus);

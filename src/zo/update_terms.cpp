@@ -4,8 +4,8 @@
 
 namespace distzo::zo {
 
-kernels::UpdateTerms update_terms(const PendingUpdate& pending,
-                                  const model::ParameterInfo& parameter) {
+kernels::UpdateTerms update_terms(const PendingUpdate& pending, const model::ParameterInfo& parameter,
+                                  Rounding rounding) {
   kernels::UpdateTerms terms;
   if (!pending.active) return terms;
   const int q = static_cast<int>(pending.g.size());
@@ -18,6 +18,7 @@ kernels::UpdateTerms update_terms(const PendingUpdate& pending,
     terms.coefficient[i] = static_cast<real>(pending.lr * pending.g[i] / q);
   }
   // The words that round a 2-byte θ', keyed by the step being applied.
+  terms.rounding = rounding;
   terms.rounding_stream = RoundingStream::make(pending.z.seed, pending.step);
   return terms;
 }

@@ -25,6 +25,8 @@ declare -A expect=(
   [18-prefetch-zero]='bad_decks/18-prefetch-zero.yaml:13: placement.prefetch: out of range: expected an integer in [1, 2147483647], found 0'
   [19-does-not-fit]='cannot allocate the memory this run needs: θ alone is 83.2 KiB (85248 B) (21312 float32 parameters); the run needs about 729 GiB (782600188392 B) of device memory per rank'
   [20-watchdog-zero]='bad_decks/20-watchdog-zero.yaml:11: parallel.watchdog: out of range: expected auto, off or a number > 0, found 0'
+  [21-unknown-storage]='bad_decks/21-unknown-storage.yaml:12: precision.storage: unknown value "bf32" (did you mean "fp32"?); allowed: fp32, bf16, fp16'
+  [22-unknown-rounding]='bad_decks/22-unknown-rounding.yaml:13: precision.rounding: unknown value "stochastik" (did you mean "stochastic"?); allowed: stochastic, nearest'
 )
 mkdir bad_decks
 cp "$HERE"/bad_decks/*.yaml bad_decks/

@@ -42,10 +42,11 @@ struct Case {
   int resident_blocks;
   runtime::ExchangeKind exchange;
   bool llama = false;
+  StorageDtype storage = StorageDtype::fp32;  // of both θs: the sliced one and the reference
 
   model::ModelConfig config() const { return llama ? tiny_llama_config() : tiny_config(); }
   std::string name() const {
-    return std::string(llama ? "Llama " : "OPT ") +
+    return std::string(to_string(storage)) + " " + (llama ? "Llama " : "OPT ") +
            (task == model::Task::causal_lm ? "causal_lm" : "classification") + " q=" +
            std::to_string(queries) + " " + runtime::to_string(mode) + " K=" +
            std::to_string(resident_blocks) + " " + runtime::to_string(exchange);
@@ -72,7 +73,9 @@ void run_case(const runtime::Communicator& node, const Case& c) {
   const int p = node.rank() % P;
   const model::Batch batch = make_batch(c.task, B, T, kLengths);
 
-  TinyModel reference(c.config());
+  runtime::PlacementConfig resident;
+  resident.storage = c.storage;
+  TinyModel reference(c.config(), 1234, resident);
   const model::BatchShape shape{c.task, B, T, 2};
   zo::Engine plain(reference.config, *reference.store, zo::EvaluationPlan::make(c.queries, 1, 0),
                    shape);
@@ -81,6 +84,7 @@ void run_case(const runtime::Communicator& node, const Case& c) {
   placement.mode = c.mode;
   placement.resident_blocks = c.resident_blocks;
   placement.share_host_master = true;
+  placement.storage = c.storage;
   const fault::ScopedInjection armed(fault::poisoned_slots());
   TinyModel shared(c.config(), 1234, placement, &node);
   const zo::EvaluationPlan plan = zo::EvaluationPlan::make(c.queries, P, p);
@@ -119,7 +123,8 @@ void run_case(const runtime::Communicator& node, const Case& c) {
   plain.flush(pending_plain);
   sliced.flush(pending_sliced);
   EXPECT_EQ(sliced.parameter_digest(), plain.parameter_digest()) << "θ after the flush";
-  EXPECT_NE(plain.parameter_digest(), TinyModel(c.config()).digest()) << "θ never moved";
+  EXPECT_NE(plain.parameter_digest(), TinyModel(c.config(), 1234, resident).digest())
+      << "θ never moved";
 
   // Evaluation reads the whole shared θ.
   const zo::EvalOutcome a = plain.evaluate(batch), b = sliced.evaluate(batch);
@@ -156,6 +161,12 @@ TEST(SlicesMpi, ShardedStepEqualsOneRankBitForBit) {
       run_case(*node, {causal, 2, PlacementMode::resident, 0, exchange, true});
       run_case(*node, {classification, 1, PlacementMode::offload, 1, exchange, true});
     }
+    for (StorageDtype storage : {StorageDtype::bf16, StorageDtype::fp16}) {  // θ in 2 bytes
+      run_case(*node, {causal, 2, PlacementMode::resident, 0, ExchangeKind::shared_memory, false,
+                       storage});
+      run_case(*node, {classification, 1, PlacementMode::offload, 1, ExchangeKind::mpi, false,
+                       storage});
+    }
   } else {
     // Oversubscribed ranks make every node barrier cost a time slice: a
     // covering subset (P=4 with q=2, P=2 x D=2 with q=1).
@@ -164,6 +175,8 @@ TEST(SlicesMpi, ShardedStepEqualsOneRankBitForBit) {
     run_case(*node, {classification, 2, PlacementMode::offload, 1, ExchangeKind::shared_memory});
     run_case(*node, {causal, 1, PlacementMode::resident, 0, ExchangeKind::mpi});
     run_case(*node, {classification, 2, PlacementMode::offload, 0, ExchangeKind::shared_memory, true});
+    run_case(*node, {causal, 2, PlacementMode::offload, 0, ExchangeKind::shared_memory, false,
+                     StorageDtype::bf16});
   }
 }
 

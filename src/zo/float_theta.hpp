@@ -1,0 +1,39 @@
+#pragma once
+// θ as float32 tensors for a forward pass (the walk's ForwardPass, the
+// evaluation's loss head). A float32 store's tensors are read in place:
+// nothing is copied. A 2-byte store's (bf16 / fp16) are decoded group by
+// group into float scratch right before the group is used
+// (kernels::decode_storage): one copy of the edges, which the head reads
+// again after the blocks, and one block arena, reused block after block.
+
+#include "core/types.hpp"
+#include "model/parameter_registry.hpp"
+#include "model/weights.hpp"
+#include "runtime/parameter_store.hpp"
+#include "runtime/theta_table.hpp"
+
+namespace distzo::zo {
+
+class FloatTheta {
+ public:
+  /// Allocates the scratch a 2-byte `store` needs (none for float32).
+  explicit FloatTheta(const runtime::ParameterStore& store);
+
+  const model::ParameterRegistry& registry() const { return store_.registry(); }
+
+  /// The embeddings and head of `theta` as floats, enqueued on `space`;
+  /// valid until the next call of edges().
+  const model::TensorTable& edges(const ExecSpace& space, const runtime::ThetaTable& theta);
+  /// Block k of `theta` as floats; valid until the next call of block().
+  const model::TensorTable& block(const ExecSpace& space, int k, const runtime::ThetaTable& theta);
+
+ private:
+  void decode(const ExecSpace& space, model::GroupRef group, const runtime::ThetaTable& theta,
+              const Vec& arena);
+
+  const runtime::ParameterStore& store_;
+  Vec embeddings_, head_, block_;  // decoded groups (arena layout), 2-byte stores only
+  model::TensorTable decoded_;     // by id, into the arenas above
+};
+
+}  // namespace distzo::zo
