@@ -161,5 +161,5 @@ cp tiny.json tiny.txt  # a config is told by its content, not its name
 set +e; "$DISTZO" make-model huge.h5 --layers 99999999999 --hidden 64 --heads 4 --ffn 128 --vocab 100 > bad.out 2>&1; status=$?; set -e
 [ "$status" = 2 ] && grep -qF "num_hidden_layers must be in [1, 2147483647]" bad.out && [ ! -e huge.h5 ] ||
   fail "make-model with absurd sizes: status $status, $(cat bad.out)"
-"$DISTZO" plan --help | head -n 1 | grep -q '^distzo - zeroth-order' || fail "plan --help"
+"$DISTZO" plan --help | head -n 1 | grep -q '^usage: distzo plan DECK.yaml' || fail "plan --help: not plan's usage"
 pass "plan config.json: --device-gib finds the largest K that fits (5 of 16), exit 1 when nothing fits; bad options and sizes are errors"
