@@ -195,29 +195,32 @@ void update_and_perturb(const ExecSpace& space, const Vec& theta, std::uint32_t 
                rows);
 }
 
+/// The fused kernel over 2-byte words of kDtype, instantiated per rounding
+/// (neither the format nor the rounding is decided per element).
+template <StorageDtype kDtype>
+void fused_half_kernel(const ExecSpace& space, const HalfVec& theta, std::uint32_t param_id,
+                       std::uint64_t first_element, const UpdateTerms& update,
+                       const PerturbationStream& stream, real eps, const Vec& plus,
+                       const Vec& minus, const RowSelection& rows) {
+  if (update.rounding == Rounding::stochastic)
+    fused_kernel(space, HalfTheta<kDtype, Rounding::stochastic>{theta}, param_id, first_element,
+                 update, stream, eps, plus, minus, rows);
+  else
+    fused_kernel(space, HalfTheta<kDtype, Rounding::nearest>{theta}, param_id, first_element,
+                 update, stream, eps, plus, minus, rows);
+}
+
 void update_and_perturb(const ExecSpace& space, const HalfVec& theta, StorageDtype dtype,
                         std::uint32_t param_id, std::uint64_t first_element,
                         const UpdateTerms& update, const PerturbationStream& stream, real eps,
                         const Vec& plus, const Vec& minus, const RowSelection& rows) {
-  // One instantiation per (format, rounding): neither is decided per element.
-  const bool sr = update.rounding == Rounding::stochastic;
   switch (dtype) {
     case StorageDtype::bf16:
-      if (sr)
-        fused_kernel(space, HalfTheta<StorageDtype::bf16, Rounding::stochastic>{theta}, param_id,
-                     first_element, update, stream, eps, plus, minus, rows);
-      else
-        fused_kernel(space, HalfTheta<StorageDtype::bf16, Rounding::nearest>{theta}, param_id,
-                     first_element, update, stream, eps, plus, minus, rows);
-      return;
+      return fused_half_kernel<StorageDtype::bf16>(space, theta, param_id, first_element, update,
+                                                   stream, eps, plus, minus, rows);
     case StorageDtype::fp16:
-      if (sr)
-        fused_kernel(space, HalfTheta<StorageDtype::fp16, Rounding::stochastic>{theta}, param_id,
-                     first_element, update, stream, eps, plus, minus, rows);
-      else
-        fused_kernel(space, HalfTheta<StorageDtype::fp16, Rounding::nearest>{theta}, param_id,
-                     first_element, update, stream, eps, plus, minus, rows);
-      return;
+      return fused_half_kernel<StorageDtype::fp16>(space, theta, param_id, first_element, update,
+                                                   stream, eps, plus, minus, rows);
     case StorageDtype::fp32: break;
   }
   DISTZO_REQUIRE(false, "update_and_perturb: 2-byte words of θ with storage dtype "
