@@ -32,12 +32,13 @@ const char* const kUsage =
     "       distzo plan config.json [--batch B] [--seq T] [--task causal_lm|classification]\n"
     "                   [--candidates K] [--queries q] [--perturbation P] [--eval]\n"
     "                   [--placement resident|offload] [--resident-blocks K] [--prefetch N]\n"
+    "                   [--storage fp32|bf16|fp16]\n"
     "                   [--device-gib G] [--gpus-per-node n [--pcie-gbs 55] [--nvlink-gbs 370]\n"
     "                   [--hbm-tbs 4.3] [--gemm-tflops 700]]\n"
     "  predicted device memory per rank by role, host memory for θ, and bytes moved per\n"
     "  step, for a deck or for a Hugging Face OPT config.json (defaults: batch 1, seq\n"
     "  2048 or the model's positions, causal_lm, 2 candidates for classification, q 1,\n"
-    "  P 1, resident, K 0, prefetch 1). --device-gib G also says whether the run fits a\n"
+    "  P 1, resident, K 0, prefetch 1, fp32). --device-gib G also says whether the run fits a\n"
     "  device of G GiB and the largest resident_blocks K that does; the exit status is 1\n"
     "  when it does not fit. --gpus-per-node n adds the sliced schedule of Placement II\n"
     "  (every block offloaded, sliced over n GPUs): bytes over PCIe and NVLink per GPU and\n"
@@ -267,6 +268,11 @@ PlanInputs inputs_from_config(const std::string& path, const Options& o,
   in.placement.resident_blocks =
       static_cast<int>(std::min<std::int64_t>(o.integer("--resident-blocks", 0, 0), INT32_MAX));
   in.placement.prefetch = static_cast<int>(std::min<std::int64_t>(o.integer("--prefetch", 1, 1), INT32_MAX));
+  try {
+    in.placement.storage = parse_storage_dtype(o.text("--storage", "fp32"));
+  } catch (const Error& e) {
+    throw Error(std::string("plan: --storage: ") + e.what());
+  }
   if (in.placement.mode == runtime::PlacementMode::resident &&
       (o.has("--resident-blocks") || o.has("--prefetch")))
     notes.push_back("--resident-blocks and --prefetch apply to --placement offload; ignored");
@@ -280,7 +286,7 @@ const char* plan_usage() { return kUsage; }
 int plan(const std::vector<std::string>& args) {
   const Options o("plan", args,
                   {"--batch", "--seq", "--task", "--candidates", "--queries", "--perturbation",
-                   "--placement", "--resident-blocks", "--prefetch", "--device-gib",
+                   "--placement", "--resident-blocks", "--prefetch", "--storage", "--device-gib",
                    "--gpus-per-node", "--pcie-gbs", "--nvlink-gbs", "--hbm-tbs", "--gemm-tflops"},
                   {"--eval"}, kUsage);
   const std::string path = o.single("DECK.yaml or config.json");

@@ -106,8 +106,8 @@ inline const char* to_string(StorageDtype d) {
 inline StorageDtype parse_storage_dtype(const std::string& name) {
   if (name == "fp32") return StorageDtype::fp32;
   if (name == "bf16") return StorageDtype::bf16;
-  DISTZO_REQUIRE(name == "fp16",
-                 "unknown storage dtype '" << name << "'; allowed: fp32, bf16, fp16");
+  DISTZO_INPUT_REQUIRE(name == "fp16",
+                       "unknown storage dtype '" << name << "'; allowed: fp32, bf16, fp16");
   return StorageDtype::fp16;
 }
 

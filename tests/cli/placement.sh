@@ -161,5 +161,13 @@ cp tiny.json tiny.txt  # a config is told by its content, not its name
 set +e; "$DISTZO" make-model huge.h5 --layers 99999999999 --hidden 64 --heads 4 --ffn 128 --vocab 100 > bad.out 2>&1; status=$?; set -e
 [ "$status" = 2 ] && grep -qF "num_hidden_layers must be in [1, 2147483647]" bad.out && [ ! -e huge.h5 ] ||
   fail "make-model with absurd sizes: status $status, $(cat bad.out)"
+# --storage bf16 halves θ's host master and traffic (the device figures are the plan's to tell).
+plan_host() { "$DISTZO" plan "$1" --placement offload --storage "$2" | sed -n 's/^host memory .* (\([0-9]*\) B) for θ.*/\1/p'; }
+cfg=$(ls "$HERE"/../../perf/opt_configs/opt-125m.json)
+[ "$(( $(plan_host "$cfg" fp32) ))" = "$(( 2 * $(plan_host "$cfg" bf16) ))" ] ||
+  fail "plan --storage bf16: host master $(plan_host "$cfg" bf16) B, fp32 $(plan_host "$cfg" fp32) B"
+set +e; "$DISTZO" plan "$cfg" --storage bf17 > bad_storage.out 2>&1; status=$?; set -e
+[ "$status" = 2 ] && grep -qF "plan: --storage: unknown storage dtype 'bf17'; allowed: fp32, bf16, fp16" bad_storage.out ||
+  fail "plan --storage bf17: status $status, $(cat bad_storage.out)"
 "$DISTZO" plan --help | head -n 1 | grep -q '^usage: distzo plan DECK.yaml' || fail "plan --help: not plan's usage"
 pass "plan config.json: --device-gib finds the largest K that fits (5 of 16), exit 1 when nothing fits; bad options and sizes are errors"
