@@ -68,12 +68,13 @@ const char* const kUsage =
     "                  [--distribution gaussian|rademacher] [--seed S] [--profile]\n"
     "                  [--placement resident|offload] [--resident-blocks K] [--prefetch N]\n"
     "                  [--mesh PxD] [--share auto|true|false] [--exchange auto|shared_memory|mpi]\n"
-    "                  [--gemm-paths N]\n"
+    "                  [--storage fp32|bf16|fp16] [--rounding stochastic|nearest] [--gemm-paths N]\n"
     "  ZO steps/s of Engine::run_step (causal LM, pending update applied every step);\n"
     "  --gemm-paths N: then N pairs of steps, one per host GEMM path (library, tiled);\n"
     "  defaults: --batch 8 --seq 128 --reps 3 --queries 1 --warmup 1 --eps 1e-3 --lr 1e-6\n"
     "            --weight-decay 0 --distribution gaussian --seed 1 --placement resident\n"
-    "            --resident-blocks 0 --prefetch 1 --mesh 1x1 --share auto --exchange auto;\n"
+    "            --resident-blocks 0 --prefetch 1 --mesh 1x1 --share auto --exchange auto\n"
+    "            --storage fp32 --rounding stochastic;\n"
     "            a config.json gives random weights; --mesh PxD runs under mpiexec -n P*D\n";
 
 /// "PxD" of --mesh.
@@ -96,7 +97,7 @@ int run(int argc, char** argv) {
       perf::parse_args("bench_step", argc, argv,
                        {"batch", "seq", "reps", "queries", "warmup", "eps", "lr", "weight-decay",
                         "distribution", "seed", "placement", "resident-blocks", "prefetch", "mesh",
-                        "share", "exchange", "gemm-paths"},
+                        "share", "exchange", "storage", "rounding", "gemm-paths"},
                        {"profile"}, kUsage);
   DISTZO_INPUT_REQUIRE(args.positional().size() == 1, "one MODEL.h5 or CONFIG.json expected\n\n"
                                                      << kUsage);
@@ -131,6 +132,8 @@ int run(int argc, char** argv) {
   const std::string mode = runtime::to_string(placement.mode);
   placement.resident_blocks = static_cast<int>(args.integer("--resident-blocks", 0));
   placement.prefetch = static_cast<int>(args.integer("--prefetch", 1));
+  placement.storage = parse_storage_dtype(args.text("--storage", "fp32"));
+  placement.rounding = parse_rounding(args.text("--rounding", "stochastic"));
   const std::string share = args.text("--share", "auto");
   DISTZO_INPUT_REQUIRE(share == "auto" || share == "true" || share == "false",
                  "--share must be auto, true or false, got '" << share << "'");
@@ -262,7 +265,14 @@ int run(int argc, char** argv) {
             << " GB (θ's resident arenas, then Kokkos Tools; weights "
             << fmt((memory.peak_of(MemoryRole::weights) + store_bytes) * 1e-9, 4)
             << ", scratch " << fmt(memory.peak_of(MemoryRole::scratch) * 1e-9, 4) << ", activations "
-            << fmt(memory.peak_of(MemoryRole::activations) * 1e-9, 4) << ")\n";
+            << fmt(memory.peak_of(MemoryRole::activations) * 1e-9, 4) << ")\n"
+            << "  storage        : θ in " << to_string(placement.storage) << " ("
+            << fmt(static_cast<double>(store.device_bytes() + store.host_bytes()) * 1e-9, 4)
+            << " GB)" << (placement.storage == StorageDtype::fp32
+                              ? std::string()
+                              : std::string(", updates stored with ") + to_string(placement.rounding) + " rounding")
+            << "; this rank's host memory (PSS) at the end: "
+            << fmt(static_cast<double>(proportional_set_size()) * 1e-9, 4) << " GB\n";
 
   const std::vector<std::pair<std::string, std::string>> fields = {
       {"model", path},
@@ -271,6 +281,7 @@ int run(int argc, char** argv) {
       {"queries", std::to_string(q)},
       {"parameters", std::to_string(m.registry.total_elements())},
       {"distribution", to_string(dist)},
+      {"storage", to_string(placement.storage)},
       {"s_per_step", fmt(t_s.median, 6)},
       {"tokens_per_s_median", fmt(tps.median, 6)},
       {"tokens_per_s_min", fmt(tps.min, 6)},
