@@ -117,6 +117,22 @@ TEST_P(StoreDtype, EvaluationReadsTheDecodedValues) {
   }
 }
 
+/// Two ZO steps (seed 7, eps 1e-3, lr 1e-3, projected gradients `g` per
+/// query, weight decay `wd`) and a flush of the last update.
+void two_steps_and_flush(zo::Engine& engine, const model::Batch& batch, const std::vector<double>& g,
+                         double wd) {
+  PendingUpdate pending;
+  for (std::int64_t step = 0; step < 2; ++step) {
+    StepPerturbation perturbation;
+    perturbation.z = ZSpec{7, Distribution::gaussian, ZRecipe::v2};
+    perturbation.step = step;
+    perturbation.eps = 1e-3;
+    engine.run_step(batch, perturbation, pending);
+    pending = PendingUpdate::after(perturbation, g, 1e-3, wd);
+  }
+  engine.flush(pending);
+}
+
 /// Two steps and a flush on a 2-byte θ: θ moves, every value stays one the
 /// format holds, and stochastic and nearest rounding take different paths.
 TEST_P(StoreDtype, StepsKeepThetaInTheFormat) {
@@ -128,16 +144,7 @@ TEST_P(StoreDtype, StepsKeepThetaInTheFormat) {
     const model::Batch batch = make_batch(model::Task::causal_lm, B, T, kLengths);
     zo::Engine engine(half.config, *half.store, zo::EvaluationPlan::make(1, 1, 0),
                       model::BatchShape{model::Task::causal_lm, B, T, 0});
-    PendingUpdate pending;
-    for (std::int64_t step = 0; step < 2; ++step) {
-      StepPerturbation perturbation;
-      perturbation.z = ZSpec{7, Distribution::gaussian, ZRecipe::v2};
-      perturbation.step = step;
-      perturbation.eps = 1e-3;
-      engine.run_step(batch, perturbation, pending);
-      pending = PendingUpdate::after(perturbation, {30.0}, 1e-3, 0.0);
-    }
-    engine.flush(pending);
+    two_steps_and_flush(engine, batch, {30.0}, 0.0);
     EXPECT_NE(half.digest(), before);
     digests.push_back(half.digest());
     for (const auto& values : half.host_theta())
@@ -156,15 +163,7 @@ std::pair<std::string, runtime::TransferBytes> train(const PlacementConfig& plac
   const model::Batch batch = make_batch(model::Task::causal_lm, B, T, kLengths);
   zo::Engine engine(m.config, *m.store, zo::EvaluationPlan::make(2, 1, 0),
                     model::BatchShape{model::Task::causal_lm, B, T, 0});
-  PendingUpdate pending;
-  for (std::int64_t step = 0; step < 2; ++step) {
-    StepPerturbation perturbation;
-    perturbation.z = ZSpec{7, Distribution::gaussian, ZRecipe::v2};
-    perturbation.step = step;
-    engine.run_step(batch, perturbation, pending);
-    pending = PendingUpdate::after(perturbation, {30.0, -20.0}, 1e-3, 0.1);
-  }
-  engine.flush(pending);
+  two_steps_and_flush(engine, batch, {30.0, -20.0}, 0.1);
   engine.evaluate(batch);
   return {m.digest(), engine.streamer().total_bytes()};
 }
