@@ -2,21 +2,25 @@
 // read the way resume relies on: written when present, 1 when the attribute
 // is absent (checkpoints from before recipe 2), an error when unknown; a
 // run's checkpoints are chosen the way `resume: latest` relies on.
+#include "app/inspect.hpp"
 #include "app/run_directory.hpp"
 #include "io/checkpoint.hpp"
 #include "io/hdf5_file.hpp"
 #include "io/model_file.hpp"
 
 #include "core/digest.hpp"
+#include "core/fp.hpp"
 #include "core/error.hpp"
 #include "support/expect_error.hpp"
 #include "support/hdf5_edit.hpp"
+#include "support/tiny_model.hpp"
 
 #include <gtest/gtest.h>
 #include <hdf5.h>
 
 #include <cstdio>
 #include <filesystem>
+#include <sstream>
 #include <string>
 #include <unistd.h>
 #include <vector>
@@ -102,9 +106,181 @@ TEST(Checkpoint, RecordsTheDigestVersionAndKeepsTheDigest) {
   const std::string path = write_tiny_checkpoint(some_state(), "digest.h5");
   const io::ModelReader checkpoint(path);
   const io::ModelReader model(std::string(DISTZO_TEST_DATA) + "/opt_tiny_preln.model.h5");
-  EXPECT_EQ(checkpoint.info().digest_version, kDigestVersion);
+  EXPECT_EQ(checkpoint.info().digest_version, digest_version_of(StorageDtype::fp32));
   EXPECT_EQ(model.info().digest_version, 0) << "the fixture was written by tools/distzo_h5.py";
   EXPECT_EQ(checkpoint.digest(), model.digest()) << "the same tensors, the same digest";
+  std::remove(path.c_str());
+}
+
+/// A checkpoint of a tiny model's θ as its store holds it.
+std::string write_store_checkpoint(const test_support::TinyModel& m, StorageDtype storage,
+                                   const std::string& name) {
+  io::ModelInfo info;
+  info.config = m.config;
+  info.registry = m.registry;
+  io::TrainingState state = some_state();
+  state.storage = storage;
+  state.parameter_digest = m.digest();
+  const std::string path = "/tmp/distzo_test_checkpoint_" + std::to_string(getpid()) + "_" + name;
+  io::write_checkpoint(path, info, [&](const io::TensorSink& sink) { m.store->visit_stored(sink); },
+                       state);
+  return path;
+}
+
+runtime::PlacementConfig stored_in(StorageDtype storage) {
+  runtime::PlacementConfig p;
+  p.storage = storage;
+  return p;
+}
+
+/// A 2-byte θ is written as its words, in HDF5 float types h5py reads
+/// (float16; bfloat16), digested over the words in memory and in the file
+/// alike, read back word for word, and shown by inspect.
+TEST(CheckpointDtype, TwoByteThetaIsWrittenAsItsWords) {
+  for (const StorageDtype storage : {StorageDtype::bf16, StorageDtype::fp16}) {
+    SCOPED_TRACE(to_string(storage));
+    const test_support::TinyModel m(test_support::tiny_config(), 1234, stored_in(storage));
+    const std::string path = write_store_checkpoint(m, storage, "words.h5");
+    const io::ModelReader reader(path);
+    EXPECT_TRUE(reader.all_in(storage));
+    EXPECT_EQ(reader.theta_dtype(), storage);
+    EXPECT_EQ(reader.info().digest_version, kDigestVersion);
+    EXPECT_EQ(io::read_training_state(path).storage, storage);
+    // In memory and in the file: one digest, over the words.
+    EXPECT_EQ(reader.digest(), m.digest());
+
+    // The HDF5 types: 2 bytes, IEEE half's or bfloat16's fields and bias.
+    const io::Hdf5File file(path, io::Hdf5File::Mode::read);
+    const char* expected = storage == StorageDtype::bf16 ? "bfloat16" : "float16";
+    std::vector<std::vector<std::uint16_t>> words(m.registry.size());
+    m.store->visit_stored([&](std::uint32_t id, StoredElements data) {
+      ASSERT_EQ(data.dtype, storage);
+      words[id].assign(data.words(), data.words() + m.registry[id].numel());
+    });
+    for (const auto& p : m.registry.parameters()) {
+      EXPECT_EQ(file.dataset_info(p.name).dtype, expected) << p.name;
+      StorageDtype found = StorageDtype::fp32;
+      EXPECT_EQ(file.read_words(p.name, &found), words[p.id]) << p.name;
+      EXPECT_EQ(found, storage);
+    }
+    {
+      const hid_t dset = H5Dopen2(file.id(), m.registry[0].name.c_str(), H5P_DEFAULT);
+      const hid_t type = H5Dget_type(dset);
+      std::size_t spos = 0, epos = 0, esize = 0, mpos = 0, msize = 0;
+      H5Tget_fields(type, &spos, &epos, &esize, &mpos, &msize);
+      EXPECT_EQ(H5Tget_size(type), 2u);
+      EXPECT_EQ(H5Tget_precision(type), 16u);
+      EXPECT_EQ(H5Tget_order(type), H5T_ORDER_LE);
+      EXPECT_EQ(spos, 15u);
+      EXPECT_EQ(mpos, 0u);
+      if (storage == StorageDtype::fp16) {
+        EXPECT_TRUE(epos == 10 && esize == 5 && msize == 10 && H5Tget_ebias(type) == 15);
+      } else {
+        EXPECT_TRUE(epos == 7 && esize == 8 && msize == 7 && H5Tget_ebias(type) == 127);
+      }
+      H5Tclose(type);
+      H5Dclose(dset);
+    }
+
+    // Loaded into the same storage: the same words (the same digest); into
+    // float32: the decoded values, exactly.
+    runtime::ParameterStore again(m.registry, stored_in(storage));
+    again.fill([&](std::uint32_t id, real* dst) { reader.read(id, dst); });
+    EXPECT_EQ(again.digest(), m.digest());
+    runtime::ParameterStore wide(m.registry, stored_in(StorageDtype::fp32));
+    wide.fill([&](std::uint32_t id, real* dst) { reader.read(id, dst); });
+    std::vector<std::vector<float>> values(m.registry.size());
+    for (const auto& p : m.registry.parameters()) {
+      values[p.id].resize(static_cast<std::size_t>(p.numel()));
+      wide.read(p.id, values[p.id].data());
+    }
+    EXPECT_EQ(values, m.host_theta());
+    EXPECT_NE(wide.digest(), m.digest()) << "float32 and 2-byte words digest differently";
+    // A range read (what each rank of a sliced store reads) decodes too.
+    std::vector<float> part(5);
+    reader.read_range(3, 2, part.size(), part.data());
+    EXPECT_TRUE(std::equal(part.begin(), part.end(), values[3].begin() + 2));
+
+    // inspect names the dtype and digests the words.
+    std::ostringstream table, digest;
+    app::inspect(path, false, table);
+    app::inspect(path, true, digest);
+    EXPECT_EQ(digest.str(), m.digest() + "\n");
+    const std::string text = table.str();
+    EXPECT_NE(text.find(std::string("tensors       ") + to_string(storage) + ": every dataset is " +
+                        (storage == StorageDtype::bf16 ? "bfloat16 (h5py reads float32"
+                                                       : "IEEE float16 (numpy float16)")),
+              std::string::npos)
+        << text;
+    EXPECT_NE(text.find(std::string("storage       θ held in ") + to_string(storage) +
+                        ", updates rounded stochastically (the datasets hold θ's words)"),
+              std::string::npos)
+        << text;
+    EXPECT_NE(text.find(std::string("  ") + to_string(storage) + "   block 0"), std::string::npos)
+        << text;
+    std::remove(path.c_str());
+  }
+}
+
+/// A float32 θ is written as before: float32 datasets, digest_version 2 (the
+/// definition versions 2 and 3 share for float32), the digest of version 2.
+TEST(CheckpointDtype, Float32CheckpointIsAsBefore) {
+  const test_support::TinyModel m(test_support::tiny_config(), 1234);
+  const std::string path = write_store_checkpoint(m, StorageDtype::fp32, "float32.h5");
+  const io::ModelReader reader(path);
+  EXPECT_TRUE(reader.all_in(StorageDtype::fp32));
+  EXPECT_EQ(reader.info().digest_version, 2);
+  const io::Hdf5File file(path, io::Hdf5File::Mode::read);
+  ParameterDigest v2;  // version 2, spelled out: float bits, no tag
+  for (const auto& p : m.registry.parameters()) {
+    EXPECT_EQ(file.dataset_info(p.name).dtype, "float32");
+    const std::vector<float> x = file.read_floats(p.name);
+    std::uint64_t sum = 0;
+    for (std::size_t k = 0; k < x.size(); ++k) sum += digest::element_term(k, fp::to_bits(x[k]));
+    v2.add_tensor(p.name, p.shape, sum);
+  }
+  EXPECT_EQ(reader.digest(), v2.hex());
+  EXPECT_EQ(m.digest(), v2.hex());
+  std::ostringstream table;
+  app::inspect(path, false, table);
+  EXPECT_NE(table.str().find("tensors       fp32: every dataset is float32"), std::string::npos)
+      << table.str();
+  std::remove(path.c_str());
+}
+
+/// A file whose tensors come in several dtypes (a GGUF import: fp16 matrices,
+/// fp32 norms) is read tensor by tensor; its θ dtype is the one holding most
+/// elements.
+TEST(CheckpointDtype, MixedFileIsReadTensorByTensor) {
+  const test_support::TinyModel m(test_support::tiny_config(), 1234, stored_in(StorageDtype::fp16));
+  io::ModelInfo info;
+  info.config = m.config;
+  info.registry = m.registry;
+  const std::string path =
+      "/tmp/distzo_test_checkpoint_" + std::to_string(getpid()) + "_mixed.h5";
+  io::write_atomically(path, [&](io::Hdf5File& file) {
+    file.write_string_attribute("distzo_format", "model");
+    io::write_model_config(file, info.config, "");
+    m.store->visit_stored([&](std::uint32_t id, StoredElements data) {
+      const auto& p = m.registry[id];
+      if (p.shape.size() == 2) {
+        file.write_words(p.name, p.shape, StorageDtype::fp16, data.words());
+      } else {
+        std::vector<float> v(static_cast<std::size_t>(p.numel()));
+        for (std::size_t i = 0; i < v.size(); ++i) v[i] = storage::load(data.words()[i], data.dtype);
+        file.write_floats(p.name, p.shape, v.data());
+      }
+    });
+  });
+  const io::ModelReader reader(path);
+  EXPECT_FALSE(reader.all_in(StorageDtype::fp16));
+  EXPECT_EQ(reader.theta_dtype(), StorageDtype::fp16);
+  EXPECT_NE(reader.describe_dtypes().find("fp16 ("), std::string::npos) << reader.describe_dtypes();
+  EXPECT_NE(reader.describe_dtypes().find(", fp32 ("), std::string::npos) << reader.describe_dtypes();
+  runtime::ParameterStore again(m.registry, stored_in(StorageDtype::fp16));
+  again.fill([&](std::uint32_t id, real* dst) { reader.read(id, dst); });
+  EXPECT_EQ(again.digest(), m.digest()) << "fp32 values that fp16 holds come back as the same words";
+  EXPECT_NE(reader.digest(), m.digest()) << "the file digests its float32 vectors as float32";
   std::remove(path.c_str());
 }
 

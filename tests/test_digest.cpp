@@ -1,4 +1,4 @@
-// The parameter digest, version 2 (core/digest.hpp, docs/formats.md): known
+// The parameter digest, version 3 (core/digest.hpp, docs/formats.md): known
 // answers from the Python reference (tools/digest_reference.py
 // --known-answers), the element-sum kernels against a plain sequential loop
 // of the definition, and the properties the definition is chosen for: any
@@ -99,6 +99,51 @@ TEST(Digest, KnownAnswersOfThePythonReference) {
             0xe0dfbc72dd1503cfULL);
   EXPECT_EQ(d.hex(), "f99a1729ecdb20c0");
   EXPECT_EQ(ParameterDigest().hex(), "52ead7e36ea7fea8");
+}
+
+/// S of 16-bit words in `dtype`, on the device and on the host.
+std::uint64_t device_word_sum(const std::vector<std::uint16_t>& w, StorageDtype dtype) {
+  HalfVec v("distzo::test::digest_words", w.size());
+  Kokkos::deep_copy(v, Kokkos::View<const std::uint16_t*, Kokkos::HostSpace,
+                                    Kokkos::MemoryTraits<Kokkos::Unmanaged>>(w.data(), w.size()));
+  Kokkos::View<std::uint64_t*, Kokkos::LayoutRight, PinnedSpace> sums("distzo::test::sums", 1);
+  const ExecSpace space;
+  kernels::tensor_element_sum(space, v, dtype, 0, Kokkos::subview(sums, 0));
+  space.fence();
+  return sums(0);
+}
+
+std::uint64_t host_word_sum(const std::vector<std::uint16_t>& w, StorageDtype dtype,
+                            std::uint64_t first = 0) {
+  return kernels::host_tensor_element_sum(Kokkos::DefaultHostExecutionSpace(),
+                                          kernels::HostWords(w.data(), w.size()), dtype, first);
+}
+
+TEST(Digest, TwoByteKnownAnswersOfThePythonReference) {
+  // tools/digest_reference.py known_answer_words(): ±0, 1, inf, NaN, the
+  // smallest subnormal, all bits (bf16 readings).
+  const std::vector<std::uint16_t> words = {0x0000, 0x8000, 0x3F80, 0x7F80, 0x7FC0, 0x0001, 0xFFFF};
+  EXPECT_EQ(device_word_sum(words, StorageDtype::bf16), 0xae2de7631662a5a3ULL);
+  EXPECT_EQ(host_word_sum(words, StorageDtype::bf16), 0xae2de7631662a5a3ULL);
+  EXPECT_EQ(device_word_sum(words, StorageDtype::fp16), 0xb5199199d7582becULL);
+  EXPECT_EQ(host_word_sum(words, StorageDtype::fp16), 0xb5199199d7582becULL);
+  // The tag: a word's term is not a float32's with the same low bits, and
+  // bf16 and fp16 words differ.
+  std::uint64_t f32 = 0;
+  for (std::size_t k = 0; k < words.size(); ++k) f32 += digest::element_term(k, words[k]);
+  EXPECT_NE(f32, 0xae2de7631662a5a3ULL);
+  // Slices of words add up, as floats do.
+  const std::vector<std::uint16_t> head(words.begin(), words.begin() + 3),
+      tail(words.begin() + 3, words.end());
+  EXPECT_EQ(host_word_sum(head, StorageDtype::bf16) + host_word_sum(tail, StorageDtype::bf16, 3),
+            0xae2de7631662a5a3ULL);
+  std::vector<std::uint16_t> fc1 = words;
+  fc1.resize(12, 0);
+  ParameterDigest d;
+  d.add_tensor("model.decoder.layers.0.fc1.weight", {3, 4}, host_word_sum(fc1, StorageDtype::bf16));
+  EXPECT_EQ(d.hex(), "9bf9ebf10b2c06bc");
+  EXPECT_EQ(digest_version_of(StorageDtype::fp32), 2);
+  EXPECT_EQ(digest_version_of(StorageDtype::bf16), kDigestVersion);
 }
 
 TEST(Digest, KernelsEqualTheSequentialLoop) {

@@ -241,7 +241,7 @@ TEST(Hdf5Faults, ChangedBytesFailTheChecksumNamingTheDataset) {
     file.write_doubles("g/d", {3}, doubles.data());
     file.write_ints("i", {4}, ints.data());
     file.write_int64s("l", {2}, longs.data());
-    file.create_floats("r", {2, 3});  // written in two ranges
+    file.create_tensor("r", {2, 3}, StorageDtype::fp32);  // written in two ranges
     file.write_float_range("r", 4, 2, floats.data() + 4);
     file.write_float_range("r", 0, 4, floats.data());
     file.close();

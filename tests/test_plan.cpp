@@ -293,7 +293,7 @@ TEST(Inspect, AllocatesNothingInTheExecutionSpace) {
   const MemoryUsage u = MemoryAccounting::usage();
   MemoryAccounting::stop();
   EXPECT_NE(table.str().find("parameters"), std::string::npos);
-  EXPECT_NE(table.str().find("digest        version 2"), std::string::npos);
+  EXPECT_NE(table.str().find("digest        version 3"), std::string::npos);
   EXPECT_EQ(digest.str().size(), 17u);  // 16 hex digits and a newline
   // The digest is a reduction on the host execution space, whose backend
   // may keep a reduction buffer in host memory (role other); nothing else.

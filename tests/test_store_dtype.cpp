@@ -1,11 +1,12 @@
 // θ stored in 2 bytes (precision.storage bf16 / fp16) through the parameter
 // store: writes round to nearest and reads decode, θ takes half the bytes,
-// the digest is over the decoded values (a bf16 θ and a float32 θ holding
-// the same values agree), decode_storage is storage::load, an evaluation on a
+// the digest is over the stored words (docs/formats.md, digest version 3),
+// decode_storage is storage::load, an evaluation on a
 // 2-byte θ is the evaluation on the same values in float32, a step keeps θ
 // representable, offloaded blocks stream 2-byte words (the same θ as
 // resident), and a node-shared master holds words too.
 
+#include "core/digest.hpp"
 #include "core/fault_injection.hpp"
 #include "core/step_state.hpp"
 #include "core/storage_dtype.hpp"
@@ -79,10 +80,24 @@ TEST_P(StoreDtype, HalfTheBytes) {
   EXPECT_EQ(half.store->host_bytes(), 0u);
 }
 
-TEST_P(StoreDtype, DigestIsOverTheDecodedValues) {
-  const TinyModel half(tiny_config(), 1234, stored_in(GetParam()));
+TEST_P(StoreDtype, DigestIsOverTheStoredWords) {
+  const StorageDtype dtype = GetParam();
+  const TinyModel half(tiny_config(), 1234, stored_in(dtype));
+  // The definition (digest version 3): each word with its format's tag.
+  ParameterDigest definition;
+  half.store->visit_stored([&](std::uint32_t id, StoredElements data) {
+    ASSERT_EQ(data.dtype, dtype);
+    const auto& p = half.registry[id];
+    std::uint64_t sum = 0;
+    for (std::int64_t k = 0; k < p.numel(); ++k)
+      sum += digest::element_term(static_cast<std::uint64_t>(k),
+                                  digest::stored_word(dtype, data.words()[k]));
+    definition.add_tensor(p.name, p.shape, sum);
+  });
+  EXPECT_EQ(half.digest(), definition.hex());
+  // A float32 θ of the same values is another θ as stored: another digest.
   const auto same_values = float_store(half, half.host_theta());
-  EXPECT_EQ(half.digest(), same_values->digest());
+  EXPECT_NE(half.digest(), same_values->digest());
   EXPECT_NE(half.digest(), TinyModel(tiny_config()).digest()) << "the rounding changed θ";
 }
 
@@ -213,10 +228,13 @@ TEST_P(StoreDtype, SharedMasterHoldsWords) {
                                             p.share_host_master = true;
                                             return p;
                                           }()).store->shared_bytes());
-  // The slices hand out and take back decoded floats.
+  // The slices hand out θ's words (what a checkpoint writes) and take back
+  // floats.
   std::vector<std::vector<float>> pieces(m.registry.size());
-  m.store->visit_own_slices([&](std::uint32_t id, std::uint64_t, std::size_t count, const real* data) {
-    pieces[id].insert(pieces[id].end(), data, data + count);
+  m.store->visit_own_slices([&](std::uint32_t id, std::uint64_t, std::size_t count, StoredElements data) {
+    ASSERT_EQ(data.dtype, GetParam());
+    for (std::size_t i = 0; i < count; ++i)
+      pieces[id].push_back(storage::load(data.words()[i], GetParam()));
   });
   EXPECT_EQ(pieces, resident.host_theta());
   m.store->fill_own_slices([&](std::uint32_t id, std::uint64_t first, std::size_t count, real* dst) {

@@ -59,18 +59,42 @@ void inspect_dataset(const std::string& path, std::ostream& out) {
   if (!d.description.empty()) out << "description   " << d.description << "\n";
 }
 
-/// How the run that wrote a checkpoint stored θ.
-std::string storage_line(const io::TrainingState& state) {
+/// The HDF5 type of the datasets of one storage, as h5py users meet it.
+const char* dataset_type(StorageDtype d) {
+  switch (d) {
+    case StorageDtype::fp32: return "float32";
+    case StorageDtype::fp16: return "IEEE float16 (numpy float16)";
+    case StorageDtype::bf16: return "bfloat16 (h5py reads float32; docs/formats.md)";
+  }
+  return "?";
+}
+
+/// What the datasets hold: "tensors       bf16: the datasets are bfloat16
+/// (...)", or each dtype's share of a mixed file.
+std::string tensors_line(const io::ModelReader& reader) {
+  const StorageDtype main = reader.theta_dtype();
+  if (reader.all_in(main))
+    return std::string("tensors       ") + to_string(main) + ": every dataset is " +
+           dataset_type(main) + "\n";
+  return "tensors       " + reader.describe_dtypes() + "\n";
+}
+
+/// How the run that wrote a checkpoint stored θ, and what its datasets hold.
+std::string storage_line(const io::TrainingState& state, const io::ModelReader& reader) {
   std::string line = std::string("storage       θ held in ") + to_string(state.storage);
   if (state.storage != StorageDtype::fp32)
     line += std::string(", updates rounded ") +
             (state.rounding == Rounding::stochastic ? "stochastically" : "to nearest");
-  return line + " (the datasets hold its values as float32)\n";
+  if (reader.all_in(state.storage))
+    return line + " (the datasets hold θ's " +
+           (state.storage == StorageDtype::fp32 ? "values" : "words") + ")\n";
+  // An older distzo wrote a 2-byte θ's values decoded to float32.
+  return line + " (the datasets hold its values as " + reader.describe_dtypes() + ")\n";
 }
 
 /// Where a checkpoint stands: its step, run and z, its recorded digest, and
 /// how θ was stored.
-std::string checkpoint_lines(const io::TrainingState& state) {
+std::string checkpoint_lines(const io::TrainingState& state, const io::ModelReader& reader) {
   std::ostringstream os;
   os << "training      step " << state.step << " of run "
      << (state.run_id.empty() ? std::string("(not recorded)") : state.run_id) << "; seed "
@@ -78,7 +102,7 @@ std::string checkpoint_lines(const io::TrainingState& state) {
      << " z (recipe " << to_int(state.z.recipe) << "); its deck: h5dump -a /deck_yaml FILE\n"
      << "recorded      parameter digest "
      << (state.parameter_digest.empty() ? std::string("(none)") : state.parameter_digest) << "\n"
-     << storage_line(state);
+     << storage_line(state, reader);
   return os.str();
 }
 
@@ -105,21 +129,32 @@ void inspect(const std::string& path, bool digest_only, std::ostream& out) {
   const io::ModelInfo& m = reader.info();
   const auto& c = m.config;
   const std::int64_t params = m.registry.total_elements();
+  double stored_bytes = 0;
+  for (const auto& p : m.registry.parameters())
+    stored_bytes += static_cast<double>(bytes_per_element(reader.dtype(p.id)) * p.numel());
   out << "file          " << path << " (" << m.kind << ", format " << io::kModelFormatVersion
       << ")\n"
       << "architecture  " << model::describe(c, "\n              ") << "\n"
       << "parameters    " << params << " in " << m.registry.size() << " tensors, "
-      << human_bytes(4.0 * static_cast<double>(params)) << " as float32\n"
-      << (m.kind == "checkpoint" ? checkpoint_lines(io::read_training_state(path)) : std::string())
-      << "digest        version " << kDigestVersion << " (--digest); the writer recorded "
+      << human_bytes(stored_bytes) << " as stored"
+      << (reader.all_in(StorageDtype::fp32)
+              ? std::string()
+              : ", " + human_bytes(4.0 * static_cast<double>(params)) + " as float32")
+      << "\n"
+      << tensors_line(reader)
+      << (m.kind == "checkpoint" ? checkpoint_lines(io::read_training_state(path), reader)
+                                 : std::string())
+      << "digest        version " << kDigestVersion
+      << " (--digest; over float32 tensors the same as version 2); the writer recorded "
       << (m.digest_version > 0 ? "version " + std::to_string(m.digest_version)
                                : std::string("none (an older distzo, or tools/distzo_h5.py)"))
       << "\n\n";
   out << std::left << std::setw(5) << "id" << std::setw(52) << "name" << std::setw(14) << "shape"
-      << std::setw(12) << "elements" << "group\n";
+      << std::setw(12) << "elements" << std::setw(7) << "dtype" << "group\n";
   for (const auto& p : m.registry.parameters()) {
     out << std::left << std::setw(5) << p.id << std::setw(52) << p.name << std::setw(14)
-        << model::format_shape(p.shape) << std::setw(12) << p.numel() << group_name(p);
+        << model::format_shape(p.shape) << std::setw(12) << p.numel() << std::setw(7)
+        << to_string(reader.dtype(p.id)) << group_name(p);
     if (p.block >= 0) out << " " << p.block;
     out << "\n";
   }

@@ -103,13 +103,8 @@ MemoryPlan plan_memory(const PlanInputs& in) {
   p.scratch = 2 * float_block + e * edge_elements * kFloat +
               (in.batch.task == model::Task::classification ? u(c.vocab_size) * kInt : 0);
   // A 2-byte θ is read as float32 through decoded copies: the edges and one
-  // block for the evaluation's forward (zo/float_theta.hpp), and the largest
-  // tensor for the digest (runtime/parameter_store.hpp).
-  if (per_element != kFloat) {
-    std::uint64_t largest = 0;
-    for (const auto& parameter : r.parameters()) largest = std::max(largest, u(parameter.numel()));
-    p.scratch += float_edges + float_block + largest * kFloat;
-  }
+  // block for the evaluation's forward (zo/float_theta.hpp).
+  if (per_element != kFloat) p.scratch += float_edges + float_block;
 
   // Activations for N = B*T rows: the forward's scratch
   // (model::DecoderForward::scratch_bytes), one hidden state per evaluation,
@@ -221,11 +216,13 @@ namespace {
 /// `distzo plan DECK.yaml`: everything from the deck, its model file (the
 /// attributes only) and its datasets.
 PlanInputs inputs_from_deck(const std::string& path, std::vector<std::string>& notes) {
-  const io::Deck deck = io::load_deck(path);
+  io::Deck deck = io::load_deck(path);
   model::ModelConfig config;
   {
-    const io::Hdf5File model(deck.model.path, io::Hdf5File::Mode::read);
-    config = io::read_model_config(model);
+    const io::ModelReader model(deck.model.path);
+    config = model.info().config;
+    // As a run resolves it: left out, precision.storage is the model file's.
+    if (!deck.origin.written("precision.storage")) deck.precision.storage = model.theta_dtype();
   }
   const PlanInputs in =
       plan_inputs(deck, config, io::load_dataset(deck.data.train, config.vocab_size));

@@ -226,12 +226,13 @@ void run(const RunOptions& options, const runtime::Communicator& world) {
   // (or one resumed from a checkpoint without it) gets rank 0's new id.
   inputs.state.run_id =
       broadcast_string(world, inputs.state.run_id.empty() ? new_run_id() : inputs.state.run_id);
-  // The digest of the base model's values as the file holds them: θ's own
-  // when it is float32, else the file's (a 2-byte θ holds them rounded), so
-  // that a resume compares it with the deck's model file either way.
+  // The digest of the base model as the file holds it: θ's own when θ holds
+  // every tensor in the file's dtype (loaded word for word), else the file's
+  // (θ holds them converted), so that a resume compares it with the deck's
+  // model file either way.
   if (resume.empty())
     inputs.state.base_model_digest =
-        store.storage() == StorageDtype::fp32
+        inputs.model->all_in(store.storage())
             ? engine.parameter_digest()
             : runtime::broadcast_string(world, world.rank() == 0 ? inputs.model->digest() : "");
   const std::unique_ptr<RunDirectory> directory = claim_directory(world, inputs);

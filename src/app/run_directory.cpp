@@ -266,7 +266,7 @@ RunCheckpoints::Written RunCheckpoints::write(const io::ModelInfo& model,
         path, model, writers_.node->comm(),
         [&](const io::SliceSink& sink) {
           store.visit_own_slices(
-              [&](std::uint32_t id, std::uint64_t first, std::size_t count, const real* data) {
+              [&](std::uint32_t id, std::uint64_t first, std::size_t count, StoredElements data) {
                 alive();
                 sink(id, first, count, data);
               });
@@ -276,7 +276,7 @@ RunCheckpoints::Written RunCheckpoints::write(const io::ModelInfo& model,
     io::write_checkpoint(
         path, model,
         [&](const io::TensorSink& sink) {
-          store.visit([&](std::uint32_t id, const real* data) {
+          store.visit_stored([&](std::uint32_t id, StoredElements data) {
             alive();
             sink(id, data);
           });

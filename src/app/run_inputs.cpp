@@ -42,13 +42,60 @@ void check_resume(Inputs& in, const runtime::Communicator& world) {
       resume_changes(saved, in.state, deck, deck.checkpoint.allow_changes, now);
   for (const std::string& change : changes.allowed)
     in.notes.push_back("resumed with " + change + " (checkpoint.allow_changes)");
-  std::string list;
-  for (const std::string& r : changes.refused) list += "\n  " + r;
+  std::string list, storage_hint;
+  for (const std::string& r : changes.refused) {
+    list += "\n  " + r;
+    if (r.rfind("precision.storage:", 0) == 0)
+      storage_hint =
+          "\n(precision.storage: with allow_changes: [precision.storage] θ is converted as it is "
+          "loaded — exactly into fp32, rounded to nearest once into bf16 or fp16 — and run.log "
+          "says so; leave precision.storage out of the deck to keep the checkpoint's storage)";
+  }
   DISTZO_INPUT_REQUIRE(changes.refused.empty(),
                        deck.origin.source << ": resuming " << in.resume
                                           << " with changes that alter the run it continues:" << list
                                           << "\nSet them back, or list the keys changed on purpose "
-                                             "in checkpoint.allow_changes");
+                                             "in checkpoint.allow_changes"
+                                          << storage_hint);
+}
+
+/// precision.storage left out of the deck: the storage of the file θ is
+/// loaded from — a checkpoint's (the storage its run had), else the one that
+/// holds most of the model file's elements — so a bf16 model is trained in
+/// bf16 and a resume keeps its run's storage. An explicit value wins.
+void resolve_storage(Inputs& in) {
+  if (in.deck.origin.written("precision.storage")) return;
+  in.deck.precision.storage = in.resume.empty() ? in.model->theta_dtype() : in.state.storage;
+  if (in.deck.precision.storage != StorageDtype::fp32)
+    in.notes.push_back(std::string("precision.storage is not set: θ is stored in ") +
+                       to_string(in.deck.precision.storage) + ", as " +
+                       (in.resume.empty() ? "the model file " + in.model->path() + " holds it"
+                                          : "the run of " + in.resume + " stored it") +
+                       " (set precision.storage to choose)");
+}
+
+/// What converting θ into `to` does: float32 holds every bf16 and fp16
+/// value; a 2-byte format rounds what it does not hold to nearest.
+std::string conversion_effect(StorageDtype to) {
+  return to == StorageDtype::fp32 ? "exact" : "rounded to nearest once";
+}
+
+/// run.log says when θ is loaded into another storage than its file's.
+void note_conversion(Inputs& in) {
+  const StorageDtype to = in.deck.precision.storage;
+  if (!in.resume.empty()) {
+    // A checkpoint of an older distzo held a 2-byte θ as float32 values:
+    // what counts is the storage its run had.
+    if (in.state.storage != to)
+      in.notes.push_back(std::string("θ from ") + in.resume + ", stored in " +
+                         to_string(in.state.storage) + ", is stored in " + to_string(to) +
+                         " from here on (" + conversion_effect(to) + ")");
+    return;
+  }
+  if (!in.model->all_in(to))
+    in.notes.push_back("θ from " + in.model->path() + ", held there in " +
+                       in.model->describe_dtypes() + ", is stored in " + to_string(to) + " (" +
+                       conversion_effect(to) + ")");
 }
 
 }  // namespace
@@ -82,6 +129,7 @@ Inputs load_inputs(const std::string& deck_path, const runtime::Communicator& wo
                              << ", beyond optim.steps = " << opt.steps
                              << ": there is nothing to continue (raise optim.steps)");
   }
+  resolve_storage(in);
   const model::ModelConfig& config = in.model->info().config;
   const std::int64_t vocab = config.vocab_size;
   in.train = io::load_dataset(deck.data.train, vocab);
@@ -102,16 +150,8 @@ Inputs load_inputs(const std::string& deck_path, const runtime::Communicator& wo
   else
     check_resume(in, world);
   // How this run stores θ, which its checkpoints record; a resume into
-  // another storage (allowed by check_resume) re-encodes the checkpoint's
-  // float32 values as the store loads them.
-  if (!in.resume.empty() && in.state.storage != deck.precision.storage)
-    in.notes.push_back(std::string("θ from ") + in.resume + ", stored in " +
-                       to_string(in.state.storage) + ", is stored in " +
-                       to_string(deck.precision.storage) + " from here on (" +
-                       (deck.precision.storage == StorageDtype::fp32
-                            ? "exact"
-                            : "rounded to nearest once") +
-                       ")");
+  // another storage (allowed by check_resume) converts θ as the store loads it.
+  note_conversion(in);
   in.state.storage = deck.precision.storage;
   in.state.rounding = deck.precision.rounding;
   if (const std::string warning = eps_warning(opt.eps); !warning.empty())

@@ -4,7 +4,7 @@
 
 namespace distzo {
 
-ParameterDigest::ParameterDigest() { absorb(static_cast<std::uint64_t>(kDigestVersion)); }
+ParameterDigest::ParameterDigest() { absorb(kDigestFirstWord); }
 
 void ParameterDigest::add_tensor(const std::string& name, const std::vector<std::int64_t>& shape,
                                  std::uint64_t element_sum) {

@@ -1,13 +1,15 @@
 #pragma once
-// Parameter digest, version 2 (docs/formats.md, "Parameter digest"): one
-// 64-bit value over the names, shapes and exact bits of every parameter, in
-// canonical parameter order, printed as 16 lowercase hex digits. It depends
-// only on the logical tensors, not on where they live or how a file stores
-// them, so the digest `distzo inspect --digest` prints for a checkpoint equals
-// the one the run computed in memory.
+// Parameter digest, version 3 (docs/formats.md, "Parameter digest"): one
+// 64-bit value over the names, shapes and exact stored bits of every
+// parameter, in canonical parameter order, printed as 16 lowercase hex
+// digits: a float32 element's 32 bits, a bf16 or fp16 element's 16-bit word
+// tagged with its format. It depends only on the tensors as stored, not on
+// where they live, so the digest `distzo inspect --digest` prints for a
+// checkpoint equals the one the run computed in memory. Version 3 digests a
+// float32 tensor exactly as version 2 did.
 //
 // Two stages:
-//   1. per tensor, the element sum  S = Σ_i element_term(i, bits(x_i)) mod 2^64
+//   1. per tensor, the element sum  S = Σ_i element_term(i, word(x_i)) mod 2^64
 //      over the row-major element index i. Integer addition is associative
 //      and commutative, so a parallel reduction in any order, with any
 //      number of threads or slices, on any backend gives the same S; the
@@ -17,6 +19,8 @@
 //
 // Not cryptographic: it catches accidental change (a diverged replica, a
 // corrupted or mixed-up file), not an adversary.
+
+#include "core/storage_dtype.hpp"
 
 #include <Kokkos_Core.hpp>
 
@@ -28,8 +32,21 @@ namespace distzo {
 
 /// Version of the definition below, recorded as `digest_version` in every
 /// model and checkpoint file distzo writes. Version 1 (FNV-1a over every
-/// element in sequence) is no longer computed.
-constexpr std::int64_t kDigestVersion = 2;
+/// element in sequence) is no longer computed; version 2 is version 3
+/// restricted to float32 tensors (it digested a 2-byte θ over its decoded
+/// float32 values).
+constexpr std::int64_t kDigestVersion = 3;
+/// The first word folded into every digest: 2, version 2's number, which
+/// version 3 keeps so that a float32 θ has the same digest under both.
+constexpr std::uint64_t kDigestFirstWord = 2;
+
+/// The `digest_version` a file of tensors in `dtype` records: the oldest
+/// definition that gives its digest — 2 for float32 tensors (on which
+/// versions 2 and 3 agree, so float32 files stay as they were), 3 for bf16
+/// and fp16 ones.
+constexpr std::int64_t digest_version_of(StorageDtype dtype) {
+  return dtype == StorageDtype::fp32 ? 2 : kDigestVersion;
+}
 
 namespace digest {
 
@@ -45,14 +62,29 @@ KOKKOS_INLINE_FUNCTION constexpr std::uint64_t mix(std::uint64_t x) {
 /// splitmix64's increment, 2^64 / golden ratio (odd).
 constexpr std::uint64_t kGamma = 0x9e3779b97f4a7c15ULL;
 
-/// One element's term of the element sum: mix(key(i) XOR bits), with key(i)
+/// One element's term of the element sum: mix(key(i) XOR word), with key(i)
 /// = mix((i + 1) · γ), the i-th output of splitmix64 seeded with 0. For each
-/// fixed index the term is a bijection of the 32 bits, so a change of one
+/// fixed index the term is a bijection of the word, so a change of one
 /// element always changes S; distinct indices get unrelated keys, so moved
 /// or swapped elements change S too (with probability 1 - 2^-64).
 KOKKOS_INLINE_FUNCTION constexpr std::uint64_t element_term(std::uint64_t index,
-                                                            std::uint32_t bits) {
-  return mix(mix((index + 1) * kGamma) ^ bits);
+                                                            std::uint64_t word) {
+  return mix(mix((index + 1) * kGamma) ^ word);
+}
+
+/// The format tag of a 2-byte element's word (bits 32 and up): bf16 1,
+/// fp16 2; float32 words have none (0), as in version 2.
+KOKKOS_INLINE_FUNCTION constexpr std::uint64_t format_tag(StorageDtype dtype) {
+  return dtype == StorageDtype::bf16   ? std::uint64_t{1} << 32
+         : dtype == StorageDtype::fp16 ? std::uint64_t{2} << 32
+                                       : 0;
+}
+
+/// The word an element enters element_term with: a float32's 32 bits, or a
+/// bf16 / fp16 element's 16-bit word with its format's tag, so no 2-byte
+/// word equals a float32's or the other format's (a bf16 0 is not a float 0).
+KOKKOS_INLINE_FUNCTION constexpr std::uint64_t stored_word(StorageDtype dtype, std::uint32_t bits) {
+  return format_tag(dtype) | bits;
 }
 
 }  // namespace digest

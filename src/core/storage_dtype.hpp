@@ -102,6 +102,28 @@ inline const char* to_string(StorageDtype d) {
   return "unknown";
 }
 
+/// Elements of a tensor (or of a piece of one) in host memory as θ stores
+/// them: float32 values (fp32), or the 16-bit words of a bf16 / fp16 θ.
+/// Float32 values convert implicitly, so a sink of stored elements takes
+/// `const float*` as before.
+struct StoredElements {
+  StorageDtype dtype = StorageDtype::fp32;
+  const void* data = nullptr;
+
+  StoredElements(const float* values) : data(values) {}  // NOLINT(google-explicit-constructor)
+  StoredElements(StorageDtype words_dtype, const std::uint16_t* words)
+      : dtype(words_dtype), data(words) {}
+  const float* values() const {
+    DISTZO_REQUIRE(dtype == StorageDtype::fp32, "stored elements: float32 values asked of "
+                                                    << to_string(dtype) << " words");
+    return static_cast<const float*>(data);
+  }
+  const std::uint16_t* words() const {
+    DISTZO_REQUIRE(dtype != StorageDtype::fp32, "stored elements: 2-byte words asked of float32 values");
+    return static_cast<const std::uint16_t*>(data);
+  }
+};
+
 /// Inverse of to_string. Throws distzo::Error naming the allowed values.
 inline StorageDtype parse_storage_dtype(const std::string& name) {
   if (name == "fp32") return StorageDtype::fp32;

@@ -85,7 +85,8 @@ void write_training_state(Hdf5File& file, const TrainingState& state) {
 /// Bytes a checkpoint file takes: θ, the seed log, and room for metadata.
 double checkpoint_bytes(const ModelInfo& model, const TrainingState& state) {
   const double log_row = 3 * 8.0 + 8.0 * state.queries;
-  return 1.02 * (4.0 * static_cast<double>(model.registry.total_elements()) +
+  return 1.02 * (static_cast<double>(bytes_per_element(state.storage)) *
+                     static_cast<double>(model.registry.total_elements()) +
                  log_row * static_cast<double>(state.seed_log.size())) +
          64.0 * 1024.0;
 }
@@ -103,7 +104,7 @@ void write_checkpoint(const std::string& path, const ModelInfo& model,
   require_free_space(path, checkpoint_bytes(model, state), "checkpoint");
   try {
     write_atomically(path, [&](Hdf5File& file) {
-      write_model_tensors(file, as_checkpoint(model), tensors);
+      write_model_tensors(file, as_checkpoint(model), tensors, state.storage);
       write_training_state(file, state);
     });
   } catch (const Error& e) {
@@ -126,7 +127,7 @@ void write_checkpoint_parallel(const std::string& path, const ModelInfo& model, 
   MPI_Bcast(tmp.data(), length, MPI_CHAR, 0, comm);
 
   Hdf5File file(tmp, comm);
-  write_model_slices(file, as_checkpoint(model), slices);
+  write_model_slices(file, as_checkpoint(model), state.storage, slices);
   write_training_state(file, state);
   // Closing flushes every rank's data; a full disk fails here, on any rank.
   std::string problem;

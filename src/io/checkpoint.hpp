@@ -49,9 +49,10 @@ struct TrainingState {
   std::string run_id;        // the run that wrote it (app/run_directory.hpp); "" when absent
   std::string base_model_digest;  // parameter digest of the model the run started from
   std::string train_digest;       // io::dataset_digest of the training set
-  // How the run stored θ (precision.storage, .rounding); the datasets are
-  // float32 whatever it was: the values θ held, decoded. Absent in
-  // checkpoints written before 2-byte storage existed: fp32.
+  // How the run stored θ (precision.storage, .rounding); the tensors are
+  // written in it (float32, or float16 / bfloat16 datasets of θ's words).
+  // Absent in checkpoints written before 2-byte storage existed: fp32 (those
+  // of a 2-byte run then held its values decoded to float32).
   StorageDtype storage = StorageDtype::fp32;
   Rounding rounding = Rounding::stochastic;
   // The update of the last finished step, not yet applied to θ; its z is
@@ -60,14 +61,15 @@ struct TrainingState {
   std::vector<SeedLogEntry> seed_log;
 };
 
-/// Writes θ (from `tensors`, in canonical order) and the training state.
+/// Writes θ (from `tensors`, in canonical order, each in its stored form)
+/// and the training state.
 void write_checkpoint(const std::string& path, const ModelInfo& model,
                       const TensorSource& tensors, const TrainingState& state);
 
 /// The same file, written by the ranks of `comm` together through parallel
 /// HDF5 (MPI-IO, collective writes): each writes the pieces of θ `slices`
-/// gives it (Placement II: its slices of the shared master), so a large
-/// model is not funnelled through one rank. Collective; the file is renamed
+/// gives it (Placement II: its slices of the shared master), in
+/// state.storage, so a large model is not funnelled through one rank. Collective; the file is renamed
 /// into place only after every rank's part is known to be written (a
 /// collective check of the close status), else every rank throws and the
 /// previous checkpoint stays.

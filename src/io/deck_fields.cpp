@@ -299,8 +299,11 @@ const std::vector<Field>& fields() {
         choice("precision", "storage", member(pr, &PrecisionSection::storage),
                {{"fp32", StorageDtype::fp32}, {"bf16", StorageDtype::bf16}, {"fp16", StorageDtype::fp16}},
                "how θ's master copy is stored: `fp32` = 4 bytes per parameter; `bf16`, `fp16` = 2 "
-               "(a float32 model is rounded to nearest once when loaded; the forward pass and the "
-               "update compute in float32; tested on host backends; docs/perturbation.md)"),
+               "(a model in another dtype is rounded to nearest once when loaded; the forward pass "
+               "and the update compute in float32; tested on host backends; docs/perturbation.md); "
+               "checkpoints hold θ in it. Left out: the dtype of the file θ is loaded from — the "
+               "one holding most of the model file's elements (fp32 for a float32 file, bf16 for a "
+               "bf16 import), a resumed checkpoint's storage — said in run.log"),
         choice("precision", "rounding", member(pr, &PrecisionSection::rounding),
                {{"stochastic", Rounding::stochastic}, {"nearest", Rounding::nearest}},
                "how an updated θ is stored in 2 bytes: `stochastic` keeps updates below half an "

@@ -30,9 +30,37 @@ Hdf5Handle check(hid_t id, Hdf5Handle::Closer closer, const std::string& what) {
   return Hdf5Handle(id, closer);
 }
 
+/// The 2-byte θ format of a float type, if it is one: IEEE binary16's or
+/// bfloat16's fields and bias, implied mantissa bit.
+std::optional<StorageDtype> half_format(hid_t type) {
+  if (H5Tget_class(type) != H5T_FLOAT || H5Tget_size(type) != 2) return std::nullopt;
+  std::size_t sign = 0, exponent = 0, exponent_bits = 0, mantissa = 0, mantissa_bits = 0;
+  if (H5Tget_fields(type, &sign, &exponent, &exponent_bits, &mantissa, &mantissa_bits) < 0 ||
+      H5Tget_norm(type) != H5T_NORM_IMPLIED || H5Tget_precision(type) != 16 ||
+      H5Tget_offset(type) != 0 || sign != 15 || mantissa != 0)
+    return std::nullopt;
+  const std::size_t bias = H5Tget_ebias(type);
+  if (exponent == 10 && exponent_bits == 5 && mantissa_bits == 10 && bias == 15)
+    return StorageDtype::fp16;
+  if (exponent == 7 && exponent_bits == 8 && mantissa_bits == 7 && bias == 127)
+    return StorageDtype::bf16;
+  return std::nullopt;
+}
+
+/// half_float_type in the byte order of this machine, for memory buffers.
+Hdf5Handle native_half_type(StorageDtype dtype) {
+  Hdf5Handle type = half_float_type(dtype);
+  H5Tset_order(type.get(), H5Tget_order(H5T_NATIVE_USHORT));
+  return type;
+}
+
 std::string dtype_name(hid_t type) {
   const H5T_class_t cls = H5Tget_class(type);
   const std::size_t size = H5Tget_size(type);
+  if (cls == H5T_FLOAT && size == 2) {
+    const std::optional<StorageDtype> half = half_format(type);
+    return !half ? "other" : *half == StorageDtype::fp16 ? "float16" : "bfloat16";
+  }
   if (cls == H5T_FLOAT) return size == 4 ? "float32" : size == 8 ? "float64" : "other";
   if (cls == H5T_INTEGER) return size == 4 ? "int32" : size == 8 ? "int64" : "other";
   return "other";
@@ -217,6 +245,34 @@ std::uint64_t dataset_checksum(const void* data, std::size_t words, std::uint64_
       kernels::HostTensor(static_cast<const real*>(data), words), first);
 }
 
+std::uint64_t words_checksum(StorageDtype dtype, const std::uint16_t* data, std::size_t count,
+                             std::uint64_t first) {
+  return kernels::host_tensor_element_sum(Kokkos::DefaultHostExecutionSpace(),
+                                          kernels::HostWords(data, count), dtype, first);
+}
+
+Hdf5Handle half_float_type(StorageDtype dtype) {
+  DISTZO_REQUIRE(dtype != StorageDtype::fp32, "half_float_type: float32 is not a 2-byte type");
+  // As h5py makes its float16: a copy of IEEE binary32 with the fields
+  // (sign, exponent position and size, mantissa position and size) moved,
+  // 2 bytes, 16 bits of precision, and the exponent bias set.
+  Hdf5Handle type = check(H5Tcopy(H5T_IEEE_F32LE), H5Tclose, "half_float_type: H5Tcopy");
+  const bool half = dtype == StorageDtype::fp16;
+  const hid_t t = type.get();
+  DISTZO_REQUIRE(H5Tset_fields(t, 15, half ? 10 : 7, half ? 5 : 8, 0, half ? 10 : 7) >= 0 &&
+                     H5Tset_size(t, 2) >= 0 && H5Tset_precision(t, 16) >= 0 &&
+                     H5Tset_ebias(t, half ? 15 : 127) >= 0,
+                 "half_float_type: cannot build the " << to_string(dtype) << " type");
+  return type;
+}
+
+std::optional<StorageDtype> tensor_dtype(const DatasetInfo& info) {
+  if (info.dtype == "float32") return StorageDtype::fp32;
+  if (info.dtype == "float16") return StorageDtype::fp16;
+  if (info.dtype == "bfloat16") return StorageDtype::bf16;
+  return std::nullopt;
+}
+
 namespace {
 
 constexpr const char* kChecksum = "checksum";
@@ -330,6 +386,21 @@ std::uint64_t Hdf5File::read_into(const std::string& name, hid_t mem_type, void*
   // caller asked for another type.
   auto stored = check(H5Dget_type(dset.get()), H5Tclose, path_ + ": type of " + name);
   const std::size_t word_bytes = H5Tget_size(stored.get());
+  if (const std::optional<StorageDtype> half = half_format(stored.get())) {
+    // A 2-byte tensor read as another type: its checksum is over its words.
+    std::vector<std::uint16_t> raw(n);
+    auto native = native_half_type(*half);
+    DISTZO_REQUIRE(
+        H5Dread(dset.get(), native.get(), H5S_ALL, H5S_ALL, H5P_DEFAULT, raw.data()) >= 0,
+        path_ << ": cannot read dataset '" << name << "' (" << info.dtype << ")");
+    const std::uint64_t sum = words_checksum(*half, raw.data(), n);
+    const std::string recorded = read_string_attribute_of(dset.get(), path_, kChecksum);
+    DISTZO_INPUT_REQUIRE(hex16(sum) == recorded,
+                         path_ << ": dataset '" << name << "' does not match its checksum (recorded "
+                               << recorded << ", its data gives " << hex16(sum)
+                               << "): the file changed after it was written (corrupt bytes)");
+    return want_sum ? dataset_checksum(out, out_words) : 0;
+  }
   DISTZO_INPUT_REQUIRE(word_bytes == 4 || word_bytes == 8,
                        path_ << ": dataset '" << name << "' has a checksum but " << word_bytes
                              << "-byte elements (checksums cover 4- and 8-byte ones)");
@@ -362,6 +433,32 @@ std::vector<float> Hdf5File::read_floats(const std::string& name,
   const std::uint64_t sum = read_into(name, H5T_NATIVE_FLOAT, v.data(), v.size(), element_sum);
   if (element_sum) *element_sum = sum;
   return v;
+}
+
+std::vector<std::uint16_t> Hdf5File::read_words(const std::string& name, StorageDtype* dtype,
+                                                std::uint64_t* element_sum) const {
+  const DatasetInfo info = dataset_info(name);
+  const std::optional<StorageDtype> half = tensor_dtype(info);
+  DISTZO_INPUT_REQUIRE(half && *half != StorageDtype::fp32,
+                       path_ << ": dataset '" << name << "' is " << info.dtype
+                             << ", expected float16 or bfloat16");
+  std::vector<std::uint16_t> words(element_count(path_, info));
+  auto dset = check(H5Dopen2(id(), name.c_str(), H5P_DEFAULT), H5Dclose, path_ + ": dataset " + name);
+  auto native = native_half_type(*half);
+  DISTZO_REQUIRE(
+      H5Dread(dset.get(), native.get(), H5S_ALL, H5S_ALL, H5P_DEFAULT, words.data()) >= 0,
+      path_ << ": cannot read dataset '" << name << "' (" << info.dtype << ")");
+  const std::uint64_t sum = words_checksum(*half, words.data(), words.size());
+  if (H5Aexists(dset.get(), kChecksum) > 0) {
+    const std::string recorded = read_string_attribute_of(dset.get(), path_, kChecksum);
+    DISTZO_INPUT_REQUIRE(hex16(sum) == recorded,
+                         path_ << ": dataset '" << name << "' does not match its checksum (recorded "
+                               << recorded << ", its data gives " << hex16(sum)
+                               << "): the file changed after it was written (corrupt bytes)");
+  }
+  if (dtype) *dtype = *half;
+  if (element_sum) *element_sum = sum;
+  return words;
 }
 
 std::vector<double> Hdf5File::read_doubles(const std::string& name) const {
@@ -463,12 +560,18 @@ Hdf5Handle transfer_properties(const std::string& path, bool parallel) {
 
 }  // namespace
 
-void Hdf5File::write_from(const std::string& name, const std::vector<std::int64_t>& shape,
-                          hid_t file_type, hid_t mem_type, const void* data) {
-  auto dset = create_dataset(id(), path_, name, shape, file_type, parallel_);
+namespace {
+std::size_t elements_of(const std::vector<std::int64_t>& shape) {
   std::size_t elements = 1;
   for (std::int64_t d : shape) elements *= static_cast<std::size_t>(d);
-  std::uint64_t checksum = dataset_checksum(data, elements * H5Tget_size(file_type) / 4);
+  return elements;
+}
+}  // namespace
+
+void Hdf5File::write_from(const std::string& name, const std::vector<std::int64_t>& shape,
+                          hid_t file_type, hid_t mem_type, const void* data,
+                          std::uint64_t checksum) {
+  auto dset = create_dataset(id(), path_, name, shape, file_type, parallel_);
   // A parallel file: the dataset is made by all, its (small) data written by
   // rank 0; the checksum attribute is collective, with rank 0's value.
   if (parallel_) MPI_Bcast(&checksum, 1, MPI_UINT64_T, 0, comm_);
@@ -496,13 +599,32 @@ void Hdf5File::write_range_checksums() {
   range_sums_.clear();
 }
 
-void Hdf5File::create_floats(const std::string& name, const std::vector<std::int64_t>& shape) {
-  create_dataset(id(), path_, name, shape, H5T_IEEE_F32LE, parallel_);
+void Hdf5File::create_tensor(const std::string& name, const std::vector<std::int64_t>& shape,
+                             StorageDtype dtype) {
+  if (dtype == StorageDtype::fp32) {
+    create_dataset(id(), path_, name, shape, H5T_IEEE_F32LE, parallel_);
+    return;
+  }
+  const Hdf5Handle type = half_float_type(dtype);
+  create_dataset(id(), path_, name, shape, type.get(), parallel_);
 }
 
 void Hdf5File::write_float_range(const std::string& name, std::uint64_t first, std::size_t count,
                                  const float* data) {
-  range_sums_[name] += count == 0 ? 0 : dataset_checksum(data, count, first);
+  write_range(name, first, count, H5T_NATIVE_FLOAT, data,
+              count == 0 ? 0 : dataset_checksum(data, count, first));
+}
+
+void Hdf5File::write_word_range(const std::string& name, std::uint64_t first, std::size_t count,
+                                StorageDtype dtype, const std::uint16_t* data) {
+  const Hdf5Handle type = native_half_type(dtype);
+  write_range(name, first, count, type.get(), data,
+              count == 0 ? 0 : words_checksum(dtype, data, count, first));
+}
+
+void Hdf5File::write_range(const std::string& name, std::uint64_t first, std::size_t count,
+                           hid_t mem_type, const void* data, std::uint64_t checksum) {
+  range_sums_[name] += checksum;
   auto dset = check(H5Dopen2(id(), name.c_str(), H5P_DEFAULT), H5Dclose, path_ + ": dataset " + name);
   auto file_space = check(H5Dget_space(dset.get()), H5Sclose, path_ + ": dataspace of " + name);
   select_range(file_space.get(), path_ + ": " + name, first, count);
@@ -511,7 +633,7 @@ void Hdf5File::write_float_range(const std::string& name, std::uint64_t first, s
   if (count == 0) H5Sselect_none(memory_space.get());
   auto dxpl = transfer_properties(path_, parallel_);
   errno = 0;
-  DISTZO_INPUT_REQUIRE(H5Dwrite(dset.get(), H5T_NATIVE_FLOAT, memory_space.get(), file_space.get(),
+  DISTZO_INPUT_REQUIRE(H5Dwrite(dset.get(), mem_type, memory_space.get(), file_space.get(),
                                 dxpl.get(), data) >= 0,
                        path_ << ": cannot write elements [" << first << ", " << first + count
                              << ") of '" << name << "'" << write_cause(path_));
@@ -519,12 +641,28 @@ void Hdf5File::write_float_range(const std::string& name, std::uint64_t first, s
 
 void Hdf5File::read_float_range(const std::string& name, std::uint64_t first, std::size_t count,
                                 float* out) const {
+  read_range(name, first, count, H5T_NATIVE_FLOAT, out);
+}
+
+void Hdf5File::read_word_range(const std::string& name, std::uint64_t first, std::size_t count,
+                               std::uint16_t* out) const {
+  const DatasetInfo info = dataset_info(name);
+  const std::optional<StorageDtype> half = tensor_dtype(info);
+  DISTZO_INPUT_REQUIRE(half && *half != StorageDtype::fp32,
+                       path_ << ": dataset '" << name << "' is " << info.dtype
+                             << ", expected float16 or bfloat16");
+  const Hdf5Handle type = native_half_type(*half);
+  read_range(name, first, count, type.get(), out);
+}
+
+void Hdf5File::read_range(const std::string& name, std::uint64_t first, std::size_t count,
+                          hid_t mem_type, void* out) const {
   auto dset = check(H5Dopen2(id(), name.c_str(), H5P_DEFAULT), H5Dclose, path_ + ": dataset " + name);
   auto file_space = check(H5Dget_space(dset.get()), H5Sclose, path_ + ": dataspace of " + name);
   select_range(file_space.get(), path_ + ": " + name, first, count);
   const hsize_t n = count;
   auto memory_space = check(H5Screate_simple(1, &n, nullptr), H5Sclose, path_ + ": memory space");
-  DISTZO_REQUIRE(H5Dread(dset.get(), H5T_NATIVE_FLOAT, memory_space.get(), file_space.get(),
+  DISTZO_REQUIRE(H5Dread(dset.get(), mem_type, memory_space.get(), file_space.get(),
                          H5P_DEFAULT, out) >= 0,
                  path_ << ": cannot read elements [" << first << ", " << first + count << ") of '"
                        << name << "'");
@@ -532,22 +670,33 @@ void Hdf5File::read_float_range(const std::string& name, std::uint64_t first, st
 
 void Hdf5File::write_floats(const std::string& name, const std::vector<std::int64_t>& shape,
                             const float* data) {
-  write_from(name, shape, H5T_IEEE_F32LE, H5T_NATIVE_FLOAT, data);
+  write_from(name, shape, H5T_IEEE_F32LE, H5T_NATIVE_FLOAT, data,
+             dataset_checksum(data, elements_of(shape)));
+}
+
+void Hdf5File::write_words(const std::string& name, const std::vector<std::int64_t>& shape,
+                           StorageDtype dtype, const std::uint16_t* data) {
+  const Hdf5Handle file_type = half_float_type(dtype), memory_type = native_half_type(dtype);
+  write_from(name, shape, file_type.get(), memory_type.get(), data,
+             words_checksum(dtype, data, elements_of(shape)));
 }
 
 void Hdf5File::write_doubles(const std::string& name, const std::vector<std::int64_t>& shape,
                              const double* data) {
-  write_from(name, shape, H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, data);
+  write_from(name, shape, H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, data,
+             dataset_checksum(data, 2 * elements_of(shape)));
 }
 
 void Hdf5File::write_ints(const std::string& name, const std::vector<std::int64_t>& shape,
                           const std::int32_t* data) {
-  write_from(name, shape, H5T_STD_I32LE, H5T_NATIVE_INT32, data);
+  write_from(name, shape, H5T_STD_I32LE, H5T_NATIVE_INT32, data,
+             dataset_checksum(data, elements_of(shape)));
 }
 
 void Hdf5File::write_int64s(const std::string& name, const std::vector<std::int64_t>& shape,
                             const std::int64_t* data) {
-  write_from(name, shape, H5T_STD_I64LE, H5T_NATIVE_INT64, data);
+  write_from(name, shape, H5T_STD_I64LE, H5T_NATIVE_INT64, data,
+             dataset_checksum(data, 2 * elements_of(shape)));
 }
 
 std::string temporary_path_for(const std::string& path) {

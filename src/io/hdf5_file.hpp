@@ -3,11 +3,14 @@
 // is checked, and errors name the file and the object. Only what distzo's
 // formats need: root-level datasets and attributes of a few scalar types.
 
+#include "core/storage_dtype.hpp"
+
 #include <hdf5.h>
 #include <mpi.h>
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -50,8 +53,22 @@ class Hdf5Handle {
 struct DatasetInfo {
   std::string name;
   std::vector<std::int64_t> shape;
-  std::string dtype;  // "float32", "float64", "int32", "int64", or "other"
+  // "float32", "float64", "int32", "int64", "float16" (IEEE binary16),
+  // "bfloat16" (HDF5 float: sign bit 15, exponent 8 bits at 7 with bias 127,
+  // mantissa 7 bits at 0; docs/formats.md), or "other"
+  std::string dtype;
 };
+
+/// The θ storage a tensor dataset holds: float32 fp32, float16 fp16,
+/// bfloat16 bf16; none for any other type.
+std::optional<StorageDtype> tensor_dtype(const DatasetInfo& info);
+
+/// The HDF5 type of a 2-byte θ element (little-endian, as distzo writes it):
+/// IEEE binary16, which h5py reads as numpy float16, or bfloat16 (1 sign, 8
+/// exponent bits with bias 127, 7 mantissa bits), a float type h5py reads as
+/// float32. Built from H5T_IEEE_F32LE as h5py builds its half type (HDF5 1.10
+/// has no predefined 16-bit float).
+Hdf5Handle half_float_type(StorageDtype dtype);
 
 class Hdf5File {
  public:
@@ -92,12 +109,21 @@ class Hdf5File {
   /// the checksum check.
   std::vector<float> read_floats(const std::string& name,
                                  std::uint64_t* element_sum = nullptr) const;
+  /// The 16-bit words of a float16 or bfloat16 dataset as stored (no
+  /// conversion), checked against its checksum like read_floats; `dtype`
+  /// receives which format it is, `element_sum` its element sum S (of the
+  /// words, tagged with the format: core/digest.hpp).
+  std::vector<std::uint16_t> read_words(const std::string& name, StorageDtype* dtype,
+                                        std::uint64_t* element_sum = nullptr) const;
   std::vector<double> read_doubles(const std::string& name) const;
   std::vector<std::int32_t> read_ints(const std::string& name) const;
   std::vector<std::int64_t> read_int64s(const std::string& name) const;
 
   void write_floats(const std::string& name, const std::vector<std::int64_t>& shape,
                     const float* data);
+  /// A float16 (dtype fp16) or bfloat16 (bf16) dataset of the words `data`.
+  void write_words(const std::string& name, const std::vector<std::int64_t>& shape,
+                   StorageDtype dtype, const std::uint16_t* data);
   void write_doubles(const std::string& name, const std::vector<std::int64_t>& shape,
                      const double* data);
   void write_ints(const std::string& name, const std::vector<std::int64_t>& shape,
@@ -105,16 +131,25 @@ class Hdf5File {
   void write_int64s(const std::string& name, const std::vector<std::int64_t>& shape,
                     const std::int64_t* data);
 
-  /// A float32 dataset of `shape` (rank 1 or 2), created without data.
-  void create_floats(const std::string& name, const std::vector<std::int64_t>& shape);
+  /// A tensor dataset of `shape` (rank 1 or 2) in `dtype` (float32, float16
+  /// or bfloat16), created without data.
+  void create_tensor(const std::string& name, const std::vector<std::int64_t>& shape,
+                     StorageDtype dtype);
   /// Elements [first, first + count) of the dataset in row-major order, from
-  /// `data`. In a parallel file this is collective: every rank calls it for
-  /// the dataset, with count 0 to write nothing.
+  /// `data`: float32 values (write_float_range) or the words of the
+  /// dataset's 2-byte format (write_word_range). In a parallel file this is
+  /// collective: every rank calls it for the dataset, with count 0 to write
+  /// nothing.
   void write_float_range(const std::string& name, std::uint64_t first, std::size_t count,
                          const float* data);
+  void write_word_range(const std::string& name, std::uint64_t first, std::size_t count,
+                        StorageDtype dtype, const std::uint16_t* data);
   /// Elements [first, first + count) of the dataset in row-major order.
   void read_float_range(const std::string& name, std::uint64_t first, std::size_t count,
                         float* out) const;
+  /// The same as stored words, of a float16 or bfloat16 dataset.
+  void read_word_range(const std::string& name, std::uint64_t first, std::size_t count,
+                       std::uint16_t* out) const;
 
   /// Closes the file, reporting failure (a full disk shows here: the data
   /// is flushed on close). Datasets written in ranges get their checksum
@@ -127,7 +162,11 @@ class Hdf5File {
   std::uint64_t read_into(const std::string& name, hid_t mem_type, void* out, std::size_t count,
                           bool want_sum = false) const;
   void write_from(const std::string& name, const std::vector<std::int64_t>& shape,
-                  hid_t file_type, hid_t mem_type, const void* data);
+                  hid_t file_type, hid_t mem_type, const void* data, std::uint64_t checksum);
+  void write_range(const std::string& name, std::uint64_t first, std::size_t count,
+                   hid_t mem_type, const void* data, std::uint64_t checksum);
+  void read_range(const std::string& name, std::uint64_t first, std::size_t count,
+                  hid_t mem_type, void* out) const;
 
   void write_range_checksums();
 
@@ -148,6 +187,12 @@ class Hdf5File {
 /// words at `data` that are words [first, first + words) of the dataset: the
 /// sums of disjoint ranges add up to the whole.
 std::uint64_t dataset_checksum(const void* data, std::size_t words, std::uint64_t first = 0);
+/// The checksum of a float16 or bfloat16 dataset (`dtype`): one term per
+/// element, its 16-bit word tagged with the format (digest::stored_word), so
+/// that it is the tensor's element sum S as for float32. `count` words at
+/// `data` that are elements [first, first + count).
+std::uint64_t words_checksum(StorageDtype dtype, const std::uint16_t* data, std::size_t count,
+                             std::uint64_t first = 0);
 
 /// Writes a file atomically: `write` fills a temporary file beside `path`,
 /// which is renamed over `path` only if `write` returns normally. A crash or an

@@ -5,9 +5,10 @@
 #include "io/hf_config.hpp"
 
 #include <algorithm>
-
 #include <cmath>
+#include <iomanip>
 #include <set>
+#include <sstream>
 
 namespace distzo::io {
 
@@ -92,9 +93,62 @@ ModelReader::ModelReader(const std::string& path) : file_(path, Hdf5File::Mode::
     DISTZO_INPUT_REQUIRE(d.shape == p.shape, path << ": tensor " << p.name << ": got "
                                                   << model::format_shape(d.shape) << ", expected "
                                                   << model::format_shape(p.shape));
-    DISTZO_INPUT_REQUIRE(d.dtype == "float32", path << ": tensor " << p.name << " is " << d.dtype
-                                                    << ", expected float32");
+    const std::optional<StorageDtype> dtype = tensor_dtype(d);
+    DISTZO_INPUT_REQUIRE(dtype.has_value(), path << ": tensor " << p.name << " is " << d.dtype
+                                                 << ", expected float32, float16 or bfloat16");
+    dtypes_.resize(info_.registry.size());
+    dtypes_[p.id] = *dtype;
   }
+}
+
+namespace {
+/// Elements the file holds in each storage (fp32, bf16, fp16), and tensors.
+struct DtypeCounts {
+  std::int64_t elements[3] = {0, 0, 0};
+  std::int64_t tensors[3] = {0, 0, 0};
+};
+DtypeCounts count_dtypes(const ModelInfo& info, const std::vector<StorageDtype>& dtypes) {
+  DtypeCounts c;
+  for (const auto& p : info.registry.parameters()) {
+    const auto k = static_cast<std::size_t>(dtypes.at(p.id));
+    c.elements[k] += p.numel();
+    ++c.tensors[k];
+  }
+  return c;
+}
+}  // namespace
+
+StorageDtype ModelReader::theta_dtype() const {
+  const DtypeCounts c = count_dtypes(info_, dtypes_);
+  // fp32 first: a tie goes to the wider format.
+  StorageDtype best = StorageDtype::fp32;
+  for (const StorageDtype d : {StorageDtype::bf16, StorageDtype::fp16})
+    if (c.elements[static_cast<std::size_t>(d)] > c.elements[static_cast<std::size_t>(best)]) best = d;
+  return best;
+}
+
+bool ModelReader::all_in(StorageDtype dtype) const {
+  return std::all_of(dtypes_.begin(), dtypes_.end(), [&](StorageDtype d) { return d == dtype; });
+}
+
+std::string ModelReader::describe_dtypes() const {
+  if (all_in(dtypes_.front())) return std::string(to_string(dtypes_.front())) + " (every tensor)";
+  const DtypeCounts c = count_dtypes(info_, dtypes_);
+  std::vector<StorageDtype> held;  // most elements first
+  for (const StorageDtype d : {StorageDtype::fp32, StorageDtype::bf16, StorageDtype::fp16})
+    if (c.tensors[static_cast<std::size_t>(d)] > 0) held.push_back(d);
+  std::stable_sort(held.begin(), held.end(), [&](StorageDtype x, StorageDtype y) {
+    return c.elements[static_cast<std::size_t>(x)] > c.elements[static_cast<std::size_t>(y)];
+  });
+  const double total = static_cast<double>(info_.registry.total_elements());
+  std::ostringstream os;
+  for (const StorageDtype d : held) {
+    const auto k = static_cast<std::size_t>(d);
+    os << (d == held.front() ? "" : ", ") << to_string(d) << " (" << std::fixed
+       << std::setprecision(1) << 100.0 * static_cast<double>(c.elements[k]) / total
+       << " % of the elements, " << c.tensors[k] << (c.tensors[k] == 1 ? " tensor)" : " tensors)");
+  }
+  return os.str();
 }
 
 namespace {
@@ -115,28 +169,47 @@ void require_finite(const std::string& path, const std::string& tensor, const re
 
 void ModelReader::read(std::uint32_t id, real* dst) const {
   const model::ParameterInfo& p = info_.registry[id];
-  const std::vector<float> data = file_.read_floats(p.name);
-  DISTZO_REQUIRE(static_cast<std::int64_t>(data.size()) == p.numel(),
-                 path() << ": tensor " << p.name << " holds " << data.size() << " elements, expected "
-                        << p.numel());
-  require_finite(path(), p.name, data.data(), data.size());
-  std::copy(data.begin(), data.end(), dst);
+  if (dtype(id) == StorageDtype::fp32) {
+    const std::vector<float> data = file_.read_floats(p.name);
+    DISTZO_REQUIRE(static_cast<std::int64_t>(data.size()) == p.numel(),
+                   path() << ": tensor " << p.name << " holds " << data.size()
+                          << " elements, expected " << p.numel());
+    std::copy(data.begin(), data.end(), dst);
+  } else {
+    // Decoded by distzo's own exact decode, not by HDF5's conversion.
+    const std::vector<std::uint16_t> words = file_.read_words(p.name, nullptr);
+    DISTZO_REQUIRE(static_cast<std::int64_t>(words.size()) == p.numel(),
+                   path() << ": tensor " << p.name << " holds " << words.size()
+                          << " elements, expected " << p.numel());
+    for (std::size_t i = 0; i < words.size(); ++i) dst[i] = storage::load(words[i], dtype(id));
+  }
+  require_finite(path(), p.name, dst, static_cast<std::size_t>(p.numel()));
 }
 
 void ModelReader::read_range(std::uint32_t id, std::uint64_t first, std::size_t count,
                              real* dst) const {
-  file_.read_float_range(info_.registry[id].name, first, count, dst);
-  require_finite(path(), info_.registry[id].name, dst, count);
+  const std::string& name = info_.registry[id].name;
+  if (dtype(id) == StorageDtype::fp32) {
+    file_.read_float_range(name, first, count, dst);
+  } else {
+    std::vector<std::uint16_t> words(count);
+    file_.read_word_range(name, first, count, words.data());
+    for (std::size_t i = 0; i < count; ++i) dst[i] = storage::load(words[i], dtype(id));
+  }
+  require_finite(path(), name, dst, count);
 }
 
 std::string ModelReader::digest() const {
-  // A float32 tensor's checksum is its element sum S, computed by the same
-  // kernel the runtime uses for θ in host memory: once per tensor, with the
-  // checksum check.
+  // A tensor's checksum is its element sum S (over its stored bits), computed
+  // by the same kernel the runtime uses for θ in host memory: once per
+  // tensor, with the checksum check.
   ParameterDigest digest;
   for (const auto& p : info_.registry.parameters()) {
     std::uint64_t element_sum = 0;
-    file_.read_floats(p.name, &element_sum);
+    if (dtype(p.id) == StorageDtype::fp32)
+      file_.read_floats(p.name, &element_sum);
+    else
+      file_.read_words(p.name, nullptr, &element_sum);
     digest.add_tensor(p.name, p.shape, element_sum);
   }
   return digest.hex();
@@ -144,38 +217,56 @@ std::string ModelReader::digest() const {
 
 namespace {
 
-void write_model_attributes(Hdf5File& file, const ModelInfo& info) {
+void write_model_attributes(Hdf5File& file, const ModelInfo& info, StorageDtype dtype) {
   file.write_string_attribute("distzo_format", info.kind.empty() ? "model" : info.kind);
   write_model_config(file, info.config, info.hf_config_json);
-  file.write_int_attribute("digest_version", kDigestVersion);
+  file.write_int_attribute("digest_version", digest_version_of(dtype));
 }
 
 }  // namespace
 
-void write_model_tensors(Hdf5File& file, const ModelInfo& info, const TensorSource& tensors) {
-  write_model_attributes(file, info);
-  tensors([&](std::uint32_t id, const real* data) {
+void write_model_tensors(Hdf5File& file, const ModelInfo& info, const TensorSource& tensors,
+                         StorageDtype dtype) {
+  write_model_attributes(file, info, dtype);
+  tensors([&](std::uint32_t id, StoredElements data) {
     const model::ParameterInfo& p = info.registry[id];
-    file.write_floats(p.name, p.shape, data);
+    DISTZO_REQUIRE(data.dtype == dtype, "write_model_tensors: tensor " << p.name << " in "
+                                            << to_string(data.dtype) << ", the file's tensors in "
+                                            << to_string(dtype));
+    if (data.dtype == StorageDtype::fp32)
+      file.write_floats(p.name, p.shape, data.values());
+    else
+      file.write_words(p.name, p.shape, data.dtype, data.words());
   });
 }
 
-void write_model_slices(Hdf5File& file, const ModelInfo& info, const SliceSource& slices) {
-  write_model_attributes(file, info);
+void write_model_slices(Hdf5File& file, const ModelInfo& info, StorageDtype dtype,
+                        const SliceSource& slices) {
+  write_model_attributes(file, info, dtype);
   const auto& parameters = info.registry.parameters();
-  for (const auto& p : parameters) file.create_floats(p.name, p.shape);
+  for (const auto& p : parameters) file.create_tensor(p.name, p.shape, dtype);
   // One collective write per tensor, in id order, on every rank: a rank
   // without a piece of a tensor writes nothing in that tensor's write.
   std::uint32_t next = 0;
   const auto nothing_until = [&](std::uint32_t id) {
-    for (; next < id; ++next) file.write_float_range(parameters[next].name, 0, 0, nullptr);
+    for (; next < id; ++next)
+      if (dtype == StorageDtype::fp32)
+        file.write_float_range(parameters[next].name, 0, 0, nullptr);
+      else
+        file.write_word_range(parameters[next].name, 0, 0, dtype, nullptr);
   };
-  slices([&](std::uint32_t id, std::uint64_t first, std::size_t count, const real* data) {
+  slices([&](std::uint32_t id, std::uint64_t first, std::size_t count, StoredElements data) {
     DISTZO_REQUIRE(id >= next && id < parameters.size(),
                    "write_model_slices: pieces must come in increasing tensor order, one per "
                    "tensor; got tensor " << id << " after " << next);
+    DISTZO_REQUIRE(data.dtype == dtype, "write_model_slices: a piece of "
+                                            << to_string(data.dtype) << " in a file of "
+                                            << to_string(dtype));
     nothing_until(id);
-    file.write_float_range(parameters[id].name, first, count, data);
+    if (dtype == StorageDtype::fp32)
+      file.write_float_range(parameters[id].name, first, count, data.values());
+    else
+      file.write_word_range(parameters[id].name, first, count, dtype, data.words());
     next = id + 1;
   });
   nothing_until(static_cast<std::uint32_t>(parameters.size()));

@@ -1,7 +1,7 @@
 #pragma once
-// θ stored in 2 bytes, read as float32: the forward pass and the digest read
-// float tensors, so a group of a bf16 / fp16 θ is decoded into float scratch
-// right before it is used (storage::load, exact: every bf16 and fp16 value
+// θ stored in 2 bytes, read as float32: the forward pass reads float
+// tensors, so a group of a bf16 / fp16 θ is decoded into float scratch right
+// before it is used (the digest reads the words themselves) (storage::load, exact: every bf16 and fp16 value
 // is a float).
 
 #include "core/storage_dtype.hpp"

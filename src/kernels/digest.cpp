@@ -1,6 +1,7 @@
 #include "kernels/digest.hpp"
 
 #include "core/digest.hpp"
+#include "core/error.hpp"
 #include "core/fp.hpp"
 
 #include <type_traits>
@@ -13,9 +14,13 @@ namespace detail {
 /// sums a run of elements in a plain loop that the compiler vectorises
 /// (64-bit multiplies on SIMD lanes, a lane-wise sum; integer addition, so
 /// vectorising changes no bit); on a device one element per thread.
+KOKKOS_FORCEINLINE_FUNCTION std::uint32_t bits_of(float x) { return fp::to_bits(x); }
+KOKKOS_FORCEINLINE_FUNCTION std::uint32_t bits_of(std::uint16_t w) { return w; }
+
+/// `tag`: the format tag of 2-byte words (digest::format_tag), 0 for floats.
 template <class ExecutionSpace, class Tensor, class Result>
 void element_sum(const char* label, const ExecutionSpace& space, const Tensor& x,
-                 std::uint64_t first_element, Result&& result) {
+                 std::uint64_t first_element, std::uint64_t tag, Result&& result) {
   constexpr std::int64_t kPerItem =
       std::is_same<typename ExecutionSpace::memory_space, Kokkos::HostSpace>::value ? 1024 : 1;
   const std::int64_t n = static_cast<std::int64_t>(x.extent(0));
@@ -29,8 +34,7 @@ void element_sum(const char* label, const ExecutionSpace& space, const Tensor& x
         const std::int64_t end = begin + kPerItem < n ? begin + kPerItem : n;
         std::uint64_t part = 0;
         for (std::int64_t e = begin; e < end; ++e)
-          part += digest::element_term(first + static_cast<std::uint64_t>(e),
-                                       fp::to_bits(t(e)));
+          part += digest::element_term(first + static_cast<std::uint64_t>(e), tag | bits_of(t(e)));
         sum += part;
       },
       result);
@@ -40,13 +44,30 @@ void element_sum(const char* label, const ExecutionSpace& space, const Tensor& x
 
 void tensor_element_sum(const ExecSpace& space, const ConstVec& x, std::uint64_t first_element,
                         const ElementSum& sum) {
-  detail::element_sum("distzo::tensor_element_sum", space, x, first_element, sum);
+  detail::element_sum("distzo::tensor_element_sum", space, x, first_element, 0, sum);
 }
 
 std::uint64_t host_tensor_element_sum(const Kokkos::DefaultHostExecutionSpace& space,
                                       const HostTensor& x, std::uint64_t first_element) {
   std::uint64_t sum = 0;
-  detail::element_sum("distzo::host_tensor_element_sum", space, x, first_element, sum);
+  detail::element_sum("distzo::host_tensor_element_sum", space, x, first_element, 0, sum);
+  return sum;
+}
+
+void tensor_element_sum(const ExecSpace& space, const ConstHalfVec& words, StorageDtype dtype,
+                        std::uint64_t first_element, const ElementSum& sum) {
+  DISTZO_REQUIRE(dtype != StorageDtype::fp32, "tensor_element_sum: words of a float32 tensor");
+  detail::element_sum("distzo::tensor_element_sum_words", space, words, first_element,
+                      digest::format_tag(dtype), sum);
+}
+
+std::uint64_t host_tensor_element_sum(const Kokkos::DefaultHostExecutionSpace& space,
+                                      const HostWords& words, StorageDtype dtype,
+                                      std::uint64_t first_element) {
+  DISTZO_REQUIRE(dtype != StorageDtype::fp32, "host_tensor_element_sum: words of a float32 tensor");
+  std::uint64_t sum = 0;
+  detail::element_sum("distzo::host_tensor_element_sum_words", space, words, first_element,
+                      digest::format_tag(dtype), sum);
   return sum;
 }
 

@@ -1,15 +1,17 @@
 #pragma once
 // The element sum of the parameter digest (core/digest.hpp, docs/formats.md):
 //
-//   S = Σ_k element_term(first_element + k, bits(x(k))) mod 2^64
+//   S = Σ_k element_term(first_element + k, stored_word(x(k))) mod 2^64
 //
-// over the elements of x, which hold elements [first_element, first_element +
+// over the elements of x (float32 values, or the 16-bit words of a bf16 /
+// fp16 tensor: core/digest.hpp), which hold elements [first_element, first_element +
 // x.extent(0)) of one tensor in row-major order. Computed where the tensor
 // lives, with no copy of it: in execution-space memory on an execution-space
 // instance, in host memory (offloaded blocks, tensors read from a file) on
 // the host execution space. S is an integer sum, so both give the same bits,
 // and the sums of the slices of a tensor add up (mod 2^64) to the tensor's S.
 
+#include "core/storage_dtype.hpp"
 #include "core/types.hpp"
 
 #include <cstdint>
@@ -19,6 +21,9 @@ namespace distzo::kernels {
 /// A tensor (or a slice of one) in host memory. Pinned memory qualifies: wrap
 /// its pointer, as the host execution space reads it like any host memory.
 using HostTensor = Kokkos::View<const real*, Kokkos::LayoutRight, Kokkos::HostSpace>;
+/// The same for the words of a bf16 / fp16 tensor.
+using HostWords = Kokkos::View<const std::uint16_t*, Kokkos::LayoutRight, Kokkos::HostSpace>;
+using ConstHalfVec = Kokkos::View<const std::uint16_t*, Kokkos::LayoutRight, MemSpace>;
 /// Where tensor_element_sum writes S: a rank-0 View in host memory that the
 /// execution space writes directly (pinned under CUDA), e.g.
 /// Kokkos::subview(sums, k) of a View of per-tensor sums. No device buffer,
@@ -33,5 +38,13 @@ void tensor_element_sum(const ExecSpace& space, const ConstVec& x, std::uint64_t
 /// S of x (in host memory), reduced on `space`; returns when it is known.
 std::uint64_t host_tensor_element_sum(const Kokkos::DefaultHostExecutionSpace& space,
                                       const HostTensor& x, std::uint64_t first_element = 0);
+
+/// S of the words of a bf16 or fp16 tensor (`dtype`), over the words as
+/// stored (no decode): in execution-space memory, and in host memory.
+void tensor_element_sum(const ExecSpace& space, const ConstHalfVec& words, StorageDtype dtype,
+                        std::uint64_t first_element, const ElementSum& sum);
+std::uint64_t host_tensor_element_sum(const Kokkos::DefaultHostExecutionSpace& space,
+                                      const HostWords& words, StorageDtype dtype,
+                                      std::uint64_t first_element = 0);
 
 }  // namespace distzo::kernels

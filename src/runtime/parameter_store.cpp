@@ -4,7 +4,6 @@
 #include "core/error.hpp"
 #include "core/fence.hpp"
 #include "core/memory.hpp"
-#include "kernels/decode_storage.hpp"
 #include "kernels/digest.hpp"
 
 #include <algorithm>
@@ -134,12 +133,6 @@ ParameterStore::ParameterStore(const model::ParameterRegistry& registry,
       bind_tensors(theta_.f32, layout, device_arenas_.back());
     }
   }
-  if (two_bytes) {
-    std::size_t largest = 0;
-    for (const auto& p : registry.parameters())
-      largest = std::max(largest, static_cast<std::size_t>(p.numel()));
-    decoded_ = Vec(memory_label(MemoryRole::scratch, "digest_decoded"), largest);
-  }
 #ifdef KOKKOS_ENABLE_CUDA
   // Pinned, so uploads and write-backs of slices are asynchronous DMA.
   if (shared_ && shared_->bytes() > 0) pin_host_memory(shared_->data(), shared_->bytes());
@@ -215,11 +208,7 @@ void ParameterStore::read(std::uint32_t id, real* host_dst) const {
   const HostUnmanaged dst(host_dst, s.count);
   if (storage() != StorageDtype::fp32) {
     std::vector<std::uint16_t> words(s.count);
-    const HostWordsUnmanaged dst_words(words.data(), s.count);
-    if (in_host_memory_[g])
-      Kokkos::deep_copy(dst_words, Kokkos::subview(host_words_[g], range));
-    else
-      Kokkos::deep_copy(dst_words, Kokkos::subview(device_words_[g], range));
+    copy_words(g, s, words.data());
     for (std::size_t i = 0; i < s.count; ++i) host_dst[i] = storage::load(words[i], storage());
   } else if (in_host_memory_[g])
     Kokkos::deep_copy(dst, Kokkos::subview(host_arenas_[g], range));
@@ -277,24 +266,52 @@ void ParameterStore::visit(
   }
 }
 
+void ParameterStore::visit_stored(
+    const std::function<void(std::uint32_t id, StoredElements data)>& sink) const {
+  if (storage() == StorageDtype::fp32) {
+    visit([&](std::uint32_t id, const real* data) { sink(id, data); });
+    return;
+  }
+  std::vector<std::uint16_t> words;
+  for (const auto& p : registry_.parameters()) {
+    const std::size_t g = index_of_id(p.id);
+    const Segment& s = layouts_[g].segment(p.id);
+    words.resize(s.count);
+    copy_words(g, s, words.data());
+    sink(p.id, StoredElements(storage(), words.data()));
+  }
+}
+
+void ParameterStore::copy_words(std::size_t g, const Segment& s, std::uint16_t* host_dst) const {
+  const auto range = std::make_pair(s.offset, s.offset + s.count);
+  const HostWordsUnmanaged dst(host_dst, s.count);
+  if (in_host_memory_[g])
+    Kokkos::deep_copy(dst, Kokkos::subview(host_words_[g], range));
+  else
+    Kokkos::deep_copy(dst, Kokkos::subview(device_words_[g], range));
+}
+
 void ParameterStore::visit_own_slices(const PieceSink& sink) const {
   std::vector<real> buffer;
+  std::vector<std::uint16_t> words;
   for (std::size_t g = 0; g < layouts_.size(); ++g) {
     if (slices_[g].slices > 1 && storage() != StorageDtype::fp32) {
-      // A sliced group lives in node-shared host memory: decode its words.
+      // A sliced group lives in node-shared host memory: hand out its words.
       const std::uint16_t* words =
           in_host_memory_[g] ? host_words_[g].data() : device_words_[g].data();
-      for (const SlicePiece& p : slices_[g].pieces) {
-        buffer.resize(p.count);
-        for (std::size_t i = 0; i < p.count; ++i)
-          buffer[i] = storage::load(words[p.arena_offset + i], storage());
-        sink(p.id, p.first_element, p.count, buffer.data());
-      }
+      for (const SlicePiece& p : slices_[g].pieces)
+        sink(p.id, p.first_element, p.count, StoredElements(storage(), words + p.arena_offset));
     } else if (slices_[g].slices > 1) {
       // A sliced group lives in node-shared host memory: hand out pointers.
       const real* arena = in_host_memory_[g] ? host_arenas_[g].data() : device_arenas_[g].data();
       for (const SlicePiece& p : slices_[g].pieces)
         sink(p.id, p.first_element, p.count, arena + p.arena_offset);
+    } else if (node_.rank() == 0 && storage() != StorageDtype::fp32) {
+      for (const Segment& seg : layouts_[g].segments) {
+        words.resize(seg.count);
+        copy_words(g, seg, words.data());
+        sink(seg.id, 0, seg.count, StoredElements(storage(), words.data()));
+      }
     } else if (node_.rank() == 0) {
       for (const Segment& seg : layouts_[g].segments) {
         buffer.resize(seg.count);
@@ -337,32 +354,20 @@ void ParameterStore::fill_own_slices(const PieceSource& source) {
 
 std::string ParameterStore::digest(const ExecSpace& space) const {
   // Each tensor's element sum is reduced where its arena lives, into host
-  // memory (pinned under CUDA, written by the device directly): no float32
-  // tensor is copied and no device memory is allocated (a 2-byte tensor is
-  // decoded into the scratch allocated with the store).
+  // memory (pinned under CUDA, written by the device directly): no tensor is
+  // copied or decoded and no device memory is allocated.
   const Kokkos::View<std::uint64_t*, Kokkos::LayoutRight, PinnedSpace> sums(
       memory_label(MemoryRole::host_master, "digest_sums"), registry_.size());  // by id
   const Kokkos::DefaultHostExecutionSpace host;
-  std::vector<real> host_decoded;  // a 2-byte tensor of an offloaded block, decoded
   for (std::size_t g = 0; g < layouts_.size(); ++g) {
     for (const Segment& s : layouts_[g].segments) {
+      const auto range = std::make_pair(s.offset, s.offset + s.count);
       if (storage() != StorageDtype::fp32 && in_host_memory_[g]) {
-        // Over the decoded values (as below), decoded on the host.
-        host_decoded.resize(s.count);
-        const std::uint16_t* words = host_words_[g].data() + s.offset;
-        for (std::size_t i = 0; i < s.count; ++i)
-          host_decoded[i] = storage::load(words[i], storage());
         sums(s.id) = kernels::host_tensor_element_sum(
-            host, kernels::HostTensor(host_decoded.data(), s.count));
+            host, kernels::HostWords(host_words_[g].data() + s.offset, s.count), storage());
       } else if (storage() != StorageDtype::fp32) {
-        // Over the decoded values, so the digest says which floats θ holds
-        // whatever their storage. One scratch tensor: the sums are ordered
-        // on `space` after each decode.
-        const auto range = std::make_pair(s.offset, s.offset + s.count);
-        kernels::decode_storage(space, Kokkos::subview(device_words_[g], range), storage(),
-                                decoded_);
-        kernels::tensor_element_sum(space, Kokkos::subview(decoded_, std::make_pair(std::size_t(0), s.count)),
-                                    0, Kokkos::subview(sums, s.id));
+        kernels::tensor_element_sum(space, Kokkos::subview(device_words_[g], range), storage(), 0,
+                                    Kokkos::subview(sums, s.id));
       } else if (in_host_memory_[g]) {
         sums(s.id) = kernels::host_tensor_element_sum(
             host, kernels::HostTensor(host_arenas_[g].data() + s.offset, s.count));
@@ -386,23 +391,18 @@ std::vector<std::uint64_t> ParameterStore::own_slice_sums(const ExecSpace& space
   const Kokkos::View<std::uint64_t*, Kokkos::LayoutRight, PinnedSpace> sums(
       memory_label(MemoryRole::host_master, "slice_sums"), pieces);
   const Kokkos::DefaultHostExecutionSpace host;
-  std::vector<real> host_decoded;  // a piece of a 2-byte θ in host memory, decoded
   std::size_t i = 0;
   for (std::size_t g = 0; g < layouts_.size(); ++g) {
     for (const SlicePiece& p : slices_[g].pieces) {
       const auto range = std::make_pair(p.arena_offset, p.arena_offset + p.count);
-      // A 2-byte θ's sums are over its decoded values, as the digest's.
+      // A 2-byte θ's sums are over its words, as the digest's.
       if (storage() != StorageDtype::fp32 && in_host_memory_[g]) {
-        host_decoded.resize(p.count);
-        const std::uint16_t* words = host_words_[g].data() + p.arena_offset;
-        for (std::size_t e = 0; e < p.count; ++e) host_decoded[e] = storage::load(words[e], storage());
         sums(i) = kernels::host_tensor_element_sum(
-            host, kernels::HostTensor(host_decoded.data(), p.count), p.first_element);
+            host, kernels::HostWords(host_words_[g].data() + p.arena_offset, p.count), storage(),
+            p.first_element);
       } else if (storage() != StorageDtype::fp32) {
-        kernels::decode_storage(space, Kokkos::subview(device_words_[g], range), storage(), decoded_);
-        kernels::tensor_element_sum(
-            space, Kokkos::subview(decoded_, std::make_pair(std::size_t(0), p.count)),
-            p.first_element, Kokkos::subview(sums, i));
+        kernels::tensor_element_sum(space, Kokkos::subview(device_words_[g], range), storage(),
+                                    p.first_element, Kokkos::subview(sums, i));
       } else if (in_host_memory_[g])
         sums(i) = kernels::host_tensor_element_sum(
             host, Kokkos::subview(host_arenas_[g], range), p.first_element);

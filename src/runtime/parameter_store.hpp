@@ -22,11 +22,14 @@
 // node owns one slice of every arena (slices()); only the owner writes it.
 //
 // θ is stored as placement.storage says: float32, or 2-byte bf16 / fp16
-// words (half the bytes). The host interface — read, write, fill, visit and
-// the slice pieces — stays float32 whatever the storage: write() rounds to
-// nearest (a float32 model imported into a bf16 store is rounded once), read()
-// decodes (exact). Every arena of a 2-byte θ holds words: the offloaded
-// blocks' host master and the node-shared master included.
+// words (half the bytes). The host interface — read, write, fill, visit,
+// fill_own_slices — stays float32 whatever the storage: write() rounds to
+// nearest (a float32 model imported into a bf16 store is rounded once; a
+// value the format holds comes back as the same word), read() decodes
+// (exact). visit_stored and visit_own_slices hand out θ as stored (the words
+// of a 2-byte θ), for checkpoints in θ's own dtype. Every arena of a 2-byte
+// θ holds words: the offloaded blocks' host master and the node-shared
+// master included.
 
 #include "core/types.hpp"
 #include "model/weights.hpp"
@@ -109,12 +112,17 @@ class ParameterStore {
   /// numel elements of parameter id to dst (host memory). Collective over
   /// the node when the master is shared: its rank 0 fills it.
   void fill(const std::function<void(std::uint32_t id, real* dst)>& source);
-  /// Hands every parameter in canonical order to `sink(id, data)` (host memory).
+  /// Hands every parameter in canonical order to `sink(id, data)` (host
+  /// memory, float32 values: a 2-byte θ decoded).
   void visit(const std::function<void(std::uint32_t id, const real* data)>& sink) const;
+  /// The same as stored: float32 values, or the words of a 2-byte θ (what
+  /// a checkpoint writes).
+  void visit_stored(const std::function<void(std::uint32_t id, StoredElements data)>& sink) const;
 
-  /// A piece of one tensor: elements [first, first + count) of parameter id.
+  /// A piece of one tensor: elements [first, first + count) of parameter id,
+  /// as stored (floats, or words of a 2-byte θ).
   using PieceSink = std::function<void(std::uint32_t id, std::uint64_t first, std::size_t count,
-                                       const real* data)>;
+                                       StoredElements data)>;
   using PieceSource =
       std::function<void(std::uint32_t id, std::uint64_t first, std::size_t count, real* dst)>;
   /// This rank's part of θ for a checkpoint written by the node's ranks
@@ -127,11 +135,11 @@ class ParameterStore {
   /// own part of the file. Collective over the node (a sliced store).
   void fill_own_slices(const PieceSource& source);
 
-  /// The parameter digest (core/digest.hpp) of θ as it stands, over the
-  /// float32 values θ holds (a 2-byte θ decoded): a bf16 θ and a float32 θ
-  /// holding the same values have the same digest. Computed
-  /// where θ lives: device arenas reduced on `space`, host arenas on the
-  /// host execution space; no tensor is copied. Fences `space`. Writes to θ
+  /// The parameter digest (core/digest.hpp) of θ as it stands, over its
+  /// stored bits (a 2-byte θ's words, tagged with the format), as a file
+  /// holding θ in its storage digests. Computed where θ lives: device arenas
+  /// reduced on `space`, host arenas on the host execution space; nothing is
+  /// copied or decoded. Fences `space`. Writes to θ
   /// queued on other instances must be complete (the block streamer's
   /// end_pass fences its upload and write-back instances).
   std::string digest(const ExecSpace& space = ExecSpace()) const;
@@ -151,6 +159,8 @@ class ParameterStore {
   /// Index of a group's arena: 0 embeddings, 1 + k block k, L + 1 head.
   std::size_t index(model::GroupRef group) const;
   std::size_t index_of_id(std::uint32_t id) const;
+  /// The words of segment `s` of group `g` (2-byte θ) into host memory.
+  void copy_words(std::size_t g, const Segment& s, std::uint16_t* host_dst) const;
 
   /// The next `elements` of the node-shared allocation (shared master), in
   /// θ's storage (floats or 2-byte words).
@@ -173,7 +183,6 @@ class ParameterStore {
   std::vector<bool> in_host_memory_;    // per group: an offloaded block
   std::vector<std::size_t> group_of_id_;
   ThetaTable theta_;
-  Vec decoded_;  // (largest tensor): a 2-byte tensor decoded for the digest
 };
 
 }  // namespace distzo::runtime

@@ -104,14 +104,15 @@ digest resumed/ckpt-$(printf %06d "$STEPS").h5 > resumed.digest
 same resumed sr_t1 "bf16 + SR, 4 steps + resume + 4 steps vs 8 straight"
 pass "bf16 + SR: 4 + resume + 4 steps == 8 steps straight"
 
-# A resume into another storage is refused unless allow_changes names it.
-write_deck to_f32 12 1 1 'checkpoint:' '  resume: latest'
+# A resume into another storage is refused unless allow_changes names it
+# (a deck without precision.storage would keep the checkpoint's bf16).
+write_deck to_f32 12 1 1 'precision:' '  storage: fp32' 'checkpoint:' '  resume: latest'
 sed -i 's|dir: to_f32|dir: resumed|' to_f32.yaml
 set +e; "$DISTZO" run to_f32.yaml > to_f32.log 2>&1; status=$?; set -e
 [ "$status" -ne 0 ] || fail "a resume changing precision.storage was accepted"
 grep -qF "precision.storage: bf16 in the checkpoint, fp32 in the deck" to_f32.log &&
   grep -qF "checkpoint.allow_changes" to_f32.log || fail "the refusal does not say what to do: $(cat to_f32.log)"
-write_deck to_f32 12 1 1 'checkpoint:' '  resume: latest' '  allow_changes: [precision.storage]'
+write_deck to_f32 12 1 1 'precision:' '  storage: fp32' 'checkpoint:' '  resume: latest' '  allow_changes: [precision.storage]'
 sed -i 's|dir: to_f32|dir: resumed|' to_f32.yaml
 "$DISTZO" run to_f32.yaml > to_f32.log 2>&1 || { cat to_f32.log; fail "the allowed change of storage failed"; }
 grep -qF "resumed with precision.storage: bf16 in the checkpoint, fp32 in the deck (checkpoint.allow_changes)" resumed/run.log ||

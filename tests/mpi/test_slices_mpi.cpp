@@ -9,6 +9,8 @@
 
 #include "core/fault_injection.hpp"
 #include "core/error.hpp"
+#include "io/checkpoint.hpp"
+#include "io/model_file.hpp"
 #include "runtime/mpi_communicator.hpp"
 #include "runtime/nccl_exchange.hpp"
 #include "runtime/slice_exchange.hpp"
@@ -20,8 +22,10 @@
 #include <gtest/gtest.h>
 #include <mpi.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <string>
+#include <unistd.h>
 #include <vector>
 
 namespace {
@@ -177,6 +181,64 @@ TEST(SlicesMpi, ShardedStepEqualsOneRankBitForBit) {
     run_case(*node, {classification, 2, PlacementMode::offload, 0, ExchangeKind::shared_memory, true});
     run_case(*node, {causal, 2, PlacementMode::offload, 0, ExchangeKind::shared_memory, false,
                      StorageDtype::bf16});
+  }
+}
+
+/// A node-shared θ checkpointed by the node's ranks together
+/// (write_checkpoint_parallel: collective MPI-IO) is written in its storage
+/// dtype — 2-byte words for bf16 and fp16 — with the same datasets, checksums
+/// and digest as one rank's checkpoint of the same θ (write_checkpoint), and
+/// the digest θ has in memory.
+TEST(SlicesMpi, ParallelCheckpointInTheStorageDtype) {
+  if (!io::Hdf5File::parallel_available()) GTEST_SKIP() << "HDF5 without MPI";
+  const auto world = runtime::MpiCommunicator::world();
+  const auto node = world->split_node();
+  const auto* mpi_node = dynamic_cast<const runtime::MpiCommunicator*>(node.get());
+  ASSERT_NE(mpi_node, nullptr);
+  int pid = static_cast<int>(getpid());
+  MPI_Bcast(&pid, 1, MPI_INT, 0, world->comm());
+  for (const StorageDtype storage : {StorageDtype::fp32, StorageDtype::bf16, StorageDtype::fp16}) {
+    SCOPED_TRACE(to_string(storage));
+    runtime::PlacementConfig shared;
+    shared.share_host_master = true;
+    shared.storage = storage;
+    TinyModel m(tiny_config(), 1234, shared, node.get());
+    runtime::PlacementConfig own;
+    own.storage = storage;
+    const TinyModel reference(tiny_config(), 1234, own);
+    io::ModelInfo info;
+    info.config = m.config;
+    info.registry = m.registry;
+    io::TrainingState state;
+    state.storage = storage;
+    state.deck_yaml = "optim:\n  steps: 1\n";
+    const std::string stem = "/tmp/distzo_test_slices_" + std::to_string(pid) + "_" + to_string(storage);
+    const std::string parallel = stem + "_parallel.h5", serial = stem + "_serial.h5";
+    io::write_checkpoint_parallel(
+        parallel, info, mpi_node->comm(),
+        [&](const io::SliceSink& sink) { m.store->visit_own_slices(sink); }, state);
+    const std::string digest = m.digest();  // every rank sees the whole shared master
+    if (node->rank() == 0) {
+      io::write_checkpoint(serial, info,
+                           [&](const io::TensorSink& sink) { reference.store->visit_stored(sink); },
+                           state);
+      const io::ModelReader a(parallel), b(serial);
+      EXPECT_TRUE(a.all_in(storage));
+      EXPECT_EQ(a.digest(), digest) << "in the file and in memory";
+      EXPECT_EQ(a.digest(), b.digest()) << "parallel and one rank";
+      EXPECT_EQ(a.info().digest_version, digest_version_of(storage));
+      const io::Hdf5File fa(parallel, io::Hdf5File::Mode::read), fb(serial, io::Hdf5File::Mode::read);
+      for (const auto& p : m.registry.parameters()) {
+        EXPECT_EQ(fa.dataset_info(p.name).dtype, fb.dataset_info(p.name).dtype) << p.name;
+        if (storage == StorageDtype::fp32)
+          EXPECT_EQ(fa.read_floats(p.name), fb.read_floats(p.name)) << p.name;
+        else
+          EXPECT_EQ(fa.read_words(p.name, nullptr), fb.read_words(p.name, nullptr)) << p.name;
+      }
+      std::remove(parallel.c_str());
+      std::remove(serial.c_str());
+    }
+    MPI_Barrier(world->comm());
   }
 }
 
