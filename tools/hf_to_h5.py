@@ -18,11 +18,17 @@ config.json's model_type picks the architecture: "opt" (OPTForCausalLM) or
 Normalisation (docs/formats.md): `decoder.*` keys become `model.decoder.*`
 (OPT); a tied `lm_head.weight` (OPT always, Llama with tie_word_embeddings) is
 checked equal to embed_tokens and dropped (a different one is an error); an
-untied Llama head is kept as `lm_head.weight`; tensors become float32; OPT's
-position table keeps its max_position_embeddings + 2 rows; vocab_size stays as
-in config.json.
+untied Llama head is kept as `lm_head.weight`; tensors keep their dtype —
+bfloat16 and float16 weights are written as bfloat16 / float16 datasets, bit
+for bit, and distzo stores θ in that dtype unless the deck says otherwise —
+and any other float becomes float32 (`--float32`: every tensor float32, exact);
+OPT's position table keeps its max_position_embeddings + 2 rows; vocab_size
+stays as in config.json. The way back writes each tensor in the file's dtype
+(`--float32`: float32), so a bf16 checkpoint round trips bit for bit.
 
-Needs numpy, h5py, safetensors and torch (pytorch_model.bin and bf16 weights).
+Needs numpy and h5py; pytorch_model.bin also needs torch. Safetensors files
+are read and written here directly (the format is a JSON header and raw
+little-endian data), so bf16 weights need no torch.
 """
 
 from __future__ import annotations
@@ -30,6 +36,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import struct
 import sys
 import tempfile
 
@@ -60,13 +67,85 @@ def canonical_name(key: str) -> str:
     return key
 
 
-def _to_numpy(tensor) -> np.ndarray:
-    """torch.Tensor or ndarray -> float32 ndarray (bf16/fp16 upcast exactly)."""
-    if isinstance(tensor, np.ndarray):
-        return tensor.astype(np.float32, copy=False)
+def _to_numpy(tensor, float32: bool = False):
+    """A torch.Tensor, ndarray or Bf16Array as the file will hold it: float16
+    and bfloat16 kept (bf16 as a distzo_h5.Bf16Array), other floats as
+    float32; everything float32 (exact upcast) with float32=True."""
+    if isinstance(tensor, (np.ndarray, distzo_h5.Bf16Array)):
+        return distzo_h5.as_stored(tensor, float32)
     import torch
 
-    return tensor.detach().to(dtype=torch.float32, device="cpu").contiguous().numpy()
+    tensor = tensor.detach().to(device="cpu").contiguous()
+    if tensor.dtype == torch.bfloat16:
+        return distzo_h5.as_stored(distzo_h5.Bf16Array(tensor.view(torch.int16).numpy().view(np.uint16)), float32)
+    if tensor.dtype == torch.float16:
+        return distzo_h5.as_stored(tensor.numpy(), float32)
+    return tensor.to(dtype=torch.float32).numpy()
+
+
+# safetensors (https://github.com/huggingface/safetensors): an 8-byte
+# little-endian header length N, N bytes of JSON {name: {dtype, shape,
+# data_offsets: [begin, end)}, "__metadata__": {str: str}} padded with spaces,
+# then the tensors' little-endian bytes. Read and written here with numpy, so
+# bfloat16 needs no torch.
+SAFETENSORS_DTYPES = {"F32": np.dtype("<f4"), "F16": np.dtype("<f2"), "F64": np.dtype("<f8"), "BF16": np.dtype("<u2")}
+
+
+def read_safetensors(path: str):
+    """Yield (key, ndarray or Bf16Array) of a .safetensors file, in key order
+    (memory-mapped: one tensor in memory at a time)."""
+    with open(path, "rb") as fh:
+        head = fh.read(8)
+        if len(head) != 8:
+            raise FormatError(f"{path}: not a safetensors file (shorter than its header length)")
+        (n,) = struct.unpack("<Q", head)
+        try:
+            header = json.loads(fh.read(n))
+        except ValueError as err:
+            raise FormatError(f"{path}: not a safetensors file (header: {err})") from None
+    data_start = 8 + n
+    size = os.path.getsize(path)
+    for key in sorted(k for k in header if k != "__metadata__"):
+        info = header[key]
+        dtype = SAFETENSORS_DTYPES.get(info.get("dtype"))
+        if dtype is None:
+            raise FormatError(f"{path}: tensor {key}: dtype {info.get('dtype')} is not supported "
+                              f"(supported: {', '.join(SAFETENSORS_DTYPES)})")
+        shape = tuple(int(d) for d in info["shape"])
+        begin, end = (int(x) for x in info["data_offsets"])
+        count = int(np.prod(shape, dtype=np.int64))
+        if end - begin != count * dtype.itemsize or data_start + end > size:
+            raise FormatError(f"{path}: tensor {key}: data_offsets {begin}..{end} do not hold shape {shape}")
+        array = (np.memmap(path, dtype=dtype, mode="r", offset=data_start + begin, shape=shape)
+                 if count else np.zeros(shape, dtype=dtype))
+        array = np.array(array)  # a copy: the file may be replaced later
+        yield key, distzo_h5.Bf16Array(array) if info["dtype"] == "BF16" else array
+
+
+def write_safetensors(path: str, tensors: dict, metadata: dict | None = None) -> None:
+    """Write {name: float32/float16 ndarray or Bf16Array} as a .safetensors file."""
+    header: dict = {"__metadata__": dict(metadata or {})}
+    blobs, offset = [], 0
+    for name, tensor in tensors.items():
+        if isinstance(tensor, distzo_h5.Bf16Array):
+            code, raw = "BF16", tensor.words.astype("<u2")
+        else:
+            tensor = np.asarray(tensor)
+            code = {np.dtype(np.float32): "F32", np.dtype(np.float16): "F16"}.get(tensor.dtype)
+            if code is None:
+                raise FormatError(f"tensor {name}: dtype {tensor.dtype} cannot be written")
+            raw = tensor.astype(SAFETENSORS_DTYPES[code])
+        data = np.ascontiguousarray(raw).tobytes()
+        header[name] = {"dtype": code, "shape": list(raw.shape), "data_offsets": [offset, offset + len(data)]}
+        blobs.append(data)
+        offset += len(data)
+    text = json.dumps(header, separators=(",", ":")).encode("utf-8")
+    text += b" " * (-len(text) % 8)  # the data starts 8-byte aligned, as the Rust writer pads
+    with open(path, "wb") as fh:
+        fh.write(struct.pack("<Q", len(text)))
+        fh.write(text)
+        for data in blobs:
+            fh.write(data)
 
 
 def _find_weights(hf_dir: str) -> tuple[str, list[str]]:
@@ -96,12 +175,8 @@ def _find_weights(hf_dir: str) -> tuple[str, list[str]]:
 def _iter_tensors(kind: str, paths: list[str]):
     """Yield (hf_key, tensor) one at a time so large models stream."""
     if kind == "safetensors":
-        from safetensors import safe_open
-
         for path in paths:
-            with safe_open(path, framework="pt") as fh:
-                for key in fh.keys():
-                    yield key, fh.get_tensor(key)
+            yield from read_safetensors(path)
     else:
         import torch
 
@@ -118,8 +193,21 @@ def _iter_tensors(kind: str, paths: list[str]):
             del state
 
 
-def hf_to_h5(hf_dir: str, out_path: str, verbose: bool = True) -> distzo_h5.ModelConfig:
-    """Convert HF_DIR to a distzo model file at out_path (atomically)."""
+def _equal(a, b) -> bool:
+    """Same shape and the same values (bit for bit for bf16 words)."""
+    if isinstance(a, distzo_h5.Bf16Array) or isinstance(b, distzo_h5.Bf16Array):
+        a = a.to_float32() if isinstance(a, distzo_h5.Bf16Array) else np.asarray(a, dtype=np.float32)
+        b = b.to_float32() if isinstance(b, distzo_h5.Bf16Array) else np.asarray(b, dtype=np.float32)
+    return a.shape == b.shape and np.array_equal(a, b)
+
+
+def _as_float32(a) -> np.ndarray:
+    return a.to_float32() if isinstance(a, distzo_h5.Bf16Array) else np.asarray(a, dtype=np.float32)
+
+
+def hf_to_h5(hf_dir: str, out_path: str, verbose: bool = True, float32: bool = False) -> distzo_h5.ModelConfig:
+    """Convert HF_DIR to a distzo model file at out_path (atomically); tensors
+    keep a float16 / bfloat16 dtype unless float32."""
     config_path = os.path.join(hf_dir, "config.json")
     if not os.path.isdir(hf_dir):
         raise FormatError(f"{hf_dir}: not a directory")
@@ -135,32 +223,35 @@ def hf_to_h5(hf_dir: str, out_path: str, verbose: bool = True) -> distzo_h5.Mode
     lm_head = None  # a head that must equal embed_tokens (tied), held until both are read
     embed = None
     seen: dict[str, str] = {}
-    with distzo_h5.ModelWriter(out_path, cfg) as writer:
+    dtypes: dict[str, int] = {}
+    with distzo_h5.ModelWriter(out_path, cfg, float32=float32) as writer:
         for key, tensor in _iter_tensors(kind, paths):
             name = canonical_name(key)
             if name in seen:
                 raise FormatError(f"tensor {name}: present twice (as {seen[name]!r} and {key!r})")
             seen[name] = key
             if name == LM_HEAD and name not in expected:
-                lm_head = _to_numpy(tensor)
+                lm_head = _to_numpy(tensor, float32)
                 continue
             if name not in expected:
                 raise FormatError(
                     f"{key}: not a parameter of {cfg.hf_class} with this config "
                     f"(expected names like {next(iter(expected))})"
                 )
-            array = _to_numpy(tensor)
+            array = _to_numpy(tensor, float32)
             if name == embed_name:
                 embed = array
+            dtype = str(array.dtype)
+            dtypes[dtype] = dtypes.get(dtype, 0) + 1
             writer.add(name, array)
         if lm_head is not None:
             if embed is None:
                 raise FormatError(f"{embed_name} missing")
-            if lm_head.shape != embed.shape or not np.array_equal(lm_head, embed):
+            if lm_head.shape != embed.shape or not _equal(lm_head, embed):
                 diff = (
                     f"shape {lm_head.shape} vs {embed.shape}"
                     if lm_head.shape != embed.shape
-                    else f"max |difference| {float(np.max(np.abs(lm_head - embed))):.3g}"
+                    else f"max |difference| {float(np.max(np.abs(_as_float32(lm_head) - _as_float32(embed)))):.3g}"
                 )
                 why = (
                     "which distzo does not support (OPT ties them)"
@@ -176,23 +267,22 @@ def hf_to_h5(hf_dir: str, out_path: str, verbose: bool = True) -> distzo_h5.Mode
             tied = "lm_head checked equal to embed_tokens, dropped"
         else:
             tied = "no lm_head (tied)"
+        kinds = ", ".join(f"{n} {d}" for d, n in sorted(dtypes.items()))
         print(
-            f"wrote {out_path}: {cfg.architecture}, {len(expected)} tensors from {source}; {tied}; "
+            f"wrote {out_path}: {cfg.architecture}, {len(expected)} tensors ({kinds}) from {source}; {tied}; "
             f"L={cfg.num_hidden_layers} H={cfg.hidden_size} V={cfg.vocab_size}"
         )
     return cfg
 
 
-def h5_to_hf(h5_path: str, out_dir: str, verbose: bool = True) -> None:
+def h5_to_hf(h5_path: str, out_dir: str, verbose: bool = True, float32: bool = False) -> None:
     """Write config.json + model.safetensors for OPTForCausalLM / LlamaForCausalLM.from_pretrained
-    (a tied head is left out of the weights; transformers ties it on load)."""
-    import torch
-    from safetensors.torch import save_file
-
-    cfg, tensors = distzo_h5.read_model(h5_path)
+    (a tied head is left out of the weights; transformers ties it on load). Each
+    tensor keeps the file's dtype (float32, float16, bfloat16) unless float32."""
+    cfg, tensors = distzo_h5.read_model(h5_path, keep_dtype=not float32)
     config = distzo_h5.hf_config_dict(cfg)
     os.makedirs(out_dir, exist_ok=True)
-    state = {name: torch.from_numpy(array) for name, array in tensors.items()}
+    state = tensors
 
     # Each file is written next to its destination and renamed into place.
     def atomic(filename, write):
@@ -214,10 +304,11 @@ def h5_to_hf(h5_path: str, out_dir: str, verbose: bool = True) -> None:
                 json.dump(config, fh, indent=2, sort_keys=True)
                 fh.write("\n")
 
-    atomic("model.safetensors", lambda tmp: save_file(state, tmp, metadata={"format": "pt"}))
+    atomic("model.safetensors", lambda tmp: write_safetensors(tmp, state, metadata={"format": "pt"}))
     atomic("config.json", write_config)
     if verbose:
-        print(f"wrote {out_dir}/config.json and model.safetensors ({len(state)} tensors, float32)")
+        kinds = sorted({str(t.dtype) for t in state.values()})
+        print(f"wrote {out_dir}/config.json and model.safetensors ({len(state)} tensors, {', '.join(kinds)})")
 
 
 def main(argv=None) -> int:
@@ -229,6 +320,8 @@ def main(argv=None) -> int:
     parser.add_argument("source", help="Hugging Face model directory, or a distzo .h5 with --to-hf")
     parser.add_argument("output", nargs="?", help="output .h5 file (HF -> distzo)")
     parser.add_argument("--to-hf", metavar="OUT_DIR", help="convert a distzo model/checkpoint file back to HF")
+    parser.add_argument("--float32", action="store_true",
+                        help="write every tensor as float32 (default: float16 and bfloat16 tensors keep their dtype)")
     parser.add_argument("-q", "--quiet", action="store_true")
     args = parser.parse_args(argv)
     try:
@@ -237,11 +330,11 @@ def main(argv=None) -> int:
                 parser.error("--to-hf takes the output directory; give no second positional argument")
             if not os.path.isfile(args.source):
                 raise FormatError(f"{args.source}: no such file")
-            h5_to_hf(args.source, args.to_hf, verbose=not args.quiet)
+            h5_to_hf(args.source, args.to_hf, verbose=not args.quiet, float32=args.float32)
         else:
             if not args.output:
                 parser.error("give the output .h5 path (or --to-hf OUT_DIR for the way back)")
-            hf_to_h5(args.source, args.output, verbose=not args.quiet)
+            hf_to_h5(args.source, args.output, verbose=not args.quiet, float32=args.float32)
     except (FormatError, OSError) as err:
         print(f"hf_to_h5: error: {err}", file=sys.stderr)
         return 1
