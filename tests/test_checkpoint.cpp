@@ -248,6 +248,40 @@ TEST(CheckpointDtype, Float32CheckpointIsAsBefore) {
   std::remove(path.c_str());
 }
 
+/// A checkpoint of a bf16 run written before checkpoints held words (float32
+/// datasets of θ's decoded values, storage "bf16"): inspect says so, its
+/// digest is the float32 one its run printed (version 2 over the decoded
+/// values), and a bf16 store loads it word for word.
+TEST(CheckpointDtype, OlderTwoByteCheckpointReadsAsBefore) {
+  const test_support::TinyModel m(test_support::tiny_config(), 1234, stored_in(StorageDtype::bf16));
+  const auto decoded = m.host_theta();
+  runtime::ParameterStore values(m.registry, stored_in(StorageDtype::fp32));
+  values.fill([&](std::uint32_t id, real* dst) {
+    std::copy(decoded[id].begin(), decoded[id].end(), dst);
+  });
+  io::ModelInfo info;
+  info.config = m.config;
+  info.registry = m.registry;
+  const io::TrainingState state = some_state();  // storage fp32, relabelled below
+  const std::string path = "/tmp/distzo_test_checkpoint_" + std::to_string(getpid()) + "_older.h5";
+  io::write_checkpoint(path, info, [&](const io::TensorSink& sink) { values.visit_stored(sink); },
+                       state);
+  test_support::replace_string_attribute(path, "storage", "bf16", 4);
+  EXPECT_EQ(io::read_training_state(path).storage, StorageDtype::bf16);
+  const io::ModelReader reader(path);
+  EXPECT_EQ(reader.digest(), values.digest()) << "the version 2 digest its run printed";
+  runtime::ParameterStore again(m.registry, stored_in(StorageDtype::bf16));
+  again.fill([&](std::uint32_t id, real* dst) { reader.read(id, dst); });
+  EXPECT_EQ(again.digest(), m.digest());
+  std::ostringstream table;
+  app::inspect(path, false, table);
+  EXPECT_NE(table.str().find("storage       θ held in bf16, updates rounded stochastically (the "
+                             "datasets hold its values decoded to float32"),
+            std::string::npos)
+      << table.str();
+  std::remove(path.c_str());
+}
+
 /// A file whose tensors come in several dtypes (a GGUF import: fp16 matrices,
 /// fp32 norms) is read tensor by tensor; its θ dtype is the one holding most
 /// elements.

@@ -235,6 +235,7 @@ TEST(Hdf5Faults, ChangedBytesFailTheChecksumNamingTheDataset) {
   const std::vector<double> doubles = {0.1, 0.2, 0.3};
   const std::vector<std::int32_t> ints = {7, 8, 9, 10};
   const std::vector<std::int64_t> longs = {1ll << 40, -5};
+  const std::vector<std::uint16_t> words = {0x3F80, 0xC000, 0x0001, 0x8000, 0x7BFF, 0x1234};
   {
     io::Hdf5File file(path, io::Hdf5File::Mode::create);
     file.write_floats("f", {2, 3}, floats.data());
@@ -244,6 +245,10 @@ TEST(Hdf5Faults, ChangedBytesFailTheChecksumNamingTheDataset) {
     file.create_tensor("r", {2, 3}, StorageDtype::fp32);  // written in two ranges
     file.write_float_range("r", 4, 2, floats.data() + 4);
     file.write_float_range("r", 0, 4, floats.data());
+    file.write_words("b", {2, 3}, StorageDtype::bf16, words.data());  // 2-byte tensors
+    file.create_tensor("h", {2, 3}, StorageDtype::fp16);              // in two ranges
+    file.write_word_range("h", 3, 3, StorageDtype::fp16, words.data() + 3);
+    file.write_word_range("h", 0, 3, StorageDtype::fp16, words.data());
     file.close();
   }
   {
@@ -253,6 +258,22 @@ TEST(Hdf5Faults, ChangedBytesFailTheChecksumNamingTheDataset) {
     EXPECT_EQ(file.read_doubles("g/d"), doubles);
     EXPECT_EQ(file.read_ints("i"), ints);  // stored int32, read through int64: checked as stored
     EXPECT_EQ(file.read_int64s("l"), longs);
+    StorageDtype dtype = StorageDtype::fp32;
+    std::uint64_t sum = 0;
+    EXPECT_EQ(file.read_words("b", &dtype, &sum), words);
+    EXPECT_EQ(dtype, StorageDtype::bf16);
+    EXPECT_EQ(sum, io::words_checksum(StorageDtype::bf16, words.data(), words.size()));
+    EXPECT_EQ(file.read_words("h", &dtype), words);  // the ranges' checksums add up
+    EXPECT_EQ(dtype, StorageDtype::fp16);
+    EXPECT_EQ(file.dataset_info("b").dtype, "bfloat16");
+    EXPECT_EQ(file.dataset_info("h").dtype, "float16");
+    EXPECT_EQ(file.read_floats("b")[1], -2.0f) << "HDF5 converts bfloat16 to float32 exactly";
+  }
+  {
+    const io::Hdf5Handle bf16 = io::half_float_type(StorageDtype::bf16),
+                         fp16 = io::half_float_type(StorageDtype::fp16);
+    overwrite_element(path, "b", 5, std::uint16_t{0x1235}, bf16.get());
+    overwrite_element(path, "h", 0, std::uint16_t{0x3F81}, fp16.get());
   }
   overwrite_element(path, "f", 4, 8.000001f, H5T_NATIVE_FLOAT);
   overwrite_element(path, "r", 0, 1.25f, H5T_NATIVE_FLOAT);
@@ -268,6 +289,9 @@ TEST(Hdf5Faults, ChangedBytesFailTheChecksumNamingTheDataset) {
   EXPECT_ERROR_CONTAINS(checksum_error("g/d"), file.read_doubles("g/d"));
   EXPECT_ERROR_CONTAINS(checksum_error("i"), file.read_ints("i"));
   EXPECT_ERROR_CONTAINS(checksum_error("l"), file.read_int64s("l"));
+  EXPECT_ERROR_CONTAINS(checksum_error("b"), file.read_words("b", nullptr));
+  EXPECT_ERROR_CONTAINS(checksum_error("h"), file.read_words("h", nullptr));
+  EXPECT_ERROR_CONTAINS(checksum_error("b"), file.read_floats("b"));  // read as another type
   std::remove(path.c_str());
 }
 

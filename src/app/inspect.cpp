@@ -89,7 +89,10 @@ std::string storage_line(const io::TrainingState& state, const io::ModelReader& 
     return line + " (the datasets hold θ's " +
            (state.storage == StorageDtype::fp32 ? "values" : "words") + ")\n";
   // An older distzo wrote a 2-byte θ's values decoded to float32.
-  return line + " (the datasets hold its values as " + reader.describe_dtypes() + ")\n";
+  if (reader.all_in(StorageDtype::fp32))
+    return line + " (the datasets hold its values decoded to float32, as distzo wrote a 2-byte "
+                  "θ before its checkpoints held words)\n";
+  return line + " (the datasets hold " + reader.describe_dtypes() + ")\n";
 }
 
 /// Where a checkpoint stands: its step, run and z, its recorded digest, and

@@ -2,7 +2,8 @@
 # Checkpoints in θ's storage dtype (docs/formats.md): a bf16 run writes
 # bfloat16 datasets (2 bytes, h5dump's "16-bit ... floating-point"), written
 # by one rank and by the two ranks of a node together (parallel HDF5), and
-# `inspect --digest` of them is the digest the run printed and recorded; a
+# `inspect --digest` of them is the digest the run printed and recorded; two
+# ranks resuming from the words (each its slices) continue as one rank does; a
 # float32 run writes float32 datasets and digest_version 2, as before. A
 # model file held in bf16 makes a deck without precision.storage run in bf16
 # (said in run.log); an explicit storage wins, with the conversion said. A
@@ -48,7 +49,14 @@ grep -q "shared by the node's 2 ranks" bf_p2/run.log || fail "P=2 did not share 
 [ "$(digest "$(ckpt bf_p2 4)")" = "$(digest "$f")" ] && [ "$(printed bf_p2)" = "$(digest "$f")" ] ||
   fail "P=2's checkpoint digests $(digest "$(ckpt bf_p2 4)"), printed $(printed bf_p2); one rank $(digest "$f")"
 same_datasets "$f" "$(ckpt bf_p2 4)" || fail "the parallel bf16 checkpoint's datasets differ from one rank's"
-pass "bf16 written by 2 ranks in parallel: the same datasets and digest as one rank's"
+# Resumed by 2 ranks (each reads its slices of the words) or by one: one θ.
+deck one_more 6 one_more 'precision:' '  storage: bf16' 'checkpoint:' "  resume: $(ckpt bf_p2 4)"
+run_ok one_more
+deck p2_more 6 bf_p2 'precision:' '  storage: bf16' 'parallel:' '  perturbation: 2' 'checkpoint:' '  resume: latest'
+run_ok p2_more "$MPIEXEC" -n 2
+[ "$(digest "$(ckpt bf_p2 6)")" = "$(digest "$(ckpt one_more 6)")" ] ||
+  fail "resumed from bf16 words: P=2 $(digest "$(ckpt bf_p2 6)"), one rank $(digest "$(ckpt one_more 6)")"
+pass "bf16 written by 2 ranks in parallel: the same datasets and digest as one rank's; resumed by 2 ranks or 1, the same θ"
 
 deck f32 4 f32
 run_ok f32
