@@ -69,12 +69,13 @@ const char* const kUsage =
     "                  [--placement resident|offload] [--resident-blocks K] [--prefetch N]\n"
     "                  [--mesh PxD] [--share auto|true|false] [--exchange auto|shared_memory|mpi]\n"
     "                  [--storage fp32|bf16|fp16] [--rounding stochastic|nearest] [--gemm-paths N]\n"
+    "                  [--perturbed-weights together|one_at_a_time]\n"
     "  ZO steps/s of Engine::run_step (causal LM, pending update applied every step);\n"
     "  --gemm-paths N: then N pairs of steps, one per host GEMM path (library, tiled);\n"
     "  defaults: --batch 8 --seq 128 --reps 3 --queries 1 --warmup 1 --eps 1e-3 --lr 1e-6\n"
     "            --weight-decay 0 --distribution gaussian --seed 1 --placement resident\n"
     "            --resident-blocks 0 --prefetch 1 --mesh 1x1 --share auto --exchange auto\n"
-    "            --storage fp32 --rounding stochastic;\n"
+    "            --storage fp32 --rounding stochastic --perturbed-weights together;\n"
     "            a config.json gives random weights; --mesh PxD runs under mpiexec -n P*D\n";
 
 /// "PxD" of --mesh.
@@ -97,7 +98,8 @@ int run(int argc, char** argv) {
       perf::parse_args("bench_step", argc, argv,
                        {"batch", "seq", "reps", "queries", "warmup", "eps", "lr", "weight-decay",
                         "distribution", "seed", "placement", "resident-blocks", "prefetch", "mesh",
-                        "share", "exchange", "storage", "rounding", "gemm-paths"},
+                        "share", "exchange", "storage", "rounding", "gemm-paths",
+                        "perturbed-weights"},
                        {"profile"}, kUsage);
   DISTZO_INPUT_REQUIRE(args.positional().size() == 1, "one MODEL.h5 or CONFIG.json expected\n\n"
                                                      << kUsage);
@@ -134,6 +136,10 @@ int run(int argc, char** argv) {
   placement.prefetch = static_cast<int>(args.integer("--prefetch", 1));
   placement.storage = parse_storage_dtype(args.text("--storage", "fp32"));
   placement.rounding = parse_rounding(args.text("--rounding", "stochastic"));
+  const std::string perturbed = args.text("--perturbed-weights", "together");
+  DISTZO_INPUT_REQUIRE(perturbed == "together" || perturbed == "one_at_a_time",
+                       "--perturbed-weights must be together or one_at_a_time, got '" << perturbed << "'");
+  placement.perturb_one_at_a_time = perturbed == "one_at_a_time";
   const std::string share = args.text("--share", "auto");
   DISTZO_INPUT_REQUIRE(share == "auto" || share == "true" || share == "false",
                  "--share must be auto, true or false, got '" << share << "'");
@@ -282,6 +288,7 @@ int run(int argc, char** argv) {
       {"parameters", std::to_string(m.registry.total_elements())},
       {"distribution", to_string(dist)},
       {"storage", to_string(placement.storage)},
+      {"perturbed_weights", perturbed},
       {"s_per_step", fmt(t_s.median, 6)},
       {"tokens_per_s_median", fmt(tps.median, 6)},
       {"tokens_per_s_min", fmt(tps.min, 6)},

@@ -141,8 +141,10 @@ TEST(Deck, FullDeckParsesEveryValue) {
   EXPECT_EQ(d.placement.mode, distzo::io::Placement::offload);
   EXPECT_EQ(d.placement.resident_blocks, 4);
   EXPECT_EQ(d.placement.prefetch, 2);
+  EXPECT_EQ(d.placement.slots, 3);
   EXPECT_EQ(d.placement.share_host_master, distzo::io::ShareHostMaster::off);
   EXPECT_EQ(d.placement.exchange, distzo::io::SliceExchange::mpi);
+  EXPECT_EQ(d.placement.perturbed_weights, distzo::io::PerturbedWeights::one_at_a_time);
   EXPECT_EQ(d.precision.storage, distzo::StorageDtype::bf16);
   EXPECT_EQ(d.precision.rounding, distzo::Rounding::nearest);
 

@@ -275,25 +275,30 @@ TEST(BlockStreamer, ScheduleFollowsZo2) {
   const int L = 6;
   for (int K : {0, 2, 5})
     for (int prefetch : {1, 2, 4})
-      for (bool modified : {false, true})
-        for (bool poison : {false, true}) {
-          SCOPED_TRACE("K=" + std::to_string(K) + " prefetch=" + std::to_string(prefetch) +
-                       (modified ? " modified" : "") + (poison ? " poison" : ""));
-          TinyModel m(deep_config(L), 1, offload(K, prefetch));
-          const fault::ScopedInjection armed(poisoning(poison));
-          runtime::BlockStreamer streamer(*m.store, ExecSpace());
-          streamer.record_trace(true);
-          for (int pass = 0; pass < 3; ++pass) {  // slots are reused across passes
-            streamer.clear_trace();
-            NoOpPass p(modified);
-            zo::walk(streamer, p);
-            check_schedule(streamer.trace(), K, L, prefetch, streamer.slots(), modified, poison);
+      for (bool fewest_slots : {false, true})  // prefetch + 2 slots, or prefetch + 1
+        for (bool modified : {false, true})
+          for (bool poison : {false, true}) {
+            SCOPED_TRACE("K=" + std::to_string(K) + " prefetch=" + std::to_string(prefetch) +
+                         (fewest_slots ? " slots=prefetch+1" : "") + (modified ? " modified" : "") +
+                         (poison ? " poison" : ""));
+            PlacementConfig placement = offload(K, prefetch);
+            if (fewest_slots) placement.slots = prefetch + 1;
+            TinyModel m(deep_config(L), 1, placement);
+            const fault::ScopedInjection armed(poisoning(poison));
+            runtime::BlockStreamer streamer(*m.store, ExecSpace());
+            EXPECT_EQ(streamer.slots(), std::min(prefetch + (fewest_slots ? 1 : 2), L - K));
+            streamer.record_trace(true);
+            for (int pass = 0; pass < 3; ++pass) {  // slots are reused across passes
+              streamer.clear_trace();
+              NoOpPass p(modified);
+              zo::walk(streamer, p);
+              check_schedule(streamer.trace(), K, L, prefetch, streamer.slots(), modified, poison);
+            }
+            const std::size_t block_bytes = m.store->layout(model::GroupRef::of_block(0)).bytes();
+            EXPECT_EQ(streamer.last_pass_bytes().to_device, (L - K) * block_bytes);
+            EXPECT_EQ(streamer.last_pass_bytes().to_host, modified ? (L - K) * block_bytes : 0u);
+            EXPECT_EQ(streamer.total_bytes().to_device, 3 * (L - K) * block_bytes);
           }
-          const std::size_t block_bytes = m.store->layout(model::GroupRef::of_block(0)).bytes();
-          EXPECT_EQ(streamer.last_pass_bytes().to_device, (L - K) * block_bytes);
-          EXPECT_EQ(streamer.last_pass_bytes().to_host, modified ? (L - K) * block_bytes : 0u);
-          EXPECT_EQ(streamer.total_bytes().to_device, 3 * (L - K) * block_bytes);
-        }
 }
 
 TEST(BlockStreamer, InstancesAreDistinctOnDeviceBackends) {
@@ -318,6 +323,11 @@ TEST(BlockStreamer, MisuseIsAnError) {
   s.release(1, true);
   EXPECT_THROW(s.acquire(0), Error);  // again: its slot may be written back or poisoned
   EXPECT_THROW(s.acquire(4), Error);  // no such block
+  PlacementConfig too_few = offload(0, 2);
+  too_few.slots = 2;  // the block in use and 2 uploads ahead need 3
+  EXPECT_NE(too_few.slots_problem(), "");
+  TinyModel few(deep_config(4), 1, too_few);
+  EXPECT_THROW(runtime::BlockStreamer(*few.store, ExecSpace()), Error);
 }
 
 /// Keeps block 0's weights past its release and reads them at the next

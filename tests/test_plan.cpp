@@ -48,6 +48,12 @@ runtime::PlacementConfig stored_in(StorageDtype dtype,
   return placement;
 }
 
+/// θ placed as `placement` says, its evaluations' w materialised one at a time.
+runtime::PlacementConfig one_at_a_time(runtime::PlacementConfig placement) {
+  placement.perturb_one_at_a_time = true;
+  return placement;
+}
+
 TEST(Plan, PredictsWhatARunAllocates) {
   const std::vector<Case> cases = {
       {model::Task::causal_lm, 1, 1, runtime::PlacementConfig(), 0, true},
@@ -60,6 +66,9 @@ TEST(Plan, PredictsWhatARunAllocates) {
       {model::Task::causal_lm, 1, 1, stored_in(StorageDtype::bf16), 0, true},
       {model::Task::classification, 2, 2, stored_in(StorageDtype::fp16), 0, false, true},
       {model::Task::causal_lm, 2, 4, stored_in(StorageDtype::bf16, offload(1, 2)), 8, true},
+      {model::Task::causal_lm, 2, 1, one_at_a_time(runtime::PlacementConfig()), 0, true},
+      {model::Task::classification, 2, 1, one_at_a_time(stored_in(StorageDtype::bf16, offload(0, 1))), 0, true, true},
+      {model::Task::causal_lm, 1, 2, one_at_a_time(stored_in(StorageDtype::fp16)), 8, false},
   };
   for (const Case& c : cases) {
     model::ModelConfig config =
@@ -98,19 +107,11 @@ TEST(Plan, PredictsWhatARunAllocates) {
     SCOPED_TRACE("task " + std::to_string(static_cast<int>(c.task)) + " q=" +
                  std::to_string(c.queries) + " P=" + std::to_string(c.perturbation) + " K=" +
                  std::to_string(c.placement.resident_blocks));
-    // The formula is written to be exact; the contract is 5 %.
-    const auto near = [](std::uint64_t measured, std::uint64_t planned) {
-      return std::abs(static_cast<double>(measured) - static_cast<double>(planned)) <=
-             0.05 * static_cast<double>(measured);
-    };
-    EXPECT_TRUE(near(used.peak_of(MemoryRole::weights), plan.weights))
-        << used.peak_of(MemoryRole::weights) << " vs " << plan.weights;
-    EXPECT_TRUE(near(used.peak_of(MemoryRole::scratch), plan.scratch))
-        << used.peak_of(MemoryRole::scratch) << " vs " << plan.scratch;
-    EXPECT_TRUE(near(used.peak_of(MemoryRole::activations), plan.activations))
-        << used.peak_of(MemoryRole::activations) << " vs " << plan.activations;
-    EXPECT_TRUE(near(used.device_peak, plan.device_total()))
-        << used.device_peak << " vs " << plan.device_total();
+    // The formula is exact: every role's high-water mark to the byte.
+    EXPECT_EQ(used.peak_of(MemoryRole::weights), plan.weights);
+    EXPECT_EQ(used.peak_of(MemoryRole::scratch), plan.scratch);
+    EXPECT_EQ(used.peak_of(MemoryRole::activations), plan.activations);
+    EXPECT_EQ(used.device_peak, plan.device_total());
     EXPECT_GT(used.allocations, 10u);
     // Everything was freed again: the listener saw the deallocations too.
     EXPECT_EQ(after.device_current, 0u);

@@ -21,11 +21,16 @@ runtime::PlacementConfig placement_config(const io::Deck& deck, int ranks_on_nod
                                                          : runtime::PlacementMode::resident;
   p.resident_blocks = deck.placement.resident_blocks;
   p.prefetch = deck.placement.prefetch;
+  p.slots = deck.placement.slots;
+  const std::string slots = p.slots_problem();
+  if (!slots.empty()) throw Error(deck.origin.where("placement.slots") + slots);
   switch (deck.placement.share_host_master) {
     case io::ShareHostMaster::automatic: p.share_host_master = ranks_on_node > 1; break;
     case io::ShareHostMaster::on: p.share_host_master = true; break;
     case io::ShareHostMaster::off: p.share_host_master = false; break;
   }
+  p.perturb_one_at_a_time =
+      deck.placement.perturbed_weights == io::PerturbedWeights::one_at_a_time;
   p.storage = deck.precision.storage;
   p.rounding = deck.precision.rounding;
   return p;
@@ -33,9 +38,10 @@ runtime::PlacementConfig placement_config(const io::Deck& deck, int ranks_on_nod
 
 std::string ignored_placement_keys(const io::Deck& deck) {
   const bool set = deck.origin.written("placement.resident_blocks") ||
-                   deck.origin.written("placement.prefetch");
+                   deck.origin.written("placement.prefetch") ||
+                   deck.origin.written("placement.slots");
   if (deck.placement.mode != io::Placement::resident || !set) return "";
-  return "placement.resident_blocks and placement.prefetch apply to mode offload: ignored";
+  return "placement.resident_blocks, prefetch and slots apply to mode offload: ignored";
 }
 
 runtime::ExchangeKind exchange_kind(io::SliceExchange exchange) {

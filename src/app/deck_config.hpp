@@ -18,14 +18,16 @@ namespace distzo::app {
 
 zo::ScheduleKind schedule_kind(io::Schedule schedule);
 
-/// placement.{mode, resident_blocks, prefetch, share_host_master}; `auto`
-/// shares the host master when the node has more than one rank of the run.
+/// placement.{mode, resident_blocks, prefetch, slots, share_host_master,
+/// perturbed_weights} and precision.*; `auto` shares the host master when the
+/// node has more than one rank of the run. Throws distzo::Error naming the
+/// deck line when placement.slots is too few for prefetch.
 runtime::PlacementConfig placement_config(const io::Deck& deck, int ranks_on_node = 1);
 
 runtime::ExchangeKind exchange_kind(io::SliceExchange exchange);
 
-/// "placement.resident_blocks and placement.prefetch apply to mode offload:
-/// ignored" when the deck sets them with mode resident, else "".
+/// "placement.resident_blocks, prefetch and slots apply to mode offload:
+/// ignored" when the deck sets any of them with mode resident, else "".
 std::string ignored_placement_keys(const io::Deck& deck);
 
 /// optim.*, eval.interval, checkpoint.interval and parallel.check_interval;

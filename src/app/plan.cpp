@@ -6,6 +6,7 @@
 #include "app/run_outputs.hpp"
 #include "app/sliced_schedule.hpp"
 #include "core/error.hpp"
+#include "core/memory.hpp"
 #include "io/dataset.hpp"
 #include "io/deck.hpp"
 #include "io/hf_config.hpp"
@@ -31,18 +32,19 @@ const char* const kUsage =
     "usage: distzo plan DECK.yaml [--device-gib G]\n"
     "       distzo plan config.json [--batch B] [--seq T] [--task causal_lm|classification]\n"
     "                   [--candidates K] [--queries q] [--perturbation P] [--eval]\n"
-    "                   [--placement resident|offload] [--resident-blocks K] [--prefetch N]\n"
-    "                   [--storage fp32|bf16|fp16]\n"
+    "                   [--placement resident|offload] [--resident-blocks K] [--prefetch N] [--slots S]\n"
+    "                   [--storage fp32|bf16|fp16] [--perturbed-weights together|one_at_a_time]\n"
     "                   [--device-gib G] [--gpus-per-node n [--pcie-gbs 55] [--nvlink-gbs 370]\n"
     "                   [--hbm-tbs 4.3] [--gemm-tflops 700]]\n"
     "  predicted device memory per rank by role, host memory for θ, and bytes moved per\n"
     "  step, for a deck or for a Hugging Face OPT config.json (defaults: batch 1, seq\n"
     "  2048 or the model's positions, causal_lm, 2 candidates for classification, q 1,\n"
-    "  P 1, resident, K 0, prefetch 1, fp32). --device-gib G also says whether the run fits a\n"
-    "  device of G GiB and the largest resident_blocks K that does; the exit status is 1\n"
-    "  when it does not fit. --gpus-per-node n adds the sliced schedule of Placement II\n"
-    "  (every block offloaded, sliced over n GPUs): bytes over PCIe and NVLink per GPU and\n"
-    "  the predicted step time next to ZO2's on one GPU at the same global batch.";
+    "  P 1, resident, K 0, prefetch 1, slots prefetch + 2, fp32, together). --device-gib G\n"
+    "  also says whether the run fits a device of G GiB and the largest resident_blocks K\n"
+    "  that does; the exit status is 1 when it does not fit. --gpus-per-node n adds the\n"
+    "  sliced schedule of Placement II (every block offloaded, sliced over n GPUs): bytes\n"
+    "  over PCIe and NVLink per GPU and the predicted step time next to ZO2's on one GPU\n"
+    "  at the same global batch.";
 
 /// "1 slot", "3 slots".
 constexpr std::uint64_t kFloat = sizeof(float), kInt = sizeof(int), kDouble = sizeof(double);
@@ -95,16 +97,20 @@ MemoryPlan plan_memory(const PlanInputs& in) {
   p.weights = p.edge_arena + u(p.device_blocks + p.slots) * p.block_arena;
 
   // Scratch: w+ and w- of the block in use (block arenas), the embeddings'
-  // and head's w± for each owned evaluation (unpadded tensors), and with a
+  // and head's w± for each owned evaluation (a View per tensor), and with a
   // classification head the row marks of embed_tokens (one int per row).
-  std::uint64_t edge_elements = 0;
+  // Every View's bytes as Kokkos allocates them (core/memory.hpp view_bytes).
+  // One at a time (placement.perturbed_weights): one block arena and one
+  // copy of the edges serve every evaluation in turn.
+  const bool one = in.placement.perturb_one_at_a_time;
+  std::uint64_t edge_w = 0;
   for (const auto* ids : {&r.embedding_ids(), &r.head_ids()})
-    for (std::uint32_t id : *ids) edge_elements += u(r[id].numel());
-  p.scratch = 2 * float_block + e * edge_elements * kFloat +
-              (in.batch.task == model::Task::classification ? u(c.vocab_size) * kInt : 0);
-  // A 2-byte θ is read as float32 through decoded copies: the edges and one
-  // block for the evaluation's forward (zo/float_theta.hpp).
-  if (per_element != kFloat) p.scratch += float_edges + float_block;
+    for (std::uint32_t id : *ids) edge_w += view_bytes(u(r[id].numel()), kFloat);
+  p.scratch = (one ? 1 : 2) * float_block + (one ? 1 : e) * edge_w +
+              (in.batch.task == model::Task::classification ? view_bytes(u(c.vocab_size), kInt) : 0);
+  // A 2-byte θ is read as float32 for an evaluation's forward by decoding it
+  // into that same scratch, idle between steps (zo/float_theta.hpp); the
+  // digest reduces its words where they are (no copy).
 
   // Activations for N = B*T rows: the forward's scratch
   // (model::DecoderForward::scratch_bytes), one hidden state per evaluation,
@@ -114,11 +120,14 @@ MemoryPlan plan_memory(const PlanInputs& in) {
                       V = u(c.vocab_size), K = u(in.batch.candidates);
   const std::uint64_t forward =
       model::DecoderForward::scratch_bytes(c, in.batch.micro_batch, in.batch.seq_len);
-  const std::uint64_t hidden = e * N * C * kFloat;
+  const std::uint64_t hidden = e * view_bytes(N * C, kFloat);
   const bool lm = in.batch.task == model::Task::causal_lm;
-  const std::uint64_t head = lm ? N * V * kFloat : (B * E + B * K) * kFloat + B * kInt;
-  const std::uint64_t sums = e * 2 * kDouble;
-  const std::uint64_t batch = (2 * B * T + (lm ? B * T : 2 * B + K)) * kInt;
+  const std::uint64_t head = lm ? view_bytes(N * V, kFloat)
+                                : view_bytes(B * E, kFloat) + view_bytes(B * K, kFloat) +
+                                      view_bytes(B, kInt);
+  const std::uint64_t sums = view_bytes(e * 2, kDouble);
+  const std::uint64_t batch = 2 * view_bytes(B * T, kInt) +
+                              (lm ? view_bytes(B * T, kInt) : 2 * view_bytes(B, kInt) + view_bytes(K, kInt));
   p.activations = forward + hidden + head + sums + (in.eval_set ? 2 : 1) * batch;
 
   // θ of the streamed blocks lives in host memory, goes up once per step,
@@ -143,8 +152,8 @@ std::string describe_plan(const PlanInputs& in, const MemoryPlan& p) {
      << human_bytes(static_cast<double>(bytes_per_element(in.placement.storage)) * params)
      << (in.placement.storage == StorageDtype::fp32
              ? "; transfers and w± are float32 too (precision.storage: bf16 halves θ)\n"
-             : "; transfers are 2 bytes per element too; w±, activations and the copies "
-               "θ is decoded into for evaluation stay float32\n")
+             : "; transfers are 2 bytes per element too; w± and activations stay float32 "
+               "(an evaluation decodes θ into w's scratch)\n")
      << "placement    ";
   os << describe_blocks(in.placement, L, "resident_blocks") << "\n";
   os << "workload     " << (in.batch.task == model::Task::causal_lm ? "causal_lm" : "classification")
@@ -156,8 +165,11 @@ std::string describe_plan(const PlanInputs& in, const MemoryPlan& p) {
      << "  weights      " << b(p.weights) << ": embeddings + head " << human_bytes(p.edge_arena)
      << ", " << p.device_blocks << " resident + " << count(p.slots, "slot", "slots") << " x "
      << human_bytes(p.block_arena) << " per block\n"
-     << "  scratch      " << b(p.scratch) << ": w+ and w- of one block, the edges' w± for "
-     << count(p.evaluations, "evaluation", "evaluations") << "\n"
+     << "  scratch      " << b(p.scratch)
+     << (in.placement.perturb_one_at_a_time
+             ? ": w of one block and of the edges, one evaluation at a time\n"
+             : ": w+ and w- of one block, the edges' w± for " +
+                   count(p.evaluations, "evaluation", "evaluations") + "\n")
      << "  activations  " << b(p.activations) << ": forward scratch, "
      << count(p.evaluations, "hidden state", "hidden states") << ", head, batches\n"
      << "  total        " << b(p.device_total()) << "\n"
@@ -265,14 +277,22 @@ PlanInputs inputs_from_config(const std::string& path, const Options& o,
   in.placement.resident_blocks =
       static_cast<int>(std::min<std::int64_t>(o.integer("--resident-blocks", 0, 0), INT32_MAX));
   in.placement.prefetch = static_cast<int>(std::min<std::int64_t>(o.integer("--prefetch", 1, 1), INT32_MAX));
+  in.placement.slots = static_cast<int>(std::min<std::int64_t>(o.integer("--slots", 0, 0), INT32_MAX));
+  const std::string slots = in.placement.slots_problem();
+  if (!slots.empty()) throw Error("plan: --" + slots);
   try {
     in.placement.storage = parse_storage_dtype(o.text("--storage", "fp32"));
   } catch (const Error& e) {
     throw Error(std::string("plan: --storage: ") + e.what());
   }
+  const std::string perturbed = o.text("--perturbed-weights", "together");
+  if (perturbed != "together" && perturbed != "one_at_a_time")
+    throw Error("plan: --perturbed-weights must be together or one_at_a_time, got '" + perturbed +
+                "'");
+  in.placement.perturb_one_at_a_time = perturbed == "one_at_a_time";
   if (in.placement.mode == runtime::PlacementMode::resident &&
-      (o.has("--resident-blocks") || o.has("--prefetch")))
-    notes.push_back("--resident-blocks and --prefetch apply to --placement offload; ignored");
+      (o.has("--resident-blocks") || o.has("--prefetch") || o.has("--slots")))
+    notes.push_back("--resident-blocks, --prefetch and --slots apply to --placement offload; ignored");
   return in;
 }
 
@@ -283,7 +303,7 @@ const char* plan_usage() { return kUsage; }
 int plan(const std::vector<std::string>& args) {
   const Options o("plan", args,
                   {"--batch", "--seq", "--task", "--candidates", "--queries", "--perturbation",
-                   "--placement", "--resident-blocks", "--prefetch", "--storage", "--device-gib",
+                   "--placement", "--resident-blocks", "--prefetch", "--slots", "--storage", "--perturbed-weights", "--device-gib",
                    "--gpus-per-node", "--pcie-gbs", "--nvlink-gbs", "--hbm-tbs", "--gemm-tflops"},
                   {"--eval"}, kUsage);
   const std::string path = o.single("DECK.yaml or config.json");

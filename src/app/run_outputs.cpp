@@ -152,6 +152,8 @@ std::string describe_placement(const runtime::ParameterStore& store, const io::D
   } else if (deck.origin.written("placement.exchange")) {
     os << " (placement.exchange applies to a shared master: ignored)";
   }
+  if (p.perturb_one_at_a_time)
+    os << "; perturbed weights one evaluation at a time (one block arena, one copy of the edges)";
   return os.str();
 }
 

@@ -32,6 +32,13 @@ std::string memory_label(MemoryRole role, const std::string& name);
 /// The role a label names; `other` for labels distzo did not make.
 MemoryRole memory_role_of(const std::string& label);
 
+/// Bytes a View of `elements` elements of `element_bytes` each allocates:
+/// Kokkos (3.4 and 4.x alike) rounds a View's span up to a multiple of
+/// 8 bytes, which is what Kokkos Tools sees and what a plan must add up.
+constexpr std::uint64_t view_bytes(std::uint64_t elements, std::uint64_t element_bytes) {
+  return (elements * element_bytes + 7) / 8 * 8;
+}
+
 /// Whether `role` stands for device memory (weights, scratch, activations).
 bool is_device_role(MemoryRole role);
 

@@ -89,13 +89,18 @@ const char* to_string(Placement placement);
 enum class ShareHostMaster { automatic, on, off };
 /// How the node's ranks exchange slices of the perturbed weights.
 enum class SliceExchange { automatic, shared_memory, mpi, nccl };
+/// Whether a rank's perturbed weights are held for all its evaluations at
+/// once or one evaluation at a time (runtime::PlacementConfig).
+enum class PerturbedWeights { together, one_at_a_time };
 
 struct PlacementSection {
   Placement mode = Placement::resident;
   int resident_blocks = 0;  // offload: blocks 0..K-1 stay on the device; K >= L means resident
   int prefetch = 1;         // offload: block uploads in flight ahead of the block in use
+  int slots = 0;            // offload: device slots, 0 = prefetch + 2
   ShareHostMaster share_host_master = ShareHostMaster::automatic;  // auto: > 1 rank on a node
   SliceExchange exchange = SliceExchange::automatic;
+  PerturbedWeights perturbed_weights = PerturbedWeights::together;
 };
 
 /// Where a deck came from, for error messages raised after parsing

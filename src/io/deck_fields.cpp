@@ -280,6 +280,11 @@ const std::vector<Field>& fields() {
         integer("placement", "prefetch", member(pl, &PlacementSection::prefetch), 1,
                 "offload: block uploads in flight ahead of the block in use (device slots = "
                 "prefetch + 2)"),
+        integer("placement", "slots", member(pl, &PlacementSection::slots), 0,
+                "offload: device slots of the ring; 0 = prefetch + 2 (the block in use, the "
+                "uploads ahead and a write-back in flight); prefetch + 1 saves a block of device "
+                "memory, each upload then waiting for the write-back of the block that left "
+                "its slot"),
         choice("placement", "share_host_master", member(pl, &PlacementSection::share_host_master),
                {{"auto", ShareHostMaster::automatic},
                 {"true", ShareHostMaster::on},
@@ -295,6 +300,15 @@ const std::vector<Field>& fields() {
                "how a node's ranks exchange their slices of the perturbed weights: "
                "`shared_memory` (host backends), `nccl` (GPUs, built with NCCL), `mpi`; `auto` "
                "= the first of these the build can do"),
+
+        choice("placement", "perturbed_weights", member(pl, &PlacementSection::perturbed_weights),
+               {{"together", PerturbedWeights::together},
+                {"one_at_a_time", PerturbedWeights::one_at_a_time}},
+               "how a rank holds w = θ ± εz: `together` = w+ and w- of a block and the edges' w "
+               "of each of its evaluations at once (z once per query); `one_at_a_time` = one "
+               "block arena and one copy of the edges, each evaluation's w in turn: less device "
+               "memory for z computed once per evaluation, and again for the head "
+               "(docs/placement.md). The same results either way"),
 
         choice("precision", "storage", member(pr, &PrecisionSection::storage),
                {{"fp32", StorageDtype::fp32}, {"bf16", StorageDtype::bf16}, {"fp16", StorageDtype::fp16}},

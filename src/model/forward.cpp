@@ -98,13 +98,14 @@ std::uint64_t DecoderForward::scratch_bytes(const ModelConfig& config, int batch
                       Q = u(config.q_width()), K = u(config.kv_width());
   const ArchitectureSpec& arch = architecture_spec(config.architecture);
   const std::uint64_t half = u(config.head_dim) / 2;
-  const std::uint64_t floats = (config.has_projection() ? 2 * N * E : 0) + N * C  // normed
-                               + N * Q + 2 * N * K                               // q, k, v
-                               + u(seq_len) * u(seq_len)                         // scores
-                               + N * Q + N * std::max(C, Q)                      // attended, projected
-                               + (arch.gated_mlp ? 2 : 1) * N * F                // ffn (, gate)
-                               + (arch.rotary ? 2 * N * half : 0);               // cos, sin
-  return N * sizeof(int) + floats * sizeof(real);
+  const auto f = [](std::uint64_t elements) { return view_bytes(elements, sizeof(real)); };
+  return view_bytes(N, sizeof(int))                                      // positions
+         + (config.has_projection() ? 2 * f(N * E) : 0) + f(N * C)        // embedded, hidden_out, normed
+         + f(N * Q) + 2 * f(N * K)                                        // q, k, v
+         + f(u(seq_len) * u(seq_len))                                     // scores
+         + f(N * Q) + f(N * std::max(C, Q))                               // attended, projected
+         + (arch.gated_mlp ? 2 : 1) * f(N * F)                            // ffn (, gate)
+         + (arch.rotary ? 2 * f(N * half) : 0);                           // cos, sin
 }
 
 void DecoderForward::embed(const ExecSpace& space, const WeightView& edge, ConstIntMat tokens,

@@ -41,6 +41,8 @@ BlockStreamer::BlockStreamer(ParameterStore& store, const ExecSpace& compute)
       prefetch_(store.placement().prefetch),
       poison_(fault::injected().poison_released_slots) {
   DISTZO_REQUIRE(prefetch_ >= 1, "block streamer: prefetch must be >= 1, got " << prefetch_);
+  DISTZO_REQUIRE(store.placement().slots_problem().empty(),
+                 "block streamer: " << store.placement().slots_problem());
   const int slots = store.placement().stream_slots(num_blocks_);
   for (int j = 0; j < slots; ++j) {
     Slot s;

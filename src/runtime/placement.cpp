@@ -26,7 +26,15 @@ int PlacementConfig::device_blocks(int num_blocks) const {
 }
 
 int PlacementConfig::stream_slots(int num_blocks) const {
-  return std::min(prefetch + 2, streamed_blocks(num_blocks));
+  return std::min(slots > 0 ? slots : prefetch + 2, streamed_blocks(num_blocks));
+}
+
+std::string PlacementConfig::slots_problem() const {
+  if (slots == 0 || slots >= prefetch + 1) return "";
+  return "slots = " + std::to_string(slots) + " is too few for prefetch " + std::to_string(prefetch) +
+         ": the block in use and " + std::string(prefetch == 1 ? "the upload" : "the uploads") +
+         " ahead of it need at least prefetch + 1 = " + std::to_string(prefetch + 1) +
+         " (0 = prefetch + 2, which also keeps a write-back in flight)";
 }
 
 }  // namespace distzo::runtime

@@ -25,9 +25,20 @@ struct PlacementConfig {
   PlacementMode mode = PlacementMode::resident;
   int resident_blocks = 0;  // K (offload): blocks 0..K-1 stay on the device; K >= L is resident
   int prefetch = 1;         // offload: uploads in flight ahead of the block in use, >= 1
+  // offload: device slots of the ring, 0 = prefetch + 2. prefetch + 1 is the
+  // least that works: the upload into a slot then waits for the write-back
+  // of the block that left it, instead of running beside it.
+  int slots = 0;
   // Placement II: one host master per node in node-shared memory, cut into
   // slices that the node's ranks update and perturb (runtime/arena_layout.hpp).
   bool share_host_master = false;
+  // placement.perturbed_weights: one_at_a_time. A rank's evaluations share
+  // one block arena and one copy of the edges for their w, materialised one
+  // after the other, instead of w+ and w- of a block and the edges' w of
+  // every evaluation at once: a block arena and (evaluations - 1) edge copies
+  // less device memory, for z evaluated once per evaluation instead of once
+  // per query, and again for the head's edges. The same bits either way.
+  bool perturb_one_at_a_time = false;
   // How θ is stored (the deck's precision section). Here, with where θ
   // lives, because the parameter store is built from this config and the
   // kernels that write θ (zo::PerturbedWeights::materialise, the engine's
@@ -41,9 +52,11 @@ struct PlacementConfig {
   /// Blocks that stream through the slots: L - device_blocks.
   int streamed_blocks(int num_blocks) const { return num_blocks - device_blocks(num_blocks); }
   /// Device slots of the streamer: the block in use, `prefetch` uploads
-  /// ahead of it and one write-back in flight (prefetch + 2), but no more
-  /// than there are streamed blocks.
+  /// ahead of it and one write-back in flight (prefetch + 2), or `slots`
+  /// when set, but no more than there are streamed blocks.
   int stream_slots(int num_blocks) const;
+  /// "" when `slots` is 0 or at least prefetch + 1, else what is wrong.
+  std::string slots_problem() const;
 };
 
 /// Elements an arena segment is aligned to: 16 floats = 64 bytes, a cache

@@ -26,10 +26,11 @@ class Engine::StepPass final : public WalkPass {
   bool own_slices() const override { return true; }
 
   void embeddings(const ExecSpace& space, const runtime::ThetaTable& edges) override {
-    e_.weights_->perturb_edges(space, edges, batch_, pending_, perturbation_);
-    for (std::size_t i = 0; i < e_.hidden_.size(); ++i)
-      e_.forward_.embed(space, model::make_edge_view(e_.registry_, e_.weights_->edges(i)),
-                        batch_.tokens, batch_.mask, e_.hidden_[i]);
+    e_.weights_->perturb_edges(space, edges, batch_, pending_, perturbation_,
+                               [&](std::size_t i, const model::TensorTable& w) {
+                                 e_.forward_.embed(space, model::make_edge_view(e_.registry_, w),
+                                                   batch_.tokens, batch_.mask, e_.hidden_[i]);
+                               });
   }
 
   bool block(const ExecSpace& space, int k, const runtime::ThetaTable& theta) override {
@@ -41,12 +42,14 @@ class Engine::StepPass final : public WalkPass {
     return pending_.active;
   }
 
-  void head(const ExecSpace& space, const runtime::ThetaTable&) override {
-    for (std::size_t i = 0; i < e_.hidden_.size(); ++i) {
-      const model::WeightView edge = model::make_edge_view(e_.registry_, e_.weights_->edges(i));
-      const Mat hidden = e_.forward_.final_hidden(space, edge, e_.hidden_[i]);
-      e_.head_.loss(space, edge, hidden, batch_, Kokkos::subview(e_.sums_, i, Kokkos::ALL()));
-    }
+  void head(const ExecSpace& space, const runtime::ThetaTable& edges) override {
+    e_.weights_->head_edges(space, edges, perturbation_,
+                            [&](std::size_t i, const model::TensorTable& w) {
+                              const model::WeightView edge = model::make_edge_view(e_.registry_, w);
+                              const Mat hidden = e_.forward_.final_hidden(space, edge, e_.hidden_[i]);
+                              e_.head_.loss(space, edge, hidden, batch_,
+                                            Kokkos::subview(e_.sums_, i, Kokkos::ALL()));
+                            });
   }
 
  private:
@@ -106,7 +109,7 @@ Engine::Engine(const model::ModelConfig& config, runtime::ParameterStore& store,
       shape_(shape),
       weights_(make_perturbed_weights(store, plan, config, shape.task, node)),
       streamer_(store, space),
-      float_theta_(store),
+      float_theta_(store, weights_->idle_scratch()),
       forward_(config, shape.micro_batch, shape.seq_len),
       head_(config, shape) {
   // Every rank owns at least one evaluation (P divides 2q); the first

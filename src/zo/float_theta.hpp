@@ -4,7 +4,9 @@
 // nothing is copied. A 2-byte store's (bf16 / fp16) are decoded group by
 // group into float scratch right before the group is used
 // (kernels::decode_storage): one copy of the edges, which the head reads
-// again after the blocks, and one block arena, reused block after block.
+// again after the blocks, and one block arena, reused block after block —
+// its own, or scratch lent by an owner that does not use it meanwhile (the
+// engine's perturbed weights between steps).
 
 #include "core/types.hpp"
 #include "model/parameter_registry.hpp"
@@ -14,10 +16,18 @@
 
 namespace distzo::zo {
 
+/// Float scratch lent to FloatTheta to decode into; what is empty,
+/// FloatTheta allocates.
+struct LentScratch {
+  const model::TensorTable* edges = nullptr;  // by id: every edge tensor, numel elements each
+  Vec block;                                  // one block arena (max_block_elements)
+};
+
 class FloatTheta {
  public:
-  /// Allocates the scratch a 2-byte `store` needs (none for float32).
-  explicit FloatTheta(const runtime::ParameterStore& store);
+  /// Allocates the scratch a 2-byte `store` needs (none for float32) that
+  /// `lent` does not provide.
+  explicit FloatTheta(const runtime::ParameterStore& store, const LentScratch& lent = {});
 
   const model::ParameterRegistry& registry() const { return store_.registry(); }
 
@@ -32,6 +42,7 @@ class FloatTheta {
               const Vec& arena);
 
   const runtime::ParameterStore& store_;
+  const model::TensorTable* lent_edges_ = nullptr;  // decode the edges tensor by tensor into these
   Vec embeddings_, head_, block_;  // decoded groups (arena layout), 2-byte stores only
   model::TensorTable decoded_;     // by id, into the arenas above
 };

@@ -52,7 +52,7 @@ class NodeSlicedWeights final : public PerturbedWeights {
 
   void perturb_edges(const ExecSpace& space, const runtime::ThetaTable& theta,
                      const model::Batch& batch, const PendingUpdate& pending,
-                     const StepPerturbation& perturbation) override {
+                     const StepPerturbation& perturbation, const Use& use) override {
     const runtime::GroupSlices& embed = store_.slices(model::GroupRef::embeddings());
     const runtime::GroupSlices& head = store_.slices(model::GroupRef::head());
     const bool sliced = embed.slices > 1;  // else each rank holds whole edges (GPU builds)
@@ -75,13 +75,20 @@ class NodeSlicedWeights final : public PerturbedWeights {
       buffers.insert(buffers.end(), head_buffers_.begin(), head_buffers_.end());
       exchange_->all_gather(space, buffers);
     }
+    for (std::size_t i = 0; i < edge_w_.size(); ++i) use(i, edge_w_[i]);
   }
 
-  const model::TensorTable& edges(std::size_t owned) const override { return edge_w_.at(owned); }
+  void head_edges(const ExecSpace&, const runtime::ThetaTable&, const StepPerturbation&,
+                  const Use& use) override {
+    for (std::size_t i = 0; i < edge_w_.size(); ++i) use(i, edge_w_[i]);
+  }
+
+  // The buffers are the node's exchange buffers, which other ranks read.
+  LentScratch idle_scratch() const override { return {}; }
 
   void perturb_block(const ExecSpace& space, int k, const runtime::ThetaTable& theta,
                      const PendingUpdate& pending, const StepPerturbation& perturbation,
-                     const BlockUse& use) override {
+                     const Use& use) override {
     const model::GroupRef group = model::GroupRef::of_block(k);
     const std::vector<Vec>& buffers = block_buffers_[k % 2];
     each_query(node_queries_, pending, [&](int q, bool with_update) {

@@ -7,7 +7,11 @@
 //
 //   local        each rank materialises w± of its own evaluations over the
 //                whole of θ; a block's w+ and w− are one pair of block
-//                arenas, reused query after query (scratch independent of q);
+//                arenas, reused query after query (scratch independent of q),
+//                or with placement.perturbed_weights: one_at_a_time a single
+//                block arena and a single copy of the edges, the evaluations
+//                materialised one after the other (less device memory, z
+//                evaluated again for every sign and for the head);
 //   node-sliced  a sliced store (Placement II): the S ranks of a node share
 //                θ; each updates its slice of a group and writes its slice of
 //                w± of every evaluation the node runs into exchange buffers,
@@ -27,6 +31,7 @@
 #include "runtime/parameter_store.hpp"
 #include "runtime/slice_exchange.hpp"
 #include "zo/evaluation_plan.hpp"
+#include "zo/float_theta.hpp"
 #include "core/step_state.hpp"
 
 #include <cstddef>
@@ -39,30 +44,39 @@ namespace distzo::zo {
 
 class PerturbedWeights {
  public:
-  /// Called once w of an owned evaluation of a block is ready: `owned`
-  /// indexes EvaluationPlan::owned, `w` holds the block's tensors by id.
-  using BlockUse = std::function<void(std::size_t owned, const model::TensorTable& w)>;
+  /// Called once w of an owned evaluation of a group is ready: `owned`
+  /// indexes EvaluationPlan::owned, `w` holds the group's tensors by id
+  /// (valid during the call only).
+  using Use = std::function<void(std::size_t owned, const model::TensorTable& w)>;
 
   virtual ~PerturbedWeights() = default;
   PerturbedWeights(const PerturbedWeights&) = delete;
   PerturbedWeights& operator=(const PerturbedWeights&) = delete;
 
   /// Embeddings and head (`theta`: θ's edge tensors): applies `pending` to
-  /// them and materialises w± of every owned evaluation for the whole step
-  /// (the tied embed_tokens is used at both ends). With a classification
-  /// head only the embed_tokens rows of the batch's tokens and candidates
-  /// get w± (the forward reads no other).
+  /// them, materialises w± of every owned evaluation and hands each to `use`
+  /// (the embedding). With a classification head only the embed_tokens rows
+  /// of the batch's tokens and candidates get w± (the forward reads no other).
   virtual void perturb_edges(const ExecSpace& space, const runtime::ThetaTable& theta,
                              const model::Batch& batch, const PendingUpdate& pending,
-                             const StepPerturbation& perturbation) = 0;
-  /// The edges' w (tensors by id) of owned evaluation `owned`, valid from
-  /// perturb_edges to the end of the step.
-  virtual const model::TensorTable& edges(std::size_t owned) const = 0;
+                             const StepPerturbation& perturbation, const Use& use) = 0;
+  /// The edges' w of every owned evaluation again, for the head (the tied
+  /// embed_tokens is used at both ends): kept since perturb_edges, or
+  /// materialised again from the updated θ when one copy serves every
+  /// evaluation — the same bits either way (w = θ' ± εz of the stored θ').
+  virtual void head_edges(const ExecSpace& space, const runtime::ThetaTable& theta,
+                          const StepPerturbation& perturbation, const Use& use) = 0;
   /// Block k at θ_k: applies `pending` to it, materialises w± of every owned
   /// evaluation and hands each to `use` once it is ready.
   virtual void perturb_block(const ExecSpace& space, int k, const runtime::ThetaTable& theta,
                              const PendingUpdate& pending, const StepPerturbation& perturbation,
-                             const BlockUse& use) = 0;
+                             const Use& use) = 0;
+
+  /// The float scratch these weights hold but do not use between steps,
+  /// lent to FloatTheta to decode a 2-byte θ into for an evaluation, so that
+  /// a run holds one set of float copies, not two. Nothing to lend when
+  /// node-sliced: the buffers are the node's, and other ranks read them.
+  virtual LentScratch idle_scratch() const = 0;
 
   /// Collective over the ranks that share θ (nothing for local weights):
   /// every rank's work enqueued on `space` so far is done. A pass that
