@@ -4,7 +4,8 @@
 # OPENBLAS_NUM_THREADS=2 and 1, under mpiexec with P=2 (the node's ranks
 # sharing one sliced master of words, and each rank its own θ) and with
 # every block offloaded (2-byte slots, half the bytes moved), also with a
-# shared master; D=2 at 1 and 2 threads agree; a
+# shared master; D=2 at 1 and 2 threads and P2xD2 (shared master, and own
+# offloaded θ with w one at a time) agree; a
 # resume mid-run continues the uninterrupted run bit for bit; stochastic
 # rounding, round to nearest and float32 give three different digests; every
 # value of the final checkpoint is a bf16 value; a resume that changes
@@ -70,7 +71,12 @@ pass "bf16 + SR: 1 rank at 1 and 2 threads, P=2 (shared and not, resident and of
 run sr_d2t1 1 2 1 2 "${BF16_SR[@]}"
 run sr_d2t2 2 2 1 2 "${BF16_SR[@]}"
 same sr_d2t1 sr_d2t2 "bf16 + SR, D=2 at 1 and 2 GEMM threads per rank"
-pass "bf16 + SR: D=2 at 1 and 2 threads per rank give $(cat sr_d2t1.digest)"
+run sr_p2d2 2 4 2 2 "${BF16_SR[@]}"
+same sr_d2t1 sr_p2d2 "bf16 + SR, P2xD2 (a shared master per node) vs D=2"
+run sr_p2d2_own 1 4 2 2 "${BF16_SR[@]}" 'placement:' '  mode: offload' '  resident_blocks: 1' \
+  '  share_host_master: false' '  perturbed_weights: one_at_a_time'
+same sr_d2t1 sr_p2d2_own "bf16 + SR, P2xD2 (each rank its own θ, offloaded, w one at a time) vs D=2"
+pass "bf16 + SR: D=2 at 1 and 2 threads per rank, P2xD2 shared and P2xD2 own offloaded one_at_a_time give $(cat sr_d2t1.digest)"
 
 run rn 1 1 1 1 'precision:' '  storage: bf16' '  rounding: nearest'
 run f32 1 1 1 1
