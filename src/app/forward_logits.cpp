@@ -47,7 +47,7 @@ int forward_logits(const std::vector<std::string>& args) {
   const std::string& model_path = o.positional()[0];
   const std::string& input_path = o.positional()[1];
   const std::string& output_path = o.positional()[2];
-  const auto micro = static_cast<int>(o.integer("--micro-batch", 8, 1));
+  const int micro = o.int32("--micro-batch", 8, 1);
   require_output_directory("forward", output_path);
   set_blas_threads(1);  // one process: the machine's cores (or OPENBLAS_NUM_THREADS)
 

@@ -22,8 +22,8 @@ int make_synthetic(const std::vector<std::string>& args) {
   const std::string out = o.single("output file");
   DISTZO_INPUT_REQUIRE(o.has("--task"), "make-synthetic: missing --task\n" << kUsage);
   const std::string task = o.text("--task", "");
-  const int examples = static_cast<int>(o.required_integer("--examples"));
-  const int seq_len = static_cast<int>(o.required_integer("--seq-len"));
+  const int examples = o.required_int32("--examples", 0);
+  const int seq_len = o.required_int32("--seq-len", 0);
   const std::int64_t vocab = o.required_integer("--vocab");
   const auto seed = static_cast<std::uint64_t>(o.integer("--seed", 0));
   io::Dataset d;

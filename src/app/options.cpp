@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <limits>
 
 namespace distzo::app {
 
@@ -75,6 +76,19 @@ std::int64_t Options::integer(const std::string& key, std::int64_t fallback,
 std::int64_t Options::required_integer(const std::string& key, std::int64_t min) const {
   require(has(key), command_ + ": missing " + key + "\n" + usage_);
   return integer(key, 0, min);
+}
+
+int Options::int32(const std::string& key, int fallback, int min) const {
+  const std::int64_t v = integer(key, fallback, min);
+  if (v > std::numeric_limits<int>::max())
+    throw Error(command_ + ": " + key + " expects an integer from " + std::to_string(min) +
+                " to 2147483647, got " + std::to_string(v) + "\n" + usage_);
+  return static_cast<int>(v);
+}
+
+int Options::required_int32(const std::string& key, int min) const {
+  require(has(key), command_ + ": missing " + key + "\n" + usage_);
+  return int32(key, 0, min);
 }
 
 namespace {

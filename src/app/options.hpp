@@ -33,6 +33,11 @@ class Options {
   std::int64_t integer(const std::string& key, std::int64_t fallback, std::int64_t min = 0) const;
   /// An integer >= min that must be given.
   std::int64_t required_integer(const std::string& key, std::int64_t min = 0) const;
+  /// An integer in [min, 2147483647] (a size that becomes an int), given or
+  /// `fallback`; out of range is an error naming the option and the range,
+  /// never a narrowed value.
+  int int32(const std::string& key, int fallback, int min) const;
+  int required_int32(const std::string& key, int min) const;
   /// A finite number; `fallback` when absent.
   double number(const std::string& key, double fallback) const;
   /// A finite number > 0; `fallback` when absent.

@@ -280,9 +280,16 @@ Deck load_deck(const std::string& path) {
   if (!fs::is_regular_file(path, ec))
     throw Error(path + ": cannot read the deck: " +
                 (fs::exists(path, ec) ? "not a regular file" : "no such file"));
+  // A deck is a page of YAML: refuse a huge file before the YAML parser
+  // spends minutes and gigabytes on it.
+  const std::uintmax_t size = fs::file_size(path, ec);
+  if (!ec && size > kMaxDeckBytes)
+    throw Error(path + ": cannot read the deck: " + std::to_string(size) +
+                " bytes, more than a deck's " + std::to_string(kMaxDeckBytes) +
+                " (1 MiB); is it a deck?");
   std::ifstream in(path, std::ios::binary);
   std::ostringstream text;
-  if (!(text << in.rdbuf()) && fs::file_size(path, ec) != 0)
+  if (!(text << in.rdbuf()) && size != 0)
     throw Error(path + ": cannot read the deck");
   Deck deck = parse_deck(text.str(), path);
   validate_files(deck);

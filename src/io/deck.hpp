@@ -174,8 +174,12 @@ Deck parse_deck(const std::string& yaml_text, const std::string& source_name);
 /// exists, must be a directory. Throws distzo::Error at the key's line.
 void validate_files(const Deck& deck);
 
+/// The largest deck load_deck reads (1 MiB): decks are a page of YAML.
+constexpr std::uintmax_t kMaxDeckBytes = 1 << 20;
+
 /// Reads the file, parse_deck()s it with the path as the source name, then
-/// validate_files(). What `distzo run` calls on every rank.
+/// validate_files(). What `distzo run` calls on every rank. A file above
+/// kMaxDeckBytes is refused unread.
 Deck load_deck(const std::string& path);
 
 /// Throws unless parallel.perturbation * parallel.data == world_size; the

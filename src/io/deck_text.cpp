@@ -86,6 +86,11 @@ std::string suggestion(const std::string& word, const std::vector<const char*>& 
   const char* best = nullptr;
   std::size_t best_distance = 3;
   for (const char* c : candidates) {
+    // The lengths' difference bounds the distance from below: a value far
+    // longer than every candidate (a 50 MB string) costs no table at all.
+    const std::size_t length = std::char_traits<char>::length(c);
+    if ((word.size() > length ? word.size() - length : length - word.size()) >= best_distance)
+      continue;
     const std::size_t d = edit_distance(word, c);
     if (d < best_distance) {
       best = c;

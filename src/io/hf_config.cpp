@@ -195,6 +195,10 @@ std::string read_text(const std::string& path) {
 bool is_hf_config_file(const std::string& path) {
   std::error_code ec;
   if (!std::filesystem::is_regular_file(path, ec)) return false;
+  // A config.json is a few KiB: a large file is not one, and is not parsed
+  // to find out (whoever reads it as a deck refuses it by its size).
+  constexpr std::uintmax_t kMaxConfigBytes = 1 << 20;
+  if (std::filesystem::file_size(path, ec) > kMaxConfigBytes || ec) return false;
   try {
     const YAML::Node root = YAML::Load(read_text(path));
     return root.IsMap() && root["model_type"];

@@ -90,3 +90,26 @@ set +e; "$DISTZO" run absolute_missing.yaml > absolute_missing.out 2>&1; set -e
 grep -qF "model.path: no such file \"$WORK/no-such-model.h5\"" absolute_missing.out &&
   ! grep -q 'relative paths' absolute_missing.out || fail "absolute missing path: $(cat absolute_missing.out)"
 pass "a missing absolute path is reported without the working-directory note"
+
+# Bounded work on absurd values (issue 24): a 50 MB "deck" is refused by its
+# size before YAML parses it, under an address-space limit the parse alone
+# would exceed; a 1 MB enum value is refused naming the key (no suggestion
+# table the size of the value); a size that overflows an int is an error
+# naming the option and its range, not a narrowed number.
+{ printf 'model: {path: model.h5}\ndata: {train: train.h5, micro_batch: 4}\noptim: {steps: 1, lr: 1.0e-3, schedule: '
+  head -c 50000000 /dev/zero | tr '\0' y; printf '}\noutput: {dir: huge}\n'; } > huge.yaml
+for cmd in run plan; do
+  set +e; (ulimit -v 1000000; "$DISTZO" "$cmd" huge.yaml) > huge.out 2>&1; status=$?; set -e
+  [ "$status" = 2 ] && grep -qF "huge.yaml: cannot read the deck: 50000126 bytes, more than a deck's 1048576 (1 MiB)" huge.out ||
+    fail "$cmd of a 50 MB deck: status $status, $(head -c 300 huge.out)"
+done
+{ printf 'model: {path: model.h5}\ndata: {train: train.h5, micro_batch: 4}\noptim: {steps: 1, lr: 1.0e-3, schedule: '
+  head -c 1000000 /dev/zero | tr '\0' y; printf '}\noutput: {dir: long}\n'; } > long_enum.yaml
+set +e; (ulimit -v 1000000; "$DISTZO" run long_enum.yaml) > long_enum.out 2>&1; status=$?; set -e
+[ "$status" = 2 ] && grep -qF 'long_enum.yaml:3: optim.schedule: unknown value "yyyy' long_enum.out &&
+  grep -qF '..."; allowed: constant, linear, cosine' long_enum.out && ! grep -q 'did you mean' long_enum.out ||
+  fail "a 1 MB enum value: status $status, $(head -c 300 long_enum.out)"
+set +e; "$DISTZO" make-synthetic big.h5 --task causal_lm --examples 4 --seq-len 2147483648 --vocab 10 > narrow.out 2>&1; status=$?; set -e
+[ "$status" = 2 ] && grep -qF "make-synthetic: --seq-len expects an integer from 0 to 2147483647, got 2147483648" narrow.out &&
+  [ ! -e big.h5 ] || fail "make-synthetic --seq-len 2^31: status $status, $(head -n 1 narrow.out)"
+pass "a 50 MB deck is refused by its size, a 1 MB enum value names its key, --seq-len 2^31 names its range"
