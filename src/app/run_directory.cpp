@@ -55,9 +55,15 @@ void make_directories(const std::string& path) {
   for (std::size_t i = 0; i <= path.size(); ++i) {
     if ((i == path.size() || path[i] == '/') && !partial.empty()) {
       struct stat st;
-      if (stat(partial.c_str(), &st) != 0)
+      if (stat(partial.c_str(), &st) != 0) {
         DISTZO_INPUT_REQUIRE(mkdir(partial.c_str(), 0755) == 0 || errno == EEXIST,
-                             "cannot create directory '" << partial << "'");
+                             "cannot create directory '" << partial << "' for output.dir: "
+                                                         << std::strerror(errno));
+      } else {
+        DISTZO_INPUT_REQUIRE(S_ISDIR(st.st_mode), "cannot create output.dir '"
+                                                      << path << "': '" << partial
+                                                      << "' exists and is not a directory");
+      }
     }
     if (i < path.size()) partial += path[i];
   }
@@ -104,6 +110,14 @@ RunDirectory::RunDirectory(const std::string& dir, std::vector<std::string>& not
     }
     DISTZO_INPUT_REQUIRE(errno == EEXIST, "cannot create the lock '" << lock_ << "' in output.dir");
     const LockOwner o = read_lock(lock_);
+    // A lock distzo wrote names a host and a pid; one that does not is being
+    // written by a run that is starting this instant, or was damaged.
+    DISTZO_INPUT_REQUIRE(!o.host.empty() && o.pid > 0,
+                         "output.dir '" << dir << "' has a lock that names no run (" << lock_
+                                        << " does not hold \"host H pid P job J\"): another run "
+                                           "may be starting in it, or the file is damaged. "
+                                           "Choose another output.dir, or remove "
+                                        << lock_ << " if no run uses this directory");
     const bool same_job = o.job != "-" && o.job == slurm_job();
     const bool dead_here = o.host == hostname() && o.pid > 0 && !alive(o.pid);
     DISTZO_INPUT_REQUIRE(attempt == 0 && (same_job || dead_here),

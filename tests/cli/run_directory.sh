@@ -40,6 +40,21 @@ if SLURM_JOB_ID=777 "$DISTZO" run third.yaml > other_job.log 2>&1; then fail "an
 rm shared/LOCK
 pass "a requeued SLURM job takes over its own lock; another job's is respected"
 
+# 3b. A lock that names no run (empty, or garbage) is refused with what to do;
+#     an output.dir under a regular file says why it cannot be made.
+for content in '' 'garbage\n'; do
+  printf "$content" > shared/LOCK
+  if "$DISTZO" run third.yaml > bad_lock.log 2>&1; then fail "a lock naming no run was taken over"; fi
+  grep -qF "output.dir 'shared' has a lock that names no run (shared/LOCK does not hold \"host H pid P job J\")" bad_lock.log &&
+    grep -qF "or remove shared/LOCK if no run uses this directory" bad_lock.log || fail "bad lock: $(cat bad_lock.log)"
+done
+rm shared/LOCK
+touch plain_file
+sed 's|dir: shared|dir: plain_file/out|' third.yaml > under_file.yaml
+if "$DISTZO" run under_file.yaml > under_file.log 2>&1; then fail "an output.dir under a regular file was accepted"; fi
+grep -qF "'plain_file' exists and is not a directory" under_file.log || fail "output.dir under a file: $(cat under_file.log)"
+pass "a lock naming no run is refused saying what to do; an output.dir under a regular file says which part is not a directory"
+
 # 4. Two runs, one directory, one after the other: the second run's rotation
 #    leaves the first run's checkpoints alone, and resume picks its own.
 deck first_run 40 mixed 'checkpoint:' '  interval: 5'
