@@ -147,8 +147,9 @@ void inspect(const std::string& path, bool digest_only, std::ostream& out) {
       << tensors_line(reader)
       << (m.kind == "checkpoint" ? checkpoint_lines(io::read_training_state(path), reader)
                                  : std::string())
-      << "digest        version " << kDigestVersion
-      << " (--digest; over float32 tensors the same as version 2); the writer recorded "
+      << "digest        version " << kDigestVersion << " (--digest"
+      << (reader.all_in(StorageDtype::fp32) ? "; over float32 tensors the same as version 2" : "")
+      << "); the writer recorded "
       << (m.digest_version > 0 ? "version " + std::to_string(m.digest_version)
                                : std::string("none (an older distzo, or tools/distzo_h5.py)"))
       << "\n\n";

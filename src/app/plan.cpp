@@ -152,8 +152,11 @@ std::string describe_plan(const PlanInputs& in, const MemoryPlan& p) {
      << human_bytes(static_cast<double>(bytes_per_element(in.placement.storage)) * params)
      << (in.placement.storage == StorageDtype::fp32
              ? "; transfers and w± are float32 too (precision.storage: bf16 halves θ)\n"
-             : "; transfers are 2 bytes per element too; w± and activations stay float32 "
-               "(an evaluation decodes θ into w's scratch)\n")
+             : std::string(in.placement.mode == runtime::PlacementMode::offload
+                               ? "; transfers are 2 bytes per element too"
+                               : "") +
+                   "; w± and activations stay float32 (an evaluation decodes θ into w's "
+                   "scratch)\n")
      << "placement    ";
   os << describe_blocks(in.placement, L, "resident_blocks") << "\n";
   os << "workload     " << (in.batch.task == model::Task::causal_lm ? "causal_lm" : "classification")

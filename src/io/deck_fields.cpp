@@ -158,6 +158,13 @@ Field key_list(const char* section, const char* key, Member<S, std::vector<std::
   return f;
 }
 
+/// `f` with the docs' "allowed" column saying `allowed`: where the reader's
+/// own bound is not the whole rule (another key's value limits it too).
+Field allowing(std::string allowed, Field f) {
+  f.allowed = std::move(allowed);
+  return f;
+}
+
 /// A field whose value the deck cannot leave out (integers are never required).
 Field required(Field f) {
   f.required = true;
@@ -279,12 +286,13 @@ const std::vector<Field>& fields() {
                 "the model's block count means resident"),
         integer("placement", "prefetch", member(pl, &PlacementSection::prefetch), 1,
                 "offload: block uploads in flight ahead of the block in use (device slots = "
-                "prefetch + 2)"),
-        integer("placement", "slots", member(pl, &PlacementSection::slots), 0,
-                "offload: device slots of the ring; 0 = prefetch + 2 (the block in use, the "
-                "uploads ahead and a write-back in flight); prefetch + 1 saves a block of device "
-                "memory, each upload then waiting for the write-back of the block that left "
-                "its slot"),
+                "prefetch + 2 unless `placement.slots` says)"),
+        allowing("0, or >= prefetch + 1",
+                 integer("placement", "slots", member(pl, &PlacementSection::slots), 0,
+                         "offload: device slots of the ring; 0 = prefetch + 2 (the block in use, "
+                         "the uploads ahead and a write-back in flight); prefetch + 1 saves a "
+                         "block of device memory, each upload then waiting for the write-back of "
+                         "the block that left its slot")),
         choice("placement", "share_host_master", member(pl, &PlacementSection::share_host_master),
                {{"auto", ShareHostMaster::automatic},
                 {"true", ShareHostMaster::on},
