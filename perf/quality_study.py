@@ -9,7 +9,7 @@ RUN_DIR/rounding-fp32-s1.log (perf/rounding_study's output) if present.
 Prints markdown: one row per finished run, mean ± sample std per precision,
 the paired difference from fp32 at the same seed (same z seed, same batches),
 and the rounding_study table. --plot writes the figure (matplotlib): training
-loss per step (10-step moving mean, mean over seeds) and test accuracy before /
+loss per step and seed (10-step moving mean) and test accuracy before /
 after per run.
 """
 
@@ -38,6 +38,7 @@ def load_run(run_dir, name, steps):
         return None  # unfinished
     m = read_csv(os.path.join(run_dir, name, "metrics.csv"))
     loss = [float(r["loss"]) for r in m]
+    g = [float(r["g"]) for r in m]
     wall = None
     log = os.path.join(run_dir, name + ".log")
     if os.path.exists(log):
@@ -47,7 +48,7 @@ def load_run(run_dir, name, steps):
     return {
         "acc0": 100 * float(ev[0]["accuracy"]), "loss0": float(ev[0]["eval_loss"]),
         "acc1": 100 * float(ev[-1]["accuracy"]), "loss1": float(ev[-1]["eval_loss"]),
-        "train": loss, "train_tail": statistics.mean(loss[-TAIL:]), "wall": wall,
+        "train": loss, "g": g, "train_tail": statistics.mean(loss[-TAIL:]), "wall": wall,
         "g_max": max(abs(float(r["g"])) for r in m),
     }
 
@@ -56,6 +57,16 @@ def mean_std(xs, unit=""):
     if len(xs) == 1:
         return f"{xs[0]:+.1f}{unit} (1 seed)" if unit == "" else f"{xs[0]:.1f}{unit} (1 seed)"
     return f"{statistics.mean(xs):.1f}{unit} ± {statistics.stdev(xs):.1f}"
+
+
+def corr(x, y):
+    n = min(len(x), len(y))
+    x, y = x[:n], y[:n]
+    mx, my = statistics.mean(x), statistics.mean(y)
+    sxy = sum((a - mx) * (b - my) for a, b in zip(x, y))
+    sxx = sum((a - mx) ** 2 for a in x)
+    syy = sum((b - my) ** 2 for b in y)
+    return sxy / (sxx * syy) ** 0.5
 
 
 def moving_mean(xs, w=TAIL):
@@ -70,6 +81,7 @@ def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("run_dir")
     p.add_argument("--plot", default="")
+    p.add_argument("--lr", type=float, default=1e-4, help="the deck's lr, for the rounding table (x 1, 1/10, 1/100)")
     p.add_argument("--steps", type=int, default=60, help="the runs of this length (60: the deck's)")
     p.add_argument("--documented", action="append", default=[], metavar="PREC:SEED:ACC0:ACC1:LOSS0:LOSS1",
                    help="a run not rerun here, with its published numbers (accuracy in %%); marked in the tables, "
@@ -88,20 +100,22 @@ def main() -> int:
         prec, seed, acc0, acc1, loss0, loss1 = d.split(":")
         runs.setdefault(prec, {}).setdefault(int(seed), {
             "acc0": float(acc0), "acc1": float(acc1), "loss0": float(loss0), "loss1": float(loss1),
-            "train": None, "train_tail": None, "wall": None, "g_max": None, "documented": True})
+            "train": None, "g": None, "train_tail": None, "wall": None, "g_max": None, "documented": True})
 
     print(f"| master | seed | test acc. before | after | gain | test loss before → after "
-          f"| train loss, last {TAIL} steps | max \\|g\\| | wall |")
-    print("|---|---|---|---|---|---|---|---|---|")
+          f"| train loss, last {TAIL} steps | max \\|g\\| | corr(g, fp32 same seed) | wall |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
     for prec in ORDER:
         for seed, r in sorted(runs.get(prec, {}).items()):
             if r.get("documented"):
                 print(f"| {LABELS[prec]} | {seed}* | {r['acc0']:.1f} % | {r['acc1']:.1f} % | "
-                      f"{r['acc1'] - r['acc0']:+.1f} | {r['loss0']:.4f} → {r['loss1']:.4f} | – | – | not rerun* |")
+                      f"{r['acc1'] - r['acc0']:+.1f} | {r['loss0']:.4f} → {r['loss1']:.4f} | – | – | – | not rerun* |")
                 continue
             wall = f"{r['wall']:.0f} s" if r["wall"] else "–"
+            ref = runs.get("fp32", {}).get(seed)
+            c = f"{corr(r['g'], ref['g']):.3f}" if prec != "fp32" and ref and ref.get("g") else "–"
             print(f"| {LABELS[prec]} | {seed} | {r['acc0']:.1f} % | {r['acc1']:.1f} % | {r['acc1'] - r['acc0']:+.1f} "
-                  f"| {r['loss0']:.4f} → {r['loss1']:.4f} | {r['train_tail']:.4f} | {r['g_max']:.1f} | {wall} |")
+                  f"| {r['loss0']:.4f} → {r['loss1']:.4f} | {r['train_tail']:.4f} | {r['g_max']:.1f} | {c} | {wall} |")
 
     print()
     print("| master | seeds | test acc. after (mean ± std) | gain | test loss after | "
@@ -136,7 +150,8 @@ def main() -> int:
                 if m:
                     scale, dt, rnd, unch, kept, err = m.groups()
                     rn = {"nearest": " RN", "stochastic": " SR", "-": ""}[rnd]
-                    print(f"| {float(scale) * 1e-4:.0e} | {dt}{rn} | {unch} | {kept} | {err} |")
+                    lr = f"{float(scale) * a.lr:.0e}".replace("e-0", "e-")
+                    print(f"| {lr} | {dt}{rn} | {unch} | {kept} | {err} |")
 
     if a.plot:
         import matplotlib
@@ -146,25 +161,18 @@ def main() -> int:
         colors = {"fp32": "black", "bf16sr": "tab:blue", "bf16rn": "tab:red", "fp16sr": "tab:green",
                   "fp16rn": "tab:orange"}
         fig, (ax0, ax1) = plt.subplots(1, 2, figsize=(10, 3.8), dpi=90)
+        styles = {1: "-", 2: "--", 3: ":"}
         for prec in ORDER:
-            rs = runs.get(prec, {})
-            if not rs:
-                continue
-            curves = [moving_mean(r["train"]) for r in rs.values() if r["train"]]
-            if not curves:
-                continue
-            n = min(len(c) for c in curves)
-            mean = [statistics.mean(c[i] for c in curves) for i in range(n)]
-            lo = [min(c[i] for c in curves) for i in range(n)]
-            hi = [max(c[i] for c in curves) for i in range(n)]
-            x = list(range(1, n + 1))
-            ax0.plot(x, mean, color=colors[prec], label=f"{LABELS[prec]} ({len(curves)} seed{'s' * (len(curves) > 1)})")
-            if len(curves) > 1:
-                ax0.fill_between(x, lo, hi, color=colors[prec], alpha=0.12)
+            for seed, r in sorted(runs.get(prec, {}).items()):
+                if not r["train"]:
+                    continue
+                c = moving_mean(r["train"])
+                ax0.plot(range(1, len(c) + 1), c, color=colors[prec], ls=styles.get(seed, "-."), lw=1.2,
+                         label=f"{LABELS[prec]} s{seed}")
         ax0.set_xlabel("step")
         ax0.set_ylabel(f"training loss, {TAIL}-step moving mean")
-        ax0.set_title("training loss (mean over seeds; band: min–max)", fontsize=10)
-        ax0.legend(fontsize=8)
+        ax0.set_title("training loss per seed (same batches at every step)", fontsize=10)
+        ax0.legend(fontsize=7, ncol=2)
         present = [prec for prec in ORDER if runs.get(prec)]
         for k, prec in enumerate(present):
             for j, (seed, r) in enumerate(sorted(runs[prec].items())):
