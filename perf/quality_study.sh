@@ -97,8 +97,12 @@ for name in "$@"; do
     sed -e "s#out/smollm2/#$MODEL_DIR/#g" -e "s#out/smollm2-quick#$out#g" \
         -e "s#^  seed: 1\$#  seed: $seed#" -e "s#^  steps: 60\$#  steps: $steps#" \
         "$REPO/inputs/smollm2_quick.yaml" > "$deck"
-    printf '\nprecision:\n  storage: %s\n  rounding: %s   # ignored with fp32\n' "$storage" "$rounding" >> "$deck"
-    grep -q "^  seed: $seed\$" "$deck" && grep -q "^  steps: $steps\$" "$deck" || die "$deck: seed/steps not set"
+    note=""
+    [[ $storage == fp32 ]] && note="   # ignored with fp32"
+    printf '\nprecision:\n  storage: %s\n  rounding: %s%s\n' "$storage" "$rounding" "$note" >> "$deck"
+    if ! grep -q "^  seed: $seed\$" "$deck" || ! grep -q "^  steps: $steps\$" "$deck"; then
+        die "$deck: seed/steps not set"
+    fi
     rm -rf "$out"
     echo "$name: $(date -u +%H:%M:%S) $DISTZO run $deck  (OPENBLAS_NUM_THREADS=$OPENBLAS_NUM_THREADS)"
     /usr/bin/time -f "%e s wall" nice -n 19 "$DISTZO" run "$deck" > "$RUN_DIR/$name.log" 2>&1 ||
