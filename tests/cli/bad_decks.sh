@@ -2,6 +2,17 @@
 # Each malformed deck in bad_decks/ fails with its specific message (the
 # `expect` table below), a non-zero exit, and no output directory.
 source "$(dirname "$0")/lib.sh" "$@"
+
+# under_address_limit KB COMMAND...: COMMAND with at most KB of address space.
+# AddressSanitizer needs terabytes of address space for its shadow memory:
+# under it there is no limit, and ASAN_OPTIONS' max_allocation_size_mb bounds
+# allocations instead (scripts/test-sanitized.sh).
+under_address_limit() {
+  local limit=$1; shift
+  [[ "${ASAN_OPTIONS:-}" == *max_allocation_size_mb* ]] && limit=unlimited
+  (ulimit -v "$limit" && exec "$@")
+}
+
 "$DISTZO" make-synthetic wide_vocab.h5 --task classification --examples 8 --seq-len 12 --vocab 500 --seed 3 >/dev/null
 
 declare -A expect=(
@@ -36,12 +47,8 @@ for deck_file in bad_decks/*.yaml; do
   [ -n "${expect[$name]:-}" ] || fail "no expected message for $name"
   set +e
   # 8 GB of address space: 19-does-not-fit must fail to allocate even where
-  # the kernel overcommits memory (vm.overcommit_memory = 1). AddressSanitizer
-  # needs terabytes of address space for its shadow memory: under it,
-  # ASAN_OPTIONS' max_allocation_size_mb does the same (scripts/test-sanitized.sh).
-  limit=8000000
-  [[ "${ASAN_OPTIONS:-}" == *max_allocation_size_mb* ]] && limit=unlimited
-  (ulimit -v "$limit" && exec "$DISTZO" run "$deck_file") > "$name.out" 2> "$name.err"
+  # the kernel overcommits memory (vm.overcommit_memory = 1).
+  under_address_limit 8000000 "$DISTZO" run "$deck_file" > "$name.out" 2> "$name.err"
   status=$?
   set -e
   [ "$status" -ne 0 ] || fail "$name: exit status 0"
@@ -99,13 +106,13 @@ pass "a missing absolute path is reported without the working-directory note"
 { printf 'model: {path: model.h5}\ndata: {train: train.h5, micro_batch: 4}\noptim: {steps: 1, lr: 1.0e-3, schedule: '
   head -c 50000000 /dev/zero | tr '\0' y; printf '}\noutput: {dir: huge}\n'; } > huge.yaml
 for cmd in run plan; do
-  set +e; (ulimit -v 1000000; "$DISTZO" "$cmd" huge.yaml) > huge.out 2>&1; status=$?; set -e
+  set +e; under_address_limit 1000000 "$DISTZO" "$cmd" huge.yaml > huge.out 2>&1; status=$?; set -e
   [ "$status" = 2 ] && grep -qF "huge.yaml: cannot read the deck: 50000126 bytes, more than a deck's 1048576 (1 MiB)" huge.out ||
     fail "$cmd of a 50 MB deck: status $status, $(head -c 300 huge.out)"
 done
 { printf 'model: {path: model.h5}\ndata: {train: train.h5, micro_batch: 4}\noptim: {steps: 1, lr: 1.0e-3, schedule: '
   head -c 1000000 /dev/zero | tr '\0' y; printf '}\noutput: {dir: long}\n'; } > long_enum.yaml
-set +e; (ulimit -v 1000000; "$DISTZO" run long_enum.yaml) > long_enum.out 2>&1; status=$?; set -e
+set +e; under_address_limit 1000000 "$DISTZO" run long_enum.yaml > long_enum.out 2>&1; status=$?; set -e
 [ "$status" = 2 ] && grep -qF 'long_enum.yaml:3: optim.schedule: unknown value "yyyy' long_enum.out &&
   grep -qF '..."; allowed: constant, linear, cosine' long_enum.out && ! grep -q 'did you mean' long_enum.out ||
   fail "a 1 MB enum value: status $status, $(head -c 300 long_enum.out)"
