@@ -137,9 +137,7 @@ int run(int argc, char** argv) {
   placement.storage = parse_storage_dtype(args.text("--storage", "fp32"));
   placement.rounding = parse_rounding(args.text("--rounding", "stochastic"));
   const std::string perturbed = args.text("--perturbed-weights", "together");
-  DISTZO_INPUT_REQUIRE(perturbed == "together" || perturbed == "one_at_a_time",
-                       "--perturbed-weights must be together or one_at_a_time, got '" << perturbed << "'");
-  placement.perturb_one_at_a_time = perturbed == "one_at_a_time";
+  placement.perturb_one_at_a_time = runtime::perturbs_one_at_a_time(perturbed, "--perturbed-weights");
   const std::string share = args.text("--share", "auto");
   DISTZO_INPUT_REQUIRE(share == "auto" || share == "true" || share == "false",
                  "--share must be auto, true or false, got '" << share << "'");

@@ -330,6 +330,12 @@ TEST(BlockStreamer, MisuseIsAnError) {
   EXPECT_THROW(runtime::BlockStreamer(*few.store, ExecSpace()), Error);
 }
 
+TEST(Placement, PerturbedWeightsAreNamed) {
+  EXPECT_TRUE(runtime::perturbs_one_at_a_time("one_at_a_time", "--perturbed-weights"));
+  EXPECT_FALSE(runtime::perturbs_one_at_a_time("together", "--perturbed-weights"));
+  EXPECT_THROW(runtime::perturbs_one_at_a_time("one-at-a-time", "--perturbed-weights"), Error);
+}
+
 /// Keeps block 0's weights past its release and reads them at the next
 /// block: a use after release, the bug poisoned slots exist to expose.
 class UseAfterReleasePass final : public zo::WalkPass {

@@ -288,11 +288,8 @@ PlanInputs inputs_from_config(const std::string& path, const Options& o,
   } catch (const Error& e) {
     throw Error(std::string("plan: --storage: ") + e.what());
   }
-  const std::string perturbed = o.text("--perturbed-weights", "together");
-  if (perturbed != "together" && perturbed != "one_at_a_time")
-    throw Error("plan: --perturbed-weights must be together or one_at_a_time, got '" + perturbed +
-                "'");
-  in.placement.perturb_one_at_a_time = perturbed == "one_at_a_time";
+  in.placement.perturb_one_at_a_time = runtime::perturbs_one_at_a_time(
+      o.text("--perturbed-weights", "together"), "plan: --perturbed-weights");
   if (in.placement.mode == runtime::PlacementMode::resident &&
       (o.has("--resident-blocks") || o.has("--prefetch") || o.has("--slots")))
     notes.push_back("--resident-blocks, --prefetch and --slots apply to --placement offload; ignored");

@@ -20,6 +20,11 @@ PlacementMode placement_mode(const std::string& name, const std::string& what) {
   DISTZO_INPUT_FAIL(what << " must be resident or offload, got '" << name << "'");
 }
 
+bool perturbs_one_at_a_time(const std::string& name, const std::string& what) {
+  if (name == "together" || name == "one_at_a_time") return name == "one_at_a_time";
+  DISTZO_INPUT_FAIL(what << " must be together or one_at_a_time, got '" << name << "'");
+}
+
 int PlacementConfig::device_blocks(int num_blocks) const {
   if (mode == PlacementMode::resident) return num_blocks;
   return std::min(std::max(resident_blocks, 0), num_blocks);

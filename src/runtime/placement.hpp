@@ -21,6 +21,11 @@ const char* to_string(PlacementMode mode);
 /// `what` (the option or key) otherwise.
 PlacementMode placement_mode(const std::string& name, const std::string& what);
 
+/// Whether the perturbed weights named "together" or "one_at_a_time" (the
+/// deck's placement.perturbed_weights, an option's value) are one at a time;
+/// throws distzo::Error naming `what` for any other name.
+bool perturbs_one_at_a_time(const std::string& name, const std::string& what);
+
 struct PlacementConfig {
   PlacementMode mode = PlacementMode::resident;
   int resident_blocks = 0;  // K (offload): blocks 0..K-1 stay on the device; K >= L is resident
