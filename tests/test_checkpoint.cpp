@@ -362,9 +362,20 @@ TEST(RunCheckpoints, TheLatestGoodIsTheRunsNewestThatReadsBackWhole) {
   const std::string truncated = write(4, "ours");
   std::filesystem::resize_file(truncated, std::filesystem::file_size(truncated) / 2);
 
+  // Issue 24: a damaged global heap (under a variable-length string, as
+  // files of earlier versions hold) crashed the resume before it could pass
+  // over the file; now it is passed over like any other broken checkpoint.
+  const std::string damaged = write(5, "ours");
+  test_support::replace_with_variable_string(damaged, "rounding", "nearest");
+  test_support::damage_global_heap(damaged);
+
   const app::RunCheckpoints checkpoints(dir, 1);
   std::vector<std::string> passed_over;
   EXPECT_EQ(checkpoints.latest_good("ours", passed_over), good);
+  ASSERT_EQ(passed_over.size(), 2u);
+  EXPECT_EQ(passed_over[0].rfind(damaged + ": ", 0), 0u) << passed_over[0];
+  EXPECT_NE(passed_over[0].find("is damaged"), std::string::npos) << passed_over[0];
+  passed_over.erase(passed_over.begin());
   ASSERT_EQ(passed_over.size(), 1u);
   EXPECT_EQ(passed_over[0].rfind(truncated + ": ", 0), 0u) << passed_over[0];
   EXPECT_NE(app::checkpoint_problem(truncated), "");

@@ -12,6 +12,8 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <limits>
 #include <string>
 #include <vector>
@@ -80,6 +82,55 @@ TEST(Hdf5Faults, StringAttributeHoldingSeveralValuesIsRefused) {
   std::remove(path.c_str());
   EXPECT_NE(message.find("attribute 'activation_function' holds 3 values"), std::string::npos)
       << message;
+}
+
+/// The bytes of the file at `path`.
+std::string bytes_of(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+// Issue 24, finding 1: one flipped bit in the size of a global heap object
+// (where variable-length strings live) made H5Aread read out of bounds and
+// `distzo inspect` die of SIGSEGV. The read now runs in a child process.
+TEST(Hdf5Faults, DamagedGlobalHeapIsAnErrorNotACrash) {
+  const std::string path = copy_of_model("damaged_heap.h5");
+  test_support::replace_with_variable_string(path, "activation_function", "relu");
+  EXPECT_EQ(io::Hdf5File(path, io::Hdf5File::Mode::read).read_string_attribute("activation_function"),
+            "relu")
+      << "an intact variable-length string reads back (through the checked child)";
+  test_support::damage_global_heap(path);
+  const std::string message = error_of(path);
+  std::remove(path.c_str());
+  // The heap's first object belongs to whichever string the writer put there first.
+  EXPECT_EQ(message.find(path + ": attribute '"), 0u) << message;
+  EXPECT_NE(message.find("' is damaged (reading its variable-length string died of signal"),
+            std::string::npos)
+      << message;
+}
+
+// What distzo writes holds no variable-length string (no global heap), and
+// strings of any length round-trip: an empty one, UTF-8, a deck of 300 KB
+// (over the 64 KiB an attribute may take in HDF5's earliest format).
+TEST(Hdf5Faults, StringAttributesAreFixedLengthWithoutAGlobalHeap) {
+  const std::string path = "/tmp/distzo_test_strings_" + std::to_string(getpid()) + ".h5";
+  const std::string long_text(300000, 'y'), utf8 = "d\xc3\xa9j\xc3\xa0 vu";
+  {
+    io::Hdf5File file(path, io::Hdf5File::Mode::create);
+    file.write_string_attribute("empty", "");
+    file.write_string_attribute("utf8", utf8);
+    file.write_string_attribute("long", long_text);
+    const std::vector<float> floats = {1.0f, 2.0f};
+    file.write_floats("f", {2}, floats.data());  // and its checksum attribute
+    file.close();
+  }
+  EXPECT_EQ(bytes_of(path).find("GCOL"), std::string::npos) << "a global heap was written";
+  const io::Hdf5File file(path, io::Hdf5File::Mode::read);
+  EXPECT_EQ(file.read_string_attribute("empty"), "");
+  EXPECT_EQ(file.read_string_attribute("utf8"), utf8);
+  EXPECT_EQ(file.read_string_attribute("long"), long_text);
+  EXPECT_EQ(file.read_floats("f"), (std::vector<float>{1.0f, 2.0f}));
+  std::remove(path.c_str());
 }
 
 TEST(Hdf5Faults, TensorStoredAsIntegersIsRefused) {

@@ -40,10 +40,14 @@ import numpy as np
 
 FORMAT_VERSION = 1
 
-# String attributes are written as variable-length UTF-8 scalars (H5T_STRING,
-# H5T_VARIABLE, H5T_CSET_UTF8, scalar dataspace). The C++ reader reads them
-# with a variable-length memory type.
-STRING_DTYPE = h5py.string_dtype(encoding="utf-8", length=None)
+# String attributes are written as fixed-length UTF-8 scalars (H5T_STRING of
+# the value's byte length, at least 1, null-padded, H5T_CSET_UTF8, scalar
+# dataspace), as distzo writes them: variable-length strings live in the
+# file's global heap, which HDF5 reads without checks (a damaged one crashes
+# the reader). h5py reads them back as bytes; read_string_attr decodes.
+# Readers still accept variable-length strings (files of earlier versions).
+def string_dtype_for(value: bytes) -> np.dtype:
+    return h5py.string_dtype(encoding="utf-8", length=max(len(value), 1))
 
 # Integer config attributes of an OPT model, in the order they are written.
 OPT_INT_ATTRS = (
@@ -609,21 +613,22 @@ def hf_config_dict(cfg: ModelConfig) -> dict:
 # writing
 
 
-def _write_string_attr(attrs: h5py.AttributeManager, name: str, value: str) -> None:
-    attrs.create(name, value, dtype=STRING_DTYPE)
+def write_string_attr(attrs: h5py.AttributeManager, name: str, value: str) -> None:
+    encoded = value.encode("utf-8")
+    attrs.create(name, np.bytes_(encoded), dtype=string_dtype_for(encoded))
 
 
 def _write_config_attrs(f: h5py.File, cfg: ModelConfig, distzo_format: str) -> None:
-    _write_string_attr(f.attrs, "distzo_format", distzo_format)
+    write_string_attr(f.attrs, "distzo_format", distzo_format)
     f.attrs.create("format_version", np.int64(FORMAT_VERSION), dtype=np.int64)
-    _write_string_attr(f.attrs, "architecture", cfg.architecture)
+    write_string_attr(f.attrs, "architecture", cfg.architecture)
     for name in cfg.int_attrs:
         f.attrs.create(name, np.int64(int(getattr(cfg, name))), dtype=np.int64)
     for name in cfg.float_attrs:
         f.attrs.create(name, np.float64(getattr(cfg, name)), dtype=np.float64)
     for name in cfg.string_attrs:
-        _write_string_attr(f.attrs, name, getattr(cfg, name))
-    _write_string_attr(f.attrs, "hf_config_json", cfg.hf_config_json)
+        write_string_attr(f.attrs, name, getattr(cfg, name))
+    write_string_attr(f.attrs, "hf_config_json", cfg.hf_config_json)
 
 
 @contextlib.contextmanager
@@ -743,7 +748,7 @@ def write_model(path: str | os.PathLike, cfg: ModelConfig, tensors: Mapping | It
 # reading
 
 
-def _read_string_attr(attrs, name: str) -> str:
+def read_string_attr(attrs, name: str) -> str:
     if name not in attrs:
         raise FormatError(f"attribute {name}: missing")
     value = attrs[name]
@@ -778,13 +783,13 @@ def _read_float_attr(attrs, name: str) -> float:
 def read_config(f: h5py.File) -> tuple[ModelConfig, str]:
     """(config, distzo_format) from an open model or checkpoint file; the
     config type (OptConfig, LlamaConfig) follows the `architecture` attribute."""
-    fmt = _read_string_attr(f.attrs, "distzo_format")
+    fmt = read_string_attr(f.attrs, "distzo_format")
     if fmt not in ("model", "checkpoint"):
         raise FormatError(f"attribute distzo_format = {fmt!r}: expected 'model' or 'checkpoint'")
     version = _read_int_attr(f.attrs, "format_version")
     if version != FORMAT_VERSION:
         raise FormatError(f"format_version {version}: this reader knows version {FORMAT_VERSION}")
-    arch = _read_string_attr(f.attrs, "architecture")
+    arch = read_string_attr(f.attrs, "architecture")
     if arch not in CONFIG_TYPES:
         raise FormatError(f"architecture {arch!r}: distzo supports {_supported()}")
     cls = CONFIG_TYPES[arch]
@@ -797,10 +802,10 @@ def read_config(f: h5py.File) -> tuple[ModelConfig, str]:
             value = bool(value)
         values[name] = value
     values.update({name: _read_float_attr(f.attrs, name) for name in cls.float_attrs})
-    values.update({name: _read_string_attr(f.attrs, name) for name in cls.string_attrs})
+    values.update({name: read_string_attr(f.attrs, name) for name in cls.string_attrs})
     cfg = cls(
         **values,
-        hf_config_json=_read_string_attr(f.attrs, "hf_config_json") if "hf_config_json" in f.attrs else "",
+        hf_config_json=read_string_attr(f.attrs, "hf_config_json") if "hf_config_json" in f.attrs else "",
     )
     cfg.validate()
     return cfg, fmt

@@ -86,6 +86,9 @@ from dataclasses import dataclass, field
 import h5py
 import numpy as np
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import distzo_h5  # noqa: E402
+
 VADER_MOVIE_FILE = "movieReviewSnippets_GroundTruth.txt"
 VADER_INNER_TAR = "additional_resources/hutto_ICWSM_2014.tar.gz"
 # The other rated corpora in the same tarball (unlabelled text for pretraining).
@@ -490,12 +493,11 @@ def write_classification(path: str, encoded, candidates, pad_id: int, seq_len: i
     os.close(fd)
     try:
         with h5py.File(tmp, "w", libver=("earliest", "v110")) as f:
-            s = h5py.string_dtype("utf-8")
-            f.attrs.create("distzo_format", "dataset", dtype=s)
+            distzo_h5.write_string_attr(f.attrs, "distzo_format", "dataset")
             f.attrs.create("format_version", np.int64(1), dtype=np.int64)
-            f.attrs.create("task", "classification", dtype=s)
+            distzo_h5.write_string_attr(f.attrs, "task", "classification")
             f.attrs.create("pad_token_id", np.int64(pad_id), dtype=np.int64)
-            f.attrs.create("description", description, dtype=s)
+            distzo_h5.write_string_attr(f.attrs, "description", description)
             for name, arr in (("input_ids", input_ids), ("lengths", lengths),
                               ("candidates", np.asarray(candidates, np.int32)), ("labels", labels)):
                 f.create_dataset(name, data=arr, track_times=False)

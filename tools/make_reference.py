@@ -375,21 +375,20 @@ def write_reference(path: str, name: str, arch: str, seed: int, model, data: dic
     import transformers
 
     with distzo_h5.atomic_h5(path) as f:
-        s = distzo_h5.STRING_DTYPE
-        f.attrs.create("distzo_format", "reference", dtype=s)
-        f.attrs.create("model", name + ".model.h5", dtype=s)
-        f.attrs.create("generator", "tools/make_reference.py (generated, never edit by hand)", dtype=s)
-        f.attrs.create("regenerate", "python tools/make_reference.py --out tests/data", dtype=s)
-        f.attrs.create("transformers_version", transformers.__version__, dtype=s)
-        f.attrs.create("torch_version", torch.__version__, dtype=s)
-        f.attrs.create("attn_implementation", "eager", dtype=s)
+        distzo_h5.write_string_attr(f.attrs, "distzo_format", "reference")
+        distzo_h5.write_string_attr(f.attrs, "model", name + ".model.h5")
+        distzo_h5.write_string_attr(f.attrs, "generator", "tools/make_reference.py (generated, never edit by hand)")
+        distzo_h5.write_string_attr(f.attrs, "regenerate", "python tools/make_reference.py --out tests/data")
+        distzo_h5.write_string_attr(f.attrs, "transformers_version", transformers.__version__)
+        distzo_h5.write_string_attr(f.attrs, "torch_version", torch.__version__)
+        distzo_h5.write_string_attr(f.attrs, "attn_implementation", "eager")
         f.attrs.create("seed", np.int64(seed), dtype=np.int64)
         f.attrs.create("pad_token_id", np.int64(SPECIAL_IDS[arch][0]), dtype=np.int64)
         f.attrs.create("ignore_index", np.int64(IGNORE_INDEX), dtype=np.int64)
         f.attrs.create("num_hidden_states", np.int64(model.config.num_hidden_layers + 1), dtype=np.int64)
         for key, (array, description) in data.items():
             distzo_h5.write_dataset(f, key, array)
-            f[key].attrs.create("description", description, dtype=s)
+            distzo_h5.write_string_attr(f[key].attrs, "description", description)
 
 
 def generate(out_dir: str, names=None, verbose=True) -> list[str]:

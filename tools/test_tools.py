@@ -422,12 +422,16 @@ def test_llama_config():
         distzo_h5.write_model(path, cfg, tensors)
         with h5py.File(path, "r") as f:
             attrs = f.attrs
-            assert attrs["architecture"] == "llama" and int(attrs["format_version"]) == 1
+            # Fixed-length strings (no global heap), read back as bytes.
+            assert h5py.check_string_dtype(attrs.get_id("architecture").dtype).length is not None
+            assert distzo_h5.read_string_attr(attrs, "architecture") == "llama"
+            assert int(attrs["format_version"]) == 1
             for name in distzo_h5.LLAMA_INT_ATTRS:
                 assert attrs[name].dtype == np.int64, name
             for name in distzo_h5.LLAMA_FLOAT_ATTRS:
                 assert attrs[name].dtype == np.float64, name
-            assert attrs["hidden_act"] == "silu" and json.loads(attrs["hf_config_json"])["model_type"] == "llama"
+            assert distzo_h5.read_string_attr(attrs, "hidden_act") == "silu"
+            assert json.loads(distzo_h5.read_string_attr(attrs, "hf_config_json"))["model_type"] == "llama"
             assert (int(attrs["head_dim"]), int(attrs["attention_bias"]), int(attrs["mlp_bias"])) == (16, 1, 0)
             assert float(attrs["rope_theta"]) == 500000.0 and float(attrs["rms_norm_eps"]) == 1e-5
             assert all(f[n].dtype == np.float32 for n in tensors)
@@ -444,7 +448,7 @@ def test_llama_config():
         else:
             raise AssertionError("rope_theta disagreeing with hf_config_json was not caught")
         with h5py.File(path, "r+") as f:
-            f.attrs.create("architecture", "gpt2", dtype=distzo_h5.STRING_DTYPE)
+            distzo_h5.write_string_attr(f.attrs, "architecture", "gpt2")
         try:
             distzo_h5.read_model(path)
         except FormatError as err:
@@ -627,7 +631,7 @@ def test_fixtures_against_numpy():
     for ref_path in refs:
         with h5py.File(ref_path, "r") as f:
             r = {k: f[k][()] for k in f}
-            model_file = f.attrs["model"]
+            model_file = distzo_h5.read_string_attr(f.attrs, "model")
         cfg, t = distzo_h5.read_model(os.path.join(DATA, model_file))
         forward = numpy_llama_forward if isinstance(cfg, distzo_h5.LlamaConfig) else numpy_forward
         logits, hidden, layer_last = forward(cfg, t, r["input_ids"], r["attention_mask"])

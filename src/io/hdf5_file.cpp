@@ -3,8 +3,10 @@
 #include "core/digest.hpp"
 #include "core/error.hpp"
 #include "core/file_system.hpp"
+#include "core/forked_call.hpp"
 #include "kernels/digest.hpp"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdint>
 #include <cstdio>
@@ -107,6 +109,26 @@ herr_t collect_name(hid_t, const char* name, const H5L_info_t*, void* out) {
   return 0;
 }
 
+/// How distzo creates files: in the HDF5 1.8 format (readable by HDF5 1.8
+/// and later, h5py included), whose object headers and indexes carry
+/// checksums that HDF5 verifies on every read, so damaged metadata is an
+/// error rather than garbage; it also stores attributes over 64 KiB (a long
+/// deck's text as a fixed-length string).
+Hdf5Handle create_access_properties(const std::string& path) {
+  auto fapl = check(H5Pcreate(H5P_FILE_ACCESS), H5Pclose, path + ": file access properties");
+  DISTZO_REQUIRE(H5Pset_libver_bounds(fapl.get(), H5F_LIBVER_V18, H5F_LIBVER_V18) >= 0,
+                 path << ": cannot select the HDF5 1.8 file format");
+  return fapl;
+}
+
+/// No timestamp on the root group (the 1.8 format would record its creation
+/// time): equal content gives byte-identical files.
+Hdf5Handle create_file_properties(const std::string& path) {
+  auto fcpl = check(H5Pcreate(H5P_FILE_CREATE), H5Pclose, path + ": file creation properties");
+  H5Pset_obj_track_times(fcpl.get(), 0);
+  return fcpl;
+}
+
 }  // namespace
 
 Hdf5File::Hdf5File(const std::string& path, Mode mode) : path_(path) {
@@ -120,7 +142,9 @@ Hdf5File::Hdf5File(const std::string& path, Mode mode) : path_(path) {
                                           "truncated or damaged)");
     file_ = Hdf5Handle(id, close_file);
   } else {
-    const hid_t id = H5Fcreate(path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
+    auto fapl = create_access_properties(path);
+    auto fcpl = create_file_properties(path);
+    const hid_t id = H5Fcreate(path.c_str(), H5F_ACC_TRUNC, fcpl.get(), fapl.get());
     DISTZO_INPUT_REQUIRE(id >= 0, "cannot create HDF5 file '" << path << "'" << write_cause(path));
     file_ = Hdf5Handle(id, close_file);
   }
@@ -133,9 +157,10 @@ Hdf5File::Hdf5File(const std::string& path, MPI_Comm comm) : path_(path), parall
 #ifdef H5_HAVE_PARALLEL
   MPI_Comm_rank(comm, &rank_);
   comm_ = comm;
-  auto fapl = check(H5Pcreate(H5P_FILE_ACCESS), H5Pclose, path + ": file access properties");
+  auto fapl = create_access_properties(path);
   H5Pset_fapl_mpio(fapl.get(), comm, MPI_INFO_NULL);
-  file_ = check(H5Fcreate(path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, fapl.get()), close_file,
+  auto fcpl = create_file_properties(path);
+  file_ = check(H5Fcreate(path.c_str(), H5F_ACC_TRUNC, fcpl.get(), fapl.get()), close_file,
                 "cannot create HDF5 file '" + path + "' (MPI-IO)");
 #else
   (void)comm;
@@ -205,6 +230,33 @@ double Hdf5File::read_double_attribute(const std::string& name) const {
 }
 
 namespace {
+/// A variable-length string attribute's value, read in a child process.
+///
+/// Its bytes sit in the file's global heap, whose object sizes and indices
+/// HDF5 1.10 uses unchecked: a damaged heap makes H5Aread read out of bounds
+/// and the process die of SIGSEGV (5 in 400 byte flips of a model file). The
+/// forked child shares the open file; if it dies or hangs, the file is
+/// reported damaged and the run goes on to say so (or, resuming, to an older
+/// checkpoint). Only foreign files (h5py writes such strings) and files of
+/// earlier distzo versions hold them: distzo writes fixed-length strings.
+std::string read_variable_string_checked(hid_t attr, hid_t type, const std::string& path,
+                                         const std::string& name) {
+  constexpr int kTimeoutSeconds = 60;  // a string attribute reads in microseconds
+  const ForkedCall read = call_in_forked_child(
+      [&](std::string& out) {
+        char* raw = nullptr;
+        if (H5Aread(attr, type, &raw) < 0) return false;
+        if (raw) out = raw;
+        return true;
+      },
+      kTimeoutSeconds);
+  DISTZO_INPUT_REQUIRE(read.ok(), path << ": attribute '" << name
+                                       << "' is damaged (reading its variable-length string "
+                                       << read.failure
+                                       << "): the file is corrupt; use an intact copy");
+  return read.output;
+}
+
 /// Of the file (its root group) or of one of its datasets.
 std::string read_string_attribute_of(hid_t object, const std::string& path,
                                      const std::string& name) {
@@ -216,15 +268,10 @@ std::string read_string_attribute_of(hid_t object, const std::string& path,
   DISTZO_INPUT_REQUIRE(H5Tget_class(type.get()) == H5T_STRING,
                        path << ": attribute '" << name << "' should be a string");
   require_one_value(attr.get(), path, name);
-  // h5py writes variable-length UTF-8 strings; other writers use fixed length.
-  if (H5Tis_variable_str(type.get()) > 0) {
-    char* raw = nullptr;
-    DISTZO_REQUIRE(H5Aread(attr.get(), type.get(), &raw) >= 0,
-                   path << ": cannot read attribute '" << name << "'");
-    std::string value = raw ? raw : "";
-    H5free_memory(raw);
-    return value;
-  }
+  // h5py writes variable-length UTF-8 strings (as distzo did before it wrote
+  // fixed-length ones); they live in a global heap that HDF5 trusts.
+  if (H5Tis_variable_str(type.get()) > 0)
+    return read_variable_string_checked(attr.get(), type.get(), path, name);
   std::string value(H5Tget_size(type.get()), '\0');
   DISTZO_REQUIRE(H5Aread(attr.get(), type.get(), value.data()) >= 0,
                  path << ": cannot read attribute '" << name << "'");
@@ -302,12 +349,17 @@ namespace {
 /// On the file (its root group) or on one of its datasets.
 void write_string_attribute_to(hid_t object, const std::string& path, const std::string& name,
                                const std::string& value) {
-  // Variable-length UTF-8, the type h5py writes and reads as `str`.
+  // Fixed-length UTF-8, null-padded, as h5py writes numpy bytes (h5py reads
+  // it as bytes, h5dump as text). Not variable-length: those strings live in
+  // a global heap that HDF5 reads unchecked (read_variable_string_checked).
+  // One byte at least: HDF5 has no 0-byte string type.
   auto type = check(H5Tcopy(H5T_C_S1), H5Tclose, path + ": string type");
-  H5Tset_size(type.get(), H5T_VARIABLE);
-  H5Tset_cset(type.get(), H5T_CSET_UTF8);
-  const char* raw = value.c_str();
-  write_scalar_attribute(object, path, name, type.get(), &raw);
+  DISTZO_REQUIRE(H5Tset_size(type.get(), std::max<std::size_t>(value.size(), 1)) >= 0 &&
+                     H5Tset_strpad(type.get(), H5T_STR_NULLPAD) >= 0 &&
+                     H5Tset_cset(type.get(), H5T_CSET_UTF8) >= 0,
+                 path << ": cannot make the string type of attribute '" << name << "'");
+  const std::string padded = value.empty() ? std::string(1, '\0') : value;
+  write_scalar_attribute(object, path, name, type.get(), padded.data());
 }
 }  // namespace
 
@@ -498,16 +550,30 @@ Hdf5Handle dataset_properties(const std::string& path, bool parallel) {
   return dcpl;
 }
 
+/// Creates the groups above dataset `name` ("distzo/seed_log" of
+/// "distzo/seed_log/g") that do not exist yet, without timestamps like the
+/// datasets (HDF5's own intermediate groups would record the time).
+void create_parent_groups(hid_t file, const std::string& path, const std::string& name) {
+  auto gcpl = check(H5Pcreate(H5P_GROUP_CREATE), H5Pclose, path + ": property list");
+  H5Pset_obj_track_times(gcpl.get(), 0);
+  for (std::size_t slash = name.find('/'); slash != std::string::npos;
+       slash = name.find('/', slash + 1)) {
+    const std::string group = name.substr(0, slash);
+    if (H5Lexists(file, group.c_str(), H5P_DEFAULT) > 0) continue;
+    check(H5Gcreate2(file, group.c_str(), H5P_DEFAULT, gcpl.get(), H5P_DEFAULT), H5Gclose,
+          path + ": cannot create group " + group);
+  }
+}
+
 Hdf5Handle create_dataset(hid_t file, const std::string& path, const std::string& name,
                           const std::vector<std::int64_t>& shape, hid_t file_type, bool parallel) {
+  create_parent_groups(file, path, name);
   std::vector<hsize_t> dims(shape.begin(), shape.end());
   auto space = check(dims.empty() ? H5Screate(H5S_SCALAR)
                                   : H5Screate_simple(static_cast<int>(dims.size()), dims.data(), nullptr),
                      H5Sclose, path + ": dataspace for " + name);
   auto dcpl = dataset_properties(path, parallel);
-  auto lcpl = check(H5Pcreate(H5P_LINK_CREATE), H5Pclose, path + ": property list");
-  H5Pset_create_intermediate_group(lcpl.get(), 1);
-  return check(H5Dcreate2(file, name.c_str(), file_type, space.get(), lcpl.get(), dcpl.get(),
+  return check(H5Dcreate2(file, name.c_str(), file_type, space.get(), H5P_DEFAULT, dcpl.get(),
                           H5P_DEFAULT),
                H5Dclose, path + ": cannot create dataset " + name);
 }

@@ -5,6 +5,8 @@
 #include <gtest/gtest.h>
 #include <hdf5.h>
 
+#include <fstream>
+#include <iterator>
 #include <string>
 
 namespace distzo::test_support {
@@ -26,6 +28,43 @@ inline void replace_string_attribute(const std::string& path, const char* name, 
   H5Tclose(type);
   H5Sclose(space);
   H5Fclose(file);
+}
+
+/// Replaces root attribute `name` of the file at `path` by a variable-length
+/// UTF-8 string, as h5py (and distzo before fixed-length strings) writes it:
+/// its bytes go to the file's global heap.
+inline void replace_with_variable_string(const std::string& path, const char* name,
+                                         const char* value) {
+  const hid_t file = H5Fopen(path.c_str(), H5F_ACC_RDWR, H5P_DEFAULT);
+  ASSERT_GE(file, 0) << path;
+  H5Adelete(file, name);
+  const hid_t space = H5Screate(H5S_SCALAR);
+  const hid_t type = H5Tcopy(H5T_C_S1);
+  H5Tset_size(type, H5T_VARIABLE);
+  H5Tset_cset(type, H5T_CSET_UTF8);
+  const hid_t attr = H5Acreate2(file, name, type, space, H5P_DEFAULT, H5P_DEFAULT);
+  EXPECT_GE(H5Awrite(attr, type, &value), 0);
+  H5Aclose(attr);
+  H5Tclose(type);
+  H5Sclose(space);
+  H5Fclose(file);
+}
+
+/// Flips the bit of the file at `path` that issue 24's fuzzer found crashing
+/// HDF5: bit 6 of byte 3 of the size of the first object in its global heap
+/// (a 4-byte string then claims 0x40000004 bytes). The collection header is
+/// 16 bytes; an object starts with its index, reference count and 4 reserved
+/// bytes (8 in all), then its size, 8 bytes little-endian.
+inline void damage_global_heap(const std::string& path) {
+  std::string bytes;
+  {
+    std::ifstream in(path, std::ios::binary);
+    bytes.assign(std::istreambuf_iterator<char>(in), {});
+  }
+  const std::size_t heap = bytes.find("GCOL");
+  ASSERT_NE(heap, std::string::npos) << path << " has no global heap";
+  bytes[heap + 16 + 8 + 3] = static_cast<char>(bytes[heap + 16 + 8 + 3] | 0x40);
+  std::ofstream(path, std::ios::binary | std::ios::trunc) << bytes;
 }
 
 }  // namespace distzo::test_support
