@@ -5,6 +5,7 @@
 #include "app/inspect.hpp"
 #include "app/make_model.hpp"
 #include "app/make_synthetic.hpp"
+#include "app/memory_limit.hpp"
 #include "app/plan.hpp"
 #include "app/run.hpp"
 #include "core/error.hpp"
@@ -128,6 +129,17 @@ int main(int argc, char** argv) {
   // A file size limit (ulimit -f) makes a write fail (EFBIG), which distzo
   // reports, instead of killing the process without a word.
   std::signal(SIGXFSZ, SIG_IGN);
+  // Under too small an address-space limit MPI_Init aborts (UCX cannot start
+  // its thread) with a backtrace that names no cause: say it first. Under
+  // mpiexec every rank sees the same limit; rank 0 says it.
+  if (const std::string small = distzo::app::address_space_too_small_to_start(); !small.empty()) {
+    const char* pmi_rank = std::getenv("PMI_RANK");
+    if (pmi_rank == nullptr || std::string(pmi_rank) == "0")
+      std::cerr << "distzo: error: " << small << "\n";
+    // Not `return`: the exit handlers of a BLAS whose threads could not all
+    // start under the limit wait for them forever.
+    std::_Exit(2);
+  }
   MPI_Init(&argc, &argv);
   int rank = 0, size = 1;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);

@@ -10,14 +10,17 @@
 #include "app/blas_threads.hpp"
 #include "app/deck_config.hpp"
 #include "app/format.hpp"
+#include "app/memory_limit.hpp"
 #include "app/plan.hpp"
 #include "app/run_directory.hpp"
 #include "app/run_hooks.hpp"
 #include "app/run_inputs.hpp"
 #include "app/run_outputs.hpp"
 #include "app/stop_signal.hpp"
+#include "core/address_space.hpp"
 #include "core/error.hpp"
 #include "core/memory.hpp"
+#include "kernels/host_gemm.hpp"
 #include "runtime/mesh.hpp"
 #include "runtime/parameter_store.hpp"
 #include "runtime/watchdog.hpp"
@@ -36,11 +39,13 @@ using runtime::collectively;
 RunOptions parse_run_options(const std::vector<std::string>& args) {
   RunOptions o;
   for (const auto& a : args) {
-    const std::string corrupt = "--debug-corrupt-rank=";
+    const std::string corrupt = "--debug-corrupt-rank=", hang = "--debug-hang-after-step=";
     if (a.compare(0, corrupt.size(), corrupt) == 0) {
       o.faults.corrupt_theta_rank = std::stoi(a.substr(corrupt.size()));
     } else if (a == "--debug-poison-slots") {
       o.faults.poison_released_slots = true;
+    } else if (a.compare(0, hang.size(), hang) == 0) {
+      o.faults.hang_after_step = std::stoll(a.substr(hang.size()));
     } else if (!a.empty() && a[0] == '-') {
       DISTZO_FAIL("run: unknown option '" << a << "'");
     } else {
@@ -186,6 +191,12 @@ void run(const RunOptions& options, const runtime::Communicator& world) {
   std::unique_ptr<zo::Engine> engine_owner;
   std::unique_ptr<Batches> batches;
   collectively(world, [&] {
+    if (address_space_limit()) {  // else nothing to check (and no plan to compute)
+      const std::string shortfall = address_space_shortfall(
+          plan_memory(plan_inputs(deck, model.config, train)), kernels::gemm_threads(),
+          options.deck_path);
+      if (!shortfall.empty()) throw Error(shortfall);
+    }
     try {
       runtime::PlacementConfig placement = placement_config(deck, mesh.node().size());
       const runtime::ExchangeKind exchange = exchange_kind(deck.placement.exchange);

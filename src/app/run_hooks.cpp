@@ -2,6 +2,10 @@
 
 #include "app/deck_config.hpp"
 #include "app/stop_signal.hpp"
+#include "core/fault_injection.hpp"
+
+#include <cstdlib>
+#include <unistd.h>
 
 namespace distzo::app {
 
@@ -27,6 +31,17 @@ const model::Batch& RunHooks::batch(std::int64_t step) {
                              order_.micro_batch(step, mesh_.coordinates().data_rank, D, B));
 }
 
+namespace {
+/// fault::Injection::hang_after_step: an exit handler that never returns,
+/// then no progress, ever.
+[[noreturn]] void hang_forever() {
+  std::atexit([] {
+    for (;;) pause();
+  });
+  for (;;) pause();
+}
+}  // namespace
+
 void RunHooks::step_done(const zo::StepReport& r) {
   const zo::StepEstimate& est = r.estimate;
   const int q = deck_.optim.queries;
@@ -48,6 +63,7 @@ void RunHooks::step_done(const zo::StepReport& r) {
   out_.step(row);
   last_step_moved_ = r.moved;
 
+  if (r.step == fault::injected().hang_after_step) hang_forever();
   if (r.step == first_step_ + 1)  // the clock of the ETA starts with the first step
     train_start_ = Clock::now() - std::chrono::duration_cast<Clock::duration>(
                                       std::chrono::duration<double>(r.seconds));

@@ -16,6 +16,11 @@ struct Injection {
   /// The block streamer fills every device slot with NaN as it releases it,
   /// so a read after release shows up as a non-finite loss.
   bool poison_released_slots = false;
+  /// After this step the rank stops making progress, as in a library call
+  /// that never returns, and an exit handler that waits forever is
+  /// registered, as OpenBLAS's waits for its stuck thread: the watchdog must
+  /// still end the process. -1: none.
+  long long hang_after_step = -1;
 };
 
 /// The faults armed in this process (none unless inject() was called).

@@ -5,10 +5,12 @@
 
 #include <algorithm>
 #include <climits>
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <deque>
+#include <unistd.h>
 
 
 namespace distzo::runtime {
@@ -184,6 +186,17 @@ void MpiCommunicator::on_collective(std::function<void()> hook) const { *hook_ =
 void MpiCommunicator::abort(int status) const {
   std::fflush(stdout);
   std::fflush(stderr);
+  // MPI_Abort ends this process through exit(), whose handlers may wait
+  // forever on a library thread that is stuck (OpenBLAS's joins its threads;
+  // a stuck one may be why the watchdog fired). Alone, there is no one to
+  // tell: end now. Otherwise MPI_Abort has the launcher end every rank, and
+  // SIGALRM ends this one should exit() not return.
+  int world_size = 1;
+  MPI_Comm_size(MPI_COMM_WORLD, &world_size);
+  if (world_size == 1) std::_Exit(status);
+  constexpr unsigned kAbortGraceSeconds = 10;
+  std::signal(SIGALRM, SIG_DFL);
+  alarm(kAbortGraceSeconds);
   MPI_Abort(comm_, status);
   std::_Exit(status);  // MPI_Abort does not return; should it, end this rank at least
 }

@@ -46,3 +46,23 @@ deck off 3 off 'parallel:' '  watchdog: off'
 "$DISTZO" run off.yaml > off.log 2>&1 || { cat off.log; fail "a run with the watchdog off failed"; }
 grep -q "watchdog: off" off/deck.resolved.yaml || fail "deck.resolved.yaml lacks watchdog: off"
 pass "parallel.watchdog: off runs and is written back"
+
+# A rank that hangs inside a library call while an exit handler waits for it
+# forever (OpenBLAS's joins its threads, one of them stuck): the watchdog's
+# abort must still end the process, alone and with another rank, promptly.
+hang_with_stuck_exit() {
+  local name=$1 ranks=$2; shift 2
+  deck "$name" 100000000 "$name" 'checkpoint:' '  interval: 0' 'parallel:' '  watchdog: 2' "$@"
+  local start=$SECONDS
+  set +e
+  timeout -s KILL 60 "$MPIEXEC" -n "$ranks" "$DISTZO" run "$name.yaml" --debug-hang-after-step=3 \
+    > "$name.log" 2>&1
+  rc=$?
+  set -e
+  [ "$rc" = 76 ] || { cat "$name.log"; fail "$name: exited $rc (137: hung until killed), expected 76"; }
+  [ $((SECONDS - start)) -lt 30 ] || fail "$name: the watchdog's abort took $((SECONDS - start)) s"
+  grep -q "watchdog: rank 0 .* has made no progress" "$name.log" || { cat "$name.log"; fail "$name: no watchdog message"; }
+}
+hang_with_stuck_exit stuck1 1
+hang_with_stuck_exit stuck2 2 '  perturbation: 2'
+pass "a rank hung with an exit handler that never returns: the watchdog ends the job with 76 (1 and 2 ranks)"

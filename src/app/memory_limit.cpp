@@ -1,0 +1,70 @@
+#include "app/memory_limit.hpp"
+
+#include "app/format.hpp"
+#include "core/address_space.hpp"
+#include "core/types.hpp"
+
+#include <cmath>
+#include <sstream>
+#include <type_traits>
+
+namespace distzo::app {
+
+namespace {
+/// HDF5's and the datasets' buffers, MPI's, the evaluation's: what the plan
+/// does not itemise.
+constexpr double kMarginBytes = 64.0 * 1024 * 1024;
+
+/// "ulimit -v 1048576 (1 GiB)": the setting as the shell takes it, in KiB.
+std::string ulimit_setting(double bytes) {
+  std::ostringstream s;
+  s << "ulimit -v " << static_cast<long long>((bytes + 1023) / 1024) << " (" << human_bytes(bytes)
+    << ")";
+  return s.str();
+}
+
+/// The limit to ask for: `needed` rounded up to a multiple of 16 MiB, and
+/// 16 MiB more for the pages by which another start of the same run maps more
+/// (the environment, where the stacks land).
+double advised_limit(double needed) {
+  constexpr double kStep = 16.0 * 1024 * 1024;
+  return std::ceil(needed / kStep) * kStep + kStep;
+}
+}  // namespace
+
+std::string address_space_shortfall(const MemoryPlan& plan, int gemm_threads,
+                                    const std::string& deck_path) {
+  const std::optional<double> limit = address_space_limit();
+  if (!limit) return "";
+  // On host backends the "device" buffers are host memory too.
+  constexpr bool device_is_host = std::is_same<MemSpace, Kokkos::HostSpace>::value;
+  const double buffers = static_cast<double>(plan.host_master) +
+                         (device_is_host ? static_cast<double>(plan.device_total()) : 0.0);
+  const double threads = gemm_threads * kBlasBufferBytesPerThread;
+  const double in_use = address_space_in_use();
+  const double needed = in_use + buffers + threads + kMarginBytes;
+  if (needed <= *limit && address_space_available(buffers + threads + kMarginBytes)) return "";
+  std::ostringstream s;
+  s << "the address-space limit of this process is " << ulimit_setting(*limit)
+    << ", too small for this run: it needs about " << human_bytes(needed) << " = "
+    << human_bytes(in_use) << " mapped now (libraries, MPI, the datasets) + "
+    << human_bytes(buffers) << " for θ and the run's buffers (`distzo plan " << deck_path
+    << "`) + " << human_bytes(threads) << " for its " << gemm_threads
+    << " GEMM thread(s) (a BLAS work buffer each) + "
+    << human_bytes(kMarginBytes) << " of margin. Raise the limit to at least "
+    << ulimit_setting(advised_limit(needed)) << " (or the batch system's memory request), or run fewer GEMM "
+    << "threads (OPENBLAS_NUM_THREADS=1 saves " << human_bytes(kBlasBufferBytesPerThread)
+    << " per thread)";
+  return s.str();
+}
+
+std::string address_space_too_small_to_start() {
+  const std::optional<double> limit = address_space_limit();
+  if (!limit || *limit >= kAddressSpaceToStart) return "";
+  return "the address-space limit of this process is " + ulimit_setting(*limit) +
+         "; distzo needs at least " + human_bytes(kAddressSpaceToStart) +
+         " to start (its libraries, MPI and its threads), and a run more: `distzo plan DECK` "
+         "predicts it. Raise the limit (ulimit -v, or the batch system's memory request)";
+}
+
+}  // namespace distzo::app

@@ -1,0 +1,23 @@
+#pragma once
+// Refusing a run that its address-space limit (ulimit -v) cannot hold, before
+// it allocates anything: past the limit OpenBLAS retries a failed buffer
+// allocation forever and threads fail to start (core/address_space.hpp).
+
+#include "app/plan.hpp"
+
+#include <string>
+
+namespace distzo::app {
+
+/// Nothing when the process has no address-space limit or the run fits in
+/// it; else why not and what it needs: the bytes in use now, the plan's
+/// (`plan`, this rank's), `gemm_threads` x kBlasBufferBytesPerThread,
+/// and a margin, against the limit. `deck_path` goes into the advice.
+std::string address_space_shortfall(const MemoryPlan& plan, int gemm_threads,
+                                    const std::string& deck_path);
+
+/// The check before MPI_Init: nothing when the limit is unset or at least
+/// kAddressSpaceToStart, else the message that says so.
+std::string address_space_too_small_to_start();
+
+}  // namespace distzo::app

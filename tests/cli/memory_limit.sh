@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# Under an address-space limit (ulimit -v: what a batch system's memory limit
+# can look like) too small for the run, distzo ends within seconds with an
+# error that says how much it needs, on 1 and 2 ranks, leaving no output
+# behind; the limit it names is enough. Before, OpenBLAS retried a failed
+# buffer allocation forever, or MPI_Init aborted with a backtrace (issue 24).
+source "$(dirname "$0")/lib.sh" "$@"
+if [[ "${ASAN_OPTIONS:-}" == *max_allocation_size_mb* ]]; then
+  # AddressSanitizer reserves terabytes of address space for its shadow: no
+  # process of this build starts under a limit. The plain build runs this.
+  echo "ok: not applicable under AddressSanitizer (no address-space limit can hold its shadow)"
+  exit 0
+fi
+
+# limited NAME KIB RANKS THREADS [ARGS...]: `distzo run NAME.yaml` on RANKS
+# ranks with THREADS GEMM threads each under `ulimit -v KIB`; sets rc and
+# seconds, stderr in NAME.err.
+limited() {
+  local name=$1 kib=$2 ranks=$3 threads=$4 start=$SECONDS
+  set +e
+  (ulimit -v "$kib" && OPENBLAS_NUM_THREADS=$threads exec timeout -s KILL 60 \
+    "$MPIEXEC" -n "$ranks" "$DISTZO" run "$name.yaml") > "$name.out" 2> "$name.err"
+  rc=$?
+  set -e
+  seconds=$((SECONDS - start))
+}
+
+# refused NAME KIB RANKS THREADS PATTERN: the run ends with status 2 within
+# 30 s, saying PATTERN once, and leaves no output directory.
+refused() {
+  local name=$1 ranks=$3 pattern=$5
+  deck "$name" 4 "$name" 'parallel:' "  perturbation: $ranks"
+  limited "$@"
+  [ "$rc" = 2 ] || { cat "$name.err"; fail "$name: exit status $rc (137: hung), expected 2"; }
+  [ "$seconds" -lt 30 ] || fail "$name: took $seconds s to refuse"
+  [ "$(grep -c -- "$pattern" "$name.err")" = 1 ] || { cat "$name.err"; fail "$name: '$pattern' not said once"; }
+  [ ! -e "$name" ] || fail "$name: the output directory was created"
+  pass "$name: $(grep -m1 -- "$pattern" "$name.err" | head -c 220)"
+}
+
+refused start1 204800 1 1 "distzo needs at least 256 MiB to start"
+refused start2 204800 2 1 "distzo needs at least 256 MiB to start"
+refused run1 307200 1 2 "too small for this run: it needs about"
+refused run2 307200 2 1 "too small for this run: it needs about"
+
+# What the message asks for is enough: the same run under that limit finishes.
+for case in run1:1:2 run2:2:1; do
+  IFS=: read -r name ranks threads <<< "$case"
+  kib=$(sed -n 's/.*Raise the limit to at least ulimit -v \([0-9]*\) .*/\1/p' "$name.err" | head -1)
+  [ -n "$kib" ] || fail "$name: the message names no limit: $(cat "$name.err")"
+  limited "$name" "$kib" "$ranks" "$threads"
+  [ "$rc" = 0 ] || { cat "$name.err"; fail "$name under the limit it asked for (ulimit -v $kib): exit status $rc"; }
+  pass "$name finishes under the limit its message names (ulimit -v $kib)"
+done
