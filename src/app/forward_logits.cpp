@@ -1,10 +1,12 @@
 #include "app/forward_logits.hpp"
 #include "app/blas_threads.hpp"
 
+#include "app/memory_limit.hpp"
 #include "app/options.hpp"
 #include "core/error.hpp"
 #include "io/hdf5_file.hpp"
 #include "io/model_file.hpp"
+#include "kernels/host_gemm.hpp"
 #include "runtime/block_streamer.hpp"
 #include "runtime/parameter_store.hpp"
 #include "zo/model_walk.hpp"
@@ -88,6 +90,11 @@ int forward_logits(const std::vector<std::string>& args) {
   const auto host = Kokkos::create_mirror_view(logits);
   runtime::BlockStreamer streamer(store, space);
   zo::FloatTheta theta(store);
+  // Everything is allocated but the BLAS's buffers, which a failed
+  // allocation would make it retry forever.
+  if (const std::string shortfall = blas_buffers_shortfall(kernels::gemm_threads());
+      !shortfall.empty())
+    DISTZO_INPUT_FAIL("forward: " << shortfall);
 
   for (std::int64_t first = 0; first < B; first += rows) {
     // The last micro-batch is padded with copies of its first row, whose

@@ -58,6 +58,21 @@ std::string address_space_shortfall(const MemoryPlan& plan, int gemm_threads,
   return s.str();
 }
 
+std::string blas_buffers_shortfall(int gemm_threads) {
+  const std::optional<double> limit = address_space_limit();
+  const double threads = gemm_threads * kBlasBufferBytesPerThread;
+  if (!limit || address_space_available(threads + kMarginBytes)) return "";
+  const double needed = address_space_in_use() + threads + kMarginBytes;
+  std::ostringstream s;
+  s << "the address-space limit of this process is " << ulimit_setting(*limit) << ": with "
+    << human_bytes(address_space_in_use()) << " mapped (the model and its buffers), the BLAS work "
+    << "buffers of its " << gemm_threads << " GEMM thread(s) (" << human_bytes(threads)
+    << ") and a margin of " << human_bytes(kMarginBytes) << " do not fit. Raise the limit to at "
+    << "least " << ulimit_setting(advised_limit(needed)) << ", or run fewer GEMM threads "
+    << "(OPENBLAS_NUM_THREADS=1)";
+  return s.str();
+}
+
 std::string address_space_too_small_to_start() {
   const std::optional<double> limit = address_space_limit();
   if (!limit || *limit >= kAddressSpaceToStart) return "";

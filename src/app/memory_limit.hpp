@@ -16,6 +16,11 @@ namespace distzo::app {
 std::string address_space_shortfall(const MemoryPlan& plan, int gemm_threads,
                                     const std::string& deck_path);
 
+/// Nothing when the BLAS work buffers of `gemm_threads` threads (and the
+/// margin) still fit under the address-space limit, else the message: the
+/// check of a command whose other buffers are allocated (`distzo forward`).
+std::string blas_buffers_shortfall(int gemm_threads);
+
 /// The check before MPI_Init: nothing when the limit is unset or at least
 /// kAddressSpaceToStart, else the message that says so.
 std::string address_space_too_small_to_start();

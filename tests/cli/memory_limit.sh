@@ -52,3 +52,15 @@ for case in run1:1:2 run2:2:1; do
   [ "$rc" = 0 ] || { cat "$name.err"; fail "$name under the limit it asked for (ulimit -v $kib): exit status $rc"; }
   pass "$name finishes under the limit its message names (ulimit -v $kib)"
 done
+
+# `distzo forward` runs GEMMs too: refused before the BLAS would spin.
+set +e
+(ulimit -v 307200 && OPENBLAS_NUM_THREADS=2 exec timeout -s KILL 60 "$DISTZO" forward model.h5 \
+  "$TEST_DATA/opt_tiny_preln.ref.h5" logits.h5) > forward.out 2> forward.err
+rc=$?
+set -e
+[ "$rc" = 2 ] || { cat forward.err; fail "forward under ulimit -v 307200: exit status $rc, expected 2"; }
+grep -q "forward: the address-space limit of this process is ulimit -v 307200 (300 MiB): .* Raise the limit to at least ulimit -v" forward.err ||
+  fail "forward's message: $(cat forward.err)"
+[ ! -e logits.h5 ] || fail "forward wrote its output anyway"
+pass "forward: $(head -c 200 forward.err)"
