@@ -9,6 +9,7 @@
 #include "app/plan.hpp"
 #include "app/run.hpp"
 #include "core/error.hpp"
+#include "core/process_limits.hpp"
 #include "io/hdf5_file.hpp"
 #include "io/deck.hpp"
 #include "runtime/mpi_communicator.hpp"
@@ -129,10 +130,13 @@ int main(int argc, char** argv) {
   // A file size limit (ulimit -f) makes a write fail (EFBIG), which distzo
   // reports, instead of killing the process without a word.
   std::signal(SIGXFSZ, SIG_IGN);
-  // Under too small an address-space limit MPI_Init aborts (UCX cannot start
-  // its thread) with a backtrace that names no cause: say it first. Under
-  // mpiexec every rank sees the same limit; rank 0 says it.
-  if (const std::string small = distzo::app::address_space_too_small_to_start(); !small.empty()) {
+  // Under too small an address-space or open-files limit MPI_Init aborts or
+  // fails inside UCX with messages that name no cause: say it first (or
+  // raise the open-files limit, when the hard limit allows). Under mpiexec
+  // every rank sees the same limits; rank 0 says it.
+  std::string small = distzo::raise_open_files_limit();
+  if (small.empty()) small = distzo::app::address_space_too_small_to_start();
+  if (!small.empty()) {
     const char* pmi_rank = std::getenv("PMI_RANK");
     if (pmi_rank == nullptr || std::string(pmi_rank) == "0")
       std::cerr << "distzo: error: " << small << "\n";

@@ -1,7 +1,7 @@
 #include "app/memory_limit.hpp"
 
 #include "app/format.hpp"
-#include "core/address_space.hpp"
+#include "core/process_limits.hpp"
 #include "core/types.hpp"
 
 #include <cmath>

@@ -1,7 +1,7 @@
 #pragma once
 // Refusing a run that its address-space limit (ulimit -v) cannot hold, before
 // it allocates anything: past the limit OpenBLAS retries a failed buffer
-// allocation forever and threads fail to start (core/address_space.hpp).
+// allocation forever and threads fail to start (core/process_limits.hpp).
 
 #include "app/plan.hpp"
 

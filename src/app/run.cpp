@@ -17,7 +17,7 @@
 #include "app/run_inputs.hpp"
 #include "app/run_outputs.hpp"
 #include "app/stop_signal.hpp"
-#include "core/address_space.hpp"
+#include "core/process_limits.hpp"
 #include "core/error.hpp"
 #include "core/memory.hpp"
 #include "kernels/host_gemm.hpp"

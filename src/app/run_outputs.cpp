@@ -4,6 +4,7 @@
 #include "app/format.hpp"
 #include "core/error.hpp"
 
+#include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <cstdlib>
@@ -11,11 +12,26 @@
 #include <sstream>
 #include <vector>
 
+#include <sys/resource.h>
 #include <unistd.h>
 
 namespace distzo::app {
 
 namespace {
+
+/// Why the open just made failed, as errno tells it (", Too many open files
+/// (the limit, ulimit -n, is 20)").
+std::string open_failure() {
+  const int error = errno;
+  if (error == 0) return "";
+  std::string why = std::string(": ") + std::strerror(error);
+  if (error == EMFILE) {
+    rlimit files{};
+    if (getrlimit(RLIMIT_NOFILE, &files) == 0)
+      why += " (the open-files limit, ulimit -n, is " + std::to_string(files.rlim_cur) + ")";
+  }
+  return why;
+}
 
 /// Opens `path` for appending after keeping its header and the rows whose
 /// first column (the step) is <= keep_through; a fresh run (-1) truncates.
@@ -38,8 +54,9 @@ std::ofstream open_csv(const std::string& path, const std::string& header,
       if (value <= keep_through) kept.push_back(line);
     }
   }
+  errno = 0;
   std::ofstream out(path, std::ios::trunc);
-  DISTZO_REQUIRE(out.good(), "cannot write '" << path << "'");
+  DISTZO_INPUT_REQUIRE(out.good(), "cannot write '" << path << "'" << open_failure());
   out << header << "\n";
   for (const auto& l : kept) out << l << "\n";
   out.flush();
@@ -62,8 +79,9 @@ RunOutputs::RunOutputs(const std::string& dir, bool active, std::int64_t resume_
                       "step,loss,loss_plus,loss_minus,g,lr,tokens,step_seconds,tokens_per_s,skipped",
                       resume_step);
   eval_ = open_csv(dir + "/eval.csv", "step,eval_loss,accuracy,examples", resume_step);
+  errno = 0;
   log_.open(dir + "/run.log", resume_step >= 0 ? std::ios::app : std::ios::trunc);
-  DISTZO_REQUIRE(log_.good(), "cannot write '" << dir << "/run.log'");
+  DISTZO_INPUT_REQUIRE(log_.good(), "cannot write '" << dir << "/run.log'" << open_failure());
 }
 
 void RunOutputs::step(const StepRow& r) {

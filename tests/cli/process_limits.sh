@@ -1,10 +1,26 @@
 #!/usr/bin/env bash
-# Under an address-space limit (ulimit -v: what a batch system's memory limit
-# can look like) too small for the run, distzo ends within seconds with an
-# error that says how much it needs, on 1 and 2 ranks, leaving no output
-# behind; the limit it names is enough. Before, OpenBLAS retried a failed
-# buffer allocation forever, or MPI_Init aborted with a backtrace (issue 24).
+# Process limits too small for a run (issue 24). An open-files limit (ulimit
+# -n) under 64 is raised when the hard limit allows, else refused with what
+# to do (MPI_Init failed inside UCX). Under an address-space limit (ulimit -v:
+# what a batch system's memory limit can look like) too small for the run,
+# distzo ends within seconds with an error that says how much it needs, on 1
+# and 2 ranks, leaving no output behind; the limit it names is enough.
+# Before, OpenBLAS retried a failed buffer allocation forever, or MPI_Init
+# aborted with a backtrace.
 source "$(dirname "$0")/lib.sh" "$@"
+
+deck files 2 files
+set +e
+(ulimit -Sn 12 && ulimit -Hn 12 && exec "$DISTZO" run files.yaml) > files.out 2> files.err
+rc=$?
+set -e
+[ "$rc" = 2 ] || { cat files.err; fail "ulimit -n 12 (hard 12): exit status $rc, expected 2"; }
+grep -q "the open-files limit of this process is ulimit -n 12 (hard limit 12); distzo needs at least 64" files.err ||
+  fail "ulimit -n 12: $(cat files.err)"
+pass "ulimit -n 12 with hard limit 12: $(head -c 160 files.err)"
+(ulimit -Sn 12 && exec "$DISTZO" run files.yaml) > files.out 2> files.err ||
+  { cat files.err; fail "ulimit -n 12 under a higher hard limit: the run failed"; }
+pass "ulimit -n 12 under a higher hard limit: raised, and the run finishes"
 if [[ "${ASAN_OPTIONS:-}" == *max_allocation_size_mb* ]]; then
   # AddressSanitizer reserves terabytes of address space for its shadow: no
   # process of this build starts under a limit. The plain build runs this.

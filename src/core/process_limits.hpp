@@ -1,13 +1,24 @@
 #pragma once
-// The address-space limit (ulimit -v, RLIMIT_AS: how batch systems and users
-// cap a process's memory) and what a run maps under it. Running into the limit
-// mid-run does not fail cleanly everywhere: OpenBLAS retries a failed buffer
-// allocation forever, UCX aborts in MPI_Init, a thread cannot be started.
-// So distzo checks before it starts, and says how much it needs.
+// The process limits a run can meet before it has started: the address-space
+// limit (ulimit -v, RLIMIT_AS: how batch systems and users cap a process's
+// memory) and the open-files limit (ulimit -n). Running into either mid-run
+// does not fail cleanly everywhere: OpenBLAS retries a failed buffer
+// allocation forever, UCX aborts or fails in MPI_Init, a thread cannot be
+// started. So distzo checks before it starts, and says what it needs.
 
 #include <optional>
+#include <string>
 
 namespace distzo {
+
+/// Files distzo may hold open at once: MPI's transport (UCX takes about 16),
+/// the model, datasets and checkpoint, the run's logs and lock, a margin.
+constexpr long kOpenFilesNeeded = 64;
+
+/// Raises the soft open-files limit to the hard one (at most 1024; an
+/// unprivileged process may) when it is below kOpenFilesNeeded. Nothing when
+/// that gives enough, else the message that the limit is too small.
+std::string raise_open_files_limit();
 
 /// This process's soft address-space limit in bytes; none when unlimited.
 std::optional<double> address_space_limit();
