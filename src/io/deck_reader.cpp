@@ -169,6 +169,27 @@ void SectionReader::read_name_list(const char* key, std::vector<std::string>& ou
   }
 }
 
+namespace {
+/// Linux's limits (PATH_MAX 4096 with its NUL, NAME_MAX 255): a longer path
+/// cannot be opened or made, and echoing it whole buries the message.
+std::string path_length_problem(const std::string& path) {
+  constexpr std::size_t kMaxPath = 4095, kMaxName = 255;
+  if (path.size() > kMaxPath)
+    return "a path of " + std::to_string(path.size()) + " bytes, longer than any the system " +
+           "opens (" + std::to_string(kMaxPath) + "): " + quoted(path);
+  std::size_t start = 0;
+  for (std::size_t slash = path.find('/');; slash = path.find('/', start)) {
+    const std::size_t end = slash == std::string::npos ? path.size() : slash;
+    if (end - start > kMaxName)
+      return "the path has a name of " + std::to_string(end - start) + " bytes, longer than " +
+             "a file system allows (" + std::to_string(kMaxName) + "): " +
+             quoted(path.substr(start, end - start));
+    if (slash == std::string::npos) return "";
+    start = slash + 1;
+  }
+}
+}  // namespace
+
 void SectionReader::read_path(const char* key, std::string& out, bool required) const {
   if (required) require(key);
   const YAML::Node* v = find(key);
@@ -179,6 +200,8 @@ void SectionReader::read_path(const char* key, std::string& out, bool required) 
   if (v->Scalar().find('\0') != std::string::npos)
     fail_value(key,
                "the path holds a NUL byte (\\0), which no file name can: it would be cut there");
+  if (const std::string problem = path_length_problem(v->Scalar()); !problem.empty())
+    fail_value(key, problem);
   out = v->Scalar();
 }
 
