@@ -147,7 +147,9 @@ void print_summary(RunOutputs& out, const RunHooks& hooks, const zo::TrainSummar
   // memory limit sees): with a shared master a node holds one θ whatever P x D.
   out.print(describe_node_memory(
       gather_node_memory(mesh, static_cast<double>(proportional_set_size())), store.sliced()));
-  if (accuracy && hooks.before().accuracy >= 0 && hooks.after().accuracy >= 0)
+  if (accuracy && steps == 0 && hooks.before().accuracy >= 0)
+    out.print(describe_evaluation_only(hooks.before().accuracy, hooks.before().examples));
+  else if (accuracy && hooks.before().accuracy >= 0 && hooks.after().accuracy >= 0)
     out.print(describe_accuracy(hooks.before().accuracy, hooks.after().accuracy,
                                 hooks.after().examples));
 }

@@ -311,4 +311,13 @@ std::string describe_accuracy(double before, double after, std::int64_t examples
   return line;
 }
 
+std::string describe_evaluation_only(double accuracy, std::int64_t examples) {
+  char line[512];
+  std::snprintf(line, sizeof(line),
+                "accuracy: %.4f (%lld held-out examples; optim.steps 0: evaluated only, no step "
+                "and no checkpoint)",
+                accuracy, static_cast<long long>(examples));
+  return line;
+}
+
 }  // namespace distzo::app

@@ -112,5 +112,7 @@ std::vector<NodeMemory> gather_node_memory(const runtime::Mesh& mesh, double ran
 std::string describe_node_memory(const std::vector<NodeMemory>& nodes, bool sliced);
 /// Held-out accuracy before and after fine-tuning.
 std::string describe_accuracy(double before, double after, std::int64_t examples);
+/// Held-out accuracy of a run with optim.steps 0 (nothing trained).
+std::string describe_evaluation_only(double accuracy, std::int64_t examples);
 
 }  // namespace distzo::app

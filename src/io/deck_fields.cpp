@@ -205,7 +205,7 @@ const std::vector<Field>& fields() {
         uint64("data", "shuffle_seed", member(d, &D::shuffle_seed), "seed of the example order"),
 
         required(integer("optim", "steps", member(o, &O::steps), 0,
-                         "optimisation steps; 0 only evaluates")),
+                         "optimisation steps; 0 only evaluates (once, writing no checkpoint)")),
         number("optim", "lr", member(o, &O::lr), 0.0, true, "peak learning rate η", true),
         choice("optim", "schedule", member(o, &O::schedule),
                {{"constant", Schedule::constant},

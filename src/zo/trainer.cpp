@@ -162,12 +162,13 @@ TrainSummary Trainer::run(TrainerState& state) {
   engine_.flush(pending);
   engine_.record_own_slices();
   if (mesh_.world().size() > 1) check_replicas(c.steps);
-  if (c.evaluate) {
+  // optim.steps: 0 only evaluates: once, and θ, unchanged, is not written.
+  if (c.evaluate && c.steps > first_step) {
     heartbeat_.phase("the final evaluation");
     hooks_.evaluate(c.steps, "end");
   }
-  // A resumed run that had no step left to run has nothing new to write.
-  const bool due = streak > 0 || state.step > first_step || first_step == 0;
+  // A run that made no step has nothing new to write.
+  const bool due = streak > 0 || state.step > first_step;
   if (due && !maybe_checkpoint(state, streak, "the final checkpoint", -1)) {
     std::ostringstream os;
     os << "the run ended with " << streak << " non-finite step" << (streak == 1 ? "" : "s")

@@ -142,3 +142,14 @@ if "$DISTZO" run v_batch.yaml > v6.log 2>&1; then fail "a resume with another mi
 grep -q "data.micro_batch: 16 in the checkpoint, 8 in the deck" v6.log && grep -q "optim.schedule: constant in the checkpoint, cosine in the deck" v6.log ||
   fail "micro_batch/schedule change message: $(cat v6.log)"
 pass "resume refuses a changed lr, training set, base model, micro_batch or schedule, naming both values; checkpoint.allow_changes lets one through, noted"
+
+# optim.steps: 0 only evaluates: one evaluation, no checkpoint of the
+# unchanged model, the accuracy said as such (it evaluated twice and wrote a
+# full checkpoint).
+deck zero 0 z
+"$DISTZO" run zero.yaml > zero.log 2>&1 || { cat zero.log; fail "a steps: 0 run failed"; }
+[ "$(grep -c '^[0-9]' z/eval.csv)" = 1 ] || fail "steps: 0 evaluated $(grep -c '^[0-9]' z/eval.csv) times"
+! ls z/ckpt-*.h5 > /dev/null 2>&1 || fail "steps: 0 wrote a checkpoint: $(ls z)"
+grep -q "^accuracy: [0-9.]* (64 held-out examples; optim.steps 0: evaluated only, no step and no checkpoint)" zero.log ||
+  fail "steps: 0 summary: $(tail -2 zero.log)"
+pass "optim.steps: 0 evaluates once and writes no checkpoint"
