@@ -10,6 +10,7 @@
 
 #include "core/digest.hpp"
 #include "core/fp.hpp"
+#include "core/version.hpp"
 #include "core/error.hpp"
 #include "support/expect_error.hpp"
 #include "support/hdf5_edit.hpp"
@@ -94,6 +95,8 @@ TEST(Checkpoint, TrainingStateRoundTrips) {
   EXPECT_EQ(r.deck_yaml, s.deck_yaml);
   EXPECT_EQ(r.parameter_digest, s.parameter_digest);
   EXPECT_EQ(r.nonfinite_streak, s.nonfinite_streak);
+  EXPECT_TRUE(s.writer_version.empty());
+  EXPECT_EQ(r.writer_version, distzo_version()) << "the writer records its version";
   ASSERT_EQ(r.seed_log.size(), s.seed_log.size());
   for (std::size_t i = 0; i < s.seed_log.size(); ++i) {
     EXPECT_EQ(r.seed_log[i].step, s.seed_log[i].step);

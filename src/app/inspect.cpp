@@ -103,8 +103,15 @@ std::string checkpoint_lines(const io::TrainingState& state, const io::ModelRead
      << (state.run_id.empty() ? std::string("(not recorded)") : state.run_id) << "; seed "
      << state.z.seed << ", q = " << state.queries << ", " << to_string(state.z.distribution)
      << " z (recipe " << to_int(state.z.recipe) << "); its deck: h5dump -a /deck_yaml FILE\n"
+     << "written by    distzo "
+     << (state.writer_version.empty() ? std::string("(version not recorded: written before December 2026)")
+                                      : state.writer_version)
+     << "\n"
      << "recorded      parameter digest "
-     << (state.parameter_digest.empty() ? std::string("(none)") : state.parameter_digest) << "\n"
+     << (state.parameter_digest.empty() ? std::string("(none)") : state.parameter_digest)
+     << "; base model "
+     << (state.base_model_digest.empty() ? std::string("(not recorded)") : state.base_model_digest)
+     << "\n"
      << storage_line(state, reader);
   return os.str();
 }

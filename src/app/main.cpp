@@ -10,6 +10,7 @@
 #include "app/run.hpp"
 #include "core/error.hpp"
 #include "core/process_limits.hpp"
+#include "core/version.hpp"
 #include "io/hdf5_file.hpp"
 #include "io/deck.hpp"
 #include "runtime/mpi_communicator.hpp"
@@ -100,7 +101,7 @@ bool answers_without_runtime(const std::vector<std::string>& args, int& status) 
     return true;
   }
   if (args[0] == "--version") {
-    std::cout << "distzo " << DISTZO_VERSION << "\n";
+    std::cout << "distzo " << distzo::distzo_version() << "\n";
     status = 0;
     return true;
   }

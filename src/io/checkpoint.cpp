@@ -1,5 +1,7 @@
 #include "io/checkpoint.hpp"
 
+#include "core/version.hpp"
+
 #include "core/error.hpp"
 
 #include <algorithm>
@@ -56,6 +58,7 @@ void write_training_state(Hdf5File& file, const TrainingState& state) {
   if (!state.train_digest.empty()) file.write_string_attribute("train_digest", state.train_digest);
   file.write_string_attribute("storage", to_string(state.storage));
   file.write_string_attribute("rounding", to_string(state.rounding));
+  file.write_string_attribute("distzo_version", distzo_version());
 
   const PendingUpdate& p = state.pending;
   file.write_int_attribute("pending_active", p.active ? 1 : 0);
@@ -193,6 +196,8 @@ TrainingState read_training_state(const std::string& path) {
   if (file.has_attribute("train_digest")) s.train_digest = file.read_string_attribute("train_digest");
   if (file.has_attribute("storage")) s.storage = parse_storage_dtype(file.read_string_attribute("storage"));
   if (file.has_attribute("rounding")) s.rounding = parse_rounding(file.read_string_attribute("rounding"));
+  if (file.has_attribute("distzo_version"))
+    s.writer_version = file.read_string_attribute("distzo_version");
   if (file.has_attribute("nonfinite_streak"))
     s.nonfinite_streak = static_cast<int>(file.read_int_attribute("nonfinite_streak"));
 

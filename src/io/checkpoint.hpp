@@ -49,6 +49,8 @@ struct TrainingState {
   std::string run_id;        // the run that wrote it (app/run_directory.hpp); "" when absent
   std::string base_model_digest;  // parameter digest of the model the run started from
   std::string train_digest;       // io::dataset_digest of the training set
+  std::string writer_version;     // distzo's version that wrote it; "" when not recorded
+                                  // (written as this distzo's, whatever the field holds)
   // How the run stored θ (precision.storage, .rounding); the tensors are
   // written in it (float32, or float16 / bfloat16 datasets of θ's words).
   // Absent in checkpoints written before 2-byte storage existed: fp32 (those
