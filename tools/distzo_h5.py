@@ -631,6 +631,14 @@ def _write_config_attrs(f: h5py.File, cfg: ModelConfig, distzo_format: str) -> N
     write_string_attr(f.attrs, "hf_config_json", cfg.hf_config_json)
 
 
+def give_usual_permissions(path: str) -> None:
+    """The mode a new file gets (0666 less the umask): tempfile.mkstemp makes
+    0600, which colleagues on a shared cluster cannot read."""
+    umask = os.umask(0)
+    os.umask(umask)
+    os.chmod(path, 0o666 & ~umask)
+
+
 @contextlib.contextmanager
 def atomic_h5(path: str | os.PathLike) -> Iterator[h5py.File]:
     """Open a new HDF5 file for writing that appears at `path` only when complete.
@@ -649,9 +657,7 @@ def atomic_h5(path: str | os.PathLike) -> Iterator[h5py.File]:
         # then carries no timestamps either.
         with h5py.File(tmp, "w", libver=("earliest", "v110"), track_order=False) as f:
             yield f
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp, 0o666 & ~umask)  # mkstemp creates 0600; give the usual permissions
+        give_usual_permissions(tmp)
         os.replace(tmp, path)
     except BaseException:
         with contextlib.suppress(FileNotFoundError):

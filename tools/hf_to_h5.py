@@ -290,6 +290,7 @@ def h5_to_hf(h5_path: str, out_dir: str, verbose: bool = True, float32: bool = F
         os.close(fd)
         try:
             write(tmp)
+            distzo_h5.give_usual_permissions(tmp)
             os.replace(tmp, os.path.join(out_dir, filename))
         except BaseException:
             if os.path.exists(tmp):

@@ -160,7 +160,12 @@ def _round_trip(model, tmp, **layout):
     _write_hf(model, hf_dir, **layout)
     hf_to_h5.hf_to_h5(hf_dir, h5, verbose=False)
     hf_to_h5.h5_to_hf(h5, back, verbose=False)
-    again = type(model).from_pretrained(back, attn_implementation="eager").eval()
+    # Loaded in float32 whatever the files hold: a float16 / bfloat16 export
+    # (the tools keep a 2-byte dtype) then upcasts exactly, and the logits
+    # compare with the float32 model's.
+    import torch
+
+    again = type(model).from_pretrained(back, attn_implementation="eager", torch_dtype=torch.float32).eval()
     return h5, again
 
 
@@ -823,6 +828,11 @@ def test_two_byte_round_trips():
                     assert a.dtype == np.float16 and np.array_equal(a.view(np.uint16), b.view(np.uint16)), name
             with open(os.path.join(back, "config.json")) as fh:
                 assert json.load(fh) == config
+            umask = os.umask(0)
+            os.umask(umask)
+            for exported in ("config.json", "model.safetensors"):  # not mkstemp's 0600
+                mode = os.stat(os.path.join(back, exported)).st_mode & 0o777
+                assert mode == 0o666 & ~umask, f"{exported}: mode {mode:o}"
             # --float32: float32 datasets holding the same values.
             hf_to_h5.hf_to_h5(hf_dir, wide, verbose=False, float32=True)
             with h5py.File(wide, "r") as f:
