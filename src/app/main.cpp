@@ -41,7 +41,7 @@ const char* const kUsage =
     "  distzo inspect FILE.h5            architecture, tensor table, parameter count\n"
     "                                    (a dataset file: task, sizes, label balance)\n"
     "  distzo inspect FILE.h5 --digest   one hex digest over all parameters (digest\n"
-    "                                    version 2, docs/formats.md)\n"
+    "                                    version 3, docs/formats.md)\n"
     "  distzo make-synthetic OUT.h5 --task classification|causal_lm --examples N\n"
     "                         --seq-len T --vocab V [--seed S]   a small learnable dataset\n"
     "  distzo make-model OUT.h5 --config config.json | --layers L --hidden C --heads H\n"
