@@ -8,6 +8,7 @@
 #include <cstring>
 #include <poll.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -52,9 +53,14 @@ ForkedCall call_in_forked_child(const std::function<bool(std::string&)>& call,
   int fds[2];
   DISTZO_REQUIRE(pipe(fds) == 0, "call_in_forked_child: pipe: " << std::strerror(errno));
   std::fflush(nullptr);  // what the parent buffered is not written twice
+  const pid_t parent = getpid();
   const pid_t child = fork();
   if (child == 0) {
     close(fds[0]);
+    // Ends with the parent (killed by a batch system's time limit while the
+    // call loops): a forked reader must not spin on, orphaned.
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (getppid() != parent) _exit(kCallFailed);  // the parent died before prctl
     // The child's crash is an answer, not an error to report: the handlers
     // that MPI's transport (UCX) or a sanitizer installed would print a
     // backtrace, or wait for a debugger, before it ends.

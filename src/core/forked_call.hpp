@@ -19,7 +19,8 @@ struct ForkedCall {
 /// argument. The child shares the parent's memory image and open files (copy on
 /// write) and runs only `call` and _exit: no exit handlers, no flush of the
 /// parent's streams, no MPI. A child that dies of a signal, returns false or
-/// runs longer than `timeout_seconds` (then killed) is reported in `failure`.
+/// runs longer than `timeout_seconds` (then killed) is reported in `failure`;
+/// the child is killed with the parent, should the parent die first.
 /// `call` must not take locks another thread of the parent may hold (the
 /// child has one thread): a library used only by the calling thread is fine.
 ForkedCall call_in_forked_child(const std::function<bool(std::string&)>& call,

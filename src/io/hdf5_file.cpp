@@ -230,36 +230,125 @@ double Hdf5File::read_double_attribute(const std::string& name) const {
 }
 
 namespace {
-/// A variable-length string attribute's value, read in a child process.
-///
-/// Its bytes sit in the file's global heap, whose object sizes and indices
-/// HDF5 1.10 uses unchecked: a damaged heap makes H5Aread read out of bounds
-/// and the process die of SIGSEGV (5 in 400 byte flips of a model file). The
-/// forked child shares the open file; if it dies or hangs, the file is
-/// reported damaged and the run goes on to say so (or, resuming, to an older
-/// checkpoint). Only foreign files (h5py writes such strings) and files of
-/// earlier distzo versions hold them: distzo writes fixed-length strings.
-std::string read_variable_string_checked(hid_t attr, hid_t type, const std::string& path,
-                                         const std::string& name) {
-  constexpr int kTimeoutSeconds = 60;  // a string attribute reads in microseconds
-  const ForkedCall read = call_in_forked_child(
-      [&](std::string& out) {
-        char* raw = nullptr;
-        if (H5Aread(attr, type, &raw) < 0) return false;
-        if (raw) out = raw;
-        return true;
-      },
-      kTimeoutSeconds);
-  DISTZO_INPUT_REQUIRE(read.ok(), path << ": attribute '" << name
-                                       << "' is damaged (reading its variable-length string "
-                                       << read.failure
-                                       << "): the file is corrupt; use an intact copy");
-  return read.output;
+/// Appends (object, attribute, value) to `out`, each as its byte count
+/// (8 bytes, native) and its bytes.
+void append_record(std::string& out, const std::string& object, const char* attribute,
+                   const char* value) {
+  for (const std::string& part :
+       {object, std::string(attribute), std::string(value ? value : "")}) {
+    const std::uint64_t size = part.size();
+    out.append(reinterpret_cast<const char*>(&size), sizeof size);
+    out.append(part);
+  }
 }
 
-/// Of the file (its root group) or of one of its datasets.
-std::string read_string_attribute_of(hid_t object, const std::string& path,
-                                     const std::string& name) {
+struct Collector {
+  std::string object;  // "" = the root group
+  std::string* out;
+};
+
+/// H5Aiterate2 callback: a scalar variable-length string attribute, read.
+herr_t collect_variable_string(hid_t object, const char* name, const H5A_info_t*, void* data) {
+  const Collector& c = *static_cast<const Collector*>(data);
+  const hid_t attr = H5Aopen(object, name, H5P_DEFAULT);
+  if (attr < 0) return -1;
+  const hid_t type = H5Aget_type(attr), space = H5Aget_space(attr);
+  herr_t status = 0;
+  if (type >= 0 && space >= 0 && H5Tget_class(type) == H5T_STRING &&
+      H5Tis_variable_str(type) > 0 && H5Sget_simple_extent_npoints(space) == 1) {
+    char* raw = nullptr;
+    status = H5Aread(attr, type, &raw) >= 0 ? 0 : -1;
+    if (status == 0) append_record(*c.out, c.object, name, raw);
+    H5free_memory(raw);
+  }
+  H5Sclose(space);
+  H5Tclose(type);
+  H5Aclose(attr);
+  return status;
+}
+
+/// The variable-length string attributes of `object` and, for a group, of
+/// every object below it, as records (append_record). Run in the child.
+bool collect_variable_strings(hid_t object, const std::string& object_name, std::string& out) {
+  Collector c{object_name, &out};
+  if (H5Aiterate2(object, H5_INDEX_NAME, H5_ITER_INC, nullptr, collect_variable_string, &c) < 0)
+    return false;
+  if (H5Iget_type(object) != H5I_GROUP && H5Iget_type(object) != H5I_FILE) return true;
+  std::vector<std::string> names;
+  if (H5Literate(object, H5_INDEX_NAME, H5_ITER_INC, nullptr, collect_name, &names) < 0)
+    return false;
+  for (const std::string& n : names) {
+    const hid_t child = H5Oopen(object, n.c_str(), H5P_DEFAULT);
+    if (child < 0) return false;
+    const bool ok =
+        collect_variable_strings(child, object_name.empty() ? n : object_name + "/" + n, out);
+    H5Oclose(child);
+    if (!ok) return false;
+  }
+  return true;
+}
+
+/// The records of collect_variable_strings as a map (object "\n" attribute).
+std::map<std::string, std::string> parse_records(const std::string& bytes) {
+  std::map<std::string, std::string> records;
+  std::size_t at = 0;
+  const auto next = [&]() {  // the child wrote whole records (it exited 0)
+    std::uint64_t size = 0;
+    if (at + sizeof size <= bytes.size()) std::memcpy(&size, bytes.data() + at, sizeof size);
+    at += sizeof size;
+    std::string part = at < bytes.size() ? bytes.substr(at, size) : std::string();
+    at += size;
+    return part;
+  };
+  while (at < bytes.size()) {
+    const std::string object = next(), attribute = next();
+    records[object + "\n" + attribute] = next();
+  }
+  return records;
+}
+
+}  // namespace
+
+const std::string& Hdf5File::variable_string(const std::string& object,
+                                             const std::string& name) const {
+  // Variable-length strings sit in the file's global heap, whose object
+  // sizes and indices HDF5 1.10 uses unchecked: a damaged heap makes H5Aread
+  // read out of bounds and the process die of SIGSEGV (5 in 400 byte flips of
+  // a model file). So a forked child, which shares the open file, reads every
+  // one of the file's at the first such read and hands them back; if it dies
+  // or hangs, the file is reported damaged and the run goes on to say so (or,
+  // resuming, to an older checkpoint). One child per file, however many
+  // tensors carry such a checksum. Only foreign files (h5py writes these
+  // strings) and files of earlier distzo versions hold them: distzo writes
+  // fixed-length strings.
+  if (!variable_strings_) {
+    // A string reads in microseconds; a damaged heap can make HDF5 loop
+    // (2 in 150 byte flips of the demo model), which this bounds.
+    constexpr int kTimeoutSeconds = 10;
+    const hid_t file = id();
+    const ForkedCall read = call_in_forked_child(
+        [file](std::string& out) { return collect_variable_strings(file, "", out); },
+        kTimeoutSeconds);
+    DISTZO_INPUT_REQUIRE(read.ok(), path_ << ": its variable-length string attributes are damaged "
+                                             "(reading them "
+                                          << read.failure
+                                          << "): the file is corrupt; use an intact copy");
+    variable_strings_ = parse_records(read.output);
+  }
+  const auto it = variable_strings_->find(object + "\n" + name);
+  DISTZO_INPUT_REQUIRE(it != variable_strings_->end(),
+                       path_ << ": attribute '" << name << "'"
+                             << (object.empty() ? std::string() : " of '" + object + "'")
+                             << " could not be read");
+  return it->second;
+}
+
+namespace {
+
+/// Of the file (its root group: `object_name` "") or of one of its datasets.
+std::string read_string_attribute_of(const Hdf5File& file, hid_t object,
+                                     const std::string& object_name, const std::string& name) {
+  const std::string& path = file.path();
   DISTZO_REQUIRE(H5Aexists(object, name.c_str()) > 0,
                  path << ": missing attribute '" << name << "'");
   auto attr =
@@ -270,8 +359,7 @@ std::string read_string_attribute_of(hid_t object, const std::string& path,
   require_one_value(attr.get(), path, name);
   // h5py writes variable-length UTF-8 strings (as distzo did before it wrote
   // fixed-length ones); they live in a global heap that HDF5 trusts.
-  if (H5Tis_variable_str(type.get()) > 0)
-    return read_variable_string_checked(attr.get(), type.get(), path, name);
+  if (H5Tis_variable_str(type.get()) > 0) return file.variable_string(object_name, name);
   std::string value(H5Tget_size(type.get()), '\0');
   DISTZO_REQUIRE(H5Aread(attr.get(), type.get(), value.data()) >= 0,
                  path << ": cannot read attribute '" << name << "'");
@@ -281,7 +369,7 @@ std::string read_string_attribute_of(hid_t object, const std::string& path,
 }  // namespace
 
 std::string Hdf5File::read_string_attribute(const std::string& name) const {
-  return read_string_attribute_of(id(), path_, name);
+  return read_string_attribute_of(*this, id(), "", name);
 }
 
 std::uint64_t dataset_checksum(const void* data, std::size_t words, std::uint64_t first) {
@@ -351,7 +439,7 @@ void write_string_attribute_to(hid_t object, const std::string& path, const std:
                                const std::string& value) {
   // Fixed-length UTF-8, null-padded, as h5py writes numpy bytes (h5py reads
   // it as bytes, h5dump as text). Not variable-length: those strings live in
-  // a global heap that HDF5 reads unchecked (read_variable_string_checked).
+  // a global heap that HDF5 reads unchecked (Hdf5File::variable_string).
   // One byte at least: HDF5 has no 0-byte string type.
   auto type = check(H5Tcopy(H5T_C_S1), H5Tclose, path + ": string type");
   DISTZO_REQUIRE(H5Tset_size(type.get(), std::max<std::size_t>(value.size(), 1)) >= 0 &&
@@ -446,7 +534,7 @@ std::uint64_t Hdf5File::read_into(const std::string& name, hid_t mem_type, void*
         H5Dread(dset.get(), native.get(), H5S_ALL, H5S_ALL, H5P_DEFAULT, raw.data()) >= 0,
         path_ << ": cannot read dataset '" << name << "' (" << info.dtype << ")");
     const std::uint64_t sum = words_checksum(*half, raw.data(), n);
-    const std::string recorded = read_string_attribute_of(dset.get(), path_, kChecksum);
+    const std::string recorded = read_string_attribute_of(*this, dset.get(), name, kChecksum);
     DISTZO_INPUT_REQUIRE(hex16(sum) == recorded,
                          path_ << ": dataset '" << name << "' does not match its checksum (recorded "
                                << recorded << ", its data gives " << hex16(sum)
@@ -467,7 +555,7 @@ std::uint64_t Hdf5File::read_into(const std::string& name, hid_t mem_type, void*
         path_ << ": cannot read dataset '" << name << "' (" << info.dtype << ")");
     words = raw.data();
   }
-  const std::string recorded = read_string_attribute_of(dset.get(), path_, kChecksum);
+  const std::string recorded = read_string_attribute_of(*this, dset.get(), name, kChecksum);
   const std::uint64_t sum = dataset_checksum(words, n * word_bytes / 4);
   const std::string found = hex16(sum);
   DISTZO_INPUT_REQUIRE(found == recorded,
@@ -502,7 +590,7 @@ std::vector<std::uint16_t> Hdf5File::read_words(const std::string& name, Storage
       path_ << ": cannot read dataset '" << name << "' (" << info.dtype << ")");
   const std::uint64_t sum = words_checksum(*half, words.data(), words.size());
   if (H5Aexists(dset.get(), kChecksum) > 0) {
-    const std::string recorded = read_string_attribute_of(dset.get(), path_, kChecksum);
+    const std::string recorded = read_string_attribute_of(*this, dset.get(), name, kChecksum);
     DISTZO_INPUT_REQUIRE(hex16(sum) == recorded,
                          path_ << ": dataset '" << name << "' does not match its checksum (recorded "
                                << recorded << ", its data gives " << hex16(sum)

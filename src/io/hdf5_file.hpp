@@ -91,6 +91,10 @@ class Hdf5File {
   std::int64_t read_int_attribute(const std::string& name) const;
   double read_double_attribute(const std::string& name) const;
   std::string read_string_attribute(const std::string& name) const;
+  /// The variable-length string attribute `name` of `object` ("" = the root
+  /// group), read checked (in a forked child, all of the file's at once);
+  /// throws distzo::InputError naming the file when they are damaged.
+  const std::string& variable_string(const std::string& object, const std::string& name) const;
   void write_int_attribute(const std::string& name, std::int64_t value);
   void write_double_attribute(const std::string& name, double value);
   void write_string_attribute(const std::string& name, const std::string& value);
@@ -173,6 +177,8 @@ class Hdf5File {
   std::string path_;
   Hdf5Handle file_;
   bool parallel_ = false;
+  // object "\n" attribute -> value: variable_string's, read at its first call.
+  mutable std::optional<std::map<std::string, std::string>> variable_strings_;
   int rank_ = 0;                   // in the communicator of a parallel file
   MPI_Comm comm_ = MPI_COMM_NULL;  // of a parallel file (not owned)
   // Datasets written by write_float_range: this rank's part of each checksum.

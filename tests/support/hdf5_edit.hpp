@@ -50,12 +50,15 @@ inline void replace_with_variable_string(const std::string& path, const char* na
   H5Fclose(file);
 }
 
-/// Flips the bit of the file at `path` that issue 24's fuzzer found crashing
-/// HDF5: bit 6 of byte 3 of the size of the first object in its global heap
-/// (a 4-byte string then claims 0x40000004 bytes). The collection header is
-/// 16 bytes; an object starts with its index, reference count and 4 reserved
-/// bytes (8 in all), then its size, 8 bytes little-endian.
-inline void damage_global_heap(const std::string& path) {
+/// Sets `bits` in the byte `offset` bytes into the first global heap of the
+/// file at `path`. By default the bit issue 24's fuzzer found crashing HDF5:
+/// bit 6 of byte 3 of the size of the heap's first object (a 4-byte string
+/// then claims 0x40000004 bytes). The collection header is the signature,
+/// version and 3 reserved bytes (8 in all), then the collection's size (8
+/// bytes, little-endian); an object starts with its index, reference count
+/// and 4 reserved bytes (8 in all), then its size, 8 bytes little-endian.
+inline void damage_global_heap(const std::string& path, std::size_t offset = 16 + 8 + 3,
+                               char bits = 0x40) {
   std::string bytes;
   {
     std::ifstream in(path, std::ios::binary);
@@ -63,7 +66,7 @@ inline void damage_global_heap(const std::string& path) {
   }
   const std::size_t heap = bytes.find("GCOL");
   ASSERT_NE(heap, std::string::npos) << path << " has no global heap";
-  bytes[heap + 16 + 8 + 3] = static_cast<char>(bytes[heap + 16 + 8 + 3] | 0x40);
+  bytes[heap + offset] = static_cast<char>(bytes[heap + offset] | bits);
   std::ofstream(path, std::ios::binary | std::ios::trunc) << bytes;
 }
 
