@@ -55,7 +55,12 @@ std::string ends_of(const std::string& path, std::size_t head = 64 * 1024, std::
   }
   const rlimit no_core{0, 0};
   setrlimit(RLIMIT_CORE, &no_core);
-  if (limits.memory_mib > 0) {
+  if (limits.memory_mib > 0 && limits.limit_rss_by_asan) {
+    const char* options = std::getenv("ASAN_OPTIONS");
+    const std::string limited = std::string(options ? options : "") + (options ? ":" : "") +
+                                "soft_rss_limit_mb=" + std::to_string(limits.memory_mib);
+    setenv("ASAN_OPTIONS", limited.c_str(), 1);
+  } else if (limits.memory_mib > 0) {
     const rlim_t bytes = static_cast<rlim_t>(limits.memory_mib) << 20;
     const rlimit address_space{bytes, bytes};
     setrlimit(RLIMIT_AS, &address_space);

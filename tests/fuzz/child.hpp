@@ -9,7 +9,11 @@ namespace distzo::fuzz {
 
 struct Limits {
   double timeout_s = 20;          // longer is a hang
-  std::uint64_t memory_mib = 0;  // RLIMIT_AS of the process; 0 = none
+  std::uint64_t memory_mib = 0;  // the process's memory; 0 = no limit
+  // How memory_mib is enforced: RLIMIT_AS, or for a distzo built with
+  // AddressSanitizer (whose shadow memory reserves terabytes of address
+  // space) ASan's soft_rss_limit_mb, past which allocations fail.
+  bool limit_rss_by_asan = false;
 };
 
 struct Outcome {

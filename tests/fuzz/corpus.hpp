@@ -39,6 +39,9 @@ Corpus make_corpus(const std::string& distzo, const fs::path& seeds_dir, const f
 struct Case {
   std::vector<std::string> args;  // distzo's arguments; paths relative to the case directory
   std::string mutation;           // what was changed, one line per change
+  // Set where the command must exit 0 whatever the mutation: `resume: latest`
+  // with only the newest checkpoint damaged must pass it over for the older.
+  bool must_succeed = false;
 };
 
 /// Fills the empty directory `dir` with the base files, one of them (of

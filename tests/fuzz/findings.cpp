@@ -88,7 +88,11 @@ std::string repro_script(const std::string& distzo, const Case& c, const Limits&
      << "cp -r \"$(dirname \"$0\")/input/.\" \"$work\"\n"
      << "cd \"$work\"\n"
      << "export OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1\n";
-  if (limits.memory_mib > 0) sh << "ulimit -v " << limits.memory_mib * 1024 << "\n";
+  if (limits.memory_mib > 0 && limits.limit_rss_by_asan) {
+    sh << "export ASAN_OPTIONS=\"${ASAN_OPTIONS:-}:soft_rss_limit_mb=" << limits.memory_mib << "\"\n";
+  } else if (limits.memory_mib > 0) {
+    sh << "ulimit -v " << limits.memory_mib * 1024 << "\n";
+  }
   sh << "timeout --signal=KILL " << limits.timeout_s << " \"$distzo\"";
   for (const auto& a : c.args) sh << " " << shell_quoted(a);
   sh << "\nstatus=$?\necho \"exit status $status (137: killed, e.g. by the timeout; files in $work)\"\n";

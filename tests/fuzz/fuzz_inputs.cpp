@@ -32,9 +32,9 @@ const char* const kUsage =
     "Fuzzes for N seconds or N executions (whichever ends first), or replays\n"
     "committed reproducers. Exit status 1 if anything was found (or a replayed\n"
     "reproducer still fails), 0 if not, 2 for a usage error.\n"
-    "  --memory-mib M  the address-space limit of each distzo process (default\n"
-    "                  2048; 0 = none, the default under AddressSanitizer, which\n"
-    "                  reserves terabytes for its shadow memory)\n";
+    "  --memory-mib M  the memory of each distzo process (default 2048, 0 = no\n"
+    "                  limit): its address space, or under AddressSanitizer (which\n"
+    "                  reserves terabytes of it) ASan's soft_rss_limit_mb\n";
 
 [[noreturn]] void usage_error(const std::string& what) {
   std::cerr << "distzo_fuzz: " << what << "\n\n" << kUsage;
@@ -67,7 +67,8 @@ std::uint64_t number(const std::string& option, const std::string& value) {
 
 Options parse(int argc, char** argv) {
   Options o;
-  o.limits.memory_mib = under_address_sanitizer() ? 0 : 2048;
+  o.limits.memory_mib = 2048;
+  o.limits.limit_rss_by_asan = under_address_sanitizer();
   for (int i = 1; i < argc; ++i) {
     const std::string option = argv[i];
     if (option == "--help" || option == "-h") {
@@ -128,7 +129,9 @@ void check_baseline(const Options& o, const Corpus& corpus, const fs::path& work
                 << " seeds (in " << work.string() << "): " << finding(outcome, o.limits) << " exit status "
                 << outcome.exit_status << "\n"
                 << outcome.stderr_text.substr(0, 4000) << "\n"
-                << "Nothing is fuzzed until it passes. Under AddressSanitizer, --memory-mib 0 lifts the address-space limit.\n";
+                << "Nothing is fuzzed until it passes. (A distzo built with AddressSanitizer cannot start under\n"
+                   "an address-space limit: set ASAN_OPTIONS, as scripts/test-sanitized.sh does, and the limit\n"
+                   "becomes ASan's soft_rss_limit_mb.)\n";
       std::exit(2);
     }
   }
@@ -146,8 +149,10 @@ int fuzz(const Options& o) {
   std::string target_names;
   for (Target t : o.targets) target_names += (target_names.empty() ? "" : ",") + name(t);
   std::cout << "distzo_fuzz: seed " << o.seed << ", targets " << target_names << ", timeout " << o.limits.timeout_s
-            << " s, " << (o.limits.memory_mib ? "address-space limit " + std::to_string(o.limits.memory_mib) + " MiB"
-                                              : std::string("no address-space limit"))
+            << " s, "
+            << (o.limits.memory_mib == 0 ? std::string("no memory limit")
+                                         : std::to_string(o.limits.memory_mib) + " MiB of " +
+                                               (o.limits.limit_rss_by_asan ? "RSS (ASan)" : "address space"))
             << "; findings in " << (out / "findings").string() << std::endl;
 
   std::map<Target, Tally> tallies;
@@ -168,7 +173,10 @@ int fuzz(const Options& o) {
     ++done;
     Tally& tally = tallies[target];
     ++tally.executions;
-    const std::string reason = finding(outcome, o.limits);
+    std::string reason = finding(outcome, o.limits);
+    if (reason.empty() && c.must_succeed && outcome.exit_status != 0)
+      reason = "resume: latest stopped at the damaged newest checkpoint instead of passing it over (exit status " +
+               std::to_string(outcome.exit_status) + ")";
     if (!reason.empty()) {
       ++tally.findings;
       const fs::path kept = findings.record(case_dir, c, outcome, reason);
