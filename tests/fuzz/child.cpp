@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -42,8 +43,14 @@ std::string ends_of(const std::string& path, std::size_t head = 64 * 1024, std::
 }
 
 [[noreturn]] void exec_child(const std::string& distzo, const std::vector<std::string>& args, const std::string& dir,
-                             const Limits& limits, const std::string& log_prefix, const sigset_t& parent_mask) {
+                             const Limits& limits, const std::string& log_prefix, const sigset_t& parent_mask,
+                             pid_t parent) {
   setpgid(0, 0);
+  // Outside the harness's process group a Ctrl-C does not reach it, so it
+  // dies with the harness instead (a harness killed by ctest's timeout
+  // leaves no hung distzo behind).
+  prctl(PR_SET_PDEATHSIG, SIGKILL);
+  if (getppid() != parent) _exit(126);  // the harness died before prctl
   sigprocmask(SIG_SETMASK, &parent_mask, nullptr);  // exec keeps the mask; distzo expects none blocked
   const int in = open("/dev/null", O_RDONLY);
   const int out = open((log_prefix + ".stdout").c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
@@ -123,12 +130,13 @@ Outcome run_distzo(const std::string& distzo, const std::vector<std::string>& ar
   const auto deadline =
       start + std::chrono::duration_cast<std::chrono::steady_clock::duration>(std::chrono::duration<double>(limits.timeout_s));
   Outcome outcome;
+  const pid_t harness = getpid();
   const pid_t pid = fork();
   if (pid < 0) {
     std::perror("distzo_fuzz: fork");
     std::exit(2);
   }
-  if (pid == 0) exec_child(distzo, args, dir, limits, log_prefix, parent_mask);
+  if (pid == 0) exec_child(distzo, args, dir, limits, log_prefix, parent_mask, harness);
   setpgid(pid, pid);  // also here: kill(-pid) must work even before the child ran
   int status = 0;
   for (;;) {
