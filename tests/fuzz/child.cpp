@@ -84,11 +84,12 @@ std::string ends_of(const std::string& path, std::size_t head = 64 * 1024, std::
 
 // gdb's backtrace of every thread of `pid` ("" without gdb, or when it may
 // not attach): which loop a hang is stuck in, for its reproducer.
-std::string backtrace_of(pid_t pid, const std::string& log_prefix) {
+std::string backtrace_of(pid_t pid, const std::string& log_prefix, const sigset_t& parent_mask) {
   const std::string path = log_prefix + ".hang";
   const pid_t gdb = fork();
   if (gdb < 0) return "";
   if (gdb == 0) {
+    sigprocmask(SIG_SETMASK, &parent_mask, nullptr);  // gdb follows its inferior through SIGCHLD
     const int out = open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
     const int in = open("/dev/null", O_RDONLY);
     if (out < 0 || in < 0 || dup2(in, 0) < 0 || dup2(out, 1) < 0 || dup2(out, 2) < 0) _exit(126);
@@ -145,7 +146,7 @@ Outcome run_distzo(const std::string& distzo, const std::vector<std::string>& ar
     outcome.interrupted = stop_requested();
     if (now >= deadline || outcome.interrupted) {
       outcome.timed_out = !outcome.interrupted;
-      if (outcome.timed_out) outcome.hang_backtrace = backtrace_of(pid, log_prefix);
+      if (outcome.timed_out) outcome.hang_backtrace = backtrace_of(pid, log_prefix, parent_mask);
       kill(-pid, SIGKILL);
       waitpid(pid, &status, 0);
       break;

@@ -81,17 +81,20 @@ std::string repro_script(const std::string& distzo, const Case& c, const Limits&
   sh << "#!/usr/bin/env bash\n"
      << "# distzo_fuzz finding: " << reason << "\n"
      << "# Runs distzo as the harness did: in a copy of input/, one BLAS thread,\n"
-     << "# under the same limits. Usage: repro.sh [DISTZO]\n"
+     << "# under the same limits. Usage: repro.sh [DISTZO]; for a distzo built with\n"
+     << "# AddressSanitizer, set ASAN_OPTIONS as scripts/test-sanitized.sh does.\n"
      << "set -u\n"
      << "distzo=${1:-" << shell_quoted(distzo) << "}\n"
      << "work=$(mktemp -d \"${TMPDIR:-/tmp}/distzo-repro.XXXXXX\")\n"
      << "cp -r \"$(dirname \"$0\")/input/.\" \"$work\"\n"
      << "cd \"$work\"\n"
      << "export OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1\n";
-  if (limits.memory_mib > 0 && limits.limit_rss_by_asan) {
-    sh << "export ASAN_OPTIONS=\"${ASAN_OPTIONS:-}:soft_rss_limit_mb=" << limits.memory_mib << "\"\n";
-  } else if (limits.memory_mib > 0) {
-    sh << "ulimit -v " << limits.memory_mib * 1024 << "\n";
+  if (limits.memory_mib > 0) {  // as the harness does it: ASan cannot start under an address-space limit
+    sh << "if [ -n \"${ASAN_OPTIONS:-}\" ]; then\n"
+       << "  export ASAN_OPTIONS=\"$ASAN_OPTIONS:soft_rss_limit_mb=" << limits.memory_mib << "\"\n"
+       << "else\n"
+       << "  ulimit -v " << limits.memory_mib * 1024 << "\n"
+       << "fi\n";
   }
   sh << "timeout --signal=KILL " << limits.timeout_s << " \"$distzo\"";
   for (const auto& a : c.args) sh << " " << shell_quoted(a);
@@ -170,7 +173,7 @@ std::size_t replay_regressions(const std::string& distzo, const fs::path& dir, c
                 << o.exit_status << ")\n";
     } else {
       std::cout << "FAIL " << regression.filename().string() << ": " << command << ": " << reason << "\n"
-                << last_bytes(o.stderr_text, 4000) << "\n";
+                << last_bytes(o.timed_out ? o.hang_backtrace : o.stderr_text, 4000) << "\n";
       ++failing;
     }
   }
