@@ -39,9 +39,10 @@ Corpus make_corpus(const std::string& distzo, const fs::path& seeds_dir, const f
 struct Case {
   std::vector<std::string> args;  // distzo's arguments; paths relative to the case directory
   std::string mutation;           // what was changed, one line per change
-  // Set where the command must exit 0 whatever the mutation: `resume: latest`
-  // with only the newest checkpoint damaged must pass it over for the older.
-  bool must_succeed = false;
+  // With only the newest checkpoint damaged, `resume: latest` must pass it
+  // over for the older one: a run that stops with an error naming it (this
+  // path) is a finding. "" for every other case.
+  std::string must_pass_over;
 };
 
 /// Fills the empty directory `dir` with the base files, one of them (of
