@@ -158,7 +158,8 @@ std::size_t replay_regressions(const std::string& distzo, const fs::path& dir, c
     } else {
       fs::create_directories(work);
     }
-    const Case c{read_args(regression / "args"), ""};
+    Case c;
+    c.args = read_args(regression / "args");
     if (c.args.empty()) {
       std::cout << "FAIL " << regression.filename().string() << ": its args file is empty\n";
       ++failing;
