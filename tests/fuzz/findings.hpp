@@ -8,9 +8,10 @@
 //   mutation   what was changed in which file
 //   stderr     distzo's stderr (its first 64 KiB and last 192 KiB)
 //   hang_backtrace  for a hang, where each thread was (gdb), when gdb is there
+//   must_pass_over  for `resume: latest`, the damaged checkpoint it must pass over
 //   repro.sh   runs it again: repro.sh [DISTZO]
-// tests/data/fuzz_regressions/ holds such directories (input/ and args are
-// what the replay needs); replay_regressions() runs each one.
+// tests/data/fuzz_regressions/ holds such directories (input/, args and
+// must_pass_over are what the replay reads); replay_regressions() runs each.
 
 #include "child.hpp"
 #include "corpus.hpp"
@@ -21,6 +22,10 @@
 #include <vector>
 
 namespace distzo::fuzz {
+
+/// Why running `c` ended in a finding, or "": child.hpp's finding(), and for
+/// a case with must_pass_over, a run that stopped with an error naming it.
+std::string finding(const Case& c, const Outcome& outcome, const Limits& limits);
 
 class Findings {
  public:

@@ -173,14 +173,7 @@ int fuzz(const Options& o) {
     ++done;
     Tally& tally = tallies[target];
     ++tally.executions;
-    std::string reason = finding(outcome, o.limits);
-    // (A run that resumed and then failed for its own reasons, say a
-    // checkpoint's huge but finite weights that make the loss overflow, is
-    // distzo behaving.)
-    if (reason.empty() && !c.must_pass_over.empty() && outcome.exit_status != 0 &&
-        outcome.stderr_text.find(c.must_pass_over) != std::string::npos)
-      reason = "resume: latest stopped at the damaged newest checkpoint instead of passing it over (exit status " +
-               std::to_string(outcome.exit_status) + ")";
+    const std::string reason = finding(c, outcome, o.limits);
     if (!reason.empty()) {
       ++tally.findings;
       const fs::path kept = findings.record(case_dir, c, outcome, reason);
