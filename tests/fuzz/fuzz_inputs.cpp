@@ -95,7 +95,9 @@ Options parse(int argc, char** argv) {
     } else usage_error("unknown option '" + option + "'");
   }
   if (o.distzo.empty() || o.out.empty()) usage_error("--distzo and --out are required");
-  if (o.replay.empty() && o.seeds_dir.empty()) usage_error("--seeds-dir is required (tests/data)");
+  if (!o.replay.empty() && !fs::is_directory(o.replay)) usage_error("--replay: no directory " + o.replay);
+  if (o.replay.empty() && !fs::is_directory(o.seeds_dir))
+    usage_error("--seeds-dir: no directory '" + o.seeds_dir + "' (tests/data)");
   if (o.replay.empty() && o.seconds <= 0 && o.executions == 0) usage_error("give --seconds or --executions");
   if (o.limits.timeout_s <= 0) usage_error("--timeout-s must be at least 1");
   o.distzo = fs::absolute(o.distzo).string();
@@ -199,7 +201,7 @@ int fuzz(const Options& o) {
               static_cast<unsigned long long>(o.seed), findings.count(), stop_requested() ? " (interrupted)" : "");
   for (Target t : o.targets) {
     const Tally& n = tallies[t];
-    std::printf("  %-10s %6llu executions: %llu exit 0, %llu refused (exit 2), %llu findings", name(t).c_str(),
+    std::printf("  %-10s %6llu executions: %llu exit 0, %llu refused with an error, %llu findings", name(t).c_str(),
                 static_cast<unsigned long long>(n.executions), static_cast<unsigned long long>(n.exited_0),
                 static_cast<unsigned long long>(n.refused), static_cast<unsigned long long>(n.findings));
     if (t == Target::checkpoint)
