@@ -63,7 +63,7 @@ herr_t collect_link(hid_t root, const char* name, const H5L_info_t*, void* data)
 Contents contents_of(hid_t file) {
   Contents contents;
   H5Lvisit(file, H5_INDEX_NAME, H5_ITER_INC, collect_link, &contents);
-  for (const auto& g : std::vector<std::string>(contents.groups)) collect_attributes(file, g, contents);
+  for (const auto& g : contents.groups) collect_attributes(file, g, contents);
   for (const auto& d : contents.datasets) collect_attributes(file, d, contents);
   return contents;
 }

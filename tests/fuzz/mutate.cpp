@@ -252,7 +252,7 @@ std::string mutate_deck_once(std::vector<Line>& lines, Random& rng) {
   std::vector<std::size_t> keyed;
   for (std::size_t i = 0; i < lines.size(); ++i)
     if (!lines[i].key.empty()) keyed.push_back(i);
-  if (keyed.empty() || lines.empty()) {
+  if (keyed.empty()) {
     lines.push_back(parse_line("model: " + nasty_value(rng)));
     return "append a model line";
   }
