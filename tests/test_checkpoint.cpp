@@ -21,6 +21,7 @@
 
 #include <cstdio>
 #include <filesystem>
+#include <limits>
 #include <sstream>
 #include <string>
 #include <unistd.h>
@@ -62,6 +63,7 @@ io::TrainingState some_state() {
 void set_root_attribute(const std::string& path, const char* name, long long value) {
   const hid_t file = H5Fopen(path.c_str(), H5F_ACC_RDWR, H5P_DEFAULT);
   ASSERT_GE(file, 0);
+  test_support::drop_attributes_checksum(file);  // an older file, not a damaged one
   ASSERT_GE(H5Adelete(file, name), 0);
   if (value >= 0) {
     const hid_t space = H5Screate(H5S_SCALAR);
@@ -372,19 +374,61 @@ TEST(RunCheckpoints, TheLatestGoodIsTheRunsNewestThatReadsBackWhole) {
   test_support::replace_with_variable_string(damaged, "rounding", "nearest");
   test_support::damage_global_heap(damaged);
 
+  // And one whose step attribute changed in place (the fuzzer's flip of a
+  // value that still reads as a step): its attributes' checksum tells.
+  const std::string altered = write(6, "ours");
+  {
+    const hid_t file = H5Fopen(altered.c_str(), H5F_ACC_RDWR, H5P_DEFAULT);
+    const hid_t attr = H5Aopen(file, "step", H5P_DEFAULT);
+    const long long step = 1048576;
+    ASSERT_GE(H5Awrite(attr, H5T_NATIVE_LLONG, &step), 0);
+    H5Aclose(attr);
+    H5Fclose(file);
+  }
+  EXPECT_ERROR_CONTAINS(altered + ": its attributes do not match their checksum",
+                        io::read_training_state(altered));
+
   const app::RunCheckpoints checkpoints(dir, 1);
   std::vector<std::string> passed_over;
   EXPECT_EQ(checkpoints.latest_good("ours", passed_over), good);
-  ASSERT_EQ(passed_over.size(), 2u);
-  EXPECT_EQ(passed_over[0].rfind(damaged + ": ", 0), 0u) << passed_over[0];
-  EXPECT_NE(passed_over[0].find("variable-length string attributes are damaged"),
+  ASSERT_EQ(passed_over.size(), 3u);
+  EXPECT_EQ(passed_over[0].rfind(altered + ": ", 0), 0u) << passed_over[0];
+  EXPECT_EQ(passed_over[1].rfind(damaged + ": ", 0), 0u) << passed_over[1];
+  EXPECT_NE(passed_over[1].find("variable-length string attributes are damaged"),
             std::string::npos)
-      << passed_over[0];
-  passed_over.erase(passed_over.begin());
+      << passed_over[1];
+  passed_over.erase(passed_over.begin(), passed_over.begin() + 2);
   ASSERT_EQ(passed_over.size(), 1u);
   EXPECT_EQ(passed_over[0].rfind(truncated + ": ", 0), 0u) << passed_over[0];
   EXPECT_NE(app::checkpoint_problem(truncated), "");
   EXPECT_EQ(app::checkpoint_problem(good), "");
+  {
+    // Issue 24's fuzzer: without a recorded digest (and a tensor without its
+    // checksum) NaN passed the check, to fail the resume later. Every tensor
+    // is read and checked now, digest or not.
+    io::TrainingState plain = s;
+    plain.parameter_digest.clear();
+    plain.step = 7;
+    const std::string nan = write_tiny_checkpoint(plain, "nan.h5");
+    EXPECT_EQ(app::checkpoint_problem(nan), "");
+    const std::string tensor = io::ModelReader(nan).info().registry[3].name;
+    const hid_t file = H5Fopen(nan.c_str(), H5F_ACC_RDWR, H5P_DEFAULT);
+    const hid_t dset = H5Dopen2(file, tensor.c_str(), H5P_DEFAULT);
+    H5Adelete(dset, "checksum");
+    const float not_a_number = std::numeric_limits<float>::quiet_NaN();
+    const hsize_t at = 0, one = 1;
+    const hid_t space = H5Dget_space(dset), memory = H5Screate_simple(1, &one, nullptr);
+    H5Sselect_elements(space, H5S_SELECT_SET, 1, &at);
+    ASSERT_GE(H5Dwrite(dset, H5T_NATIVE_FLOAT, memory, space, H5P_DEFAULT, &not_a_number), 0);
+    H5Sclose(memory);
+    H5Sclose(space);
+    H5Dclose(dset);
+    H5Fclose(file);
+    EXPECT_NE(app::checkpoint_problem(nan).find("tensor " + tensor + " holds 1 non-finite value"),
+              std::string::npos)
+        << app::checkpoint_problem(nan);
+    std::remove(nan.c_str());
+  }
   // Another run's newest is its step 3; the truncated one before it, whose
   // run id cannot be read, is tried for every run.
   passed_over.clear();

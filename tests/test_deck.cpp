@@ -457,7 +457,14 @@ TEST(DeckError, Placement) {
                     "out of range: expected an integer in [0, 2147483647], found -1");
   EXPECT_DECK_ERROR(deck_with("placement:\n  mode: offload\n  prefetch: 0\n"),
                     "deck.yaml:12: placement.prefetch: ",
-                    "out of range: expected an integer in [1, 2147483647], found 0");
+                    "out of range: expected an integer in [1, 4094], found 0");
+  // Issue 24's fuzzer: prefetch 2^31 - 1 made prefetch + 2 wrap and the run die of SIGFPE.
+  EXPECT_DECK_ERROR(deck_with("placement:\n  mode: offload\n  prefetch: 2147483647\n"),
+                    "deck.yaml:12: placement.prefetch: ",
+                    "out of range: expected an integer in [1, 4094], found 2147483647");
+  EXPECT_DECK_ERROR(deck_with("placement:\n  mode: offload\n  slots: 5000\n"),
+                    "deck.yaml:12: placement.slots: ",
+                    "out of range: expected an integer in [0, 4096], found 5000");
   EXPECT_DECK_ERROR(deck_with("placement:\n  prefech: 2\n"), "deck.yaml:11: placement.prefech: ",
                     "unknown key (did you mean \"prefetch\"?)");
   EXPECT_DECK_ERROR(deck_with("checkpoint:\n  allow_changes: [optim.lrr]\n"),

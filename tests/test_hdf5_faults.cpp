@@ -44,6 +44,7 @@ std::string copy_of_model(const std::string& name) {
 void set_array_attribute(const std::string& path, const std::string& name, hsize_t count) {
   const hid_t file = H5Fopen(path.c_str(), H5F_ACC_RDWR, H5P_DEFAULT);
   ASSERT_GE(file, 0);
+  test_support::drop_attributes_checksum(file);
   H5Adelete(file, name.c_str());
   const hid_t space = H5Screate_simple(1, &count, nullptr);
   const hid_t attr = H5Acreate2(file, name.c_str(), H5T_STD_I64LE, space, H5P_DEFAULT, H5P_DEFAULT);
@@ -165,6 +166,27 @@ TEST(Hdf5Faults, StringAttributesAreFixedLengthWithoutAGlobalHeap) {
   EXPECT_EQ(file.read_string_attribute("long"), long_text);
   EXPECT_EQ(file.read_floats("f"), (std::vector<float>{1.0f, 2.0f}));
   std::remove(path.c_str());
+}
+
+// Issue 24's fuzzer: num_hidden_layers 2^20 in a small file built the
+// registry for a million layers (6 GB, 30 s) before a tensor was found missing.
+TEST(Hdf5Faults, LayerCountBeyondTheFilesTensorsIsRefusedAtOnce) {
+  const std::string path = copy_of_model("many_layers.h5");
+  {
+    const hid_t file = H5Fopen(path.c_str(), H5F_ACC_RDWR, H5P_DEFAULT);
+    ASSERT_GE(file, 0);
+    test_support::drop_attributes_checksum(file);
+    const hid_t attr = H5Aopen(file, "num_hidden_layers", H5P_DEFAULT);
+    const long long layers = 1 << 20;
+    ASSERT_GE(H5Awrite(attr, H5T_NATIVE_LLONG, &layers), 0);
+    H5Aclose(attr);
+    H5Fclose(file);
+  }
+  const std::string message = error_of(path);
+  std::remove(path.c_str());
+  EXPECT_NE(message.find("num_hidden_layers is 1048576, but the file holds 36 tensors"),
+            std::string::npos)
+      << message;
 }
 
 TEST(Hdf5Faults, TensorStoredAsIntegersIsRefused) {

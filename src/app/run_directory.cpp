@@ -11,6 +11,7 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <fstream>
+#include <new>
 #include <random>
 #include <signal.h>
 #include <sstream>
@@ -190,12 +191,17 @@ std::string checkpoint_problem(const std::string& path) {
   try {
     const io::TrainingState state = io::read_training_state(path);
     const io::ModelReader reader(path);
-    if (!state.parameter_digest.empty() && reader.digest() != state.parameter_digest)
-      return "its tensors' digest " + reader.digest() + " is not the recorded " +
-             state.parameter_digest;
+    // Every tensor is read, checksummed and checked for NaN and Inf, whether
+    // or not a digest was recorded (a checkpoint whose digest attribute is
+    // damaged away must not be taken unchecked).
+    const std::string found = reader.verified_digest();
+    if (!state.parameter_digest.empty() && found != state.parameter_digest)
+      return "its tensors' digest " + found + " is not the recorded " + state.parameter_digest;
     return "";
   } catch (const Error& e) {
     return e.what();
+  } catch (const std::bad_alloc&) {  // sizes in damaged metadata
+    return "reading it needs more memory than this machine has (its sizes are damaged?)";
   }
 }
 

@@ -167,6 +167,7 @@ TrainingState read_training_state(const std::string& path) {
   DISTZO_INPUT_REQUIRE(file.has_attribute("distzo_format") &&
                            file.read_string_attribute("distzo_format") == "checkpoint",
                        path << " is not a distzo checkpoint (distzo_format != \"checkpoint\")");
+  file.verify_attributes();  // a damaged step or deck is passed over by resume: latest
   TrainingState s;
   s.step = file.read_int_attribute("step");
   {

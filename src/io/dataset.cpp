@@ -289,6 +289,7 @@ void require_shape(const Hdf5File& file, const std::string& name,
 
 Dataset load_dataset(const std::string& path, std::int64_t vocab_size) {
   Hdf5File file(path, Hdf5File::Mode::read);
+  file.verify_attributes();
   DISTZO_INPUT_REQUIRE(
       file.has_attribute("distzo_format") && file.has_attribute("format_version"),
       path << " is not a distzo dataset file (no 'distzo_format' / 'format_version' "

@@ -24,6 +24,11 @@ const std::vector<SectionInfo>& sections() {
 
 namespace {
 
+/// The most device slots a streamed ring may have (placement.slots, and
+/// prefetch + 2): more than any model's blocks (OPT-175B has 96), and far
+/// from where slot arithmetic overflows an int.
+constexpr std::int64_t kMaxRingSlots = 4096;
+
 /// The member `m` of section `s` of a deck.
 template <class S, class T>
 struct Member {
@@ -286,13 +291,16 @@ const std::vector<Field>& fields() {
                 "the model's block count means resident"),
         integer("placement", "prefetch", member(pl, &PlacementSection::prefetch), 1,
                 "offload: block uploads in flight ahead of the block in use (device slots = "
-                "prefetch + 2 unless `placement.slots` says)"),
+                "prefetch + 2 unless `placement.slots` says; more than the streamed blocks "
+                "change nothing)",
+                "", kMaxRingSlots - 2),
         allowing("0, or >= prefetch + 1",
                  integer("placement", "slots", member(pl, &PlacementSection::slots), 0,
                          "offload: device slots of the ring; 0 = prefetch + 2 (the block in use, "
                          "the uploads ahead and a write-back in flight); prefetch + 1 saves a "
                          "block of device memory, each upload then waiting for the write-back of "
-                         "the block that left its slot")),
+                         "the block that left its slot",
+                         "", kMaxRingSlots)),
         choice("placement", "share_host_master", member(pl, &PlacementSection::share_host_master),
                {{"auto", ShareHostMaster::automatic},
                 {"true", ShareHostMaster::on},

@@ -68,6 +68,9 @@ std::string dtype_name(hid_t type) {
   return "other";
 }
 
+/// The root attribute close() writes over the others (verify_attributes).
+constexpr const char* kAttributesChecksum = "attributes_checksum";
+
 /// Set when a file failed to close (hdf5_close_failed).
 bool close_failed = false;
 
@@ -147,10 +150,12 @@ Hdf5File::Hdf5File(const std::string& path, Mode mode) : path_(path) {
     const hid_t id = H5Fcreate(path.c_str(), H5F_ACC_TRUNC, fcpl.get(), fapl.get());
     DISTZO_INPUT_REQUIRE(id >= 0, "cannot create HDF5 file '" << path << "'" << write_cause(path));
     file_ = Hdf5Handle(id, close_file);
+    writing_ = true;
   }
 }
 
-Hdf5File::Hdf5File(const std::string& path, MPI_Comm comm) : path_(path), parallel_(true) {
+Hdf5File::Hdf5File(const std::string& path, MPI_Comm comm)
+    : path_(path), parallel_(true), writing_(true) {
   silence_hdf5_error_stack();
   DISTZO_REQUIRE(parallel_available(),
                  "cannot write '" << path << "' in parallel: this HDF5 was built without MPI");
@@ -180,6 +185,7 @@ bool hdf5_close_failed() { return close_failed; }
 void Hdf5File::close() {
   if (file_.get() < 0) return;
   write_range_checksums();
+  if (writing_) write_string_attribute(kAttributesChecksum, root_attributes_checksum());
   const hid_t id = file_.release();
   errno = 0;
   if (close_file(id) >= 0) return;
@@ -412,6 +418,18 @@ namespace {
 
 constexpr const char* kChecksum = "checksum";
 
+herr_t collect_attribute_name(hid_t, const char* name, const H5A_info_t*, void* out) {
+  static_cast<std::vector<std::string>*>(out)->emplace_back(name);
+  return 0;
+}
+
+/// FNV-1a 64 of `bytes`, continuing from `hash`.
+std::uint64_t fnv1a(std::uint64_t hash, const void* bytes, std::size_t size) {
+  const auto* p = static_cast<const unsigned char*>(bytes);
+  for (std::size_t i = 0; i < size; ++i) hash = (hash ^ p[i]) * 0x100000001b3ULL;
+  return hash;
+}
+
 template <class T>
 void write_scalar_attribute(hid_t file, const std::string& path, const std::string& name,
                             hid_t type, const T* value) {
@@ -453,6 +471,50 @@ void write_string_attribute_to(hid_t object, const std::string& path, const std:
 
 void Hdf5File::write_string_attribute(const std::string& name, const std::string& value) {
   write_string_attribute_to(id(), path_, name, value);
+}
+
+std::string Hdf5File::root_attributes_checksum() const {
+  std::vector<std::string> names;  // in name order
+  H5Aiterate2(id(), H5_INDEX_NAME, H5_ITER_INC, nullptr, collect_attribute_name, &names);
+  std::uint64_t hash = 0xcbf29ce484222325ULL;
+  for (const std::string& name : names) {
+    if (name == kAttributesChecksum) continue;
+    hash = fnv1a(hash, name.c_str(), name.size() + 1);
+    auto attr = check(H5Aopen(id(), name.c_str(), H5P_DEFAULT), H5Aclose, path_ + ": attribute " + name);
+    auto type = check(H5Aget_type(attr.get()), H5Tclose, path_ + ": attribute type " + name);
+    // The value as distzo reads it: an integer, a double's bits, a string.
+    switch (H5Tget_class(type.get())) {
+      case H5T_INTEGER: {
+        const std::int64_t v = read_int_attribute(name);
+        hash = fnv1a(hash, &v, sizeof v);
+        break;
+      }
+      case H5T_FLOAT: {
+        const double v = read_double_attribute(name);
+        hash = fnv1a(hash, &v, sizeof v);
+        break;
+      }
+      case H5T_STRING: {
+        const std::string v = read_string_attribute(name);
+        hash = fnv1a(hash, v.c_str(), v.size() + 1);
+        break;
+      }
+      default:
+        DISTZO_INPUT_FAIL(path_ << ": attribute '" << name
+                                << "' is of a type distzo does not write (damaged?)");
+    }
+  }
+  return hex16(hash);
+}
+
+void Hdf5File::verify_attributes() const {
+  if (!has_attribute(kAttributesChecksum)) return;
+  const std::string recorded = read_string_attribute(kAttributesChecksum);
+  const std::string found = root_attributes_checksum();
+  DISTZO_INPUT_REQUIRE(found == recorded,
+                       path_ << ": its attributes do not match their checksum (recorded " << recorded
+                             << ", they give " << found
+                             << "): the file changed after it was written (corrupt bytes)");
 }
 
 bool Hdf5File::has_dataset(const std::string& name) const {

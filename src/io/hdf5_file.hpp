@@ -98,6 +98,12 @@ class Hdf5File {
   void write_int_attribute(const std::string& name, std::int64_t value);
   void write_double_attribute(const std::string& name, double value);
   void write_string_attribute(const std::string& name, const std::string& value);
+  /// Checks the root attributes against the `attributes_checksum` that
+  /// close() records in a file distzo wrote (FNV-1a 64 over every root
+  /// attribute's name and value, in name order): damaged metadata (a flipped
+  /// step, a garbled deck) is then an error naming the file, not a wrong
+  /// value. Nothing when absent (other writers, distzo before December 2026).
+  void verify_attributes() const;
 
   /// Names may contain '/' ("distzo/seed_log/g"): groups are created on write.
   bool has_dataset(const std::string& name) const;
@@ -173,10 +179,12 @@ class Hdf5File {
                   hid_t mem_type, void* out) const;
 
   void write_range_checksums();
+  std::string root_attributes_checksum() const;
 
   std::string path_;
   Hdf5Handle file_;
   bool parallel_ = false;
+  bool writing_ = false;  // created by this process: close() records the checksums
   // object "\n" attribute -> value: variable_string's, read at its first call.
   mutable std::optional<std::map<std::string, std::string>> variable_strings_;
   int rank_ = 0;                   // in the communicator of a parallel file

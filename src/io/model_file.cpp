@@ -69,21 +69,33 @@ void write_model_config(Hdf5File& file, const model::ModelConfig& c,
 }
 
 ModelReader::ModelReader(const std::string& path) : file_(path, Hdf5File::Mode::read) {
+  file_.verify_attributes();  // a flipped rope_theta would give a wrong model, silently
   info_.config = read_model_config(file_);
   info_.kind = file_.read_string_attribute("distzo_format");
   if (file_.has_attribute("hf_config_json"))
     info_.hf_config_json = file_.read_string_attribute("hf_config_json");
   if (file_.has_attribute("digest_version"))
     info_.digest_version = file_.read_int_attribute("digest_version");
+  // Every layer has tensors of its own in the file: a layer count beyond the
+  // file's tensors is damage, refused before the registry is built for it (a
+  // flipped num_hidden_layers of 2^20 took 6 GB and 30 s to end in "missing
+  // tensor").
+  const std::vector<DatasetInfo> datasets = file_.list_datasets();
+  DISTZO_INPUT_REQUIRE(info_.config.num_hidden_layers <= static_cast<std::int64_t>(datasets.size()),
+                       path << ": num_hidden_layers is " << info_.config.num_hidden_layers
+                            << ", but the file holds " << datasets.size()
+                            << " tensors (each layer has its own): the attribute is damaged or "
+                               "the file incomplete");
   info_.registry = model::ParameterRegistry::for_model(info_.config);
 
   std::set<std::string> expected;
   for (const auto& p : info_.registry.parameters()) expected.insert(p.name);
-  for (const auto& d : file_.list_datasets())
+  for (const auto& d : datasets)
     DISTZO_INPUT_REQUIRE(
         expected.count(d.name) != 0,
-        path << ": unexpected tensor '" << d.name
-             << "' for this OPT config (an untied lm_head or a non-canonical name? "
+        path << ": unexpected tensor '" << d.name << "' for this "
+             << model::architecture_name(info_.config.architecture)
+             << " config (an untied lm_head or a non-canonical name? "
                 "tools/hf_to_h5.py normalises Hugging Face checkpoints)");
   for (const auto& p : info_.registry.parameters()) {
     DISTZO_INPUT_REQUIRE(file_.has_dataset(p.name), path << ": missing tensor '" << p.name
@@ -210,6 +222,25 @@ std::string ModelReader::digest() const {
       file_.read_floats(p.name, &element_sum);
     else
       file_.read_words(p.name, nullptr, &element_sum);
+    digest.add_tensor(p.name, p.shape, element_sum);
+  }
+  return digest.hex();
+}
+
+std::string ModelReader::verified_digest() const {
+  ParameterDigest digest;
+  std::vector<real> decoded;
+  for (const auto& p : info_.registry.parameters()) {
+    std::uint64_t element_sum = 0;
+    if (dtype(p.id) == StorageDtype::fp32) {
+      const std::vector<float> data = file_.read_floats(p.name, &element_sum);
+      require_finite(path(), p.name, data.data(), data.size());
+    } else {
+      const std::vector<std::uint16_t> words = file_.read_words(p.name, nullptr, &element_sum);
+      decoded.resize(words.size());
+      for (std::size_t i = 0; i < words.size(); ++i) decoded[i] = storage::load(words[i], dtype(p.id));
+      require_finite(path(), p.name, decoded.data(), decoded.size());
+    }
     digest.add_tensor(p.name, p.shape, element_sum);
   }
   return digest.hex();

@@ -68,6 +68,10 @@ class ModelReader {
   /// The parameter digest (core/digest.hpp) of the file's tensors, over
   /// their stored bits.
   std::string digest() const;
+  /// digest(), having also checked every tensor for NaN and Inf as read()
+  /// does: what a checkpoint must pass to be resumed. Throws InputError
+  /// naming the tensor.
+  std::string verified_digest() const;
 
  private:
   Hdf5File file_;

@@ -3,6 +3,7 @@
 #include "core/error.hpp"
 
 #include <algorithm>
+#include <cstdint>
 
 namespace distzo::runtime {
 
@@ -31,14 +32,17 @@ int PlacementConfig::device_blocks(int num_blocks) const {
 }
 
 int PlacementConfig::stream_slots(int num_blocks) const {
-  return std::min(slots > 0 ? slots : prefetch + 2, streamed_blocks(num_blocks));
+  // In 64 bits: prefetch + 2 of a prefetch near INT_MAX (bench and plan options) must not wrap.
+  const std::int64_t ring = slots > 0 ? slots : static_cast<std::int64_t>(prefetch) + 2;
+  return static_cast<int>(std::min<std::int64_t>(ring, streamed_blocks(num_blocks)));
 }
 
 std::string PlacementConfig::slots_problem() const {
-  if (slots == 0 || slots >= prefetch + 1) return "";
+  const std::int64_t fewest = static_cast<std::int64_t>(prefetch) + 1;
+  if (slots == 0 || slots >= fewest) return "";
   return "slots = " + std::to_string(slots) + " is too few for prefetch " + std::to_string(prefetch) +
          ": the block in use and " + std::string(prefetch == 1 ? "the upload" : "the uploads") +
-         " ahead of it need at least prefetch + 1 = " + std::to_string(prefetch + 1) +
+         " ahead of it need at least prefetch + 1 = " + std::to_string(fewest) +
          " (0 = prefetch + 2, which also keeps a write-back in flight)";
 }
 

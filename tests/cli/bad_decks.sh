@@ -33,7 +33,7 @@ declare -A expect=(
   [15-section-not-a-map]='bad_decks/15-section-not-a-map.yaml:11: eval: must be a map of keys'
   [16-unknown-placement-mode]='bad_decks/16-unknown-placement-mode.yaml:12: placement.mode: unknown value "offlaod" (did you mean "offload"?); allowed: resident, offload'
   [17-negative-resident-blocks]='bad_decks/17-negative-resident-blocks.yaml:13: placement.resident_blocks: out of range: expected an integer in [0, 2147483647], found -2'
-  [18-prefetch-zero]='bad_decks/18-prefetch-zero.yaml:13: placement.prefetch: out of range: expected an integer in [1, 2147483647], found 0'
+  [18-prefetch-zero]='bad_decks/18-prefetch-zero.yaml:13: placement.prefetch: out of range: expected an integer in [1, 4094], found 0'
   [19-does-not-fit]='cannot allocate the memory this run needs: θ alone is 83.2 KiB (85248 B) (21312 float32 parameters); the run needs about 729 GiB (782600188392 B) of device memory per rank'
   # Under the address-space limit below, refused before it allocates (the
   # check of the limit); without one (AddressSanitizer), at the allocation.
