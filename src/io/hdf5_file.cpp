@@ -144,6 +144,7 @@ Hdf5File::Hdf5File(const std::string& path, Mode mode) : path_(path) {
     DISTZO_INPUT_REQUIRE(id >= 0, "'" << path << "' does not open as HDF5 (not an HDF5 file, or "
                                           "truncated or damaged)");
     file_ = Hdf5Handle(id, close_file);
+    check_structure();
   } else {
     auto fapl = create_access_properties(path);
     auto fcpl = create_file_properties(path);
@@ -253,48 +254,79 @@ struct Collector {
   std::string* out;
 };
 
-/// H5Aiterate2 callback: a scalar variable-length string attribute, read.
-herr_t collect_variable_string(hid_t object, const char* name, const H5A_info_t*, void* data) {
+/// H5Aiterate2 callback: the attribute read whole (what a reader of it
+/// would do), a scalar variable-length string's value recorded.
+herr_t walk_attribute(hid_t object, const char* name, const H5A_info_t*, void* data) {
   const Collector& c = *static_cast<const Collector*>(data);
   const hid_t attr = H5Aopen(object, name, H5P_DEFAULT);
   if (attr < 0) return -1;
   const hid_t type = H5Aget_type(attr), space = H5Aget_space(attr);
-  herr_t status = 0;
-  if (type >= 0 && space >= 0 && H5Tget_class(type) == H5T_STRING &&
-      H5Tis_variable_str(type) > 0 && H5Sget_simple_extent_npoints(space) == 1) {
-    char* raw = nullptr;
-    status = H5Aread(attr, type, &raw) >= 0 ? 0 : -1;
-    if (status == 0) append_record(*c.out, c.object, name, raw);
-    H5free_memory(raw);
+  herr_t status = type >= 0 && space >= 0 ? 0 : -1;
+  const H5T_class_t cls = status == 0 ? H5Tget_class(type) : H5T_NO_CLASS;
+  const hssize_t points = status == 0 ? H5Sget_simple_extent_npoints(space) : -1;
+  if (cls == H5T_STRING && H5Tis_variable_str(type) > 0) {
+    if (points == 1) {
+      char* raw = nullptr;
+      status = H5Aread(attr, type, &raw) >= 0 ? 0 : -1;
+      if (status == 0) append_record(*c.out, c.object, name, raw);
+      H5free_memory(raw);
+    }
+  } else if ((cls == H5T_STRING || cls == H5T_INTEGER || cls == H5T_FLOAT) && points >= 0) {
+    std::vector<char> bytes(static_cast<std::size_t>(points) * H5Tget_size(type) + 1);
+    status = H5Aread(attr, type, bytes.data()) >= 0 ? 0 : -1;
   }
-  H5Sclose(space);
-  H5Tclose(type);
+  if (space >= 0) H5Sclose(space);
+  if (type >= 0) H5Tclose(type);
   H5Aclose(attr);
   return status;
 }
 
-/// The variable-length string attributes of `object` and, for a group, of
-/// every object below it, as records (append_record). Run in the child.
-bool collect_variable_strings(hid_t object, const std::string& object_name, std::string& out) {
+/// A dataset's metadata as a reader meets it: type, shape, layout; a
+/// chunked one (never written by distzo; its index is a B-tree read with the
+/// data) read whole when it is small.
+bool walk_dataset(hid_t dataset) {
+  const hid_t type = H5Dget_type(dataset), space = H5Dget_space(dataset),
+              plist = H5Dget_create_plist(dataset);
+  bool ok = type >= 0 && space >= 0 && plist >= 0 && H5Sget_simple_extent_npoints(space) >= 0;
+  if (ok && H5Pget_layout(plist) == H5D_CHUNKED) {
+    constexpr hsize_t kReadUpTo = 16u << 20;  // bytes; larger ones are left to the reader
+    const hsize_t bytes = static_cast<hsize_t>(H5Sget_simple_extent_npoints(space)) * H5Tget_size(type);
+    const H5T_class_t cls = H5Tget_class(type);
+    if (bytes <= kReadUpTo && (cls == H5T_INTEGER || cls == H5T_FLOAT)) {
+      std::vector<char> data(bytes + 1);
+      ok = H5Dread(dataset, type, H5S_ALL, H5S_ALL, H5P_DEFAULT, data.data()) >= 0;
+    }
+  }
+  if (plist >= 0) H5Pclose(plist);
+  if (space >= 0) H5Sclose(space);
+  if (type >= 0) H5Tclose(type);
+  return ok;
+}
+
+/// Walks `object` and, for a group, every object below it, as a reader
+/// would meet them (walk_attribute, walk_dataset); the variable-length
+/// strings as records (append_record). Run in the checked child.
+bool walk_objects(hid_t object, const std::string& object_name, std::string& out) {
   Collector c{object_name, &out};
-  if (H5Aiterate2(object, H5_INDEX_NAME, H5_ITER_INC, nullptr, collect_variable_string, &c) < 0)
+  if (H5Aiterate2(object, H5_INDEX_NAME, H5_ITER_INC, nullptr, walk_attribute, &c) < 0)
     return false;
-  if (H5Iget_type(object) != H5I_GROUP && H5Iget_type(object) != H5I_FILE) return true;
+  const H5I_type_t kind = H5Iget_type(object);
+  if (kind == H5I_DATASET) return walk_dataset(object);
+  if (kind != H5I_GROUP && kind != H5I_FILE) return true;
   std::vector<std::string> names;
   if (H5Literate(object, H5_INDEX_NAME, H5_ITER_INC, nullptr, collect_name, &names) < 0)
     return false;
   for (const std::string& n : names) {
     const hid_t child = H5Oopen(object, n.c_str(), H5P_DEFAULT);
     if (child < 0) return false;
-    const bool ok =
-        collect_variable_strings(child, object_name.empty() ? n : object_name + "/" + n, out);
+    const bool ok = walk_objects(child, object_name.empty() ? n : object_name + "/" + n, out);
     H5Oclose(child);
     if (!ok) return false;
   }
   return true;
 }
 
-/// The records of collect_variable_strings as a map (object "\n" attribute).
+/// The records of walk_objects as a map (object "\n" attribute).
 std::map<std::string, std::string> parse_records(const std::string& bytes) {
   std::map<std::string, std::string> records;
   std::size_t at = 0;
@@ -315,34 +347,34 @@ std::map<std::string, std::string> parse_records(const std::string& bytes) {
 
 }  // namespace
 
+void Hdf5File::check_structure() {
+  // HDF5 1.10 trusts much of a file's metadata: a damaged global heap (where
+  // variable-length strings live) made H5Aread read out of bounds and die of
+  // SIGSEGV (5 in 400 byte flips of a model file); a damaged link table
+  // crashed H5Literate; a damaged heap made it loop. So a forked child, which
+  // shares the open file, first walks everything a reader of the file meets
+  // (every link, object header, attribute; small chunked datasets) and hands
+  // back the variable-length strings, which are then never read here. A child
+  // that dies or hangs marks the file damaged: the error names it, and
+  // resume: latest passes such a checkpoint over. Deterministic parsing of the
+  // same bytes does not crash this process where it did not crash the child.
+  // One fork per file opened for reading (a millisecond; more for a process
+  // with much memory mapped).
+  constexpr int kTimeoutSeconds = 10;  // metadata reads in milliseconds
+  const hid_t file = id();
+  const ForkedCall walk = call_in_forked_child(
+      [file](std::string& out) { return walk_objects(file, "", out); }, kTimeoutSeconds);
+  DISTZO_INPUT_REQUIRE(walk.ok(), "'" << path_ << "' is damaged: reading its structure (groups, "
+                                             "attributes, object headers) "
+                                          << walk.failure
+                                          << " in a checked child process; use an intact copy");
+  variable_strings_ = parse_records(walk.output);
+}
+
 const std::string& Hdf5File::variable_string(const std::string& object,
                                              const std::string& name) const {
-  // Variable-length strings sit in the file's global heap, whose object
-  // sizes and indices HDF5 1.10 uses unchecked: a damaged heap makes H5Aread
-  // read out of bounds and the process die of SIGSEGV (5 in 400 byte flips of
-  // a model file). So a forked child, which shares the open file, reads every
-  // one of the file's at the first such read and hands them back; if it dies
-  // or hangs, the file is reported damaged and the run goes on to say so (or,
-  // resuming, to an older checkpoint). One child per file, however many
-  // tensors carry such a checksum. Only foreign files (h5py writes these
-  // strings) and files of earlier distzo versions hold them: distzo writes
-  // fixed-length strings.
-  if (!variable_strings_) {
-    // A string reads in microseconds; a damaged heap can make HDF5 loop
-    // (2 in 150 byte flips of the demo model), which this bounds.
-    constexpr int kTimeoutSeconds = 10;
-    const hid_t file = id();
-    const ForkedCall read = call_in_forked_child(
-        [file](std::string& out) { return collect_variable_strings(file, "", out); },
-        kTimeoutSeconds);
-    DISTZO_INPUT_REQUIRE(read.ok(), path_ << ": its variable-length string attributes are damaged "
-                                             "(reading them "
-                                          << read.failure
-                                          << "): the file is corrupt; use an intact copy");
-    variable_strings_ = parse_records(read.output);
-  }
-  const auto it = variable_strings_->find(object + "\n" + name);
-  DISTZO_INPUT_REQUIRE(it != variable_strings_->end(),
+  const auto it = variable_strings_.find(object + "\n" + name);
+  DISTZO_INPUT_REQUIRE(it != variable_strings_.end(),
                        path_ << ": attribute '" << name << "'"
                              << (object.empty() ? std::string() : " of '" + object + "'")
                              << " could not be read");

@@ -92,8 +92,7 @@ class Hdf5File {
   double read_double_attribute(const std::string& name) const;
   std::string read_string_attribute(const std::string& name) const;
   /// The variable-length string attribute `name` of `object` ("" = the root
-  /// group), read checked (in a forked child, all of the file's at once);
-  /// throws distzo::InputError naming the file when they are damaged.
+  /// group), as the checked child read it when the file was opened.
   const std::string& variable_string(const std::string& object, const std::string& name) const;
   void write_int_attribute(const std::string& name, std::int64_t value);
   void write_double_attribute(const std::string& name, double value);
@@ -179,14 +178,18 @@ class Hdf5File {
                   hid_t mem_type, void* out) const;
 
   void write_range_checksums();
+  /// Opening for reading: the file's structure walked in a forked child
+  /// first; throws distzo::InputError naming the file when it is damaged.
+  void check_structure();
   std::string root_attributes_checksum() const;
 
   std::string path_;
   Hdf5Handle file_;
   bool parallel_ = false;
   bool writing_ = false;  // created by this process: close() records the checksums
-  // object "\n" attribute -> value: variable_string's, read at its first call.
-  mutable std::optional<std::map<std::string, std::string>> variable_strings_;
+  // object "\n" attribute -> value: the variable-length strings, read by
+  // check_structure's child.
+  std::map<std::string, std::string> variable_strings_;
   int rank_ = 0;                   // in the communicator of a parallel file
   MPI_Comm comm_ = MPI_COMM_NULL;  // of a parallel file (not owned)
   // Datasets written by write_float_range: this rank's part of each checksum.
