@@ -156,7 +156,18 @@ void write_checkpoint_parallel(const std::string& path, const ModelInfo& model, 
 std::string checkpoint_run_id(const std::string& path) {
   try {
     const Hdf5File file(path, Hdf5File::Mode::read);
-    return file.has_attribute("run_id") ? file.read_string_attribute("run_id") : "";
+    // A damaged id must not pass for another run's: that checkpoint would be
+    // kept aside under a name made from it (the fuzzer's 1000-byte id made
+    // that name too long to create, and the run stop).
+    file.verify_attributes();
+    const std::string id = file.has_attribute("run_id") ? file.read_string_attribute("run_id") : "";
+    // distzo's ids are 16 hex digits; anything that cannot be part of a
+    // file name (too long, a '/', a control character) is damage.
+    const bool well_formed =
+        id.size() <= 64 && std::none_of(id.begin(), id.end(), [](char c) {
+          return c == '/' || static_cast<unsigned char>(c) < 0x20;
+        });
+    return well_formed ? id : "";
   } catch (const Error&) {
     return "";
   }
