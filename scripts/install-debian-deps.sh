@@ -2,8 +2,9 @@
 # Installs distzo's build and test dependencies on Debian 12 (bookworm).
 # Runs apt-get through sudo unless already root. Safe to run again.
 #   --test  also what only the test suite needs: SLURM and munge, for the
-#           test that runs a one-node cluster of its own (slurm_requeue;
-#           the packages' own services are not configured or used).
+#           tests that run a cluster of their own (slurm_requeue on one
+#           node, slurm_two_nodes on two; the packages' own services are not
+#           configured or used).
 set -euo pipefail
 with_test=0
 for arg in "$@"; do

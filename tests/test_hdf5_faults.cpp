@@ -105,7 +105,7 @@ TEST(Hdf5Faults, DamagedGlobalHeapIsAnErrorNotACrash) {
   const std::string message = error_of(path);
   std::remove(path.c_str());
   EXPECT_EQ(message.find("'" + path + "' is damaged: reading its structure (groups, attributes, "
-                               "object headers) died of signal"),
+                               "object headers) in a checked child process, died of signal"),
             0u)
       << message;
 }
@@ -138,7 +138,7 @@ TEST(Hdf5Faults, GlobalHeapThatMakesHdf5LoopIsBounded) {
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   std::remove(path.c_str());
   EXPECT_EQ(message.find("'" + path + "' is damaged: reading its structure (groups, attributes, "
-                               "object headers) "),
+                               "object headers) in a checked child process, "),
             0u)
       << message;
   EXPECT_LT(seconds, 30.0) << message;

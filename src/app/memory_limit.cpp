@@ -52,9 +52,11 @@ std::string address_space_shortfall(const MemoryPlan& plan, int gemm_threads,
     << "`) + " << human_bytes(threads) << " for its " << gemm_threads
     << " GEMM thread(s) (a BLAS work buffer each) + "
     << human_bytes(kMarginBytes) << " of margin. Raise the limit to at least "
-    << ulimit_setting(advised_limit(needed)) << " (or the batch system's memory request), or run fewer GEMM "
-    << "threads (OPENBLAS_NUM_THREADS=1 saves " << human_bytes(kBlasBufferBytesPerThread)
-    << " per thread)";
+    << ulimit_setting(advised_limit(needed))
+    << " (the need rounded up, with 16 MiB to spare; or the batch system's memory request)";
+  if (gemm_threads > 1)
+    s << ", or run fewer GEMM threads (OPENBLAS_NUM_THREADS=1 saves at least "
+      << human_bytes(kBlasBufferBytesPerThread) << " per thread)";
   return s.str();
 }
 

@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
 #include <sys/prctl.h>
@@ -65,6 +66,11 @@ ForkedCall call_in_forked_child(const std::function<bool(std::string&)>& call,
     // that MPI's transport (UCX) or a sanitizer installed would print a
     // backtrace, or wait for a debugger, before it ends.
     for (const int fatal : {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT}) signal(fatal, SIG_DFL);
+    // Nor does what the call prints on its way down (a library's error
+    // stack, AddressSanitizer's report of the library's bad memcpy) belong on
+    // the run's stderr: the parent says what happened.
+    const int devnull = open("/dev/null", O_WRONLY);
+    if (devnull >= 0) dup2(devnull, STDERR_FILENO);
     std::string out;
     if (!call(out)) _exit(kCallFailed);
     write_all_and_exit(fds[1], out);

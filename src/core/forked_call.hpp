@@ -18,8 +18,9 @@ struct ForkedCall {
 /// Runs `call` in a fork()ed child and hands back the bytes it puts in its
 /// argument. The child shares the parent's memory image and open files (copy on
 /// write) and runs only `call` and _exit: no exit handlers, no flush of the
-/// parent's streams, no MPI. A child that dies of a signal, returns false or
-/// runs longer than `timeout_seconds` (then killed) is reported in `failure`;
+/// parent's streams, no MPI; its stderr goes to /dev/null. A child that dies
+/// of a signal, returns false or runs longer than `timeout_seconds` (then
+/// killed) is reported in `failure`;
 /// the child is killed with the parent, should the parent die first.
 /// `call` must not take locks another thread of the parent may hold (the
 /// child has one thread): a library used only by the calling thread is fine.

@@ -364,10 +364,16 @@ void Hdf5File::check_structure() {
   const hid_t file = id();
   const ForkedCall walk = call_in_forked_child(
       [file](std::string& out) { return walk_objects(file, "", out); }, kTimeoutSeconds);
+  // The child's call returns false when HDF5 refused something (a metadata
+  // checksum that does not verify, a structure it cannot parse).
+  const std::string what = walk.failure == "failed"
+                               ? "HDF5 refused part of it (a metadata checksum or a structure "
+                                 "that does not verify)"
+                               : walk.failure;
   DISTZO_INPUT_REQUIRE(walk.ok(), "'" << path_ << "' is damaged: reading its structure (groups, "
-                                             "attributes, object headers) "
-                                          << walk.failure
-                                          << " in a checked child process; use an intact copy");
+                                             "attributes, object headers) in a checked child "
+                                             "process, "
+                                          << what << "; use an intact copy");
   variable_strings_ = parse_records(walk.output);
 }
 
