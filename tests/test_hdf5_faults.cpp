@@ -104,8 +104,10 @@ TEST(Hdf5Faults, DamagedGlobalHeapIsAnErrorNotACrash) {
   test_support::damage_global_heap(path);
   const std::string message = error_of(path);
   std::remove(path.c_str());
+  // Without the sanitizers the child dies of SIGSEGV; under AddressSanitizer
+  // (allocator_may_return_null) HDF5's huge allocation fails and it refuses.
   EXPECT_EQ(message.find("'" + path + "' is damaged: reading its structure (groups, attributes, "
-                               "object headers) in a checked child process, died of signal"),
+                               "object headers) in a checked child process, "),
             0u)
       << message;
 }
