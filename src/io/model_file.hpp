@@ -74,6 +74,8 @@ class ModelReader {
   std::string verified_digest() const;
 
  private:
+  std::string digest_of_tensors(bool check_finite) const;
+
   Hdf5File file_;
   ModelInfo info_;
   std::vector<StorageDtype> dtypes_;  // by parameter id
