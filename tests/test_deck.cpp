@@ -147,6 +147,7 @@ TEST(Deck, FullDeckParsesEveryValue) {
   EXPECT_EQ(d.placement.perturbed_weights, distzo::io::PerturbedWeights::one_at_a_time);
   EXPECT_EQ(d.precision.storage, distzo::StorageDtype::bf16);
   EXPECT_EQ(d.precision.rounding, distzo::Rounding::nearest);
+  EXPECT_EQ(d.precision.gemm_inputs, distzo::io::GemmInputs::storage);
 
   EXPECT_EQ(d.origin.source, "full.yaml");
   EXPECT_EQ(d.origin.line("model"), 3);

@@ -8,8 +8,11 @@
 #include <cstddef>
 #include <limits>
 #include <string>
+#include <vector>
 
 #include "core/error.hpp"
+#include "core/fp.hpp"
+#include "core/storage_dtype.hpp"
 #include "kernels/linear.hpp"
 
 #include "support/kernel_check.hpp"
@@ -153,6 +156,83 @@ TEST(KernelsLinear, SingleRowAndSingleOutput) {
   double bound = 0.0;
   const Ref ref = linear_ref(x, w, &b, &bound);
   EXPECT_TRUE(all_close(to_host(y), ref, bound, 0.0));
+}
+
+// ------------------------------------------------ linear on 2-byte words
+
+/// A host matrix's values as 16-bit words of `dtype` (round to nearest).
+std::vector<std::uint16_t> words_of(const HostMat& a, StorageDtype dtype) {
+  std::vector<std::uint16_t> w(a.extent(0) * a.extent(1));
+  for (std::size_t r = 0; r < a.extent(0); ++r)
+    for (std::size_t c = 0; c < a.extent(1); ++c)
+      w[r * a.extent(1) + c] =
+          static_cast<std::uint16_t>(storage::store(a(r, c), dtype, Rounding::nearest, 0u));
+  return w;
+}
+
+HalfVec words_to_device(const std::vector<std::uint16_t>& words) {
+  HalfVec v("words", words.size());
+  auto h = Kokkos::create_mirror_view(v);
+  for (std::size_t i = 0; i < words.size(); ++i) h(i) = words[i];
+  Kokkos::deep_copy(v, h);
+  return v;
+}
+
+TEST(KernelsLinear, TwoByteInputsAreTheRoundedProductsSummedInOrder) {
+  // y = round(x) · w16ᵀ + b: each product of two 16-bit values is exact in
+  // float32, so the naive loop below (float sums over i in order, then the
+  // bias) gives the host reference's bits; the double sum bounds it too.
+  const std::size_t rows = 23, in = 45, out = 19;
+  for (StorageDtype dtype : {StorageDtype::bf16, StorageDtype::fp16}) {
+    SCOPED_TRACE(to_string(dtype));
+    const HostMat x = random_host(rows, in, 31);
+    const HostMat w = random_host(out, in, 32);
+    const HostVec b = random_host_vec(out, 33);
+    const std::vector<std::uint16_t> x16 = words_of(x, dtype), w16 = words_of(w, dtype);
+    const HalfVec w_words = words_to_device(w16);
+    const k::WeightMatrix matrix(dtype, ConstHalfMat(w_words.data(), out, in));
+    HalfVec scratch("x_words", rows * in + 5);
+    Mat y("y", rows, out);
+    k::linear(space(), y, to_device(x), matrix, to_device(b), scratch);
+    const HostMat got = to_host(y);
+
+    // The input rounding: the scratch holds round(x), row-major.
+    auto sh = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), scratch);
+    for (std::size_t i = 0; i < rows * in; ++i) ASSERT_EQ(sh(i), x16[i]) << "x word " << i;
+
+    for (std::size_t r = 0; r < rows; ++r)
+      for (std::size_t o = 0; o < out; ++o) {
+        float sum = 0.0f;
+        double exact = 0.0;
+        for (std::size_t i = 0; i < in; ++i) {
+          const float xv = storage::load(x16[r * in + i], dtype);
+          const float wv = storage::load(w16[o * in + i], dtype);
+          ASSERT_EQ(double(xv) * double(wv), double(xv * wv)) << "a product is not exact";
+          sum += xv * wv;
+          exact += double(xv) * double(wv);
+        }
+        sum += b(o);
+        exact += b(o);
+#if !defined(KOKKOS_ENABLE_CUDA)
+        ASSERT_EQ(fp::to_bits(got(r, o)), fp::to_bits(sum)) << "y(" << r << ", " << o << ")";
+#endif
+        // cuBLAS sums in its own order: within a dot product's bound.
+        ASSERT_NEAR(got(r, o), exact, 1e-5 * (1.0 + std::fabs(exact))) << "y(" << r << ", " << o << ")";
+      }
+
+    // A float32 matrix through the same entry point is the float linear.
+    Mat y32("y32", rows, out), y32_ref("y32_ref", rows, out);
+    const Mat wd = to_device(w);
+    k::linear(space(), y32, to_device(x), k::WeightMatrix(ConstMat(wd)), to_device(b), HalfVec());
+    k::linear(space(), y32_ref, to_device(x), wd, to_device(b));
+    const HostMat a = to_host(y32), e = to_host(y32_ref);
+    for (std::size_t r = 0; r < rows; ++r)
+      for (std::size_t o = 0; o < out; ++o) ASSERT_EQ(fp::to_bits(a(r, o)), fp::to_bits(e(r, o)));
+
+    // Too little scratch for the rounded input is an error, not an overrun.
+    HalfVec small("small", rows * in - 1);
+    EXPECT_THROW(k::linear(space(), y, to_device(x), matrix, to_device(b), small), Error);
+  }
 }
 
 TEST(KernelsLinear, ShapeErrorsThrow) {

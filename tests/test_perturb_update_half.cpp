@@ -155,6 +155,61 @@ TEST(PerturbUpdateHalf, IsTheFloat32UpdateThenTheStorageRounding) {
   }
 }
 
+TEST(PerturbUpdateHalf, TwoByteOutputsAreTheFloatOutputsRoundedToNearest) {
+  // precision.gemm_inputs: storage: w± as words of θ's format. θ' is the same
+  // as with float outputs, and each word is the float w± rounded to nearest,
+  // also for a row selection (unselected rows keep what they held).
+  ExecSpace space;
+  const std::size_t n = 1003, row = 17;
+  const std::uint64_t first = 6;
+  const float eps = 1e-3f;
+  const PerturbationStream now =
+      PerturbationStream::make(kSeed, kStep, 0, Distribution::gaussian, ZRecipe::v2);
+  for (StorageDtype dtype : kDtypes) {
+    for (Rounding rounding : kRoundings) {
+      for (bool select : {false, true}) {
+        SCOPED_TRACE(std::string(to_string(dtype)) + " " + to_string(rounding) +
+                     (select ? ", every third row" : ", all rows"));
+        const kernels::UpdateTerms u = pending_update(rounding);
+        const std::vector<std::uint16_t> before = initial_words(n, dtype);
+        kernels::RowSelection rows;
+        IntVec used("used", (first + n + row - 1) / row);
+        if (select) {
+          auto h = Kokkos::create_mirror_view(used);
+          for (std::size_t r = 0; r < h.extent(0); ++r) h(r) = r % 3 == 0;
+          Kokkos::deep_copy(used, h);
+          rows.used = used;
+          rows.row_elements = row;
+        }
+        const HalfVec theta_f = to_device(before), theta_w = to_device(before);
+        Vec plus("plus", n), minus("minus", n);
+        kernels::update_and_perturb(space, theta_f, dtype, kParam, first, u, now, eps, plus, minus,
+                                    rows);
+        const std::vector<std::uint16_t> marker(n, 0x7E01u);  // a NaN no rounding gives
+        HalfVec plus16 = to_device(marker), minus16 = to_device(marker);
+        kernels::update_and_perturb(space, theta_w, dtype, kParam, first, u, now, eps, plus16,
+                                    minus16, rows);
+        EXPECT_EQ(words_of(theta_w), words_of(theta_f)) << "θ' does not depend on w's format";
+        const std::vector<float> p = floats_of(plus), m = floats_of(minus);
+        const std::vector<std::uint16_t> p16 = words_of(plus16), m16 = words_of(minus16);
+        int written = 0;
+        for (std::size_t i = 0; i < n; ++i) {
+          const bool on = !select || ((first + i) / row) % 3 == 0;
+          if (!on) {
+            ASSERT_EQ(p16[i], 0x7E01u) << "element " << first + i << " of an unselected row";
+            ASSERT_EQ(m16[i], 0x7E01u);
+            continue;
+          }
+          ++written;
+          ASSERT_EQ(p16[i], storage::store(p[i], dtype, Rounding::nearest, 0u)) << "w+ " << first + i;
+          ASSERT_EQ(m16[i], storage::store(m[i], dtype, Rounding::nearest, 0u)) << "w- " << first + i;
+        }
+        EXPECT_GT(written, static_cast<int>(n / 4));
+      }
+    }
+  }
+}
+
 TEST(PerturbUpdateHalf, SliceEqualsWholeAndFlushEqualsFused) {
   ExecSpace space;
   const std::size_t n = 999;

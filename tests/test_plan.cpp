@@ -54,6 +54,12 @@ runtime::PlacementConfig one_at_a_time(runtime::PlacementConfig placement) {
   return placement;
 }
 
+/// θ placed as `placement` says, its blocks' GEMMs taking 2-byte inputs.
+runtime::PlacementConfig two_byte_gemm(runtime::PlacementConfig placement) {
+  placement.two_byte_gemm_inputs = true;
+  return placement;
+}
+
 TEST(Plan, PredictsWhatARunAllocates) {
   const std::vector<Case> cases = {
       {model::Task::causal_lm, 1, 1, runtime::PlacementConfig(), 0, true},
@@ -69,6 +75,9 @@ TEST(Plan, PredictsWhatARunAllocates) {
       {model::Task::causal_lm, 2, 1, one_at_a_time(runtime::PlacementConfig()), 0, true},
       {model::Task::classification, 2, 1, one_at_a_time(stored_in(StorageDtype::bf16, offload(0, 1))), 0, true, true},
       {model::Task::causal_lm, 1, 2, one_at_a_time(stored_in(StorageDtype::fp16)), 8, false},
+      {model::Task::causal_lm, 1, 1, two_byte_gemm(stored_in(StorageDtype::bf16)), 0, true},
+      {model::Task::classification, 2, 2, two_byte_gemm(stored_in(StorageDtype::fp16, offload(1, 2))), 0, false, true},
+      {model::Task::causal_lm, 2, 1, two_byte_gemm(one_at_a_time(stored_in(StorageDtype::bf16, offload(0, 1)))), 8, true, true},
   };
   for (const Case& c : cases) {
     model::ModelConfig config =

@@ -24,11 +24,24 @@ runtime::PlacementConfig placement_config(const io::Deck& deck, int ranks_on_nod
   p.slots = deck.placement.slots;
   const std::string slots = p.slots_problem();
   if (!slots.empty()) throw Error(deck.origin.where("placement.slots") + slots);
+  p.two_byte_gemm_inputs = deck.precision.gemm_inputs == io::GemmInputs::storage;
+  if (p.two_byte_gemm_inputs && deck.precision.storage == StorageDtype::fp32)
+    throw Error(deck.origin.where("precision.gemm_inputs") +
+                "`storage` multiplies 2-byte words of θ's storage dtype, but θ is stored in fp32 "
+                "here; set precision.storage to bf16 or fp16, or gemm_inputs to fp32");
   switch (deck.placement.share_host_master) {
-    case io::ShareHostMaster::automatic: p.share_host_master = ranks_on_node > 1; break;
+    // A node-shared master exchanges float32 w± slices: with 2-byte GEMM
+    // inputs automatic gives every rank its own θ.
+    case io::ShareHostMaster::automatic:
+      p.share_host_master = ranks_on_node > 1 && !p.two_byte_gemm_inputs;
+      break;
     case io::ShareHostMaster::on: p.share_host_master = true; break;
     case io::ShareHostMaster::off: p.share_host_master = false; break;
   }
+  if (p.share_host_master && p.two_byte_gemm_inputs)
+    throw Error(deck.origin.where("placement.share_host_master") +
+                "a node-shared master exchanges float32 w± slices and cannot be combined with "
+                "precision.gemm_inputs: storage; set share_host_master to false or automatic");
   p.perturb_one_at_a_time =
       deck.placement.perturbed_weights == io::PerturbedWeights::one_at_a_time;
   p.storage = deck.precision.storage;

@@ -34,6 +34,7 @@ const char* const kUsage =
     "                   [--candidates K] [--queries q] [--perturbation P] [--eval]\n"
     "                   [--placement resident|offload] [--resident-blocks K] [--prefetch N] [--slots S]\n"
     "                   [--storage fp32|bf16|fp16] [--perturbed-weights together|one_at_a_time]\n"
+    "                   [--gemm-inputs fp32|storage]\n"
     "                   [--device-gib G] [--gpus-per-node n [--pcie-gbs 55] [--nvlink-gbs 370]\n"
     "                   [--hbm-tbs 4.3] [--gemm-tflops 700]]\n"
     "  predicted device memory per rank by role, host memory for θ, and bytes moved per\n"
@@ -106,7 +107,14 @@ MemoryPlan plan_memory(const PlanInputs& in) {
   std::uint64_t edge_w = 0;
   for (const auto* ids : {&r.embedding_ids(), &r.head_ids()})
     for (std::uint32_t id : *ids) edge_w += view_bytes(u(r[id].numel()), kFloat);
-  p.scratch = (one ? 1 : 2) * float_block + (one ? 1 : e) * edge_w +
+  // With 2-byte GEMM inputs a block's w is its matrices' words (a word
+  // arena in the block's layout) and its vectors' floats (a packed arena).
+  const std::uint64_t block_w =
+      in.placement.two_byte_gemm_inputs
+          ? view_bytes(float_block / kFloat, sizeof(std::uint16_t)) +
+                view_bytes(u(runtime::max_block_vector_elements(r)), kFloat)
+          : float_block;
+  p.scratch = (one ? 1 : 2) * block_w + (one ? 1 : e) * edge_w +
               (in.batch.task == model::Task::classification ? view_bytes(u(c.vocab_size), kInt) : 0);
   // A 2-byte θ is read as float32 for an evaluation's forward by decoding it
   // into that same scratch, idle between steps (zo/float_theta.hpp); the
@@ -118,8 +126,8 @@ MemoryPlan plan_memory(const PlanInputs& in) {
   const std::uint64_t B = u(in.batch.micro_batch), T = u(in.batch.seq_len), N = B * T;
   const std::uint64_t C = u(c.hidden_size), E = u(c.embedding_dim()),
                       V = u(c.vocab_size), K = u(in.batch.candidates);
-  const std::uint64_t forward =
-      model::DecoderForward::scratch_bytes(c, in.batch.micro_batch, in.batch.seq_len);
+  const std::uint64_t forward = model::DecoderForward::scratch_bytes(
+      c, in.batch.micro_batch, in.batch.seq_len, in.placement.gemm_inputs());
   const std::uint64_t hidden = e * view_bytes(N * C, kFloat);
   const bool lm = in.batch.task == model::Task::causal_lm;
   const std::uint64_t head = lm ? view_bytes(N * V, kFloat)
@@ -155,8 +163,12 @@ std::string describe_plan(const PlanInputs& in, const MemoryPlan& p) {
              : std::string(in.placement.mode == runtime::PlacementMode::offload
                                ? "; transfers are 2 bytes per element too"
                                : "") +
-                   "; w± and activations stay float32 (an evaluation decodes θ into w's "
-                   "scratch)\n")
+                   (in.placement.two_byte_gemm_inputs
+                        ? "; the blocks' matrices are multiplied as 2-byte words (w± of them in "
+                          "2 bytes, their inputs rounded to it; precision.gemm_inputs: storage), "
+                          "the edges' w± and the activations stay float32\n"
+                        : "; w± and activations stay float32 (an evaluation decodes θ into w's "
+                          "scratch)\n"))
      << "placement    ";
   os << describe_blocks(in.placement, L, "resident_blocks") << "\n";
   os << "workload     " << (in.batch.task == model::Task::causal_lm ? "causal_lm" : "classification")
@@ -290,6 +302,13 @@ PlanInputs inputs_from_config(const std::string& path, const Options& o,
   }
   in.placement.perturb_one_at_a_time = runtime::perturbs_one_at_a_time(
       o.text("--perturbed-weights", "together"), "plan: --perturbed-weights");
+  const std::string gemm_inputs = o.text("--gemm-inputs", "fp32");
+  if (gemm_inputs != "fp32" && gemm_inputs != "storage")
+    throw Error("plan: --gemm-inputs must be fp32 or storage, got '" + gemm_inputs + "'");
+  in.placement.two_byte_gemm_inputs = gemm_inputs == "storage";
+  if (in.placement.two_byte_gemm_inputs && in.placement.storage == StorageDtype::fp32)
+    throw Error("plan: --gemm-inputs storage multiplies 2-byte words of θ: it needs --storage bf16 "
+                "or fp16");
   if (in.placement.mode == runtime::PlacementMode::resident &&
       (o.has("--resident-blocks") || o.has("--prefetch") || o.has("--slots")))
     notes.push_back("--resident-blocks, --prefetch and --slots apply to --placement offload; ignored");
@@ -303,7 +322,7 @@ const char* plan_usage() { return kUsage; }
 int plan(const std::vector<std::string>& args) {
   const Options o("plan", args,
                   {"--batch", "--seq", "--task", "--candidates", "--queries", "--perturbation",
-                   "--placement", "--resident-blocks", "--prefetch", "--slots", "--storage", "--perturbed-weights", "--device-gib",
+                   "--placement", "--resident-blocks", "--prefetch", "--slots", "--storage", "--perturbed-weights", "--gemm-inputs", "--device-gib",
                    "--gpus-per-node", "--pcie-gbs", "--nvlink-gbs", "--hbm-tbs", "--gemm-tflops"},
                   {"--eval"}, kUsage);
   const std::string path = o.single("DECK.yaml or config.json");

@@ -181,7 +181,12 @@ std::string describe_storage(const runtime::PlacementConfig& p) {
   return std::string("precision: θ stored in ") + to_string(p.storage) +
          " (2 bytes per parameter), updates rounded " +
          (p.rounding == Rounding::stochastic ? "stochastically" : "to nearest") +
-         "; forward passes and updates compute in float32";
+         (p.two_byte_gemm_inputs
+              ? std::string("; the blocks' matrices are multiplied as 2-byte ") +
+                    to_string(p.storage) +
+                    " words, their inputs rounded to nearest (float32 sums; "
+                    "precision.gemm_inputs: storage); the rest computes in float32"
+              : std::string("; forward passes and updates compute in float32"));
 }
 
 std::string describe_progress(const StepRow& row, std::int64_t steps, double eta_seconds) {

@@ -31,6 +31,7 @@ using IntVec = Kokkos::View<int*, Kokkos::LayoutRight, MemSpace>;
 using IntMat = Kokkos::View<int**, Kokkos::LayoutRight, MemSpace>;
 /// θ stored in 2 bytes per element (bf16 or fp16 words, core/storage_dtype.hpp).
 using HalfVec = Kokkos::View<std::uint16_t*, Kokkos::LayoutRight, MemSpace>;
+using ConstHalfMat = Kokkos::View<const std::uint16_t**, Kokkos::LayoutRight, MemSpace>;
 using ConstIntVec = Kokkos::View<const int*, Kokkos::LayoutRight, MemSpace>;
 using ConstIntMat = Kokkos::View<const int**, Kokkos::LayoutRight, MemSpace>;
 

@@ -109,9 +109,15 @@ struct PlacementSection {
 using distzo::Rounding;
 using distzo::StorageDtype;
 
+/// What the blocks' GEMMs take as inputs: float32, or 2-byte words in θ's
+/// storage dtype (w± of the block matrices and the activations rounded to
+/// it; float32 accumulation).
+enum class GemmInputs { fp32, storage };
+
 struct PrecisionSection {
   StorageDtype storage = StorageDtype::fp32;  // bytes per element of θ: 4, or 2 (bf16, fp16)
   Rounding rounding = Rounding::stochastic;   // how an update is stored in 2 bytes (fp32: exact)
+  GemmInputs gemm_inputs = GemmInputs::fp32;
 };
 
 struct DeckOrigin {

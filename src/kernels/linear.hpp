@@ -4,9 +4,28 @@
 // the bits do not depend on the thread count); on CUDA cuBLAS through
 // KokkosBlas::gemm; the native Kokkos Kernels gemm where there is no BLAS.
 
+#include "core/storage_dtype.hpp"
 #include "core/types.hpp"
 
+#include <cstddef>
+
 namespace distzo::kernels {
+
+/// A weight matrix (out, in) as a dense layer reads it: float32 values, or —
+/// with `precision.gemm_inputs: storage` — the 2-byte words (bf16 / fp16) of
+/// θ's storage dtype, which the GEMM multiplies without a float copy.
+struct WeightMatrix {
+  ConstMat values;     // float32 (dtype fp32)
+  ConstHalfMat words;  // 2-byte words (dtype bf16 / fp16)
+  StorageDtype dtype = StorageDtype::fp32;
+
+  WeightMatrix() = default;
+  WeightMatrix(const ConstMat& v) : values(v) {}  // NOLINT(google-explicit-constructor)
+  WeightMatrix(StorageDtype words_dtype, const ConstHalfMat& w) : words(w), dtype(words_dtype) {}
+  bool is_words() const { return dtype != StorageDtype::fp32; }
+  std::size_t rows() const { return is_words() ? words.extent(0) : values.extent(0); }
+  std::size_t cols() const { return is_words() ? words.extent(1) : values.extent(1); }
+};
 
 /// C = alpha * op(A) * op(B) + beta * C on `space`, op = "N" or "T".
 ///
@@ -33,5 +52,28 @@ void gemm(const ExecSpace& space, const char* trans_a, const char* trans_b, real
 /// y must not alias x or w. Throws distzo::Error on mismatched shapes.
 void linear(const ExecSpace& space, const Mat& y, const ConstMat& x, const ConstMat& w,
             const ConstVec& b);
+
+/// The same with w as a WeightMatrix. Float32 values: the linear above.
+/// 2-byte words (precision.gemm_inputs: storage, docs/perturbation.md "GEMM
+/// inputs in 2 bytes"): x is rounded to nearest into the same 16-bit format
+/// (`x_words`, at least N * in words of scratch, is overwritten), then
+///   y(r, o) = Σ_i x16(r, i) · w16(o, i)   accumulated in float32,
+/// each product exact in float32 (8 + 8 or 11 + 11 significant bits). Under
+/// CUDA one cublasGemmEx on the tensor cores (CUBLAS_COMPUTE_32F, its own
+/// summation order); on host backends gemm_words, the naive reference.
+void linear(const ExecSpace& space, const Mat& y, const ConstMat& x, const WeightMatrix& w,
+            const ConstVec& b, const HalfVec& x_words);
+
+/// x rounded to nearest into 16-bit words of `dtype` (bf16 or fp16), row-major
+/// (rows, cols) at the start of `words`: the GEMM input of a 2-byte layer.
+void round_to_words(const ExecSpace& space, const ConstMat& x, StorageDtype dtype,
+                    const HalfVec& words);
+
+/// y = x16 · w16ᵀ, both 16-bit words of `dtype`, summed in float32 over i in
+/// increasing order, one thread per element of y: the reference of the
+/// 2-byte GEMM, the same bits at any thread count on host backends.
+///   y: (N, out)   x16: (N, in)   w16: (out, in)
+void gemm_words(const ExecSpace& space, const Mat& y, const ConstHalfMat& x16,
+                const ConstHalfMat& w16, StorageDtype dtype);
 
 }  // namespace distzo::kernels

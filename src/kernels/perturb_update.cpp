@@ -5,6 +5,7 @@
 #include "kernels/common.hpp"
 
 #include <type_traits>
+#include <utility>
 
 namespace distzo::kernels {
 
@@ -17,7 +18,8 @@ constexpr int kBlocksPerItem =
     std::is_same<MemSpace, Kokkos::HostSpace>::value ? 32 : 1;
 constexpr int kElementsPerItem = 4 * kBlocksPerItem;
 
-void check(std::size_t theta_elements, const Vec& out, const char* which) {
+template <class Out>
+void check(std::size_t theta_elements, const Out& out, const char* which) {
   DISTZO_REQUIRE(out.extent(0) == 0 || out.extent(0) == theta_elements,
                  "update_and_perturb: " << which << " holds " << out.extent(0)
                                         << " elements, θ holds " << theta_elements);
@@ -56,10 +58,27 @@ struct HalfTheta {
   }
 };
 
-template <class Theta>
+/// Where w± go: float32 values as computed, or 2-byte words of θ's format
+/// rounded to nearest (precision.gemm_inputs: storage).
+struct FloatOut {
+  Vec values;
+  std::size_t extent(int) const { return values.extent(0); }
+  KOKKOS_FORCEINLINE_FUNCTION void set(std::uint64_t i, real v) const { values(i) = v; }
+};
+
+template <StorageDtype kDtype>
+struct WordsOut {
+  HalfVec words;
+  std::size_t extent(int) const { return words.extent(0); }
+  KOKKOS_FORCEINLINE_FUNCTION void set(std::uint64_t i, real v) const {
+    words(i) = static_cast<std::uint16_t>(storage::store(v, kDtype, Rounding::nearest, 0u));
+  }
+};
+
+template <class Theta, class Out>
 void fused_kernel(const ExecSpace& space, const Theta& theta, std::uint32_t param_id,
                   std::uint64_t first_element, const UpdateTerms& update,
-                  const PerturbationStream& stream, real eps, const Vec& plus, const Vec& minus,
+                  const PerturbationStream& stream, real eps, const Out& plus, const Out& minus,
                   const RowSelection& rows) {
   check_terms(update);
   check(theta.extent(), plus, "w+");
@@ -74,7 +93,7 @@ void fused_kernel(const ExecSpace& space, const Theta& theta, std::uint32_t para
                      << ", " << first_element + theta.extent() << ")");
   if (theta.extent() == 0) return;
   const Theta t = theta;
-  const Vec p = plus, m = minus;
+  const Out p = plus, m = minus;
   const bool write_plus = plus.extent(0) != 0, write_minus = minus.extent(0) != 0;
   const bool perturb = write_plus || write_minus;
   const UpdateTerms u = update;
@@ -173,15 +192,15 @@ void fused_kernel(const ExecSpace& space, const Theta& theta, std::uint32_t para
         for (int i = 0; i < kElementsPerItem; ++i) ez[i] = fp::mul(eps, ez[i]);
         if (whole && every) {
           if (write_plus)
-            for (int i = 0; i < kElementsPerItem; ++i) p(base + i - first) = fp::add(value[i], ez[i]);
+            for (int i = 0; i < kElementsPerItem; ++i) p.set(base + i - first, fp::add(value[i], ez[i]));
           if (write_minus)
-            for (int i = 0; i < kElementsPerItem; ++i) m(base + i - first) = fp::sub(value[i], ez[i]);
+            for (int i = 0; i < kElementsPerItem; ++i) m.set(base + i - first, fp::sub(value[i], ez[i]));
         } else {
           for (int i = 0; i < kElementsPerItem; ++i) {
             const std::uint64_t e = base + i;
             if (e < first || e > last || (!all_rows && used(e / row_elements) == 0)) continue;
-            if (write_plus) p(e - first) = fp::add(value[i], ez[i]);
-            if (write_minus) m(e - first) = fp::sub(value[i], ez[i]);
+            if (write_plus) p.set(e - first, fp::add(value[i], ez[i]));
+            if (write_minus) m.set(e - first, fp::sub(value[i], ez[i]));
           }
         }
       });
@@ -191,17 +210,18 @@ void update_and_perturb(const ExecSpace& space, const Vec& theta, std::uint32_t 
                         std::uint64_t first_element, const UpdateTerms& update,
                         const PerturbationStream& stream, real eps, const Vec& plus,
                         const Vec& minus, const RowSelection& rows) {
-  fused_kernel(space, Fp32Theta{theta}, param_id, first_element, update, stream, eps, plus, minus,
-               rows);
+  fused_kernel(space, Fp32Theta{theta}, param_id, first_element, update, stream, eps,
+               FloatOut{plus}, FloatOut{minus}, rows);
 }
 
 /// The fused kernel over 2-byte words of kDtype, instantiated per rounding
-/// (neither the format nor the rounding is decided per element).
-template <StorageDtype kDtype>
+/// (neither the format nor the rounding is decided per element) and per kind
+/// of output (Out<kDtype>: FloatOut or WordsOut).
+template <StorageDtype kDtype, class Out>
 void fused_half_kernel(const ExecSpace& space, const HalfVec& theta, std::uint32_t param_id,
                        std::uint64_t first_element, const UpdateTerms& update,
-                       const PerturbationStream& stream, real eps, const Vec& plus,
-                       const Vec& minus, const RowSelection& rows) {
+                       const PerturbationStream& stream, real eps, const Out& plus,
+                       const Out& minus, const RowSelection& rows) {
   if (update.rounding == Rounding::stochastic)
     fused_kernel(space, HalfTheta<kDtype, Rounding::stochastic>{theta}, param_id, first_element,
                  update, stream, eps, plus, minus, rows);
@@ -210,21 +230,57 @@ void fused_half_kernel(const ExecSpace& space, const HalfVec& theta, std::uint32
                  update, stream, eps, plus, minus, rows);
 }
 
-void update_and_perturb(const ExecSpace& space, const HalfVec& theta, StorageDtype dtype,
-                        std::uint32_t param_id, std::uint64_t first_element,
-                        const UpdateTerms& update, const PerturbationStream& stream, real eps,
-                        const Vec& plus, const Vec& minus, const RowSelection& rows) {
+/// θ's format picked once: `make_out.template of<kDtype>()` gives the outputs.
+template <class MakeOut>
+void dispatch_half(const ExecSpace& space, const HalfVec& theta, StorageDtype dtype,
+                   std::uint32_t param_id, std::uint64_t first_element, const UpdateTerms& update,
+                   const PerturbationStream& stream, real eps, const MakeOut& make_out,
+                   const RowSelection& rows) {
   switch (dtype) {
-    case StorageDtype::bf16:
+    case StorageDtype::bf16: {
+      const auto out = make_out.template of<StorageDtype::bf16>();
       return fused_half_kernel<StorageDtype::bf16>(space, theta, param_id, first_element, update,
-                                                   stream, eps, plus, minus, rows);
-    case StorageDtype::fp16:
+                                                   stream, eps, out.first, out.second, rows);
+    }
+    case StorageDtype::fp16: {
+      const auto out = make_out.template of<StorageDtype::fp16>();
       return fused_half_kernel<StorageDtype::fp16>(space, theta, param_id, first_element, update,
-                                                   stream, eps, plus, minus, rows);
+                                                   stream, eps, out.first, out.second, rows);
+    }
     case StorageDtype::fp32: break;
   }
   DISTZO_REQUIRE(false, "update_and_perturb: 2-byte words of θ with storage dtype "
                             << to_string(dtype) << " (bf16 or fp16 expected)");
+}
+
+struct FloatOutputs {
+  Vec plus, minus;
+  template <StorageDtype>
+  std::pair<FloatOut, FloatOut> of() const { return {FloatOut{plus}, FloatOut{minus}}; }
+};
+
+struct WordOutputs {
+  HalfVec plus, minus;
+  template <StorageDtype kDtype>
+  std::pair<WordsOut<kDtype>, WordsOut<kDtype>> of() const {
+    return {WordsOut<kDtype>{plus}, WordsOut<kDtype>{minus}};
+  }
+};
+
+void update_and_perturb(const ExecSpace& space, const HalfVec& theta, StorageDtype dtype,
+                        std::uint32_t param_id, std::uint64_t first_element,
+                        const UpdateTerms& update, const PerturbationStream& stream, real eps,
+                        const Vec& plus, const Vec& minus, const RowSelection& rows) {
+  dispatch_half(space, theta, dtype, param_id, first_element, update, stream, eps,
+                FloatOutputs{plus, minus}, rows);
+}
+
+void update_and_perturb(const ExecSpace& space, const HalfVec& theta, StorageDtype dtype,
+                        std::uint32_t param_id, std::uint64_t first_element,
+                        const UpdateTerms& update, const PerturbationStream& stream, real eps,
+                        const HalfVec& plus, const HalfVec& minus, const RowSelection& rows) {
+  dispatch_half(space, theta, dtype, param_id, first_element, update, stream, eps,
+                WordOutputs{plus, minus}, rows);
 }
 
 void apply_update(const ExecSpace& space, const Vec& theta, std::uint32_t param_id,

@@ -19,7 +19,8 @@
 // update's rounding (nearest, or stochastic with the rounding word of
 // (seed, pending step, parameter id, element)); w± are computed from the value
 // θ now holds, so the next step and a flush see the same θ. One read and one
-// write of the 2-byte word per element; w± stay float32.
+// write of the 2-byte word per element; w± are float32, or 2-byte words of
+// the same format (the overload with HalfVec outputs).
 
 #include "core/perturbation.hpp"
 #include "core/storage_dtype.hpp"
@@ -69,6 +70,16 @@ void update_and_perturb(const ExecSpace& space, const HalfVec& theta, StorageDty
                         std::uint32_t param_id, std::uint64_t first_element,
                         const UpdateTerms& update, const PerturbationStream& stream, real eps,
                         const Vec& plus, const Vec& minus, const RowSelection& rows = RowSelection());
+
+/// The same with w± as 2-byte words of `dtype` too (precision.gemm_inputs:
+/// storage): each w± = θ' ± ε·z computed in float32 as above, then rounded to
+/// nearest (ties to even) into `dtype`. Half the bytes written of the float
+/// outputs; no random word (w± are thrown away after the step).
+void update_and_perturb(const ExecSpace& space, const HalfVec& theta, StorageDtype dtype,
+                        std::uint32_t param_id, std::uint64_t first_element,
+                        const UpdateTerms& update, const PerturbationStream& stream, real eps,
+                        const HalfVec& plus, const HalfVec& minus,
+                        const RowSelection& rows = RowSelection());
 
 /// Only the update (flush before eval or checkpoint): the same arithmetic.
 void apply_update(const ExecSpace& space, const Vec& theta, std::uint32_t param_id,

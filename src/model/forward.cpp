@@ -31,11 +31,11 @@ void self_attention(const ModelConfig& config, ForwardScratch& s, const ExecSpac
   // head-major, then the attention output (head-major), then o_proj's.
   const Mat q_out = s.projected_as(N, static_cast<std::size_t>(config.q_width()));
   const Mat kv_out = s.projected_as(N, static_cast<std::size_t>(config.kv_width()));
-  kernels::linear(space, q_out, x, w.mat(R::q_weight), ConstVec());
+  kernels::linear(space, q_out, x, w.matrix(R::q_weight), ConstVec(), s.gemm_input);
   kernels::split_heads(space, s.q, q_out, w.vec(R::q_bias), heads, T);
-  kernels::linear(space, kv_out, x, w.mat(R::k_weight), ConstVec());
+  kernels::linear(space, kv_out, x, w.matrix(R::k_weight), ConstVec(), s.gemm_input);
   kernels::split_heads(space, s.k, kv_out, w.vec(R::k_bias), kv_heads, T);
-  kernels::linear(space, kv_out, x, w.mat(R::v_weight), ConstVec());
+  kernels::linear(space, kv_out, x, w.matrix(R::v_weight), ConstVec(), s.gemm_input);
   kernels::split_heads(space, s.v, kv_out, w.vec(R::v_bias), kv_heads, T);
   if (rotary) {
     kernels::rotary_embedding(space, s.q, s.rope_cos, s.rope_sin, heads, T);
@@ -46,11 +46,12 @@ void self_attention(const ModelConfig& config, ForwardScratch& s, const ExecSpac
                            s.scores);
   kernels::merge_heads(space, s.attended, heads_out, heads, T);
   const Mat out = s.projected_as(N, static_cast<std::size_t>(config.hidden_size));
-  kernels::linear(space, out, s.attended, w.mat(R::out_weight), ConstVec());
+  kernels::linear(space, out, s.attended, w.matrix(R::out_weight), ConstVec(), s.gemm_input);
   kernels::add_bias_residual(space, h, out, w.vec(R::out_bias));
 }
 
-DecoderForward::DecoderForward(const ModelConfig& config, int batch, int seq_len)
+DecoderForward::DecoderForward(const ModelConfig& config, int batch, int seq_len,
+                               StorageDtype gemm_inputs)
     : config_(config), arch_(architecture_spec(config.architecture)) {
   config_.validate();
   DISTZO_REQUIRE(batch > 0 && seq_len > 0,
@@ -88,9 +89,12 @@ DecoderForward::DecoderForward(const ModelConfig& config, int batch, int seq_len
     s.rope_cos = Mat(label("forward.rope_cos"), N, hd / 2);
     s.rope_sin = Mat(label("forward.rope_sin"), N, hd / 2);
   }
+  if (gemm_inputs != StorageDtype::fp32)
+    s.gemm_input = HalfVec(label("forward.gemm_input"), N * std::max({C, H * hd, F}));
 }
 
-std::uint64_t DecoderForward::scratch_bytes(const ModelConfig& config, int batch, int seq_len) {
+std::uint64_t DecoderForward::scratch_bytes(const ModelConfig& config, int batch, int seq_len,
+                                            StorageDtype gemm_inputs) {
   // What the constructor allocates, term by term.
   const auto u = [](std::int64_t v) { return static_cast<std::uint64_t>(v); };
   const std::uint64_t N = u(batch) * u(seq_len), C = u(config.hidden_size),
@@ -105,7 +109,10 @@ std::uint64_t DecoderForward::scratch_bytes(const ModelConfig& config, int batch
          + f(u(seq_len) * u(seq_len))                                     // scores
          + f(N * Q) + f(N * std::max(C, Q))                               // attended, projected
          + (arch.gated_mlp ? 2 : 1) * f(N * F)                            // ffn (, gate)
-         + (arch.rotary ? 2 * f(N * half) : 0);                           // cos, sin
+         + (arch.rotary ? 2 * f(N * half) : 0)                            // cos, sin
+         + (gemm_inputs != StorageDtype::fp32                             // gemm_input
+                ? view_bytes(N * std::max({C, Q, F}), sizeof(std::uint16_t))
+                : 0);
 }
 
 void DecoderForward::embed(const ExecSpace& space, const WeightView& edge, ConstIntMat tokens,

@@ -12,6 +12,7 @@
 // this class owns the activation scratch for one (batch, seq_len), sized for
 // the config, and calls the architecture's functions on it.
 
+#include "core/storage_dtype.hpp"
 #include "core/types.hpp"
 #include "model/architecture.hpp"
 #include "model/model_config.hpp"
@@ -34,6 +35,9 @@ struct ForwardScratch {
   Mat ffn_gate;      // (N, F), gated MLPs only
   Mat hidden_out;    // (N, E), OPT with E != C
   Mat rope_cos, rope_sin;  // (N, hd/2), rotary architectures: the angles of each token
+  // precision.gemm_inputs: storage: a block GEMM's input rounded to 2-byte
+  // words, N * max(C, H*hd, F) (kernels::linear); else empty.
+  HalfVec gemm_input;
 
   int rows() const { return batch * seq_len; }
   /// `projected`'s storage as a contiguous (rows, cols) matrix, rows * cols
@@ -52,11 +56,16 @@ void self_attention(const ModelConfig& config, ForwardScratch& s, const ExecSpac
 
 class DecoderForward {
  public:
-  DecoderForward(const ModelConfig& config, int batch, int seq_len);
+  /// `gemm_inputs`: fp32, or the 16-bit format the blocks' GEMMs take their
+  /// inputs in when their matrices are bound as 2-byte words
+  /// (precision.gemm_inputs: storage); it sizes the rounded-input scratch.
+  DecoderForward(const ModelConfig& config, int batch, int seq_len,
+                 StorageDtype gemm_inputs = StorageDtype::fp32);
 
   /// The bytes of activation scratch the constructor allocates (for
   /// `distzo plan`).
-  static std::uint64_t scratch_bytes(const ModelConfig& config, int batch, int seq_len);
+  static std::uint64_t scratch_bytes(const ModelConfig& config, int batch, int seq_len,
+                                     StorageDtype gemm_inputs = StorageDtype::fp32);
 
   int batch() const { return scratch_.batch; }
   int seq_len() const { return scratch_.seq_len; }

@@ -40,11 +40,14 @@ void llama_block(const ModelConfig& config, ForwardScratch& s, const ExecSpace& 
 
   // MLP: h += down_proj(silu(gate_proj(x)) * up_proj(x)), x = rmsnorm(h).
   kernels::rmsnorm(space, s.normed, h, w.vec(R::ffn_norm_weight), eps);
-  kernels::linear(space, s.ffn_gate, s.normed, w.mat(R::gate_weight), ConstVec());
-  kernels::linear(space, s.ffn, s.normed, w.mat(R::up_weight), ConstVec());
+  kernels::linear(space, s.ffn_gate, s.normed, w.matrix(R::gate_weight), ConstVec(),
+                  s.gemm_input);
+  kernels::linear(space, s.ffn, s.normed, w.matrix(R::up_weight), ConstVec(),
+                  s.gemm_input);
   kernels::silu_mul(space, s.ffn_gate, s.ffn, w.vec(R::gate_bias), w.vec(R::up_bias));
   const Mat out = s.projected_as(N, static_cast<std::size_t>(config.hidden_size));
-  kernels::linear(space, out, s.ffn_gate, w.mat(R::down_weight), ConstVec());
+  kernels::linear(space, out, s.ffn_gate, w.matrix(R::down_weight), ConstVec(),
+                  s.gemm_input);
   kernels::add_bias_residual(space, h, out, w.vec(R::down_bias));
 }
 

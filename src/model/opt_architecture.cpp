@@ -61,9 +61,11 @@ void opt_block(const ModelConfig& config, ForwardScratch& s, const ExecSpace& sp
                        kLayerNormEps);
     ffn_in = s.normed;
   }
-  kernels::linear(space, s.ffn, ffn_in, w.mat(R::fc1_weight), ConstVec());
+  kernels::linear(space, s.ffn, ffn_in, w.matrix(R::fc1_weight), ConstVec(),
+                  s.gemm_input);
   kernels::bias_relu(space, s.ffn, w.vec(R::fc1_bias));
-  kernels::linear(space, projected, s.ffn, w.mat(R::fc2_weight), ConstVec());
+  kernels::linear(space, projected, s.ffn, w.matrix(R::fc2_weight), ConstVec(),
+                  s.gemm_input);
   kernels::add_bias_residual(space, h, projected, w.vec(R::fc2_bias));
   if (!pre_ln) {
     kernels::layernorm(space, s.normed, h, w.vec(R::ffn_norm_weight), w.vec(R::ffn_norm_bias),

@@ -50,6 +50,46 @@ void unbind_words(std::vector<HalfVec>& words, const ArenaLayout& layout) {
 
 namespace {
 
+/// f(id, offset, count) for each vector among `ids`, packed; returns the end.
+template <class F>
+std::size_t each_packed_vector(const model::ParameterRegistry& registry,
+                               const std::vector<std::uint32_t>& ids, F&& f) {
+  std::size_t offset = 0;
+  for (std::uint32_t id : ids) {
+    if (registry[id].shape.size() == 2) continue;
+    const auto count = static_cast<std::size_t>(registry[id].numel());
+    f(id, offset, count);
+    offset = aligned_to_arena(offset + count);
+  }
+  return offset;
+}
+
+}  // namespace
+
+std::size_t packed_vector_elements(const model::ParameterRegistry& registry,
+                                   const std::vector<std::uint32_t>& ids) {
+  return each_packed_vector(registry, ids, [](std::uint32_t, std::size_t, std::size_t) {});
+}
+
+std::size_t max_block_vector_elements(const model::ParameterRegistry& registry) {
+  std::size_t most = 0;
+  for (int k = 0; k < registry.num_blocks(); ++k)
+    most = std::max(most, packed_vector_elements(registry, registry.block_ids(k)));
+  return most;
+}
+
+void bind_vectors(model::TensorTable& table, const model::ParameterRegistry& registry,
+                  const std::vector<std::uint32_t>& ids, const Vec& arena) {
+  const std::size_t needed = packed_vector_elements(registry, ids);
+  DISTZO_REQUIRE(arena.extent(0) >= needed,
+                 "vector arena of " << arena.extent(0) << " elements for " << needed);
+  each_packed_vector(registry, ids, [&](std::uint32_t id, std::size_t offset, std::size_t count) {
+    table.at(id) = Kokkos::subview(arena, std::make_pair(offset, offset + count));
+  });
+}
+
+namespace {
+
 
 std::size_t shared_elements(const std::vector<ArenaLayout>& layouts) {
   std::size_t n = 0;

@@ -56,6 +56,20 @@ void unbind_tensors(model::TensorTable& table, const ArenaLayout& layout);
 void bind_words(std::vector<HalfVec>& words, const ArenaLayout& layout, const HalfVec& arena);
 void unbind_words(std::vector<HalfVec>& words, const ArenaLayout& layout);
 
+// With precision.gemm_inputs: storage a block's matrices are read as 2-byte
+// words and only its vectors (norm weights, biases) as float32: those get a
+// small float arena of their own, packed in id order, each aligned like an
+// arena segment.
+
+/// Elements of that float arena for the tensors `ids` (their vectors only).
+std::size_t packed_vector_elements(const model::ParameterRegistry& registry,
+                                   const std::vector<std::uint32_t>& ids);
+/// The largest of them over the blocks.
+std::size_t max_block_vector_elements(const model::ParameterRegistry& registry);
+/// Points table[id] of every vector among `ids` at its place in `arena`.
+void bind_vectors(model::TensorTable& table, const model::ParameterRegistry& registry,
+                  const std::vector<std::uint32_t>& ids, const Vec& arena);
+
 class ParameterStore {
  public:
   /// Allocates every arena (zeroed) for `placement`; fill() loads θ. A

@@ -50,6 +50,15 @@ struct PlacementConfig {
   // flush) are reached through the store: nothing else needs them.
   StorageDtype storage = StorageDtype::fp32;  // 4 bytes per element, or 2 (bf16, fp16)
   Rounding rounding = Rounding::stochastic;   // how an update is stored in 2 bytes
+  // precision.gemm_inputs: storage. The blocks' matrices are multiplied as
+  // 2-byte words of `storage`: their w± are materialised as words (half the
+  // scratch), an evaluation reads θ's words in place, and the activations
+  // are rounded to the same format at each GEMM (float32 accumulation).
+  bool two_byte_gemm_inputs = false;
+
+  /// The format the blocks' GEMMs take their inputs in: `storage` with
+  /// two_byte_gemm_inputs, else fp32.
+  StorageDtype gemm_inputs() const { return two_byte_gemm_inputs ? storage : StorageDtype::fp32; }
 
   /// Blocks that live on the device for the whole run: all L when resident,
   /// min(K, L) when offloaded.

@@ -27,7 +27,7 @@ class Engine::StepPass final : public WalkPass {
 
   void embeddings(const ExecSpace& space, const runtime::ThetaTable& edges) override {
     e_.weights_->perturb_edges(space, edges, batch_, pending_, perturbation_,
-                               [&](std::size_t i, const model::TensorTable& w) {
+                               [&](std::size_t i, const model::GroupTensors& w) {
                                  e_.forward_.embed(space, model::make_edge_view(e_.registry_, w),
                                                    batch_.tokens, batch_.mask, e_.hidden_[i]);
                                });
@@ -35,7 +35,7 @@ class Engine::StepPass final : public WalkPass {
 
   bool block(const ExecSpace& space, int k, const runtime::ThetaTable& theta) override {
     e_.weights_->perturb_block(space, k, theta, pending_, perturbation_,
-                               [&](std::size_t i, const model::TensorTable& w) {
+                               [&](std::size_t i, const model::GroupTensors& w) {
                                  e_.forward_.block(space, model::make_block_view(e_.registry_, w, k),
                                                    batch_.mask, e_.hidden_[i]);
                                });
@@ -44,7 +44,7 @@ class Engine::StepPass final : public WalkPass {
 
   void head(const ExecSpace& space, const runtime::ThetaTable& edges) override {
     e_.weights_->head_edges(space, edges, perturbation_,
-                            [&](std::size_t i, const model::TensorTable& w) {
+                            [&](std::size_t i, const model::GroupTensors& w) {
                               const model::WeightView edge = model::make_edge_view(e_.registry_, w);
                               const Mat hidden = e_.forward_.final_hidden(space, edge, e_.hidden_[i]);
                               e_.head_.loss(space, edge, hidden, batch_,
@@ -110,7 +110,7 @@ Engine::Engine(const model::ModelConfig& config, runtime::ParameterStore& store,
       weights_(make_perturbed_weights(store, plan, config, shape.task, node)),
       streamer_(store, space),
       float_theta_(store, weights_->idle_scratch()),
-      forward_(config, shape.micro_batch, shape.seq_len),
+      forward_(config, shape.micro_batch, shape.seq_len, store.placement().gemm_inputs()),
       head_(config, shape) {
   // Every rank owns at least one evaluation (P divides 2q); the first
   // hidden state and loss slot also serve evaluation.

@@ -7,7 +7,7 @@
 namespace distzo::zo {
 
 FloatTheta::FloatTheta(const runtime::ParameterStore& store, const LentScratch& lent)
-    : store_(store) {
+    : store_(store), two_byte_gemm_inputs_(store.placement().two_byte_gemm_inputs) {
   if (store.storage() == StorageDtype::fp32) return;
   const auto arena = [&](model::GroupRef group, std::size_t elements) {
     return Vec(memory_label(MemoryRole::scratch, "decoded_" + group.name()), elements);
@@ -19,15 +19,23 @@ FloatTheta::FloatTheta(const runtime::ParameterStore& store, const LentScratch& 
                         store.layout(model::GroupRef::embeddings()).elements);
     head_ = arena(model::GroupRef::head(), store.layout(model::GroupRef::head()).elements);
   }
+  const std::size_t block_elements = two_byte_gemm_inputs_
+                                         ? runtime::max_block_vector_elements(store.registry())
+                                         : store.max_block_elements();
   if (lent.block.extent(0) != 0) {
-    DISTZO_REQUIRE(lent.block.extent(0) >= store.max_block_elements(),
+    DISTZO_REQUIRE(lent.block.extent(0) >= block_elements,
                    "float theta: a lent block arena of " << lent.block.extent(0)
-                                                         << " elements is smaller than a block");
+                                                         << " elements is smaller than a block's "
+                                                         << block_elements);
     block_ = lent.block;
   } else if (store.num_blocks() > 0) {
-    block_ = arena(model::GroupRef::of_block(0), store.max_block_elements());
+    block_ = arena(model::GroupRef::of_block(0), block_elements);
   }
   decoded_.resize(store.registry().size());
+  if (two_byte_gemm_inputs_) {
+    block_words_.dtype = store.storage();
+    block_words_.words.resize(store.registry().size());
+  }
 }
 
 void FloatTheta::decode(const ExecSpace& space, model::GroupRef group,
@@ -54,12 +62,28 @@ const model::TensorTable& FloatTheta::edges(const ExecSpace& space,
   return decoded_;
 }
 
-const model::TensorTable& FloatTheta::block(const ExecSpace& space, int k,
-                                            const runtime::ThetaTable& theta) {
+model::GroupTensors FloatTheta::block(const ExecSpace& space, int k,
+                                     const runtime::ThetaTable& theta) {
   if (theta.dtype == StorageDtype::fp32) return theta.f32;
-  if (k > 0) runtime::unbind_tensors(decoded_, store_.layout(model::GroupRef::of_block(k - 1)));
-  decode(space, model::GroupRef::of_block(k), theta, block_);
-  return decoded_;
+  if (k > 0) {
+    const runtime::ArenaLayout& previous = store_.layout(model::GroupRef::of_block(k - 1));
+    runtime::unbind_tensors(decoded_, previous);
+    if (two_byte_gemm_inputs_) runtime::unbind_words(block_words_.words, previous);
+  }
+  if (!two_byte_gemm_inputs_) {
+    decode(space, model::GroupRef::of_block(k), theta, block_);
+    return decoded_;
+  }
+  const model::ParameterRegistry& registry = store_.registry();
+  const std::vector<std::uint32_t>& ids = registry.block_ids(k);
+  runtime::bind_vectors(decoded_, registry, ids, block_);
+  for (std::uint32_t id : ids) {
+    if (registry[id].shape.size() == 2)
+      block_words_.words[id] = theta.words.at(id);
+    else
+      kernels::decode_storage(space, theta.words.at(id), theta.dtype, decoded_[id]);
+  }
+  return model::GroupTensors(decoded_, &block_words_);
 }
 
 }  // namespace distzo::zo

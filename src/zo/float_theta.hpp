@@ -7,6 +7,11 @@
 // again after the blocks, and one block arena, reused block after block —
 // its own, or scratch lent by an owner that does not use it meanwhile (the
 // engine's perturbed weights between steps).
+//
+// With precision.gemm_inputs: storage a block's matrices are not decoded:
+// the forward multiplies θ's own words (kernels::linear's 2-byte GEMM), and
+// only the block's vectors are decoded, into a small packed arena
+// (runtime::bind_vectors).
 
 #include "core/types.hpp"
 #include "model/parameter_registry.hpp"
@@ -20,7 +25,8 @@ namespace distzo::zo {
 /// FloatTheta allocates.
 struct LentScratch {
   const model::TensorTable* edges = nullptr;  // by id: every edge tensor, numel elements each
-  Vec block;                                  // one block arena (max_block_elements)
+  Vec block;  // one block arena (max_block_elements); with 2-byte GEMM inputs
+              // a block's packed vectors (runtime::max_block_vector_elements)
 };
 
 class FloatTheta {
@@ -34,17 +40,21 @@ class FloatTheta {
   /// The embeddings and head of `theta` as floats, enqueued on `space`;
   /// valid until the next call of edges().
   const model::TensorTable& edges(const ExecSpace& space, const runtime::ThetaTable& theta);
-  /// Block k of `theta` as floats; valid until the next call of block().
-  const model::TensorTable& block(const ExecSpace& space, int k, const runtime::ThetaTable& theta);
+  /// Block k of `theta` as floats (its matrices as θ's words with 2-byte
+  /// GEMM inputs); valid until the next call of block().
+  model::GroupTensors block(const ExecSpace& space, int k, const runtime::ThetaTable& theta);
 
  private:
   void decode(const ExecSpace& space, model::GroupRef group, const runtime::ThetaTable& theta,
               const Vec& arena);
 
   const runtime::ParameterStore& store_;
+  const bool two_byte_gemm_inputs_;
   const model::TensorTable* lent_edges_ = nullptr;  // decode the edges tensor by tensor into these
-  Vec embeddings_, head_, block_;  // decoded groups (arena layout), 2-byte stores only
+  Vec embeddings_, head_, block_;  // decoded groups (arena layout; block_: packed vectors with
+                                   // 2-byte GEMM inputs), 2-byte stores only
   model::TensorTable decoded_;     // by id, into the arenas above
+  model::WordTable block_words_;   // by id: θ's words of the block's matrices (2-byte GEMM inputs)
 };
 
 }  // namespace distzo::zo

@@ -1,5 +1,8 @@
 // Local perturbed weights (zo/perturbed_weights.hpp): this rank alone
 // materialises w± of its evaluations, tensor by tensor over the whole of θ.
+// With precision.gemm_inputs: storage a block's matrices get their w± as
+// 2-byte words (one word arena per sign, in the block's arena layout) and its
+// vectors as float32 (a small packed arena per sign); the edges stay float32.
 
 #include "core/error.hpp"
 #include "core/memory.hpp"
@@ -16,7 +19,8 @@ class LocalWeights final : public PerturbedWeights {
   LocalWeights(runtime::ParameterStore& store, const EvaluationPlan& plan,
                const model::ModelConfig& config, model::Task task)
       : PerturbedWeights(store, plan, config, task),
-        one_at_a_time_(store.placement().perturb_one_at_a_time) {
+        one_at_a_time_(store.placement().perturb_one_at_a_time),
+        two_byte_(store.placement().two_byte_gemm_inputs) {
     edge_ids_ = registry_.embedding_ids();
     edge_ids_.insert(edge_ids_.end(), registry_.head_ids().begin(), registry_.head_ids().end());
     edge_w_.resize(one_at_a_time_ ? 1 : plan_.owned.size());
@@ -30,12 +34,24 @@ class LocalWeights final : public PerturbedWeights {
     // Block scratch is one block arena per sign (or one for both), re-pointed
     // at block k's ids.
     if (registry_.num_blocks() > 0) {
-      block_plus_ = Vec(memory_label(MemoryRole::scratch, "block_w+"), store.max_block_elements());
-      if (!one_at_a_time_)
-        block_minus_ = Vec(memory_label(MemoryRole::scratch, "block_w-"), store.max_block_elements());
+      const int signs = one_at_a_time_ ? 1 : 2;
+      for (int sign = 0; sign < signs; ++sign) {
+        const std::string name = sign == 0 ? "block_w+" : "block_w-";
+        BlockW& w = sign == 0 ? plus_ : minus_;
+        if (two_byte_) {
+          w.words_arena = HalfVec(memory_label(MemoryRole::scratch, name), store.max_block_elements());
+          w.values_arena = Vec(memory_label(MemoryRole::scratch, name + ".vectors"),
+                               runtime::max_block_vector_elements(registry_));
+        } else {
+          w.values_arena = Vec(memory_label(MemoryRole::scratch, name), store.max_block_elements());
+        }
+      }
     }
-    plus_.resize(registry_.size());
-    minus_.resize(registry_.size());
+    for (BlockW* w : {&plus_, &minus_}) {
+      w->values.resize(registry_.size());
+      w->words.dtype = store.storage();
+      w->words.words.resize(two_byte_ ? registry_.size() : 0);
+    }
   }
 
   void perturb_edges(const ExecSpace& space, const runtime::ThetaTable& theta,
@@ -84,36 +100,39 @@ class LocalWeights final : public PerturbedWeights {
   void perturb_block(const ExecSpace& space, int k, const runtime::ThetaTable& theta,
                      const PendingUpdate& pending, const StepPerturbation& perturbation,
                      const Use& use) override {
-    const runtime::ArenaLayout& layout = store_.layout(model::GroupRef::of_block(k));
-    runtime::bind_tensors(plus_, layout, block_plus_);
+    const std::vector<std::uint32_t>& ids = registry_.block_ids(k);
     if (one_at_a_time_) {
       // One arena: each evaluation's w in turn, the update with the first.
+      bind(plus_, k);
       bool with_update = pending.active;
       for (std::size_t i = 0; i < plan_.owned.size(); ++i) {
-        materialise_one(space, theta, registry_.block_ids(k), plan_.owned[i], pending, with_update,
-                        perturbation, plus_);
+        const Evaluation& e = plan_.owned[i];
+        for (std::uint32_t id : ids)
+          materialise_block_tensor(space, theta, id, pending, with_update, perturbation, e.query,
+                                   e.sign > 0 ? &plus_ : nullptr, e.sign < 0 ? &plus_ : nullptr);
         with_update = false;
-        use(i, plus_);
+        use(i, plus_.tensors());
       }
-      runtime::unbind_tensors(plus_, layout);
+      unbind(plus_, k);
       return;
     }
     // Its w+ and w- serve both signs of a query.
-    runtime::bind_tensors(minus_, layout, block_minus_);
+    bind(plus_, k);
+    bind(minus_, k);
     each_query(queries_, pending, [&](int q, bool with_update) {
       const int ip = find_evaluation(plan_.owned, q, +1), im = find_evaluation(plan_.owned, q, -1);
-      for (std::uint32_t id : registry_.block_ids(k))
-        materialise(space, theta[id], id, 0, pending, with_update, perturbation, q,
-                    ip >= 0 ? plus_[id] : Vec(), im >= 0 ? minus_[id] : Vec());
-      if (ip >= 0) use(static_cast<std::size_t>(ip), plus_);
-      if (im >= 0) use(static_cast<std::size_t>(im), minus_);
+      for (std::uint32_t id : ids)
+        materialise_block_tensor(space, theta, id, pending, with_update, perturbation, q,
+                                 ip >= 0 ? &plus_ : nullptr, im >= 0 ? &minus_ : nullptr);
+      if (ip >= 0) use(static_cast<std::size_t>(ip), plus_.tensors());
+      if (im >= 0) use(static_cast<std::size_t>(im), minus_.tensors());
     });
-    runtime::unbind_tensors(plus_, layout);
-    runtime::unbind_tensors(minus_, layout);
+    unbind(plus_, k);
+    unbind(minus_, k);
   }
 
   LentScratch idle_scratch() const override {
-    return {edge_w_.empty() ? nullptr : &edge_w_[0], block_plus_};
+    return {edge_w_.empty() ? nullptr : &edge_w_[0], plus_.values_arena};
   }
 
   void node_barrier(const ExecSpace&) override {}
@@ -124,6 +143,53 @@ class LocalWeights final : public PerturbedWeights {
   std::size_t shared_exchange_bytes() const override { return 0; }
 
  private:
+  /// One sign's w of a block: with 2-byte GEMM inputs the matrices as words
+  /// (`words`, into words_arena) and the vectors as floats (`values`, packed
+  /// into values_arena); otherwise every tensor as floats in the block's
+  /// arena layout (values_arena).
+  struct BlockW {
+    HalfVec words_arena;
+    Vec values_arena;
+    model::TensorTable values;  // by id
+    model::WordTable words;     // by id; no entries unless 2-byte
+
+    model::GroupTensors tensors() const {
+      return model::GroupTensors(values, words.words.empty() ? nullptr : &words);
+    }
+  };
+
+  void bind(BlockW& w, int k) {
+    const runtime::ArenaLayout& layout = store_.layout(model::GroupRef::of_block(k));
+    if (!two_byte_) return runtime::bind_tensors(w.values, layout, w.values_arena);
+    runtime::bind_words(w.words.words, layout, w.words_arena);
+    for (std::uint32_t id : registry_.block_ids(k))
+      if (registry_[id].shape.size() != 2) w.words.words[id] = HalfVec();
+    runtime::bind_vectors(w.values, registry_, registry_.block_ids(k), w.values_arena);
+  }
+
+  void unbind(BlockW& w, int k) {
+    const runtime::ArenaLayout& layout = store_.layout(model::GroupRef::of_block(k));
+    runtime::unbind_tensors(w.values, layout);
+    if (two_byte_) runtime::unbind_words(w.words.words, layout);
+  }
+
+  /// w± of one block tensor into `plus` / `minus` (either may be null): as
+  /// words where the table holds the tensor as words, else as floats.
+  void materialise_block_tensor(const ExecSpace& space, const runtime::ThetaTable& theta,
+                                std::uint32_t id, const PendingUpdate& pending, bool with_update,
+                                const StepPerturbation& perturbation, int query, const BlockW* plus,
+                                const BlockW* minus) {
+    const BlockW& any = plus != nullptr ? *plus : *minus;
+    if (any.words.has(id))
+      materialise(space, theta[id], id, 0, pending, with_update, perturbation, query,
+                  plus != nullptr ? plus->words.words[id] : HalfVec(),
+                  minus != nullptr ? minus->words.words[id] : HalfVec());
+    else
+      materialise(space, theta[id], id, 0, pending, with_update, perturbation, query,
+                  plus != nullptr ? plus->values[id] : Vec(),
+                  minus != nullptr ? minus->values[id] : Vec());
+  }
+
   /// w of evaluation `e` alone over tensors `ids`, into `w` (by id).
   void materialise_one(const ExecSpace& space, const runtime::ThetaTable& theta,
                        const std::vector<std::uint32_t>& ids, const Evaluation& e,
@@ -135,11 +201,10 @@ class LocalWeights final : public PerturbedWeights {
   }
 
   bool one_at_a_time_;                      // placement.perturbed_weights: one_at_a_time
+  bool two_byte_;                           // precision.gemm_inputs: storage
   std::vector<std::uint32_t> edge_ids_;     // embeddings + head: live for the whole step
   std::vector<model::TensorTable> edge_w_;  // per owned evaluation (or one): the edge tensors' w
-  Vec block_plus_, block_minus_;            // one block's w± (block arena layout); w- not
-                                            // allocated one at a time
-  model::TensorTable plus_, minus_;         // by id, into block_plus_ / block_minus_
+  BlockW plus_, minus_;                     // one block's w±; w- not allocated one at a time
 };
 
 }  // namespace

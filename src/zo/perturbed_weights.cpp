@@ -6,6 +6,8 @@
 #include "zo/perturbed_weights_kinds.hpp"
 #include "zo/update_terms.hpp"
 
+#include <type_traits>
+
 namespace distzo::zo {
 
 PerturbedWeights::PerturbedWeights(runtime::ParameterStore& store, const EvaluationPlan& plan,
@@ -28,11 +30,12 @@ void PerturbedWeights::mark_rows(const ExecSpace& space, const model::Batch& bat
     kernels::mark_rows(space, embed_rows_used_, batch.tokens, batch.candidates);
 }
 
-void PerturbedWeights::materialise(const ExecSpace& space, const runtime::ThetaTensor& theta,
-                                   std::uint32_t id, std::uint64_t first,
-                                   const PendingUpdate& pending, bool with_update,
-                                   const StepPerturbation& perturbation, int query,
-                                   const Vec& plus, const Vec& minus) {
+template <class Outputs>
+void PerturbedWeights::materialise_into(const ExecSpace& space, const runtime::ThetaTensor& theta,
+                                        std::uint32_t id, std::uint64_t first,
+                                        const PendingUpdate& pending, bool with_update,
+                                        const StepPerturbation& perturbation, int query,
+                                        const Outputs& plus, const Outputs& minus) {
   const kernels::UpdateTerms terms = with_update
                                          ? update_terms(pending, registry_[id], store_.placement().rounding)
                                          : kernels::UpdateTerms();
@@ -41,11 +44,34 @@ void PerturbedWeights::materialise(const ExecSpace& space, const runtime::ThetaT
   const PerturbationStream stream = perturbation.stream(query);
   const real eps = static_cast<real>(perturbation.eps);
   const kernels::RowSelection rows = id == embed_id_ ? embed_rows_ : kernels::RowSelection();
-  if (theta.dtype == StorageDtype::fp32)
-    kernels::update_and_perturb(space, theta.f32, id, first, terms, stream, eps, plus, minus, rows);
-  else
+  if constexpr (std::is_same<Outputs, HalfVec>::value) {
+    DISTZO_REQUIRE(theta.dtype != StorageDtype::fp32,
+                   "perturbed weights: 2-byte w± of " << registry_[id].name
+                                                      << " asked of a float32 θ");
     kernels::update_and_perturb(space, theta.words, theta.dtype, id, first, terms, stream, eps, plus,
                                 minus, rows);
+  } else if (theta.dtype == StorageDtype::fp32) {
+    kernels::update_and_perturb(space, theta.f32, id, first, terms, stream, eps, plus, minus, rows);
+  } else {
+    kernels::update_and_perturb(space, theta.words, theta.dtype, id, first, terms, stream, eps, plus,
+                                minus, rows);
+  }
+}
+
+void PerturbedWeights::materialise(const ExecSpace& space, const runtime::ThetaTensor& theta,
+                                   std::uint32_t id, std::uint64_t first,
+                                   const PendingUpdate& pending, bool with_update,
+                                   const StepPerturbation& perturbation, int query,
+                                   const Vec& plus, const Vec& minus) {
+  materialise_into(space, theta, id, first, pending, with_update, perturbation, query, plus, minus);
+}
+
+void PerturbedWeights::materialise(const ExecSpace& space, const runtime::ThetaTensor& theta,
+                                   std::uint32_t id, std::uint64_t first,
+                                   const PendingUpdate& pending, bool with_update,
+                                   const StepPerturbation& perturbation, int query,
+                                   const HalfVec& plus, const HalfVec& minus) {
+  materialise_into(space, theta, id, first, pending, with_update, perturbation, query, plus, minus);
 }
 
 std::unique_ptr<PerturbedWeights> make_perturbed_weights(runtime::ParameterStore& store,
@@ -57,6 +83,9 @@ std::unique_ptr<PerturbedWeights> make_perturbed_weights(runtime::ParameterStore
   DISTZO_INPUT_REQUIRE(!store.placement().perturb_one_at_a_time,
                        "placement.perturbed_weights: one_at_a_time applies to a rank with its own "
                        "θ; a node-shared sliced master exchanges every evaluation's w at once");
+  DISTZO_INPUT_REQUIRE(!store.placement().two_byte_gemm_inputs,
+                       "precision.gemm_inputs: storage applies to a rank with its own θ; a "
+                       "node-shared sliced master exchanges float32 w± slices");
   DISTZO_REQUIRE(exchange.node != nullptr,
                  "perturbed weights: a sliced store needs the node's ranks to exchange slices with");
   return make_node_sliced_weights(store, plan, config, task,

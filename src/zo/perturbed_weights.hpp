@@ -47,7 +47,7 @@ class PerturbedWeights {
   /// Called once w of an owned evaluation of a group is ready: `owned`
   /// indexes EvaluationPlan::owned, `w` holds the group's tensors by id
   /// (valid during the call only).
-  using Use = std::function<void(std::size_t owned, const model::TensorTable& w)>;
+  using Use = std::function<void(std::size_t owned, const model::GroupTensors& w)>;
 
   virtual ~PerturbedWeights() = default;
   PerturbedWeights(const PerturbedWeights&) = delete;
@@ -121,6 +121,12 @@ class PerturbedWeights {
                    std::uint64_t first, const PendingUpdate& pending, bool with_update,
                    const StepPerturbation& perturbation, int query, const Vec& plus,
                    const Vec& minus);
+  /// The same with w± as 2-byte words of θ's format (precision.gemm_inputs:
+  /// storage; θ must be 2-byte).
+  void materialise(const ExecSpace& space, const runtime::ThetaTensor& theta, std::uint32_t id,
+                   std::uint64_t first, const PendingUpdate& pending, bool with_update,
+                   const StepPerturbation& perturbation, int query, const HalfVec& plus,
+                   const HalfVec& minus);
   /// `materialise_query(query, with_update)` for each of `queries` in
   /// order: the pending update rides with the first only, so θ changes once.
   template <class MaterialiseQuery>
@@ -146,6 +152,12 @@ class PerturbedWeights {
   kernels::RowSelection embed_rows_;  // views embed_rows_used_; empty = all rows
 
  private:
+  template <class Outputs>
+  void materialise_into(const ExecSpace& space, const runtime::ThetaTensor& theta,
+                        std::uint32_t id, std::uint64_t first, const PendingUpdate& pending,
+                        bool with_update, const StepPerturbation& perturbation, int query,
+                        const Outputs& plus, const Outputs& minus);
+
   std::uint64_t z_evaluations_ = 0;
 };
 
