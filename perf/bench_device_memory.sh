@@ -31,19 +31,21 @@ load=$(start_load bench_device_memory)
 bytes() { sed -n "s/.*$2 [^(]*(\([0-9]*\) B).*/\1/p" "$1" | head -n 1; }
 gib() { awk -v b="$1" 'BEGIN { printf "%.2f", b / 1073741824 }'; }
 declare -A zo2=([1.3b]=3.75 [13b]=6.18 [66b]=12.07 [175b]=18.04)
-configs=("fp32 together 0" "bf16 together 0" "bf16 one_at_a_time 0" "bf16 one_at_a_time 2")
+configs=("fp32 together 0 fp32" "bf16 together 0 fp32" "bf16 one_at_a_time 0 fp32" "bf16 one_at_a_time 2 fp32"
+         "bf16 one_at_a_time 2 storage")
 rows=""
 for shape in 1.3b 13b 66b 175b; do
   row="| OPT-$shape | ${zo2[$shape]} GB = $(awk -v g="${zo2[$shape]}" 'BEGIN { printf "%.2f", g * 1e9 / 1073741824 }') | $(awk -v g="${zo2[$shape]}" 'BEGIN { printf "%.2f", 0.75 * g * 1e9 / 1073741824 }')"
   for c in "${configs[@]}"; do
-    read -r storage perturbed slots <<< "$c"
-    plan=$work/plan-$shape-$storage-$perturbed-$slots.txt
+    read -r storage perturbed slots gemm_inputs <<< "$c"
+    plan=$work/plan-$shape-$storage-$perturbed-$slots-$gemm_inputs.txt
     "$build/distzo" plan "$here/opt_configs/opt-$shape.json" --placement offload --batch 1 --seq 2048 \
-      --storage "$storage" --perturbed-weights "$perturbed" --slots "$slots" > "$plan"
+      --storage "$storage" --perturbed-weights "$perturbed" --slots "$slots" \
+      --gemm-inputs "$gemm_inputs" > "$plan"
     row+=" | $(gib "$(bytes "$plan" total)") ($(gib "$(bytes "$plan" weights)") + $(gib "$(bytes "$plan" scratch)") + $(gib "$(bytes "$plan" activations)"))"
   done
   params=$(sed -n 's/^parameters *\([0-9]*\).*/\1/p' "$plan")
-  host=$(bytes "$work/plan-$shape-bf16-together-0.txt" "host memory")
+  host=$(bytes "$work/plan-$shape-bf16-together-0-fp32.txt" "host memory")
   rows+="$row | $(gib "$host") ($(awk -v h="$host" -v p="$params" 'BEGIN { printf "%.2f", h / p }') B/param) |
 "
 done
@@ -84,14 +86,15 @@ table=$(cat <<MD
 
 Planned device memory per rank, GiB (weights + scratch + activations), of
 \`distzo plan opt-X.json --placement offload --batch 1 --seq 2048 --storage S
---perturbed-weights W [--slots 2]\`: causal LM, K = 0, prefetch 1, 3 slots (2 in
-the last column), one rank. The
+--perturbed-weights W [--slots 2] [--gemm-inputs storage]\`: causal LM, K = 0,
+prefetch 1, 3 slots (2 in the last two columns), one rank; \`gemm_inputs\`
+storage: the block matrices' w± as 2-byte words (docs/perturbation.md). The
 plan is the measured high-water mark to the byte on every model the tests run.
 ZO2's figure is NVML's on a GPU (fp16 θ perturbed in place, no w buffers,
 CUDA context included). Host memory is θ's bf16 master of the streamed blocks.
 
-| shape | ZO2, GiB | goal (0.75 × ZO2) | fp32, together | bf16, together | bf16, one_at_a_time | bf16, one_at_a_time, 2 slots | host, bf16 |
-|---|---|---|---|---|---|---|---|
+| shape | ZO2, GiB | goal (0.75 × ZO2) | fp32, together | bf16, together | bf16, one_at_a_time | bf16, one_at_a_time, 2 slots | the same, gemm_inputs storage | host, bf16 |
+|---|---|---|---|---|---|---|---|---|
 ${rows}
 What one_at_a_time costs on the host: \`bench_step\` on a random OPT-125m-shaped
 model, micro-batch 8 x 128, q = 1, resident, OpenBLAS $threads threads, Kokkos

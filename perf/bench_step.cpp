@@ -69,13 +69,14 @@ const char* const kUsage =
     "                  [--placement resident|offload] [--resident-blocks K] [--prefetch N]\n"
     "                  [--mesh PxD] [--share auto|true|false] [--exchange auto|shared_memory|mpi]\n"
     "                  [--storage fp32|bf16|fp16] [--rounding stochastic|nearest] [--gemm-paths N]\n"
-    "                  [--perturbed-weights together|one_at_a_time]\n"
+    "                  [--perturbed-weights together|one_at_a_time] [--gemm-inputs fp32|storage]\n"
     "  ZO steps/s of Engine::run_step (causal LM, pending update applied every step);\n"
     "  --gemm-paths N: then N pairs of steps, one per host GEMM path (library, tiled);\n"
     "  defaults: --batch 8 --seq 128 --reps 3 --queries 1 --warmup 1 --eps 1e-3 --lr 1e-6\n"
     "            --weight-decay 0 --distribution gaussian --seed 1 --placement resident\n"
     "            --resident-blocks 0 --prefetch 1 --mesh 1x1 --share auto --exchange auto\n"
-    "            --storage fp32 --rounding stochastic --perturbed-weights together;\n"
+    "            --storage fp32 --rounding stochastic --perturbed-weights together\n"
+    "            --gemm-inputs fp32;\n"
     "            a config.json gives random weights; --mesh PxD runs under mpiexec -n P*D\n";
 
 /// "PxD" of --mesh.
@@ -99,7 +100,7 @@ int run(int argc, char** argv) {
                        {"batch", "seq", "reps", "queries", "warmup", "eps", "lr", "weight-decay",
                         "distribution", "seed", "placement", "resident-blocks", "prefetch", "mesh",
                         "share", "exchange", "storage", "rounding", "gemm-paths",
-                        "perturbed-weights"},
+                        "perturbed-weights", "gemm-inputs"},
                        {"profile"}, kUsage);
   DISTZO_INPUT_REQUIRE(args.positional().size() == 1, "one MODEL.h5 or CONFIG.json expected\n\n"
                                                      << kUsage);
@@ -138,10 +139,18 @@ int run(int argc, char** argv) {
   placement.rounding = parse_rounding(args.text("--rounding", "stochastic"));
   const std::string perturbed = args.text("--perturbed-weights", "together");
   placement.perturb_one_at_a_time = runtime::perturbs_one_at_a_time(perturbed, "--perturbed-weights");
+  const std::string gemm_inputs = args.text("--gemm-inputs", "fp32");
+  DISTZO_INPUT_REQUIRE(gemm_inputs == "fp32" || gemm_inputs == "storage",
+                       "--gemm-inputs must be fp32 or storage, got '" << gemm_inputs << "'");
+  placement.two_byte_gemm_inputs = gemm_inputs == "storage";
+  DISTZO_INPUT_REQUIRE(!placement.two_byte_gemm_inputs || placement.storage != StorageDtype::fp32,
+                       "--gemm-inputs storage needs --storage bf16 or fp16");
   const std::string share = args.text("--share", "auto");
   DISTZO_INPUT_REQUIRE(share == "auto" || share == "true" || share == "false",
                  "--share must be auto, true or false, got '" << share << "'");
-  placement.share_host_master = share == "true" || (share == "auto" && mesh.node().size() > 1);
+  placement.share_host_master =
+      share == "true" ||
+      (share == "auto" && mesh.node().size() > 1 && !placement.two_byte_gemm_inputs);
   const std::string exchange_name = args.text("--exchange", "auto");
   DISTZO_INPUT_REQUIRE(
       exchange_name == "auto" || exchange_name == "shared_memory" || exchange_name == "mpi",
@@ -287,6 +296,7 @@ int run(int argc, char** argv) {
       {"distribution", to_string(dist)},
       {"storage", to_string(placement.storage)},
       {"perturbed_weights", perturbed},
+      {"gemm_inputs", gemm_inputs},
       {"s_per_step", fmt(t_s.median, 6)},
       {"tokens_per_s_median", fmt(tps.median, 6)},
       {"tokens_per_s_min", fmt(tps.min, 6)},

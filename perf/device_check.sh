@@ -10,7 +10,9 @@
 # 3. pinned host <-> device bandwidth on the streamer's instances (bench_transfer);
 # 4. the ZO step on an OPT-1.3B shape (random weights), resident and offloaded
 #    (K = 0, then K = 12), and the share of the upload time hidden behind
-#    compute: 1 - (t_offload - t_resident) / (bytes up per step / H2D GB/s).
+#    compute: 1 - (t_offload - t_resident) / (bytes up per step / H2D GB/s);
+#    then θ in bf16 offloaded (K = 0), with float32 GEMMs and with the blocks'
+#    GEMMs on 2-byte inputs (precision.gemm_inputs: storage, cublasGemmEx).
 # Everything goes to $OUT (the device tool's output folder) or /tmp/device-check:
 # device_check.log (all output) and device_check.md (the summary).
 set -uo pipefail
@@ -118,11 +120,15 @@ field() { sed -n "s/.*\"$2\":\"\([^\"]*\)\".*/\1/p" "$out/step_$1.txt" | tail -n
 bench resident
 bench offload_k0 --placement offload --resident-blocks 0
 bench offload_k12 --placement offload --resident-blocks 12
+# θ in bf16: w± and GEMMs in float32, then the blocks' GEMMs on the tensor
+# cores (precision.gemm_inputs: storage, cublasGemmEx), every block offloaded.
+bench bf16_k0 --placement offload --resident-blocks 0 --storage bf16
+bench bf16_words_k0 --placement offload --resident-blocks 0 --storage bf16 --gemm-inputs storage
 t_res=$(field resident s_per_step)
 note ""
 note "| placement | s / step | bytes up per step | device peak GB | upload time at H2D (s) | upload hidden |"
 note "|---|---|---|---|---|---|"
-for name in resident offload_k0 offload_k12; do
+for name in resident offload_k0 offload_k12 bf16_k0 bf16_words_k0; do
   t=$(field "$name" s_per_step); up=$(field "$name" bytes_up_per_step); peak=$(field "$name" device_peak_bytes)
   row=$(awk -v t="$t" -v r="$t_res" -v up="$up" -v bw="${h2d:-0}" -v peak="$peak" 'BEGIN {
     tu = (bw > 0) ? up / (bw * 1e9) : 0
