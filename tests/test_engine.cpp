@@ -188,6 +188,66 @@ TEST(Engine, PerturbationSplitReproducesSingleRankBitwise) {
   }
 }
 
+/// θ in `dtype`, the blocks' GEMMs on 2-byte inputs (precision.gemm_inputs:
+/// storage) when `words`, placed as `base` says.
+runtime::PlacementConfig two_byte(StorageDtype dtype, bool words,
+                                  runtime::PlacementConfig base = runtime::PlacementConfig()) {
+  base.storage = dtype;
+  base.two_byte_gemm_inputs = words;
+  return base;
+}
+
+TEST(Engine, TwoByteGemmInputsAgreeAcrossLayoutsAndStayNearFloat32Inputs) {
+  // OPT pre-LN, OPT post-LN with project_in/out (E != C), Llama; both tasks;
+  // bf16 and fp16. The same steps with w one at a time and offloaded, and
+  // split over P = 2, give the same losses and θ bit for bit; the losses are
+  // near, not equal to, those of float32 GEMM inputs on the same 2-byte θ.
+  runtime::PlacementConfig offloaded;
+  offloaded.mode = runtime::PlacementMode::offload;
+  offloaded.resident_blocks = 1;
+  offloaded.perturb_one_at_a_time = true;
+  for (const model::ModelConfig& config :
+       {tiny_config(true, 0), tiny_config(false, 8), tiny_llama_config()}) {
+    for (const model::Task task : {model::Task::causal_lm, model::Task::classification}) {
+      for (const StorageDtype dtype : {StorageDtype::bf16, StorageDtype::fp16}) {
+        SCOPED_TRACE(model::describe(config, " ") + (task == model::Task::causal_lm ? ", causal LM, " : ", classification, ") +
+                     to_string(dtype));
+        const model::Batch batch = make_batch(task, B, T, kLengths);
+        TinyModel a(config, 1234, two_byte(dtype, true));
+        const auto want = train(a, zo::EvaluationPlan::make(2, 1, 0), batch, 3);
+        TinyModel b(config, 1234, two_byte(dtype, true, offloaded));
+        EXPECT_EQ(train(b, zo::EvaluationPlan::make(2, 1, 0), batch, 3), want);
+        EXPECT_EQ(b.digest(), a.digest()) << "offloaded, w one at a time";
+        for (int r = 0; r < 2; ++r) {
+          TinyModel rank(config, 1234, two_byte(dtype, true));
+          train(rank, zo::EvaluationPlan::make(2, 2, r), batch, 3, &want);
+          EXPECT_EQ(rank.digest(), a.digest()) << "P = 2, rank " << r;
+        }
+        TinyModel f(config, 1234, two_byte(dtype, false));
+        const auto floats = train(f, zo::EvaluationPlan::make(2, 1, 0), batch, 1);
+        const double tol = dtype == StorageDtype::bf16 ? 3e-2 : 5e-3;
+        bool differs = false;
+        for (int query = 0; query < 2; ++query)
+          for (int sign : {+1, -1}) {
+            const double got = want[0].mean(query, sign), ref = floats[0].mean(query, sign);
+            EXPECT_NEAR(got, ref, tol * std::fabs(ref)) << "query " << query << " sign " << sign;
+            differs = differs || got != ref;
+          }
+        EXPECT_TRUE(differs) << "2-byte GEMM inputs gave float32's losses exactly: not in use?";
+        // The evaluation reads θ's words in place: near the float32 path's.
+        TinyModel ew(config, 1234, two_byte(dtype, true)), ef(config, 1234, two_byte(dtype, false));
+        zo::Engine xw(config, *ew.store, zo::EvaluationPlan::make(1, 1, 0),
+                      model::BatchShape{task, B, T, 2});
+        zo::Engine xf(config, *ef.store, zo::EvaluationPlan::make(1, 1, 0),
+                      model::BatchShape{task, B, T, 2});
+        const double eval_words = xw.evaluate(batch).loss_sum, eval_floats = xf.evaluate(batch).loss_sum;
+        EXPECT_NEAR(eval_words, eval_floats, tol * std::fabs(eval_floats));
+        EXPECT_NE(eval_words, eval_floats);
+      }
+    }
+  }
+}
+
 TEST(Engine, RepeatedRunsAreBitIdentical) {
   const model::Batch batch = make_batch(model::Task::classification, B, T, kLengths);
   TinyModel a(tiny_config(false, 8)), b(tiny_config(false, 8));

@@ -104,13 +104,17 @@ MemoryPlan plan_memory(const PlanInputs& in) {
   // One at a time (placement.perturbed_weights): one block arena and one
   // copy of the edges serve every evaluation in turn.
   const bool one = in.placement.perturb_one_at_a_time;
+  // With 2-byte GEMM inputs every matrix's w is words (the edges' too).
+  const bool words = in.placement.two_byte_gemm_inputs;
   std::uint64_t edge_w = 0;
   for (const auto* ids : {&r.embedding_ids(), &r.head_ids()})
-    for (std::uint32_t id : *ids) edge_w += view_bytes(u(r[id].numel()), kFloat);
-  // With 2-byte GEMM inputs a block's w is its matrices' words (a word
-  // arena in the block's layout) and its vectors' floats (a packed arena).
+    for (std::uint32_t id : *ids)
+      edge_w += view_bytes(u(r[id].numel()),
+                           words && r[id].shape.size() == 2 ? sizeof(std::uint16_t) : kFloat);
+  // A block's w is then its matrices' words (a word arena in the block's
+  // layout) and its vectors' floats (a packed arena).
   const std::uint64_t block_w =
-      in.placement.two_byte_gemm_inputs
+      words
           ? view_bytes(float_block / kFloat, sizeof(std::uint16_t)) +
                 view_bytes(u(runtime::max_block_vector_elements(r)), kFloat)
           : float_block;
@@ -164,9 +168,9 @@ std::string describe_plan(const PlanInputs& in, const MemoryPlan& p) {
                                ? "; transfers are 2 bytes per element too"
                                : "") +
                    (in.placement.two_byte_gemm_inputs
-                        ? "; the blocks' matrices are multiplied as 2-byte words (w± of them in "
-                          "2 bytes, their inputs rounded to it; precision.gemm_inputs: storage), "
-                          "the edges' w± and the activations stay float32\n"
+                        ? "; the matrices are multiplied as 2-byte words (w± of them in 2 "
+                          "bytes, GEMM inputs rounded to it; precision.gemm_inputs: storage), "
+                          "w± of norms and biases and the activations stay float32\n"
                         : "; w± and activations stay float32 (an evaluation decodes θ into w's "
                           "scratch)\n"))
      << "placement    ";

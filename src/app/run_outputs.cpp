@@ -182,7 +182,7 @@ std::string describe_storage(const runtime::PlacementConfig& p) {
          " (2 bytes per parameter), updates rounded " +
          (p.rounding == Rounding::stochastic ? "stochastically" : "to nearest") +
          (p.two_byte_gemm_inputs
-              ? std::string("; the blocks' matrices are multiplied as 2-byte ") +
+              ? std::string("; the matrices are multiplied as 2-byte ") +
                     to_string(p.storage) +
                     " words, their inputs rounded to nearest (float32 sums; "
                     "precision.gemm_inputs: storage); the rest computes in float32"

@@ -8,10 +8,10 @@
 namespace distzo::kernels {
 
 void embedding_gather(const ExecSpace& space, const Mat& out, const ConstIntMat& tokens,
-                      const ConstMat& table) {
+                      const WeightMatrix& table) {
   const std::int64_t batch = static_cast<std::int64_t>(tokens.extent(0));
   const std::int64_t seq = static_cast<std::int64_t>(tokens.extent(1));
-  const std::int64_t dim = static_cast<std::int64_t>(table.extent(1));
+  const std::int64_t dim = static_cast<std::int64_t>(table.cols());
   DISTZO_REQUIRE(static_cast<std::int64_t>(out.extent(0)) == batch * seq &&
                      static_cast<std::int64_t>(out.extent(1)) == dim,
                  "distzo::kernels::embedding_gather: out is ("
@@ -19,7 +19,7 @@ void embedding_gather(const ExecSpace& space, const Mat& out, const ConstIntMat&
                      << ", " << dim << ")");
   const Mat o = out;
   const ConstIntMat tok = tokens;
-  const ConstMat tab = table;
+  const MatrixReader tab = table.reader();
   const std::int64_t n = batch * seq * dim;
   if (n == 0) return;
   // One thread per output element, consecutive threads on consecutive columns
@@ -56,20 +56,20 @@ void positions_from_mask(const ExecSpace& space, const IntMat& pos, const ConstI
 }
 
 void add_positional(const ExecSpace& space, const Mat& x, const ConstIntMat& pos,
-                    const ConstMat& table, int offset) {
+                    const WeightMatrix& table, int offset) {
   const std::int64_t batch = static_cast<std::int64_t>(pos.extent(0));
   const std::int64_t seq = static_cast<std::int64_t>(pos.extent(1));
   const std::int64_t dim = static_cast<std::int64_t>(x.extent(1));
   DISTZO_REQUIRE(static_cast<std::int64_t>(x.extent(0)) == batch * seq,
                  "distzo::kernels::add_positional: x has " << x.extent(0) << " rows, pos is ("
                                                            << batch << ", " << seq << ")");
-  DISTZO_REQUIRE(static_cast<std::int64_t>(table.extent(1)) == dim,
+  DISTZO_REQUIRE(static_cast<std::int64_t>(table.cols()) == dim,
                  "distzo::kernels::add_positional: x has "
-                     << dim << " columns, table is (" << table.extent(0) << ", " << table.extent(1)
+                     << dim << " columns, table is (" << table.rows() << ", " << table.cols()
                      << ")");
   const Mat xx = x;
   const ConstIntMat p = pos;
-  const ConstMat tab = table;
+  const MatrixReader tab = table.reader();
   const std::int64_t n = batch * seq * dim;
   if (n == 0) return;
   Kokkos::parallel_for(

@@ -8,13 +8,15 @@
 // out of bounds (caught by Kokkos' bounds checking in debug builds only).
 
 #include "core/types.hpp"
+#include "kernels/weight_matrix.hpp"
 
 namespace distzo::kernels {
 
 /// out[b*T + t, :] = table[tokens[b, t], :]
-///   out: (B*T, D)   tokens: (B, T) ids in [0, V)   table: (V, D)
+///   out: (B*T, D)   tokens: (B, T) ids in [0, V)   table: (V, D), float32 or
+///   2-byte words (decoded exactly)
 void embedding_gather(const ExecSpace& space, const Mat& out, const ConstIntMat& tokens,
-                      const ConstMat& table);
+                      const WeightMatrix& table);
 
 /// Position ids from the attention mask: pos = cumsum(mask, dim=1) * mask - 1,
 /// exactly Hugging Face's OPTLearnedPositionalEmbedding (no past key values)
@@ -28,9 +30,10 @@ void positions_from_mask(const ExecSpace& space, const IntMat& pos, const ConstI
 /// x[b*T + t, :] += table[pos[b, t] + offset, :]
 /// OPT's learned position table has max_positions + 2 rows and is indexed
 /// with offset 2, so padding (pos = -1) reads row 1, as Hugging Face does.
-///   x: (B*T, C)   pos: (B, T) in [-offset, rows - offset)   table: (rows, C)
+///   x: (B*T, C)   pos: (B, T) in [-offset, rows - offset)   table: (rows, C),
+///   float32 or 2-byte words
 void add_positional(const ExecSpace& space, const Mat& x, const ConstIntMat& pos,
-                    const ConstMat& table, int offset = 2);
+                    const WeightMatrix& table, int offset = 2);
 
 /// out[r, :] = x[rows[r], :]  (e.g. the hidden state of each sequence's last
 /// real token for a classification head).

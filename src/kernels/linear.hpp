@@ -6,26 +6,9 @@
 
 #include "core/storage_dtype.hpp"
 #include "core/types.hpp"
-
-#include <cstddef>
+#include "kernels/weight_matrix.hpp"
 
 namespace distzo::kernels {
-
-/// A weight matrix (out, in) as a dense layer reads it: float32 values, or —
-/// with `precision.gemm_inputs: storage` — the 2-byte words (bf16 / fp16) of
-/// θ's storage dtype, which the GEMM multiplies without a float copy.
-struct WeightMatrix {
-  ConstMat values;     // float32 (dtype fp32)
-  ConstHalfMat words;  // 2-byte words (dtype bf16 / fp16)
-  StorageDtype dtype = StorageDtype::fp32;
-
-  WeightMatrix() = default;
-  WeightMatrix(const ConstMat& v) : values(v) {}  // NOLINT(google-explicit-constructor)
-  WeightMatrix(StorageDtype words_dtype, const ConstHalfMat& w) : words(w), dtype(words_dtype) {}
-  bool is_words() const { return dtype != StorageDtype::fp32; }
-  std::size_t rows() const { return is_words() ? words.extent(0) : values.extent(0); }
-  std::size_t cols() const { return is_words() ? words.extent(1) : values.extent(1); }
-};
 
 /// C = alpha * op(A) * op(B) + beta * C on `space`, op = "N" or "T".
 ///

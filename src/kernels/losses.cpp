@@ -107,13 +107,13 @@ void causal_lm_loss(const ExecSpace& space, const LossSums& sums, const ConstMat
 }
 
 void candidate_logits(const ExecSpace& space, const Mat& out, const ConstMat& hidden,
-                      const ConstMat& table, const ConstIntVec& candidates) {
+                      const WeightMatrix& table, const ConstIntVec& candidates) {
   const int rows = static_cast<int>(hidden.extent(0));
   const int dim = static_cast<int>(hidden.extent(1));
   const int n_cand = static_cast<int>(candidates.extent(0));
-  DISTZO_REQUIRE(table.extent(1) == hidden.extent(1),
+  DISTZO_REQUIRE(table.cols() == hidden.extent(1),
                  "distzo::kernels::candidate_logits: hidden has "
-                     << dim << " columns, table is (" << table.extent(0) << ", " << table.extent(1)
+                     << dim << " columns, table is (" << table.rows() << ", " << table.cols()
                      << ")");
   DISTZO_REQUIRE(out.extent(0) == hidden.extent(0) && out.extent(1) == candidates.extent(0),
                  "distzo::kernels::candidate_logits: out is ("
@@ -122,7 +122,7 @@ void candidate_logits(const ExecSpace& space, const Mat& out, const ConstMat& hi
   if (rows == 0 || n_cand == 0) return;
   const Mat o = out;
   const ConstMat hid = hidden;
-  const ConstMat tab = table;
+  const MatrixReader tab = table.reader();
   const ConstIntVec cand = candidates;
   // One team per (row, candidate): R and K are small (a batch, a handful of
   // label words) and C is large, so the parallelism is in the dot product.

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "core/types.hpp"
+#include "kernels/weight_matrix.hpp"
 
 namespace distzo::kernels {
 
@@ -48,9 +49,10 @@ void causal_lm_loss(const ExecSpace& space, const LossSums& sums, const ConstMat
 /// i.e. the candidate columns of the tied LM head hidden * table^T:
 ///   out[r, c] = <hidden[r, :], table[candidates[c], :]>
 ///   out: (R, K)   hidden: (R, C)   table: (V, C)   candidates: (K) in [0, V)
-/// Dot products accumulate in double.
+/// Dot products accumulate in double; a table of 2-byte words is decoded
+/// exactly (hidden stays float32).
 void candidate_logits(const ExecSpace& space, const Mat& out, const ConstMat& hidden,
-                      const ConstMat& table, const ConstIntVec& candidates);
+                      const WeightMatrix& table, const ConstIntVec& candidates);
 
 /// Cross-entropy restricted to the K candidates, and the predicted candidate:
 ///   predictions[r] = argmax_c cand_logits[r, c] (lowest c on ties), every row

@@ -131,7 +131,7 @@ Mat DecoderForward::final_hidden(const ExecSpace& space, const WeightView& edge,
 
 void DecoderForward::logits(const ExecSpace& space, const WeightView& edge, ConstMat hidden,
                             const Mat& logits) {
-  kernels::linear(space, logits, hidden, edge.lm_head(), ConstVec());
+  kernels::linear(space, logits, hidden, edge.lm_head(), ConstVec(), scratch_.gemm_input);
 }
 
 }  // namespace distzo::model

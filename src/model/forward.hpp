@@ -35,8 +35,8 @@ struct ForwardScratch {
   Mat ffn_gate;      // (N, F), gated MLPs only
   Mat hidden_out;    // (N, E), OPT with E != C
   Mat rope_cos, rope_sin;  // (N, hd/2), rotary architectures: the angles of each token
-  // precision.gemm_inputs: storage: a block GEMM's input rounded to 2-byte
-  // words, N * max(C, H*hd, F) (kernels::linear); else empty.
+  // precision.gemm_inputs: storage: a GEMM's input rounded to 2-byte words,
+  // N * max(C, H*hd, F) >= N * E (kernels::linear); else empty.
   HalfVec gemm_input;
 
   int rows() const { return batch * seq_len; }
@@ -71,6 +71,9 @@ class DecoderForward {
   int seq_len() const { return scratch_.seq_len; }
   int rows() const { return scratch_.rows(); }  // N = B*T
   const ModelConfig& config() const { return config_; }
+  /// The rounded-input scratch of 2-byte GEMMs (empty with float32 inputs),
+  /// lent to the loss head for its GEMM.
+  const HalfVec& gemm_input() const { return scratch_.gemm_input; }
 
   /// h (N, C) from the tokens: the architecture's embedding.
   void embed(const ExecSpace& space, const WeightView& edge, ConstIntMat tokens,

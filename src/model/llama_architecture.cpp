@@ -22,7 +22,7 @@ using Shape = std::vector<std::int64_t>;
 
 void llama_embed(const ModelConfig& config, ForwardScratch& s, const ExecSpace& space,
                  const WeightView& edge, ConstIntMat tokens, ConstIntMat mask, const Mat& h) {
-  kernels::embedding_gather(space, h, tokens, edge.mat(R::embed_tokens));
+  kernels::embedding_gather(space, h, tokens, edge.matrix(R::embed_tokens));
   // Every block rotates q and k by the angles of these positions: the
   // sines and cosines are computed once per batch.
   kernels::positions_from_mask(space, s.positions, mask);

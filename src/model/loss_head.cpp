@@ -21,10 +21,10 @@ LossHead::LossHead(const ModelConfig& config, const BatchShape& shape) : task_(s
 }
 
 void LossHead::loss(const ExecSpace& space, const WeightView& edge, ConstMat hidden,
-                    const Batch& batch, const kernels::LossSums& sums) {
+                    const Batch& batch, const kernels::LossSums& sums, const HalfVec& x_words) {
   DISTZO_REQUIRE(batch.task == task_, "loss head built for another task than the batch's");
   if (task_ == Task::causal_lm) {
-    kernels::linear(space, logits_, hidden, edge.lm_head(), ConstVec());
+    kernels::linear(space, logits_, hidden, edge.lm_head(), ConstVec(), x_words);
     kernels::causal_lm_loss(space, sums, logits_, batch.targets);
   } else {
     // Only the K candidate rows of the tied head are needed (MeZO's

@@ -17,8 +17,10 @@ class LossHead {
 
   /// sums = (loss sum, count) of `batch` given hidden (B*T, E); for
   /// classification also the predicted candidate per row. Enqueued, no fence.
+  /// `x_words`: the rounded-input scratch (at least B*T*E words) for a head
+  /// held in 2-byte words (DecoderForward::gemm_input), else unused.
   void loss(const ExecSpace& space, const WeightView& edge, ConstMat hidden, const Batch& batch,
-            const kernels::LossSums& sums);
+            const kernels::LossSums& sums, const HalfVec& x_words = HalfVec());
 
   /// Predictions of the last classification loss() call, (B).
   IntVec predictions() const { return predictions_; }

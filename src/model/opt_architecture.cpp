@@ -25,13 +25,13 @@ constexpr real kLayerNormEps = 1e-5f;
 void opt_embed(const ModelConfig& config, ForwardScratch& s, const ExecSpace& space,
                const WeightView& edge, ConstIntMat tokens, ConstIntMat mask, const Mat& h) {
   if (config.has_projection()) {
-    kernels::embedding_gather(space, s.embedded, tokens, edge.mat(R::embed_tokens));
-    kernels::linear(space, h, s.embedded, edge.mat(R::project_in), ConstVec());
+    kernels::embedding_gather(space, s.embedded, tokens, edge.matrix(R::embed_tokens));
+    kernels::linear(space, h, s.embedded, edge.matrix(R::project_in), ConstVec(), s.gemm_input);
   } else {
-    kernels::embedding_gather(space, h, tokens, edge.mat(R::embed_tokens));
+    kernels::embedding_gather(space, h, tokens, edge.matrix(R::embed_tokens));
   }
   kernels::positions_from_mask(space, s.positions, mask);
-  kernels::add_positional(space, h, s.positions, edge.mat(R::embed_positions),
+  kernels::add_positional(space, h, s.positions, edge.matrix(R::embed_positions),
                           ModelConfig::kPositionOffset);
 }
 
@@ -83,7 +83,7 @@ Mat opt_final_hidden(const ModelConfig& config, ForwardScratch& s, const ExecSpa
     x = s.normed;
   }
   if (config.has_projection()) {
-    kernels::linear(space, s.hidden_out, x, edge.mat(R::project_out), ConstVec());
+    kernels::linear(space, s.hidden_out, x, edge.matrix(R::project_out), ConstVec(), s.gemm_input);
     return s.hidden_out;
   }
   return x;

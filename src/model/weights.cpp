@@ -35,7 +35,7 @@ WeightView make_group_view(const ParameterRegistry& registry, const GroupTensors
     if (tensors.words != nullptr && tensors.words->has(id))
       w.bind_words(registry[id], tensors.words->dtype, tensors.words->words[id]);
     else
-      w.bind(registry[id], tensors.values.at(id));
+      w.bind(registry[id], tensors.values->at(id));
   };
   for (std::uint32_t id : ids) bind(id);
   if (more_ids)

@@ -37,11 +37,12 @@ struct WordTable {
 /// A group's tensors as a forward pass reads them: float32 tensors by id,
 /// and, where `words` has an entry, that matrix as 2-byte words instead.
 struct GroupTensors {
-  const TensorTable& values;
+  const TensorTable* values = nullptr;
   const WordTable* words = nullptr;
 
+  GroupTensors() = default;
   GroupTensors(const TensorTable& v, const WordTable* w = nullptr)  // NOLINT(google-explicit-constructor)
-      : values(v), words(w) {}
+      : values(&v), words(w) {}
 };
 
 class WeightView {
@@ -58,10 +59,11 @@ class WeightView {
   const kernels::WeightMatrix& matrix(ParameterRole role) const { return mats_[index(role)]; }
   /// The vector of `role`; empty when absent (a kernel's "no bias").
   const ConstVec& vec(ParameterRole role) const { return vecs_[index(role)]; }
-  /// The LM head: lm_head when the model has its own, else the tied embed_tokens.
-  const ConstMat& lm_head() const {
-    const ConstMat& own = mat(ParameterRole::lm_head);
-    return own.extent(0) != 0 ? own : mat(ParameterRole::embed_tokens);
+  /// The LM head: lm_head when the model has its own, else the tied
+  /// embed_tokens (float32 or 2-byte words).
+  const kernels::WeightMatrix& lm_head() const {
+    const kernels::WeightMatrix& own = matrix(ParameterRole::lm_head);
+    return own.rows() != 0 ? own : matrix(ParameterRole::embed_tokens);
   }
 
   /// Binds `p`'s flat tensor under its role (reshaped when p is a matrix);

@@ -48,7 +48,8 @@ class Engine::StepPass final : public WalkPass {
                               const model::WeightView edge = model::make_edge_view(e_.registry_, w);
                               const Mat hidden = e_.forward_.final_hidden(space, edge, e_.hidden_[i]);
                               e_.head_.loss(space, edge, hidden, batch_,
-                                            Kokkos::subview(e_.sums_, i, Kokkos::ALL()));
+                                            Kokkos::subview(e_.sums_, i, Kokkos::ALL()),
+                                            e_.forward_.gemm_input());
                             });
   }
 
@@ -162,7 +163,8 @@ EvalOutcome Engine::evaluate(const model::Batch& batch) {
   ForwardPass pass(forward_, float_theta_, hidden_.at(0), batch.tokens, batch.mask);
   run_pass(pass, false);
   const model::WeightView edge = model::make_edge_view(registry_, pass.edges());
-  head_.loss(space, edge, pass.final_hidden(), batch, Kokkos::subview(sums_, 0, Kokkos::ALL()));
+  head_.loss(space, edge, pass.final_hidden(), batch, Kokkos::subview(sums_, 0, Kokkos::ALL()),
+             forward_.gemm_input());
   Kokkos::deep_copy(space, sums_host_, sums_);
   fence(space, "distzo: evaluation loss ready for the host");
 

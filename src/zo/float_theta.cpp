@@ -14,6 +14,16 @@ FloatTheta::FloatTheta(const runtime::ParameterStore& store, const LentScratch& 
   };
   if (lent.edges != nullptr) {
     lent_edges_ = lent.edges;
+  } else if (two_byte_gemm_inputs_) {
+    // Only the edges' vectors are decoded: a tensor each.
+    const model::ParameterRegistry& registry = store.registry();
+    own_edge_vectors_.resize(registry.size());
+    for (const auto group : {model::GroupRef::embeddings(), model::GroupRef::head()})
+      for (const runtime::Segment& s : store.layout(group).segments)
+        if (registry[s.id].shape.size() != 2)
+          own_edge_vectors_[s.id] = Vec(memory_label(MemoryRole::scratch, "decoded_" + registry[s.id].name),
+                                        s.count);
+    lent_edges_ = &own_edge_vectors_;
   } else {
     embeddings_ = arena(model::GroupRef::embeddings(),
                         store.layout(model::GroupRef::embeddings()).elements);
@@ -33,8 +43,8 @@ FloatTheta::FloatTheta(const runtime::ParameterStore& store, const LentScratch& 
   }
   decoded_.resize(store.registry().size());
   if (two_byte_gemm_inputs_) {
-    block_words_.dtype = store.storage();
-    block_words_.words.resize(store.registry().size());
+    words_.dtype = store.storage();
+    words_.words.resize(store.registry().size());
   }
 }
 
@@ -46,19 +56,24 @@ void FloatTheta::decode(const ExecSpace& space, model::GroupRef group,
     kernels::decode_storage(space, theta.words.at(s.id), theta.dtype, decoded_[s.id]);
 }
 
-const model::TensorTable& FloatTheta::edges(const ExecSpace& space,
-                                            const runtime::ThetaTable& theta) {
+model::GroupTensors FloatTheta::edges(const ExecSpace& space, const runtime::ThetaTable& theta) {
   if (theta.dtype == StorageDtype::fp32) return theta.f32;
   if (lent_edges_ == nullptr) {
     decode(space, model::GroupRef::embeddings(), theta, embeddings_);
     decode(space, model::GroupRef::head(), theta, head_);
     return decoded_;
   }
+  const model::ParameterRegistry& registry = store_.registry();
   for (const auto group : {model::GroupRef::embeddings(), model::GroupRef::head()})
     for (const runtime::Segment& s : store_.layout(group).segments) {
+      if (two_byte_gemm_inputs_ && registry[s.id].shape.size() == 2) {
+        words_.words[s.id] = theta.words.at(s.id);
+        continue;
+      }
       decoded_[s.id] = (*lent_edges_)[s.id];
       kernels::decode_storage(space, theta.words.at(s.id), theta.dtype, decoded_[s.id]);
     }
+  if (two_byte_gemm_inputs_) return model::GroupTensors(decoded_, &words_);
   return decoded_;
 }
 
@@ -68,7 +83,7 @@ model::GroupTensors FloatTheta::block(const ExecSpace& space, int k,
   if (k > 0) {
     const runtime::ArenaLayout& previous = store_.layout(model::GroupRef::of_block(k - 1));
     runtime::unbind_tensors(decoded_, previous);
-    if (two_byte_gemm_inputs_) runtime::unbind_words(block_words_.words, previous);
+    if (two_byte_gemm_inputs_) runtime::unbind_words(words_.words, previous);
   }
   if (!two_byte_gemm_inputs_) {
     decode(space, model::GroupRef::of_block(k), theta, block_);
@@ -79,11 +94,11 @@ model::GroupTensors FloatTheta::block(const ExecSpace& space, int k,
   runtime::bind_vectors(decoded_, registry, ids, block_);
   for (std::uint32_t id : ids) {
     if (registry[id].shape.size() == 2)
-      block_words_.words[id] = theta.words.at(id);
+      words_.words[id] = theta.words.at(id);
     else
       kernels::decode_storage(space, theta.words.at(id), theta.dtype, decoded_[id]);
   }
-  return model::GroupTensors(decoded_, &block_words_);
+  return model::GroupTensors(decoded_, &words_);
 }
 
 }  // namespace distzo::zo

@@ -8,10 +8,10 @@
 // its own, or scratch lent by an owner that does not use it meanwhile (the
 // engine's perturbed weights between steps).
 //
-// With precision.gemm_inputs: storage a block's matrices are not decoded:
-// the forward multiplies θ's own words (kernels::linear's 2-byte GEMM), and
-// only the block's vectors are decoded, into a small packed arena
-// (runtime::bind_vectors).
+// With precision.gemm_inputs: storage no matrix is decoded: the forward
+// reads θ's own words (kernels::linear's 2-byte GEMM, the embedding gather),
+// and only the vectors are decoded — a block's into a small packed arena
+// (runtime::bind_vectors), the edges' into the lent edge tensors.
 
 #include "core/types.hpp"
 #include "model/parameter_registry.hpp"
@@ -24,7 +24,8 @@ namespace distzo::zo {
 /// Float scratch lent to FloatTheta to decode into; what is empty,
 /// FloatTheta allocates.
 struct LentScratch {
-  const model::TensorTable* edges = nullptr;  // by id: every edge tensor, numel elements each
+  const model::TensorTable* edges = nullptr;  // by id: every edge tensor (with 2-byte GEMM
+                                              // inputs every edge vector), numel elements each
   Vec block;  // one block arena (max_block_elements); with 2-byte GEMM inputs
               // a block's packed vectors (runtime::max_block_vector_elements)
 };
@@ -37,9 +38,10 @@ class FloatTheta {
 
   const model::ParameterRegistry& registry() const { return store_.registry(); }
 
-  /// The embeddings and head of `theta` as floats, enqueued on `space`;
-  /// valid until the next call of edges().
-  const model::TensorTable& edges(const ExecSpace& space, const runtime::ThetaTable& theta);
+  /// The embeddings and head of `theta` as floats (their matrices as θ's
+  /// words with 2-byte GEMM inputs), enqueued on `space`; valid until the
+  /// next call of edges().
+  model::GroupTensors edges(const ExecSpace& space, const runtime::ThetaTable& theta);
   /// Block k of `theta` as floats (its matrices as θ's words with 2-byte
   /// GEMM inputs); valid until the next call of block().
   model::GroupTensors block(const ExecSpace& space, int k, const runtime::ThetaTable& theta);
@@ -54,7 +56,8 @@ class FloatTheta {
   Vec embeddings_, head_, block_;  // decoded groups (arena layout; block_: packed vectors with
                                    // 2-byte GEMM inputs), 2-byte stores only
   model::TensorTable decoded_;     // by id, into the arenas above
-  model::WordTable block_words_;   // by id: θ's words of the block's matrices (2-byte GEMM inputs)
+  model::TensorTable own_edge_vectors_;  // 2-byte GEMM inputs without lent edges: by id
+  model::WordTable words_;         // by id: θ's words of the matrices in use (2-byte GEMM inputs)
 };
 
 }  // namespace distzo::zo

@@ -23,13 +23,21 @@ class LocalWeights final : public PerturbedWeights {
         two_byte_(store.placement().two_byte_gemm_inputs) {
     edge_ids_ = registry_.embedding_ids();
     edge_ids_.insert(edge_ids_.end(), registry_.head_ids().begin(), registry_.head_ids().end());
+    // The edges' w: a tensor each, per owned evaluation (or one copy); with
+    // 2-byte GEMM inputs the matrices as words.
     edge_w_.resize(one_at_a_time_ ? 1 : plan_.owned.size());
     for (std::size_t i = 0; i < edge_w_.size(); ++i) {
-      edge_w_[i].resize(registry_.size());
-      for (std::uint32_t id : edge_ids_)
-        edge_w_[i][id] = Vec(memory_label(MemoryRole::scratch,
-                                          "edge_w." + std::to_string(i) + "." + registry_[id].name),
-                             static_cast<std::size_t>(registry_[id].numel()));
+      GroupW& w = edge_w_[i];
+      size_tables(w);
+      for (std::uint32_t id : edge_ids_) {
+        const std::string label =
+            memory_label(MemoryRole::scratch, "edge_w." + std::to_string(i) + "." + registry_[id].name);
+        const auto n = static_cast<std::size_t>(registry_[id].numel());
+        if (two_byte_ && registry_[id].shape.size() == 2)
+          w.words.words[id] = HalfVec(label, n);
+        else
+          w.values[id] = Vec(label, n);
+      }
     }
     // Block scratch is one block arena per sign (or one for both), re-pointed
     // at block k's ids.
@@ -37,7 +45,7 @@ class LocalWeights final : public PerturbedWeights {
       const int signs = one_at_a_time_ ? 1 : 2;
       for (int sign = 0; sign < signs; ++sign) {
         const std::string name = sign == 0 ? "block_w+" : "block_w-";
-        BlockW& w = sign == 0 ? plus_ : minus_;
+        GroupW& w = sign == 0 ? plus_ : minus_;
         if (two_byte_) {
           w.words_arena = HalfVec(memory_label(MemoryRole::scratch, name), store.max_block_elements());
           w.values_arena = Vec(memory_label(MemoryRole::scratch, name + ".vectors"),
@@ -47,11 +55,8 @@ class LocalWeights final : public PerturbedWeights {
         }
       }
     }
-    for (BlockW* w : {&plus_, &minus_}) {
-      w->values.resize(registry_.size());
-      w->words.dtype = store.storage();
-      w->words.words.resize(two_byte_ ? registry_.size() : 0);
-    }
+    size_tables(plus_);
+    size_tables(minus_);
   }
 
   void perturb_edges(const ExecSpace& space, const runtime::ThetaTable& theta,
@@ -66,24 +71,24 @@ class LocalWeights final : public PerturbedWeights {
         materialise_one(space, theta, edge_ids_, plan_.owned[i], pending, with_update, perturbation,
                         edge_w_[0]);
         with_update = false;
-        use(i, edge_w_[0]);
+        use(i, edge_w_[0].tensors());
       }
       return;
     }
     each_query(queries_, pending, [&](int q, bool with_update) {
       const int ip = find_evaluation(plan_.owned, q, +1), im = find_evaluation(plan_.owned, q, -1);
       for (std::uint32_t id : edge_ids_)
-        materialise(space, theta[id], id, 0, pending, with_update, perturbation, q,
-                    ip >= 0 ? edge_w_[static_cast<std::size_t>(ip)][id] : Vec(),
-                    im >= 0 ? edge_w_[static_cast<std::size_t>(im)][id] : Vec());
+        materialise_tensor(space, theta, id, pending, with_update, perturbation, q,
+                           ip >= 0 ? &edge_w_[static_cast<std::size_t>(ip)] : nullptr,
+                           im >= 0 ? &edge_w_[static_cast<std::size_t>(im)] : nullptr);
     });
-    for (std::size_t i = 0; i < edge_w_.size(); ++i) use(i, edge_w_[i]);
+    for (std::size_t i = 0; i < edge_w_.size(); ++i) use(i, edge_w_[i].tensors());
   }
 
   void head_edges(const ExecSpace& space, const runtime::ThetaTable& theta,
                   const StepPerturbation& perturbation, const Use& use) override {
     if (!one_at_a_time_) {
-      for (std::size_t i = 0; i < edge_w_.size(); ++i) use(i, edge_w_[i]);
+      for (std::size_t i = 0; i < edge_w_.size(); ++i) use(i, edge_w_[i].tensors());
       return;
     }
     // Backwards: the last evaluation's w is still in the copy; the others
@@ -93,7 +98,7 @@ class LocalWeights final : public PerturbedWeights {
       if (i + 1 != plan_.owned.size())
         materialise_one(space, theta, edge_ids_, plan_.owned[i], none, false, perturbation,
                         edge_w_[0]);
-      use(i, edge_w_[0]);
+      use(i, edge_w_[0].tensors());
     }
   }
 
@@ -107,9 +112,7 @@ class LocalWeights final : public PerturbedWeights {
       bool with_update = pending.active;
       for (std::size_t i = 0; i < plan_.owned.size(); ++i) {
         const Evaluation& e = plan_.owned[i];
-        for (std::uint32_t id : ids)
-          materialise_block_tensor(space, theta, id, pending, with_update, perturbation, e.query,
-                                   e.sign > 0 ? &plus_ : nullptr, e.sign < 0 ? &plus_ : nullptr);
+        materialise_one(space, theta, ids, e, pending, with_update, perturbation, plus_);
         with_update = false;
         use(i, plus_.tensors());
       }
@@ -122,7 +125,7 @@ class LocalWeights final : public PerturbedWeights {
     each_query(queries_, pending, [&](int q, bool with_update) {
       const int ip = find_evaluation(plan_.owned, q, +1), im = find_evaluation(plan_.owned, q, -1);
       for (std::uint32_t id : ids)
-        materialise_block_tensor(space, theta, id, pending, with_update, perturbation, q,
+        materialise_tensor(space, theta, id, pending, with_update, perturbation, q,
                                  ip >= 0 ? &plus_ : nullptr, im >= 0 ? &minus_ : nullptr);
       if (ip >= 0) use(static_cast<std::size_t>(ip), plus_.tensors());
       if (im >= 0) use(static_cast<std::size_t>(im), minus_.tensors());
@@ -132,7 +135,7 @@ class LocalWeights final : public PerturbedWeights {
   }
 
   LentScratch idle_scratch() const override {
-    return {edge_w_.empty() ? nullptr : &edge_w_[0], plus_.values_arena};
+    return {edge_w_.empty() ? nullptr : &edge_w_[0].values, plus_.values_arena};
   }
 
   void node_barrier(const ExecSpace&) override {}
@@ -143,11 +146,12 @@ class LocalWeights final : public PerturbedWeights {
   std::size_t shared_exchange_bytes() const override { return 0; }
 
  private:
-  /// One sign's w of a block: with 2-byte GEMM inputs the matrices as words
-  /// (`words`, into words_arena) and the vectors as floats (`values`, packed
-  /// into values_arena); otherwise every tensor as floats in the block's
-  /// arena layout (values_arena).
-  struct BlockW {
+  /// w of a group for one sign or evaluation: by id, as floats (`values`),
+  /// or with 2-byte GEMM inputs the matrices as words (`words`). A block's
+  /// tensors are bound into the arenas (words_arena in the block's layout,
+  /// the vectors packed into values_arena; without 2-byte inputs every
+  /// tensor into values_arena); the edges' are Views of their own.
+  struct GroupW {
     HalfVec words_arena;
     Vec values_arena;
     model::TensorTable values;  // by id
@@ -158,7 +162,13 @@ class LocalWeights final : public PerturbedWeights {
     }
   };
 
-  void bind(BlockW& w, int k) {
+  void size_tables(GroupW& w) const {
+    w.values.resize(registry_.size());
+    w.words.dtype = store_.storage();
+    w.words.words.resize(two_byte_ ? registry_.size() : 0);
+  }
+
+  void bind(GroupW& w, int k) {
     const runtime::ArenaLayout& layout = store_.layout(model::GroupRef::of_block(k));
     if (!two_byte_) return runtime::bind_tensors(w.values, layout, w.values_arena);
     runtime::bind_words(w.words.words, layout, w.words_arena);
@@ -167,19 +177,19 @@ class LocalWeights final : public PerturbedWeights {
     runtime::bind_vectors(w.values, registry_, registry_.block_ids(k), w.values_arena);
   }
 
-  void unbind(BlockW& w, int k) {
+  void unbind(GroupW& w, int k) {
     const runtime::ArenaLayout& layout = store_.layout(model::GroupRef::of_block(k));
     runtime::unbind_tensors(w.values, layout);
     if (two_byte_) runtime::unbind_words(w.words.words, layout);
   }
 
-  /// w± of one block tensor into `plus` / `minus` (either may be null): as
-  /// words where the table holds the tensor as words, else as floats.
-  void materialise_block_tensor(const ExecSpace& space, const runtime::ThetaTable& theta,
-                                std::uint32_t id, const PendingUpdate& pending, bool with_update,
-                                const StepPerturbation& perturbation, int query, const BlockW* plus,
-                                const BlockW* minus) {
-    const BlockW& any = plus != nullptr ? *plus : *minus;
+  /// w± of tensor `id` into `plus` / `minus` (either may be null): as words
+  /// where the group holds the tensor as words, else as floats.
+  void materialise_tensor(const ExecSpace& space, const runtime::ThetaTable& theta,
+                          std::uint32_t id, const PendingUpdate& pending, bool with_update,
+                          const StepPerturbation& perturbation, int query, const GroupW* plus,
+                          const GroupW* minus) {
+    const GroupW& any = plus != nullptr ? *plus : *minus;
     if (any.words.has(id))
       materialise(space, theta[id], id, 0, pending, with_update, perturbation, query,
                   plus != nullptr ? plus->words.words[id] : HalfVec(),
@@ -190,21 +200,21 @@ class LocalWeights final : public PerturbedWeights {
                   minus != nullptr ? minus->values[id] : Vec());
   }
 
-  /// w of evaluation `e` alone over tensors `ids`, into `w` (by id).
+  /// w of evaluation `e` alone over tensors `ids`, into `w`.
   void materialise_one(const ExecSpace& space, const runtime::ThetaTable& theta,
                        const std::vector<std::uint32_t>& ids, const Evaluation& e,
                        const PendingUpdate& pending, bool with_update,
-                       const StepPerturbation& perturbation, const model::TensorTable& w) {
+                       const StepPerturbation& perturbation, const GroupW& w) {
     for (std::uint32_t id : ids)
-      materialise(space, theta[id], id, 0, pending, with_update, perturbation, e.query,
-                  e.sign > 0 ? w[id] : Vec(), e.sign < 0 ? w[id] : Vec());
+      materialise_tensor(space, theta, id, pending, with_update, perturbation, e.query,
+                         e.sign > 0 ? &w : nullptr, e.sign < 0 ? &w : nullptr);
   }
 
   bool one_at_a_time_;                      // placement.perturbed_weights: one_at_a_time
   bool two_byte_;                           // precision.gemm_inputs: storage
   std::vector<std::uint32_t> edge_ids_;     // embeddings + head: live for the whole step
-  std::vector<model::TensorTable> edge_w_;  // per owned evaluation (or one): the edge tensors' w
-  BlockW plus_, minus_;                     // one block's w±; w- not allocated one at a time
+  std::vector<GroupW> edge_w_;              // per owned evaluation (or one): the edge tensors' w
+  GroupW plus_, minus_;                     // one block's w±; w- not allocated one at a time
 };
 
 }  // namespace

@@ -27,8 +27,8 @@ ForwardPass::ForwardPass(model::DecoderForward& forward, FloatTheta& theta, cons
       observer_(std::move(observer)) {}
 
 void ForwardPass::embeddings(const ExecSpace& space, const runtime::ThetaTable& edges) {
-  edges_ = &theta_.edges(space, edges);
-  forward_.embed(space, model::make_edge_view(registry_, *edges_), tokens_, mask_, h_);
+  edges_ = theta_.edges(space, edges);
+  forward_.embed(space, model::make_edge_view(registry_, edges_), tokens_, mask_, h_);
   if (observer_) observer_(-1, h_);
 }
 
@@ -40,7 +40,7 @@ bool ForwardPass::block(const ExecSpace& space, int k, const runtime::ThetaTable
 }
 
 void ForwardPass::head(const ExecSpace& space, const runtime::ThetaTable&) {
-  final_hidden_ = forward_.final_hidden(space, model::make_edge_view(registry_, *edges_), h_);
+  final_hidden_ = forward_.final_hidden(space, model::make_edge_view(registry_, edges_), h_);
   if (observer_) observer_(registry_.num_blocks(), final_hidden_);
 }
 

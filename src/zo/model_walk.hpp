@@ -58,14 +58,14 @@ class ForwardPass final : public WalkPass {
 
   /// (B*T, E) after the walk; aliases the forward's scratch or `h`.
   const Mat& final_hidden() const { return final_hidden_; }
-  /// The edges' float tensors the walk used (by id), for the loss head after it.
-  const model::TensorTable& edges() const { return *edges_; }
+  /// The edges' tensors the walk used (by id), for the loss head after it.
+  const model::GroupTensors& edges() const { return edges_; }
 
  private:
   model::DecoderForward& forward_;
   FloatTheta& theta_;
   const model::ParameterRegistry& registry_;
-  const model::TensorTable* edges_ = nullptr;
+  model::GroupTensors edges_;
   Mat h_;
   ConstIntMat tokens_, mask_;
   Observer observer_;

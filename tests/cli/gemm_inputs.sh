@@ -46,7 +46,7 @@ refused() {  # refused NAME TEXT: NAME.yaml fails, and its output contains TEXT
 }
 
 run b_t1 1 1 1 1 "${BF16[@]}"
-grep -qF "the blocks' matrices are multiplied as 2-byte bf16 words" b_t1/run.log ||
+grep -qF "the matrices are multiplied as 2-byte bf16 words" b_t1/run.log ||
   fail "run.log does not say the GEMM inputs are 2-byte: $(grep -i precision b_t1/run.log)"
 run b_t2 2 1 1 1 "${BF16[@]}"
 same b_t1 b_t2 "bf16 GEMM inputs, 1 rank at 1 and 2 threads"
