@@ -88,7 +88,8 @@ Planned device memory per rank, GiB (weights + scratch + activations), of
 \`distzo plan opt-X.json --placement offload --batch 1 --seq 2048 --storage S
 --perturbed-weights W [--slots 2] [--gemm-inputs storage]\`: causal LM, K = 0,
 prefetch 1, 3 slots (2 in the last two columns), one rank; \`gemm_inputs\`
-storage: the block matrices' w± as 2-byte words (docs/perturbation.md). The
+storage: every matrix's w± as 2-byte words, a block's a tensor at a time
+(docs/perturbation.md). The
 plan is the measured high-water mark to the byte on every model the tests run.
 ZO2's figure is NVML's on a GPU (fp16 θ perturbed in place, no w buffers,
 CUDA context included). Host memory is θ's bf16 master of the streamed blocks.

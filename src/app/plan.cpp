@@ -112,12 +112,13 @@ MemoryPlan plan_memory(const PlanInputs& in) {
       edge_w += view_bytes(u(r[id].numel()),
                            words && r[id].shape.size() == 2 ? sizeof(std::uint16_t) : kFloat);
   // A block's w is then its matrices' words (a word arena in the block's
-  // layout) and its vectors' floats (a packed arena).
+  // layout; one at a time, a tensor at a time: the largest matrix) and its
+  // vectors' floats (a packed arena).
   const std::uint64_t block_w =
-      words
-          ? view_bytes(float_block / kFloat, sizeof(std::uint16_t)) +
-                view_bytes(u(runtime::max_block_vector_elements(r)), kFloat)
-          : float_block;
+      words ? view_bytes(one ? u(runtime::max_block_matrix_elements(r)) : float_block / kFloat,
+                         sizeof(std::uint16_t)) +
+                  view_bytes(u(runtime::max_block_vector_elements(r)), kFloat)
+            : float_block;
   p.scratch = (one ? 1 : 2) * block_w + (one ? 1 : e) * edge_w +
               (in.batch.task == model::Task::classification ? view_bytes(u(c.vocab_size), kInt) : 0);
   // A 2-byte θ is read as float32 for an evaluation's forward by decoding it
@@ -186,7 +187,10 @@ std::string describe_plan(const PlanInputs& in, const MemoryPlan& p) {
      << human_bytes(p.block_arena) << " per block\n"
      << "  scratch      " << b(p.scratch)
      << (in.placement.perturb_one_at_a_time
-             ? ": w of one block and of the edges, one evaluation at a time\n"
+             ? (in.placement.two_byte_gemm_inputs
+                    ? ": w of the edges and of one block's largest matrix (a tensor at a time), "
+                      "one evaluation at a time\n"
+                    : ": w of one block and of the edges, one evaluation at a time\n")
              : ": w+ and w- of one block, the edges' w± for " +
                    count(p.evaluations, "evaluation", "evaluations") + "\n")
      << "  activations  " << b(p.activations) << ": forward scratch, "

@@ -340,10 +340,11 @@ const std::vector<Field>& fields() {
                "ulp in expectation, `nearest` loses them; ignored with `storage: fp32`"),
         choice("precision", "gemm_inputs", member(pr, &PrecisionSection::gemm_inputs),
                {{"fp32", GemmInputs::fp32}, {"storage", GemmInputs::storage}},
-               "what the blocks' dense layers multiply: `fp32` = float32 weights and activations; "
-               "`storage` = the block matrices' w± as 2-byte words of θ's storage dtype (rounded "
-               "to nearest) and their inputs rounded to it, float32 accumulation — half the "
-               "device memory of w±, the tensor-core path under CUDA (cublasGemmEx), a slow naive "
+               "what the dense layers multiply: `fp32` = float32 weights and activations; "
+               "`storage` = every matrix's w± as 2-byte words of θ's storage dtype (rounded to "
+               "nearest) and the GEMM inputs rounded to it, float32 accumulation — half the "
+               "device memory of w± (with `perturbed_weights: one_at_a_time` a block's matrices "
+               "a tensor at a time), the tensor-core path under CUDA (cublasGemmEx), a slow naive "
                "reference kernel on host backends. Needs `storage: bf16` or `fp16` and a rank's "
                "own θ (no node-shared master); changes the numerics (docs/perturbation.md)"),
     };

@@ -27,12 +27,20 @@ void WeightView::bind_words(const ParameterInfo& p, StorageDtype dtype, const Ha
                           static_cast<std::size_t>(p.shape[1])));
 }
 
+void WeightView::bind_source(const ParameterInfo& p, const MatrixSource& source) {
+  DISTZO_REQUIRE(p.shape.size() == 2, "tensor " << p.name << ": only a matrix comes from a source");
+  source_ = &source;
+  sourced_[index(p.role)] = p.id;
+}
+
 WeightView make_group_view(const ParameterRegistry& registry, const GroupTensors& tensors,
                            const std::vector<std::uint32_t>& ids,
                            const std::vector<std::uint32_t>* more_ids) {
   WeightView w;
   const auto bind = [&](std::uint32_t id) {
-    if (tensors.words != nullptr && tensors.words->has(id))
+    if (tensors.source != nullptr && registry[id].shape.size() == 2)
+      w.bind_source(registry[id], *tensors.source);
+    else if (tensors.words != nullptr && tensors.words->has(id))
       w.bind_words(registry[id], tensors.words->dtype, tensors.words->words[id]);
     else
       w.bind(registry[id], tensors.values->at(id));

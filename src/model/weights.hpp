@@ -17,6 +17,8 @@
 #include "model/parameter_registry.hpp"
 
 #include <array>
+#include <cstdint>
+#include <functional>
 #include <vector>
 
 namespace distzo::model {
@@ -34,15 +36,23 @@ struct WordTable {
   bool has(std::uint32_t id) const { return id < words.size() && words[id].extent(0) != 0; }
 };
 
+/// Makes matrix `id` ready when a dense layer reads it and returns it: w
+/// materialised a tensor at a time (placement.perturbed_weights:
+/// one_at_a_time with 2-byte GEMM inputs), valid until the next call.
+using MatrixSource = std::function<kernels::WeightMatrix(std::uint32_t id)>;
+
 /// A group's tensors as a forward pass reads them: float32 tensors by id,
-/// and, where `words` has an entry, that matrix as 2-byte words instead.
+/// and, where `words` has an entry, that matrix as 2-byte words instead;
+/// with a `source`, every matrix comes from it when it is read.
 struct GroupTensors {
   const TensorTable* values = nullptr;
   const WordTable* words = nullptr;
+  const MatrixSource* source = nullptr;
 
   GroupTensors() = default;
-  GroupTensors(const TensorTable& v, const WordTable* w = nullptr)  // NOLINT(google-explicit-constructor)
-      : values(&v), words(w) {}
+  GroupTensors(const TensorTable& v, const WordTable* w = nullptr,  // NOLINT(google-explicit-constructor)
+               const MatrixSource* s = nullptr)
+      : values(&v), words(w), source(s) {}
 };
 
 class WeightView {
@@ -51,18 +61,24 @@ class WeightView {
   /// group has none. A matrix held in 2-byte words is read by matrix().
   const ConstMat& mat(ParameterRole role) const {
     const kernels::WeightMatrix& m = mats_[index(role)];
-    DISTZO_REQUIRE(!m.is_words(), "weights: role " << static_cast<int>(role)
-                                      << " is held in 2-byte words; read it with matrix()");
+    DISTZO_REQUIRE(!m.is_words() && sourced_[index(role)] == kNone,
+                   "weights: role " << static_cast<int>(role)
+                                    << " is held in 2-byte words; read it with matrix()");
     return m.values;
   }
-  /// The matrix of `role` as a dense layer reads it: float32, or 2-byte words.
-  const kernels::WeightMatrix& matrix(ParameterRole role) const { return mats_[index(role)]; }
+  /// The matrix of `role` as a dense layer reads it: float32, or 2-byte
+  /// words; a sourced matrix is made ready now (and the previous one it
+  /// returned is gone: read each right before its use).
+  kernels::WeightMatrix matrix(ParameterRole role) const {
+    const std::uint32_t id = sourced_[index(role)];
+    return id == kNone ? mats_[index(role)] : (*source_)(id);
+  }
   /// The vector of `role`; empty when absent (a kernel's "no bias").
   const ConstVec& vec(ParameterRole role) const { return vecs_[index(role)]; }
   /// The LM head: lm_head when the model has its own, else the tied
   /// embed_tokens (float32 or 2-byte words).
-  const kernels::WeightMatrix& lm_head() const {
-    const kernels::WeightMatrix& own = matrix(ParameterRole::lm_head);
+  kernels::WeightMatrix lm_head() const {
+    const kernels::WeightMatrix own = matrix(ParameterRole::lm_head);
     return own.rows() != 0 ? own : matrix(ParameterRole::embed_tokens);
   }
 
@@ -71,9 +87,20 @@ class WeightView {
   void bind(const ParameterInfo& p, const Vec& tensor);
   /// Binds matrix `p` held as 2-byte words of `dtype`.
   void bind_words(const ParameterInfo& p, StorageDtype dtype, const HalfVec& words);
+  /// Binds matrix `p` to come from `source` when it is read.
+  void bind_source(const ParameterInfo& p, const MatrixSource& source);
 
  private:
   static std::size_t index(ParameterRole role) { return static_cast<std::size_t>(role); }
+  static constexpr std::uint32_t kNone = ~std::uint32_t{0};
+
+  const MatrixSource* source_ = nullptr;
+  std::array<std::uint32_t, kParameterRoleCount> sourced_ = filled(kNone);  // ids from source_
+  static std::array<std::uint32_t, kParameterRoleCount> filled(std::uint32_t v) {
+    std::array<std::uint32_t, kParameterRoleCount> a{};
+    a.fill(v);
+    return a;
+  }
 
   std::array<kernels::WeightMatrix, kParameterRoleCount> mats_;
   std::array<ConstVec, kParameterRoleCount> vecs_;

@@ -78,6 +78,15 @@ std::size_t max_block_vector_elements(const model::ParameterRegistry& registry) 
   return most;
 }
 
+std::size_t max_block_matrix_elements(const model::ParameterRegistry& registry) {
+  std::size_t most = 0;
+  for (int k = 0; k < registry.num_blocks(); ++k)
+    for (std::uint32_t id : registry.block_ids(k))
+      if (registry[id].shape.size() == 2)
+        most = std::max(most, static_cast<std::size_t>(registry[id].numel()));
+  return most;
+}
+
 void bind_vectors(model::TensorTable& table, const model::ParameterRegistry& registry,
                   const std::vector<std::uint32_t>& ids, const Vec& arena) {
   const std::size_t needed = packed_vector_elements(registry, ids);

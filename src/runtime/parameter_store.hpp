@@ -66,6 +66,8 @@ std::size_t packed_vector_elements(const model::ParameterRegistry& registry,
                                    const std::vector<std::uint32_t>& ids);
 /// The largest of them over the blocks.
 std::size_t max_block_vector_elements(const model::ParameterRegistry& registry);
+/// Elements of the largest matrix of any block (w a tensor at a time).
+std::size_t max_block_matrix_elements(const model::ParameterRegistry& registry);
 /// Points table[id] of every vector among `ids` at its place in `arena`.
 void bind_vectors(model::TensorTable& table, const model::ParameterRegistry& registry,
                   const std::vector<std::uint32_t>& ids, const Vec& arena);

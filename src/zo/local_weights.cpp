@@ -1,14 +1,19 @@
 // Local perturbed weights (zo/perturbed_weights.hpp): this rank alone
 // materialises w± of its evaluations, tensor by tensor over the whole of θ.
-// With precision.gemm_inputs: storage a block's matrices get their w± as
-// 2-byte words (one word arena per sign, in the block's arena layout) and its
-// vectors as float32 (a small packed arena per sign); the edges stay float32.
+// With precision.gemm_inputs: storage every matrix gets its w± as 2-byte
+// words (a block's: one word arena per sign, in the block's arena layout),
+// the vectors as float32 (a block's: a small packed arena per sign). With
+// one_at_a_time as well, a block's matrices are materialised a tensor at a
+// time, each right before its GEMM reads it (model::MatrixSource), into one
+// arena the size of the largest.
 
 #include "core/error.hpp"
 #include "core/memory.hpp"
 #include "zo/perturbed_weights_kinds.hpp"
 
 #include <string>
+#include <type_traits>
+#include <utility>
 
 namespace distzo::zo {
 
@@ -47,7 +52,9 @@ class LocalWeights final : public PerturbedWeights {
         const std::string name = sign == 0 ? "block_w+" : "block_w-";
         GroupW& w = sign == 0 ? plus_ : minus_;
         if (two_byte_) {
-          w.words_arena = HalfVec(memory_label(MemoryRole::scratch, name), store.max_block_elements());
+          w.words_arena = HalfVec(memory_label(MemoryRole::scratch, name),
+                                  one_at_a_time_ ? runtime::max_block_matrix_elements(registry_)
+                                                 : store.max_block_elements());
           w.values_arena = Vec(memory_label(MemoryRole::scratch, name + ".vectors"),
                                runtime::max_block_vector_elements(registry_));
         } else {
@@ -57,6 +64,7 @@ class LocalWeights final : public PerturbedWeights {
     }
     size_tables(plus_);
     size_tables(minus_);
+    updated_.assign(registry_.size(), 0);
   }
 
   void perturb_edges(const ExecSpace& space, const runtime::ThetaTable& theta,
@@ -106,6 +114,7 @@ class LocalWeights final : public PerturbedWeights {
                      const PendingUpdate& pending, const StepPerturbation& perturbation,
                      const Use& use) override {
     const std::vector<std::uint32_t>& ids = registry_.block_ids(k);
+    if (one_at_a_time_ && two_byte_) return perturb_block_by_tensor(space, k, theta, pending, perturbation, use);
     if (one_at_a_time_) {
       // One arena: each evaluation's w in turn, the update with the first.
       bind(plus_, k);
@@ -146,6 +155,43 @@ class LocalWeights final : public PerturbedWeights {
   std::size_t shared_exchange_bytes() const override { return 0; }
 
  private:
+  /// One at a time with 2-byte GEMM inputs: each evaluation's vectors at
+  /// once, its matrices one by one as the forward reads them (the pending
+  /// update with each tensor's first materialisation), into plus_'s arenas.
+  void perturb_block_by_tensor(const ExecSpace& space, int k, const runtime::ThetaTable& theta,
+                               const PendingUpdate& pending, const StepPerturbation& perturbation,
+                               const Use& use) {
+    const std::vector<std::uint32_t>& ids = registry_.block_ids(k);
+    runtime::bind_vectors(plus_.values, registry_, ids, plus_.values_arena);
+    for (std::uint32_t id : ids) updated_[id] = 0;
+    const auto materialise_for = [&](const Evaluation& e, std::uint32_t id, const auto& w) {
+      using Out = std::decay_t<decltype(w)>;
+      materialise(space, theta[id], id, 0, pending, pending.active && updated_[id] == 0, perturbation,
+                  e.query, e.sign > 0 ? w : Out(), e.sign < 0 ? w : Out());
+      updated_[id] = 1;
+    };
+    for (std::size_t i = 0; i < plan_.owned.size(); ++i) {
+      const Evaluation& e = plan_.owned[i];
+      for (std::uint32_t id : ids)
+        if (registry_[id].shape.size() != 2) materialise_for(e, id, plus_.values[id]);
+      const model::MatrixSource source = [&](std::uint32_t id) {
+        const model::ParameterInfo& p = registry_[id];
+        const auto n = static_cast<std::size_t>(p.numel());
+        const HalfVec w = Kokkos::subview(plus_.words_arena, std::make_pair(std::size_t{0}, n));
+        materialise_for(e, id, w);
+        return kernels::WeightMatrix(store_.storage(),
+                                     ConstHalfMat(w.data(), static_cast<std::size_t>(p.shape[0]),
+                                                  static_cast<std::size_t>(p.shape[1])));
+      };
+      use(i, model::GroupTensors(plus_.values, nullptr, &source));
+    }
+    // A matrix the forward did not read still takes its update.
+    for (std::uint32_t id : ids)
+      if (pending.active && updated_[id] == 0)
+        materialise(space, theta[id], id, 0, pending, true, perturbation, 0, Vec(), Vec());
+    runtime::unbind_tensors(plus_.values, store_.layout(model::GroupRef::of_block(k)));
+  }
+
   /// w of a group for one sign or evaluation: by id, as floats (`values`),
   /// or with 2-byte GEMM inputs the matrices as words (`words`). A block's
   /// tensors are bound into the arenas (words_arena in the block's layout,
@@ -215,6 +261,7 @@ class LocalWeights final : public PerturbedWeights {
   std::vector<std::uint32_t> edge_ids_;     // embeddings + head: live for the whole step
   std::vector<GroupW> edge_w_;              // per owned evaluation (or one): the edge tensors' w
   GroupW plus_, minus_;                     // one block's w±; w- not allocated one at a time
+  std::vector<char> updated_;               // by id: the pending update applied this step
 };
 
 }  // namespace

@@ -3,7 +3,8 @@
 # bytes") on the demo model, a short run: the blocks' matrices are multiplied
 # as 2-byte words, so w± of them are words and an evaluation reads θ's words
 # in place. The digest is the same on one rank at OPENBLAS_NUM_THREADS=1 and
-# 2, with every block offloaded, w one evaluation at a time, P=2 (each rank
+# 2, with every block offloaded, w one evaluation (and a block's matrices
+# one tensor) at a time, P=2 (each rank
 # its own θ: automatic does not share a master here), D=2 at 1 and 2 threads
 # and P2xD2, for bf16 + SR and fp16 + SR; a resume mid-run continues the
 # uninterrupted run bit for bit; it differs from gemm_inputs fp32; the plan
@@ -73,11 +74,14 @@ run b_f32 1 1 1 1 'precision:' '  storage: bf16' '  rounding: stochastic'
 [ "$(cat b_t1.digest)" != "$(cat b_f32.digest)" ] || fail "gemm_inputs storage and fp32 give the same digest"
 pass "fp16 GEMM inputs: P=2 offloaded == 1 rank ($(cat h_t1.digest)); bf16 with float32 GEMM inputs differs"
 
-# The plan of the run's deck is what the run allocated, to the byte.
-planned=$("$DISTZO" plan b_t1.yaml | sed -n 's/^  total .*(\([0-9]*\) B).*/\1/p')
-measured=$(sed -n 's/^memory: device peak [^(]*(\([0-9]*\) B).*/\1/p' b_t1/run.log)
-[ -n "$planned" ] && [ "$planned" = "$measured" ] || fail "plan says $planned B, the run used $measured B"
-pass "distzo plan predicts the run's $measured B of device memory"
+# The plan of the run's deck is what the run allocated, to the byte: w± of
+# a block together, and a tensor at a time (one_at_a_time).
+for name in b_t1 b_one; do
+  planned=$("$DISTZO" plan $name.yaml | sed -n 's/^  total .*(\([0-9]*\) B).*/\1/p')
+  measured=$(sed -n 's/^memory: device peak [^(]*(\([0-9]*\) B).*/\1/p' $name/run.log)
+  [ -n "$planned" ] && [ "$planned" = "$measured" ] || fail "$name: plan says $planned B, the run used $measured B"
+done
+pass "distzo plan predicts the runs' device memory to the byte (together and a tensor at a time)"
 
 # A resume at step 2 continues the 4-step run bit for bit.
 write_deck half 2 1 1 "${BF16[@]}"
