@@ -170,14 +170,6 @@ std::vector<std::uint16_t> words_of(const HostMat& a, StorageDtype dtype) {
   return w;
 }
 
-HalfVec words_to_device(const std::vector<std::uint16_t>& words) {
-  HalfVec v("words", words.size());
-  auto h = Kokkos::create_mirror_view(v);
-  for (std::size_t i = 0; i < words.size(); ++i) h(i) = words[i];
-  Kokkos::deep_copy(v, h);
-  return v;
-}
-
 TEST(KernelsLinear, TwoByteInputsAreTheRoundedProductsSummedInOrder) {
   // y = round(x) · w16ᵀ + b: each product of two 16-bit values is exact in
   // float32, so the naive loop below (float sums over i in order, then the
@@ -189,7 +181,7 @@ TEST(KernelsLinear, TwoByteInputsAreTheRoundedProductsSummedInOrder) {
     const HostMat w = random_host(out, in, 32);
     const HostVec b = random_host_vec(out, 33);
     const std::vector<std::uint16_t> x16 = words_of(x, dtype), w16 = words_of(w, dtype);
-    const HalfVec w_words = words_to_device(w16);
+    const HalfVec w_words = to_device(w16);
     const k::WeightMatrix matrix(dtype, ConstHalfMat(w_words.data(), out, in));
     HalfVec scratch("x_words", rows * in + 5);
     Mat y("y", rows, out);

@@ -8,6 +8,8 @@
 
 #include "kernels/perturb_update.hpp"
 
+#include "support/kernel_check.hpp"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -20,6 +22,8 @@
 namespace {
 
 using namespace distzo;
+using distzo::test_support::to_device;
+using distzo::test_support::words_of;
 
 constexpr std::uint64_t kSeed = 7, kPendingStep = 41, kStep = 42;
 constexpr std::uint32_t kParam = 5;
@@ -50,19 +54,6 @@ std::vector<std::uint16_t> initial_words(std::size_t n, StorageDtype dtype) {
     words[i] = static_cast<std::uint16_t>(storage::store(x, dtype, Rounding::nearest, 0));
   }
   return words;
-}
-
-HalfVec to_device(const std::vector<std::uint16_t>& words) {
-  HalfVec v("theta16", words.size());
-  auto h = Kokkos::create_mirror_view(v);
-  for (std::size_t i = 0; i < words.size(); ++i) h(i) = words[i];
-  Kokkos::deep_copy(v, h);
-  return v;
-}
-
-std::vector<std::uint16_t> words_of(const HalfVec& v) {
-  auto h = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), v);
-  return std::vector<std::uint16_t>(h.data(), h.data() + h.extent(0));
 }
 
 std::vector<float> floats_of(const Vec& v) {

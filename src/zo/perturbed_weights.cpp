@@ -31,7 +31,7 @@ void PerturbedWeights::mark_rows(const ExecSpace& space, const model::Batch& bat
 }
 
 template <class Outputs>
-void PerturbedWeights::materialise_into(const ExecSpace& space, const runtime::ThetaTensor& theta,
+void PerturbedWeights::materialise(const ExecSpace& space, const runtime::ThetaTensor& theta,
                                         std::uint32_t id, std::uint64_t first,
                                         const PendingUpdate& pending, bool with_update,
                                         const StepPerturbation& perturbation, int query,
@@ -58,21 +58,15 @@ void PerturbedWeights::materialise_into(const ExecSpace& space, const runtime::T
   }
 }
 
-void PerturbedWeights::materialise(const ExecSpace& space, const runtime::ThetaTensor& theta,
-                                   std::uint32_t id, std::uint64_t first,
-                                   const PendingUpdate& pending, bool with_update,
-                                   const StepPerturbation& perturbation, int query,
-                                   const Vec& plus, const Vec& minus) {
-  materialise_into(space, theta, id, first, pending, with_update, perturbation, query, plus, minus);
-}
-
-void PerturbedWeights::materialise(const ExecSpace& space, const runtime::ThetaTensor& theta,
-                                   std::uint32_t id, std::uint64_t first,
-                                   const PendingUpdate& pending, bool with_update,
-                                   const StepPerturbation& perturbation, int query,
-                                   const HalfVec& plus, const HalfVec& minus) {
-  materialise_into(space, theta, id, first, pending, with_update, perturbation, query, plus, minus);
-}
+template void PerturbedWeights::materialise<Vec>(const ExecSpace&, const runtime::ThetaTensor&,
+                                                std::uint32_t, std::uint64_t, const PendingUpdate&,
+                                                bool, const StepPerturbation&, int, const Vec&,
+                                                const Vec&);
+template void PerturbedWeights::materialise<HalfVec>(const ExecSpace&, const runtime::ThetaTensor&,
+                                                    std::uint32_t, std::uint64_t,
+                                                    const PendingUpdate&, bool,
+                                                    const StepPerturbation&, int, const HalfVec&,
+                                                    const HalfVec&);
 
 std::unique_ptr<PerturbedWeights> make_perturbed_weights(runtime::ParameterStore& store,
                                                          const EvaluationPlan& plan,

@@ -115,18 +115,15 @@ class PerturbedWeights {
   void mark_rows(const ExecSpace& space, const model::Batch& batch);
   /// update_and_perturb over elements [first, first + theta.extent()) of
   /// parameter `id`; the update only if `with_update`, rounded into a 2-byte
-  /// θ as the store's placement says. The one call of the kernel for every
+  /// θ as the store's placement says. w± as float32 (Outputs = Vec), or as
+  /// 2-byte words of θ's format (Outputs = HalfVec, precision.gemm_inputs:
+  /// storage; θ must be 2-byte). The one call of the kernel for every
   /// storage of θ.
+  template <class Outputs>
   void materialise(const ExecSpace& space, const runtime::ThetaTensor& theta, std::uint32_t id,
                    std::uint64_t first, const PendingUpdate& pending, bool with_update,
-                   const StepPerturbation& perturbation, int query, const Vec& plus,
-                   const Vec& minus);
-  /// The same with w± as 2-byte words of θ's format (precision.gemm_inputs:
-  /// storage; θ must be 2-byte).
-  void materialise(const ExecSpace& space, const runtime::ThetaTensor& theta, std::uint32_t id,
-                   std::uint64_t first, const PendingUpdate& pending, bool with_update,
-                   const StepPerturbation& perturbation, int query, const HalfVec& plus,
-                   const HalfVec& minus);
+                   const StepPerturbation& perturbation, int query, const Outputs& plus,
+                   const Outputs& minus);
   /// `materialise_query(query, with_update)` for each of `queries` in
   /// order: the pending update rides with the first only, so θ changes once.
   template <class MaterialiseQuery>
@@ -152,12 +149,6 @@ class PerturbedWeights {
   kernels::RowSelection embed_rows_;  // views embed_rows_used_; empty = all rows
 
  private:
-  template <class Outputs>
-  void materialise_into(const ExecSpace& space, const runtime::ThetaTensor& theta,
-                        std::uint32_t id, std::uint64_t first, const PendingUpdate& pending,
-                        bool with_update, const StepPerturbation& perturbation, int query,
-                        const Outputs& plus, const Outputs& minus);
-
   std::uint64_t z_evaluations_ = 0;
 };
 

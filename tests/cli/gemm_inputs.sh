@@ -12,65 +12,42 @@
 # float32 θ are refused with what to do.
 source "$(dirname "$0")/lib.sh" "$@"
 STEPS=4
-INPUTS=$TEST_DATA/../../inputs
 MICRO_BATCH=8
 BF16=('precision:' '  storage: bf16' '  rounding: stochastic' '  gemm_inputs: storage')
 FP16=('precision:' '  storage: fp16' '  rounding: stochastic' '  gemm_inputs: storage')
 
-# write_deck NAME STEPS P D [extra YAML lines...]: NAME.yaml on the demo model.
-write_deck() {
-  local name=$1 steps=$2 p=$3 d=$4
-  shift 4
-  deck "$name" "$steps" "$name" 'parallel:' "  perturbation: $p" "  data: $d" "$@"
-  sed -i "s|path: model.h5|path: $INPUTS/demo/model.h5|; s|train: train.h5|train: $INPUTS/demo/train.h5|; s|eval: eval.h5|eval: $INPUTS/demo/train.h5|; s|max_examples: 64|max_examples: 16|" "$name.yaml"
-}
-# run NAME THREADS RANKS P D [extra YAML lines...]: STEPS steps, then the
-# final digest in NAME.digest.
-run() {
-  local name=$1 threads=$2 ranks=$3 p=$4 d=$5
-  shift 5
-  write_deck "$name" "$STEPS" "$p" "$d" "$@"
-  local launch=()
-  [ "$ranks" -gt 1 ] && launch=("$MPIEXEC" -n "$ranks")
-  OPENBLAS_NUM_THREADS=$threads "${launch[@]}" "$DISTZO" run "$name.yaml" > "$name.log" 2>&1 ||
-    { cat "$name.log"; fail "$name failed"; }
-  digest "$name/ckpt-$(printf %06d "$STEPS").h5" > "$name.digest"
-}
-same() {  # same A B WHAT: equal digests, or fail naming both
-  [ "$(cat "$1.digest")" = "$(cat "$2.digest")" ] ||
-    fail "$3: $1 $(cat "$1.digest") != $2 $(cat "$2.digest")"
-}
+EVAL_EXAMPLES=16
 refused() {  # refused NAME TEXT: NAME.yaml fails, and its output contains TEXT
   set +e; "$DISTZO" run "$1.yaml" > "$1.log" 2>&1; local status=$?; set -e
   [ "$status" -ne 0 ] || fail "$1 was accepted"
   grep -qF "$2" "$1.log" || fail "$1: the refusal does not say \"$2\": $(cat "$1.log")"
 }
 
-run b_t1 1 1 1 1 "${BF16[@]}"
+demo_run b_t1 1 1 1 1 "${BF16[@]}"
 grep -qF "the matrices are multiplied as 2-byte bf16 words" b_t1/run.log ||
   fail "run.log does not say the GEMM inputs are 2-byte: $(grep -i precision b_t1/run.log)"
-run b_t2 2 1 1 1 "${BF16[@]}"
+demo_run b_t2 2 1 1 1 "${BF16[@]}"
 same b_t1 b_t2 "bf16 GEMM inputs, 1 rank at 1 and 2 threads"
-run b_offload 2 1 1 1 "${BF16[@]}" 'placement:' '  mode: offload' '  resident_blocks: 0'
+demo_run b_offload 2 1 1 1 "${BF16[@]}" 'placement:' '  mode: offload' '  resident_blocks: 0'
 same b_t1 b_offload "bf16 GEMM inputs, every block offloaded at 2 threads vs resident at 1"
-run b_one 1 1 1 1 "${BF16[@]}" 'placement:' '  mode: offload' '  resident_blocks: 1' '  perturbed_weights: one_at_a_time'
+demo_run b_one 1 1 1 1 "${BF16[@]}" 'placement:' '  mode: offload' '  resident_blocks: 1' '  perturbed_weights: one_at_a_time'
 same b_t1 b_one "bf16 GEMM inputs, offloaded K=1 with w one at a time vs resident"
-run b_p2 2 2 2 1 "${BF16[@]}"
+demo_run b_p2 2 2 2 1 "${BF16[@]}"
 same b_t1 b_p2 "bf16 GEMM inputs, P=2 at 2 threads vs 1 rank at 1"
 grep -q "shared by the node's" b_p2/run.log && fail "P=2 shared a master under gemm_inputs: storage"
 pass "bf16 GEMM inputs: 1 rank at 1 and 2 threads, offloaded, one at a time and P=2 give $(cat b_t1.digest)"
 
-run b_d2t1 1 2 1 2 "${BF16[@]}"
-run b_d2t2 2 2 1 2 "${BF16[@]}"
+demo_run b_d2t1 1 2 1 2 "${BF16[@]}"
+demo_run b_d2t2 2 2 1 2 "${BF16[@]}"
 same b_d2t1 b_d2t2 "bf16 GEMM inputs, D=2 at 1 and 2 threads per rank"
-run b_p2d2 1 4 2 2 "${BF16[@]}" 'placement:' '  mode: offload' '  resident_blocks: 0'
+demo_run b_p2d2 1 4 2 2 "${BF16[@]}" 'placement:' '  mode: offload' '  resident_blocks: 0'
 same b_d2t1 b_p2d2 "bf16 GEMM inputs, P2xD2 (offloaded) vs D=2"
 pass "bf16 GEMM inputs: D=2 at 1 and 2 threads and P2xD2 offloaded give $(cat b_d2t1.digest)"
 
-run h_t1 1 1 1 1 "${FP16[@]}"
-run h_p2 2 2 2 1 "${FP16[@]}" 'placement:' '  mode: offload' '  resident_blocks: 0'
+demo_run h_t1 1 1 1 1 "${FP16[@]}"
+demo_run h_p2 2 2 2 1 "${FP16[@]}" 'placement:' '  mode: offload' '  resident_blocks: 0'
 same h_t1 h_p2 "fp16 GEMM inputs, P=2 offloaded at 2 threads vs 1 rank at 1"
-run b_f32 1 1 1 1 'precision:' '  storage: bf16' '  rounding: stochastic'
+demo_run b_f32 1 1 1 1 'precision:' '  storage: bf16' '  rounding: stochastic'
 [ "$(cat b_t1.digest)" != "$(cat b_f32.digest)" ] || fail "gemm_inputs storage and fp32 give the same digest"
 pass "fp16 GEMM inputs: P=2 offloaded == 1 rank ($(cat h_t1.digest)); bf16 with float32 GEMM inputs differs"
 
@@ -84,18 +61,13 @@ done
 pass "distzo plan predicts the runs' device memory to the byte (together and a tensor at a time)"
 
 # A resume at step 2 continues the 4-step run bit for bit.
-write_deck half 2 1 1 "${BF16[@]}"
-sed -i 's|dir: half|dir: resumed|' half.yaml
-"$DISTZO" run half.yaml > half.log 2>&1 || { cat half.log; fail "the first half failed"; }
-write_deck resumed "$STEPS" 1 1 "${BF16[@]}" 'checkpoint:' '  resume: latest'
-"$DISTZO" run resumed.yaml > resumed.log 2>&1 || { cat resumed.log; fail "the resume failed"; }
-digest resumed/ckpt-$(printf %06d "$STEPS").h5 > resumed.digest
+demo_resume 2 "${BF16[@]}"
 same resumed b_t1 "bf16 GEMM inputs, 2 steps + resume + 2 steps vs 4 straight"
 pass "bf16 GEMM inputs: 2 + resume + 2 steps == 4 steps straight"
 
-write_deck no_words 1 1 1 'precision:' '  storage: fp32' '  gemm_inputs: storage'
+demo_deck no_words 1 1 1 'precision:' '  storage: fp32' '  gemm_inputs: storage'
 refused no_words "precision.gemm_inputs: \`storage\` multiplies 2-byte words of θ's storage dtype, but θ is stored in fp32"
-write_deck shared 1 2 1 "${BF16[@]}" 'placement:' '  share_host_master: true'
+demo_deck shared 1 2 1 "${BF16[@]}" 'placement:' '  share_host_master: true'
 set +e; "$MPIEXEC" -n 2 "$DISTZO" run shared.yaml > shared.log 2>&1; status=$?; set -e
 [ "$status" -ne 0 ] || fail "a node-shared master with 2-byte GEMM inputs was accepted"
 grep -qF "cannot be combined with precision.gemm_inputs: storage" shared.log ||

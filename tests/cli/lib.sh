@@ -45,6 +45,56 @@ deck() {
   } > "$name.yaml"
 }
 
+# demo_deck NAME STEPS P D [extra YAML lines...]: NAME.yaml (output.dir NAME)
+# training the demo model (inputs/demo) on a P x D mesh, evaluated on
+# ${EVAL_EXAMPLES:-64} of its training examples.
+demo_deck() {
+  local name=$1 steps=$2 p=$3 d=$4 demo=$TEST_DATA/../../inputs/demo
+  shift 4
+  deck "$name" "$steps" "$name" 'parallel:' "  perturbation: $p" "  data: $d" "$@"
+  sed -i "s|path: model.h5|path: $demo/model.h5|; s|train: train.h5|train: $demo/train.h5|; s|eval: eval.h5|eval: $demo/train.h5|; s|max_examples: 64|max_examples: ${EVAL_EXAMPLES:-64}|" "$name.yaml"
+}
+
+# demo_run NAME THREADS RANKS P D [extra YAML lines...]: $STEPS steps of
+# demo_deck at OPENBLAS_NUM_THREADS=THREADS on RANKS ranks (mpiexec when more
+# than one), then the final checkpoint's digest in NAME.digest.
+demo_run() {
+  local name=$1 threads=$2 ranks=$3 p=$4 d=$5
+  shift 5
+  demo_deck "$name" "$STEPS" "$p" "$d" "$@"
+  local launch=()
+  [ "$ranks" -gt 1 ] && launch=("$MPIEXEC" -n "$ranks")
+  OPENBLAS_NUM_THREADS=$threads "${launch[@]}" "$DISTZO" run "$name.yaml" > "$name.log" 2>&1 ||
+    { cat "$name.log"; fail "$name failed"; }
+  digest "$name/ckpt-$(printf %06d "$STEPS").h5" > "$name.digest"
+}
+
+# demo_resume HALF [extra YAML lines...]: HALF steps of demo_deck into
+# resumed/, then a run of $STEPS that resumes from there (checkpoint.resume:
+# latest); its final digest in resumed.digest.
+demo_resume() {
+  local half=$1
+  shift
+  demo_deck half "$half" 1 1 "$@"
+  sed -i 's|dir: half|dir: resumed|' half.yaml
+  "$DISTZO" run half.yaml > half.log 2>&1 || { cat half.log; fail "the first $half steps failed"; }
+  demo_deck resumed "$STEPS" 1 1 "$@" 'checkpoint:' '  resume: latest'
+  "$DISTZO" run resumed.yaml > resumed.log 2>&1 || { cat resumed.log; fail "the resume failed"; }
+  grep -q "resuming from resumed/ckpt-$(printf %06d "$half").h5" resumed.log ||
+    fail "did not resume from step $half: $(head -1 resumed.log)"
+  digest resumed/ckpt-$(printf %06d "$STEPS").h5 > resumed.digest
+}
+
+# same A B WHAT: the runs A and B left equal digests, or fail naming both.
+same() {
+  [ "$(cat "$1.digest")" = "$(cat "$2.digest")" ] ||
+    fail "$3: $1 $(cat "$1.digest") != $2 $(cat "$2.digest")"
+}
+# differ A B WHAT: their digests differ.
+differ() {
+  [ "$(cat "$1.digest")" != "$(cat "$2.digest")" ] || fail "$3: $1 and $2 both give $(cat "$1.digest")"
+}
+
 # rank_pids DECK_NAME: the pids of the distzo ranks running DECK_NAME.yaml
 # in this test's $WORK (not mpiexec, not another test's runs), one per line.
 rank_pids() {

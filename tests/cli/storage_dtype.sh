@@ -12,38 +12,11 @@
 # precision.storage is refused unless checkpoint.allow_changes names it.
 source "$(dirname "$0")/lib.sh" "$@"
 STEPS=8
-INPUTS=$TEST_DATA/../../inputs
 MICRO_BATCH=16
 BF16_SR=('precision:' '  storage: bf16' '  rounding: stochastic')
 
-# run NAME THREADS RANKS P D [extra YAML lines...]: STEPS steps on the demo
-# model, then the final digest in NAME.digest.
-run() {
-  local name=$1 threads=$2 ranks=$3 p=$4 d=$5
-  shift 5
-  write_deck "$name" "$STEPS" "$p" "$d" "$@"
-  local launch=()
-  [ "$ranks" -gt 1 ] && launch=("$MPIEXEC" -n "$ranks")
-  OPENBLAS_NUM_THREADS=$threads "${launch[@]}" "$DISTZO" run "$name.yaml" > "$name.log" 2>&1 ||
-    { cat "$name.log"; fail "$name failed"; }
-  digest "$name/ckpt-$(printf %06d "$STEPS").h5" > "$name.digest"
-}
-# write_deck NAME STEPS P D [extra YAML lines...]: NAME.yaml on the demo model.
-write_deck() {
-  local name=$1 steps=$2 p=$3 d=$4
-  shift 4
-  deck "$name" "$steps" "$name" 'parallel:' "  perturbation: $p" "  data: $d" "$@"
-  sed -i "s|path: model.h5|path: $INPUTS/demo/model.h5|; s|train: train.h5|train: $INPUTS/demo/train.h5|; s|eval: eval.h5|eval: $INPUTS/demo/train.h5|" "$name.yaml"
-}
-same() {  # same A B WHAT: equal digests, or fail naming both
-  [ "$(cat "$1.digest")" = "$(cat "$2.digest")" ] ||
-    fail "$3: $1 $(cat "$1.digest") != $2 $(cat "$2.digest")"
-}
-differ() {  # differ A B WHAT
-  [ "$(cat "$1.digest")" != "$(cat "$2.digest")" ] || fail "$3: $1 and $2 both give $(cat "$1.digest")"
-}
 
-run sr_t1 1 1 1 1 "${BF16_SR[@]}"
+demo_run sr_t1 1 1 1 1 "${BF16_SR[@]}"
 grep -qF "precision: θ stored in bf16 (2 bytes per parameter), updates rounded stochastically" sr_t1/run.log ||
   fail "run.log does not say how θ is stored: $(grep -i precision sr_t1/run.log)"
 "$DISTZO" inspect sr_t1/ckpt-$(printf %06d "$STEPS").h5 > inspect.out
@@ -51,35 +24,35 @@ grep -qF "storage       θ held in bf16, updates rounded stochastically" inspect
   fail "inspect does not say how θ was stored: $(head -5 inspect.out)"
 grep -qF "storage: bf16" sr_t1/deck.resolved.yaml && grep -qF "rounding: stochastic" sr_t1/deck.resolved.yaml ||
   fail "the resolved deck lacks the precision keys"
-run sr_t2 2 1 1 1 "${BF16_SR[@]}"
-run sr_p2 1 2 2 1 "${BF16_SR[@]}"
+demo_run sr_t2 2 1 1 1 "${BF16_SR[@]}"
+demo_run sr_p2 1 2 2 1 "${BF16_SR[@]}"
 same sr_t1 sr_t2 "bf16 + SR, 1 rank at 1 and 2 GEMM threads"
 same sr_t1 sr_p2 "bf16 + SR, P=2 (shared master) vs 1 rank"
 grep -q "shared by the node's 2 ranks" sr_p2/run.log || fail "P=2 did not share θ: $(grep placement sr_p2/run.log)"
-run sr_p2_own 2 2 2 1 "${BF16_SR[@]}" 'placement:' '  share_host_master: false'
+demo_run sr_p2_own 2 2 2 1 "${BF16_SR[@]}" 'placement:' '  share_host_master: false'
 same sr_t1 sr_p2_own "bf16 + SR, P=2 (each rank its own θ) at 2 threads vs 1 rank"
-run sr_p2_offload 1 2 2 1 "${BF16_SR[@]}" 'placement:' '  mode: offload' '  resident_blocks: 0'
+demo_run sr_p2_offload 1 2 2 1 "${BF16_SR[@]}" 'placement:' '  mode: offload' '  resident_blocks: 0'
 same sr_t1 sr_p2_offload "bf16 + SR, P=2, shared master of offloaded blocks vs 1 rank"
-run sr_offload 2 1 1 1 "${BF16_SR[@]}" 'placement:' '  mode: offload' '  resident_blocks: 0'
+demo_run sr_offload 2 1 1 1 "${BF16_SR[@]}" 'placement:' '  mode: offload' '  resident_blocks: 0'
 same sr_t1 sr_offload "bf16 + SR, every block offloaded at 2 threads vs resident at 1"
-run f32_offload 1 1 1 1 'placement:' '  mode: offload' '  resident_blocks: 0'
+demo_run f32_offload 1 1 1 1 'placement:' '  mode: offload' '  resident_blocks: 0'
 moved() { sed -n 's/.*last step moved [^(]* (\([0-9]*\) B) to the device.*/\1/p' "$1/run.log"; }
 [ -n "$(moved sr_offload)" ] && [ "$(( 2 * $(moved sr_offload) ))" = "$(moved f32_offload)" ] ||
   fail "bf16 offload moved $(moved sr_offload) B per step, fp32 $(moved f32_offload) B: not half"
 pass "bf16 + SR: 1 rank at 1 and 2 threads, P=2 (shared and not, resident and offloaded) and offloaded give $(cat sr_t1.digest); offload moves $(moved sr_offload) B per step (fp32: $(moved f32_offload) B)"
 
-run sr_d2t1 1 2 1 2 "${BF16_SR[@]}"
-run sr_d2t2 2 2 1 2 "${BF16_SR[@]}"
+demo_run sr_d2t1 1 2 1 2 "${BF16_SR[@]}"
+demo_run sr_d2t2 2 2 1 2 "${BF16_SR[@]}"
 same sr_d2t1 sr_d2t2 "bf16 + SR, D=2 at 1 and 2 GEMM threads per rank"
-run sr_p2d2 2 4 2 2 "${BF16_SR[@]}"
+demo_run sr_p2d2 2 4 2 2 "${BF16_SR[@]}"
 same sr_d2t1 sr_p2d2 "bf16 + SR, P2xD2 (a shared master per node) vs D=2"
-run sr_p2d2_own 1 4 2 2 "${BF16_SR[@]}" 'placement:' '  mode: offload' '  resident_blocks: 1' \
+demo_run sr_p2d2_own 1 4 2 2 "${BF16_SR[@]}" 'placement:' '  mode: offload' '  resident_blocks: 1' \
   '  share_host_master: false' '  perturbed_weights: one_at_a_time'
 same sr_d2t1 sr_p2d2_own "bf16 + SR, P2xD2 (each rank its own θ, offloaded, w one at a time) vs D=2"
 pass "bf16 + SR: D=2 at 1 and 2 threads per rank, P2xD2 shared and P2xD2 own offloaded one_at_a_time give $(cat sr_d2t1.digest)"
 
-run rn 1 1 1 1 'precision:' '  storage: bf16' '  rounding: nearest'
-run f32 1 1 1 1
+demo_run rn 1 1 1 1 'precision:' '  storage: bf16' '  rounding: nearest'
+demo_run f32 1 1 1 1
 differ sr_t1 rn "stochastic rounding vs round to nearest"
 differ sr_t1 f32 "bf16 vs fp32"
 differ rn f32 "bf16 round to nearest vs fp32"
@@ -100,25 +73,19 @@ pass "every value of the bf16 run's final checkpoint is a bf16 value"
 
 # A resume at step 4 continues the run of 8 steps bit for bit (the update
 # flushed before the checkpoint rounds with the words of the fused one).
-write_deck half 4 1 1 "${BF16_SR[@]}"
-sed -i 's|dir: half|dir: resumed|' half.yaml
-"$DISTZO" run half.yaml > half.log 2>&1 || { cat half.log; fail "the first half failed"; }
-write_deck resumed "$STEPS" 1 1 "${BF16_SR[@]}" 'checkpoint:' '  resume: latest'
-"$DISTZO" run resumed.yaml > resumed.log 2>&1 || { cat resumed.log; fail "the resume failed"; }
-grep -q "resuming from resumed/ckpt-000004.h5" resumed.log || fail "did not resume from step 4: $(head -1 resumed.log)"
-digest resumed/ckpt-$(printf %06d "$STEPS").h5 > resumed.digest
+demo_resume 4 "${BF16_SR[@]}"
 same resumed sr_t1 "bf16 + SR, 4 steps + resume + 4 steps vs 8 straight"
 pass "bf16 + SR: 4 + resume + 4 steps == 8 steps straight"
 
 # A resume into another storage is refused unless allow_changes names it
 # (a deck without precision.storage would keep the checkpoint's bf16).
-write_deck to_f32 12 1 1 'precision:' '  storage: fp32' 'checkpoint:' '  resume: latest'
+demo_deck to_f32 12 1 1 'precision:' '  storage: fp32' 'checkpoint:' '  resume: latest'
 sed -i 's|dir: to_f32|dir: resumed|' to_f32.yaml
 set +e; "$DISTZO" run to_f32.yaml > to_f32.log 2>&1; status=$?; set -e
 [ "$status" -ne 0 ] || fail "a resume changing precision.storage was accepted"
 grep -qF "precision.storage: bf16 in the checkpoint, fp32 in the deck" to_f32.log &&
   grep -qF "checkpoint.allow_changes" to_f32.log || fail "the refusal does not say what to do: $(cat to_f32.log)"
-write_deck to_f32 12 1 1 'precision:' '  storage: fp32' 'checkpoint:' '  resume: latest' '  allow_changes: [precision.storage]'
+demo_deck to_f32 12 1 1 'precision:' '  storage: fp32' 'checkpoint:' '  resume: latest' '  allow_changes: [precision.storage]'
 sed -i 's|dir: to_f32|dir: resumed|' to_f32.yaml
 "$DISTZO" run to_f32.yaml > to_f32.log 2>&1 || { cat to_f32.log; fail "the allowed change of storage failed"; }
 grep -qF "resumed with precision.storage: bf16 in the checkpoint, fp32 in the deck (checkpoint.allow_changes)" resumed/run.log ||

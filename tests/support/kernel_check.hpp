@@ -75,6 +75,18 @@ inline Mat to_device(const HostMat& h) { return copy_as<Mat>(h, "test::device_ma
 inline Vec to_device(const HostVec& h) { return copy_as<Vec>(h, "test::device_vec"); }
 inline IntMat to_device(const HostIntMat& h) { return copy_as<IntMat>(h, "test::device_intmat"); }
 inline IntVec to_device(const HostIntVec& h) { return copy_as<IntVec>(h, "test::device_intvec"); }
+/// 16-bit words (bf16 / fp16) to and from the device.
+inline HalfVec to_device(const std::vector<std::uint16_t>& words) {
+  HalfVec v("test::device_words", words.size());
+  auto h = Kokkos::create_mirror_view(v);
+  for (std::size_t i = 0; i < words.size(); ++i) h(i) = words[i];
+  Kokkos::deep_copy(v, h);
+  return v;
+}
+inline std::vector<std::uint16_t> words_of(const HalfVec& v) {
+  auto h = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), v);
+  return std::vector<std::uint16_t>(h.data(), h.data() + h.extent(0));
+}
 inline HostMat to_host(const Mat& d) { return copy_as<HostMat>(d, "test::host_mat"); }
 inline HostIntMat to_host(const IntMat& d) { return copy_as<HostIntMat>(d, "test::host_intmat"); }
 inline HostIntVec to_host(const IntVec& d) { return copy_as<HostIntVec>(d, "test::host_intvec"); }
