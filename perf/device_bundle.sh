@@ -16,6 +16,12 @@
 #   the C/C++ runtime stay behind: the GPU machine has newer ones.
 # Carry OUT_DIR to the device (`carry: [".device"]`) and run
 # `bash perf/device_check.sh .device` there.
+#
+# The host code is built for DISTZO_HOST_ARCH (default x86-64-v3: AVX2, which
+# every x86-64 GPU server has), not this machine's -march=native: the GPU
+# machine's CPU is another one, and a binary with this CPU's AVX-512 would die
+# there with an illegal instruction. BUILD_DIR is reconfigured to it, and the
+# bundle is refused if its executables still hold AVX-512 (zmm) instructions.
 set -euo pipefail
 prefix=${1:?usage: perf/device_bundle.sh KOKKOS_PREFIX [BUILD_DIR] [OUT_DIR]}
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -24,9 +30,13 @@ out=${3:-$root/.device}
 prefix=$(cd "$prefix" && pwd)
 [ -x "$prefix/bin/nvcc_wrapper" ] || { echo "device_bundle: $prefix/bin/nvcc_wrapper not found" >&2; exit 2; }
 
+host_arch=${DISTZO_HOST_ARCH-x86-64-v3}
 if [ ! -f "$build/CMakeCache.txt" ]; then
   cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release \
-    -DCMAKE_CXX_COMPILER="$prefix/bin/nvcc_wrapper" -DCMAKE_PREFIX_PATH="$prefix"
+    -DCMAKE_CXX_COMPILER="$prefix/bin/nvcc_wrapper" -DCMAKE_PREFIX_PATH="$prefix" \
+    -DDISTZO_HOST_ARCH="$host_arch"
+else
+  cmake "$build" -DDISTZO_HOST_ARCH="$host_arch" > /dev/null
 fi
 cmake --build "$build" -j"${JOBS:-2}"
 
@@ -41,6 +51,12 @@ for tool in mpiexec.hydra hydra_pmi_proxy; do
   [ -n "$path" ] && cp "$(readlink -f "$path")" "$stage/bin/$tool"
 done
 [ -x "$stage/bin/mpiexec.hydra" ] && ln -s mpiexec.hydra "$stage/bin/mpiexec"
+
+# A portable baseline holds no AVX-512: count zmm operands in distzo's own code.
+if [ "$host_arch" = x86-64-v3 ] || [ -z "$host_arch" ]; then
+  zmm=$(objdump -d --no-show-raw-insn "$stage/bin/distzo" | grep -c '%zmm' || true)
+  [ "$zmm" -eq 0 ] || { echo "device_bundle: distzo holds $zmm AVX-512 instructions with -march=${host_arch:-default}" >&2; exit 1; }
+fi
 
 # Shared libraries the executables load, less what the GPU machine brings.
 skip='^(linux-vdso|ld-linux|libc|libm|libdl|librt|libpthread|libresolv|libnsl|libutil|libanl|libstdc\+\+|libgcc_s|libcuda|libcudart|libcublas|libcublasLt|libnccl|libnvidia)[.-]'
@@ -58,6 +74,7 @@ sed -n 's/^CMAKE_HOME_DIRECTORY:INTERNAL=//p' "$build/CMakeCache.txt" > "$stage/
 {
   echo "distzo device bundle, built $(date -u +%Y-%m-%dT%H:%M:%SZ) from $(git -C "$root" rev-parse --short HEAD)$(git -C "$root" diff --quiet || echo '+changes')"
   echo "kokkos prefix: $prefix"
+  echo "host code: -march=${host_arch:-(compiler default)}"
   (cd "$stage" && find . -type f -o -type l | sort | while read -r f; do printf '%10d %s\n' "$(stat -c %s "$f")" "$f"; done)
 } > "$stage/bundle.txt"
 
