@@ -31,7 +31,7 @@ runtime::PlacementConfig placement_config(const io::Deck& deck, int ranks_on_nod
                 "here; set precision.storage to bf16 or fp16, or gemm_inputs to fp32");
   switch (deck.placement.share_host_master) {
     // A node-shared master exchanges float32 w± slices: with 2-byte GEMM
-    // inputs automatic gives every rank its own θ.
+    // inputs auto gives every rank its own θ.
     case io::ShareHostMaster::automatic:
       p.share_host_master = ranks_on_node > 1 && !p.two_byte_gemm_inputs;
       break;
@@ -41,7 +41,7 @@ runtime::PlacementConfig placement_config(const io::Deck& deck, int ranks_on_nod
   if (p.share_host_master && p.two_byte_gemm_inputs)
     throw Error(deck.origin.where("placement.share_host_master") +
                 "a node-shared master exchanges float32 w± slices and cannot be combined with "
-                "precision.gemm_inputs: storage; set share_host_master to false or automatic");
+                "precision.gemm_inputs: storage; set share_host_master to false or auto");
   p.perturb_one_at_a_time =
       deck.placement.perturbed_weights == io::PerturbedWeights::one_at_a_time;
   p.storage = deck.precision.storage;

@@ -38,9 +38,10 @@ const char* const kUsage =
     "                   [--device-gib G] [--gpus-per-node n [--pcie-gbs 55] [--nvlink-gbs 370]\n"
     "                   [--hbm-tbs 4.3] [--gemm-tflops 700]]\n"
     "  predicted device memory per rank by role, host memory for θ, and bytes moved per\n"
-    "  step, for a deck or for a Hugging Face OPT config.json (defaults: batch 1, seq\n"
-    "  2048 or the model's positions, causal_lm, 2 candidates for classification, q 1,\n"
-    "  P 1, resident, K 0, prefetch 1, slots prefetch + 2, fp32, together). --device-gib G\n"
+    "  step, for a deck or for a Hugging Face OPT or Llama config.json (defaults: batch 1,\n"
+    "  seq 2048 or the model's positions, causal_lm, 2 candidates for classification, q 1,\n"
+    "  P 1, resident, K 0, prefetch 1, slots prefetch + 2, fp32, together, gemm inputs\n"
+    "  fp32). --device-gib G\n"
     "  also says whether the run fits a device of G GiB and the largest resident_blocks K\n"
     "  that does; the exit status is 1 when it does not fit. --gpus-per-node n adds the\n"
     "  sliced schedule of Placement II (every block offloaded, sliced over n GPUs): bytes\n"
@@ -261,8 +262,10 @@ PlanInputs inputs_from_deck(const std::string& path, std::vector<std::string>& n
   }
   const PlanInputs in =
       plan_inputs(deck, config, io::load_dataset(deck.data.train, config.vocab_size));
+  // (With 2-byte GEMM inputs auto shares nothing, and true is refused.)
   if (deck.parallel.perturbation * deck.parallel.data > 1 &&
-      deck.placement.share_host_master != io::ShareHostMaster::off)
+      deck.placement.share_host_master != io::ShareHostMaster::off &&
+      !in.placement.two_byte_gemm_inputs)
     notes.push_back(
         "the figures are per rank with its own θ; where several ranks share a node, "
         "placement.share_host_master (" +
@@ -352,6 +355,10 @@ int plan(const std::vector<std::string>& args) {
   Bandwidths bw;
   std::string sliced;
   if (o.has("--gpus-per-node")) {
+    DISTZO_INPUT_REQUIRE(!in.placement.two_byte_gemm_inputs,
+                         "plan: --gpus-per-node predicts Placement II's node-shared sliced master, "
+                         "which --gemm-inputs storage cannot use (it exchanges float32 w± "
+                         "slices); leave one of them out");
     bw.pcie = o.positive("--pcie-gbs", 55) * 1e9;
     bw.nvlink = o.positive("--nvlink-gbs", 370) * 1e9;
     bw.hbm = o.positive("--hbm-tbs", 4.3) * 1e12;

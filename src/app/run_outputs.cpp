@@ -170,8 +170,17 @@ std::string describe_placement(const runtime::ParameterStore& store, const io::D
   } else if (deck.origin.written("placement.exchange")) {
     os << " (placement.exchange applies to a shared master: ignored)";
   }
+  if (exchange_or_null == nullptr && p.two_byte_gemm_inputs &&
+      deck.placement.share_host_master == io::ShareHostMaster::automatic &&
+      deck.parallel.perturbation * deck.parallel.data > 1)
+    os << "; each rank holds its own θ (share_host_master auto shares none with "
+          "precision.gemm_inputs: storage)";
   if (p.perturb_one_at_a_time)
-    os << "; perturbed weights one evaluation at a time (one block arena, one copy of the edges)";
+    os << (p.two_byte_gemm_inputs
+               ? "; perturbed weights one evaluation at a time, a block's matrices a tensor at a "
+                 "time (one arena of its largest matrix, one copy of the edges)"
+               : "; perturbed weights one evaluation at a time (one block arena, one copy of the "
+                 "edges)");
   return os.str();
 }
 
@@ -185,7 +194,8 @@ std::string describe_storage(const runtime::PlacementConfig& p) {
               ? std::string("; the matrices are multiplied as 2-byte ") +
                     to_string(p.storage) +
                     " words, their inputs rounded to nearest (float32 sums; "
-                    "precision.gemm_inputs: storage); the rest computes in float32"
+                    "precision.gemm_inputs: storage; on host backends by the naive reference "
+                    "kernel, not the BLAS GEMM of the lines below); the rest computes in float32"
               : std::string("; forward passes and updates compute in float32"));
 }
 

@@ -323,7 +323,8 @@ const std::vector<std::string>& resume_keys() {
       "model",         "data.train",         "data.micro_batch", "data.shuffle_seed",
       "optim.steps",   "optim.lr",           "optim.schedule",   "optim.warmup_steps",
       "optim.eps",     "optim.weight_decay", "optim.queries",    "optim.distribution",
-      "optim.seed",    "parallel.data",      "precision.storage", "precision.rounding"};
+      "optim.seed",    "parallel.data",      "precision.storage", "precision.rounding",
+      "precision.gemm_inputs"};
   return keys;
 }
 

@@ -5,7 +5,7 @@
 # in place. The digest is the same on one rank at OPENBLAS_NUM_THREADS=1 and
 # 2, with every block offloaded, w one evaluation (and a block's matrices
 # one tensor) at a time, P=2 (each rank
-# its own θ: automatic does not share a master here), D=2 at 1 and 2 threads
+# its own θ: auto does not share a master here), D=2 at 1 and 2 threads
 # and P2xD2, for bf16 + SR and fp16 + SR; a resume mid-run continues the
 # uninterrupted run bit for bit; it differs from gemm_inputs fp32; the plan
 # predicts the run's device memory to the byte; a node-shared master and a
@@ -35,6 +35,8 @@ same b_t1 b_one "bf16 GEMM inputs, offloaded K=1 with w one at a time vs residen
 demo_run b_p2 2 2 2 1 "${BF16[@]}"
 same b_t1 b_p2 "bf16 GEMM inputs, P=2 at 2 threads vs 1 rank at 1"
 grep -q "shared by the node's" b_p2/run.log && fail "P=2 shared a master under gemm_inputs: storage"
+grep -qF "each rank holds its own θ (share_host_master auto shares none" b_p2/run.log ||
+  fail "run.log does not say why P=2 holds a θ per rank: $(grep placement b_p2/run.log)"
 pass "bf16 GEMM inputs: 1 rank at 1 and 2 threads, offloaded, one at a time and P=2 give $(cat b_t1.digest)"
 
 demo_run b_d2t1 1 2 1 2 "${BF16[@]}"
@@ -63,13 +65,22 @@ pass "distzo plan predicts the runs' device memory to the byte (together and a t
 # A resume at step 2 continues the 4-step run bit for bit.
 demo_resume 2 "${BF16[@]}"
 same resumed b_t1 "bf16 GEMM inputs, 2 steps + resume + 2 steps vs 4 straight"
-pass "bf16 GEMM inputs: 2 + resume + 2 steps == 4 steps straight"
+# It changes the trajectory: a resume with other GEMM inputs is refused.
+demo_deck other_inputs 6 1 1 'precision:' '  storage: bf16' '  rounding: stochastic' \
+  'checkpoint:' '  resume: latest'
+sed -i 's|dir: other_inputs|dir: resumed|' other_inputs.yaml
+refused other_inputs "precision.gemm_inputs: storage in the checkpoint, fp32 in the deck"
+pass "bf16 GEMM inputs: 2 + resume + 2 steps == 4 steps straight; a resume with fp32 inputs is refused"
 
 demo_deck no_words 1 1 1 'precision:' '  storage: fp32' '  gemm_inputs: storage'
 refused no_words "precision.gemm_inputs: \`storage\` multiplies 2-byte words of θ's storage dtype, but θ is stored in fp32"
 demo_deck shared 1 2 1 "${BF16[@]}" 'placement:' '  share_host_master: true'
 set +e; "$MPIEXEC" -n 2 "$DISTZO" run shared.yaml > shared.log 2>&1; status=$?; set -e
 [ "$status" -ne 0 ] || fail "a node-shared master with 2-byte GEMM inputs was accepted"
-grep -qF "cannot be combined with precision.gemm_inputs: storage" shared.log ||
+grep -qF "cannot be combined with precision.gemm_inputs: storage; set share_host_master to false or auto" shared.log ||
   fail "the refusal of a shared master does not say why: $(cat shared.log)"
-pass "gemm_inputs storage with a float32 θ and with a node-shared master: refused with what to do"
+set +e; "$DISTZO" plan "$TEST_DATA/../../perf/opt_configs/opt-1.3b.json" --storage bf16 --gemm-inputs storage \
+  --placement offload --gpus-per-node 2 > sliced_plan.log 2>&1; status=$?; set -e
+[ "$status" -ne 0 ] && grep -qF "which --gemm-inputs storage cannot use" sliced_plan.log ||
+  fail "plan --gpus-per-node with --gemm-inputs storage was not refused: $(cat sliced_plan.log)"
+pass "gemm_inputs storage with a float32 θ, with a node-shared master and in plan's sliced schedule: refused with what to do"
