@@ -8,12 +8,14 @@
 // without copying and indexes them by role, so the forward functions of
 // every architecture read "the q projection of this block" and never a name
 // or an id. A view may point at the master weights θ or at a scratch buffer
-// holding θ ± εz: the forward pass cannot tell, which is the point.
+// holding θ ± εz: the forward pass cannot tell, which is the point. With
+// precision.gemm_inputs: storage a matrix may be 2-byte words instead of
+// floats (matrix() says which), or be materialised only when it is read.
 
 #include "core/error.hpp"
 #include "core/storage_dtype.hpp"
 #include "core/types.hpp"
-#include "kernels/linear.hpp"
+#include "kernels/weight_matrix.hpp"
 #include "model/parameter_registry.hpp"
 
 #include <array>
@@ -26,9 +28,10 @@ namespace distzo::model {
 /// One flat device tensor per parameter id; unused ids may hold empty Views.
 using TensorTable = std::vector<Vec>;
 
-/// 2-byte words per parameter id (precision.gemm_inputs: storage): the block
-/// matrices that the dense layers read as bf16 / fp16 GEMM inputs, w± or θ
-/// itself. An empty entry is read from the float table instead.
+/// 2-byte words per parameter id (precision.gemm_inputs: storage): the
+/// matrices that the forward reads as bf16 / fp16 words (GEMM inputs,
+/// gathers, the head), w± or θ itself. An empty entry is read from the float
+/// table instead.
 struct WordTable {
   StorageDtype dtype = StorageDtype::fp32;  // the words' format (bf16 / fp16)
   std::vector<HalfVec> words;               // by id
@@ -63,7 +66,8 @@ class WeightView {
     const kernels::WeightMatrix& m = mats_[index(role)];
     DISTZO_REQUIRE(!m.is_words() && sourced_[index(role)] == kNone,
                    "weights: role " << static_cast<int>(role)
-                                    << " is held in 2-byte words; read it with matrix()");
+                                    << " is held in 2-byte words or made when read; read it "
+                                       "with matrix()");
     return m.values;
   }
   /// The matrix of `role` as a dense layer reads it: float32, or 2-byte
