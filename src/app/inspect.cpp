@@ -6,6 +6,7 @@
 #include "core/error.hpp"
 #include "io/checkpoint.hpp"
 #include "io/dataset.hpp"
+#include "io/deck.hpp"
 #include "io/hdf5_file.hpp"
 #include "io/model_file.hpp"
 
@@ -79,12 +80,25 @@ std::string tensors_line(const io::ModelReader& reader) {
   return "tensors       " + reader.describe_dtypes() + "\n";
 }
 
+/// Whether the run's deck (embedded in the checkpoint) multiplied 2-byte
+/// words (precision.gemm_inputs: storage); false when it cannot be read.
+bool two_byte_gemm_inputs(const io::TrainingState& state) {
+  try {
+    return io::parse_deck(state.deck_yaml, "the checkpoint's deck").precision.gemm_inputs ==
+           io::GemmInputs::storage;
+  } catch (const Error&) {
+    return false;
+  }
+}
+
 /// How the run that wrote a checkpoint stored θ, and what its datasets hold.
 std::string storage_line(const io::TrainingState& state, const io::ModelReader& reader) {
   std::string line = std::string("storage       θ held in ") + to_string(state.storage);
   if (state.storage != StorageDtype::fp32)
     line += std::string(", updates rounded ") +
             (state.rounding == Rounding::stochastic ? "stochastically" : "to nearest");
+  if (two_byte_gemm_inputs(state))
+    line += ", matrices multiplied as 2-byte words (precision.gemm_inputs: storage)";
   if (reader.all_in(state.storage))
     return line + " (the datasets hold θ's " +
            (state.storage == StorageDtype::fp32 ? "values" : "words") + ")\n";

@@ -26,6 +26,9 @@ refused() {  # refused NAME TEXT: NAME.yaml fails, and its output contains TEXT
 demo_run b_t1 1 1 1 1 "${BF16[@]}"
 grep -qF "the matrices are multiplied as 2-byte bf16 words" b_t1/run.log ||
   fail "run.log does not say the GEMM inputs are 2-byte: $(grep -i precision b_t1/run.log)"
+"$DISTZO" inspect b_t1/ckpt-$(printf %06d "$STEPS").h5 > b_t1.inspect
+grep -qF "matrices multiplied as 2-byte words (precision.gemm_inputs: storage)" b_t1.inspect ||
+  fail "inspect does not say the checkpoint's run multiplied 2-byte words: $(grep storage b_t1.inspect)"
 demo_run b_t2 2 1 1 1 "${BF16[@]}"
 same b_t1 b_t2 "bf16 GEMM inputs, 1 rank at 1 and 2 threads"
 demo_run b_offload 2 1 1 1 "${BF16[@]}" 'placement:' '  mode: offload' '  resident_blocks: 0'
