@@ -162,7 +162,8 @@ void expect_bulk_matches_single_calls(Bulk bulk, const char* what) {
 
 TEST(Philox, BulkFormMatchesSingleCalls) {
   // The dispatching form (AVX-512 intrinsics where the build has them, for
-  // N a multiple of 16) and the plain C++ one, for every shape kernels use.
+  // N a multiple of 16, else AVX2 for N a multiple of 8) and each form by
+  // itself, for every shape kernels use.
   expect_bulk_matches_single_calls<32, 2>(distzo::philox4x32_10_n<32, 2>, "dispatched");
   expect_bulk_matches_single_calls<32, 1>(distzo::philox4x32_10_n<32, 1>, "dispatched");
   expect_bulk_matches_single_calls<1, 1>(distzo::philox4x32_10_n<1, 1>, "dispatched");
@@ -172,5 +173,13 @@ TEST(Philox, BulkFormMatchesSingleCalls) {
 #if defined(DISTZO_PHILOX_AVX512)
   expect_bulk_matches_single_calls<64, 2>(distzo::philox_detail::philox4x32_10_n_avx512<64, 2>,
                                           "avx512");
+#endif
+#if defined(DISTZO_PHILOX_AVX2)
+  expect_bulk_matches_single_calls<64, 2>(distzo::philox_detail::philox4x32_10_n_avx2<64, 2>,
+                                          "avx2");
+  expect_bulk_matches_single_calls<8, 1>(distzo::philox_detail::philox4x32_10_n_avx2<8, 1>,
+                                         "avx2");
+  expect_bulk_matches_single_calls<24, 2>(distzo::philox_detail::philox4x32_10_n_avx2<24, 2>,
+                                          "avx2");
 #endif
 }
