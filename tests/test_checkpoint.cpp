@@ -333,6 +333,17 @@ TEST(Checkpoint, RecipeIsOneWhenTheAttributeIsAbsent) {
   EXPECT_EQ(r.z.recipe, ZRecipe::v1);
 }
 
+TEST(Checkpoint, BatchWidthRoundTripsAndIsFullWhenTheAttributeIsAbsent) {
+  io::TrainingState s = some_state();
+  s.batch_width = model::BatchWidth::trimmed;
+  const std::string path = write_tiny_checkpoint(s, "width.h5");
+  EXPECT_EQ(io::read_training_state(path).batch_width, model::BatchWidth::trimmed);
+  // A checkpoint from before data.batch_width ran every batch at full width.
+  set_root_attribute(path, "batch_width", -1);
+  EXPECT_EQ(io::read_training_state(path).batch_width, model::BatchWidth::full);
+  std::remove(path.c_str());
+}
+
 TEST(Checkpoint, UnknownRecipeIsAnError) {
   const std::string path = write_tiny_checkpoint(some_state(), "recipe3.h5");
   set_root_attribute(path, "z_recipe", 3);

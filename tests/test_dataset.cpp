@@ -424,6 +424,94 @@ TEST(BatchBuilder, ClassificationHandComputed) {
   EXPECT_EQ(b.targets.extent(0), 0u);
 }
 
+/// 3 examples of lengths 3, 11 and 9 right-padded to T = 20 (pad 0): every
+/// position after the first a target (causal LM), or labels 0, 1, 0.
+Dataset wide_dataset(Task task) {
+  Dataset d;
+  d.task = task;
+  d.pad_token_id = 0;
+  d.num_examples = 3;
+  d.seq_len = 20;
+  d.lengths = {3, 11, 9};
+  for (std::int64_t i = 0; i < d.num_examples; ++i)
+    for (std::int64_t t = 0; t < d.seq_len; ++t) {
+      const bool real = t < d.lengths[static_cast<std::size_t>(i)];
+      d.input_ids.push_back(real ? static_cast<std::int32_t>(2 + 5 * i + t) : 0);
+      if (task == Task::causal_lm) d.target_mask.push_back(real && t > 0 ? 1 : 0);
+    }
+  if (task == Task::classification) {
+    d.candidates = {30, 31};
+    d.labels = {0, 1, 0};
+  }
+  return d;
+}
+
+/// `d` with every example cut to its first `width` positions (all its
+/// tokens must fit).
+Dataset cut_to(const Dataset& d, int width) {
+  Dataset c = d;
+  c.seq_len = width;
+  c.input_ids.clear();
+  c.target_mask.clear();
+  for (std::int64_t i = 0; i < d.num_examples; ++i)
+    for (std::int64_t t = 0; t < width; ++t) {
+      c.input_ids.push_back(d.token(i, t));
+      if (!d.target_mask.empty())
+        c.target_mask.push_back(d.target_mask[static_cast<std::size_t>(i * d.seq_len + t)]);
+    }
+  return c;
+}
+
+TEST(BatchBuilder, TrimmedWidthIsTheLongestExampleRoundedUpToEight) {
+  const Dataset d = wide_dataset(Task::causal_lm);
+  BatchBuilder trimmed(d, 2);  // the default width
+  BatchBuilder full(d, 2, distzo::model::BatchWidth::full);
+  const std::vector<std::pair<std::vector<std::int64_t>, int>> cases = {
+      {{0}, 8}, {{0, 2}, 16}, {{1, 0}, 16}, {{}, 8}, {{2, 2}, 16}};
+  const int* tokens = nullptr;
+  for (const auto& [examples, width] : cases) {
+    EXPECT_EQ(trimmed.width_of(examples), width);
+    const Batch& b = trimmed.fill(examples);
+    EXPECT_EQ(b.seq_len, width);
+    EXPECT_EQ(b.tokens.extent(1), static_cast<std::size_t>(width));
+    EXPECT_EQ(b.mask.extent(1), static_cast<std::size_t>(width));
+    EXPECT_EQ(b.targets.extent(0), static_cast<std::size_t>(2 * width));
+    // The same buffers at every width: nothing is reallocated.
+    if (tokens == nullptr) tokens = b.tokens.data();
+    EXPECT_EQ(b.tokens.data(), tokens);
+    EXPECT_EQ(full.fill(examples).seq_len, 20);
+  }
+  // A dataset whose T is not a multiple of 8 caps the rounding at T.
+  const Dataset narrow = cut_to(d, 12);
+  EXPECT_EQ(BatchBuilder(narrow, 2).width_of({1}), 12);
+  EXPECT_EQ(BatchBuilder(narrow, 2).width_of({0}), 8);
+}
+
+TEST(BatchBuilder, TrimmedBatchIsTheBatchOfADatasetCutToItsWidth) {
+  // What the engine's bit-for-bit guarantee at a width rests on: a trimmed
+  // fill holds exactly what the same examples of a dataset of that width
+  // hold, rows at b*T' for classification, targets (B*T').
+  for (const Task task : {Task::causal_lm, Task::classification}) {
+    const Dataset d = wide_dataset(task);
+    BatchBuilder trimmed(d, 3);
+    for (const std::vector<std::int64_t>& examples :
+         std::vector<std::vector<std::int64_t>>{{1, 0, 2}, {0, 2}, {0}}) {
+      const Batch& a = trimmed.fill(examples);
+      const Dataset c = cut_to(d, a.seq_len);
+      BatchBuilder exact(c, 3, distzo::model::BatchWidth::full);
+      const Batch& b = exact.fill(examples);
+      ASSERT_EQ(a.seq_len, b.seq_len);
+      EXPECT_EQ(to_host(a.tokens), to_host(b.tokens));
+      EXPECT_EQ(to_host(a.mask), to_host(b.mask));
+      EXPECT_EQ(to_host(a.targets), to_host(b.targets));
+      EXPECT_EQ(to_host(a.rows), to_host(b.rows));
+      EXPECT_EQ(to_host(a.gold), to_host(b.gold));
+      EXPECT_EQ(a.num_tokens, b.num_tokens);
+      EXPECT_EQ(a.num_targets, b.num_targets);
+    }
+  }
+}
+
 TEST(BatchBuilder, RejectsBadIndices) {
   const Dataset d = small_causal();
   BatchBuilder builder(d, 2);

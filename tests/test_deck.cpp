@@ -115,6 +115,7 @@ TEST(Deck, FullDeckParsesEveryValue) {
   EXPECT_EQ(d.data.eval, "data/sst2.eval.h5");
   EXPECT_EQ(d.data.micro_batch, 16);
   EXPECT_EQ(d.data.shuffle_seed, 7u);
+  EXPECT_EQ(d.data.batch_width, distzo::model::BatchWidth::full);
   EXPECT_EQ(d.optim.steps, 20000);
   EXPECT_EQ(d.optim.lr, 1.0e-6);
   EXPECT_EQ(d.optim.schedule, Schedule::cosine);
@@ -151,12 +152,12 @@ TEST(Deck, FullDeckParsesEveryValue) {
 
   EXPECT_EQ(d.origin.source, "full.yaml");
   EXPECT_EQ(d.origin.line("model"), 3);
-  EXPECT_EQ(d.origin.line("optim.lr"), 12);
-  EXPECT_EQ(d.origin.line("parallel"), 33);
-  EXPECT_EQ(d.origin.line("parallel.perturbation"), 34);
-  EXPECT_EQ(d.origin.line("parallel.data"), 35);
-  EXPECT_EQ(d.origin.line("parallel.check_interval"), 36);
-  EXPECT_EQ(d.origin.where("parallel.data"), "full.yaml:35: parallel.data: ");
+  EXPECT_EQ(d.origin.line("optim.lr"), 13);
+  EXPECT_EQ(d.origin.line("parallel"), 34);
+  EXPECT_EQ(d.origin.line("parallel.perturbation"), 35);
+  EXPECT_EQ(d.origin.line("parallel.data"), 36);
+  EXPECT_EQ(d.origin.line("parallel.check_interval"), 37);
+  EXPECT_EQ(d.origin.where("parallel.data"), "full.yaml:36: parallel.data: ");
   for (const std::string& key : deck_keys()) EXPECT_TRUE(d.origin.written(key)) << key;
 }
 
@@ -167,6 +168,7 @@ TEST(Deck, MinimalDeckGetsDefaults) {
   EXPECT_EQ(d.data.eval, "");
   EXPECT_EQ(d.data.micro_batch, 8);
   EXPECT_EQ(d.data.shuffle_seed, 0u);
+  EXPECT_EQ(d.data.batch_width, distzo::model::BatchWidth::trimmed);
   EXPECT_EQ(d.optim.steps, 10);
   EXPECT_EQ(d.optim.lr, 1e-5);
   EXPECT_EQ(d.optim.schedule, Schedule::constant);

@@ -15,7 +15,9 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <string>
 #include <vector>
 
 namespace {
@@ -246,6 +248,66 @@ TEST(Engine, TwoByteGemmInputsAgreeAcrossLayoutsAndStayNearFloat32Inputs) {
       }
     }
   }
+}
+
+/// Lengths of B rows that fit a batch of width `width`: the first row fills it.
+std::vector<int> lengths_within(int width) { return {width, std::max(1, width - 2), 1}; }
+
+TEST(Engine, NarrowBatchesInWideBuffersGiveTheBitsOfTheirOwnWidth) {
+  // A run's batches come at their own widths (data.batch_width: trimmed) in
+  // buffers sized for the widest: every step and evaluation must give the
+  // bits an engine built for exactly that width gives, whatever width came
+  // before (the views shrink and grow again).
+  constexpr int kWide = 24;
+  const std::vector<int> widths = {16, 7, 24, 8, 16, 1};
+  for (const model::ModelConfig& config : {tiny_config(false, 8), tiny_llama_config()})
+    for (const model::Task task : {model::Task::causal_lm, model::Task::classification}) {
+      SCOPED_TRACE(std::string(config.architecture == model::Architecture::llama ? "llama" : "opt") +
+                   (task == model::Task::causal_lm ? ", causal_lm" : ", classification"));
+      TinyModel wide(config), exact(config);
+      const zo::EvaluationPlan plan = zo::EvaluationPlan::make(2, 1, 0);
+      zo::Engine in_wide(config, *wide.store, plan, model::BatchShape{task, B, kWide, 2});
+      PendingUpdate pending_wide, pending_exact;
+      for (std::size_t s = 0; s < widths.size(); ++s) {
+        const int W = widths[s];
+        const model::Batch batch = make_batch(task, B, W, lengths_within(W));
+        zo::Engine in_exact(config, *exact.store, plan, model::BatchShape{task, B, W, 2});
+        const StepPerturbation p = perturbation(static_cast<std::int64_t>(s), 1e-3);
+        const zo::LossTable a = in_wide.run_step(batch, p, pending_wide);
+        const zo::LossTable b = in_exact.run_step(batch, p, pending_exact);
+        ASSERT_EQ(a, b) << "step " << s << " at width " << W;
+        // The step applied the previous update: θ is flushed for evaluation.
+        const zo::EvalOutcome ea = in_wide.evaluate(batch), eb = in_exact.evaluate(batch);
+        EXPECT_EQ(ea.loss_sum, eb.loss_sum) << "evaluation at width " << W;
+        EXPECT_EQ(ea.predictions, eb.predictions);
+        std::vector<double> g;
+        for (int q = 0; q < plan.queries; ++q) g.push_back((a.mean(q, +1) - a.mean(q, -1)) / 2e-3);
+        pending_wide = PendingUpdate::after(p, g, 1e-3, 0.01);
+        pending_exact = pending_wide;
+        if (s + 1 == widths.size()) {
+          in_wide.flush(pending_wide);
+          in_exact.flush(pending_exact);
+        }
+        ASSERT_EQ(wide.digest(), exact.digest()) << "θ after step " << s;
+      }
+    }
+}
+
+TEST(Engine, PaddingPastEveryLengthChangesTheLossOnlyByRounding) {
+  // Why a batch may be trimmed: positions past every example's length are
+  // masked keys and ignored targets, so the loss at width 8 is the loss at
+  // width 24 up to the rounding of differently shaped GEMMs.
+  for (const model::ModelConfig& config : {tiny_config(), tiny_llama_config()})
+    for (const model::Task task : {model::Task::causal_lm, model::Task::classification}) {
+      TinyModel m(config);
+      zo::Engine wide(config, *m.store, zo::EvaluationPlan::make(1, 1, 0),
+                      model::BatchShape{task, B, 24, 2});
+      const zo::EvalOutcome full = wide.evaluate(make_batch(task, B, 24, kLengths));
+      const zo::EvalOutcome trimmed = wide.evaluate(make_batch(task, B, 8, kLengths));
+      EXPECT_EQ(full.count, trimmed.count);
+      EXPECT_NEAR(trimmed.loss_sum, full.loss_sum, 1e-5 * std::fabs(full.loss_sum));
+      EXPECT_EQ(trimmed.predictions, full.predictions);
+    }
 }
 
 TEST(Engine, RepeatedRunsAreBitIdentical) {

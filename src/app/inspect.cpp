@@ -116,7 +116,8 @@ std::string checkpoint_lines(const io::TrainingState& state, const io::ModelRead
   os << "training      step " << state.step << " of run "
      << (state.run_id.empty() ? std::string("(not recorded)") : state.run_id) << "; seed "
      << state.z.seed << ", q = " << state.queries << ", " << to_string(state.z.distribution)
-     << " z (recipe " << to_int(state.z.recipe) << "); its deck: h5dump -a /deck_yaml FILE\n"
+     << " z (recipe " << to_int(state.z.recipe) << "), batches at "
+     << model::to_string(state.batch_width) << " width; its deck: h5dump -a /deck_yaml FILE\n"
      << "written by    distzo "
      << (state.writer_version.empty() ? std::string("(version not recorded: written before December 2026)")
                                       : state.writer_version)

@@ -110,6 +110,7 @@ Inputs load_inputs(const std::string& deck_path, const runtime::Communicator& wo
   in.model = std::make_unique<io::ModelReader>(in.resume.empty() ? deck.model.path : in.resume);
   in.state.z = {opt.seed, opt.distribution, z_recipe_from_int(opt.z_recipe)};
   in.state.queries = opt.queries;
+  in.state.batch_width = deck.data.batch_width;
   if (!in.resume.empty()) {
     in.state = io::read_training_state(in.resume);
     // The recipe of z is the checkpoint's: a run in progress is never
@@ -121,8 +122,19 @@ Inputs load_inputs(const std::string& deck_path, const runtime::Communicator& wo
                              << "; a run continues with the z it started with (leave the key out "
                                 "to resume, or start a new run for recipe "
                              << opt.z_recipe << ")");
+    // The same for the batch width: a checkpoint from before trimming
+    // continues at the full width it ran at.
+    DISTZO_INPUT_REQUIRE(!deck.origin.written("data.batch_width") ||
+                             deck.data.batch_width == in.state.batch_width,
+                         deck.origin.where("data.batch_width")
+                             << "the checkpoint " << in.resume << " ran its batches at width '"
+                             << model::to_string(in.state.batch_width) << "', the deck asks for '"
+                             << model::to_string(deck.data.batch_width)
+                             << "'; a run continues at the width it started with (leave the key "
+                                "out to resume, or start a new run)");
     // The deck as run: deck.resolved.yaml and the checkpoints record it.
     in.deck.optim.z_recipe = to_int(in.state.z.recipe);
+    in.deck.data.batch_width = in.state.batch_width;
     DISTZO_INPUT_REQUIRE(in.state.step <= opt.steps,
                          deck.origin.where("optim.steps")
                              << "the checkpoint " << in.resume << " is at step " << in.state.step

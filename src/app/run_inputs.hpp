@@ -31,11 +31,14 @@ struct Inputs {
 /// which). Throws distzo::Error.
 Inputs load_inputs(const std::string& deck_path, const runtime::Communicator& world);
 
-/// The micro-batches a run fills, train and (with an eval set) eval.
+/// The micro-batches a run fills, train and (with an eval set) eval, at the
+/// deck's batch width (after a resume: the checkpoint's).
 struct Batches {
   Batches(const Inputs& in, int micro_batch)
-      : train(in.train, micro_batch),
-        eval(in.eval ? std::make_unique<io::BatchBuilder>(*in.eval, micro_batch) : nullptr) {}
+      : train(in.train, micro_batch, in.deck.data.batch_width),
+        eval(in.eval ? std::make_unique<io::BatchBuilder>(*in.eval, micro_batch,
+                                                          in.deck.data.batch_width)
+                     : nullptr) {}
   io::BatchBuilder train;
   std::unique_ptr<io::BatchBuilder> eval;
 };

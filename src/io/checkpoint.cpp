@@ -48,6 +48,7 @@ void write_training_state(Hdf5File& file, const TrainingState& state) {
   file.write_int_attribute("queries", state.queries);
   file.write_string_attribute("distribution", to_string(state.z.distribution));
   file.write_int_attribute("z_recipe", to_int(state.z.recipe));
+  file.write_string_attribute("batch_width", model::to_string(state.batch_width));
   file.write_string_attribute("deck_yaml", state.deck_yaml);
   if (!state.parameter_digest.empty())
     file.write_string_attribute("parameter_digest", state.parameter_digest);
@@ -199,6 +200,13 @@ TrainingState read_training_state(const std::string& path) {
       recipe == 1 || recipe == 2,
       path << ": z_recipe " << recipe << " is not a recipe this distzo knows (1, 2)");
   s.z.recipe = z_recipe_from_int(recipe);
+  if (file.has_attribute("batch_width")) {
+    const std::string width = file.read_string_attribute("batch_width");
+    DISTZO_INPUT_REQUIRE(width == "full" || width == "trimmed",
+                         path << ": batch_width \"" << width
+                              << "\" is not a width this distzo knows (full, trimmed)");
+    s.batch_width = width == "full" ? model::BatchWidth::full : model::BatchWidth::trimmed;
+  }
   s.deck_yaml = file.read_string_attribute("deck_yaml");
   if (file.has_attribute("parameter_digest"))
     s.parameter_digest = file.read_string_attribute("parameter_digest");

@@ -19,6 +19,7 @@
 #include "core/step_state.hpp"
 #include "core/storage_dtype.hpp"
 #include "io/model_file.hpp"
+#include "model/batch.hpp"
 
 #include <cstdint>
 #include <string>
@@ -40,6 +41,9 @@ struct TrainingState {
   // used recipe 1.
   ZSpec z{0, Distribution::gaussian, ZRecipe::v1};
   int queries = 1;
+  // The width the run's batches ran at (data.batch_width); checkpoints from
+  // before trimming existed ran every batch at the dataset's full width.
+  model::BatchWidth batch_width = model::BatchWidth::full;
   std::string deck_yaml;
   // The parameter digest of θ as written (core/digest.hpp): a keyed sum per
   // tensor, so the ranks that write slices can compute it slice by slice;

@@ -10,6 +10,7 @@
 #include "core/fence.hpp"
 #include "kernels/losses.hpp"
 
+#include <algorithm>
 #include <utility>
 #include <limits>
 #include <numeric>
@@ -377,7 +378,8 @@ void write_dataset(const std::string& path, const Dataset& d) {
 
 // ---------------------------------------------------------------- batches
 
-BatchBuilder::BatchBuilder(const Dataset& data, int micro_batch) : data_(&data) {
+BatchBuilder::BatchBuilder(const Dataset& data, int micro_batch, model::BatchWidth width)
+    : data_(&data), width_(width) {
   DISTZO_REQUIRE(micro_batch >= 1,
                  "BatchBuilder: micro_batch must be at least 1, got " << micro_batch);
   DISTZO_REQUIRE(data.seq_len >= 1 && data.seq_len * micro_batch <= std::numeric_limits<int>::max(),
@@ -385,6 +387,7 @@ BatchBuilder::BatchBuilder(const Dataset& data, int micro_batch) : data_(&data) 
                                                           << " does not fit a 32-bit row index");
   const int B = micro_batch;
   const int T = static_cast<int>(data.seq_len);
+  const auto BT = static_cast<std::size_t>(B) * static_cast<std::size_t>(T);
   Batch& b = batch_;
   b.task = data.task;
   b.micro_batch = B;
@@ -394,21 +397,24 @@ BatchBuilder::BatchBuilder(const Dataset& data, int micro_batch) : data_(&data) 
     return memory_label(MemoryRole::host_master, std::string(name) + "." + std::to_string(set));
   };
   const bool lm = data.task == Task::causal_lm;
-  b.tokens = IntMat(device("batch.tokens"), B, T);
-  b.mask = IntMat(device("batch.mask"), B, T);
+  tokens_ = IntVec(device("batch.tokens"), BT);
+  mask_ = IntVec(device("batch.mask"), BT);
+  b.tokens = IntMat(tokens_.data(), B, T);
+  b.mask = IntMat(mask_.data(), B, T);
   for (int j = 0; j < 2; ++j) {
     Staging& st = staging_[j];
-    st.tokens = decltype(st.tokens)(host("batch_staging.tokens", j), B, T);
-    st.mask = decltype(st.mask)(host("batch_staging.mask", j), B, T);
+    st.tokens = decltype(st.tokens)(host("batch_staging.tokens", j), BT);
+    st.mask = decltype(st.mask)(host("batch_staging.mask", j), BT);
     if (lm) {
-      st.targets = decltype(st.targets)(host("batch_staging.targets", j), static_cast<std::size_t>(B) * T);
+      st.targets = decltype(st.targets)(host("batch_staging.targets", j), BT);
     } else {
       st.rows = decltype(st.rows)(host("batch_staging.rows", j), B);
       st.gold = decltype(st.gold)(host("batch_staging.gold", j), B);
     }
   }
   if (lm) {
-    b.targets = IntVec(device("batch.targets"), static_cast<std::size_t>(B) * T);
+    targets_ = IntVec(device("batch.targets"), BT);
+    b.targets = targets_;
   } else {
     b.rows = IntVec(device("batch.rows"), B);
     b.gold = IntVec(device("batch.gold"), B);
@@ -419,12 +425,22 @@ BatchBuilder::BatchBuilder(const Dataset& data, int micro_batch) : data_(&data) 
   }
 }
 
+int BatchBuilder::width_of(const std::vector<std::int64_t>& example_indices) const {
+  const Dataset& d = *data_;
+  const int T = static_cast<int>(d.seq_len);
+  if (width_ == model::BatchWidth::full) return T;
+  int longest = 1;
+  for (const std::int64_t i : example_indices)
+    longest = std::max(longest, static_cast<int>(d.lengths[static_cast<std::size_t>(i)]));
+  const int m = model::kBatchWidthMultiple;
+  return std::min(T, (longest + m - 1) / m * m);
+}
+
 const Batch& BatchBuilder::fill(const ExecSpace& space,
                                 const std::vector<std::int64_t>& example_indices) {
   const Dataset& d = *data_;
   Batch& b = batch_;
   const int B = b.micro_batch;
-  const int T = b.seq_len;
   DISTZO_REQUIRE(example_indices.size() <= static_cast<std::size_t>(B),
                  "BatchBuilder::fill: " << example_indices.size()
                                         << " examples do not fit a micro-batch of " << B);
@@ -433,6 +449,10 @@ const Batch& BatchBuilder::fill(const ExecSpace& space,
                    "BatchBuilder::fill: example index " << example_indices[r] << " (row " << r
                                                         << ") is outside [0, " << d.num_examples
                                                         << ")");
+  // The width of this fill, and the (B, T') prefixes of the buffers at it.
+  const int T = width_of(example_indices);
+  const auto BT = static_cast<std::size_t>(B) * static_cast<std::size_t>(T);
+  const auto dataset_row = [&](std::int64_t i) { return static_cast<std::size_t>(i * d.seq_len); };
 
   // This staging set was copied out two fills ago: wait for that copy.
   Staging& st = staging_[next_staging_];
@@ -447,20 +467,20 @@ const Batch& BatchBuilder::fill(const ExecSpace& space,
     const bool real = static_cast<std::size_t>(r) < example_indices.size();
     const std::int64_t i = real ? example_indices[static_cast<std::size_t>(r)] : 0;
     const int len = real ? d.lengths[static_cast<std::size_t>(i)] : 0;
+    const std::size_t out = static_cast<std::size_t>(r) * static_cast<std::size_t>(T);
     tokens += len;
     for (int t = 0; t < T; ++t) {
-      st.tokens(r, t) = real ? d.token(i, t) : pad;
-      st.mask(r, t) = t < len ? 1 : 0;
+      st.tokens(out + t) = real ? d.token(i, t) : pad;
+      st.mask(out + t) = t < len ? 1 : 0;
     }
     if (lm) {
       // Position t predicts token t+1: the label at row r*T+t is that token
-      // when the file marks t+1 as a target.
-      const std::size_t row = static_cast<std::size_t>(i * T);
+      // when the file marks t+1 as a target (targets lie in [1, length), so
+      // within any width the builder picks).
       for (int t = 0; t < T; ++t) {
-        const bool is_target =
-            real && t + 1 < T && d.target_mask[row + static_cast<std::size_t>(t) + 1] != 0;
-        st.targets(static_cast<std::size_t>(r) * T + t) =
-            is_target ? d.token(i, t + 1) : kIgnoreLabel;
+        const bool is_target = real && t + 1 < T &&
+                               d.target_mask[dataset_row(i) + static_cast<std::size_t>(t) + 1] != 0;
+        st.targets(out + t) = is_target ? d.token(i, t + 1) : kIgnoreLabel;
         if (is_target) ++targets;
       }
     } else {
@@ -469,14 +489,19 @@ const Batch& BatchBuilder::fill(const ExecSpace& space,
       if (real) ++targets;
     }
   }
+  b.seq_len = T;
   b.num_examples = static_cast<std::int64_t>(example_indices.size());
   b.num_tokens = tokens;
   b.num_targets = targets;
 
-  Kokkos::deep_copy(space, b.tokens, st.tokens);
-  Kokkos::deep_copy(space, b.mask, st.mask);
+  using Pinned = Kokkos::View<int*, Kokkos::LayoutRight, PinnedSpace>;
+  b.tokens = IntMat(tokens_.data(), B, T);
+  b.mask = IntMat(mask_.data(), B, T);
+  Kokkos::deep_copy(space, IntVec(tokens_.data(), BT), Pinned(st.tokens.data(), BT));
+  Kokkos::deep_copy(space, IntVec(mask_.data(), BT), Pinned(st.mask.data(), BT));
   if (lm) {
-    Kokkos::deep_copy(space, b.targets, st.targets);
+    b.targets = IntVec(targets_.data(), BT);
+    Kokkos::deep_copy(space, b.targets, Pinned(st.targets.data(), BT));
   } else {
     Kokkos::deep_copy(space, b.rows, st.rows);
     Kokkos::deep_copy(space, b.gold, st.gold);

@@ -83,18 +83,23 @@ using model::Batch;
 
 /// Fills one Batch again and again without reallocating: the device views and
 /// two sets of pinned host staging buffers are allocated once, in the
-/// constructor. Fills alternate between the staging sets, so the host writes
-/// the next batch while the copy out of the other set may still run.
-/// The Dataset must outlive the builder (it is referenced, not copied).
+/// constructor, for the dataset's T. With BatchWidth::trimmed each fill is
+/// laid out at its own width T' (model/batch.hpp) as a contiguous (B, T')
+/// prefix of those buffers, so the batch's views have exactly the shapes a
+/// dataset of width T' would give. Fills alternate between the staging sets,
+/// so the host writes the next batch while the copy out of the other set may
+/// still run. The Dataset must outlive the builder (it is referenced, not copied).
 class BatchBuilder {
  public:
-  BatchBuilder(const Dataset& data, int micro_batch);
+  BatchBuilder(const Dataset& data, int micro_batch,
+               model::BatchWidth width = model::BatchWidth::trimmed);
 
   /// Copies examples `example_indices` (at most B, each in [0, N), repeats
   /// allowed) into rows 0.. of the batch; the remaining rows become padding.
   /// Writes a staging set (after waiting for its copy of two fills ago),
   /// then enqueues the copies to the device views on `space`: kernels
-  /// enqueued on `space` before see the previous batch, after it the new one.
+  /// enqueued on `space` before see the previous batch, after it the new one
+  /// (the views returned before keep their own width: use the new ones).
   /// Work on other instances that reads the batch must be ordered by the caller.
   const Batch& fill(const ExecSpace& space, const std::vector<std::int64_t>& example_indices);
 
@@ -103,18 +108,24 @@ class BatchBuilder {
   const Batch& fill(const std::vector<std::int64_t>& example_indices);
 
   const Batch& batch() const { return batch_; }
+  model::BatchWidth width() const { return width_; }
+
+  /// The width a fill of these examples gets (at most the dataset's T).
+  int width_of(const std::vector<std::int64_t>& example_indices) const;
 
  private:
   /// Pinned host buffers of one batch, and the event after their last copy.
   struct Staging {
-    Kokkos::View<int**, Kokkos::LayoutRight, PinnedSpace> tokens, mask;  // (B, T)
-    Kokkos::View<int*, Kokkos::LayoutRight, PinnedSpace> targets;        // (B*T) causal LM
-    Kokkos::View<int*, Kokkos::LayoutRight, PinnedSpace> rows, gold;     // (B) classification
+    Kokkos::View<int*, Kokkos::LayoutRight, PinnedSpace> tokens, mask;  // (B*T)
+    Kokkos::View<int*, Kokkos::LayoutRight, PinnedSpace> targets;       // (B*T) causal LM
+    Kokkos::View<int*, Kokkos::LayoutRight, PinnedSpace> rows, gold;    // (B) classification
     StreamEvent copied;
   };
 
   const Dataset* data_;
+  model::BatchWidth width_;
   Batch batch_;
+  IntVec tokens_, mask_, targets_;  // the device buffers batch_'s views are prefixes of, (B*T)
   Staging staging_[2];
   int next_staging_ = 0;
 };

@@ -14,6 +14,7 @@
 
 #include "core/perturbation.hpp"
 #include "core/storage_dtype.hpp"
+#include "model/batch.hpp"
 
 #include <cstdint>
 #include <map>
@@ -37,6 +38,7 @@ struct DataSection {
   std::string eval;                // evaluation set; empty = no evaluation
   int micro_batch = 8;             // examples per rank and step, >= 1
   std::uint64_t shuffle_seed = 0;  // seed of the example order
+  model::BatchWidth batch_width = model::BatchWidth::trimmed;  // positions a batch runs at
 };
 
 struct OptimSection {

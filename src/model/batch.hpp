@@ -14,8 +14,26 @@ namespace distzo::model {
 ///                   at the last prompt token (MeZO's "train as classification").
 enum class Task { causal_lm, classification };
 
-/// The shape every micro-batch of a run has: what the engine, the loss head
-/// and the planner size their buffers for.
+/// How many positions a micro-batch runs at (data.batch_width).
+///   full:    the dataset's T, every batch (runs before trimming existed);
+///   trimmed: the batch's longest example rounded up to kBatchWidthMultiple,
+///            at most T. Padding positions past every example's length
+///            change no real position's result (attention is causal and the
+///            padding comes last), so trimming removes work, not information;
+///            the bits of a trimmed batch are those of its width, not T's.
+enum class BatchWidth { full, trimmed };
+/// "full" | "trimmed" (the spelling of decks and checkpoints).
+inline const char* to_string(BatchWidth width) {
+  return width == BatchWidth::full ? "full" : "trimmed";
+}
+
+/// The multiple a trimmed width is rounded up to. It keeps B*T' a multiple
+/// of 8 rows for the GEMMs and bounds how many distinct shapes a run sees.
+/// Changing it changes the bits of trimmed runs.
+inline constexpr int kBatchWidthMultiple = 8;
+
+/// The widest shape every micro-batch of a run fits: what the engine, the
+/// loss head and the planner size their buffers for.
 struct BatchShape {
   Task task = Task::causal_lm;
   int micro_batch = 0;  // B
@@ -23,7 +41,8 @@ struct BatchShape {
   int candidates = 0;   // K label words (classification); 0 for causal LM
 };
 
-/// One micro-batch of B rows x T positions in device memory. Rows past
+/// One micro-batch of B rows x T positions in device memory (T: this
+/// batch's width, at most the BatchShape's). Rows past
 /// `num_examples` are padding: pad tokens, mask 0, targets and gold -100
 /// (kernels::kIgnoreIndex), so every loss kernel skips them.
 struct Batch {

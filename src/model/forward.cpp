@@ -60,7 +60,7 @@ DecoderForward::DecoderForward(const ModelConfig& config, int batch, int seq_len
   DISTZO_REQUIRE(seq_len <= config.max_position_embeddings,
                  "forward: sequence length " << seq_len << " exceeds max_position_embeddings "
                                              << config.max_position_embeddings);
-  ForwardScratch& s = scratch_;
+  ForwardScratch& s = capacity_;
   s.batch = batch;
   s.seq_len = seq_len;
   const auto N = static_cast<std::size_t>(s.rows());
@@ -91,6 +91,47 @@ DecoderForward::DecoderForward(const ModelConfig& config, int batch, int seq_len
   }
   if (gemm_inputs != StorageDtype::fp32)
     s.gemm_input = HalfVec(label("forward.gemm_input"), N * std::max({C, H * hd, F}));
+  set_seq_len(seq_len);
+}
+
+namespace {
+
+/// The first `rows` rows of a (capacity rows, cols) buffer (empty stays empty).
+template <class View>
+View prefix_rows(const View& buffer, std::size_t rows) {
+  if (buffer.size() == 0) return buffer;
+  return View(buffer.data(), rows, buffer.extent(1));
+}
+
+}  // namespace
+
+void DecoderForward::set_seq_len(int seq_len) {
+  const ForwardScratch& c = capacity_;
+  DISTZO_REQUIRE(seq_len >= 1 && seq_len <= c.seq_len,
+                 "forward: a batch of " << seq_len << " positions does not fit buffers for "
+                                        << c.seq_len);
+  ForwardScratch& s = scratch_;
+  s.batch = c.batch;
+  s.seq_len = seq_len;
+  const auto T = static_cast<std::size_t>(seq_len);
+  const auto N = static_cast<std::size_t>(s.rows());
+  const auto H = static_cast<std::size_t>(config_.num_attention_heads);
+  const auto KV = static_cast<std::size_t>(config_.num_key_value_heads);
+  s.positions = IntMat(c.positions.data(), static_cast<std::size_t>(c.batch), T);
+  s.embedded = prefix_rows(c.embedded, N);
+  s.normed = prefix_rows(c.normed, N);
+  s.q = prefix_rows(c.q, N * H);
+  s.k = prefix_rows(c.k, N * KV);
+  s.v = prefix_rows(c.v, N * KV);
+  s.scores = Mat(c.scores.data(), T, T);
+  s.attended = prefix_rows(c.attended, N);
+  s.projected = prefix_rows(c.projected, N);
+  s.ffn = prefix_rows(c.ffn, N);
+  s.ffn_gate = prefix_rows(c.ffn_gate, N);
+  s.hidden_out = prefix_rows(c.hidden_out, N);
+  s.rope_cos = prefix_rows(c.rope_cos, N);
+  s.rope_sin = prefix_rows(c.rope_sin, N);
+  s.gemm_input = c.gemm_input;  // flat scratch: a GEMM uses its first rows * in words
 }
 
 std::uint64_t DecoderForward::scratch_bytes(const ModelConfig& config, int batch, int seq_len,

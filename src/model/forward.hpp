@@ -9,8 +9,12 @@
 // Stages are separate so that the engine can stream blocks, swap in perturbed
 // weights, and run the +eps and -eps evaluations while one block is resident.
 // What each stage computes is the architecture's (model/architecture.hpp);
-// this class owns the activation scratch for one (batch, seq_len), sized for
-// the config, and calls the architecture's functions on it.
+// this class owns the activation scratch for batches of up to (batch,
+// seq_len), sized for the config, and calls the architecture's functions on
+// it. A narrower batch (set_seq_len) runs in the same buffers, each view a
+// contiguous (B*T', ...) prefix of its storage: the kernels see exactly the
+// shapes a forward built for T' would, so the bits do not depend on the
+// width the buffers were allocated for.
 
 #include "core/storage_dtype.hpp"
 #include "core/types.hpp"
@@ -62,6 +66,13 @@ class DecoderForward {
   DecoderForward(const ModelConfig& config, int batch, int seq_len,
                  StorageDtype gemm_inputs = StorageDtype::fp32);
 
+  /// The passes that follow run on batches of `seq_len` positions, in
+  /// [1, max_seq_len()]: every scratch view becomes the (B*seq_len, ...)
+  /// prefix of its buffer. Cheap (no allocation, no kernel).
+  void set_seq_len(int seq_len);
+  /// The widest batch the buffers hold (the constructor's seq_len).
+  int max_seq_len() const { return capacity_.seq_len; }
+
   /// The bytes of activation scratch the constructor allocates (for
   /// `distzo plan`).
   static std::uint64_t scratch_bytes(const ModelConfig& config, int batch, int seq_len,
@@ -90,7 +101,8 @@ class DecoderForward {
  private:
   ModelConfig config_;
   const ArchitectureSpec& arch_;
-  ForwardScratch scratch_;
+  ForwardScratch capacity_;  // the allocations, for max_seq_len()
+  ForwardScratch scratch_;   // views of them at the current seq_len
 };
 
 }  // namespace distzo::model

@@ -24,8 +24,14 @@ void LossHead::loss(const ExecSpace& space, const WeightView& edge, ConstMat hid
                     const Batch& batch, const kernels::LossSums& sums, const HalfVec& x_words) {
   DISTZO_REQUIRE(batch.task == task_, "loss head built for another task than the batch's");
   if (task_ == Task::causal_lm) {
-    kernels::linear(space, logits_, hidden, edge.lm_head(), ConstVec(), x_words);
-    kernels::causal_lm_loss(space, sums, logits_, batch.targets);
+    // The (B*T', V) prefix of the logits for a batch of width T'.
+    const auto rows = static_cast<std::size_t>(batch.micro_batch) * batch.seq_len;
+    DISTZO_REQUIRE(rows <= logits_.extent(0) && hidden.extent(0) == rows,
+                   "loss head: a batch of " << rows << " rows (hidden state " << hidden.extent(0)
+                                            << ") does not fit logits for " << logits_.extent(0));
+    const Mat logits(logits_.data(), rows, logits_.extent(1));
+    kernels::linear(space, logits, hidden, edge.lm_head(), ConstVec(), x_words);
+    kernels::causal_lm_loss(space, sums, logits, batch.targets);
   } else {
     // Only the K candidate rows of the tied head are needed (MeZO's
     // "train as classification"), not the (B*T, V) logits.

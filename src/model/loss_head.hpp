@@ -12,7 +12,8 @@ namespace distzo::model {
 
 class LossHead {
  public:
-  /// Scratch for batches of `shape` (classification needs K > 0 candidates).
+  /// Scratch for batches of `shape`, or narrower (classification needs K > 0
+  /// candidates).
   LossHead(const ModelConfig& config, const BatchShape& shape);
 
   /// sums = (loss sum, count) of `batch` given hidden (B*T, E); for
@@ -27,7 +28,7 @@ class LossHead {
 
  private:
   Task task_;
-  Mat logits_;       // causal_lm: (B*T, V)
+  Mat logits_;       // causal_lm: (B*T, V); a batch of width T' uses its first B*T' rows
   Mat selected_;     // classification: (B, E)
   Mat cand_logits_;  // classification: (B, K)
   IntVec predictions_;

@@ -117,10 +117,11 @@ Engine::Engine(const model::ModelConfig& config, runtime::ParameterStore& store,
   // hidden state and loss slot also serve evaluation.
   const std::size_t evals = plan_.owned.size();
   DISTZO_REQUIRE(evals > 0, "engine: this rank owns no evaluation of the step");
-  hidden_.resize(evals);
+  hidden_buffers_.resize(evals);
   for (std::size_t i = 0; i < evals; ++i)
-    hidden_[i] = Mat(memory_label(MemoryRole::activations, "hidden." + std::to_string(i)),
-                     static_cast<std::size_t>(forward_.rows()), config.hidden_size);
+    hidden_buffers_[i] = Mat(memory_label(MemoryRole::activations, "hidden." + std::to_string(i)),
+                             static_cast<std::size_t>(forward_.rows()), config.hidden_size);
+  hidden_ = hidden_buffers_;
   sums_ = decltype(sums_)(memory_label(MemoryRole::activations, "loss_sums"), evals, 2);
   sums_host_ = decltype(sums_host_)(memory_label(MemoryRole::host_master, "loss_sums"), evals, 2);
 }
@@ -131,12 +132,21 @@ void Engine::run_pass(WalkPass& pass, bool writes_theta) {
   if (writes_theta) weights_->node_barrier(streamer_.instances().compute);
 }
 
+void Engine::fit_to(const model::Batch& batch) {
+  DISTZO_REQUIRE(batch.micro_batch == shape_.micro_batch && batch.seq_len >= 1 &&
+                     batch.seq_len <= shape_.seq_len,
+                 "engine built for batches of " << shape_.micro_batch << " x (up to) "
+                                                << shape_.seq_len << ", got "
+                                                << batch.micro_batch << " x " << batch.seq_len);
+  forward_.set_seq_len(batch.seq_len);
+  const auto rows = static_cast<std::size_t>(forward_.rows());
+  for (std::size_t i = 0; i < hidden_.size(); ++i)
+    hidden_[i] = Mat(hidden_buffers_[i].data(), rows, hidden_buffers_[i].extent(1));
+}
+
 LossTable Engine::run_step(const model::Batch& batch, const StepPerturbation& perturbation,
                            PendingUpdate& pending) {
-  DISTZO_REQUIRE(batch.micro_batch == shape_.micro_batch && batch.seq_len == shape_.seq_len,
-                 "engine built for batches of " << shape_.micro_batch << " x " << shape_.seq_len
-                                                << ", got " << batch.micro_batch << " x "
-                                                << batch.seq_len);
+  fit_to(batch);
   StepPass pass(*this, batch, perturbation, pending);
   run_pass(pass, true);
   pending.active = false;
@@ -159,6 +169,7 @@ void Engine::flush(PendingUpdate& pending) {
 }
 
 EvalOutcome Engine::evaluate(const model::Batch& batch) {
+  fit_to(batch);
   const ExecSpace& space = streamer_.instances().compute;
   ForwardPass pass(forward_, float_theta_, hidden_.at(0), batch.tokens, batch.mask);
   run_pass(pass, false);

@@ -42,7 +42,8 @@ struct EvalOutcome {
 
 class Engine {
  public:
-  /// Runs `plan`'s evaluations of batches of `shape` on the store's θ
+  /// Runs `plan`'s evaluations of batches of `shape` (or narrower: each
+  /// batch runs at its own width, model/forward.hpp) on the store's θ
   /// through a block streamer of its own, whose compute instance is
   /// `space`. A sliced store needs `node` (collective over its ranks).
   Engine(const model::ModelConfig& config, runtime::ParameterStore& store,
@@ -85,6 +86,9 @@ class Engine {
   /// Runs `pass` over the model; a pass that writes θ is fenced by node
   /// barriers (PerturbedWeights::node_barrier).
   void run_pass(WalkPass& pass, bool writes_theta);
+  /// Sizes the forward and the hidden states for `batch`'s width (at most
+  /// the shape's T), after checking it fits.
+  void fit_to(const model::Batch& batch);
 
   const model::ParameterRegistry& registry_;
   runtime::ParameterStore& store_;
@@ -98,7 +102,8 @@ class Engine {
   FloatTheta float_theta_;  // θ as floats for the evaluation's forward
   model::DecoderForward forward_;
   model::LossHead head_;
-  std::vector<Mat> hidden_;  // per owned evaluation: (B*T, C)
+  std::vector<Mat> hidden_buffers_;  // per owned evaluation: (B*T, C)
+  std::vector<Mat> hidden_;          // their (B*T', C) prefixes for the batch in hand
   Kokkos::View<double**, Kokkos::LayoutRight, MemSpace> sums_;  // (owned evaluations, 2)
   Kokkos::View<double**, Kokkos::LayoutRight, PinnedSpace> sums_host_;  // its host mirror
 };

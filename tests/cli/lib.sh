@@ -32,12 +32,14 @@ ln -s "$TEST_DATA/opt_tiny_preln.model.h5" model.h5
 fail() { echo "FAIL: $*" >&2; exit 1; }
 pass() { echo "ok: $*"; }
 
-# deck NAME STEPS DIR [extra YAML lines...]: writes NAME.yaml training the tiny model.
+# deck NAME STEPS DIR [extra YAML lines...]: writes NAME.yaml training the tiny model
+# (data.micro_batch ${MICRO_BATCH:-16}, data.batch_width $BATCH_WIDTH when set).
 deck() {
   local name=$1 steps=$2 dir=$3; shift 3
   {
     printf 'model:\n  path: model.h5\n'
     printf 'data:\n  train: train.h5\n  eval: eval.h5\n  micro_batch: %s\n' "${MICRO_BATCH:-16}"
+    [ -z "${BATCH_WIDTH:-}" ] || printf '  batch_width: %s\n' "$BATCH_WIDTH"
     printf 'optim:\n  steps: %s\n  lr: 1.0e-3\n  eps: 1.0e-3\n  queries: %s\n' "$steps" "${QUERIES:-1}"
     printf 'output:\n  dir: %s\n  log_interval: 1000\n' "$dir"
     printf 'eval:\n  interval: 0\n  max_examples: 64\n'
