@@ -1,6 +1,7 @@
 #include "app/evaluation.hpp"
 
 #include <algorithm>
+#include <numeric>
 #include <vector>
 
 namespace distzo::app {
@@ -9,12 +10,21 @@ EvalSummary evaluate(zo::Engine& engine, io::BatchBuilder& builder,
                      const io::Dataset& data, std::int64_t limit, int micro_batch,
                      const runtime::Communicator& world, const std::function<void()>& alive) {
   const std::int64_t n = limit > 0 ? std::min(limit, data.num_examples) : data.num_examples;
+  // Trimmed batches run at their longest example: grouping the examples by
+  // length makes each batch about as wide as its examples. The order is a
+  // function of the lengths alone (ties in file order), the same on every rank.
+  std::vector<std::int64_t> order(static_cast<std::size_t>(n));
+  std::iota(order.begin(), order.end(), 0);
+  if (builder.width() == model::BatchWidth::trimmed)
+    std::stable_sort(order.begin(), order.end(), [&](std::int64_t a, std::int64_t b) {
+      return data.lengths[static_cast<std::size_t>(a)] < data.lengths[static_cast<std::size_t>(b)];
+    });
   double totals[3] = {0, 0, 0};  // loss sum, count, correct
   std::int64_t batch_index = 0;
   for (std::int64_t first = 0; first < n; first += micro_batch, ++batch_index) {
     if (batch_index % world.size() != world.rank()) continue;
-    std::vector<std::int64_t> idx;
-    for (std::int64_t i = first; i < std::min(n, first + micro_batch); ++i) idx.push_back(i);
+    const std::vector<std::int64_t> idx(order.begin() + first,
+                                        order.begin() + std::min(n, first + micro_batch));
     const model::Batch& batch = builder.fill(ExecSpace(), idx);
     const zo::EvalOutcome out = engine.evaluate(batch);
     totals[0] += out.loss_sum;

@@ -17,7 +17,9 @@ struct EvalSummary {
 };
 
 /// Evaluates the first `limit` examples of `data` (all if limit == 0), in
-/// file order, micro-batch j on world rank j % size; totals are summed over
+/// file order, or with a trimming builder (data.batch_width: trimmed) in
+/// order of length (ties in file order), micro-batch j on world rank
+/// j % size; totals are summed over
 /// `world`, so every rank returns the same summary. θ must be flushed.
 /// `alive` is called after each micro-batch (a watchdog's liveness tick).
 EvalSummary evaluate(zo::Engine& engine, io::BatchBuilder& builder,
