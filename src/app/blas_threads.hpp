@@ -17,8 +17,9 @@ namespace distzo::app {
 /// cores divided by the ranks on the node, at least 1. DISTZO_GEMM=library
 /// (default: tiled) gives the threads to the BLAS instead, one call per GEMM,
 /// the path before the tiles (its bits may depend on the thread count).
-/// Returns the lines for run.log: the threads and why, then the numerics
-/// contract. Throws distzo::Error (naming the variable) for a malformed value.
+/// Returns the lines for run.log: a warning when OpenBLAS fell back to
+/// kernels older than the CPU (and what to set), the threads and why, then
+/// the numerics contract. Throws distzo::Error (naming the variable) for a malformed value.
 std::string set_blas_threads(int ranks_on_node);
 
 }  // namespace distzo::app
