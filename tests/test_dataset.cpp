@@ -372,7 +372,7 @@ std::vector<int> to_host(const View& v) {
 
 TEST(BatchBuilder, CausalLmHandComputed) {
   const Dataset d = small_causal();
-  BatchBuilder builder(d, 3);
+  BatchBuilder builder(d, 3, distzo::model::BatchWidth::full);  // the layout at the dataset's T
   const Batch& b = builder.fill({1, 0});  // third row is padding
 
   EXPECT_EQ(b.task, Task::causal_lm);
@@ -409,7 +409,7 @@ TEST(BatchBuilder, CausalLmHandComputed) {
 
 TEST(BatchBuilder, ClassificationHandComputed) {
   const Dataset d = small_classification();
-  BatchBuilder builder(d, 3);
+  BatchBuilder builder(d, 3, distzo::model::BatchWidth::full);  // the layout at the dataset's T
   const Batch& b = builder.fill({2, 0});
   EXPECT_EQ(b.task, Task::classification);
   EXPECT_EQ(to_host(b.tokens), (std::vector<int>{13, 14, 15, 1, /**/ 7, 8, 1, 1, /**/ 1, 1, 1, 1}));
@@ -462,12 +462,12 @@ Dataset cut_to(const Dataset& d, int width) {
   return c;
 }
 
-TEST(BatchBuilder, TrimmedWidthIsTheLongestExampleRoundedUpToEight) {
+TEST(BatchBuilder, TrimmedWidthIsTheLongestExample) {
   const Dataset d = wide_dataset(Task::causal_lm);
   BatchBuilder trimmed(d, 2);  // the default width
   BatchBuilder full(d, 2, distzo::model::BatchWidth::full);
   const std::vector<std::pair<std::vector<std::int64_t>, int>> cases = {
-      {{0}, 8}, {{0, 2}, 16}, {{1, 0}, 16}, {{}, 8}, {{2, 2}, 16}};
+      {{0}, 3}, {{0, 2}, 9}, {{1, 0}, 11}, {{}, 1}, {{2, 2}, 9}};
   const int* tokens = nullptr;
   for (const auto& [examples, width] : cases) {
     EXPECT_EQ(trimmed.width_of(examples), width);
@@ -481,10 +481,10 @@ TEST(BatchBuilder, TrimmedWidthIsTheLongestExampleRoundedUpToEight) {
     EXPECT_EQ(b.tokens.data(), tokens);
     EXPECT_EQ(full.fill(examples).seq_len, 20);
   }
-  // A dataset whose T is not a multiple of 8 caps the rounding at T.
-  const Dataset narrow = cut_to(d, 12);
-  EXPECT_EQ(BatchBuilder(narrow, 2).width_of({1}), 12);
-  EXPECT_EQ(BatchBuilder(narrow, 2).width_of({0}), 8);
+  // An example as long as the dataset's T runs at T.
+  const Dataset narrow = cut_to(d, 11);
+  EXPECT_EQ(BatchBuilder(narrow, 2).width_of({1}), 11);
+  EXPECT_EQ(BatchBuilder(narrow, 2).width_of({0, 2}), 9);
 }
 
 TEST(BatchBuilder, TrimmedBatchIsTheBatchOfADatasetCutToItsWidth) {

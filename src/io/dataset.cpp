@@ -432,8 +432,7 @@ int BatchBuilder::width_of(const std::vector<std::int64_t>& example_indices) con
   int longest = 1;
   for (const std::int64_t i : example_indices)
     longest = std::max(longest, static_cast<int>(d.lengths[static_cast<std::size_t>(i)]));
-  const int m = model::kBatchWidthMultiple;
-  return std::min(T, (longest + m - 1) / m * m);
+  return std::min(T, longest);
 }
 
 const Batch& BatchBuilder::fill(const ExecSpace& space,

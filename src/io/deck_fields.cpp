@@ -210,8 +210,8 @@ const std::vector<Field>& fields() {
         uint64("data", "shuffle_seed", member(d, &D::shuffle_seed), "seed of the example order"),
         choice("data", "batch_width", member(d, &D::batch_width),
                {{"trimmed", model::BatchWidth::trimmed}, {"full", model::BatchWidth::full}},
-               "positions a micro-batch runs at: `trimmed` = its longest example rounded up to "
-               "a multiple of 8 (at most the dataset's length), `full` = the dataset's length "
+               "positions a micro-batch runs at: `trimmed` = its longest example, `full` = the "
+               "dataset's length "
                "(as before trimming existed; the same losses up to rounding, other bits). A "
                "resumed run keeps its checkpoint's width"),
 

@@ -16,8 +16,7 @@ enum class Task { causal_lm, classification };
 
 /// How many positions a micro-batch runs at (data.batch_width).
 ///   full:    the dataset's T, every batch (runs before trimming existed);
-///   trimmed: the batch's longest example rounded up to kBatchWidthMultiple,
-///            at most T. Padding positions past every example's length
+///   trimmed: the batch's longest example (at most T). Padding positions past every example's length
 ///            change no real position's result (attention is causal and the
 ///            padding comes last), so trimming removes work, not information;
 ///            the bits of a trimmed batch are those of its width, not T's.
@@ -27,10 +26,9 @@ inline const char* to_string(BatchWidth width) {
   return width == BatchWidth::full ? "full" : "trimmed";
 }
 
-/// The multiple a trimmed width is rounded up to. It keeps B*T' a multiple
-/// of 8 rows for the GEMMs and bounds how many distinct shapes a run sees.
-/// Changing it changes the bits of trimmed runs.
-inline constexpr int kBatchWidthMultiple = 8;
+// No rounding of the width: on the 2-core Xeon of perf/RESULTS.md a SmolLM2
+// forward's time grows linearly with it (25 to 36 positions, every width;
+// 27 costs 570 ms, 32 costs 690 ms), with no step at multiples of 8.
 
 /// The widest shape every micro-batch of a run fits: what the engine, the
 /// loss head and the planner size their buffers for.
