@@ -509,6 +509,19 @@ TEST(BatchBuilder, TrimmedBatchIsTheBatchOfADatasetCutToItsWidth) {
       EXPECT_EQ(a.num_tokens, b.num_tokens);
       EXPECT_EQ(a.num_targets, b.num_targets);
     }
+    // A width asked for (a replica's global batch's) lays the batch out at it.
+    const Batch& a = trimmed.fill(distzo::ExecSpace(), {0, 2}, 15);
+    distzo::ExecSpace().fence();
+    const Dataset cut = cut_to(d, 15);  // the builder refers to it
+    BatchBuilder exact(cut, 3, distzo::model::BatchWidth::full);
+    const Batch& b = exact.fill({0, 2});
+    EXPECT_EQ(a.seq_len, 15);
+    EXPECT_EQ(to_host(a.tokens), to_host(b.tokens));
+    EXPECT_EQ(to_host(a.targets), to_host(b.targets));
+    EXPECT_EQ(to_host(a.rows), to_host(b.rows));
+    expect_error([&] { trimmed.fill(distzo::ExecSpace(), {0, 2}, 8); },
+                 {"width 8 is outside [9, 20]"});
+    expect_error([&] { trimmed.fill(distzo::ExecSpace(), {0}, 21); }, {"width 21"});
   }
 }
 

@@ -27,8 +27,12 @@ RunHooks::RunHooks(Inputs& in, zo::Engine& engine, Batches& batches,
 
 const model::Batch& RunHooks::batch(std::int64_t step) {
   const int D = mesh_.layout().data_size, B = deck_.data.micro_batch;
-  return batches_.train.fill(ExecSpace(),
-                             order_.micro_batch(step, mesh_.coordinates().data_rank, D, B));
+  // Every replica runs at the width of the whole global batch, so that the
+  // shapes of a step, hence its rounding, do not depend on D: one rank with
+  // the global batch as its micro-batch runs at the same width.
+  const int width = batches_.train.width_of(order_.micro_batch(step, 0, 1, B * D));
+  return batches_.train.fill(
+      ExecSpace(), order_.micro_batch(step, mesh_.coordinates().data_rank, D, B), width);
 }
 
 namespace {

@@ -436,7 +436,7 @@ int BatchBuilder::width_of(const std::vector<std::int64_t>& example_indices) con
 }
 
 const Batch& BatchBuilder::fill(const ExecSpace& space,
-                                const std::vector<std::int64_t>& example_indices) {
+                                const std::vector<std::int64_t>& example_indices, int seq_len) {
   const Dataset& d = *data_;
   Batch& b = batch_;
   const int B = b.micro_batch;
@@ -449,7 +449,12 @@ const Batch& BatchBuilder::fill(const ExecSpace& space,
                                                         << ") is outside [0, " << d.num_examples
                                                         << ")");
   // The width of this fill, and the (B, T') prefixes of the buffers at it.
-  const int T = width_of(example_indices);
+  const int needed = width_of(example_indices);
+  DISTZO_REQUIRE(seq_len == 0 || (seq_len >= needed && seq_len <= d.seq_len),
+                 "BatchBuilder::fill: width " << seq_len << " is outside [" << needed << ", "
+                                              << d.seq_len
+                                              << "] (the longest example, the dataset's T)");
+  const int T = seq_len == 0 ? needed : seq_len;
   const auto BT = static_cast<std::size_t>(B) * static_cast<std::size_t>(T);
   const auto dataset_row = [&](std::int64_t i) { return static_cast<std::size_t>(i * d.seq_len); };
 

@@ -101,7 +101,12 @@ class BatchBuilder {
   /// enqueued on `space` before see the previous batch, after it the new one
   /// (the views returned before keep their own width: use the new ones).
   /// Work on other instances that reads the batch must be ordered by the caller.
-  const Batch& fill(const ExecSpace& space, const std::vector<std::int64_t>& example_indices);
+  /// `seq_len`: the width to lay the batch out at, from width_of(these
+  /// examples) to the dataset's T (a data-parallel replica passes its global
+  /// batch's width, so that every layout runs a step at the same shapes);
+  /// 0 = width_of(example_indices).
+  const Batch& fill(const ExecSpace& space, const std::vector<std::int64_t>& example_indices,
+                    int seq_len = 0);
 
   /// Same on the default instance, and fenced after the copies: the batch is
   /// ready for any instance when this returns.
