@@ -126,13 +126,22 @@ column() {
 }
 
 # like_one_rank RUN ONE LABEL: RUN's metrics.csv against ONE's at the same
-# global batch, step by step: L+ and L- within 1e-6 relative, g within 1e-3
-# (data parallelism sums the loss in another order; g divides a difference).
+# global batch, step by step. Data parallelism computes the same estimator,
+# but not the same bits: the replicas sum the loss in another order, and their
+# GEMMs start at other rows of the batch, which changes the rounding where the
+# BLAS's result for a row depends on its position in the call (OpenBLAS's Zen
+# kernels: the row's position mod 12; docs/formats.md, "What reproducible
+# means"). So: step 1, at the same θ, L+ and L- within 1e-6 relative (a wrong
+# replica, batch or weighting is off by far more); later steps, once θ carries
+# the rounding of the updates, within 1e-5 (seen: 4e-6 after 20 steps on a Zen
+# EPYC); g within 1e-3 at every step (it divides a difference by 2 eps).
 like_one_rank() {
   local c
   for c in loss_plus loss_minus; do
     column "$2/metrics.csv" $c > a.txt; column "$1/metrics.csv" $c > b.txt
-    close_rel b.txt a.txt 1e-6 || fail "$3: $c differs from 1 rank by more than 1e-6 relative"
+    head -n 1 a.txt > a1.txt; head -n 1 b.txt > b1.txt
+    close_rel b1.txt a1.txt 1e-6 || fail "$3: step 1's $c differs from 1 rank by more than 1e-6 relative"
+    close_rel b.txt a.txt 1e-5 || fail "$3: $c differs from 1 rank by more than 1e-5 relative"
   done
   column "$2/metrics.csv" g > a.txt; column "$1/metrics.csv" g > b.txt
   close_rel b.txt a.txt 1e-3 || fail "$3: g differs from 1 rank by more than 1e-3 relative"

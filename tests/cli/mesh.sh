@@ -45,7 +45,7 @@ MICRO_BATCH=8 mesh d2_replicated 1 2 2 'placement:' '  share_host_master: false'
 [ "$(final d2)" = "$(final d2_replicated)" ] || fail "D=2 shared differs from D=2 unshared"
 pass "D=2 with a shared master == D=2 unshared ($(final d2))"
 like_one_rank d2 single "D=2"
-pass "D=2: replicas identical at every step (check_interval 1); losses within 1e-6, g within 1e-3 of 1 rank"
+pass "D=2: replicas identical at every step (check_interval 1); losses within 1e-6 of 1 rank at step 1 and 1e-5 after, g within 1e-3"
 
 MICRO_BATCH=8 mesh p2d2 2 2 4
 [ "$(final p2d2)" = "$(final d2)" ] || fail "P=2 x D=2 on 4 ranks differs from D=2 on 2 ranks"

@@ -85,7 +85,7 @@ same_datasets "$(ckpt n1_p2d2)" "$(ckpt n2_p2d2)" ||
 pass "P2xD2, 2 ranks per node (a shared master per node): final digest == P2xD2 on 1 node == D=2 on 1 node ($(final d2)); same checkpoint datasets"
 like_one_rank n2_p2d2 single "P2xD2 on 2 nodes"
 bits=$([ "$(final n2_p2d2)" = "$(final single)" ] && echo "equal here too" || echo "not equal, as may be")
-pass "P2xD2 on 2 nodes vs 1 rank at the same global batch (16): losses within 1e-6, g within 1e-3 at every step (final digests: $bits)"
+pass "P2xD2 on 2 nodes vs 1 rank at the same global batch (16): losses within 1e-6 at step 1 and 1e-5 after, g within 1e-3 (final digests: $bits)"
 
 # 3. Host memory per node: one line per node (its ranks' proportional set
 #    sizes summed, each node's node-shared master counted once), then the total.
