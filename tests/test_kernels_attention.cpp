@@ -13,6 +13,7 @@
 #include "core/error.hpp"
 #include "kernels/attention.hpp"
 #include "kernels/embedding.hpp"
+#include "kernels/host_gemm.hpp"
 
 #include "support/kernel_check.hpp"
 
@@ -56,6 +57,14 @@ Ref attention_ref(const HostMat& q, const HostMat& kk, const HostMat& v, const H
   return out;
 }
 
+/// A float result as a reference, to compare two kernel results.
+Ref as_ref(const HostMat& m) {
+  Ref r(m.extent(0), m.extent(1));
+  for (std::size_t i = 0; i < r.rows; ++i)
+    for (std::size_t j = 0; j < r.cols; ++j) r(i, j) = m(i, j);
+  return r;
+}
+
 /// The two attention implementations on interleaved (B*T, C) q, k, v: the
 /// reference kernel, or split_heads -> attention_heads -> merge_heads.
 enum class AttentionPath { reference, heads };
@@ -75,7 +84,8 @@ HostMat run_attention(AttentionPath path, const HostMat& q, const HostMat& kk, c
   }
   const std::size_t hd = channels / heads;
   Mat qh("qh", rows * heads, hd), kh("kh", rows * heads, hd), vh("vh", rows * heads, hd);
-  Mat oh("oh", rows * heads, hd), scores("scores", seq, seq);
+  Mat oh("oh", rows * heads, hd);
+  Vec scores("scores", seq * seq);  // one pair at a time
   Kokkos::deep_copy(oh, 321.0f);
   Kokkos::deep_copy(scores, std::numeric_limits<real>::quiet_NaN());  // stale scratch is harmless
   k::split_heads(space(), qh, to_device(q), ConstVec(), heads, seq);
@@ -178,10 +188,12 @@ TEST(KernelsAttention, ShapeErrorsThrow) {
   IntMat mask_bad("mask_bad", 2, 4);
   EXPECT_THROW(k::attention(space(), q, q, q, q, mask_bad, 2, 1.0f), Error);
   // Head-major (B*H*T, hd) = (12, 4) for B = 2, T = 3, H = 2.
-  Mat h("h", 12, 4), o("o", 12, 4), scores("scores", 3, 3);
+  Mat h("h", 12, 4), o("o", 12, 4);
+  Vec scores("scores", 9);
   EXPECT_NO_THROW(k::attention_heads(space(), o, h, h, h, mask, 2, 2, 1.0f, scores));
   EXPECT_THROW(k::attention_heads(space(), o, h, h, h, mask, 3, 3, 1.0f, scores), Error);
-  EXPECT_THROW(k::attention_heads(space(), o, h, h, h, mask, 2, 2, 1.0f, Mat("s", 3, 4)), Error);
+  // Fewer floats than one pair's 1 x 3 x 3 scores.
+  EXPECT_THROW(k::attention_heads(space(), o, h, h, h, mask, 2, 2, 1.0f, Vec("s", 8)), Error);
   EXPECT_THROW(k::attention_heads(space(), Mat("o", 12, 3), h, h, h, mask, 2, 2, 1.0f, scores), Error);
 }
 
@@ -256,7 +268,8 @@ TEST(KernelsAttention, GroupedQueryHeadsReadTheirSharedKeyValueHead) {
   const Ref ref = attention_ref(q, k_rep, v_rep, mask, heads, scale);
 
   Mat qh("qh", rows * heads, hd), kh("kh", rows * kv_heads, hd), vh("vh", rows * kv_heads, hd);
-  Mat oh("oh", rows * heads, hd), scores("scores", seq, seq), out("out", rows, heads * hd);
+  Mat oh("oh", rows * heads, hd), out("out", rows, heads * hd);
+  Vec scores("scores", k::attention_scores_floats(batch, heads, kv_heads, seq));
   k::split_heads(space(), qh, to_device(q), ConstVec(), heads, static_cast<int>(seq));
   k::split_heads(space(), kh, to_device(kk), ConstVec(), kv_heads, static_cast<int>(seq));
   k::split_heads(space(), vh, to_device(v), ConstVec(), kv_heads, static_cast<int>(seq));
@@ -264,17 +277,56 @@ TEST(KernelsAttention, GroupedQueryHeadsReadTheirSharedKeyValueHead) {
   k::merge_heads(space(), out, oh, heads, static_cast<int>(seq));
   const double atol = 2.0 * dot_bound(hd + 1, scale * hd) + dot_bound(seq + 2, 1.0) + 4 * kFloatU;
   EXPECT_TRUE(all_close(to_host(out), ref, atol, 0.0));
-  // The same as plain multi-head attention on the repeated k and v, bit for bit.
+  // The same as plain multi-head attention on the repeated k and v, up to the
+  // rounding of the scores GEMM's other shape (group * T rows, not T).
   Mat kh_rep("kh_rep", rows * heads, hd), vh_rep("vh_rep", rows * heads, hd);
   Mat oh_rep("oh_rep", rows * heads, hd);
   k::split_heads(space(), kh_rep, to_device(k_rep), ConstVec(), heads, static_cast<int>(seq));
   k::split_heads(space(), vh_rep, to_device(v_rep), ConstVec(), heads, static_cast<int>(seq));
   k::attention_heads(space(), oh_rep, qh, kh_rep, vh_rep, to_device(mask), heads, heads, scale,
                      scores);
-  EXPECT_TRUE(bit_equal(to_host(oh), to_host(oh_rep)));
+  EXPECT_TRUE(all_close(to_host(oh), as_ref(to_host(oh_rep)), 4 * kFloatU, 4 * kFloatU));
   EXPECT_THROW(k::attention_heads(space(), oh, qh, kh, vh, to_device(mask), heads, 4, scale,
                                   scores),
                Error);  // 4 does not divide 6
+}
+
+TEST(KernelsAttention, PairsGiveTheSameBitsAtAnyThreadCountAndSlotCount) {
+  // attention_heads computes its (batch row, key/value head) pairs as many at
+  // a time as its scratch holds, on the host spread over the GEMM's threads:
+  // neither may change a bit (DESIGN.md invariant 6). 4 batch rows x 2 kv
+  // heads = 8 pairs, 3 query heads each, padded on both sides; T = 70 puts
+  // the scores GEMM (210 x 70 x 16) past one tile's shape on some BLAS.
+  const int heads = 6, kv_heads = 2;
+  const std::size_t batch = 4, seq = 70, hd = 16, group = heads / kv_heads;
+  HostIntMat mask("mask", batch, seq);
+  for (std::size_t b = 0; b < batch; ++b)
+    for (std::size_t t = 0; t < seq; ++t) mask(b, t) = t >= 3 * b && t + 5 * b < seq ? 1 : 0;
+  const std::size_t rows = batch * seq;
+  const Mat qh = to_device(random_host(rows * heads, hd, 301));
+  const Mat kh = to_device(random_host(rows * kv_heads, hd, 302));
+  const Mat vh = to_device(random_host(rows * kv_heads, hd, 303));
+  const IntMat m = to_device(mask);
+  const real scale = 1.0f / std::sqrt(real(hd));
+  const std::size_t pair = group * seq * seq;
+  ASSERT_EQ(k::attention_scores_floats(batch, heads, kv_heads, seq),
+            std::min(batch * kv_heads * pair, std::max(pair, k::attention_scores_budget)));
+  const auto run = [&](int threads, std::size_t slots) {
+    k::set_gemm_threads(threads, k::GemmPath::tiled);
+    EXPECT_EQ(k::attention_slots(slots * pair + pair / 2, batch * kv_heads, group, seq), slots);
+    Vec scores("scores", slots * pair + pair / 2);  // a partial slot stays unused
+    Mat oh("oh", rows * heads, hd);
+    Kokkos::deep_copy(oh, 321.0f);
+    k::attention_heads(space(), oh, qh, kh, vh, m, heads, kv_heads, scale, scores);
+    k::set_gemm_threads(1, k::GemmPath::tiled);
+    return to_host(oh);
+  };
+  const HostMat one = run(1, 1);
+  for (const int threads : {1, 2, 3})
+    for (const std::size_t slots : {std::size_t(1), std::size_t(3), batch * kv_heads}) {
+      SCOPED_TRACE(::testing::Message() << threads << " threads, " << slots << " slots");
+      EXPECT_TRUE(bit_equal(run(threads, slots), one));
+    }
 }
 
 }  // namespace

@@ -4,16 +4,19 @@
 //   attention        the reference kernel: one team per query row, scores
 //                    and sums in scratch, on the interleaved (B*T, C) layout;
 //                    the oracle the fast path is tested against;
-//   attention_heads  the fast path: per (batch row, head) two GEMMs through
-//                    Kokkos Kernels (OpenBLAS on the host, cuBLAS under CUDA)
-//                    around a masked softmax, on head-major buffers, which
-//                    split_heads and merge_heads convert to and from.
+//   attention_heads  the fast path: per (batch row, key/value head) two GEMMs
+//                    over all the query heads that share it (OpenBLAS on the
+//                    host, cuBLAS under CUDA) around a masked softmax, on
+//                    head-major buffers, which split_heads and merge_heads
+//                    convert to and from.
 //
 // Head-major layout: a (B*H*T, hd) matrix whose rows (b*H + h)*T .. +T are
 // the T positions of head h of batch row b, each row hd contiguous floats,
 // so every (b, h) is a contiguous LayoutRight (T, hd) matrix that BLAS takes
 // as it is (a strided per-head view of the interleaved layout would send
 // Kokkos Kernels to its slow native GEMM).
+
+#include <cstddef>
 
 #include "core/types.hpp"
 
@@ -72,19 +75,38 @@ void rotary_embedding(const ExecSpace& space, const Mat& x, const ConstMat& cos,
 ///   out: (B*T, C)  x: (B*H*T, hd)  seq: T
 void merge_heads(const ExecSpace& space, const Mat& out, const ConstMat& x, int heads, int seq);
 
-/// The same attention as `attention`, on head-major q, k, v and out, for
-/// every (b, h) in turn: scores = scale * q kᵀ (GEMM), the causal and
+/// The same attention as `attention`, on head-major q, k, v and out, one
+/// (batch row b, key/value head g) pair at a time: its `group` = heads /
+/// kv_heads query heads are consecutive head-major rows, so one GEMM gives
+/// all their scores, scale * q_group kᵀ: (group*T, T); then the causal and
 /// key-padding masked softmax of each row (max-subtracted; masked keys get
 /// exactly 0; a query with no visible key gets a row of zeros, hence an
-/// output of zeros), out = p v (GEMM). Results differ from `attention` by
-/// rounding only (another summation order).
+/// output of zeros); then one GEMM, out_group = p v. K and v are read where
+/// they are (grouped-query heads share them without a copy, as transformers'
+/// repeat_kv does; kv_heads = heads is plain multi-head). Results differ from
+/// `attention` by rounding only (another summation order).
 ///
-/// Grouped-query attention (Llama's num_key_value_heads): k and v have
-/// kv_heads heads, and query head h reads kv head h / (heads / kv_heads),
-/// as transformers' repeat_kv does; kv_heads = heads is plain multi-head.
-///   out, q: (B*H*T, hd)  k, v: (B*KV*T, hd)  mask: (B, T)  scores: (T, T) scratch
+/// `scores` is flat scratch for attention_slots() pairs at once; on host
+/// execution spaces the pairs of a round are spread over the host GEMM's
+/// threads (host_parallel_tasks), each through its own GEMMs and softmax,
+/// on other backends the round's softmax is one kernel. A pair's bits depend
+/// neither on the threads nor on the number of slots. The causal mask is not
+/// exploited: BLAS has no GEMM with a triangular result.
+///   out, q: (B*H*T, hd)  k, v: (B*KV*T, hd)  mask: (B, T)
+///   scores: at least group*T*T floats
 void attention_heads(const ExecSpace& space, const Mat& out, const ConstMat& q, const ConstMat& k,
                      const ConstMat& v, const ConstIntMat& mask, int heads, int kv_heads,
-                     real scale, const Mat& scores);
+                     real scale, const Vec& scores);
+
+/// Floats of attention_heads' scores for batches of up to (batch, seq): every
+/// (batch row, key/value head) pair at once when they fit in
+/// attention_scores_budget floats, else as many as fit, at least one. A
+/// function of the shape only (not of the threads), so `distzo plan` knows it.
+inline constexpr std::size_t attention_scores_budget = std::size_t(1) << 21;  // 8 MiB of floats
+std::size_t attention_scores_floats(std::size_t batch, int heads, int kv_heads, std::size_t seq);
+
+/// The pairs attention_heads computes at once with `floats` of scores.
+std::size_t attention_slots(std::size_t floats, std::size_t pairs, std::size_t group,
+                            std::size_t seq);
 
 }  // namespace distzo::kernels

@@ -1,13 +1,16 @@
 // The fast attention path (kernels/attention.hpp): head-major reordering,
-// two GEMMs per (batch row, head) and the masked softmax between them.
+// two GEMMs per (batch row, key/value head) and the masked softmax between
+// them.
 #include "kernels/attention.hpp"
 
 #include "core/error.hpp"
 #include "core/math.hpp"
 #include "core/fp.hpp"
 #include "kernels/common.hpp"
+#include "kernels/host_gemm.hpp"
 #include "kernels/linear.hpp"
 
+#include <algorithm>
 #include <cstdint>
 
 namespace distzo::kernels {
@@ -46,43 +49,102 @@ struct HeadShape {
   }
 };
 
-/// Row i of scores (one head of batch row b) becomes the softmax over the
-/// keys j <= i with mask(b, j) != 0, and exactly 0 elsewhere (j > i too: the
-/// next GEMM multiplies every column).
-void masked_softmax(const ExecSpace& space, const Mat& scores, const ConstIntMat& mask, int b) {
-  const Mat s = scores;
-  const ConstIntMat m = mask;
-  const int seq = static_cast<int>(scores.extent(0));
+/// One row of scores (query position i of batch row b, `seq` keys) becomes
+/// the softmax over the keys j <= i with mask(b, j) != 0, and exactly 0
+/// elsewhere (j > i too: the next GEMM multiplies every column); a row with
+/// no visible key becomes zeros. Sequential over j, so the host and every
+/// backend sum in the same order.
+KOKKOS_INLINE_FUNCTION void masked_softmax_row(real* s, std::int64_t i, std::int64_t seq,
+                                               const ConstIntMat& mask, std::int64_t b) {
+  real row_max = Kokkos::reduction_identity<real>::max();
+  int visible = 0;
+  for (std::int64_t j = 0; j <= i; ++j) {
+    if (mask(b, j) == 0) continue;
+    ++visible;
+    if (s[j] > row_max) row_max = s[j];
+  }
+  for (std::int64_t j = 0; j < seq; ++j) {
+    // fp::exp: a polynomial the host compiler vectorises (libm's expf is a
+    // call per element), the same bits on every backend.
+    const real e = fp::exp(s[j] - row_max);
+    s[j] = visible != 0 && j <= i && mask(b, j) != 0 ? e : real(0);
+  }
+  if (visible == 0) return;  // a row of zeros: the output row is zero
+  real denom = 0;            // >= 1: the maximal key contributes exp(0)
+  for (std::int64_t j = 0; j <= i; ++j) denom += s[j];
+  for (std::int64_t j = 0; j <= i; ++j) s[j] /= denom;
+}
+
+/// The (batch row, key/value head) pairs of one attention_heads call.
+struct HeadPairs {
+  Mat out;
+  ConstMat q, k, v;
+  ConstIntMat mask;
+  real scale;
+  std::int64_t heads, kv_heads, group, seq, head_dim;
+  real* scores;           // slots of group*T*T floats
+  std::int64_t first = 0;  // the round's first pair
+
+  std::int64_t pairs() const { return static_cast<std::int64_t>(mask.extent(0)) * kv_heads; }
+  std::int64_t batch_row(std::int64_t pair) const { return pair / kv_heads; }
+  /// The first head-major row of the pair's query heads (and of its output).
+  std::int64_t q_row(std::int64_t pair) const {
+    return (pair / kv_heads * heads + pair % kv_heads * group) * seq;
+  }
+  std::int64_t kv_row(std::int64_t pair) const { return pair * seq; }  // (b*KV + g)*T
+  std::int64_t score_rows() const { return group * seq; }
+  real* slot(std::int64_t s) const { return scores + s * score_rows() * seq; }
+};
+
+/// Pair `first + task` of a round on the host: both GEMMs and the softmax on
+/// one thread, in its own slot (host_parallel_tasks).
+void host_pair(const void* context, std::int64_t task) {
+  const HeadPairs& p = *static_cast<const HeadPairs*>(context);
+  const std::int64_t pair = p.first + task, rows = p.score_rows();
+  const auto u = [](std::int64_t x) { return static_cast<std::size_t>(x); };
+  real* s = p.slot(task);
+  const std::size_t ldq = p.q.stride(0), ldk = p.k.stride(0), ldv = p.v.stride(0),
+                    ldo = p.out.stride(0);
+  host_tiled_gemm(false, true, u(rows), u(p.seq), u(p.head_dim), p.scale,
+                  p.q.data() + u(p.q_row(pair)) * ldq, ldq, p.k.data() + u(p.kv_row(pair)) * ldk,
+                  ldk, real(0), s, u(p.seq));
+  const std::int64_t b = p.batch_row(pair);
+  for (std::int64_t r = 0; r < rows; ++r) masked_softmax_row(s + r * p.seq, r % p.seq, p.seq, p.mask, b);
+  host_tiled_gemm(false, false, u(rows), u(p.head_dim), u(p.seq), real(1), s, u(p.seq),
+                  p.v.data() + u(p.kv_row(pair)) * ldv, ldv, real(0),
+                  p.out.data() + u(p.q_row(pair)) * ldo, ldo);
+}
+
+/// A round of `n` pairs on `space` through kernels::gemm, the softmax of all
+/// their rows in one kernel.
+void device_round(const ExecSpace& space, const HeadPairs& p, std::int64_t n) {
+  const std::int64_t rows = p.score_rows(), T = p.seq;
+  const auto range = [](std::int64_t r0, std::int64_t count) {
+    return Kokkos::make_pair(static_cast<std::size_t>(r0), static_cast<std::size_t>(r0 + count));
+  };
+  const auto slot = [&](std::int64_t s) {
+    return Mat(p.slot(s), static_cast<std::size_t>(rows), static_cast<std::size_t>(T));
+  };
+  for (std::int64_t s = 0; s < n; ++s) {
+    const std::int64_t pair = p.first + s;
+    gemm(space, "N", "T", p.scale, Kokkos::subview(p.q, range(p.q_row(pair), rows), Kokkos::ALL),
+         Kokkos::subview(p.k, range(p.kv_row(pair), T), Kokkos::ALL), real(0), slot(s));
+  }
+  const ConstIntMat mask = p.mask;
+  real* const scores = p.scores;
+  const std::int64_t first = p.first, kv = p.kv_heads;
   Kokkos::parallel_for(
-      "distzo::attention_heads::softmax", TeamPolicy(space, seq, Kokkos::AUTO),
-      KOKKOS_LAMBDA(const TeamMember& member) {
-        const int i = member.league_rank();
-        real row_max = 0;
-        int visible = 0;
-        Kokkos::parallel_reduce(
-            Kokkos::TeamThreadRange(member, i + 1),
-            [&](const int j, real& mx) {
-              if (m(b, j) != 0 && s(i, j) > mx) mx = s(i, j);
-            },
-            Kokkos::Max<real>(row_max));
-        Kokkos::parallel_reduce(
-            Kokkos::TeamThreadRange(member, i + 1),
-            [&](const int j, int& count) { count += m(b, j) != 0 ? 1 : 0; }, visible);
-        Kokkos::parallel_for(Kokkos::TeamThreadRange(member, seq), [&](const int j) {
-          // fp::exp: a polynomial the host compiler vectorises (libm's expf is
-          // a call per element), the same bits on every backend.
-          const real e = fp::exp(s(i, j) - row_max);
-          s(i, j) = visible != 0 && j <= i && m(b, j) != 0 ? e : real(0);
-        });
-        member.team_barrier();
-        if (visible == 0) return;  // a row of zeros: the output row is zero
-        real denom = 0;  // >= 1: the maximal key contributes exp(0)
-        Kokkos::parallel_reduce(
-            Kokkos::TeamThreadRange(member, i + 1), [&](const int j, real& acc) { acc += s(i, j); },
-            denom);
-        Kokkos::parallel_for(Kokkos::TeamThreadRange(member, i + 1),
-                             [&](const int j) { s(i, j) /= denom; });
+      "distzo::attention_heads::softmax", RangePolicy64(space, 0, n * rows),
+      KOKKOS_LAMBDA(const std::int64_t row) {  // slot row / rows, its row row % rows
+        const std::int64_t b = (first + row / rows) / kv;
+        masked_softmax_row(scores + row * T, row % rows % T, T, mask, b);
       });
+  for (std::int64_t s = 0; s < n; ++s) {
+    const std::int64_t pair = p.first + s;
+    gemm(space, "N", "N", real(1), slot(s),
+         Kokkos::subview(p.v, range(p.kv_row(pair), T), Kokkos::ALL), real(0),
+         Kokkos::subview(p.out, range(p.q_row(pair), rows), Kokkos::ALL));
+  }
 }
 
 }  // namespace
@@ -176,9 +238,24 @@ void rotary_embedding(const ExecSpace& space, const Mat& x, const ConstMat& cos,
                   });
 }
 
+std::size_t attention_slots(std::size_t floats, std::size_t pairs, std::size_t group,
+                            std::size_t seq) {
+  const std::size_t per_pair = group * seq * seq;
+  return per_pair == 0 ? 0 : std::min(pairs, floats / per_pair);
+}
+
+std::size_t attention_scores_floats(std::size_t batch, int heads, int kv_heads, std::size_t seq) {
+  DISTZO_REQUIRE(heads > 0 && kv_heads > 0 && heads % kv_heads == 0,
+                 "distzo::kernels::attention_scores_floats: " << heads << " query heads and "
+                     << kv_heads << " key/value heads: the second must divide the first");
+  const std::size_t per_pair = static_cast<std::size_t>(heads / kv_heads) * seq * seq;
+  const std::size_t pairs = batch * static_cast<std::size_t>(kv_heads);
+  return std::min(pairs * per_pair, std::max(per_pair, attention_scores_budget));
+}
+
 void attention_heads(const ExecSpace& space, const Mat& out, const ConstMat& q, const ConstMat& k,
                      const ConstMat& v, const ConstIntMat& mask, int heads, int kv_heads,
-                     real scale, const Mat& scores) {
+                     real scale, const Vec& scores) {
   const std::size_t batch = mask.extent(0), seq = mask.extent(1), head_dim = q.extent(1);
   const bool grouped = heads > 0 && kv_heads > 0 && heads % kv_heads == 0;
   DISTZO_REQUIRE(grouped, "distzo::kernels::attention_heads: " << heads << " query heads and "
@@ -199,24 +276,34 @@ void attention_heads(const ExecSpace& space, const Mat& out, const ConstMat& q, 
                      << q.extent(0) << ", " << q.extent(1) << "), k (" << k.extent(0) << ", "
                      << k.extent(1) << "), v (" << v.extent(0) << ", " << v.extent(1)
                      << "), out (" << out.extent(0) << ", " << out.extent(1) << ")");
-  DISTZO_REQUIRE(scores.extent(0) == seq && scores.extent(1) == seq,
-                 "distzo::kernels::attention_heads: scores is (" << scores.extent(0) << ", "
-                     << scores.extent(1) << "), expected (" << seq << ", " << seq << ")");
+  const std::size_t group = static_cast<std::size_t>(heads / kv_heads);
+  const std::size_t pairs = batch * static_cast<std::size_t>(kv_heads);
+  const std::size_t slots = attention_slots(scores.extent(0), pairs, group, seq);
+  DISTZO_REQUIRE(rows == 0 || slots >= 1,
+                 "distzo::kernels::attention_heads: scores holds " << scores.extent(0)
+                     << " floats, fewer than one (batch row, key/value head) pair's "
+                     << group << " x " << seq << " x " << seq);
   if (rows == 0 || head_dim == 0) return;
-  const std::size_t H = static_cast<std::size_t>(heads), KV = static_cast<std::size_t>(kv_heads);
-  const std::size_t group = H / KV;
-  for (std::size_t b = 0; b < batch; ++b) {
-    for (std::size_t h = 0; h < H; ++h) {
-      const std::size_t r0 = (b * H + h) * seq;
-      const std::size_t kv0 = (b * KV + h / group) * seq;
-      const auto head = Kokkos::make_pair(r0, r0 + seq);
-      const auto kv_head = Kokkos::make_pair(kv0, kv0 + seq);
-      gemm(space, "N", "T", scale, Kokkos::subview(q, head, Kokkos::ALL),
-           Kokkos::subview(k, kv_head, Kokkos::ALL), real(0), scores);
-      masked_softmax(space, scores, mask, static_cast<int>(b));
-      gemm(space, "N", "N", real(1), scores, Kokkos::subview(v, kv_head, Kokkos::ALL), real(0),
-           Kokkos::subview(out, head, Kokkos::ALL));
+  const auto i64 = [](std::size_t x) { return static_cast<std::int64_t>(x); };
+  HeadPairs p{out,       q,     k, v, mask, scale, heads, kv_heads, i64(group), i64(seq),
+              i64(head_dim), scores.data()};
+  bool on_host_threads = false;
+  if constexpr (Kokkos::SpaceAccessibility<ExecSpace, Kokkos::HostSpace>::accessible) {
+    on_host_threads = host_tiled_gemm_available() && gemm_path() == GemmPath::tiled;
+    // The tasks read and write host memory outside Kokkos: work queued on
+    // `space` before must be done (free on the synchronous host backends).
+    if (on_host_threads) fence(space, "distzo::kernels::attention_heads: inputs ready");
+  }
+  for (std::int64_t first = 0; first < i64(pairs); first += i64(slots)) {
+    const std::int64_t n = std::min(i64(slots), i64(pairs) - first);
+    p.first = first;
+    if (on_host_threads) {
+      Kokkos::Profiling::pushRegion("distzo::attention_heads[host tasks]");
+      host_parallel_tasks(n, host_pair, &p);
+      Kokkos::Profiling::popRegion();
+      continue;
     }
+    device_round(space, p, n);
   }
 }
 

@@ -30,12 +30,13 @@ namespace distzo::kernels {
 namespace {
 
 /// A persistent pool: threads() - 1 workers and the calling thread take the
-/// tiles of one GEMM from a shared counter. Idle workers spin for a short
+/// tiles of one GEMM (or the tasks of host_parallel_tasks) from a shared
+/// counter. Idle workers spin for a short
 /// while (GEMMs come in bursts: a block's projections, the heads of
 /// attention) and then sleep on a condition variable.
 class TilePool {
  public:
-  using TileFn = void (*)(const void* context, std::int64_t tile);
+  using TileFn = HostTaskFn;
 
   ~TilePool() { resize(1); }
 
@@ -258,6 +259,13 @@ std::string gemm_numerics() {
          "match runs with other threads per rank";
   }
   return s.str();
+}
+
+void host_parallel_tasks(std::int64_t tasks, HostTaskFn fn, const void* context) {
+  if (tasks <= 0) return;
+  if (tasks == 1 || pool().threads() == 1 || !pool().try_run(tasks, fn, context)) {
+    for (std::int64_t t = 0; t < tasks; ++t) fn(context, t);
+  }
 }
 
 void host_tiled_gemm(bool trans_a, bool trans_b, std::size_t m, std::size_t n, std::size_t k,

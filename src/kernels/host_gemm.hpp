@@ -23,6 +23,7 @@
 // through KokkosBlas::gemm; their bits may differ from the host's.
 
 #include <cstddef>
+#include <cstdint>
 #include <string>
 
 #include "core/types.hpp"
@@ -88,6 +89,17 @@ bool host_tiled_gemm_available();
 /// One line for run.log: the path, the tile, the threads, and what may change
 /// the bits.
 std::string gemm_numerics();
+
+/// fn(context, task) once for every task < tasks, spread over the host
+/// GEMM's threads (gemm_threads(), the caller's included): for work made of
+/// whole GEMMs and what lies between them (attention's (batch row, key/value
+/// head) pairs). A GEMM inside a task runs on its task's thread alone, with
+/// the same calls as on one thread, so tasks give the same bits at any thread
+/// count as long as each writes only its own outputs. Runs the tasks in order
+/// on the caller when there is one task, one thread, or another host thread's
+/// GEMM holds the pool. Host memory only; no Kokkos dispatch inside a task.
+using HostTaskFn = void (*)(const void* context, std::int64_t task);
+void host_parallel_tasks(std::int64_t tasks, HostTaskFn fn, const void* context);
 
 /// C = alpha * op(A) * op(B) + beta * C on host memory, row-major with
 /// leading dimensions (elements between rows; >= the row length). op(A) is

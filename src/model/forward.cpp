@@ -80,7 +80,9 @@ DecoderForward::DecoderForward(const ModelConfig& config, int batch, int seq_len
   s.q = Mat(label("forward.q"), N * H, hd);
   s.k = Mat(label("forward.k"), N * KV, hd);
   s.v = Mat(label("forward.v"), N * KV, hd);
-  s.scores = Mat(label("forward.scores"), seq_len, seq_len);
+  s.scores = Vec(label("forward.scores"),
+                 kernels::attention_scores_floats(static_cast<std::size_t>(batch), static_cast<int>(H),
+                                                  static_cast<int>(KV), static_cast<std::size_t>(seq_len)));
   s.attended = Mat(label("forward.attended"), N, H * hd);
   s.projected = Mat(label("forward.projected"), N, std::max(C, H * hd));
   s.ffn = Mat(label("forward.ffn"), N, F);
@@ -123,7 +125,7 @@ void DecoderForward::set_seq_len(int seq_len) {
   s.q = prefix_rows(c.q, N * H);
   s.k = prefix_rows(c.k, N * KV);
   s.v = prefix_rows(c.v, N * KV);
-  s.scores = Mat(c.scores.data(), T, T);
+  s.scores = c.scores;  // flat: attention computes as many pairs at once as fit
   s.attended = prefix_rows(c.attended, N);
   s.projected = prefix_rows(c.projected, N);
   s.ffn = prefix_rows(c.ffn, N);
@@ -147,7 +149,9 @@ std::uint64_t DecoderForward::scratch_bytes(const ModelConfig& config, int batch
   return view_bytes(N, sizeof(int))                                      // positions
          + (config.has_projection() ? 2 * f(N * E) : 0) + f(N * C)        // embedded, hidden_out, normed
          + f(N * Q) + 2 * f(N * K)                                        // q, k, v
-         + f(u(seq_len) * u(seq_len))                                     // scores
+         + f(kernels::attention_scores_floats(                            // scores
+               u(batch), static_cast<int>(config.num_attention_heads),
+               static_cast<int>(config.num_key_value_heads), u(seq_len)))
          + f(N * Q) + f(N * std::max(C, Q))                               // attended, projected
          + (arch.gated_mlp ? 2 : 1) * f(N * F)                            // ffn (, gate)
          + (arch.rotary ? 2 * f(N * half) : 0)                            // cos, sin

@@ -32,7 +32,7 @@ struct ForwardScratch {
   Mat embedded;      // (N, E), OPT with E != C
   Mat normed;        // (N, C)
   Mat q, k, v;       // (B*H*T, hd), (B*KV*T, hd) x 2: head-major (kernels/attention.hpp)
-  Mat scores;        // (T, T): one head's attention scores
+  Vec scores;        // attention's scores, flat (kernels::attention_scores_floats)
   Mat attended;      // (N, H*hd)
   Mat projected;     // (N, max(C, H*hd)): projection outputs; reshaped per use
   Mat ffn;           // (N, F)
