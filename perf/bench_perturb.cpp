@@ -27,6 +27,9 @@
 // and a pending update regenerates the previous step's z as well, so on a CPU
 // the kernel is compute-bound: the Gaussian/Rademacher ratio shows by how
 // much. Recipe 1 (double precision with libm) is measured for comparison.
+// Threads: the kernels take the host GEMM's (as in `distzo run`), the
+// deep_copy baseline and the no-RNG kernel one, so "vs copy" at 2 threads
+// compares a 2-thread kernel with a 1-thread copy.
 
 #include "bench_common.hpp"
 
@@ -78,6 +81,10 @@ int run(int argc, char** argv) {
   DISTZO_INPUT_REQUIRE(n_arg > 0 && reps > 0 && warmup >= 0, "--elements and --reps must be > 0");
   const auto n = static_cast<std::size_t>(n_arg);
 
+  // The kernels' threads as `distzo run` sets them (OPENBLAS_NUM_THREADS or
+  // the cores): on Serial Kokkos the fused kernel runs on the host GEMM's
+  // threads (kernels/common.hpp for_each_index); deep_copy stays on one.
+  perf::gemm_threads_for_ranks(1);
   perf::print_machine("perturb");
   ExecSpace space;
   Vec theta("distzo::perf::theta", n), plus("distzo::perf::w_plus", n),

@@ -10,6 +10,7 @@
 
 #include "core/error.hpp"
 #include "kernels/activations.hpp"
+#include "kernels/host_gemm.hpp"
 
 #include "support/kernel_check.hpp"
 
@@ -83,6 +84,24 @@ TEST(KernelsSwiGlu, SiluMulMatchesDefinitionWithAndWithoutBiases) {
   Mat g = to_device(gate);
   EXPECT_THROW(k::silu_mul(space(), g, Mat("up", 17, 36), ConstVec(), ConstVec()), Error);
   EXPECT_THROW(k::silu_mul(space(), g, to_device(up), Vec("b", 3), ConstVec()), Error);
+}
+
+TEST(KernelsSwiGlu, HostThreadsGiveTheBitsOfOneThread) {
+  // Past kernels::detail::host_rows_min_elements the rows go to the host
+  // GEMM's threads (for_each_in_rows): the same bits as one thread.
+  const std::size_t rows = 301, cols = 257;
+  const HostMat gate = random_host(rows, cols, 171, -8.0, 8.0);
+  const HostMat up = random_host(rows, cols, 172);
+  std::vector<HostMat> got;
+  for (const int threads : {1, 2, 3}) {
+    k::set_gemm_threads(threads, k::GemmPath::tiled);
+    Mat g = to_device(gate);
+    k::silu_mul(space(), g, to_device(up), ConstVec(), ConstVec());
+    got.push_back(to_host(g));
+  }
+  k::set_gemm_threads(1, k::GemmPath::tiled);
+  EXPECT_TRUE(bit_equal(got[1], got[0]));
+  EXPECT_TRUE(bit_equal(got[2], got[0]));
 }
 
 }  // namespace

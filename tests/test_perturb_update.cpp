@@ -5,6 +5,7 @@
 // update and a flushed update give bit-identical θ.
 
 #include "kernels/perturb_update.hpp"
+#include "kernels/host_gemm.hpp"
 
 #include <gtest/gtest.h>
 
@@ -184,6 +185,28 @@ TEST(PerturbUpdate, SliceEqualsWhole) {
     EXPECT_TRUE(same_bits(sp, std::vector<float>(wp.begin() + a, wp.begin() + b))) << "part " << part;
   }
  }
+}
+
+TEST(PerturbUpdate, HostThreadsGiveTheBitsOfOneThread) {
+  // On the host backends a large enough tensor is cut into chunks for the
+  // host GEMM's threads (kernels/common.hpp for_each_index): the bits of
+  // θ' and w± must be those of one thread, for odd offsets and lengths too.
+  ExecSpace space;
+  const std::size_t n = 300001;
+  for (const auto& [dist, recipe] : kKinds) {
+    const kernels::UpdateTerms u = two_query_update(dist, recipe);
+    const PerturbationStream s = stream(5, 3, 0, dist, recipe);
+    std::vector<std::vector<float>> got;
+    for (const int threads : {1, 2, 3}) {
+      kernels::set_gemm_threads(threads, kernels::GemmPath::tiled);
+      Vec theta = make_theta(n, 0.1f), plus("plus", n), minus("minus", n);
+      kernels::update_and_perturb(space, theta, 4, 7, u, s, 1e-3f, plus, minus);
+      for (const Vec& v : {theta, plus, minus}) got.push_back(to_host(v));
+    }
+    kernels::set_gemm_threads(1, kernels::GemmPath::tiled);
+    for (std::size_t i = 3; i < got.size(); ++i)
+      EXPECT_TRUE(same_bits(got[i], got[i % 3])) << "output " << i % 3 << ", run " << i / 3;
+  }
 }
 
 TEST(PerturbUpdate, FusedAndFlushedUpdatesAreBitIdentical) {

@@ -6,10 +6,12 @@
 // queued by one caller on one stream stays ordered on that stream.
 
 #include <Kokkos_Core.hpp>
+#include <algorithm>
 #include <cstdint>
 
 #include "core/fence.hpp"
 #include "core/types.hpp"
+#include "kernels/host_gemm.hpp"
 
 namespace distzo::kernels {
 
@@ -28,12 +30,84 @@ using MDRangePolicy2 =
 using ScratchReal =
     Kokkos::View<real*, ExecSpace::scratch_memory_space, Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
 
+namespace detail {
+
+/// Rows (or indices) [task * chunk, (task + 1) * chunk) of a for_each_in_rows
+/// (for_each_index) on the host.
+template <class Element>
+struct HostRows {
+  const Element* f;
+  std::int64_t rows, width, chunk;
+  std::int64_t end(std::int64_t t) const { return std::min(rows, t * chunk + chunk); }
+  /// f(row, i) for the chunk's rows and every i < width.
+  static void task(const void* context, std::int64_t t) {
+    const HostRows& h = *static_cast<const HostRows*>(context);
+    for (std::int64_t row = t * h.chunk; row < h.end(t); ++row)
+      for (std::int64_t i = 0; i < h.width; ++i) (*h.f)(row, i);
+  }
+  /// f(row) for the chunk's rows (for_each_index).
+  static void range_task(const void* context, std::int64_t t) {
+    const HostRows& h = *static_cast<const HostRows*>(context);
+    for (std::int64_t row = t * h.chunk; row < h.end(t); ++row) (*h.f)(row);
+  }
+};
+
+/// Below this many elements a kernel is not worth waking the host threads.
+inline constexpr std::int64_t host_rows_min_elements = std::int64_t(1) << 16;
+
+/// Whether a host kernel of `elements` elements goes to the host GEMM's
+/// threads (more than one, the tiled path: the pool distzo owns).
+inline bool use_host_threads(std::int64_t elements) {
+  return gemm_threads() > 1 && gemm_path() == GemmPath::tiled &&
+         elements >= host_rows_min_elements;
+}
+
+}  // namespace detail
+
+/// f(i) for every i < n, each index independent of the others: a RangePolicy
+/// on `space`, or on the host backends with more than one host GEMM thread,
+/// contiguous chunks of the range on those threads (Serial Kokkos has one).
+/// Every index is computed the same way, so the bits do not depend on the
+/// threads. `elements` (>= n) is the work the indices stand for, e.g. the
+/// elements of a kernel whose index is a block of them.
+template <class Index>
+void for_each_index(const char* label, const ExecSpace& space, std::int64_t n,
+                    std::int64_t elements, const Index& f) {
+  if constexpr (Kokkos::SpaceAccessibility<ExecSpace, Kokkos::HostSpace>::accessible) {
+    if (n > 1 && detail::use_host_threads(elements)) {
+      fence(space, "distzo::kernels::for_each_index: inputs ready for the host threads");
+      Kokkos::Profiling::pushRegion(label);
+      const std::int64_t tasks = std::min<std::int64_t>(n, 4 * gemm_threads());
+      const detail::HostRows<Index> chunks{&f, n, 0, (n + tasks - 1) / tasks};
+      host_parallel_tasks(tasks, &detail::HostRows<Index>::range_task, &chunks);
+      Kokkos::Profiling::popRegion();
+      return;
+    }
+  }
+  Kokkos::parallel_for(label, Kokkos::RangePolicy<ExecSpace, Kokkos::IndexType<std::int64_t>>(space, 0, n), f);
+}
+
 /// f(row, i) for every row < rows and i < width: a team per row, its
 /// threads over i (contiguous columns of a row-major matrix: a vectorised
-/// loop on the host, coalesced accesses on a GPU).
+/// loop on the host, coalesced accesses on a GPU). On the host backends, with
+/// more than one host GEMM thread (kernels/host_gemm.hpp), chunks of rows go
+/// to those threads instead (Serial Kokkos has one): every element is
+/// computed the same way, so the bits do not depend on the threads.
 template <class Element>
 void for_each_in_rows(const char* label, const ExecSpace& space, std::size_t rows,
                       std::int64_t width, const Element& f) {
+  if constexpr (Kokkos::SpaceAccessibility<ExecSpace, Kokkos::HostSpace>::accessible) {
+    const auto n = static_cast<std::int64_t>(rows);
+    if (detail::use_host_threads(n * width)) {
+      fence(space, "distzo::kernels::for_each_in_rows: inputs ready for the host threads");
+      Kokkos::Profiling::pushRegion(label);
+      const std::int64_t tasks = std::min<std::int64_t>(n, 4 * gemm_threads());
+      const detail::HostRows<Element> h{&f, n, width, (n + tasks - 1) / tasks};
+      host_parallel_tasks(tasks, &detail::HostRows<Element>::task, &h);
+      Kokkos::Profiling::popRegion();
+      return;
+    }
+  }
   Kokkos::parallel_for(
       label, TeamPolicy(space, static_cast<int>(rows), Kokkos::AUTO),
       KOKKOS_LAMBDA(const TeamMember& member) {

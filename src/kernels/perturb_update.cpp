@@ -110,9 +110,9 @@ void fused_kernel(const ExecSpace& space, const Theta& theta, std::uint32_t para
   // coordinates), then this step's z and w± = θ' ± εz. Arithmetic through
   // core/fp.hpp: the same bits on every backend. Lanes outside [first, last]
   // are neither read nor written; lanes of unselected rows get no w±.
-  Kokkos::parallel_for(
-      "distzo::update_and_perturb", RangePolicy64(space, 0, items),
-      KOKKOS_LAMBDA(const std::int64_t item) {
+  for_each_index(
+      "distzo::update_and_perturb", space, items,
+      static_cast<std::int64_t>(theta.extent()), KOKKOS_LAMBDA(const std::int64_t item) {
         const std::uint64_t block0 = first_block + static_cast<std::uint64_t>(item) * kBlocksPerItem;
         const std::uint64_t base = 4 * block0;  // element of lane 0
         const bool whole = base >= first && base + kElementsPerItem - 1 <= last;
