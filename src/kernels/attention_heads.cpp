@@ -63,12 +63,13 @@ KOKKOS_INLINE_FUNCTION void masked_softmax_row(real* s, std::int64_t i, std::int
     ++visible;
     if (s[j] > row_max) row_max = s[j];
   }
-  for (std::int64_t j = 0; j < seq; ++j) {
+  for (std::int64_t j = 0; j <= i; ++j) {
     // fp::exp: a polynomial the host compiler vectorises (libm's expf is a
-    // call per element), the same bits on every backend.
+    // call per element), the same bits on every backend; no branch inside.
     const real e = fp::exp(s[j] - row_max);
-    s[j] = visible != 0 && j <= i && mask(b, j) != 0 ? e : real(0);
+    s[j] = (visible != 0) & (mask(b, j) != 0) ? e : real(0);
   }
+  for (std::int64_t j = i + 1; j < seq; ++j) s[j] = real(0);  // the future: no exp
   if (visible == 0) return;  // a row of zeros: the output row is zero
   real denom = 0;            // >= 1: the maximal key contributes exp(0)
   for (std::int64_t j = 0; j <= i; ++j) denom += s[j];
