@@ -31,14 +31,8 @@ load=$(start_load bench_batch_width)
 
 model=${MODEL:-}
 if [ -z "$model" ]; then
-  cat > "$work/config.json" <<'JSON'
-{"model_type": "llama", "hidden_size": 576, "intermediate_size": 1536, "num_hidden_layers": 30,
- "num_attention_heads": 9, "num_key_value_heads": 3, "head_dim": 64, "vocab_size": 49152,
- "max_position_embeddings": 8192, "rms_norm_eps": 1e-05, "rope_theta": 100000,
- "tie_word_embeddings": true, "hidden_act": "silu", "attention_bias": false, "mlp_bias": false}
-JSON
   model=$work/smollm2-shape.h5
-  "$build/distzo" make-model "$model" --config "$work/config.json" > /dev/null
+  "$build/distzo" make-model "$model" --config "$root/perf/smollm2-135m.config.json" > /dev/null
 fi
 
 # 1. The forward at each width.

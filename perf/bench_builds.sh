@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Two builds of distzo side by side: bench_forward and bench_step of build A
 # (the baseline, e.g. the commit before a refactor) and of build B, on the same
-# random OPT-125m-shaped model (perf/opt_configs/opt-125m.json, seed 1) and
+# random model (OPT-125m's shape unless CONFIG says another, seed 1) and
 # the same token ids, alternating A and B ROUNDS times at each thread count so
 # that a drift of the machine hits both. Per build and thread count: the
 # median of the rounds' medians (min-max of the rounds), and B / A.
@@ -10,7 +10,9 @@
 #   perf/bench_builds.sh BUILD_A BUILD_B [LABEL_A] [LABEL_B]
 #
 # Knobs: ROUNDS (3), THREADS ("1 2"), BATCH (8), SEQ (128), FORWARD_REPS (5),
-# STEP_REPS (3), NAME (builds). The environment reaches both builds: with
+# STEP_REPS (3), NAME (builds), CONFIG (perf/opt_configs/opt-125m.json: any
+# config.json that `distzo make-model --config` takes, e.g.
+# perf/smollm2-135m.config.json). The environment reaches both builds: with
 # DISTZO_GEMM=library a build that has the tiled host GEMM runs the single
 # BLAS call of the builds before it (the section says so).
 set -euo pipefail
@@ -23,6 +25,7 @@ threads=${THREADS:-"1 2"}
 batch=${BATCH:-8} seq=${SEQ:-128}
 forward_reps=${FORWARD_REPS:-5} step_reps=${STEP_REPS:-3}
 name=${NAME:-builds}
+config=${CONFIG:-$here/opt_configs/opt-125m.json}
 for build in "$a" "$b"; do
   for bench in bench_forward bench_step; do
     [ -x "$build/perf/$bench" ] || { echo "$0: no $build/perf/$bench (build the target first)" >&2; exit 2; }
@@ -33,7 +36,7 @@ work=$(mktemp -d "${TMPDIR:-/tmp}/distzo-builds.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 load=$(start_load bench_builds)
 model=$work/model.h5  # ~500 MB
-"$b/distzo" make-model "$model" --config "$here/opt_configs/opt-125m.json" --seed 1 >/dev/null
+"$b/distzo" make-model "$model" --config "$config" --seed 1 >/dev/null
 
 # result FILE: the median tokens/s of its RESULT line (forward's metric;
 # step's tokens_per_s_median field).
@@ -72,7 +75,7 @@ text="<!-- $name:begin -->
 
 \`perf/bench_builds.sh\` ($(date -u +%Y-%m-%d), $cpu, $isa, $(nproc) logical CPUs,
 load average $load at the start): \`bench_forward\` and \`bench_step\` (tokens/s)
-on a random model of \`perf/opt_configs/opt-125m.json\`'s shape (\`distzo make-model
+on a random model of \`${config#"$(cd "$here/.." && pwd)/"}\`'s shape (\`distzo make-model
 --seed 1\`), batch $batch x seq $seq, $forward_reps forward and $step_reps step timed
 repetitions, the two builds alternated $rounds times per thread count; the
 median of the rounds' medians (min–max of the rounds).${DISTZO_GEMM:+ Both ran with

@@ -1,11 +1,12 @@
 #!/usr/bin/env python3
-"""Forward-pass tokens/s of transformers' OPTForCausalLM on a distzo model file:
-the PyTorch baseline of perf/bench_forward.
+"""Forward-pass tokens/s of transformers' OPTForCausalLM or LlamaForCausalLM on a
+distzo model file: the PyTorch baseline of perf/bench_forward.
 
     python tools/torch_forward_bench.py MODEL.h5 --batch 8 --seq 128 --reps 5 --threads 1
 
 Loads the SAME .h5 (config from its hf_config_json attribute, weights assigned,
-lm_head tied to embed_tokens; tools/mezo_reference.py load_opt_h5), builds the
+lm_head tied to embed_tokens unless the file holds its own;
+tools/mezo_reference.py load_model_h5), builds the
 same fixed token pattern as the C++ benchmark (no padding), and times
 model(input_ids, attention_mask) under torch.inference_mode(): embeddings,
 blocks, final layer norm and logits over the full vocabulary, exactly the
@@ -29,7 +30,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from mezo_reference import (  # noqa: E402
     causal_lm_inputs,
     fixed_tokens,
-    load_opt_h5,
+    load_model_h5,
     machine_banner,
     result_line,
     set_threads,
@@ -56,7 +57,7 @@ def main(argv=None) -> int:
     set_threads(args.threads)
     info = machine_banner("PyTorch forward baseline (tools/torch_forward_bench.py)", args.threads)
     t0 = time.perf_counter()
-    model = load_opt_h5(args.model, args.attn)
+    model = load_model_h5(args.model, args.attn)
     cfg = model.config
     print(f"model          : {args.model} (L={cfg.num_hidden_layers} C={cfg.hidden_size} "
           f"V={cfg.vocab_size}, attn_implementation={model.config._attn_implementation}), "
