@@ -73,11 +73,12 @@ table_rows() {
   done
 }
 
-# update_and_perturb per rank for one step (bench_step --profile), in ms.
+# update_and_perturb per rank for one step (bench_step --profile), in ms: a
+# Kokkos kernel on one thread, a region when the host threads run it.
 profile() {  # profile RANKS THREADS MESH SHARE: the ms of each rank, space-separated
   OPENBLAS_NUM_THREADS=$2 OMP_NUM_THREADS=$2 mpiexec -n "$1" "$build/perf/bench_step" "$work/model.h5" \
     --reps 2 --mesh "$3" --share "$4" --profile 2>/dev/null |
-    awk -F'"median":' '/"label":"distzo::update_and_perturb"/ { split($2, v, ","); printf "%s%.1f", (n++ ? " / " : ""), v[1] }'
+    awk -F'"median":' '/"label":"(\[region\] )?distzo::update_and_perturb"/ { split($2, v, ","); printf "%s%.1f", (n++ ? " / " : ""), v[1] }'
 }
 
 gaussian_rows=$(table_rows gaussian)
