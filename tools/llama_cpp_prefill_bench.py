@@ -53,21 +53,17 @@ PARIS_PROMPT = "The capital of France is"
 
 
 def fixed_tokens(batch: int, seq: int, vocab: int, seed: int) -> np.ndarray:
-    """mezo_reference.fixed_tokens without importing torch-side modules."""
+    """mezo_reference.fixed_tokens (imported when first needed)."""
     from mezo_reference import fixed_tokens as ft
 
     return ft(batch, seq, vocab, seed)
 
 
 def cpu_model() -> str:
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8") as fh:
-            for line in fh:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return "unknown"
+    """mezo_reference.cpu_model (imported when first needed)."""
+    from mezo_reference import cpu_model as cm
+
+    return cm()
 
 
 class Prefill:
