@@ -87,7 +87,7 @@ TEST(KernelsSwiGlu, SiluMulMatchesDefinitionWithAndWithoutBiases) {
 }
 
 TEST(KernelsSwiGlu, HostThreadsGiveTheBitsOfOneThread) {
-  // Past kernels::detail::host_rows_min_elements the rows go to the host
+  // Past kernels::detail::host_threads_min_elements the rows go to the host
   // GEMM's threads (for_each_in_rows): the same bits as one thread.
   const std::size_t rows = 301, cols = 257;
   const HostMat gate = random_host(rows, cols, 171, -8.0, 8.0);

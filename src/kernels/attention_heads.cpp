@@ -86,7 +86,6 @@ struct HeadPairs {
   real* scores;           // slots of group*T*T floats
   std::int64_t first = 0;  // the round's first pair
 
-  std::int64_t pairs() const { return static_cast<std::int64_t>(mask.extent(0)) * kv_heads; }
   std::int64_t batch_row(std::int64_t pair) const { return pair / kv_heads; }
   /// The first head-major row of the pair's query heads (and of its output).
   std::int64_t q_row(std::int64_t pair) const {

@@ -32,34 +32,38 @@ using ScratchReal =
 
 namespace detail {
 
-/// Rows (or indices) [task * chunk, (task + 1) * chunk) of a for_each_in_rows
-/// (for_each_index) on the host.
-template <class Element>
-struct HostRows {
-  const Element* f;
-  std::int64_t rows, width, chunk;
-  std::int64_t end(std::int64_t t) const { return std::min(rows, t * chunk + chunk); }
-  /// f(row, i) for the chunk's rows and every i < width.
-  static void task(const void* context, std::int64_t t) {
-    const HostRows& h = *static_cast<const HostRows*>(context);
-    for (std::int64_t row = t * h.chunk; row < h.end(t); ++row)
-      for (std::int64_t i = 0; i < h.width; ++i) (*h.f)(row, i);
-  }
-  /// f(row) for the chunk's rows (for_each_index).
-  static void range_task(const void* context, std::int64_t t) {
-    const HostRows& h = *static_cast<const HostRows*>(context);
-    for (std::int64_t row = t * h.chunk; row < h.end(t); ++row) (*h.f)(row);
-  }
-};
-
 /// Below this many elements a kernel is not worth waking the host threads.
-inline constexpr std::int64_t host_rows_min_elements = std::int64_t(1) << 16;
+inline constexpr std::int64_t host_threads_min_elements = std::int64_t(1) << 16;
 
 /// Whether a host kernel of `elements` elements goes to the host GEMM's
 /// threads (more than one, the tiled path: the pool distzo owns).
 inline bool use_host_threads(std::int64_t elements) {
   return gemm_threads() > 1 && gemm_path() == GemmPath::tiled &&
-         elements >= host_rows_min_elements;
+         elements >= host_threads_min_elements;
+}
+
+/// Indices [t * chunk, (t + 1) * chunk) of n, task t of host_for_each.
+template <class Index>
+struct HostChunks {
+  const Index* f;
+  std::int64_t n, chunk;
+  static void task(const void* context, std::int64_t t) {
+    const HostChunks& h = *static_cast<const HostChunks*>(context);
+    const std::int64_t end = std::min(h.n, t * h.chunk + h.chunk);
+    for (std::int64_t i = t * h.chunk; i < end; ++i) (*h.f)(i);
+  }
+};
+
+/// f(i) for every i < n on the host GEMM's threads, in contiguous chunks
+/// (host_parallel_tasks), after the work queued on `space`: host backends only.
+template <class Index>
+void host_for_each(const char* label, const ExecSpace& space, std::int64_t n, const Index& f) {
+  fence(space, "distzo::kernels: inputs ready for the host threads");
+  Kokkos::Profiling::pushRegion(label);
+  const std::int64_t tasks = std::min<std::int64_t>(n, 4 * gemm_threads());
+  const HostChunks<Index> chunks{&f, n, (n + tasks - 1) / tasks};
+  host_parallel_tasks(tasks, &HostChunks<Index>::task, &chunks);
+  Kokkos::Profiling::popRegion();
 }
 
 }  // namespace detail
@@ -74,17 +78,9 @@ template <class Index>
 void for_each_index(const char* label, const ExecSpace& space, std::int64_t n,
                     std::int64_t elements, const Index& f) {
   if constexpr (Kokkos::SpaceAccessibility<ExecSpace, Kokkos::HostSpace>::accessible) {
-    if (n > 1 && detail::use_host_threads(elements)) {
-      fence(space, "distzo::kernels::for_each_index: inputs ready for the host threads");
-      Kokkos::Profiling::pushRegion(label);
-      const std::int64_t tasks = std::min<std::int64_t>(n, 4 * gemm_threads());
-      const detail::HostRows<Index> chunks{&f, n, 0, (n + tasks - 1) / tasks};
-      host_parallel_tasks(tasks, &detail::HostRows<Index>::range_task, &chunks);
-      Kokkos::Profiling::popRegion();
-      return;
-    }
+    if (n > 1 && detail::use_host_threads(elements)) return detail::host_for_each(label, space, n, f);
   }
-  Kokkos::parallel_for(label, Kokkos::RangePolicy<ExecSpace, Kokkos::IndexType<std::int64_t>>(space, 0, n), f);
+  Kokkos::parallel_for(label, RangePolicy64(space, 0, n), f);
 }
 
 /// f(row, i) for every row < rows and i < width: a team per row, its
@@ -99,13 +95,10 @@ void for_each_in_rows(const char* label, const ExecSpace& space, std::size_t row
   if constexpr (Kokkos::SpaceAccessibility<ExecSpace, Kokkos::HostSpace>::accessible) {
     const auto n = static_cast<std::int64_t>(rows);
     if (detail::use_host_threads(n * width)) {
-      fence(space, "distzo::kernels::for_each_in_rows: inputs ready for the host threads");
-      Kokkos::Profiling::pushRegion(label);
-      const std::int64_t tasks = std::min<std::int64_t>(n, 4 * gemm_threads());
-      const detail::HostRows<Element> h{&f, n, width, (n + tasks - 1) / tasks};
-      host_parallel_tasks(tasks, &detail::HostRows<Element>::task, &h);
-      Kokkos::Profiling::popRegion();
-      return;
+      const auto row = [&f, width](std::int64_t r) {
+        for (std::int64_t i = 0; i < width; ++i) f(r, i);
+      };
+      return detail::host_for_each(label, space, n, row);
     }
   }
   Kokkos::parallel_for(
