@@ -34,7 +34,9 @@ declare -A expect=(
   [16-unknown-placement-mode]='bad_decks/16-unknown-placement-mode.yaml:12: placement.mode: unknown value "offlaod" (did you mean "offload"?); allowed: resident, offload'
   [17-negative-resident-blocks]='bad_decks/17-negative-resident-blocks.yaml:13: placement.resident_blocks: out of range: expected an integer in [0, 2147483647], found -2'
   [18-prefetch-zero]='bad_decks/18-prefetch-zero.yaml:13: placement.prefetch: out of range: expected an integer in [1, 4094], found 0'
-  [19-does-not-fit]='cannot allocate the memory this run needs: θ alone is 83.2 KiB (85248 B) (21312 float32 parameters); the run needs about 729 GiB (782600188392 B) of device memory per rank'
+  # The bytes are distzo plan's total (filled in below): the refusal and the
+  # plan agree, whatever the activations' layout makes the total.
+  [19-does-not-fit]='cannot allocate the memory this run needs: θ alone is 83.2 KiB (85248 B) (21312 float32 parameters); the run needs about PLAN_TOTAL of device memory per rank'
   # Under the address-space limit below, refused before it allocates (the
   # check of the limit); without one (AddressSanitizer), at the allocation.
   [19-does-not-fit-limited]='the address-space limit of this process is ulimit -v 8000000 (7.63 GiB), too small for this run: it needs about 729 GiB = '
@@ -44,6 +46,10 @@ declare -A expect=(
 )
 mkdir bad_decks
 cp "$HERE"/bad_decks/*.yaml bad_decks/
+"$DISTZO" plan bad_decks/19-does-not-fit.yaml > plan19.out
+plan_total=$(sed -n 's/^  total *//p' plan19.out)
+[[ "$plan_total" == *' GiB ('*' B)' ]] || fail "distzo plan printed no total in GiB: $(cat plan19.out)"
+expect[19-does-not-fit]=${expect[19-does-not-fit]/PLAN_TOTAL/$plan_total}
 n=0
 for deck_file in bad_decks/*.yaml; do
   name=$(basename "$deck_file" .yaml)
