@@ -25,6 +25,7 @@ namespace {
 using namespace distzo;
 using distzo::test_support::make_batch;
 using distzo::test_support::tiny_config;
+using distzo::test_support::tiny_config_for;
 using distzo::test_support::tiny_llama_config;
 using distzo::test_support::TinyModel;
 
@@ -65,9 +66,11 @@ StepPerturbation perturbation(std::int64_t step, double eps = 1e-2,
 class EngineTask : public ::testing::TestWithParam<model::Task> {};
 
 TEST_P(EngineTask, EstimateEqualsNaiveCentralDifference) {
-  // OPT pre-LN, OPT post-LN with project_in/out, Llama.
+  // OPT pre-LN, OPT post-LN with project_in/out, Llama, Qwen2, Qwen3, Mistral.
   for (const model::ModelConfig& config :
-       {tiny_config(true, 0), tiny_config(false, 8), tiny_llama_config()}) {
+       {tiny_config(true, 0), tiny_config(false, 8), tiny_llama_config(),
+        tiny_config_for(model::Architecture::qwen2), tiny_config_for(model::Architecture::qwen3),
+        tiny_config_for(model::Architecture::mistral)}) {
     SCOPED_TRACE(model::describe(config, " "));
     TinyModel m(config);
     const model::Batch batch = make_batch(GetParam(), B, T, kLengths);
@@ -169,25 +172,27 @@ std::vector<zo::LossTable> train(TinyModel& m, const zo::EvaluationPlan& plan,
 }
 
 TEST(Engine, PerturbationSplitReproducesSingleRankBitwise) {
-  for (const auto& [q, P] : std::vector<std::pair<int, int>>{{1, 2}, {2, 2}, {2, 4}}) {
-    const model::Batch batch = make_batch(model::Task::causal_lm, B, T, kLengths);
-    TinyModel single(tiny_config());
-    const auto want = train(single, zo::EvaluationPlan::make(q, 1, 0), batch, 4);
-    for (int r = 0; r < P; ++r) {
-      // Each rank of the group sees only its own losses; the g it applies is
-      // the combined one (here: taken from the single-rank run, which the
-      // all-gather reproduces exactly since each entry has one owner).
-      TinyModel rank(tiny_config());
-      const auto got = train(rank, zo::EvaluationPlan::make(q, P, r), batch, 4, &want);
-      const zo::EvaluationPlan plan = zo::EvaluationPlan::make(q, P, r);
-      for (std::size_t s = 0; s < want.size(); ++s)
-        for (const auto& e : plan.owned) {
-          EXPECT_EQ(got[s].at(e).sum, want[s].at(e).sum) << "q=" << q << " P=" << P;
-          EXPECT_EQ(got[s].at(e).count, want[s].at(e).count);
-        }
-      EXPECT_EQ(rank.digest(), single.digest()) << "q=" << q << " P=" << P << " rank " << r;
+  for (const model::Architecture arch : test_support::all_architectures())
+    for (const auto& [q, P] : std::vector<std::pair<int, int>>{{1, 2}, {2, 2}, {2, 4}}) {
+      SCOPED_TRACE(model::architecture_name(arch));
+      const model::Batch batch = make_batch(model::Task::causal_lm, B, T, kLengths);
+      TinyModel single(tiny_config_for(arch));
+      const auto want = train(single, zo::EvaluationPlan::make(q, 1, 0), batch, 4);
+      for (int r = 0; r < P; ++r) {
+        // Each rank of the group sees only its own losses; the g it applies is
+        // the combined one (here: taken from the single-rank run, which the
+        // all-gather reproduces exactly since each entry has one owner).
+        TinyModel rank(tiny_config_for(arch));
+        const auto got = train(rank, zo::EvaluationPlan::make(q, P, r), batch, 4, &want);
+        const zo::EvaluationPlan plan = zo::EvaluationPlan::make(q, P, r);
+        for (std::size_t s = 0; s < want.size(); ++s)
+          for (const auto& e : plan.owned) {
+            EXPECT_EQ(got[s].at(e).sum, want[s].at(e).sum) << "q=" << q << " P=" << P;
+            EXPECT_EQ(got[s].at(e).count, want[s].at(e).count);
+          }
+        EXPECT_EQ(rank.digest(), single.digest()) << "q=" << q << " P=" << P << " rank " << r;
+      }
     }
-  }
 }
 
 /// θ in `dtype`, the blocks' GEMMs on 2-byte inputs (precision.gemm_inputs:
@@ -260,7 +265,8 @@ TEST(Engine, NarrowBatchesInWideBuffersGiveTheBitsOfTheirOwnWidth) {
   // before (the views shrink and grow again).
   constexpr int kWide = 24;
   const std::vector<int> widths = {16, 7, 24, 8, 16, 1};
-  for (const model::ModelConfig& config : {tiny_config(false, 8), tiny_llama_config()})
+  for (const model::ModelConfig& config :
+       {tiny_config(false, 8), tiny_llama_config(), tiny_config_for(model::Architecture::qwen3)})
     for (const model::Task task : {model::Task::causal_lm, model::Task::classification}) {
       SCOPED_TRACE(std::string(config.architecture == model::Architecture::llama ? "llama" : "opt") +
                    (task == model::Task::causal_lm ? ", causal_lm" : ", classification"));

@@ -39,8 +39,9 @@ using runtime::StreamOp;
 constexpr int B = 3, T = 7;
 const std::vector<int> kLengths = {7, 5, 3};
 
-model::ModelConfig deep_config(int layers, bool llama = false) {
-  model::ModelConfig c = llama ? test_support::tiny_llama_config() : tiny_config();
+model::ModelConfig deep_config(int layers,
+                               model::Architecture architecture = model::Architecture::opt) {
+  model::ModelConfig c = test_support::tiny_config_for(architecture);
   c.num_hidden_layers = layers;
   return c;
 }
@@ -402,17 +403,17 @@ Trained train(TinyModel& m, model::Task task, int q, int steps) {
 
 TEST(Offload, StepsAreBitIdenticalToResident) {
   const int L = 4;
-  for (const bool llama : {false, true})
+  for (const model::Architecture arch : test_support::all_architectures())
     for (model::Task task : {model::Task::causal_lm, model::Task::classification})
       for (int q : {1, 2}) {
-        TinyModel resident(deep_config(L, llama));
+        TinyModel resident(deep_config(L, arch));
         const auto want = train(resident, task, q, 5);
         for (const auto& [p, poison] : std::vector<std::pair<PlacementConfig, bool>>{
                  {offload(0, 1), true}, {offload(1, 1), true}, {offload(L - 1, 2), true},
                  {offload(0, 3), false}}) {
-          SCOPED_TRACE(std::string(llama ? "Llama" : "OPT") + " K=" +
+          SCOPED_TRACE(std::string(model::architecture_name(arch)) + " K=" +
                        std::to_string(p.resident_blocks) + " q=" + std::to_string(q));
-          TinyModel m(deep_config(L, llama), 1234, p);
+          TinyModel m(deep_config(L, arch), 1234, p);
           const fault::ScopedInjection armed(poisoning(poison));
           EXPECT_EQ(train(m, task, q, 5), want);
           EXPECT_EQ(m.digest(), resident.digest());

@@ -294,6 +294,61 @@ TEST(HfConfig, ReadsLlamaWithEitherRopeFormAndRefusesRopeScaling) {
             std::string::npos);
 }
 
+TEST(HfConfig, ReadsLlamasKinAndRefusesWhatTheyDoNotShare) {
+  // Qwen2.5-0.5B's and Qwen3-0.6B's config.json (the keys that shape them):
+  // the parameter counts are transformers' numel() of the released models.
+  const model::ModelConfig qwen2 = io::parse_hf_config(
+      R"({"model_type": "qwen2", "architectures": ["Qwen2ForCausalLM"], "hidden_size": 896,
+          "intermediate_size": 4864, "num_hidden_layers": 24, "num_attention_heads": 14,
+          "num_key_value_heads": 2, "vocab_size": 151936, "max_position_embeddings": 32768,
+          "rms_norm_eps": 1e-06, "rope_theta": 1000000.0, "sliding_window": 32768,
+          "use_sliding_window": false, "max_window_layers": 21, "tie_word_embeddings": true,
+          "hidden_act": "silu"})",
+      "config.json");
+  EXPECT_EQ(qwen2.architecture, model::Architecture::qwen2);
+  EXPECT_TRUE(qwen2.qkv_bias());
+  EXPECT_FALSE(qwen2.attention_bias);  // o_proj has none
+  EXPECT_EQ(qwen2.sliding_window, 0);  // use_sliding_window false: full attention
+  EXPECT_EQ(model::ParameterRegistry::for_model(qwen2).total_elements(), 494032768);
+  const model::ModelConfig qwen3 = io::parse_hf_config(
+      R"({"model_type": "qwen3", "hidden_size": 1024, "intermediate_size": 3072,
+          "num_hidden_layers": 28, "num_attention_heads": 16, "num_key_value_heads": 8,
+          "head_dim": 128, "vocab_size": 151936, "max_position_embeddings": 40960,
+          "rms_norm_eps": 1e-06, "rope_theta": 1000000, "attention_bias": false,
+          "use_sliding_window": false, "sliding_window": null, "tie_word_embeddings": true,
+          "hidden_act": "silu"})",
+      "config.json");
+  EXPECT_TRUE(qwen3.qk_norm());
+  EXPECT_FALSE(qwen3.qkv_bias());
+  EXPECT_EQ(model::ParameterRegistry::for_model(qwen3).total_elements(), 596049920);
+  const model::ModelConfig mistral = io::parse_hf_config(
+      R"({"model_type": "mistral", "hidden_size": 64, "num_attention_heads": 4,
+          "num_key_value_heads": 2, "head_dim": 16, "intermediate_size": 96,
+          "num_hidden_layers": 2, "vocab_size": 100, "max_position_embeddings": 512,
+          "sliding_window": 128})",
+      "config.json");
+  EXPECT_EQ(mistral.sliding_window, 128);
+  EXPECT_NE(model::describe(mistral, "; ").find("sliding window 128"), std::string::npos);
+  for (const model::ModelConfig& c : {qwen2, qwen3, mistral})
+    EXPECT_EQ(io::parse_hf_config(io::hf_config_json(c), "back.json"), c);
+
+  EXPECT_NE(hf_config_error(R"({"model_type": "qwen2", "use_sliding_window": true})")
+                .find("use_sliding_window is true"),
+            std::string::npos);
+  EXPECT_NE(hf_config_error(R"({"model_type": "qwen2", "attention_bias": true})")
+                .find("biases on q, k and v only"),
+            std::string::npos);
+  EXPECT_NE(hf_config_error(R"({"model_type": "gemma3_text"})").find("distzo supports opt, llama, qwen2"),
+            std::string::npos);
+  // A sequence longer than the window is refused before anything runs.
+  app::PlanInputs in;
+  in.config = mistral;
+  in.batch.seq_len = 128;
+  EXPECT_NO_THROW(app::plan_memory(in));
+  in.batch.seq_len = 129;
+  EXPECT_ERROR_CONTAINS("sliding window of 128 positions", app::plan_memory(in));
+}
+
 TEST(Inspect, AllocatesNothingInTheExecutionSpace) {
   const std::string model = std::string(DISTZO_TEST_DATA) + "/opt_tiny_preln.model.h5";
   MemoryAccounting::start();

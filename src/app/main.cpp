@@ -31,13 +31,15 @@ namespace {
 
 const char* const kUsage =
     "distzo - zeroth-order (MeZO / ZO2 / DistZO2) fine-tuning of OPT and Llama language models\n"
+    "(and Llama's kin: Qwen2, Qwen3, Mistral)\n"
     "\n"
     "usage:\n"
     "  distzo run DECK.yaml              fine-tune as the deck says (docs/decks.md);\n"
     "                                    under MPI: mpiexec -n P*D distzo run DECK.yaml\n"
     "  distzo plan DECK.yaml             predicted device memory, host memory and bytes\n"
     "                                    moved per step, before submitting the job\n"
-    "  distzo plan config.json [...]     the same for a Hugging Face OPT or Llama config\n"
+    "  distzo plan config.json [...]     the same for a Hugging Face config.json (OPT,\n"
+    "                                    Llama, Qwen2, Qwen3, Mistral)\n"
     "  distzo inspect FILE.h5            architecture, tensor table, parameter count\n"
     "                                    (a dataset file: task, sizes, label balance)\n"
     "  distzo inspect FILE.h5 --digest   one hex digest over all parameters (digest\n"
@@ -52,7 +54,7 @@ const char* const kUsage =
     "  distzo --help | --version\n"
     "\n"
     "FILE.h5 is a distzo model or checkpoint (docs/formats.md); convert Hugging Face\n"
-    "OPT and Llama checkpoints with tools/hf_to_h5.py, GGUF files with tools/gguf_to_h5.py.\n";
+    "checkpoints with tools/hf_to_h5.py, GGUF files with tools/gguf_to_h5.py.\n";
 
 int run_inspect(const std::vector<std::string>& args) {
   std::string path;

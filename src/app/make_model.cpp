@@ -19,7 +19,7 @@ const char* const kUsage =
     "       distzo make-model OUT.h5 --layers L --hidden C --heads H --ffn F --vocab V\n"
     "                         [--positions P] [--proj E] [--post-ln] [--seed S] [--std X]\n"
     "  a model file with random weights (std: 0.02 by default): the architecture of\n"
-    "  config.json (OPT or Llama), or an OPT model of the shape given";
+    "  config.json (OPT, Llama, Qwen2, Qwen3, Mistral), or an OPT model of the shape given";
 }  // namespace
 
 int make_model(const std::vector<std::string>& args) {
@@ -38,7 +38,8 @@ int make_model(const std::vector<std::string>& args) {
     c = io::read_hf_config(o.text("--config", ""));
   } else {
     DISTZO_INPUT_REQUIRE(o.has("--layers"),
-                         "make-model: give --config config.json (OPT or Llama), or the shape of "
+                         "make-model: give --config config.json (OPT, Llama, Qwen2, Qwen3, "
+                         "Mistral), or the shape of "
                          "an OPT model (--layers L --hidden C --heads H --ffn F --vocab V)\n"
                              << kUsage);
     c.num_hidden_layers = o.required_integer("--layers", 1);

@@ -38,10 +38,10 @@ const char* const kUsage =
     "                   [--device-gib G] [--gpus-per-node n [--pcie-gbs 55] [--nvlink-gbs 370]\n"
     "                   [--hbm-tbs 4.3] [--gemm-tflops 700]]\n"
     "  predicted device memory per rank by role, host memory for θ, and bytes moved per\n"
-    "  step, for a deck or for a Hugging Face OPT or Llama config.json (defaults: batch 1,\n"
-    "  seq 2048 or the model's positions, causal_lm, 2 candidates for classification, q 1,\n"
-    "  P 1, resident, K 0, prefetch 1, slots prefetch + 2, fp32, together, gemm inputs\n"
-    "  fp32). --device-gib G\n"
+    "  step, for a deck or for a Hugging Face config.json of OPT, Llama, Qwen2, Qwen3 or\n"
+    "  Mistral (defaults: batch 1, seq 2048 or the model's positions, causal_lm, 2\n"
+    "  candidates for classification, q 1, P 1, resident, K 0, prefetch 1, slots\n"
+    "  prefetch + 2, fp32, together, gemm inputs fp32). --device-gib G\n"
     "  also says whether the run fits a device of G GiB and the largest resident_blocks K\n"
     "  that does; the exit status is 1 when it does not fit. --gpus-per-node n adds the\n"
     "  sliced schedule of Placement II (every block offloaded, sliced over n GPUs): bytes\n"
@@ -64,6 +64,11 @@ void check_plan_inputs(const PlanInputs& in) {
   if (in.batch.seq_len > in.config.max_position_embeddings)
     fail("a sequence of " + std::to_string(in.batch.seq_len) + " tokens exceeds the model's " +
          std::to_string(in.config.max_position_embeddings) + " positions");
+  if (in.config.sliding_window > 0 && in.batch.seq_len > in.config.sliding_window)
+    fail("a sequence of " + std::to_string(in.batch.seq_len) +
+         " tokens exceeds the model's sliding window of " +
+         std::to_string(in.config.sliding_window) +
+         " positions (distzo has no windowed attention)");
   if (in.queries < 1 || in.queries > kernels::kMaxQueries)
     fail("q = " + std::to_string(in.queries) + " queries: allowed 1 to " +
          std::to_string(kernels::kMaxQueries));

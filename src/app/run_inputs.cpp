@@ -153,6 +153,14 @@ Inputs load_inputs(const std::string& deck_path, const runtime::Communicator& wo
                    "dataset sequences of " << d->seq_len << " tokens exceed the model's "
                                            << config.max_position_embeddings
                                            << " positions");
+    DISTZO_INPUT_REQUIRE(config.sliding_window == 0 || d->seq_len <= config.sliding_window,
+                         "dataset sequences of "
+                             << d->seq_len << " tokens exceed the model's sliding window of "
+                             << config.sliding_window
+                             << " positions: distzo has no windowed attention, so it runs "
+                                "sequences the window does not cut (tokenize the dataset with "
+                                "tools/make_dataset.py --max-len "
+                             << config.sliding_window << " or less)");
     DISTZO_REQUIRE(d->task == in.train.task && d->candidates == in.train.candidates &&
                        d->seq_len == in.train.seq_len,
                    "data.eval must have the task, candidates and sequence length of data.train");

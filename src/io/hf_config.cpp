@@ -1,6 +1,7 @@
 #include "io/hf_config.hpp"
 
 #include "core/error.hpp"
+#include "model/architecture.hpp"
 
 #include <yaml-cpp/yaml.h>
 
@@ -103,10 +104,14 @@ class JsonConfig {
 
 namespace {
 
-/// LlamaConfig's keys and defaults (transformers' LlamaConfig).
-model::ModelConfig parse_llama(const JsonConfig& j, const std::string& source) {
+/// LlamaConfig's keys and defaults (transformers' LlamaConfig), for the
+/// Llama family: Qwen2Config, Qwen3Config and MistralConfig have the same
+/// keys (defaults differ; released configs give every key read here), and
+/// their own sliding-window keys, read by `parse_window`.
+model::ModelConfig parse_llama(const JsonConfig& j, const std::string& source,
+                               model::Architecture architecture) {
   model::ModelConfig c;
-  c.architecture = model::Architecture::llama;
+  c.architecture = architecture;
   c.hidden_size = j.integer("hidden_size", 4096);
   c.num_hidden_layers = j.integer("num_hidden_layers", 32);
   c.num_attention_heads = j.integer("num_attention_heads", 32);
@@ -127,6 +132,23 @@ model::ModelConfig parse_llama(const JsonConfig& j, const std::string& source) {
   DISTZO_INPUT_REQUIRE(j.integer("pretraining_tp", 1) == 1,
                        source << ": pretraining_tp is " << j.integer("pretraining_tp", 1)
                               << ": distzo computes the projections whole (pretraining_tp 1)");
+  if (architecture == model::Architecture::qwen2) {
+    // Qwen2's projections: q, k, v with biases, o without (no attention_bias key).
+    DISTZO_INPUT_REQUIRE(!j.present("attention_bias") || !j.boolean("attention_bias", false),
+                         source << ": attention_bias is true: Qwen2 has biases on q, k and v only");
+  }
+  if (architecture == model::Architecture::mistral) {
+    // MistralConfig: sliding_window null or a window length in positions.
+    c.sliding_window = j.integer("sliding_window", 0);
+    DISTZO_INPUT_REQUIRE(c.sliding_window >= 0, source << ": sliding_window " << c.sliding_window
+                                                       << " must be null or >= 1");
+  } else if (architecture != model::Architecture::llama) {
+    // Qwen2/Qwen3: the window applies only where use_sliding_window is true.
+    DISTZO_INPUT_REQUIRE(!j.boolean("use_sliding_window", false),
+                         source << ": use_sliding_window is true: distzo has no sliding-window "
+                                   "attention (Qwen2/Qwen3 checkpoints released with full "
+                                   "attention say false)");
+  }
   return c;
 }
 
@@ -138,12 +160,14 @@ model::ModelConfig parse_hf_config(const std::string& json_text, const std::stri
                  source << ": no model_type key: not a Hugging Face config.json (one says "
                            "\"model_type\": \"opt\" or \"llama\")");
   const std::string type = j.text("model_type", "");
-  DISTZO_INPUT_REQUIRE(type == "opt" || type == "llama",
-                       source << ": model_type is '" << type
-                              << "': distzo supports 'opt' (OPTForCausalLM) and 'llama' "
-                                 "(LlamaForCausalLM: Llama, SmolLM2, TinyLlama)");
-  if (type == "llama") {
-    model::ModelConfig c = parse_llama(j, source);
+  model::Architecture architecture = model::Architecture::opt;
+  DISTZO_INPUT_REQUIRE(model::architecture_from_name(type, architecture),
+                       source << ": model_type is '" << type << "': distzo supports "
+                              << model::architecture_names()
+                              << " (OPTForCausalLM; LlamaForCausalLM: Llama, SmolLM2, TinyLlama; "
+                                 "Qwen2ForCausalLM; Qwen3ForCausalLM; MistralForCausalLM)");
+  if (architecture != model::Architecture::opt) {
+    model::ModelConfig c = parse_llama(j, source, architecture);
     try {
       c.validate();
     } catch (const Error& e) {
@@ -239,7 +263,16 @@ const ConfigFields& config_fields(model::Architecture a) {
        {"mlp_bias", &ModelConfig::mlp_bias}},
       {{"rms_norm_eps", &ModelConfig::rms_norm_eps}, {"rope_theta", &ModelConfig::rope_theta}},
       "hidden_act"};
-  return a == model::Architecture::opt ? opt : llama;
+  static const ConfigFields mistral = [] {
+    ConfigFields f = llama;
+    f.ints.emplace_back("sliding_window", &ModelConfig::sliding_window);
+    return f;
+  }();
+  switch (a) {
+    case model::Architecture::opt: return opt;
+    case model::Architecture::mistral: return mistral;
+    default: return llama;  // Qwen2 and Qwen3: Llama's fields, the variant from the architecture
+  }
 }
 
 std::string hf_config_json(const model::ModelConfig& c) {
@@ -248,7 +281,7 @@ std::string hf_config_json(const model::ModelConfig& c) {
   std::ostringstream os;
   os.precision(17);  // doubles parse back to the same value
   os << "{\n  \"model_type\": \"" << model::architecture_name(c.architecture) << "\",\n"
-     << "  \"architectures\": [\"" << (opt ? "OPTForCausalLM" : "LlamaForCausalLM") << "\"],\n";
+     << "  \"architectures\": [\"" << model::architecture_spec(c.architecture).hf_class << "\"],\n";
   for (const auto& [key, member] : fields.ints) os << "  \"" << key << "\": " << c.*member << ",\n";
   for (const auto& [key, member] : fields.bools)
     os << "  \"" << key << "\": " << (c.*member ? "true" : "false") << ",\n";

@@ -35,13 +35,10 @@ model::ModelConfig read_model_config(const Hdf5File& file) {
                                    << ")");
   const std::string arch = file.read_string_attribute("architecture");
   ModelConfig c;
-  if (arch == "opt")
-    c.architecture = Architecture::opt;
-  else if (arch == "llama")
-    c.architecture = Architecture::llama;
-  else
-    DISTZO_FAIL(file.path() << ": architecture '" << arch
-                            << "' is not supported (supported: opt, llama)");
+  DISTZO_INPUT_REQUIRE(
+      model::architecture_from_name(arch, c.architecture),
+      file.path() << ": architecture '" << arch
+                  << "' is not supported (supported: " << model::architecture_names() << ")");
   const ConfigFields& fields = config_fields(c.architecture);
   for (const auto& [key, member] : fields.ints) c.*member = file.read_int_attribute(key);
   for (const auto& [key, member] : fields.bools) c.*member = file.read_int_attribute(key) != 0;

@@ -55,8 +55,8 @@ using FinalHiddenFn = Mat (*)(const ModelConfig&, ForwardScratch&, const ExecSpa
 
 struct ArchitectureSpec {
   Architecture id;
-  const char* display_name;   // "OPT", "Llama"
-  const char* hf_class;       // "OPTForCausalLM", "LlamaForCausalLM"
+  const char* display_name;   // "OPT", "Llama", "Qwen2", ...
+  const char* hf_class;       // "OPTForCausalLM", "LlamaForCausalLM", "Qwen2ForCausalLM", ...
   std::vector<TensorSpec> tensors;  // embeddings, then one block's (for every k), then the head
   bool gated_mlp;             // the MLP needs a second (N, F) buffer (SwiGLU)
   bool rotary;                // rotary position embeddings: cos/sin tables (N, hd/2)
@@ -67,9 +67,13 @@ struct ArchitectureSpec {
 
 const ArchitectureSpec& architecture_spec(Architecture a);
 
-/// The two entries of the table (model/opt_architecture.cpp,
-/// model/llama_architecture.cpp).
+/// The entries of the table: OPT (model/opt_architecture.cpp) and the Llama
+/// family (model/llama_architecture.cpp: one tensor list and block whose
+/// variants the config's fields select — qkv_bias, qk_norm, sliding_window).
 const ArchitectureSpec& opt_architecture();
 const ArchitectureSpec& llama_architecture();
+const ArchitectureSpec& qwen2_architecture();
+const ArchitectureSpec& qwen3_architecture();
+const ArchitectureSpec& mistral_architecture();
 
 }  // namespace distzo::model

@@ -4,6 +4,7 @@
 #include "core/memory.hpp"
 #include "kernels/activations.hpp"
 #include "kernels/attention.hpp"
+#include "kernels/layernorm.hpp"
 #include "kernels/linear.hpp"
 
 #include <algorithm>
@@ -37,6 +38,11 @@ void self_attention(const ModelConfig& config, ForwardScratch& s, const ExecSpac
   kernels::split_heads(space, s.k, kv_out, w.vec(R::k_bias), kv_heads, T);
   kernels::linear(space, kv_out, x, w.matrix(R::v_weight), ConstVec(), s.gemm_input);
   kernels::split_heads(space, s.v, kv_out, w.vec(R::v_bias), kv_heads, T);
+  if (config.qk_norm()) {  // Qwen3: each head's hd channels, before the rotation
+    const real eps = static_cast<real>(config.rms_norm_eps);
+    kernels::rmsnorm(space, s.q, s.q, w.vec(R::q_norm_weight), eps);
+    kernels::rmsnorm(space, s.k, s.k, w.vec(R::k_norm_weight), eps);
+  }
   if (rotary) {
     kernels::rotary_embedding(space, s.q, s.rope_cos, s.rope_sin, heads, T);
     kernels::rotary_embedding(space, s.k, s.rope_cos, s.rope_sin, kv_heads, T);
@@ -60,6 +66,10 @@ DecoderForward::DecoderForward(const ModelConfig& config, int batch, int seq_len
   DISTZO_REQUIRE(seq_len <= config.max_position_embeddings,
                  "forward: sequence length " << seq_len << " exceeds max_position_embeddings "
                                              << config.max_position_embeddings);
+  DISTZO_REQUIRE(config.sliding_window == 0 || seq_len <= config.sliding_window,
+                 "forward: sequence length " << seq_len << " exceeds the sliding window of "
+                                             << config.sliding_window
+                                             << " positions (distzo has no windowed attention)");
   ForwardScratch& s = capacity_;
   s.batch = batch;
   s.seq_len = seq_len;

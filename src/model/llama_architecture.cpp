@@ -3,6 +3,13 @@
 // RMSNorm, grouped-query attention, a SwiGLU MLP, biases only when the
 // config asks (attention_bias, mlp_bias), lm_head tied or its own. SmolLM2,
 // TinyLlama and the Llama 2/3 family have this block.
+//
+// Three more entries share its tensor list and block, their differences
+// being config fields the list and the block read: Qwen2ForCausalLM (biases
+// on q, k and v, none on o: ModelConfig::qkv_bias), Qwen3ForCausalLM (an
+// RMSNorm over each head of q and k before the rotation: qk_norm, tensors
+// self_attn.q_norm / k_norm) and MistralForCausalLM (sliding_window, which
+// distzo's sequences never exceed).
 #include "kernels/activations.hpp"
 #include "kernels/attention.hpp"
 #include "kernels/embedding.hpp"
@@ -60,20 +67,21 @@ Mat llama_final_hidden(const ModelConfig& config, ForwardScratch& s, const ExecS
 
 Shape kv_by_hidden(const ModelConfig& c) { return {c.kv_width(), c.hidden_size}; }
 Shape kv(const ModelConfig& c) { return {c.kv_width()}; }
+Shape head(const ModelConfig& c) { return {c.head_dim}; }
 bool attention_bias(const ModelConfig& c) { return c.attention_bias; }
+bool qkv_bias(const ModelConfig& c) { return c.qkv_bias(); }
+bool qk_norm(const ModelConfig& c) { return c.qk_norm(); }
 bool mlp_bias(const ModelConfig& c) { return c.mlp_bias; }
 bool untied(const ModelConfig& c) { return !c.tie_word_embeddings; }
 
-}  // namespace
-
-const ArchitectureSpec& llama_architecture() {
+ArchitectureSpec llama_family(Architecture id, const char* display_name, const char* hf_class) {
   constexpr bool decay = true, no_decay = false;
   // As for OPT, MeZO's rule: every weight matrix decays (embed_tokens
   // included), biases and RMSNorm weights do not.
-  static const ArchitectureSpec spec{
-      Architecture::llama,
-      "Llama",
-      "LlamaForCausalLM",
+  return ArchitectureSpec{
+      id,
+      display_name,
+      hf_class,
       {
           {R::embed_tokens, G::embeddings, "model.embed_tokens.weight",
            [](const ModelConfig& c) { return Shape{c.vocab_size, c.hidden_size}; }, decay, nullptr},
@@ -81,19 +89,23 @@ const ArchitectureSpec& llama_architecture() {
           {R::q_weight, G::block, DISTZO_LLAMA_LAYER "self_attn.q_proj.weight",
            [](const ModelConfig& c) { return Shape{c.q_width(), c.hidden_size}; }, decay, nullptr},
           {R::q_bias, G::block, DISTZO_LLAMA_LAYER "self_attn.q_proj.bias",
-           [](const ModelConfig& c) { return Shape{c.q_width()}; }, no_decay, attention_bias},
+           [](const ModelConfig& c) { return Shape{c.q_width()}; }, no_decay, qkv_bias},
           {R::k_weight, G::block, DISTZO_LLAMA_LAYER "self_attn.k_proj.weight",
            kv_by_hidden, decay, nullptr},
           {R::k_bias, G::block, DISTZO_LLAMA_LAYER "self_attn.k_proj.bias",
-           kv, no_decay, attention_bias},
+           kv, no_decay, qkv_bias},
           {R::v_weight, G::block, DISTZO_LLAMA_LAYER "self_attn.v_proj.weight",
            kv_by_hidden, decay, nullptr},
           {R::v_bias, G::block, DISTZO_LLAMA_LAYER "self_attn.v_proj.bias",
-           kv, no_decay, attention_bias},
+           kv, no_decay, qkv_bias},
           {R::out_weight, G::block, DISTZO_LLAMA_LAYER "self_attn.o_proj.weight",
            [](const ModelConfig& c) { return Shape{c.hidden_size, c.q_width()}; }, decay, nullptr},
           {R::out_bias, G::block, DISTZO_LLAMA_LAYER "self_attn.o_proj.bias",
            shapes::hidden, no_decay, attention_bias},
+          {R::q_norm_weight, G::block, DISTZO_LLAMA_LAYER "self_attn.q_norm.weight",
+           head, no_decay, qk_norm},
+          {R::k_norm_weight, G::block, DISTZO_LLAMA_LAYER "self_attn.k_norm.weight",
+           head, no_decay, qk_norm},
           {R::gate_weight, G::block, DISTZO_LLAMA_LAYER "mlp.gate_proj.weight",
            shapes::ffn_by_hidden, decay, nullptr},
           {R::gate_bias, G::block, DISTZO_LLAMA_LAYER "mlp.gate_proj.bias",
@@ -122,6 +134,31 @@ const ArchitectureSpec& llama_architecture() {
       llama_block,
       llama_final_hidden,
   };
+}
+
+}  // namespace
+
+const ArchitectureSpec& llama_architecture() {
+  static const ArchitectureSpec spec =
+      llama_family(Architecture::llama, "Llama", "LlamaForCausalLM");
+  return spec;
+}
+
+const ArchitectureSpec& qwen2_architecture() {
+  static const ArchitectureSpec spec =
+      llama_family(Architecture::qwen2, "Qwen2", "Qwen2ForCausalLM");
+  return spec;
+}
+
+const ArchitectureSpec& qwen3_architecture() {
+  static const ArchitectureSpec spec =
+      llama_family(Architecture::qwen3, "Qwen3", "Qwen3ForCausalLM");
+  return spec;
+}
+
+const ArchitectureSpec& mistral_architecture() {
+  static const ArchitectureSpec spec =
+      llama_family(Architecture::mistral, "Mistral", "MistralForCausalLM");
   return spec;
 }
 

@@ -9,12 +9,37 @@
 
 namespace distzo::model {
 
+namespace {
+constexpr Architecture kArchitectures[] = {Architecture::opt, Architecture::llama,
+                                           Architecture::qwen2, Architecture::qwen3,
+                                           Architecture::mistral};
+}  // namespace
+
 const char* architecture_name(Architecture a) {
   switch (a) {
     case Architecture::opt: return "opt";
     case Architecture::llama: return "llama";
+    case Architecture::qwen2: return "qwen2";
+    case Architecture::qwen3: return "qwen3";
+    case Architecture::mistral: return "mistral";
   }
   return "?";
+}
+
+bool architecture_from_name(const std::string& name, Architecture& a) {
+  for (const Architecture candidate : kArchitectures)
+    if (name == architecture_name(candidate)) {
+      a = candidate;
+      return true;
+    }
+  return false;
+}
+
+std::string architecture_names() {
+  std::string out;
+  for (const Architecture a : kArchitectures)
+    out += (out.empty() ? "" : ", ") + std::string(architecture_name(a));
+  return out;
 }
 
 ModelConfig& complete_opt(ModelConfig& c) {
@@ -39,7 +64,9 @@ std::string describe(const ModelConfig& c, const std::string& line_break) {
        << c.word_embed_proj_dim << (c.has_projection() ? " (project_in/out)" : "");
   } else {
     os << "RMSNorm (eps " << c.rms_norm_eps << "), rotary base " << c.rope_theta << ", SwiGLU"
-       << (c.attention_bias ? ", attention biases" : "") << (c.mlp_bias ? ", MLP biases" : "");
+       << (c.attention_bias ? ", attention biases" : c.qkv_bias() ? ", q/k/v biases" : "")
+       << (c.mlp_bias ? ", MLP biases" : "") << (c.qk_norm() ? ", q/k RMSNorm" : "");
+    if (c.sliding_window > 0) os << ", sliding window " << c.sliding_window;
   }
   os << ", lm_head " << (c.tie_word_embeddings ? "tied to embed_tokens" : "untied");
   return os.str();
@@ -57,7 +84,7 @@ bool ModelConfig::operator==(const ModelConfig& o) const {
          word_embed_proj_dim == o.word_embed_proj_dim &&
          do_layer_norm_before == o.do_layer_norm_before && rms_norm_eps == o.rms_norm_eps &&
          rope_theta == o.rope_theta && attention_bias == o.attention_bias &&
-         mlp_bias == o.mlp_bias;
+         mlp_bias == o.mlp_bias && sliding_window == o.sliding_window;
 }
 
 void ModelConfig::validate() const {
@@ -111,17 +138,22 @@ void ModelConfig::validate() const {
     return;
   }
   DISTZO_INPUT_REQUIRE(activation_function == "silu",
-                       "Llama config: hidden_act '" << activation_function
-                                                    << "' is not supported; distzo implements "
-                                                       "'silu' (the SwiGLU MLP of Llama)");
+                       arch << " config: hidden_act '" << activation_function
+                            << "' is not supported; distzo implements 'silu' (the SwiGLU MLP of "
+                               "Llama)");
   DISTZO_INPUT_REQUIRE(head_dim % 2 == 0,
-                       "Llama config: head_dim (" << head_dim
-                                                  << ") must be even: rotary embeddings rotate "
-                                                     "pairs of channels");
+                       arch << " config: head_dim (" << head_dim
+                            << ") must be even: rotary embeddings rotate pairs of channels");
   DISTZO_INPUT_REQUIRE(std::isfinite(rms_norm_eps) && rms_norm_eps > 0,
-                       "Llama config: rms_norm_eps must be positive, got " << rms_norm_eps);
+                       arch << " config: rms_norm_eps must be positive, got " << rms_norm_eps);
   DISTZO_INPUT_REQUIRE(std::isfinite(rope_theta) && rope_theta > 1,
-                       "Llama config: rope_theta must be greater than 1, got " << rope_theta);
+                       arch << " config: rope_theta must be greater than 1, got " << rope_theta);
+  DISTZO_INPUT_REQUIRE(sliding_window >= 0 && sliding_window <= std::numeric_limits<int>::max(),
+                       arch << " config: sliding_window must be in [0, 2147483647] (0: none), got "
+                            << sliding_window);
+  DISTZO_INPUT_REQUIRE(sliding_window == 0 || architecture == Architecture::mistral,
+                       arch << " config: sliding_window " << sliding_window
+                            << ": only Mistral models carry one here");
 }
 
 }  // namespace distzo::model

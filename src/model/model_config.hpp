@@ -10,10 +10,18 @@
 
 namespace distzo::model {
 
-enum class Architecture { opt, llama };
+/// OPT, and the Llama family: Llama's block, and Qwen2 (q, k, v biases),
+/// Qwen3 (per-head RMSNorm of q and k) and Mistral (a sliding window), each
+/// its own Hugging Face model_type.
+enum class Architecture { opt, llama, qwen2, qwen3, mistral };
 
-/// "opt", "llama": the model file's `architecture` attribute and HF model_type.
+/// "opt", "llama", "qwen2", "qwen3", "mistral": the model file's
+/// `architecture` attribute and HF model_type.
 const char* architecture_name(Architecture a);
+/// The architecture whose name (HF model_type) is `name`; false if none.
+bool architecture_from_name(const std::string& name, Architecture& a);
+/// "opt, llama, qwen2, qwen3, mistral": for messages.
+std::string architecture_names();
 
 struct ModelConfig {
   Architecture architecture = Architecture::opt;
@@ -39,6 +47,10 @@ struct ModelConfig {
   double rope_theta = 10000.0;               // the rotary base (default rope type only)
   bool attention_bias = false;               // q, k, v and o projections
   bool mlp_bias = false;                     // gate, up and down projections
+  // Mistral only: a query attends to the keys of the last sliding_window
+  // positions (0 = no window). distzo runs sequences of at most that many
+  // tokens, where the window hides nothing (DecoderForward checks).
+  std::int64_t sliding_window = 0;
 
   /// OPT offsets learned positions by 2 (a fairseq legacy).
   static constexpr int kPositionOffset = 2;
@@ -49,6 +61,12 @@ struct ModelConfig {
   }
   std::int64_t q_width() const { return num_attention_heads * head_dim; }    // H*hd
   std::int64_t kv_width() const { return num_key_value_heads * head_dim; }  // KV*hd
+  /// Biases on q, k and v: with attention_bias (then o_proj's too), and
+  /// always in Qwen2 (whose o_proj has none).
+  bool qkv_bias() const { return attention_bias || architecture == Architecture::qwen2; }
+  /// Qwen3: RMSNorm over each head's hd channels of q and k, before the
+  /// rotary embedding (weights q_norm, k_norm of shape (hd)).
+  bool qk_norm() const { return architecture == Architecture::qwen3; }
   bool has_projection() const {
     return architecture == Architecture::opt && word_embed_proj_dim != hidden_size;
   }

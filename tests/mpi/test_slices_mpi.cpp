@@ -33,7 +33,7 @@ namespace {
 using namespace distzo;
 using test_support::make_batch;
 using test_support::tiny_config;
-using test_support::tiny_llama_config;
+using test_support::tiny_config_for;
 using test_support::TinyModel;
 
 constexpr int B = 3, T = 7, kSteps = 3;
@@ -45,12 +45,12 @@ struct Case {
   runtime::PlacementMode mode;
   int resident_blocks;
   runtime::ExchangeKind exchange;
-  bool llama = false;
+  model::Architecture architecture = model::Architecture::opt;
   StorageDtype storage = StorageDtype::fp32;  // of both θs: the sliced one and the reference
 
-  model::ModelConfig config() const { return llama ? tiny_llama_config() : tiny_config(); }
+  model::ModelConfig config() const { return tiny_config_for(architecture); }
   std::string name() const {
-    return std::string(to_string(storage)) + " " + (llama ? "Llama " : "OPT ") +
+    return std::string(to_string(storage)) + " " + model::architecture_name(architecture) + " " +
            (task == model::Task::causal_lm ? "causal_lm" : "classification") + " q=" +
            std::to_string(queries) + " " + runtime::to_string(mode) + " K=" +
            std::to_string(resident_blocks) + " " + runtime::to_string(exchange);
@@ -142,6 +142,8 @@ TEST(SlicesMpi, ShardedStepEqualsOneRankBitForBit) {
   using runtime::ExchangeKind;
   using runtime::PlacementMode;
   constexpr auto causal = model::Task::causal_lm, classification = model::Task::classification;
+  constexpr auto opt = model::Architecture::opt, llama = model::Architecture::llama,
+                 qwen3 = model::Architecture::qwen3;
   if (!Kokkos::SpaceAccessibility<HostSpace, MemSpace>::accessible) {
     // A GPU build shares only the host master of offloaded blocks (K = 0).
     // NCCL needs one GPU per rank: perf/device_check.sh asks for it with
@@ -152,7 +154,7 @@ TEST(SlicesMpi, ShardedStepEqualsOneRankBitForBit) {
     for (ExchangeKind exchange : exchanges)
       for (model::Task task : {causal, classification})
         for (int queries : {1, 2}) run_case(*node, {task, queries, PlacementMode::offload, 0, exchange});
-    run_case(*node, {classification, 1, PlacementMode::offload, 0, ExchangeKind::mpi, true});
+    run_case(*node, {classification, 1, PlacementMode::offload, 0, ExchangeKind::mpi, llama});
   } else if (node->size() <= 2) {  // every combination
     for (model::Task task : {causal, classification})
       for (int queries : {1, 2})
@@ -162,13 +164,18 @@ TEST(SlicesMpi, ShardedStepEqualsOneRankBitForBit) {
           run_case(*node, {task, queries, PlacementMode::offload, 1, exchange});
         }
     for (auto exchange : {ExchangeKind::shared_memory, ExchangeKind::mpi}) {  // Llama
-      run_case(*node, {causal, 2, PlacementMode::resident, 0, exchange, true});
-      run_case(*node, {classification, 1, PlacementMode::offload, 1, exchange, true});
+      run_case(*node, {causal, 2, PlacementMode::resident, 0, exchange, llama});
+      run_case(*node, {classification, 1, PlacementMode::offload, 1, exchange, llama});
+    }
+    for (const model::Architecture kin : {model::Architecture::qwen2, model::Architecture::qwen3,
+                                          model::Architecture::mistral}) {  // Llama's kin
+      run_case(*node, {causal, 2, PlacementMode::resident, 0, ExchangeKind::shared_memory, kin});
+      run_case(*node, {classification, 1, PlacementMode::offload, 1, ExchangeKind::mpi, kin});
     }
     for (StorageDtype storage : {StorageDtype::bf16, StorageDtype::fp16}) {  // θ in 2 bytes
-      run_case(*node, {causal, 2, PlacementMode::resident, 0, ExchangeKind::shared_memory, false,
+      run_case(*node, {causal, 2, PlacementMode::resident, 0, ExchangeKind::shared_memory, opt,
                        storage});
-      run_case(*node, {classification, 1, PlacementMode::offload, 1, ExchangeKind::mpi, false,
+      run_case(*node, {classification, 1, PlacementMode::offload, 1, ExchangeKind::mpi, opt,
                        storage});
     }
   } else {
@@ -178,9 +185,10 @@ TEST(SlicesMpi, ShardedStepEqualsOneRankBitForBit) {
     run_case(*node, {classification, 1, PlacementMode::offload, 0, ExchangeKind::mpi});
     run_case(*node, {classification, 2, PlacementMode::offload, 1, ExchangeKind::shared_memory});
     run_case(*node, {causal, 1, PlacementMode::resident, 0, ExchangeKind::mpi});
-    run_case(*node, {classification, 2, PlacementMode::offload, 0, ExchangeKind::shared_memory, true});
-    run_case(*node, {causal, 2, PlacementMode::offload, 0, ExchangeKind::shared_memory, false,
+    run_case(*node, {classification, 2, PlacementMode::offload, 0, ExchangeKind::shared_memory, llama});
+    run_case(*node, {causal, 2, PlacementMode::offload, 0, ExchangeKind::shared_memory, opt,
                      StorageDtype::bf16});
+    run_case(*node, {causal, 1, PlacementMode::offload, 0, ExchangeKind::mpi, qwen3});
   }
 }
 

@@ -1,5 +1,5 @@
 #pragma once
-// Shared by the engine tests: tiny random OPT and Llama models and hand-made batches.
+// Shared by the engine tests: tiny random models of every architecture and hand-made batches.
 
 #include "core/digest.hpp"
 #include "model/batch.hpp"
@@ -46,6 +46,27 @@ inline model::ModelConfig tiny_llama_config() {
   c.attention_bias = true;
   c.activation_function = "silu";
   return c;
+}
+
+/// The tiny model of each architecture: OPT's pre-LN one, the Llama above,
+/// and Llama's kin from it — Qwen2 (its q, k, v biases in place of
+/// attention_bias), Qwen3 (q/k RMSNorm, no biases), Mistral (a sliding
+/// window no test batch reaches).
+inline model::ModelConfig tiny_config_for(model::Architecture a) {
+  if (a == model::Architecture::opt) return tiny_config();
+  model::ModelConfig c = tiny_llama_config();
+  c.architecture = a;
+  if (a != model::Architecture::llama) c.attention_bias = false;
+  if (a == model::Architecture::mistral) c.sliding_window = c.max_position_embeddings;
+  return c;
+}
+
+/// Every architecture of the table, for loops over tiny_config_for.
+inline const std::vector<model::Architecture>& all_architectures() {
+  static const std::vector<model::Architecture> all = {
+      model::Architecture::opt, model::Architecture::llama, model::Architecture::qwen2,
+      model::Architecture::qwen3, model::Architecture::mistral};
+  return all;
 }
 
 /// A tiny random model whose θ lives in a parameter store placed as
