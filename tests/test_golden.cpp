@@ -32,6 +32,7 @@
 #include <cctype>
 #include <cmath>
 #include <dirent.h>
+#include <map>
 #include <string>
 #include <tuple>
 #include <unistd.h>
@@ -248,14 +249,21 @@ TEST(ForwardCommand, RefusesBadInput) {
 }
 
 TEST(GoldenFixtures, PresentForEveryArchitecture) {
-  // Guards against a silently empty parameterised suite.
-  int opt = 0, llama = 0;
+  // Guards against a silently empty parameterised suite, and an
+  // architecture of the table without a transformers reference.
+  std::map<model::Architecture, int> count;
   for (const std::string& name : reference_names()) {
     const io::ModelReader reader(std::string(DISTZO_TEST_DATA) + "/" + name + ".model.h5");
-    (reader.info().config.architecture == model::Architecture::opt ? opt : llama) += 1;
+    count[reader.info().config.architecture] += 1;
   }
-  EXPECT_GE(opt, 4) << "expected pre-LN, post-LN and projected OPT fixtures in " << DISTZO_TEST_DATA;
-  EXPECT_GE(llama, 3) << "expected GQA, untied and biased Llama fixtures in " << DISTZO_TEST_DATA;
+  EXPECT_GE(count[model::Architecture::opt], 4)
+      << "expected pre-LN, post-LN and projected OPT fixtures in " << DISTZO_TEST_DATA;
+  EXPECT_GE(count[model::Architecture::llama], 3)
+      << "expected GQA, untied and biased Llama fixtures in " << DISTZO_TEST_DATA;
+  for (const model::Architecture a :
+       {model::Architecture::qwen2, model::Architecture::qwen3, model::Architecture::mistral})
+    EXPECT_GE(count[a], 1) << "no " << model::architecture_name(a) << " fixture in "
+                           << DISTZO_TEST_DATA << " (tools/make_reference.py writes one)";
 }
 
 }  // namespace

@@ -12,7 +12,9 @@ ml_dtypes.bfloat16 array is accepted too). read_model gives float32 arrays
 (exact) unless asked to keep the stored dtype.
 
 Two architectures, each with its config type: OptConfig (OPTForCausalLM,
-`architecture = "opt"`) and LlamaConfig (LlamaForCausalLM, `"llama"`).
+`architecture = "opt"`) and LlamaConfig (LlamaForCausalLM, `"llama"`), with
+Llama's kin as its subclasses: Qwen2Config (`"qwen2"`), Qwen3Config (`"qwen3"`)
+and MistralConfig (`"mistral"`).
 config_from_hf picks one by config.json's model_type, read_config by the
 file's `architecture` attribute; expected_tensors, hf_config_dict,
 write_model, ModelWriter and read_model take either.
@@ -187,7 +189,7 @@ def _check_ints(cfg) -> None:
     """Every integer attribute >= 1, the 0/1 flags >= 0."""
     for name in cfg.int_attrs:
         value = int(getattr(cfg, name))
-        low = 0 if name in cfg.flag_attrs else 1
+        low = 0 if name in cfg.flag_attrs or name in cfg.zero_means_none else 1
         if value < low:
             raise FormatError(f"config {name} = {value}: must be >= {low}")
 
@@ -203,6 +205,7 @@ class OptConfig:
     hf_class: ClassVar[str] = "OPTForCausalLM"
     int_attrs: ClassVar[tuple[str, ...]] = OPT_INT_ATTRS
     flag_attrs: ClassVar[tuple[str, ...]] = ("do_layer_norm_before", "tie_word_embeddings")
+    zero_means_none: ClassVar[tuple[str, ...]] = ()
     float_attrs: ClassVar[tuple[str, ...]] = ()
     string_attrs: ClassVar[tuple[str, ...]] = ("activation_function",)
 
@@ -259,6 +262,12 @@ class LlamaConfig:
     hf_class: ClassVar[str] = "LlamaForCausalLM"
     int_attrs: ClassVar[tuple[str, ...]] = LLAMA_INT_ATTRS
     flag_attrs: ClassVar[tuple[str, ...]] = ("tie_word_embeddings", "attention_bias", "mlp_bias")
+    zero_means_none: ClassVar[tuple[str, ...]] = ()
+    # The Llama family's variants (distzo's ModelConfig::qkv_bias, qk_norm,
+    # sliding_window): Qwen2 has biases on q, k, v only (qkv_bias below);
+    # Qwen3 an RMSNorm over each head of q and k; Mistral a sliding window
+    # (MistralConfig.sliding_window).
+    qk_norm: ClassVar[bool] = False
     float_attrs: ClassVar[tuple[str, ...]] = LLAMA_FLOAT_ATTRS
     string_attrs: ClassVar[tuple[str, ...]] = ("hidden_act",)
 
@@ -304,15 +313,58 @@ class LlamaConfig:
         """KV * hd: rows of k_proj and v_proj."""
         return self.num_key_value_heads * self.head_dim
 
+    @property
+    def qkv_bias(self) -> bool:
+        """Biases on q_proj, k_proj and v_proj."""
+        return bool(self.attention_bias)
+
+
+@dataclass
+class Qwen2Config(LlamaConfig):
+    """Qwen2ForCausalLM: Llama's block with biases on q, k and v (none on o)."""
+
+    architecture: ClassVar[str] = "qwen2"
+    hf_class: ClassVar[str] = "Qwen2ForCausalLM"
+
+    @property
+    def qkv_bias(self) -> bool:
+        return True
+
+
+@dataclass
+class Qwen3Config(LlamaConfig):
+    """Qwen3ForCausalLM: Llama's block with an RMSNorm (weights q_norm, k_norm
+    of shape (hd)) over each head of q and k before the rotary embedding."""
+
+    architecture: ClassVar[str] = "qwen3"
+    hf_class: ClassVar[str] = "Qwen3ForCausalLM"
+    qk_norm: ClassVar[bool] = True
+
+
+@dataclass
+class MistralConfig(LlamaConfig):
+    """MistralForCausalLM: Llama's block; a query sees the keys of the last
+    sliding_window positions (0: no window, HF's null). distzo runs sequences
+    of at most sliding_window tokens, where the window hides nothing."""
+
+    architecture: ClassVar[str] = "mistral"
+    hf_class: ClassVar[str] = "MistralForCausalLM"
+    int_attrs: ClassVar[tuple[str, ...]] = LLAMA_INT_ATTRS + ("sliding_window",)
+    zero_means_none: ClassVar[tuple[str, ...]] = ("sliding_window",)
+    sliding_window: int = 0
+
 
 ModelConfig = Union[OptConfig, LlamaConfig]
 
 # The config type of each `architecture` attribute value (= HF model_type).
-CONFIG_TYPES: dict[str, type] = {c.architecture: c for c in (OptConfig, LlamaConfig)}
+CONFIG_TYPES: dict[str, type] = {
+    c.architecture: c for c in (OptConfig, LlamaConfig, Qwen2Config, Qwen3Config, MistralConfig)
+}
 
 
 def _supported() -> str:
-    return " and ".join(f"{a!r} ({c.hf_class})" for a, c in CONFIG_TYPES.items())
+    names = [f"{a!r} ({c.hf_class})" for a, c in CONFIG_TYPES.items()]
+    return ", ".join(names[:-1]) + " and " + names[-1]
 
 
 # Defaults of transformers' OPTConfig, used for keys a config.json omits.
@@ -362,11 +414,13 @@ def config_from_hf(hf: Mapping, hf_config_json: str | None = None) -> ModelConfi
     Rejects the variants distzo does not implement, naming the key.
     """
     model_type = hf.get("model_type")
-    parse = {"opt": _opt_config_from_hf, "llama": _llama_config_from_hf}.get(model_type)
-    if parse is None:
+    if model_type not in CONFIG_TYPES:
         raise FormatError(f"config.json model_type is {model_type!r}: distzo supports {_supported()}")
     text = hf_config_json if hf_config_json is not None else json.dumps(dict(hf), indent=2, sort_keys=True)
-    cfg = parse(hf, text)
+    if model_type == "opt":
+        cfg = _opt_config_from_hf(hf, text)
+    else:
+        cfg = _llama_config_from_hf(hf, text, CONFIG_TYPES[model_type])
     cfg.validate()
     return cfg
 
@@ -444,16 +498,32 @@ def _llama_rope_theta(hf: Mapping) -> float:
     return LLAMA_DEFAULT_ROPE_THETA if theta is None else float(theta)
 
 
-def _llama_config_from_hf(hf: Mapping, hf_config_json: str) -> LlamaConfig:
+def _llama_config_from_hf(hf: Mapping, hf_config_json: str, cls: type = LlamaConfig) -> LlamaConfig:
+    """A LlamaConfig or one of its kin (`cls`): the same keys; keys a
+    config.json omits take LlamaConfig's defaults (transformers writes them all)."""
+
     def get(key):
         value = hf.get(key)
         return _LLAMA_HF_DEFAULTS[key] if value is None else value
 
     architectures = hf.get("architectures") or []
-    if architectures and LlamaConfig.hf_class not in architectures:
+    if architectures and cls.hf_class not in architectures:
         raise FormatError(
-            f"config.json architectures is {architectures}: distzo reads {LlamaConfig.hf_class} "
-            "checkpoints only"
+            f"config.json architectures is {architectures}: model_type {cls.architecture!r} "
+            f"means {cls.hf_class} checkpoints"
+        )
+    extra = {}
+    if cls is Qwen2Config and hf.get("attention_bias"):
+        raise FormatError("config.json attention_bias is true: Qwen2 has biases on q, k and v only")
+    if cls is MistralConfig:
+        window = hf.get("sliding_window")
+        if window is not None and int(window) < 1:
+            raise FormatError(f"config.json sliding_window is {window}: must be null or >= 1")
+        extra["sliding_window"] = 0 if window is None else int(window)
+    elif cls is not LlamaConfig and hf.get("use_sliding_window"):
+        raise FormatError(
+            "config.json use_sliding_window is true: distzo has no sliding-window attention "
+            "(Qwen2/Qwen3 checkpoints released with full attention say false)"
         )
     if get("hidden_act") != "silu":
         raise FormatError(
@@ -472,7 +542,7 @@ def _llama_config_from_hf(hf: Mapping, hf_config_json: str) -> LlamaConfig:
             f"config.json num_attention_heads {heads} is not divisible by num_key_value_heads {kv_heads}"
         )
     rope_theta = _llama_rope_theta(hf)
-    return LlamaConfig(
+    return cls(
         hidden_size=hidden,
         num_hidden_layers=int(get("num_hidden_layers")),
         num_attention_heads=heads,
@@ -488,6 +558,7 @@ def _llama_config_from_hf(hf: Mapping, hf_config_json: str) -> LlamaConfig:
         rope_theta=rope_theta,
         hidden_act=str(get("hidden_act")),
         hf_config_json=hf_config_json,
+        **extra,
     )
 
 
@@ -531,16 +602,25 @@ def _llama_expected_tensors(cfg: LlamaConfig) -> dict[str, tuple[int, ...]]:
     out: dict[str, tuple[int, ...]] = {"model.embed_tokens.weight": (v, c)}
     for k in range(cfg.num_hidden_layers):
         lk = f"model.layers.{k}."
-        linears = (
-            ("self_attn.q_proj", cfg.q_width, c, cfg.attention_bias),
-            ("self_attn.k_proj", cfg.kv_width, c, cfg.attention_bias),
-            ("self_attn.v_proj", cfg.kv_width, c, cfg.attention_bias),
+        attention = (
+            ("self_attn.q_proj", cfg.q_width, c, cfg.qkv_bias),
+            ("self_attn.k_proj", cfg.kv_width, c, cfg.qkv_bias),
+            ("self_attn.v_proj", cfg.kv_width, c, cfg.qkv_bias),
             ("self_attn.o_proj", c, cfg.q_width, cfg.attention_bias),
+        )
+        mlp = (
             ("mlp.gate_proj", f, c, cfg.mlp_bias),
             ("mlp.up_proj", f, c, cfg.mlp_bias),
             ("mlp.down_proj", c, f, cfg.mlp_bias),
         )
-        for name, rows, cols, bias in linears:
+        for name, rows, cols, bias in attention:
+            out[f"{lk}{name}.weight"] = (rows, cols)
+            if bias:
+                out[f"{lk}{name}.bias"] = (rows,)
+        if cfg.qk_norm:
+            out[lk + "self_attn.q_norm.weight"] = (cfg.head_dim,)
+            out[lk + "self_attn.k_norm.weight"] = (cfg.head_dim,)
+        for name, rows, cols, bias in mlp:
             out[f"{lk}{name}.weight"] = (rows, cols)
             if bias:
                 out[f"{lk}{name}.bias"] = (rows,)
@@ -582,8 +662,8 @@ def hf_config_dict(cfg: ModelConfig) -> dict:
         return base
     if isinstance(cfg, LlamaConfig):
         base = {
-            "model_type": "llama",
-            "architectures": [LlamaConfig.hf_class],
+            "model_type": cfg.architecture,
+            "architectures": [cfg.hf_class],
             "hidden_act": cfg.hidden_act,
             "rms_norm_eps": float(cfg.rms_norm_eps),
             "rope_parameters": {"rope_type": "default", "rope_theta": float(cfg.rope_theta)},
@@ -603,9 +683,18 @@ def hf_config_dict(cfg: ModelConfig) -> dict:
             "eos_token_id": 2,
             "dtype": "float32",
         }
+    if isinstance(cfg, (Qwen2Config, Qwen3Config)):
+        base["use_sliding_window"] = False
     for name in cfg.int_attrs:
         value = getattr(cfg, name)
-        base[name] = bool(value) if name in cfg.flag_attrs else int(value)
+        if name in cfg.flag_attrs:
+            base[name] = bool(value)
+        elif name in cfg.zero_means_none and int(value) == 0:
+            base[name] = None
+        else:
+            base[name] = int(value)
+    if isinstance(cfg, Qwen2Config):
+        del base["attention_bias"]  # Qwen2Config has no such key; its q, k, v biases are fixed
     return base
 
 

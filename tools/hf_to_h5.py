@@ -9,11 +9,13 @@ model.safetensors.index.json (+ shards), pytorch_model.bin,
 pytorch_model.bin.index.json (+ shards). Safetensors are preferred when both
 exist. Nothing is downloaded. The way back also accepts a distzo checkpoint
 (its parameters become the model; optimizer/run state is dropped) and writes
-config.json + model.safetensors, which transformers' OPTForCausalLM or
-LlamaForCausalLM loads.
+config.json + model.safetensors, which transformers' OPTForCausalLM,
+LlamaForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM or MistralForCausalLM
+loads.
 
-config.json's model_type picks the architecture: "opt" (OPTForCausalLM) or
-"llama" (LlamaForCausalLM); any other is an error that names it.
+config.json's model_type picks the architecture: "opt" (OPTForCausalLM),
+"llama" (LlamaForCausalLM), or one of Llama's kin: "qwen2", "qwen3",
+"mistral"; any other is an error that names it.
 
 Normalisation (docs/formats.md): `decoder.*` keys become `model.decoder.*`
 (OPT); a tied `lm_head.weight` (OPT always, Llama with tie_word_embeddings) is
@@ -48,7 +50,9 @@ from distzo_h5 import FormatError  # noqa: E402
 
 LM_HEAD = "lm_head.weight"
 # The token embedding each architecture ties a dropped lm_head.weight to.
-EMBED = {"opt": "model.decoder.embed_tokens.weight", "llama": "model.embed_tokens.weight"}
+# (every architecture but OPT: model.embed_tokens.weight).
+EMBED = {arch: "model.embed_tokens.weight" for arch in distzo_h5.CONFIG_TYPES}
+EMBED["opt"] = "model.decoder.embed_tokens.weight"
 
 # Files that may hold the weights, in order of preference.
 WEIGHT_FILES = (
@@ -314,7 +318,8 @@ def h5_to_hf(h5_path: str, out_dir: str, verbose: bool = True, float32: bool = F
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(
-        description="Convert a local Hugging Face OPT or Llama checkpoint to a distzo model file (HDF5), or back.",
+        description="Convert a local Hugging Face OPT, Llama, Qwen2, Qwen3 or Mistral checkpoint to a distzo "
+        "model file (HDF5), or back.",
         epilog="Examples:\n  hf_to_h5.py ./opt-125m opt-125m.h5\n  hf_to_h5.py ckpt-1000.h5 --to-hf ./opt-125m-tuned",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )

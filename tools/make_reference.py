@@ -58,7 +58,7 @@ SEQ = 10
 # OPT: pad 1, and its tokenizer starts every text with </s> (id 2).
 # Llama (Llama 2's tokenizer): <unk> 0, <s> 1, </s> 2, no pad token of its
 # own; the fixtures pad with 0, an id every vocabulary has.
-SPECIAL_IDS = {"opt": (1, 2), "llama": (0, 1)}
+SPECIAL_IDS = {"opt": (1, 2), "llama": (0, 1), "qwen2": (0, 1), "qwen3": (0, 1), "mistral": (0, 1)}
 
 # name -> (architecture, seed, config overrides). All: 2 layers, max_position_embeddings 32.
 MODELS = {
@@ -101,6 +101,29 @@ MODELS = {
         dict(vocab_size=72, hidden_size=32, num_key_value_heads=2, head_dim=16, intermediate_size=48,
              tie_word_embeddings=True, attention_bias=True, mlp_bias=True),
     ),
+    # Llama's kin, 4 heads each.
+    # Qwen2: biases on q, k and v only; GQA; untied head; Qwen's RoPE base
+    "qwen2_tiny": (
+        "qwen2",
+        3001,
+        dict(vocab_size=88, hidden_size=32, num_key_value_heads=2, intermediate_size=56,
+             tie_word_embeddings=False, rope_theta=1000000.0, rms_norm_eps=1e-6, use_sliding_window=False),
+    ),
+    # Qwen3: per-head RMSNorm of q and k, explicit head_dim (H * hd = 48 != 32), tied head
+    "qwen3_tiny": (
+        "qwen3",
+        3002,
+        dict(vocab_size=80, hidden_size=32, num_key_value_heads=2, head_dim=12, intermediate_size=40,
+             tie_word_embeddings=True, rope_theta=1000000.0, rms_norm_eps=1e-6, attention_bias=False,
+             use_sliding_window=False),
+    ),
+    # Mistral: a sliding window as long as the batch (it hides nothing: distzo's case), MQA
+    "mistral_tiny": (
+        "mistral",
+        3003,
+        dict(vocab_size=72, hidden_size=32, num_key_value_heads=1, head_dim=8, intermediate_size=48,
+             tie_word_embeddings=False, sliding_window=SEQ, rms_norm_eps=1e-5),
+    ),
 }
 COMMON = {
     "opt": dict(
@@ -123,16 +146,14 @@ COMMON = {
         eos_token_id=2,
     ),
 }
+COMMON.update({arch: COMMON["llama"] for arch in ("qwen2", "qwen3", "mistral")})
 
 
 def hf_classes(arch: str):
     """(config class, model class) of transformers for an architecture."""
     import transformers
 
-    return {
-        "opt": (transformers.OPTConfig, transformers.OPTForCausalLM),
-        "llama": (transformers.LlamaConfig, transformers.LlamaForCausalLM),
-    }[arch]
+    return transformers.CONFIG_MAPPING[arch], getattr(transformers, distzo_h5.CONFIG_TYPES[arch].hf_class)
 
 
 def build_model(arch: str, seed: int, overrides: dict):
@@ -190,7 +211,7 @@ def forward_inputs(arch: str, input_ids: np.ndarray, mask: np.ndarray) -> dict:
     import torch
 
     inputs = {"input_ids": torch.from_numpy(input_ids).long(), "attention_mask": torch.from_numpy(mask).long()}
-    if arch == "llama":
+    if arch != "opt":
         inputs["position_ids"] = torch.from_numpy(position_ids(arch, mask)).long()
         inputs["use_cache"] = False
     return inputs

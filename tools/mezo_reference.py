@@ -91,10 +91,8 @@ def load_model_h5(path: str, attn_implementation: str = "sdpa"):
     import transformers
 
     cfg, tensors = distzo_h5.read_model(path)
-    config_class, model_class = {
-        "opt": (transformers.OPTConfig, transformers.OPTForCausalLM),
-        "llama": (transformers.LlamaConfig, transformers.LlamaForCausalLM),
-    }[cfg.architecture]
+    config_class = transformers.CONFIG_MAPPING[cfg.architecture]  # model_type -> config class
+    model_class = getattr(transformers, cfg.hf_class)
     config = config_class.from_dict(distzo_h5.hf_config_dict(cfg))
     with torch.device("meta"):
         model = model_class._from_config(config, attn_implementation=attn_implementation, dtype=torch.float32)
@@ -109,7 +107,7 @@ def load_model_h5(path: str, attn_implementation: str = "sdpa"):
         model.tie_weights()
         if model.lm_head.weight.data_ptr() != model.get_input_embeddings().weight.data_ptr():
             raise RuntimeError("lm_head is not tied to embed_tokens after loading")
-    if cfg.architecture == "llama":
+    if cfg.architecture != "opt":  # rotary: its inverse frequencies are a buffer, computed here
         model.model.rotary_emb = type(model.model.rotary_emb)(config=model.config)
     for name, p in model.named_parameters():
         if p.device.type == "meta":
@@ -146,7 +144,7 @@ def with_positions(model, batch_inputs: Mapping) -> Mapping:
     """batch_inputs for model(**...): for Llama, position_ids_from_mask added
     (when there is a mask and no position_ids yet); OPT's own positions already
     follow the mask, so its inputs pass unchanged."""
-    if model.config.model_type != "llama" or "position_ids" in batch_inputs or "attention_mask" not in batch_inputs:
+    if model.config.model_type == "opt" or "position_ids" in batch_inputs or "attention_mask" not in batch_inputs:
         return batch_inputs
     return {**batch_inputs, "position_ids": position_ids_from_mask(batch_inputs["attention_mask"])}
 

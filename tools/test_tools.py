@@ -263,6 +263,64 @@ def test_llama_round_trips():
     print("Llama round trips: OK")
 
 
+def test_llama_kin_round_trips():
+    """HF -> distzo -> HF for Qwen2ForCausalLM, Qwen3ForCausalLM and
+    MistralForCausalLM: the file holds exactly the HF tensors and the
+    architecture's name, and transformers gives bit-identical logits from
+    the converted-back directory and from mezo_reference.load_model_h5."""
+    _quiet_transformers()
+    import torch
+    import transformers
+
+    import mezo_reference
+
+    kw = dict(vocab_size=50, hidden_size=16, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
+              intermediate_size=24, max_position_embeddings=20, attn_implementation="eager")
+    kin = {
+        "qwen2": (transformers.Qwen2Config, transformers.Qwen2ForCausalLM, dict(use_sliding_window=False)),
+        "qwen3": (transformers.Qwen3Config, transformers.Qwen3ForCausalLM, dict(head_dim=6, tie_word_embeddings=True)),
+        "mistral": (transformers.MistralConfig, transformers.MistralForCausalLM, dict(head_dim=4, sliding_window=16)),
+    }
+    for arch, (config_class, model_class, extra) in kin.items():
+        torch.manual_seed(5)
+        model = model_class(config_class(**kw, **extra)).eval()
+        with torch.no_grad():  # unit norms and zero biases would hide a skipped one
+            for name, p in model.named_parameters():
+                p.add_(0.1 * torch.randn_like(p) if name.endswith(".bias") or "norm" in name else 3 * p)
+        ref = _logits(model)
+        sd = model.state_dict()
+        with tempfile.TemporaryDirectory() as tmp:
+            h5, again = _round_trip(model, tmp, fmt="safetensors")
+            assert type(again) is model_class, type(again)
+            assert np.array_equal(_logits(again), ref), f"{arch}: logits differ by {np.abs(_logits(again) - ref).max()}"
+            cfg, tensors = distzo_h5.read_model(h5)
+            assert cfg.architecture == arch and cfg.hf_class == model_class.__name__
+            assert set(tensors) == set(sd) - ({"lm_head.weight"} if cfg.tie_word_embeddings else set()), arch
+            assert list(tensors) == list(distzo_h5.expected_tensors(cfg)), f"{arch}: canonical order"
+            for name, array in tensors.items():
+                assert np.array_equal(array, sd[name].numpy()), name
+            loaded = mezo_reference.load_model_h5(h5, attn_implementation="eager")
+            assert np.array_equal(_logits(loaded), ref), f"{arch}: load_model_h5"
+            # Without hf_config_json the way back writes a config.json from the attributes.
+            cfg.hf_config_json = ""
+            bare, back = os.path.join(tmp, "bare.h5"), os.path.join(tmp, "bare")
+            distzo_h5.write_model(bare, cfg, tensors)
+            hf_to_h5.h5_to_hf(bare, back, verbose=False)
+            again = model_class.from_pretrained(back, attn_implementation="eager").eval()
+            assert np.array_equal(_logits(again), ref), f"{arch}: config.json from the attributes"
+    # What the kin do not share with Llama is refused, naming the key.
+    for hf, needle in (
+        ({"model_type": "qwen2", "use_sliding_window": True}, "use_sliding_window is true"),
+        ({"model_type": "qwen3", "use_sliding_window": True}, "use_sliding_window is true"),
+        ({"model_type": "qwen2", "attention_bias": True}, "biases on q, k and v only"),
+        ({"model_type": "mistral", "sliding_window": 0}, "sliding_window is 0"),
+        ({"model_type": "qwen2", "architectures": ["LlamaForCausalLM"]}, "means Qwen2ForCausalLM"),
+        ({"model_type": "gemma3_text"}, "'gemma3_text'"),
+    ):
+        _expect_config_error(hf, needle)
+    print("Qwen2 / Qwen3 / Mistral round trips: OK")
+
+
 def _expect_error(hf_dir, out, needle):
     try:
         hf_to_h5.hf_to_h5(hf_dir, out, verbose=False)
@@ -412,7 +470,7 @@ def test_llama_config():
         _expect_config_error(_llama_hf(head_dim=5), "head_dim 5: must be even"),
         _expect_config_error(_llama_hf(architectures=["LlamaForSequenceClassification"]),
                              "LlamaForSequenceClassification"),
-        _expect_config_error(_llama_hf(model_type="mistral"), "model_type is 'mistral'"),
+        _expect_config_error(_llama_hf(model_type="gemma3_text"), "model_type is 'gemma3_text'"),
     ]
     assert "'llama' (LlamaForCausalLM)" in msgs[-1] and "'opt' (OPTForCausalLM)" in msgs[-1], msgs[-1]
     for m in msgs:
@@ -490,7 +548,7 @@ def test_llama_rejections():
             ("rope_parameters", {"rope_type": "dynamic", "rope_theta": 1e4, "factor": 2.0}, "rope_type is 'dynamic'"),
             ("hidden_act", "gelu", "hidden_act"),
             ("pretraining_tp", 4, "pretraining_tp"),
-            ("model_type", "mistral", "model_type is 'mistral'"),
+            ("model_type", "gemma3_text", "model_type is 'gemma3_text'"),
         ):
             bad = os.path.join(tmp, "bad_" + key)
             _write_hf(tied, bad, fmt="safetensors")
@@ -582,7 +640,10 @@ def numpy_llama_forward(cfg, t, input_ids, mask):
     """LlamaForCausalLM as docs/formats.md describes it: RMSNorm, rotary
     embeddings at llama_positions (channel i pairs with i + hd/2), grouped-query
     attention (query head h reads key/value head h // (H / KV)), SwiGLU MLP
-    down(silu(gate(x)) * up(x)), final RMSNorm, lm_head or the tied embedding."""
+    down(silu(gate(x)) * up(x)), final RMSNorm, lm_head or the tied embedding;
+    Llama's kin: Qwen2's q/k/v biases (cfg.qkv_bias), Qwen3's RMSNorm of each
+    q and k head before the rotation (cfg.qk_norm), Mistral's window (every
+    fixture's T is within it: checked)."""
     B, T = input_ids.shape
     nh, nkv, hd = cfg.num_attention_heads, cfg.num_key_value_heads, cfg.head_dim
     g = {k: v.astype(np.float64) for k, v in t.items()}
@@ -609,12 +670,20 @@ def numpy_llama_forward(cfg, t, input_ids, mask):
     hidden = [x]
     causal = np.tril(np.ones((T, T), bool))
     allowed = causal[None] & (mask[:, None, :] == 1) & (mask[:, :, None] == 1)
+    window = getattr(cfg, "sliding_window", 0)
+    assert window == 0 or T <= window, f"T = {T} exceeds the sliding window {window}"
+
+    def head_norm(x, name):  # Qwen3: over each head's hd channels
+        return rms(x, g[name]) if cfg.qk_norm else x
+
     for k in range(cfg.num_hidden_layers):
         p = f"model.layers.{k}."
         h = rms(x, g[p + "input_layernorm.weight"])
-        q = rope(heads(lin(h, p + "self_attn.q_proj", cfg.attention_bias), nh)) * hd**-0.5
-        kk = rope(heads(lin(h, p + "self_attn.k_proj", cfg.attention_bias), nkv))
-        v = heads(lin(h, p + "self_attn.v_proj", cfg.attention_bias), nkv)
+        q = heads(lin(h, p + "self_attn.q_proj", cfg.qkv_bias), nh)
+        kk = heads(lin(h, p + "self_attn.k_proj", cfg.qkv_bias), nkv)
+        q = rope(head_norm(q, p + "self_attn.q_norm.weight")) * hd**-0.5
+        kk = rope(head_norm(kk, p + "self_attn.k_norm.weight"))
+        v = heads(lin(h, p + "self_attn.v_proj", cfg.qkv_bias), nkv)
         group = nh // nkv
         kk, v = np.repeat(kk, group, axis=1), np.repeat(v, group, axis=1)  # head h -> kv head h // group
         a = _attend(q, kk, v, allowed).transpose(0, 2, 1, 3).reshape(B, T, nh * hd)
@@ -984,5 +1053,6 @@ if __name__ == "__main__":
         test_llama_rejections,
         test_round_trips,
         test_llama_round_trips,
+        test_llama_kin_round_trips,
         test_mezo_reference_llama,
     ]))
