@@ -16,8 +16,9 @@ What it does:
   θ in the dtype holding most of its elements unless the deck says
   otherwise); dequantises every other tensor to float32 with the `gguf`
   package's own dequantiser (`gguf.quants.dequantize`, the code transformers
-  uses too); F32, F16, BF16, Q8_0, Q4_0 and Q4_1 are accepted, any other type
-  is an error naming it. The float32 values are exactly the quantised
+  uses too); F32, F16, BF16, Q8_0, Q5_0, Q5_1, Q4_0, Q4_1 and the K-quants
+  Q6_K, Q5_K and Q4_K (what the _K_M / _K_S files mix) are accepted, any
+  other type (Q2_K, Q3_K, the IQ types) is an error naming it. The float32 values are exactly the quantised
   model's (the quantisation loss happened when the GGUF was made and is not
   undone);
 - undoes the row permutation of the q and k projections that llama.cpp's
@@ -71,7 +72,7 @@ from distzo_h5 import FormatError  # noqa: E402
 
 # Quantisation types dequantised here (by name, so the message for any other
 # type needs no gguf enum lookup).
-SUPPORTED_TYPES = ("F32", "F16", "BF16", "Q8_0", "Q4_0", "Q4_1")
+SUPPORTED_TYPES = ("F32", "F16", "BF16", "Q8_0", "Q5_0", "Q5_1", "Q4_0", "Q4_1", "Q6_K", "Q5_K", "Q4_K")
 
 # GGUF per-layer tensor -> Hugging Face module under model.layers.N.
 LAYER_TENSORS = {

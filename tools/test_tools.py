@@ -1019,6 +1019,129 @@ def test_gguf_keeps_two_byte():
     print("gguf_to_h5 keeps F16 / BF16: OK")
 
 
+def _numpy_dequantize(raw: np.ndarray, kind: str) -> np.ndarray:
+    """float32 values of GGUF blocks, from llama.cpp's dequantize_row_* (ggml-quants.c),
+    written out here independently of the gguf package: Q5_0, Q5_1 (32 weights
+    a block) and the K-quants Q4_K, Q5_K, Q6_K (256: 8 or 16 sub-blocks with
+    6- or 8-bit scales), each operation in float32 as there."""
+    f32 = np.float32
+    half = lambda b: b[..., :2].copy().view(np.float16).astype(f32)[..., 0]  # noqa: E731
+    size = {"Q5_0": 22, "Q5_1": 24, "Q4_K": 144, "Q5_K": 176, "Q6_K": 210}[kind]
+    blocks = raw.reshape(-1, size)
+    out = []
+    for b in blocks:
+        if kind in ("Q5_0", "Q5_1"):
+            d = half(b[0:2])
+            m = half(b[2:4]) if kind == "Q5_1" else None
+            o = 4 if kind == "Q5_1" else 2
+            qh = int.from_bytes(bytes(b[o:o + 4]), "little")
+            qs = b[o + 4:o + 20].astype(np.int32)
+            hi = np.array([(qh >> j) & 1 for j in range(32)], dtype=np.int32) << 4
+            q = np.concatenate([qs & 0xF, qs >> 4]) | hi
+            out.append(q.astype(f32) * d + m if kind == "Q5_1" else (q - 16).astype(f32) * d)
+            continue
+        if kind == "Q6_K":
+            ql, qh, sc, d = b[0:128].astype(np.int32), b[128:192].astype(np.int32), b[192:208].view(np.int8), half(b[208:210])
+            y = np.empty(256, f32)
+            for n in range(2):
+                l_, h_, s_ = ql[64 * n:], qh[32 * n:], sc[8 * n:].astype(f32)
+                for l in range(32):
+                    i = l // 16
+                    q1 = ((l_[l] & 0xF) | (((h_[l] >> 0) & 3) << 4)) - 32
+                    q2 = ((l_[l + 32] & 0xF) | (((h_[l] >> 2) & 3) << 4)) - 32
+                    q3 = ((l_[l] >> 4) | (((h_[l] >> 4) & 3) << 4)) - 32
+                    q4 = ((l_[l + 32] >> 4) | (((h_[l] >> 6) & 3) << 4)) - 32
+                    for off, sidx, q in ((0, 0, q1), (32, 2, q2), (64, 4, q3), (96, 6, q4)):
+                        y[128 * n + l + off] = d * s_[i + sidx] * f32(q)
+            out.append(y)
+            continue
+        d, dmin, scales = half(b[0:2]), half(b[2:4]), b[4:16].astype(np.int32)
+
+        def scale_min(j):
+            if j < 4:
+                return scales[j] & 63, scales[j + 4] & 63
+            return ((scales[j + 4] & 0xF) | ((scales[j - 4] >> 6) << 4),
+                    (scales[j + 4] >> 4) | ((scales[j] >> 6) << 4))
+
+        qh = b[16:48].astype(np.int32) if kind == "Q5_K" else None
+        qs = b[48:176].astype(np.int32) if kind == "Q5_K" else b[16:144].astype(np.int32)
+        y = np.empty(256, f32)
+        for j in range(4):  # 64 weights: two sub-blocks of 32, low then high nibbles
+            (s1, m1), (s2, m2) = scale_min(2 * j), scale_min(2 * j + 1)
+            q = qs[32 * j:32 * j + 32]
+            lo, hi = q & 0xF, q >> 4
+            if kind == "Q5_K":
+                lo = lo + (((qh >> (2 * j)) & 1) << 4)
+                hi = hi + (((qh >> (2 * j + 1)) & 1) << 4)
+            y[64 * j:64 * j + 32] = (d * f32(s1)) * lo.astype(f32) - dmin * f32(m1)
+            y[64 * j + 32:64 * j + 64] = (d * f32(s2)) * hi.astype(f32) - dmin * f32(m2)
+        out.append(y)
+    return np.concatenate(out)
+
+
+def test_gguf_dequantises_k_quants():
+    """gguf_to_h5 reads Q5_0, Q5_1, Q4_K, Q5_K and Q6_K tensors (random blocks
+    with finite scales, as a Q4_K_M file mixes them): every value equals an
+    independent numpy dequantiser of llama.cpp's layout, q/k rows un-permuted."""
+    import gguf
+
+    import gguf_to_h5
+
+    rng = np.random.default_rng(11)
+    V, C, F, L, H, KV = 32, 256, 256, 1, 4, 2
+    hd = C // H
+    kinds = ("Q4_K", "Q5_K", "Q6_K", "Q5_0", "Q5_1")
+    with tempfile.TemporaryDirectory() as tmp:
+        path, h5 = os.path.join(tmp, "k.gguf"), os.path.join(tmp, "k.h5")
+        w = gguf.GGUFWriter(path, "llama")
+        for add_meta, value in ((w.add_context_length, 20), (w.add_embedding_length, C), (w.add_block_count, L),
+                                (w.add_feed_forward_length, F), (w.add_head_count, H), (w.add_head_count_kv, KV),
+                                (w.add_layer_norm_rms_eps, 1e-5), (w.add_rope_freq_base, 10000.0),
+                                (w.add_vocab_size, V)):
+            add_meta(value)
+        want = {}
+        names = [("token_embd.weight", (V, C))] + [
+            (f"blk.0.{n}.weight", shape)
+            for n, shape in (("attn_q", (H * hd, C)), ("attn_k", (KV * hd, C)), ("attn_v", (KV * hd, C)),
+                             ("attn_output", (C, H * hd)), ("ffn_gate", (F, C)), ("ffn_up", (F, C)),
+                             ("ffn_down", (C, F)))
+        ]
+        for i, (name, shape) in enumerate(names):
+            kind = kinds[i % len(kinds)]
+            qtype = gguf.GGMLQuantizationType[kind]
+            block, size = gguf.GGML_QUANT_SIZES[qtype]
+            raw = rng.integers(0, 256, size=(shape[0], shape[1] // block * size), dtype=np.uint8)
+            blocks = raw.reshape(-1, size)
+            small = lambda n: np.float16(rng.uniform(0.01, 0.1, n)).view(np.uint8).reshape(n, 2)  # noqa: E731
+            if kind == "Q6_K":
+                blocks[:, 208:210] = small(len(blocks))  # d
+            else:
+                blocks[:, 0:2] = small(len(blocks))  # d
+                if kind != "Q5_0":
+                    blocks[:, 2:4] = small(len(blocks))  # dmin / m
+            w.add_tensor(name, raw, raw_shape=raw.shape, raw_dtype=qtype)
+            want[name] = _numpy_dequantize(raw, kind).reshape(shape)
+        for name in ("blk.0.attn_norm.weight", "blk.0.ffn_norm.weight", "output_norm.weight"):
+            want[name] = rng.standard_normal(C).astype(np.float32)
+            w.add_tensor(name, want[name])
+        w.write_header_to_file()
+        w.write_kv_data_to_file()
+        w.write_tensors_to_file()
+        w.close()
+
+        gguf_to_h5.gguf_to_h5(path, h5, verbose=False)
+        _, got = distzo_h5.read_model(h5)
+        for name, values in want.items():
+            hf = gguf_to_h5.hf_name(name, L)
+            if name.endswith("attn_q.weight"):
+                values = gguf_to_h5.unpermute_rows(values, H)
+            elif name.endswith("attn_k.weight"):
+                values = gguf_to_h5.unpermute_rows(values, KV)
+            assert got[hf].dtype == np.float32 and np.all(np.isfinite(got[hf])), hf
+            assert np.array_equal(got[hf], values), f"{name}: max |difference| {np.abs(got[hf] - values).max()}"
+    print("gguf_to_h5 dequantises Q5_0, Q5_1, Q4_K, Q5_K, Q6_K: OK")
+
+
 def _run_all(tests) -> int:
     """Each test in turn; a missing optional package skips a test, not the run."""
     failed = skipped = 0
@@ -1046,6 +1169,7 @@ if __name__ == "__main__":
         test_digest_matches_inspect,
         test_two_byte_round_trips,
         test_gguf_keeps_two_byte,
+        test_gguf_dequantises_k_quants,
         test_demo_baselines_statistics,
         test_llama_config,
         test_fixtures_against_numpy,
