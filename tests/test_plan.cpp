@@ -328,6 +328,11 @@ TEST(HfConfig, ReadsLlamasKinAndRefusesWhatTheyDoNotShare) {
           "sliding_window": 128})",
       "config.json");
   EXPECT_EQ(mistral.sliding_window, 128);
+  // No key: MistralConfig's default window; null: none.
+  EXPECT_EQ(io::parse_hf_config(R"({"model_type": "mistral"})", "c.json").sliding_window, 4096);
+  EXPECT_EQ(io::parse_hf_config(R"({"model_type": "mistral", "sliding_window": null})", "c.json")
+                .sliding_window,
+            0);
   EXPECT_NE(model::describe(mistral, "; ").find("sliding window 128"), std::string::npos);
   for (const model::ModelConfig& c : {qwen2, qwen3, mistral})
     EXPECT_EQ(io::parse_hf_config(io::hf_config_json(c), "back.json"), c);

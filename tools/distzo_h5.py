@@ -403,6 +403,8 @@ _LLAMA_HF_DEFAULTS = {
     "attention_bias": False,
     "mlp_bias": False,
 }
+# transformers' MistralConfig.sliding_window default
+MISTRAL_DEFAULT_SLIDING_WINDOW = 4096
 # transformers' RotaryEmbeddingConfigMixin.default_theta
 LLAMA_DEFAULT_ROPE_THETA = 10000.0
 
@@ -516,7 +518,8 @@ def _llama_config_from_hf(hf: Mapping, hf_config_json: str, cls: type = LlamaCon
     if cls is Qwen2Config and hf.get("attention_bias"):
         raise FormatError("config.json attention_bias is true: Qwen2 has biases on q, k and v only")
     if cls is MistralConfig:
-        window = hf.get("sliding_window")
+        # null: no window; no key: MistralConfig's default, 4096 positions.
+        window = hf.get("sliding_window") if "sliding_window" in hf else MISTRAL_DEFAULT_SLIDING_WINDOW
         if window is not None and int(window) < 1:
             raise FormatError(f"config.json sliding_window is {window}: must be null or >= 1")
         extra["sliding_window"] = 0 if window is None else int(window)

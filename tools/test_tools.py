@@ -308,6 +308,9 @@ def test_llama_kin_round_trips():
             hf_to_h5.h5_to_hf(bare, back, verbose=False)
             again = model_class.from_pretrained(back, attn_implementation="eager").eval()
             assert np.array_equal(_logits(again), ref), f"{arch}: config.json from the attributes"
+    # No sliding_window key: MistralConfig's 4096; null: no window.
+    assert distzo_h5.config_from_hf({"model_type": "mistral"}).sliding_window == 4096
+    assert distzo_h5.config_from_hf({"model_type": "mistral", "sliding_window": None}).sliding_window == 0
     # What the kin do not share with Llama is refused, naming the key.
     for hf, needle in (
         ({"model_type": "qwen2", "use_sliding_window": True}, "use_sliding_window is true"),

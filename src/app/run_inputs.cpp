@@ -149,12 +149,12 @@ Inputs load_inputs(const std::string& deck_path, const runtime::Communicator& wo
     in.eval = std::make_unique<io::Dataset>(io::load_dataset(deck.data.eval, vocab));
   for (const io::Dataset* d : {static_cast<const io::Dataset*>(&in.train), static_cast<const io::Dataset*>(in.eval.get())}) {
     if (!d) continue;
-    DISTZO_REQUIRE(d->seq_len <= config.max_position_embeddings,
-                   "dataset sequences of " << d->seq_len << " tokens exceed the model's "
-                                           << config.max_position_embeddings
-                                           << " positions");
+    const std::string& file = d == &in.train ? deck.data.train : deck.data.eval;
+    DISTZO_INPUT_REQUIRE(d->seq_len <= config.max_position_embeddings,
+                         file << ": sequences of " << d->seq_len << " tokens exceed the model's "
+                              << config.max_position_embeddings << " positions");
     DISTZO_INPUT_REQUIRE(config.sliding_window == 0 || d->seq_len <= config.sliding_window,
-                         "dataset sequences of "
+                         file << ": sequences of "
                              << d->seq_len << " tokens exceed the model's sliding window of "
                              << config.sliding_window
                              << " positions: distzo has no windowed attention, so it runs "

@@ -26,6 +26,8 @@ class JsonConfig {
   }
 
   bool present(const char* key) const { return root_[key] && !root_[key].IsNull(); }
+  /// The key is there, null or not.
+  bool has(const char* key) const { return static_cast<bool>(root_[key]); }
 
   std::int64_t integer(const char* key, std::int64_t fallback) const {
     if (!present(key)) return fallback;
@@ -138,8 +140,9 @@ model::ModelConfig parse_llama(const JsonConfig& j, const std::string& source,
                          source << ": attention_bias is true: Qwen2 has biases on q, k and v only");
   }
   if (architecture == model::Architecture::mistral) {
-    // MistralConfig: sliding_window null or a window length in positions.
-    c.sliding_window = j.integer("sliding_window", 0);
+    // MistralConfig: sliding_window null (none) or a window length in
+    // positions; a config without the key has MistralConfig's 4096.
+    c.sliding_window = j.has("sliding_window") ? j.integer("sliding_window", 0) : 4096;
     DISTZO_INPUT_REQUIRE(c.sliding_window >= 0, source << ": sliding_window " << c.sliding_window
                                                        << " must be null or >= 1");
   } else if (architecture != model::Architecture::llama) {
@@ -282,7 +285,14 @@ std::string hf_config_json(const model::ModelConfig& c) {
   os.precision(17);  // doubles parse back to the same value
   os << "{\n  \"model_type\": \"" << model::architecture_name(c.architecture) << "\",\n"
      << "  \"architectures\": [\"" << model::architecture_spec(c.architecture).hf_class << "\"],\n";
-  for (const auto& [key, member] : fields.ints) os << "  \"" << key << "\": " << c.*member << ",\n";
+  for (const auto& [key, member] : fields.ints) {
+    os << "  \"" << key << "\": ";
+    if (member == &model::ModelConfig::sliding_window && c.*member == 0)
+      os << "null";  // HF's "no window"
+    else
+      os << c.*member;
+    os << ",\n";
+  }
   for (const auto& [key, member] : fields.bools)
     os << "  \"" << key << "\": " << (c.*member ? "true" : "false") << ",\n";
   for (const auto& [key, member] : fields.reals) os << "  \"" << key << "\": " << c.*member << ",\n";

@@ -45,7 +45,7 @@ declare -A expect=(
   [20-watchdog-zero]='bad_decks/20-watchdog-zero.yaml:11: parallel.watchdog: out of range: expected auto, off or a number > 0, found 0'
   [21-unknown-storage]='bad_decks/21-unknown-storage.yaml:12: precision.storage: unknown value "bf32" (did you mean "fp32"?); allowed: fp32, bf16, fp16'
   [22-unknown-rounding]='bad_decks/22-unknown-rounding.yaml:13: precision.rounding: unknown value "stochastik" (did you mean "stochastic"?); allowed: stochastic, nearest'
-  [23-longer-than-sliding-window]='dataset sequences of 12 tokens exceed the model'"'"'s sliding window of 10 positions: distzo has no windowed attention'
+  [23-longer-than-sliding-window]='mistral_train.h5: sequences of 12 tokens exceed the model'"'"'s sliding window of 10 positions: distzo has no windowed attention'
 )
 mkdir bad_decks
 cp "$HERE"/bad_decks/*.yaml bad_decks/
