@@ -95,12 +95,9 @@ def check_h5(gguf_path: str, h5_path: str) -> int:
         if t.tensor_type != gguf.GGMLQuantizationType.F32:
             bad.append(f"{t.name} is {t.tensor_type.name}")
             continue
-        name = gguf_to_h5.hf_name(t.name, config["num_hidden_layers"])
+        name = gguf_to_h5.hf_name(t.name, config["num_hidden_layers"], config["model_type"])
         a = np.asarray(t.data, dtype=np.float32).reshape(tuple(int(d) for d in reversed(t.shape)))
-        if name.endswith("self_attn.q_proj.weight"):
-            a = gguf_to_h5.unpermute_rows(a, config["num_attention_heads"])
-        elif name.endswith("self_attn.k_proj.weight"):
-            a = gguf_to_h5.unpermute_rows(a, config["num_key_value_heads"])
+        a = gguf_to_h5.hf_layout(name, a, config)
         seen.add(name)
         ref = tensors.get(name)
         if ref is None or ref.shape != a.shape or not np.array_equal(ref.view(np.uint32), a.view(np.uint32)):

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Convert a llama.cpp GGUF file of a Llama-architecture model to a distzo model file.
+"""Convert a llama.cpp GGUF file of a Llama, Qwen2 or Qwen3 model to a distzo model file.
 
     python tools/gguf_to_h5.py MODEL.gguf OUT.h5                       # weights + config
     python tools/gguf_to_h5.py MODEL.gguf OUT.h5 --tokenizer-dir DIR   # and DIR/tokenizer.json
@@ -46,9 +46,15 @@ What it does:
   GPT-2 byte-level split (llama.cpp's regexes "\\p{N}" then GPT-2's; the
   original SmolLM2 tokenizer.json's Digits(individual_digits) + ByteLevel).
 
-Rejected, with the reason: an architecture other than llama, MoE files,
-rope scaling, partial rotary (rope.dimension_count != head_dim), biases or any
-other tensor a bias-free Llama does not have.
+Qwen2 and Qwen3 files (`general.architecture` qwen2 / qwen3) read the same
+way from their own `qwen2.*` / `qwen3.*` keys, with their biases (Qwen2's q,
+k, v) and Qwen3's `attn_q_norm` / `attn_k_norm`; llama.cpp stores their q and
+k rows in Hugging Face's order (its converter permutes `llama` only, and
+transformers' GGUF loader un-permutes `llama` only), so nothing is undone.
+
+Rejected, with the reason: an architecture other than llama, qwen2, qwen3,
+MoE files, rope scaling, partial rotary (rope.dimension_count != head_dim),
+biases in a llama file, or any other tensor the architecture does not have.
 
 Needs numpy, h5py and gguf; --tokenizer-dir also needs transformers and
 tokenizers. Errors print one line "gguf_to_h5: error: ..." and exit with
@@ -91,7 +97,13 @@ GLOBAL_TENSORS = {
     "output_norm.weight": "model.norm.weight",
     "output.weight": "lm_head.weight",
 }
-LAYER_RE = re.compile(r"blk\.(\d+)\.([a-z_]+)\.weight")
+LAYER_RE = re.compile(r"blk\.(\d+)\.([a-z_]+)\.(weight|bias)")
+# Qwen3's per-head q/k norms (qwen3 files only).
+QK_NORM_TENSORS = {"attn_q_norm": "self_attn.q_norm", "attn_k_norm": "self_attn.k_norm"}
+# GGUF architectures read here: Llama, and Llama's kin whose tensors
+# llama.cpp keeps in Hugging Face's row order (its converter permutes q and k
+# rows for `llama` only; transformers' GGUF loader undoes it for `llama` only).
+ARCHITECTURES = ("llama", "qwen2", "qwen3")
 
 # llama.cpp pre-tokenizers whose split transformers' GGUF tokenizer lacks, and
 # the Hugging Face pre_tokenizer that gives llama.cpp's split.
@@ -121,11 +133,12 @@ def _f32_decimal(value: float) -> float:
 
 
 def hf_config_from_gguf(reader) -> dict:
-    """A Hugging Face LlamaConfig dict from the GGUF metadata and tensor names."""
+    """A Hugging Face config dict (LlamaConfig, Qwen2Config or Qwen3Config) from
+    the GGUF metadata and tensor names."""
     arch = _scalar(reader, "general.architecture")
-    if arch != "llama":
-        raise FormatError(f"general.architecture is {arch!r}: only 'llama' is supported")
-    a = "llama."
+    if arch not in ARCHITECTURES:
+        raise FormatError(f"general.architecture is {arch!r}: supported: {', '.join(ARCHITECTURES)}")
+    a = arch + "."
     if (_scalar(reader, a + "expert_count", required=False) or 0) > 0:
         raise FormatError(f"{a}expert_count > 0: mixture-of-experts models are not supported")
     scaling = _scalar(reader, a + "rope.scaling.type", required=False)
@@ -163,8 +176,8 @@ def hf_config_from_gguf(reader) -> dict:
         raise FormatError(f"{a}vocab_size {vocab} != token_embd rows {int(embd.shape[1])}")
 
     config = {
-        "architectures": ["LlamaForCausalLM"],
-        "model_type": "llama",
+        "architectures": [distzo_h5.CONFIG_TYPES[arch].hf_class],
+        "model_type": arch,
         "vocab_size": int(vocab),
         "hidden_size": hidden,
         "intermediate_size": int(_scalar(reader, a + "feed_forward_length")),
@@ -177,11 +190,15 @@ def hf_config_from_gguf(reader) -> dict:
         "rope_theta": _f32_decimal(_scalar(reader, a + "rope.freq_base", required=False) or 10000.0),
         "rope_scaling": None,
         "hidden_act": "silu",
-        "attention_bias": False,
+        "attention_bias": arch == "qwen3" and "blk.0.attn_q.bias" in names,  # Qwen2's q/k/v biases are implied
         "mlp_bias": False,
         "tie_word_embeddings": "output.weight" not in names,
         "dtype": "float32",
     }
+    if arch == "qwen2":
+        del config["attention_bias"]  # Qwen2Config has no such key
+    if arch != "llama":
+        config["use_sliding_window"] = False
     for hf_key, gguf_key in (("bos_token_id", "bos_token_id"), ("eos_token_id", "eos_token_id"),
                              ("pad_token_id", "padding_token_id")):
         value = _scalar(reader, "tokenizer.ggml." + gguf_key, required=False)
@@ -190,17 +207,36 @@ def hf_config_from_gguf(reader) -> dict:
     return config
 
 
-def hf_name(gguf_name: str, num_layers: int) -> str:
-    """Hugging Face Llama state-dict key of a GGUF tensor name."""
+def hf_name(gguf_name: str, num_layers: int, architecture: str = "llama") -> str:
+    """Hugging Face state-dict key of a GGUF tensor name: Llama's names, and
+    for Qwen2/Qwen3 the projections' biases (qwen2: q, k, v) and Qwen3's
+    q/k norms."""
     if gguf_name in GLOBAL_TENSORS:
         return GLOBAL_TENSORS[gguf_name]
     m = LAYER_RE.fullmatch(gguf_name)
-    if m and m.group(2) in LAYER_TENSORS and int(m.group(1)) < num_layers:
-        return f"model.layers.{int(m.group(1))}.{LAYER_TENSORS[m.group(2)]}.weight"
+    modules = dict(LAYER_TENSORS, **(QK_NORM_TENSORS if architecture == "qwen3" else {}))
+    if m and m.group(2) in modules and int(m.group(1)) < num_layers:
+        if m.group(3) == "weight" or (architecture != "llama" and m.group(2).startswith("attn_")
+                                      and m.group(2) not in QK_NORM_TENSORS):
+            return f"model.layers.{int(m.group(1))}.{modules[m.group(2)]}.{m.group(3)}"
+    what = "a bias-free Llama" if architecture == "llama" else f"a {architecture} model"
     raise FormatError(
-        f"tensor {gguf_name}: not a parameter of a bias-free Llama with {num_layers} layers "
-        "(biases, rope_freqs and other extra tensors are not supported)"
+        f"tensor {gguf_name}: not a parameter of {what} with {num_layers} layers "
+        "(rope_freqs and other extra tensors are not supported)"
     )
+
+
+def hf_layout(name: str, array: np.ndarray, config: dict) -> np.ndarray:
+    """A GGUF tensor (already in PyTorch's shape) in Hugging Face's layout:
+    for `llama` files, q and k rows un-permuted (unpermute_rows); the kin's
+    are stored in Hugging Face's order already."""
+    if config["model_type"] != "llama":
+        return array
+    if name.endswith("self_attn.q_proj.weight"):
+        return unpermute_rows(array, config["num_attention_heads"])
+    if name.endswith("self_attn.k_proj.weight"):
+        return unpermute_rows(array, config["num_key_value_heads"])
+    return array
 
 
 def unpermute_rows(w: np.ndarray, n_head: int) -> np.ndarray:
@@ -220,7 +256,7 @@ def gguf_tensors(reader, config: dict, float32: bool = False):
     layers = config["num_hidden_layers"]
     for t in reader.tensors:
         qtype = t.tensor_type.name
-        name = hf_name(t.name, layers)
+        name = hf_name(t.name, layers, config["model_type"])
         if qtype not in SUPPORTED_TYPES:
             raise FormatError(
                 f"tensor {t.name}: quantisation type {qtype} is not supported "
@@ -234,11 +270,7 @@ def gguf_tensors(reader, config: dict, float32: bool = False):
             array = np.asarray(t.data).view(np.uint8).view("<u2").reshape(shape)  # the words
         else:
             array = np.asarray(dequantize(t.data, t.tensor_type), dtype=np.float32).reshape(shape)
-        if name.endswith("self_attn.q_proj.weight"):
-            array = unpermute_rows(array, config["num_attention_heads"])
-        elif name.endswith("self_attn.k_proj.weight"):
-            array = unpermute_rows(array, config["num_key_value_heads"])
-        array = np.ascontiguousarray(array)
+        array = np.ascontiguousarray(hf_layout(name, array, config))
         yield name, distzo_h5.Bf16Array(array) if qtype == "BF16" and not float32 else array, qtype
 
 
@@ -321,7 +353,7 @@ def export_tokenizer(gguf_path: str, out_dir: str, verbose: bool = True) -> dict
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(
-        description="Convert a llama.cpp GGUF (Llama architecture) to a distzo model file (HDF5).",
+        description="Convert a llama.cpp GGUF (Llama, Qwen2 or Qwen3 architecture) to a distzo model file (HDF5).",
         epilog="Example:\n  gguf_to_h5.py SmolLM2-135M-Instruct.Q4_1.gguf smollm2.h5 --tokenizer-dir tok/",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )

@@ -1145,6 +1145,96 @@ def test_gguf_dequantises_k_quants():
     print("gguf_to_h5 dequantises Q5_0, Q5_1, Q4_K, Q5_K, Q6_K: OK")
 
 
+def test_gguf_reads_qwen():
+    """gguf_to_h5 reads qwen2 and qwen3 GGUF files (biases, q/k norms, rows in
+    Hugging Face's order): the tensors equal what transformers' own GGUF
+    loader builds from the same file, and so do the logits."""
+    import gguf
+    import torch
+    import transformers
+
+    import gguf_to_h5
+    import mezo_reference
+
+    _quiet_transformers()
+    rng = np.random.default_rng(5)
+    V, C, F, L, H, KV, hd = 40, 32, 48, 2, 4, 2, 8
+    for arch in ("qwen2", "qwen3"):
+        with tempfile.TemporaryDirectory() as tmp:
+            path, h5 = os.path.join(tmp, "q.gguf"), os.path.join(tmp, "q.h5")
+            w = gguf.GGUFWriter(path, arch)
+            w.add_context_length(32)
+            w.add_embedding_length(C)
+            w.add_block_count(L)
+            w.add_feed_forward_length(F)
+            w.add_head_count(H)
+            w.add_head_count_kv(KV)
+            w.add_key_length(hd)
+            w.add_value_length(hd)
+            w.add_layer_norm_rms_eps(1e-6)
+            w.add_rope_freq_base(1000000.0)
+            w.add_vocab_size(V)
+            # transformers' GGUF loader reads a tokenizer: a tiny byte-level BPE one
+            w.add_tokenizer_model("gpt2")
+            w.add_tokenizer_pre("qwen2")
+            w.add_token_list([f"t{i}" for i in range(V)])
+            w.add_token_types([1] * V)
+            w.add_token_merges([])
+            w.add_bos_token_id(1)
+            w.add_eos_token_id(2)
+
+            def add(name, shape, scale=1.0, offset=0.0):
+                w.add_tensor(name, (offset + scale * rng.standard_normal(shape)).astype(np.float32))
+
+            add("token_embd.weight", (V, C), 0.3)
+            for k in range(L):
+                b = f"blk.{k}."
+                for n, shape in (("attn_q", (H * hd, C)), ("attn_k", (KV * hd, C)), ("attn_v", (KV * hd, C)),
+                                 ("attn_output", (C, H * hd)), ("ffn_gate", (F, C)), ("ffn_up", (F, C)),
+                                 ("ffn_down", (C, F))):
+                    add(b + n + ".weight", shape, 1 / np.sqrt(shape[1]))
+                if arch == "qwen2":
+                    for n, rows in (("attn_q", H * hd), ("attn_k", KV * hd), ("attn_v", KV * hd)):
+                        add(b + n + ".bias", (rows,), 0.1)
+                else:
+                    add(b + "attn_q_norm.weight", (hd,), 0.2, 1.0)
+                    add(b + "attn_k_norm.weight", (hd,), 0.2, 1.0)
+                add(b + "attn_norm.weight", (C,), 0.2, 1.0)
+                add(b + "ffn_norm.weight", (C,), 0.2, 1.0)
+            add("output_norm.weight", (C,), 0.2, 1.0)
+            w.write_header_to_file()
+            w.write_kv_data_to_file()
+            w.write_tensors_to_file()
+            w.close()
+
+            cfg = gguf_to_h5.gguf_to_h5(path, h5, verbose=False)
+            assert cfg.architecture == arch, cfg
+            _, ours = distzo_h5.read_model(h5)
+            # What from_pretrained(gguf_file=...) loads, without accelerate.
+            from transformers.modeling_gguf_pytorch_utils import load_gguf_checkpoint
+
+            meta = load_gguf_checkpoint(path)["config"]
+            assert meta["model_type"] == arch, meta
+            hf_cfg = {k: v for k, v in meta.items() if k not in ("model_type", "architectures")}
+            hf_cfg["head_dim"] = hd  # transformers 5.24's GGUF config drops attention.key_length
+            theirs = getattr(transformers, cfg.hf_class)(
+                transformers.CONFIG_MAPPING[arch](**hf_cfg, attn_implementation="eager"))
+            parsed = load_gguf_checkpoint(path, return_tensors=True, model_to_load=theirs)
+            sd = {k: np.asarray(v, dtype=np.float32) for k, v in parsed["tensors"].items()}
+            tied = cfg.tie_word_embeddings
+            assert set(ours) == set(sd) - ({"lm_head.weight"} if tied else set()), (arch, set(ours) ^ set(sd))
+            for name, array in ours.items():
+                assert np.array_equal(array, sd[name]), f"{arch}: {name}"
+            # ... and the model transformers builds from those tensors gives distzo's file's logits.
+            theirs.load_state_dict({k: torch.from_numpy(v) for k, v in sd.items()}, strict=False)
+            if tied:
+                theirs.tie_weights()
+            theirs.eval()
+            loaded = mezo_reference.load_model_h5(h5, attn_implementation="eager")
+            assert np.array_equal(_logits(loaded), _logits(theirs)), f"{arch}: logits"
+    print("gguf_to_h5 reads qwen2 / qwen3 as transformers does: OK")
+
+
 def _run_all(tests) -> int:
     """Each test in turn; a missing optional package skips a test, not the run."""
     failed = skipped = 0
@@ -1173,6 +1263,7 @@ if __name__ == "__main__":
         test_two_byte_round_trips,
         test_gguf_keeps_two_byte,
         test_gguf_dequantises_k_quants,
+        test_gguf_reads_qwen,
         test_demo_baselines_statistics,
         test_llama_config,
         test_fixtures_against_numpy,
