@@ -109,7 +109,7 @@ namespace {
 /// LlamaConfig's keys and defaults (transformers' LlamaConfig), for the
 /// Llama family: Qwen2Config, Qwen3Config and MistralConfig have the same
 /// keys (defaults differ; released configs give every key read here), and
-/// their own sliding-window keys, read by `parse_window`.
+/// their own sliding-window keys, read at the end.
 model::ModelConfig parse_llama(const JsonConfig& j, const std::string& source,
                                model::Architecture architecture) {
   model::ModelConfig c;
@@ -136,7 +136,7 @@ model::ModelConfig parse_llama(const JsonConfig& j, const std::string& source,
                               << ": distzo computes the projections whole (pretraining_tp 1)");
   if (architecture == model::Architecture::qwen2) {
     // Qwen2's projections: q, k, v with biases, o without (no attention_bias key).
-    DISTZO_INPUT_REQUIRE(!j.present("attention_bias") || !j.boolean("attention_bias", false),
+    DISTZO_INPUT_REQUIRE(!j.boolean("attention_bias", false),
                          source << ": attention_bias is true: Qwen2 has biases on q, k and v only");
   }
   if (architecture == model::Architecture::mistral) {

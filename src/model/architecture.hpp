@@ -71,9 +71,7 @@ const ArchitectureSpec& architecture_spec(Architecture a);
 /// family (model/llama_architecture.cpp: one tensor list and block whose
 /// variants the config's fields select — qkv_bias, qk_norm, sliding_window).
 const ArchitectureSpec& opt_architecture();
-const ArchitectureSpec& llama_architecture();
-const ArchitectureSpec& qwen2_architecture();
-const ArchitectureSpec& qwen3_architecture();
-const ArchitectureSpec& mistral_architecture();
+/// The Llama family's entry for `a` (llama, qwen2, qwen3, mistral).
+const ArchitectureSpec& llama_family_architecture(Architecture a);
 
 }  // namespace distzo::model

@@ -138,28 +138,21 @@ ArchitectureSpec llama_family(Architecture id, const char* display_name, const c
 
 }  // namespace
 
-const ArchitectureSpec& llama_architecture() {
-  static const ArchitectureSpec spec =
+const ArchitectureSpec& llama_family_architecture(Architecture a) {
+  static const ArchitectureSpec llama =
       llama_family(Architecture::llama, "Llama", "LlamaForCausalLM");
-  return spec;
-}
-
-const ArchitectureSpec& qwen2_architecture() {
-  static const ArchitectureSpec spec =
+  static const ArchitectureSpec qwen2 =
       llama_family(Architecture::qwen2, "Qwen2", "Qwen2ForCausalLM");
-  return spec;
-}
-
-const ArchitectureSpec& qwen3_architecture() {
-  static const ArchitectureSpec spec =
+  static const ArchitectureSpec qwen3 =
       llama_family(Architecture::qwen3, "Qwen3", "Qwen3ForCausalLM");
-  return spec;
-}
-
-const ArchitectureSpec& mistral_architecture() {
-  static const ArchitectureSpec spec =
+  static const ArchitectureSpec mistral =
       llama_family(Architecture::mistral, "Mistral", "MistralForCausalLM");
-  return spec;
+  switch (a) {
+    case Architecture::qwen2: return qwen2;
+    case Architecture::qwen3: return qwen3;
+    case Architecture::mistral: return mistral;
+    default: return llama;
+  }
 }
 
 }  // namespace distzo::model
