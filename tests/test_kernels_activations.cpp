@@ -1,5 +1,6 @@
 // Element-wise kernels (src/kernels/activations.hpp): bias + ReLU and bias +
-// residual bit for bit, SwiGLU's silu_mul against its definition
+// residual bit for bit, SwiGLU's silu_mul and GeGLU's gelu_tanh_mul against
+// their definitions
 // (tests/support/kernel_check.hpp says how kernels are compared).
 
 #include <gtest/gtest.h>
@@ -84,6 +85,43 @@ TEST(KernelsSwiGlu, SiluMulMatchesDefinitionWithAndWithoutBiases) {
   Mat g = to_device(gate);
   EXPECT_THROW(k::silu_mul(space(), g, Mat("up", 17, 36), ConstVec(), ConstVec()), Error);
   EXPECT_THROW(k::silu_mul(space(), g, to_device(up), Vec("b", 3), ConstVec()), Error);
+}
+
+// ---------------------------------------------- gelu_tanh_mul (Gemma 3's GeGLU)
+
+TEST(KernelsGeGlu, GeluTanhMulMatchesTorchsTanhForm) {
+  // torch's gelu(approximate="tanh"): t/2 (1 + tanh(u)), u = sqrt(2/pi) (t +
+  // 0.044715 t^3), in double as t / (1 + e^(-2u)) — the same function, where
+  // 1 + tanh(u) would cancel in the negative tail even in double.
+  HostMat gate = random_host(17, 37, 181, -9.0, 9.0);
+  gate(0, 0) = 0.0f;
+  gate(0, 1) = -30.0f;  // e^(-2u) overflows: exactly -0 * up
+  gate(0, 2) = 30.0f;   // e^(-2u) -> 0: t * up
+  const HostMat up = random_host(17, 37, 182);
+  Mat g = to_device(gate);
+  k::gelu_tanh_mul(space(), g, to_device(up));
+  Ref want(17, 37);
+  for (std::size_t r = 0; r < 17; ++r)
+    for (std::size_t c = 0; c < 37; ++c) {
+      const double t = gate(r, c);
+      const double inner = std::sqrt(2.0 / M_PI) * (t + 0.044715 * t * t * t);
+      want(r, c) = t / (1.0 + std::exp(-2.0 * inner)) * double(up(r, c));
+      if (std::abs(inner) < 5) {  // away from the tails, torch's form agrees
+        EXPECT_NEAR(want(r, c), 0.5 * t * (1.0 + std::tanh(inner)) * double(up(r, c)), 1e-12);
+      }
+    }
+  // The cube and inner (4 roundings, relative error carried through exp as
+  // |2u| ~ 10^3 u at t = 9 near the tails), exp to 2 ulp, then the division
+  // and the product: within 1e-5 relative where the value is not tiny.
+  const HostMat got = to_host(g);
+  EXPECT_TRUE(all_close(got, want, 1e-30, 1e-5));
+  EXPECT_EQ(got(0, 0), 0.0f);
+  EXPECT_EQ(got(0, 2), 30.0f * up(0, 2));
+  // SiLU is not GELU: the same inputs through silu_mul differ.
+  Mat s = to_device(gate);
+  k::silu_mul(space(), s, to_device(up), ConstVec(), ConstVec());
+  EXPECT_FALSE(all_close(to_host(s), want, 1e-3, 1e-3));
+  EXPECT_THROW(k::gelu_tanh_mul(space(), g, Mat("up", 17, 36)), Error);
 }
 
 TEST(KernelsSwiGlu, HostThreadsGiveTheBitsOfOneThread) {

@@ -67,16 +67,16 @@ TEST(KernelsLayerNorm, InPlaceAndConstantRows) {
   for (std::size_t c = 0; c < 64; ++c) EXPECT_EQ(got(4, c), b(c));
 }
 
-// --------------------------------------------------------- rmsnorm (Llama)
+// ------------------------------------------------- rmsnorm (Llama, Gemma 3)
 
-Ref rmsnorm_ref(const HostMat& x, const HostVec& g, double eps) {
+Ref rmsnorm_ref(const HostMat& x, const HostVec& g, double eps, double offset = 0) {
   const std::size_t rows = x.extent(0), cols = x.extent(1);
   Ref y(rows, cols);
   for (std::size_t r = 0; r < rows; ++r) {
     double sq = 0.0;
     for (std::size_t c = 0; c < cols; ++c) sq += double(x(r, c)) * double(x(r, c));
     const double inv = 1.0 / std::sqrt(sq / cols + eps);
-    for (std::size_t c = 0; c < cols; ++c) y(r, c) = double(x(r, c)) * inv * g(c);
+    for (std::size_t c = 0; c < cols; ++c) y(r, c) = double(x(r, c)) * inv * (offset + g(c));
   }
   return y;
 }
@@ -99,6 +99,22 @@ TEST(KernelsRmsNorm, MatchesLlamaDefinitionInPlaceAndOnZeroRows) {
   EXPECT_TRUE(bit_equal(to_host(xy), got));
   EXPECT_THROW(k::rmsnorm(space(), y, to_device(x), Vec("g", 130), 1e-6f), Error);
   EXPECT_THROW(k::rmsnorm(space(), y, to_device(x), to_device(g), 0.0f), Error);
+}
+
+TEST(KernelsRmsNorm, GemmaScalesByOnePlusTheWeights) {
+  // Gemma3RMSNorm: weights w near 0 scale by 1 + w (a float sum, then the
+  // product): three roundings; offset 0 is the Llama norm bit for bit.
+  const HostMat x = random_host(19, 67, 153, -2.0, 3.0);
+  const HostVec w = random_host_vec(67, 154, -0.5, 0.5);
+  Mat y("y", 19, 67);
+  k::rmsnorm(space(), y, to_device(x), to_device(w), 1e-6f, 1.0f);
+  EXPECT_TRUE(all_close(to_host(y), rmsnorm_ref(x, w, 1e-6, 1.0), 3 * 18 * kFloatU, 3 * kFloatU));
+  Mat plain("plain", 19, 67), offset0("offset0", 19, 67);
+  k::rmsnorm(space(), plain, to_device(x), to_device(w), 1e-6f);
+  k::rmsnorm(space(), offset0, to_device(x), to_device(w), 1e-6f, 0.0f);
+  EXPECT_TRUE(bit_equal(to_host(plain), to_host(offset0)));
+  // 1 + w is not w: a kernel that ignored the offset fails here.
+  EXPECT_FALSE(all_close(to_host(y), rmsnorm_ref(x, w, 1e-6), 1e-3, 1e-3));
 }
 
 }  // namespace

@@ -67,6 +67,14 @@ KOKKOS_INLINE_FUNCTION real silu_times(real g, real u) {
   return g / (real(1) + fp::exp(-g)) * u;
 }
 
+/// gelu_tanh(g) * u, every operation rounded on its own (fp::), so every
+/// backend gives the same bits. 2 sqrt(2/pi) = 1.5957691216057308.
+KOKKOS_INLINE_FUNCTION real gelu_tanh_times(real g, real u) {
+  const real cube = fp::mul(fp::mul(g, g), g);
+  const real inner = fp::mul(real(1.5957691216057308), fp::mul_add(real(0.044715), cube, g));
+  return fp::mul(fp::div(g, fp::add(real(1), fp::exp(-inner))), u);
+}
+
 }  // namespace
 
 void silu_mul(const ExecSpace& space, const Mat& gate, const ConstMat& up, const ConstVec& bg,
@@ -97,6 +105,22 @@ void silu_mul(const ExecSpace& space, const Mat& gate, const ConstMat& up, const
                      const real g = gate_bias ? gg(r, c) + bgg(c) : gg(r, c);
                      const real u = up_bias ? uu(r, c) + buu(c) : uu(r, c);
                      gg(r, c) = silu_times(g, u);
+                   });
+}
+
+void gelu_tanh_mul(const ExecSpace& space, const Mat& gate, const ConstMat& up) {
+  DISTZO_REQUIRE(gate.extent(0) == up.extent(0) && gate.extent(1) == up.extent(1),
+                 "distzo::kernels::gelu_tanh_mul: gate is (" << gate.extent(0) << ", "
+                                                             << gate.extent(1) << "), up is ("
+                                                             << up.extent(0) << ", "
+                                                             << up.extent(1) << ")");
+  if (gate.size() == 0) return;
+  const Mat gg = gate;
+  const ConstMat uu = up;
+  for_each_in_rows("distzo::gelu_tanh_mul", space, gate.extent(0),
+                   static_cast<std::int64_t>(gate.extent(1)),
+                   KOKKOS_LAMBDA(const std::int64_t r, const std::int64_t c) {
+                     gg(r, c) = gelu_tanh_times(gg(r, c), uu(r, c));
                    });
 }
 

@@ -26,4 +26,13 @@ void add_bias_residual(const ExecSpace& space, const Mat& h, const ConstMat& y, 
 void silu_mul(const ExecSpace& space, const Mat& gate, const ConstMat& up, const ConstVec& bg,
               const ConstVec& bu);
 
+/// gate = gelu_tanh(gate) * up in place: the GeGLU of Gemma 3's MLP
+/// (hidden_activation "gelu_pytorch_tanh"),
+///   gelu_tanh(t) = t/2 (1 + tanh(u)),  u = sqrt(2/pi) (t + 0.044715 t^3),
+/// computed as t / (1 + e^(-2u)), the same function (1 + tanh(u) =
+/// 2 / (1 + e^(-2u))) from the vectorising fp::exp, within a few float ulp
+/// of torch's tanh form. No biases (Gemma has none).
+///   gate, up: (N, F)
+void gelu_tanh_mul(const ExecSpace& space, const Mat& gate, const ConstMat& up);
+
 }  // namespace distzo::kernels

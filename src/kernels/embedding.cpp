@@ -3,12 +3,13 @@
 #include <cstdint>
 
 #include "core/error.hpp"
+#include "core/fp.hpp"
 #include "kernels/common.hpp"
 
 namespace distzo::kernels {
 
 void embedding_gather(const ExecSpace& space, const Mat& out, const ConstIntMat& tokens,
-                      const WeightMatrix& table) {
+                      const WeightMatrix& table, real scale) {
   const std::int64_t batch = static_cast<std::int64_t>(tokens.extent(0));
   const std::int64_t seq = static_cast<std::int64_t>(tokens.extent(1));
   const std::int64_t dim = static_cast<std::int64_t>(table.cols());
@@ -28,7 +29,7 @@ void embedding_gather(const ExecSpace& space, const Mat& out, const ConstIntMat&
       "distzo::embedding_gather", RangePolicy64(space, 0, n), KOKKOS_LAMBDA(const std::int64_t i) {
         const std::int64_t row = i / dim;
         const std::int64_t d = i % dim;
-        o(row, d) = tab(tok(row / seq, row % seq), d);
+        o(row, d) = fp::mul(tab(tok(row / seq, row % seq), d), scale);
       });
 }
 

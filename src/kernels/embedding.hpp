@@ -12,11 +12,12 @@
 
 namespace distzo::kernels {
 
-/// out[b*T + t, :] = table[tokens[b, t], :]
+/// out[b*T + t, :] = table[tokens[b, t], :] * scale (Gemma 3 scales its
+/// embeddings by sqrt(C) rounded to float; scale 1 copies them exactly)
 ///   out: (B*T, D)   tokens: (B, T) ids in [0, V)   table: (V, D), float32 or
 ///   2-byte words (decoded exactly)
 void embedding_gather(const ExecSpace& space, const Mat& out, const ConstIntMat& tokens,
-                      const WeightMatrix& table);
+                      const WeightMatrix& table, real scale = real(1));
 
 /// Position ids from the attention mask: pos = cumsum(mask, dim=1) * mask - 1,
 /// exactly Hugging Face's OPTLearnedPositionalEmbedding (no past key values)

@@ -1,6 +1,7 @@
 #include "kernels/layernorm.hpp"
 
 #include "core/error.hpp"
+#include "core/fp.hpp"
 #include "core/math.hpp"
 #include "kernels/common.hpp"
 
@@ -68,7 +69,7 @@ void layernorm(const ExecSpace& space, const Mat& y, const ConstMat& x, const Co
 }
 
 void rmsnorm(const ExecSpace& space, const Mat& y, const ConstMat& x, const ConstVec& gamma,
-             real eps) {
+             real eps, real offset) {
   check_norm("rmsnorm", y, x, gamma, eps);
   const int rows = static_cast<int>(x.extent(0));
   const int cols = static_cast<int>(x.extent(1));
@@ -93,7 +94,7 @@ void rmsnorm(const ExecSpace& space, const Mat& y, const ConstMat& x, const Cons
         const double rms_inv = 1.0 / math::sqrt(sq / cols + eps_d);
         Kokkos::parallel_for(Kokkos::TeamThreadRange(member, cols), [&](const int c) {
           const real normed = static_cast<real>(static_cast<double>(xx(r, c)) * rms_inv);
-          yy(r, c) = g(c) * normed;
+          yy(r, c) = fp::add(offset, g(c)) * normed;
         });
       });
 }

@@ -1,5 +1,5 @@
 #pragma once
-// Normalisation over the last dimension: LayerNorm (OPT), RMSNorm (Llama).
+// Normalisation over the last dimension: LayerNorm (OPT), RMSNorm (Llama, Gemma 3).
 
 #include "core/types.hpp"
 
@@ -17,13 +17,15 @@ namespace distzo::kernels {
 void layernorm(const ExecSpace& space, const Mat& y, const ConstMat& x, const ConstVec& gamma,
                const ConstVec& beta, real eps = real(1e-5));
 
-/// y[r, :] = x[r, :] / sqrt(mean(x[r, :]^2) + eps) * gamma, exactly
-/// transformers' LlamaRMSNorm in float32 (no mean subtraction, no bias).
+/// y[r, :] = x[r, :] / sqrt(mean(x[r, :]^2) + eps) * (offset + gamma), exactly
+/// transformers' LlamaRMSNorm in float32 (offset 0: no mean subtraction, no
+/// bias) and Gemma3RMSNorm (offset 1: its weights scale by 1 + w).
 ///   y, x: (N, C)   gamma: (C)
 /// In place is allowed as for layernorm. The mean square accumulates in
 /// double; the normalised value is rounded to float before the product with
-/// gamma, as Hugging Face rounds it.
+/// offset + gamma (itself a float sum), as Hugging Face rounds them; offset 0
+/// multiplies by gamma itself.
 void rmsnorm(const ExecSpace& space, const Mat& y, const ConstMat& x, const ConstVec& gamma,
-             real eps);
+             real eps, real offset = real(0));
 
 }  // namespace distzo::kernels
