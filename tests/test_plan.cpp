@@ -343,7 +343,7 @@ TEST(HfConfig, ReadsLlamasKinAndRefusesWhatTheyDoNotShare) {
   EXPECT_NE(hf_config_error(R"({"model_type": "qwen2", "attention_bias": true})")
                 .find("biases on q, k and v only"),
             std::string::npos);
-  EXPECT_NE(hf_config_error(R"({"model_type": "gemma3_text"})").find("distzo supports opt, llama, qwen2"),
+  EXPECT_NE(hf_config_error(R"({"model_type": "gemma2"})").find("distzo supports opt, llama, qwen2"),
             std::string::npos);
   // A sequence longer than the window is refused before anything runs.
   app::PlanInputs in;
@@ -352,6 +352,96 @@ TEST(HfConfig, ReadsLlamasKinAndRefusesWhatTheyDoNotShare) {
   EXPECT_NO_THROW(app::plan_memory(in));
   in.batch.seq_len = 129;
   EXPECT_ERROR_CONTAINS("sliding window of 128 positions", app::plan_memory(in));
+}
+
+TEST(HfConfig, ReadsGemma3InEitherFormAndRefusesWhatItDoesNotImplement) {
+  // Gemma 3 270M's config.json as released (transformers 4 form): the count
+  // is transformers' numel() of the released model (tied head).
+  const std::string layer_types =
+      R"("layer_types": ["sliding_attention", "sliding_attention", "sliding_attention",
+          "sliding_attention", "sliding_attention", "full_attention", "sliding_attention",
+          "sliding_attention", "sliding_attention", "sliding_attention", "sliding_attention",
+          "full_attention", "sliding_attention", "sliding_attention", "sliding_attention",
+          "sliding_attention", "sliding_attention", "full_attention"])";
+  const std::string shape =
+      R"("model_type": "gemma3_text", "architectures": ["Gemma3ForCausalLM"],
+         "hidden_size": 640, "intermediate_size": 2048, "num_hidden_layers": 18,
+         "num_attention_heads": 4, "num_key_value_heads": 1, "head_dim": 256,
+         "vocab_size": 262144, "max_position_embeddings": 32768, "rms_norm_eps": 1e-06,
+         "query_pre_attn_scalar": 256, "sliding_window": 512, "attention_bias": false,
+         "hidden_activation": "gelu_pytorch_tanh", "attn_logit_softcapping": null,
+         "final_logit_softcapping": null, "use_bidirectional_attention": false)";
+  const model::ModelConfig v4 = io::parse_hf_config(
+      "{" + shape + R"(, "rope_theta": 1000000.0, "rope_local_base_freq": 10000.0,
+         "rope_scaling": null, "_sliding_window_pattern": 6, )" + layer_types + "}",
+      "config.json");
+  EXPECT_EQ(v4.architecture, model::Architecture::gemma3);
+  EXPECT_EQ(v4.sliding_window_pattern, 6);
+  EXPECT_EQ(v4.rope_theta, 1e6);
+  EXPECT_EQ(v4.rope_local_base_freq, 1e4);
+  EXPECT_TRUE(v4.qk_norm());
+  EXPECT_TRUE(v4.tie_word_embeddings);
+  EXPECT_TRUE(v4.sliding_layer(0));
+  EXPECT_FALSE(v4.sliding_layer(5));
+  EXPECT_FALSE(v4.sliding_layer(17));
+  EXPECT_EQ(v4.attention_scale(), 1.0 / 16);
+  EXPECT_EQ(model::ParameterRegistry::for_model(v4).total_elements(), 268098176);
+  // transformers 5: rope_parameters per layer type; a pattern instead of the list.
+  const model::ModelConfig v5 = io::parse_hf_config(
+      "{" + shape + R"(, "sliding_window_pattern": 6, "rope_parameters": {
+         "full_attention": {"rope_type": "default", "rope_theta": 1000000.0},
+         "sliding_attention": {"rope_type": "default", "rope_theta": 10000.0}}})",
+      "config.json");
+  EXPECT_EQ(v5, v4);
+  EXPECT_EQ(io::parse_hf_config(io::hf_config_json(v4), "back.json"), v4);
+  const std::string described = model::describe(v4, "; ");
+  EXPECT_NE(described.find("3 full-attention layers (rotary base 1e+06), 15 sliding"),
+            std::string::npos)
+      << described;
+  // Defaults: Gemma3TextConfig's (4096-position window, pattern 6, tied).
+  const model::ModelConfig defaults = io::parse_hf_config(R"({"model_type": "gemma3_text"})", "c.json");
+  EXPECT_EQ(defaults.sliding_window, 4096);
+  EXPECT_EQ(defaults.sliding_window_pattern, 6);
+  EXPECT_EQ(defaults.query_pre_attn_scalar, 256);
+
+  const auto refusal = [](const std::string& keys) {
+    return hf_config_error(R"({"model_type": "gemma3_text", "num_hidden_layers": 3, )" + keys + "}");
+  };
+  EXPECT_NE(refusal(R"("final_logit_softcapping": 30.0)").find("final_logit_softcapping is set"),
+            std::string::npos);
+  EXPECT_NE(refusal(R"("attn_logit_softcapping": 50.0)").find("attn_logit_softcapping is set"),
+            std::string::npos);
+  EXPECT_NE(refusal(R"("use_bidirectional_attention": true)").find("causal"), std::string::npos);
+  EXPECT_NE(refusal(R"("attention_bias": true)").find("no released Gemma 3"), std::string::npos);
+  EXPECT_NE(refusal(R"("hidden_activation": "gelu")").find("hidden_activation 'gelu'"),
+            std::string::npos);
+  EXPECT_NE(refusal(R"("rope_scaling": {"rope_type": "linear", "factor": 8.0})").find("rope_scaling is set"),
+            std::string::npos);
+  EXPECT_NE(refusal(R"("rope_parameters": {"full_attention": {"rope_type": "linear", "factor": 8.0}})")
+                .find("rope_type 'linear'"),
+            std::string::npos);
+  EXPECT_NE(refusal(R"("rope_parameters": {"rope_type": "default", "rope_theta": 5.0})")
+                .find("one entry per layer type"),
+            std::string::npos);
+  EXPECT_NE(refusal(R"("layer_types": ["full_attention", "sliding_attention", "sliding_attention"])")
+                .find("one repeating pattern"),
+            std::string::npos);
+  EXPECT_NE(refusal(R"("layer_types": ["sliding_attention", "full_attention"])").find("3) entries"),
+            std::string::npos);
+  EXPECT_NE(refusal(R"("layer_types": ["sliding_attention", "chunked_attention", "full_attention"])")
+                .find("'chunked_attention'"),
+            std::string::npos);
+  // No full layer at all: the pattern is L + 1.
+  EXPECT_EQ(io::parse_hf_config(R"({"model_type": "gemma3_text", "num_hidden_layers": 2,
+                                   "layer_types": ["sliding_attention", "sliding_attention"]})",
+                                "c.json")
+                .sliding_window_pattern,
+            3);
+  // The window bounds the sequence as for Mistral.
+  app::PlanInputs in;
+  in.config = v4;
+  in.batch.seq_len = 513;
+  EXPECT_ERROR_CONTAINS("sliding window of 512 positions", app::plan_memory(in));
 }
 
 TEST(Inspect, AllocatesNothingInTheExecutionSpace) {

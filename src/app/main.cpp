@@ -31,7 +31,7 @@ namespace {
 
 const char* const kUsage =
     "distzo - zeroth-order (MeZO / ZO2 / DistZO2) fine-tuning of OPT and Llama language models\n"
-    "(and Llama's kin: Qwen2, Qwen3, Mistral)\n"
+    "(and Llama's kin: Qwen2, Qwen3, Mistral) and Gemma 3 text models\n"
     "\n"
     "usage:\n"
     "  distzo run DECK.yaml              fine-tune as the deck says (docs/decks.md);\n"
@@ -39,7 +39,7 @@ const char* const kUsage =
     "  distzo plan DECK.yaml             predicted device memory, host memory and bytes\n"
     "                                    moved per step, before submitting the job\n"
     "  distzo plan config.json [...]     the same for a Hugging Face config.json (OPT,\n"
-    "                                    Llama, Qwen2, Qwen3, Mistral)\n"
+    "                                    Llama, Qwen2, Qwen3, Mistral, Gemma 3)\n"
     "  distzo inspect FILE.h5            architecture, tensor table, parameter count\n"
     "                                    (a dataset file: task, sizes, label balance)\n"
     "  distzo inspect FILE.h5 --digest   one hex digest over all parameters (digest\n"

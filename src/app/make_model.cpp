@@ -19,7 +19,8 @@ const char* const kUsage =
     "       distzo make-model OUT.h5 --layers L --hidden C --heads H --ffn F --vocab V\n"
     "                         [--positions P] [--proj E] [--post-ln] [--seed S] [--std X]\n"
     "  a model file with random weights (std: 0.02 by default): the architecture of\n"
-    "  config.json (OPT, Llama, Qwen2, Qwen3, Mistral), or an OPT model of the shape given";
+    "  config.json (OPT, Llama, Qwen2, Qwen3, Mistral, Gemma 3), or an OPT model of the shape\n"
+    "  given";
 }  // namespace
 
 int make_model(const std::vector<std::string>& args) {
@@ -39,7 +40,7 @@ int make_model(const std::vector<std::string>& args) {
   } else {
     DISTZO_INPUT_REQUIRE(o.has("--layers"),
                          "make-model: give --config config.json (OPT, Llama, Qwen2, Qwen3, "
-                         "Mistral), or the shape of "
+                         "Mistral, Gemma 3), or the shape of "
                          "an OPT model (--layers L --hidden C --heads H --ffn F --vocab V)\n"
                              << kUsage);
     c.num_hidden_layers = o.required_integer("--layers", 1);

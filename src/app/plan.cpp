@@ -38,8 +38,9 @@ const char* const kUsage =
     "                   [--device-gib G] [--gpus-per-node n [--pcie-gbs 55] [--nvlink-gbs 370]\n"
     "                   [--hbm-tbs 4.3] [--gemm-tflops 700]]\n"
     "  predicted device memory per rank by role, host memory for θ, and bytes moved per\n"
-    "  step, for a deck or for a Hugging Face config.json of OPT, Llama, Qwen2, Qwen3 or\n"
-    "  Mistral (defaults: batch 1, seq 2048 or the model's positions (or window), causal_lm, 2\n"
+    "  step, for a deck or for a Hugging Face config.json of OPT, Llama, Qwen2, Qwen3,\n"
+    "  Mistral or Gemma 3 (defaults: batch 1, seq 2048 or the model's positions (or window),\n"
+    "  causal_lm, 2\n"
     "  candidates for classification, q 1, P 1, resident, K 0, prefetch 1, slots\n"
     "  prefetch + 2, fp32, together, gemm inputs fp32). --device-gib G\n"
     "  also says whether the run fits a device of G GiB and the largest resident_blocks K\n"
@@ -288,8 +289,8 @@ PlanInputs inputs_from_config(const std::string& path, const Options& o,
   PlanInputs in;
   in.config = io::read_hf_config(path);
   in.batch.micro_batch = static_cast<int>(std::min<std::int64_t>(o.integer("--batch", 1, 1), INT32_MAX));
-  // The longest sequence the model runs: its positions, and a Mistral
-  // model's sliding window (distzo has no windowed attention).
+  // The longest sequence the model runs: its positions, and a Mistral or
+  // Gemma 3 model's sliding window (distzo has no windowed attention).
   std::int64_t positions = in.config.max_position_embeddings;
   if (in.config.sliding_window > 0) positions = std::min(positions, in.config.sliding_window);
   in.batch.seq_len = static_cast<int>(

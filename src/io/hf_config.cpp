@@ -5,9 +5,11 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <vector>
 
 namespace distzo::io {
 
@@ -57,32 +59,46 @@ class JsonConfig {
     return present(key) ? root_[key].as<std::string>() : fallback;
   }
 
+  /// The value of `key` (null or absent: an undefined node).
+  YAML::Node node(const char* key) const {
+    return present(key) ? root_[key] : YAML::Node(YAML::NodeType::Undefined);
+  }
+  const std::string& source() const { return source_; }
+
   /// The rotary base: `rope_parameters` {"rope_type": "default", "rope_theta": b}
   /// (transformers 5) or `rope_theta` (transformers 4); any other rope type,
   /// and any rope scaling, is refused.
   double rope_theta() const {
     for (const char* key : {"rope_parameters", "rope_scaling"}) {
       if (!present(key)) continue;
-      const YAML::Node& rope = root_[key];
-      DISTZO_INPUT_REQUIRE(rope.IsMap(), source_ << ": " << key << " must be a JSON object");
-      std::string type = "default";
-      for (const char* type_key : {"rope_type", "type"})
-        if (rope[type_key] && !rope[type_key].IsNull()) type = rope[type_key].as<std::string>();
-      DISTZO_INPUT_REQUIRE(type == "default",
-                           source_ << ": " << key << " has rope_type '" << type
-                                   << "': distzo implements only the default rotary embedding "
-                                      "(no scaling: not linear, dynamic, yarn, longrope or llama3)");
-      for (const auto& entry : rope) {
-        const std::string name = entry.first.as<std::string>();
-        DISTZO_INPUT_REQUIRE(name == "rope_type" || name == "type" || name == "rope_theta",
-                             source_ << ": " << key << "." << name
-                                     << " is set: distzo implements only the default rotary "
-                                        "embedding, without scaling parameters");
-      }
-      if (rope["rope_theta"] && !rope["rope_theta"].IsNull())
-        return number(rope["rope_theta"], "rope_parameters.rope_theta");
+      const double theta = default_rope(root_[key], key);
+      if (theta > 0) return theta;
     }
     return real("rope_theta", 10000.0);
+  }
+
+  /// A rope_parameters entry {"rope_type": "default", "rope_theta": b}: b
+  /// (0 if the entry names none). Any other rope type or any scaling
+  /// parameter is refused, naming `key`.
+  double default_rope(const YAML::Node& rope, const std::string& key) const {
+    DISTZO_INPUT_REQUIRE(rope.IsMap(), source_ << ": " << key << " must be a JSON object");
+    std::string type = "default";
+    for (const char* type_key : {"rope_type", "type"})
+      if (rope[type_key] && !rope[type_key].IsNull()) type = rope[type_key].as<std::string>();
+    DISTZO_INPUT_REQUIRE(type == "default",
+                         source_ << ": " << key << " has rope_type '" << type
+                                 << "': distzo implements only the default rotary embedding "
+                                    "(no scaling: not linear, dynamic, yarn, longrope or llama3)");
+    for (const auto& entry : rope) {
+      const std::string name = entry.first.as<std::string>();
+      DISTZO_INPUT_REQUIRE(name == "rope_type" || name == "type" || name == "rope_theta",
+                           source_ << ": " << key << "." << name
+                                   << " is set: distzo implements only the default rotary "
+                                      "embedding, without scaling parameters");
+    }
+    if (rope["rope_theta"] && !rope["rope_theta"].IsNull())
+      return number(rope["rope_theta"], key + ".rope_theta");
+    return 0;
   }
 
  private:
@@ -155,6 +171,103 @@ model::ModelConfig parse_llama(const JsonConfig& j, const std::string& source,
   return c;
 }
 
+/// Gemma3TextConfig's keys and defaults (transformers 5; transformers 4's
+/// flat rope_theta / rope_local_base_freq and sliding_window_pattern too).
+/// Its layer_types list becomes sliding_window_pattern, which must describe
+/// it exactly.
+model::ModelConfig parse_gemma3(const JsonConfig& j, const std::string& source) {
+  model::ModelConfig c;
+  c.architecture = model::Architecture::gemma3;
+  c.hidden_size = j.integer("hidden_size", 2304);
+  c.num_hidden_layers = j.integer("num_hidden_layers", 26);
+  c.num_attention_heads = j.integer("num_attention_heads", 8);
+  c.num_key_value_heads = j.integer("num_key_value_heads", 4);
+  c.head_dim = j.integer("head_dim", 256);
+  c.ffn_dim = j.integer("intermediate_size", 9216);
+  c.vocab_size = j.integer("vocab_size", 262208);
+  c.max_position_embeddings = j.integer("max_position_embeddings", 131072);
+  c.tie_word_embeddings = j.boolean("tie_word_embeddings", true);
+  c.attention_bias = j.boolean("attention_bias", false);
+  c.activation_function = j.text("hidden_activation", j.text("hidden_act", "gelu_pytorch_tanh"));
+  c.rms_norm_eps = j.real("rms_norm_eps", 1e-6);
+  c.query_pre_attn_scalar = j.real("query_pre_attn_scalar", 256);
+  c.word_embed_proj_dim = c.hidden_size;
+  // null: no window; no key: Gemma3TextConfig's 4096 positions.
+  c.sliding_window = j.has("sliding_window") ? j.integer("sliding_window", 0) : 4096;
+  DISTZO_INPUT_REQUIRE(c.sliding_window >= 0, source << ": sliding_window " << c.sliding_window
+                                                     << " must be null or >= 1");
+  for (const char* key : {"final_logit_softcapping", "attn_logit_softcapping"})
+    DISTZO_INPUT_REQUIRE(!j.present(key), source << ": " << key
+                                                 << " is set: distzo implements no soft-capping "
+                                                    "(Gemma 3 has none; Gemma 2 did)");
+  DISTZO_INPUT_REQUIRE(!j.boolean("use_bidirectional_attention", false),
+                       source << ": use_bidirectional_attention is true: distzo's attention is "
+                                 "causal (bidirectional Gemma 3 models are embedding models)");
+
+  // Rotary bases: {"full_attention": {...}, "sliding_attention": {...}}
+  // (transformers 5) or rope_theta, rope_local_base_freq and rope_scaling.
+  c.rope_theta = j.real("rope_theta", 1e6);
+  c.rope_local_base_freq = j.real("rope_local_base_freq", 1e4);
+  DISTZO_INPUT_REQUIRE(!j.present("rope_scaling"),
+                       source << ": rope_scaling is set: distzo implements only the default "
+                                 "rotary embedding (Gemma 3 270M and 1B have none)");
+  const YAML::Node rope = j.node("rope_parameters");
+  if (rope) {
+    DISTZO_INPUT_REQUIRE(rope.IsMap(), source << ": rope_parameters must be a JSON object");
+    for (const auto& entry : rope) {
+      const std::string type = entry.first.as<std::string>();
+      DISTZO_INPUT_REQUIRE(type == "full_attention" || type == "sliding_attention",
+                           source << ": rope_parameters." << type
+                                  << ": Gemma 3's rope_parameters has one entry per layer type, "
+                                     "full_attention and sliding_attention");
+      if (entry.second.IsNull()) continue;
+      const double theta = j.default_rope(entry.second, "rope_parameters." + type);
+      if (theta > 0) (type == "full_attention" ? c.rope_theta : c.rope_local_base_freq) = theta;
+    }
+  }
+
+  // layer_types: "sliding_attention" / "full_attention" per layer, or from
+  // sliding_window_pattern (default 6) as Gemma3TextConfig makes it.
+  const std::int64_t L = c.num_hidden_layers;
+  const YAML::Node types = j.node("layer_types");
+  if (!types) {
+    c.sliding_window_pattern =
+        j.integer("sliding_window_pattern", j.integer("_sliding_window_pattern", 6));
+    DISTZO_INPUT_REQUIRE(c.sliding_window_pattern >= 1,
+                         source << ": sliding_window_pattern must be >= 1, got "
+                                << c.sliding_window_pattern);
+    // Beyond L + 1 every layer is a sliding one, as with L + 1.
+    c.sliding_window_pattern = std::min(c.sliding_window_pattern, L + 1);
+    return c;
+  }
+  DISTZO_INPUT_REQUIRE(types.IsSequence() && static_cast<std::int64_t>(types.size()) == L,
+                       source << ": layer_types must be a list of num_hidden_layers (" << L
+                              << ") entries");
+  std::vector<bool> full;
+  for (const auto& t : types) {
+    const std::string type = t.IsScalar() ? t.as<std::string>() : std::string("?");
+    DISTZO_INPUT_REQUIRE(type == "full_attention" || type == "sliding_attention",
+                         source << ": layer_types holds '" << type
+                                << "': Gemma 3's layers are full_attention or sliding_attention");
+    full.push_back(type == "full_attention");
+  }
+  std::int64_t P = L + 1;  // no full layer: every layer a sliding one
+  for (std::int64_t k = 0; k < L; ++k)
+    if (full[static_cast<std::size_t>(k)]) {
+      P = k + 1;
+      break;
+    }
+  for (std::int64_t k = 0; k < L; ++k)
+    DISTZO_INPUT_REQUIRE(full[static_cast<std::size_t>(k)] == ((k + 1) % P == 0),
+                         source << ": layer_types: layer " << k << " is "
+                                << (full[static_cast<std::size_t>(k)] ? "full" : "sliding")
+                                << "_attention, but distzo keeps Gemma 3's layer kinds as one "
+                                   "repeating pattern (every "
+                                << P << "th layer full, from layer " << P - 1 << ")");
+  c.sliding_window_pattern = P;
+  return c;
+}
+
 }  // namespace
 
 model::ModelConfig parse_hf_config(const std::string& json_text, const std::string& source) {
@@ -168,9 +281,12 @@ model::ModelConfig parse_hf_config(const std::string& json_text, const std::stri
                        source << ": model_type is '" << type << "': distzo supports "
                               << model::architecture_names()
                               << " (OPTForCausalLM; LlamaForCausalLM: Llama, SmolLM2, TinyLlama; "
-                                 "Qwen2ForCausalLM; Qwen3ForCausalLM; MistralForCausalLM)");
+                                 "Qwen2ForCausalLM; Qwen3ForCausalLM; MistralForCausalLM; "
+                                 "Gemma3ForCausalLM)");
   if (architecture != model::Architecture::opt) {
-    model::ModelConfig c = parse_llama(j, source, architecture);
+    model::ModelConfig c = architecture == model::Architecture::gemma3
+                               ? parse_gemma3(j, source)
+                               : parse_llama(j, source, architecture);
     try {
       c.validate();
     } catch (const Error& e) {
@@ -271,9 +387,28 @@ const ConfigFields& config_fields(model::Architecture a) {
     f.ints.emplace_back("sliding_window", &ModelConfig::sliding_window);
     return f;
   }();
+  static const ConfigFields gemma3{
+      {{"hidden_size", &ModelConfig::hidden_size},
+       {"num_hidden_layers", &ModelConfig::num_hidden_layers},
+       {"num_attention_heads", &ModelConfig::num_attention_heads},
+       {"num_key_value_heads", &ModelConfig::num_key_value_heads},
+       {"head_dim", &ModelConfig::head_dim},
+       {"intermediate_size", &ModelConfig::ffn_dim},
+       {"vocab_size", &ModelConfig::vocab_size},
+       {"max_position_embeddings", &ModelConfig::max_position_embeddings},
+       {"sliding_window", &ModelConfig::sliding_window},
+       {"sliding_window_pattern", &ModelConfig::sliding_window_pattern}},
+      {{"tie_word_embeddings", &ModelConfig::tie_word_embeddings},
+       {"attention_bias", &ModelConfig::attention_bias}},
+      {{"rms_norm_eps", &ModelConfig::rms_norm_eps},
+       {"rope_theta", &ModelConfig::rope_theta},
+       {"rope_local_base_freq", &ModelConfig::rope_local_base_freq},
+       {"query_pre_attn_scalar", &ModelConfig::query_pre_attn_scalar}},
+      "hidden_activation"};
   switch (a) {
     case model::Architecture::opt: return opt;
     case model::Architecture::mistral: return mistral;
+    case model::Architecture::gemma3: return gemma3;
     default: return llama;  // Qwen2 and Qwen3: Llama's fields, the variant from the architecture
   }
 }
@@ -298,6 +433,14 @@ std::string hf_config_json(const model::ModelConfig& c) {
   for (const auto& [key, member] : fields.reals) os << "  \"" << key << "\": " << c.*member << ",\n";
   os << "  \"" << fields.activation_key << "\": \"" << c.activation_function << "\",\n";
   if (opt) os << "  \"enable_bias\": true,\n";
+  if (c.architecture == model::Architecture::gemma3) {
+    // transformers 5 takes the flat rope keys and the pattern as
+    // transformers 4 wrote them; layer_types spells the pattern out.
+    os << "  \"layer_types\": [";
+    for (std::int64_t k = 0; k < c.num_hidden_layers; ++k)
+      os << (k ? ", " : "") << (c.sliding_layer(k) ? "\"sliding_attention\"" : "\"full_attention\"");
+    os << "],\n";
+  }
   os << "  \"torch_dtype\": \"float32\"\n}\n";
   return os.str();
 }

@@ -1,8 +1,9 @@
 #pragma once
-// A Hugging Face config.json of an OPT or Llama model, read without its
-// weights (for `distzo plan` and `distzo make-model`). Same defaults and the
-// same refusals as tools/distzo_h5.py's config_from_hf: keys left out take
-// OPTConfig's / LlamaConfig's defaults, and the variants distzo does not
+// A Hugging Face config.json of an OPT, Llama(-family) or Gemma 3 model,
+// read without its weights (for `distzo plan` and `distzo make-model`). Same
+// defaults and the same refusals as tools/distzo_h5.py's config_from_hf: keys
+// left out take OPTConfig's / LlamaConfig's / Gemma3TextConfig's defaults,
+// and the variants distzo does not
 // implement (rope scaling, other activations, ...) are errors naming the key.
 
 #include "model/model_config.hpp"
@@ -23,7 +24,8 @@ struct ConfigFields {
   std::vector<std::pair<const char*, ConfigMember<std::int64_t>>> ints;
   std::vector<std::pair<const char*, ConfigMember<bool>>> bools;
   std::vector<std::pair<const char*, ConfigMember<double>>> reals;
-  const char* activation_key;  // activation_function (OPT), hidden_act (Llama)
+  const char* activation_key;  // activation_function (OPT), hidden_act (Llama),
+                               // hidden_activation (Gemma 3)
 };
 const ConfigFields& config_fields(model::Architecture architecture);
 

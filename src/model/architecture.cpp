@@ -9,6 +9,7 @@ const ArchitectureSpec& architecture_spec(Architecture a) {
     case Architecture::qwen2:
     case Architecture::qwen3:
     case Architecture::mistral: return llama_family_architecture(a);
+    case Architecture::gemma3: return gemma3_architecture();
   }
   return opt_architecture();
 }

@@ -1,5 +1,5 @@
 #pragma once
-// The architecture table: what distinguishes OPT from Llama, as data. Each
+// The architecture table: what distinguishes OPT, Llama and Gemma 3, as data. Each
 // architecture lists its tensors (Hugging Face names, shapes, roles, groups,
 // weight-decay flags) in canonical order, and supplies the three functions
 // of its forward pass: embed, one block, final norm. Everything else — the
@@ -45,9 +45,10 @@ struct TensorSpec {
 using EmbedFn = void (*)(const ModelConfig&, ForwardScratch&, const ExecSpace&,
                          const WeightView& edge, ConstIntMat tokens, ConstIntMat mask,
                          const Mat& h);
-/// One decoder layer applied to h (N, C) in place.
+/// Decoder layer `layer` applied to h (N, C) in place (the index says which
+/// kind of layer it is where the kinds alternate: Gemma 3).
 using BlockFn = void (*)(const ModelConfig&, ForwardScratch&, const ExecSpace&,
-                         const WeightView& block, ConstIntMat mask, const Mat& h);
+                         const WeightView& block, int layer, ConstIntMat mask, const Mat& h);
 /// The final hidden state (N, E) from h: the final norm (and OPT's
 /// project_out); may alias h or the scratch.
 using FinalHiddenFn = Mat (*)(const ModelConfig&, ForwardScratch&, const ExecSpace&,
@@ -55,11 +56,12 @@ using FinalHiddenFn = Mat (*)(const ModelConfig&, ForwardScratch&, const ExecSpa
 
 struct ArchitectureSpec {
   Architecture id;
-  const char* display_name;   // "OPT", "Llama", "Qwen2", ...
-  const char* hf_class;       // "OPTForCausalLM", "LlamaForCausalLM", "Qwen2ForCausalLM", ...
+  const char* display_name;   // "OPT", "Llama", "Qwen2", ..., "Gemma 3"
+  const char* hf_class;       // "OPTForCausalLM", "LlamaForCausalLM", ..., "Gemma3ForCausalLM"
   std::vector<TensorSpec> tensors;  // embeddings, then one block's (for every k), then the head
-  bool gated_mlp;             // the MLP needs a second (N, F) buffer (SwiGLU)
-  bool rotary;                // rotary position embeddings: cos/sin tables (N, hd/2)
+  bool gated_mlp;             // the MLP needs a second (N, F) buffer (SwiGLU, GeGLU)
+  int rotary_bases;           // rotary position embeddings: cos/sin tables (N, hd/2) for
+                              // 0 (OPT), 1 (Llama) or 2 (Gemma 3: global, local) bases
   EmbedFn embed;
   BlockFn block;
   FinalHiddenFn final_hidden;
@@ -67,11 +69,13 @@ struct ArchitectureSpec {
 
 const ArchitectureSpec& architecture_spec(Architecture a);
 
-/// The entries of the table: OPT (model/opt_architecture.cpp) and the Llama
+/// The entries of the table: OPT (model/opt_architecture.cpp), the Llama
 /// family (model/llama_architecture.cpp: one tensor list and block whose
-/// variants the config's fields select — qkv_bias, qk_norm, sliding_window).
+/// variants the config's fields select — qkv_bias, qk_norm, sliding_window)
+/// and Gemma 3 (model/gemma3_architecture.cpp).
 const ArchitectureSpec& opt_architecture();
 /// The Llama family's entry for `a` (llama, qwen2, qwen3, mistral).
 const ArchitectureSpec& llama_family_architecture(Architecture a);
+const ArchitectureSpec& gemma3_architecture();
 
 }  // namespace distzo::model

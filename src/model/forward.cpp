@@ -8,7 +8,6 @@
 #include "kernels/linear.hpp"
 
 #include <algorithm>
-#include <cmath>
 
 namespace distzo::model {
 
@@ -19,15 +18,14 @@ Mat ForwardScratch::projected_as(std::size_t rows, std::size_t cols) const {
   return Mat(projected.data(), rows, cols);
 }
 
-void self_attention(const ModelConfig& config, ForwardScratch& s, const ExecSpace& space,
-                    const WeightView& w, ConstMat x, ConstIntMat mask, const Mat& h,
-                    bool rotary) {
+Mat attention_output(const ModelConfig& config, ForwardScratch& s, const ExecSpace& space,
+                     const WeightView& w, ConstMat x, ConstIntMat mask, const Rotation& rotation) {
   using R = ParameterRole;
   const int heads = static_cast<int>(config.num_attention_heads);
   const int kv_heads = static_cast<int>(config.num_key_value_heads);
   const int T = s.seq_len;
   const auto N = static_cast<std::size_t>(s.rows());
-  const real scale = static_cast<real>(1.0 / std::sqrt(static_cast<double>(config.head_dim)));
+  const real scale = static_cast<real>(config.attention_scale());
   // `projected` holds each projection's output until it is reordered
   // head-major, then the attention output (head-major), then o_proj's.
   const Mat q_out = s.projected_as(N, static_cast<std::size_t>(config.q_width()));
@@ -38,14 +36,15 @@ void self_attention(const ModelConfig& config, ForwardScratch& s, const ExecSpac
   kernels::split_heads(space, s.k, kv_out, w.vec(R::k_bias), kv_heads, T);
   kernels::linear(space, kv_out, x, w.matrix(R::v_weight), ConstVec(), s.gemm_input);
   kernels::split_heads(space, s.v, kv_out, w.vec(R::v_bias), kv_heads, T);
-  if (config.qk_norm()) {  // Qwen3: each head's hd channels, before the rotation
+  if (config.qk_norm()) {  // Qwen3, Gemma 3: each head's hd channels, before the rotation
     const real eps = static_cast<real>(config.rms_norm_eps);
-    kernels::rmsnorm(space, s.q, s.q, w.vec(R::q_norm_weight), eps);
-    kernels::rmsnorm(space, s.k, s.k, w.vec(R::k_norm_weight), eps);
+    const real offset = config.norm_weight_offset();
+    kernels::rmsnorm(space, s.q, s.q, w.vec(R::q_norm_weight), eps, offset);
+    kernels::rmsnorm(space, s.k, s.k, w.vec(R::k_norm_weight), eps, offset);
   }
-  if (rotary) {
-    kernels::rotary_embedding(space, s.q, s.rope_cos, s.rope_sin, heads, T);
-    kernels::rotary_embedding(space, s.k, s.rope_cos, s.rope_sin, kv_heads, T);
+  if (!rotation.none()) {
+    kernels::rotary_embedding(space, s.q, rotation.cos, rotation.sin, heads, T);
+    kernels::rotary_embedding(space, s.k, rotation.cos, rotation.sin, kv_heads, T);
   }
   const Mat heads_out = s.projected_as(s.q.extent(0), s.q.extent(1));
   kernels::attention_heads(space, heads_out, s.q, s.k, s.v, mask, heads, kv_heads, scale,
@@ -53,7 +52,14 @@ void self_attention(const ModelConfig& config, ForwardScratch& s, const ExecSpac
   kernels::merge_heads(space, s.attended, heads_out, heads, T);
   const Mat out = s.projected_as(N, static_cast<std::size_t>(config.hidden_size));
   kernels::linear(space, out, s.attended, w.matrix(R::out_weight), ConstVec(), s.gemm_input);
-  kernels::add_bias_residual(space, h, out, w.vec(R::out_bias));
+  return out;
+}
+
+void self_attention(const ModelConfig& config, ForwardScratch& s, const ExecSpace& space,
+                    const WeightView& w, ConstMat x, ConstIntMat mask, const Mat& h,
+                    const Rotation& rotation) {
+  const Mat out = attention_output(config, s, space, w, x, mask, rotation);
+  kernels::add_bias_residual(space, h, out, w.vec(ParameterRole::out_bias));
 }
 
 DecoderForward::DecoderForward(const ModelConfig& config, int batch, int seq_len,
@@ -97,9 +103,13 @@ DecoderForward::DecoderForward(const ModelConfig& config, int batch, int seq_len
   s.projected = Mat(label("forward.projected"), N, std::max(C, H * hd));
   s.ffn = Mat(label("forward.ffn"), N, F);
   if (arch_.gated_mlp) s.ffn_gate = Mat(label("forward.ffn_gate"), N, F);
-  if (arch_.rotary) {
+  if (arch_.rotary_bases >= 1) {
     s.rope_cos = Mat(label("forward.rope_cos"), N, hd / 2);
     s.rope_sin = Mat(label("forward.rope_sin"), N, hd / 2);
+  }
+  if (arch_.rotary_bases >= 2) {
+    s.rope_local_cos = Mat(label("forward.rope_local_cos"), N, hd / 2);
+    s.rope_local_sin = Mat(label("forward.rope_local_sin"), N, hd / 2);
   }
   if (gemm_inputs != StorageDtype::fp32)
     s.gemm_input = HalfVec(label("forward.gemm_input"), N * std::max({C, H * hd, F}));
@@ -143,6 +153,8 @@ void DecoderForward::set_seq_len(int seq_len) {
   s.hidden_out = prefix_rows(c.hidden_out, N);
   s.rope_cos = prefix_rows(c.rope_cos, N);
   s.rope_sin = prefix_rows(c.rope_sin, N);
+  s.rope_local_cos = prefix_rows(c.rope_local_cos, N);
+  s.rope_local_sin = prefix_rows(c.rope_local_sin, N);
   s.gemm_input = c.gemm_input;  // flat scratch: a GEMM uses its first rows * in words
 }
 
@@ -164,7 +176,7 @@ std::uint64_t DecoderForward::scratch_bytes(const ModelConfig& config, int batch
                static_cast<int>(config.num_key_value_heads), u(seq_len)))
          + f(N * Q) + f(N * std::max(C, Q))                               // attended, projected
          + (arch.gated_mlp ? 2 : 1) * f(N * F)                            // ffn (, gate)
-         + (arch.rotary ? 2 * f(N * half) : 0)                            // cos, sin
+         + u(arch.rotary_bases) * 2 * f(N * half)                          // cos, sin (per base)
          + (gemm_inputs != StorageDtype::fp32                             // gemm_input
                 ? view_bytes(N * std::max({C, Q, F}), sizeof(std::uint16_t))
                 : 0);
@@ -175,9 +187,9 @@ void DecoderForward::embed(const ExecSpace& space, const WeightView& edge, Const
   arch_.embed(config_, scratch_, space, edge, tokens, mask, h);
 }
 
-void DecoderForward::block(const ExecSpace& space, const WeightView& w, ConstIntMat mask,
-                           const Mat& h) {
-  arch_.block(config_, scratch_, space, w, mask, h);
+void DecoderForward::block(const ExecSpace& space, const WeightView& w, int layer,
+                           ConstIntMat mask, const Mat& h) {
+  arch_.block(config_, scratch_, space, w, layer, mask, h);
 }
 
 Mat DecoderForward::final_hidden(const ExecSpace& space, const WeightView& edge, const Mat& h) {

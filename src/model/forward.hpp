@@ -39,6 +39,7 @@ struct ForwardScratch {
   Mat ffn_gate;      // (N, F), gated MLPs only
   Mat hidden_out;    // (N, E), OPT with E != C
   Mat rope_cos, rope_sin;  // (N, hd/2), rotary architectures: the angles of each token
+  Mat rope_local_cos, rope_local_sin;  // (N, hd/2), Gemma 3's sliding layers (their own base)
   // precision.gemm_inputs: storage: a GEMM's input rounded to 2-byte words,
   // N * max(C, H*hd, F) >= N * E (kernels::linear); else empty.
   HalfVec gemm_input;
@@ -49,14 +50,27 @@ struct ForwardScratch {
   Mat projected_as(std::size_t rows, std::size_t cols) const;
 };
 
-/// The attention sub-layer every architecture shares: h += o_proj(attention(
-/// q(x), k(x), v(x))), each projection's bias added while its output is
-/// reordered head-major, grouped-query heads, causal and key-padding masks;
-/// with `rotary`, q and k turned by the scratch's rotary tables first.
-///   x: (N, C), the normed (pre-norm) or raw (post-norm) input   h: (N, C)
+/// How q and k turn before attention: the (N, hd/2) cos and sin tables of
+/// kernels::rotary_tables, or nothing (OPT: empty tables).
+struct Rotation {
+  ConstMat cos, sin;
+  bool none() const { return cos.size() == 0; }
+};
+
+/// The attention sub-layer every architecture shares: o_proj(attention(q(x),
+/// k(x), v(x))) without o_proj's bias, each of q, k, v's biases added while
+/// its output is reordered head-major; with qk_norm, each q and k head
+/// RMS-normed; q and k turned by `rotation`; grouped-query heads, causal and
+/// key-padding masks. Returns (N, C) in the scratch's `projected`, valid until
+/// the next projection.
+///   x: (N, C), the normed (pre-norm) or raw (post-norm) input
+Mat attention_output(const ModelConfig& config, ForwardScratch& s, const ExecSpace& space,
+                     const WeightView& w, ConstMat x, ConstIntMat mask, const Rotation& rotation);
+/// h += attention_output(...) + o_proj's bias: the residual sub-layer.
+///   x, h: (N, C)
 void self_attention(const ModelConfig& config, ForwardScratch& s, const ExecSpace& space,
                     const WeightView& w, ConstMat x, ConstIntMat mask, const Mat& h,
-                    bool rotary);
+                    const Rotation& rotation);
 
 class DecoderForward {
  public:
@@ -89,8 +103,9 @@ class DecoderForward {
   /// h (N, C) from the tokens: the architecture's embedding.
   void embed(const ExecSpace& space, const WeightView& edge, ConstIntMat tokens,
              ConstIntMat mask, const Mat& h);
-  /// One decoder layer applied to h (N, C) in place.
-  void block(const ExecSpace& space, const WeightView& w, ConstIntMat mask, const Mat& h);
+  /// Decoder layer `layer` (its weights `w`) applied to h (N, C) in place.
+  void block(const ExecSpace& space, const WeightView& w, int layer, ConstIntMat mask,
+             const Mat& h);
   /// The final norm (and OPT's project_out): returns (N, E), which may alias
   /// h or scratch owned by this object (valid until the next call).
   Mat final_hidden(const ExecSpace& space, const WeightView& edge, const Mat& h);

@@ -37,13 +37,13 @@ void llama_embed(const ModelConfig& config, ForwardScratch& s, const ExecSpace& 
 }
 
 void llama_block(const ModelConfig& config, ForwardScratch& s, const ExecSpace& space,
-                 const WeightView& w, ConstIntMat mask, const Mat& h) {
+                 const WeightView& w, int /*layer*/, ConstIntMat mask, const Mat& h) {
   const auto N = static_cast<std::size_t>(s.rows());
   const real eps = static_cast<real>(config.rms_norm_eps);
 
   // Self-attention: h += o_proj(attention(rope(q), rope(k), v)) on rmsnorm(h).
   kernels::rmsnorm(space, s.normed, h, w.vec(R::attn_norm_weight), eps);
-  self_attention(config, s, space, w, s.normed, mask, h, /*rotary=*/true);
+  self_attention(config, s, space, w, s.normed, mask, h, Rotation{s.rope_cos, s.rope_sin});
 
   // MLP: h += down_proj(silu(gate_proj(x)) * up_proj(x)), x = rmsnorm(h).
   kernels::rmsnorm(space, s.normed, h, w.vec(R::ffn_norm_weight), eps);
@@ -129,7 +129,7 @@ ArchitectureSpec llama_family(Architecture id, const char* display_name, const c
            [](const ModelConfig& c) { return Shape{c.vocab_size, c.hidden_size}; }, decay, untied},
       },
       /*gated_mlp=*/true,
-      /*rotary=*/true,
+      /*rotary_bases=*/1,
       llama_embed,
       llama_block,
       llama_final_hidden,

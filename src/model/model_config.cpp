@@ -6,13 +6,14 @@
 #include <cmath>
 #include <limits>
 #include <sstream>
+#include <string>
 
 namespace distzo::model {
 
 namespace {
 constexpr Architecture kArchitectures[] = {Architecture::opt, Architecture::llama,
                                            Architecture::qwen2, Architecture::qwen3,
-                                           Architecture::mistral};
+                                           Architecture::mistral, Architecture::gemma3};
 }  // namespace
 
 const char* architecture_name(Architecture a) {
@@ -22,6 +23,7 @@ const char* architecture_name(Architecture a) {
     case Architecture::qwen2: return "qwen2";
     case Architecture::qwen3: return "qwen3";
     case Architecture::mistral: return "mistral";
+    case Architecture::gemma3: return "gemma3_text";
   }
   return "?";
 }
@@ -62,6 +64,16 @@ std::string describe(const ModelConfig& c, const std::string& line_break) {
   if (opt) {
     os << (c.do_layer_norm_before ? "pre-LN" : "post-LN") << ", word_embed_proj_dim "
        << c.word_embed_proj_dim << (c.has_projection() ? " (project_in/out)" : "");
+  } else if (c.architecture == Architecture::gemma3) {
+    const std::int64_t P = c.sliding_window_pattern;
+    const std::int64_t full = c.num_hidden_layers / P;  // layers P-1, 2P-1, ...
+    os << "RMSNorm (1 + w) (eps " << c.rms_norm_eps << ") around attention and MLP, GeGLU (tanh), "
+       << "embeddings x sqrt(hidden), q/k RMSNorm, query scale " << c.query_pre_attn_scalar
+       << "^-1/2" << line_break << full << " full-attention layer" << (full == 1 ? "" : "s")
+       << " (rotary base " << c.rope_theta << "), " << c.num_hidden_layers - full
+       << " sliding (rotary base " << c.rope_local_base_freq << ", window "
+       << (c.sliding_window > 0 ? std::to_string(c.sliding_window) : std::string("none"))
+       << "), sliding_window_pattern " << P;
   } else {
     os << "RMSNorm (eps " << c.rms_norm_eps << "), rotary base " << c.rope_theta << ", SwiGLU"
        << (c.attention_bias ? ", attention biases" : c.qkv_bias() ? ", q/k/v biases" : "")
@@ -84,7 +96,15 @@ bool ModelConfig::operator==(const ModelConfig& o) const {
          word_embed_proj_dim == o.word_embed_proj_dim &&
          do_layer_norm_before == o.do_layer_norm_before && rms_norm_eps == o.rms_norm_eps &&
          rope_theta == o.rope_theta && attention_bias == o.attention_bias &&
-         mlp_bias == o.mlp_bias && sliding_window == o.sliding_window;
+         mlp_bias == o.mlp_bias && sliding_window == o.sliding_window &&
+         sliding_window_pattern == o.sliding_window_pattern &&
+         rope_local_base_freq == o.rope_local_base_freq &&
+         query_pre_attn_scalar == o.query_pre_attn_scalar;
+}
+
+double ModelConfig::attention_scale() const {
+  if (architecture == Architecture::gemma3) return std::pow(query_pre_attn_scalar, -0.5);
+  return 1.0 / std::sqrt(static_cast<double>(head_dim));
 }
 
 void ModelConfig::validate() const {
@@ -137,10 +157,17 @@ void ModelConfig::validate() const {
                          "lm_head to embed_tokens");
     return;
   }
-  DISTZO_INPUT_REQUIRE(activation_function == "silu",
-                       arch << " config: hidden_act '" << activation_function
-                            << "' is not supported; distzo implements 'silu' (the SwiGLU MLP of "
-                               "Llama)");
+  const bool gemma3 = architecture == Architecture::gemma3;
+  if (gemma3)
+    DISTZO_INPUT_REQUIRE(activation_function == "gelu_pytorch_tanh",
+                         arch << " config: hidden_activation '" << activation_function
+                              << "' is not supported; distzo implements 'gelu_pytorch_tanh' (the "
+                                 "GeGLU MLP of Gemma 3)");
+  else
+    DISTZO_INPUT_REQUIRE(activation_function == "silu",
+                         arch << " config: hidden_act '" << activation_function
+                              << "' is not supported; distzo implements 'silu' (the SwiGLU MLP of "
+                                 "Llama)");
   DISTZO_INPUT_REQUIRE(head_dim % 2 == 0,
                        arch << " config: head_dim (" << head_dim
                             << ") must be even: rotary embeddings rotate pairs of channels");
@@ -151,9 +178,23 @@ void ModelConfig::validate() const {
   DISTZO_INPUT_REQUIRE(sliding_window >= 0 && sliding_window <= std::numeric_limits<int>::max(),
                        arch << " config: sliding_window must be in [0, 2147483647] (0: none), got "
                             << sliding_window);
-  DISTZO_INPUT_REQUIRE(sliding_window == 0 || architecture == Architecture::mistral,
+  DISTZO_INPUT_REQUIRE(sliding_window == 0 || architecture == Architecture::mistral || gemma3,
                        arch << " config: sliding_window " << sliding_window
-                            << ": only Mistral models carry one here");
+                            << ": only Mistral and Gemma 3 models carry one here");
+  if (!gemma3) return;
+  DISTZO_INPUT_REQUIRE(sliding_window_pattern >= 1 && sliding_window_pattern <= num_hidden_layers + 1,
+                       arch << " config: sliding_window_pattern must be in [1, num_hidden_layers + 1 = "
+                            << num_hidden_layers + 1 << "] (every pattern-th layer attends fully), got "
+                            << sliding_window_pattern);
+  DISTZO_INPUT_REQUIRE(std::isfinite(rope_local_base_freq) && rope_local_base_freq > 1,
+                       arch << " config: rope_local_base_freq must be greater than 1, got "
+                            << rope_local_base_freq);
+  DISTZO_INPUT_REQUIRE(std::isfinite(query_pre_attn_scalar) && query_pre_attn_scalar > 0,
+                       arch << " config: query_pre_attn_scalar must be positive, got "
+                            << query_pre_attn_scalar);
+  DISTZO_INPUT_REQUIRE(!attention_bias && !mlp_bias,
+                       arch << " config: attention_bias is true: no released Gemma 3 model has "
+                               "projection biases, and distzo implements none");
 }
 
 }  // namespace distzo::model

@@ -10,17 +10,17 @@
 
 namespace distzo::model {
 
-/// OPT, and the Llama family: Llama's block, and Qwen2 (q, k, v biases),
-/// Qwen3 (per-head RMSNorm of q and k) and Mistral (a sliding window), each
-/// its own Hugging Face model_type.
-enum class Architecture { opt, llama, qwen2, qwen3, mistral };
+/// OPT; the Llama family: Llama's block, and Qwen2 (q, k, v biases), Qwen3
+/// (per-head RMSNorm of q and k) and Mistral (a sliding window); Gemma 3's
+/// text models (a block of their own). Each is its own Hugging Face model_type.
+enum class Architecture { opt, llama, qwen2, qwen3, mistral, gemma3 };
 
-/// "opt", "llama", "qwen2", "qwen3", "mistral": the model file's
-/// `architecture` attribute and HF model_type.
+/// "opt", "llama", "qwen2", "qwen3", "mistral", "gemma3_text": the model
+/// file's `architecture` attribute and HF model_type.
 const char* architecture_name(Architecture a);
 /// The architecture whose name (HF model_type) is `name`; false if none.
 bool architecture_from_name(const std::string& name, Architecture& a);
-/// "opt, llama, qwen2, qwen3, mistral": for messages.
+/// "opt, llama, qwen2, qwen3, mistral, gemma3_text": for messages.
 std::string architecture_names();
 
 struct ModelConfig {
@@ -36,26 +36,36 @@ struct ModelConfig {
   std::int64_t vocab_size = 0;               // V (50272 for released OPT; the tokenizer has 50265)
   std::int64_t max_position_embeddings = 0;  // OPT's position table has this + 2 rows
   bool tie_word_embeddings = true;           // lm_head = embed_tokens
-  std::string activation_function = "relu";  // OPT "relu"; Llama hidden_act "silu"
+  std::string activation_function = "relu";  // OPT "relu"; Llama hidden_act "silu";
+                                             // Gemma 3 hidden_activation "gelu_pytorch_tanh"
 
   // OPT only.
   std::int64_t word_embed_proj_dim = 0;      // E; != C means project_in/project_out (opt-350m)
   bool do_layer_norm_before = true;          // pre-LN; opt-350m is post-LN
 
-  // Llama only.
+  // Llama and Gemma 3.
   double rms_norm_eps = 1e-6;
-  double rope_theta = 10000.0;               // the rotary base (default rope type only)
+  double rope_theta = 10000.0;               // the rotary base (default rope type only);
+                                             // Gemma 3: of its full-attention layers
   bool attention_bias = false;               // q, k, v and o projections
   bool mlp_bias = false;                     // gate, up and down projections
-  // Mistral only: a query attends to the keys of the last sliding_window
-  // positions (0 = no window). distzo runs sequences of at most that many
-  // tokens, where the window hides nothing (DecoderForward checks).
+  // Mistral and Gemma 3: a query attends to the keys of the last
+  // sliding_window positions (0 = no window; Gemma 3: in its sliding
+  // layers). distzo runs sequences of at most that many tokens, where the
+  // window hides nothing (DecoderForward checks).
   std::int64_t sliding_window = 0;
+
+  // Gemma 3 only.
+  // Layer k is a full-attention layer iff (k + 1) % sliding_window_pattern
+  // == 0, else a sliding-window one (HF layer_types; released models: 6).
+  std::int64_t sliding_window_pattern = 0;
+  double rope_local_base_freq = 0;           // the rotary base of the sliding layers
+  double query_pre_attn_scalar = 0;          // scores scale by query_pre_attn_scalar^-1/2
 
   /// OPT offsets learned positions by 2 (a fairseq legacy).
   static constexpr int kPositionOffset = 2;
 
-  /// Width of the token embeddings and of the final hidden state: E (OPT), C (Llama).
+  /// Width of the token embeddings and of the final hidden state: E (OPT), C (the others).
   std::int64_t embedding_dim() const {
     return architecture == Architecture::opt ? word_embed_proj_dim : hidden_size;
   }
@@ -64,14 +74,27 @@ struct ModelConfig {
   /// Biases on q, k and v: with attention_bias (then o_proj's too), and
   /// always in Qwen2 (whose o_proj has none).
   bool qkv_bias() const { return attention_bias || architecture == Architecture::qwen2; }
-  /// Qwen3: RMSNorm over each head's hd channels of q and k, before the
-  /// rotary embedding (weights q_norm, k_norm of shape (hd)).
-  bool qk_norm() const { return architecture == Architecture::qwen3; }
+  /// Qwen3, Gemma 3: RMSNorm over each head's hd channels of q and k,
+  /// before the rotary embedding (weights q_norm, k_norm of shape (hd)).
+  bool qk_norm() const {
+    return architecture == Architecture::qwen3 || architecture == Architecture::gemma3;
+  }
+  /// What an RMSNorm adds to its weights: Gemma 3 scales by (1 + w), every
+  /// other architecture by w.
+  float norm_weight_offset() const { return architecture == Architecture::gemma3 ? 1.0f : 0.0f; }
+  /// The factor of the attention scores: head_dim^-1/2, Gemma 3's
+  /// query_pre_attn_scalar^-1/2 (as transformers computes it, in double).
+  double attention_scale() const;
+  /// Gemma 3: whether layer k attends within the sliding window (and turns
+  /// q and k with rope_local_base_freq) rather than globally.
+  bool sliding_layer(std::int64_t k) const {
+    return architecture == Architecture::gemma3 && (k + 1) % sliding_window_pattern != 0;
+  }
   bool has_projection() const {
     return architecture == Architecture::opt && word_embed_proj_dim != hidden_size;
   }
   /// OPT: a final LayerNorm exists only for pre-LN models (as in Hugging
-  /// Face); Llama always ends with RMSNorm.
+  /// Face); the others always end with RMSNorm.
   bool has_final_norm() const {
     return architecture != Architecture::opt || do_layer_norm_before;
   }

@@ -36,7 +36,7 @@ void opt_embed(const ModelConfig& config, ForwardScratch& s, const ExecSpace& sp
 }
 
 void opt_block(const ModelConfig& config, ForwardScratch& s, const ExecSpace& space,
-               const WeightView& w, ConstIntMat mask, const Mat& h) {
+               const WeightView& w, int /*layer*/, ConstIntMat mask, const Mat& h) {
   const bool pre_ln = config.do_layer_norm_before;
   const Mat projected = s.projected;  // (N, C): OPT has H*hd = C
 
@@ -47,7 +47,7 @@ void opt_block(const ModelConfig& config, ForwardScratch& s, const ExecSpace& sp
                        kLayerNormEps);
     attn_in = s.normed;
   }
-  self_attention(config, s, space, w, attn_in, mask, h, /*rotary=*/false);
+  self_attention(config, s, space, w, attn_in, mask, h, Rotation{});  // learned positions
   if (!pre_ln) {
     kernels::layernorm(space, s.normed, h, w.vec(R::attn_norm_weight), w.vec(R::attn_norm_bias),
                        kLayerNormEps);
@@ -158,7 +158,7 @@ const ArchitectureSpec& opt_architecture() {
            has_projection},
       },
       /*gated_mlp=*/false,
-      /*rotary=*/false,
+      /*rotary_bases=*/0,
       opt_embed,
       opt_block,
       opt_final_hidden,

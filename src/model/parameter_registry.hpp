@@ -34,10 +34,11 @@ enum class ParameterRole {
   fc1_weight, fc1_bias, fc2_weight, fc2_bias,          // OPT's MLP
   gate_weight, gate_bias, up_weight, up_bias, down_weight, down_bias,  // Llama's SwiGLU MLP
   ffn_norm_weight, ffn_norm_bias,
-  q_norm_weight, k_norm_weight,  // Qwen3: (hd), RMSNorm of each q and k head
+  q_norm_weight, k_norm_weight,  // Qwen3, Gemma 3: (hd), RMSNorm of each q and k head
+  attn_post_norm_weight, ffn_post_norm_weight,  // Gemma 3: (C), the norms after attention and MLP
 };
 constexpr std::size_t kParameterRoleCount =
-    static_cast<std::size_t>(ParameterRole::k_norm_weight) + 1;
+    static_cast<std::size_t>(ParameterRole::ffn_post_norm_weight) + 1;
 
 /// One group of the walk: the embeddings, block `block`, or the head.
 struct GroupRef {

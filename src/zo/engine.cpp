@@ -37,7 +37,7 @@ class Engine::StepPass final : public WalkPass {
     e_.weights_->perturb_block(space, k, theta, pending_, perturbation_,
                                [&](std::size_t i, const model::GroupTensors& w) {
                                  e_.forward_.block(space, model::make_block_view(e_.registry_, w, k),
-                                                   batch_.mask, e_.hidden_[i]);
+                                                   k, batch_.mask, e_.hidden_[i]);
                                });
     return pending_.active;
   }

@@ -33,8 +33,8 @@ void ForwardPass::embeddings(const ExecSpace& space, const runtime::ThetaTable& 
 }
 
 bool ForwardPass::block(const ExecSpace& space, int k, const runtime::ThetaTable& theta) {
-  forward_.block(space, model::make_block_view(registry_, theta_.block(space, k, theta), k), mask_,
-                 h_);
+  forward_.block(space, model::make_block_view(registry_, theta_.block(space, k, theta), k), k,
+                 mask_, h_);
   if (observer_) observer_(k, h_);
   return false;
 }

@@ -51,13 +51,22 @@ inline model::ModelConfig tiny_llama_config() {
 /// The tiny model of each architecture: OPT's pre-LN one, the Llama above,
 /// and Llama's kin from it — Qwen2 (its q, k, v biases in place of
 /// attention_bias), Qwen3 (q/k RMSNorm, no biases), Mistral (a sliding
-/// window no test batch reaches).
+/// window no test batch reaches) — and Gemma 3 (its own block) on the same
+/// shape.
 inline model::ModelConfig tiny_config_for(model::Architecture a) {
   if (a == model::Architecture::opt) return tiny_config();
   model::ModelConfig c = tiny_llama_config();
   c.architecture = a;
   if (a != model::Architecture::llama) c.attention_bias = false;
   if (a == model::Architecture::mistral) c.sliding_window = c.max_position_embeddings;
+  if (a == model::Architecture::gemma3) {  // layer 0 sliding, layer 1 full: both rotary bases
+    c.activation_function = "gelu_pytorch_tanh";
+    c.sliding_window = c.max_position_embeddings;
+    c.sliding_window_pattern = 2;
+    c.rope_theta = 1e6;
+    c.rope_local_base_freq = 1e4;
+    c.query_pre_attn_scalar = 10;  // != head_dim
+  }
   return c;
 }
 
@@ -65,7 +74,7 @@ inline model::ModelConfig tiny_config_for(model::Architecture a) {
 inline const std::vector<model::Architecture>& all_architectures() {
   static const std::vector<model::Architecture> all = {
       model::Architecture::opt, model::Architecture::llama, model::Architecture::qwen2,
-      model::Architecture::qwen3, model::Architecture::mistral};
+      model::Architecture::qwen3, model::Architecture::mistral, model::Architecture::gemma3};
   return all;
 }
 
