@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The parameter digest does not depend on the GEMM's threads (DESIGN.md
 # invariant 6, kernels/host_gemm.hpp): on the demo model and on random OPT,
-# Llama and Qwen3 models with odd widths, a short run gives the same digest on one
+# Llama, Qwen3 and Gemma 3 models with odd widths, a short run gives the same digest on one
 # rank at OPENBLAS_NUM_THREADS=1 and 2, and under mpiexec with P=2 at 1
 # thread per rank; D=2 at 1 and 2 threads per rank agree with each other.
 # Before the tiles, OpenBLAS's own threads gave different bits at 1 and 2
@@ -31,6 +31,14 @@ cat > qwen3_odd.json << 'EOF'
  "tie_word_embeddings": true, "use_sliding_window": false, "hidden_act": "silu"}
 EOF
 "$DISTZO" make-model qwen3_odd.h5 --config qwen3_odd.json --seed 9 > /dev/null
+# Gemma 3 (sandwich norms, GeGLU, a sliding and a full layer) on the same widths.
+cat > gemma3_odd.json << 'EOF'
+{"model_type": "gemma3_text", "hidden_size": 200, "intermediate_size": 520, "num_hidden_layers": 2,
+ "num_attention_heads": 5, "num_key_value_heads": 1, "head_dim": 36, "vocab_size": 333,
+ "max_position_embeddings": 64, "sliding_window": 32, "query_pre_attn_scalar": 36,
+ "layer_types": ["sliding_attention", "full_attention"]}
+EOF
+"$DISTZO" make-model gemma3_odd.h5 --config gemma3_odd.json --seed 10 > /dev/null
 
 # run NAME MODEL TRAIN THREADS RANKS P D: STEPS steps, then the final digest in
 # NAME.digest. Every GEMM over the tokens is cut in two (demo: 16 x 64
@@ -53,7 +61,7 @@ same() {  # same A B WHAT: equal digests, or fail naming both
     fail "$3: $1 $(cat "$1.digest") != $2 $(cat "$2.digest")"
 }
 
-for m in demo opt_odd llama_odd qwen3_odd; do
+for m in demo opt_odd llama_odd qwen3_odd gemma3_odd; do
   case $m in
     demo) model=$INPUTS/demo/model.h5 train=$INPUTS/demo/train.h5 MICRO_BATCH=16 ;;
     *) model=$m.h5 train=train.h5 MICRO_BATCH=48 ;;
