@@ -11,13 +11,14 @@ numpy has no bfloat16: a bf16 tensor is a Bf16Array (its 16-bit words; an
 ml_dtypes.bfloat16 array is accepted too). read_model gives float32 arrays
 (exact) unless asked to keep the stored dtype.
 
-Two architectures, each with its config type: OptConfig (OPTForCausalLM,
-`architecture = "opt"`) and LlamaConfig (LlamaForCausalLM, `"llama"`), with
+One config type per architecture: OptConfig (OPTForCausalLM,
+`architecture = "opt"`), LlamaConfig (LlamaForCausalLM, `"llama"`), with
 Llama's kin as its subclasses: Qwen2Config (`"qwen2"`), Qwen3Config (`"qwen3"`)
-and MistralConfig (`"mistral"`).
+and MistralConfig (`"mistral"`), and Gemma3Config (Gemma3ForCausalLM,
+`"gemma3_text"`: a block of its own, not a Llama variant).
 config_from_hf picks one by config.json's model_type, read_config by the
 file's `architecture` attribute; expected_tensors, hf_config_dict,
-write_model, ModelWriter and read_model take either.
+write_model, ModelWriter and read_model take any of them.
 
 Only numpy and h5py are needed here (no torch, no transformers), so the module
 can be imported by any tool, notebook or test.
@@ -25,6 +26,7 @@ can be imported by any tool, notebook or test.
     from distzo_h5 import read_model, write_model
     cfg, tensors = read_model("tests/data/opt_tiny_preln.model.h5")  # OptConfig
     cfg, tensors = read_model("tests/data/llama_tiny_gqa.model.h5")  # LlamaConfig
+    cfg, tensors = read_model("tests/data/gemma3_tiny.model.h5")     # Gemma3Config
 """
 
 from __future__ import annotations
@@ -80,6 +82,26 @@ LLAMA_INT_ATTRS = (
     "mlp_bias",
 )
 LLAMA_FLOAT_ATTRS = ("rms_norm_eps", "rope_theta")
+
+# Integer config attributes of a Gemma 3 text model, in the order they are
+# written (after them, GEMMA3_FLOAT_ATTRS as float64, then hidden_activation).
+GEMMA3_INT_ATTRS = (
+    "hidden_size",
+    "num_hidden_layers",
+    "num_attention_heads",
+    "num_key_value_heads",
+    "head_dim",
+    "intermediate_size",
+    "vocab_size",
+    "max_position_embeddings",
+    "tie_word_embeddings",
+    "attention_bias",
+    "sliding_window",
+    "sliding_window_pattern",
+)
+GEMMA3_FLOAT_ATTRS = ("rms_norm_eps", "rope_theta", "rope_local_base_freq", "query_pre_attn_scalar")
+# The only MLP activation of Gemma 3 (the tanh approximation of GELU, GeGLU).
+GEMMA3_ACTIVATION = "gelu_pytorch_tanh"
 
 # OPT learned positions are offset by 2 (fairseq's padding_idx hack): the table
 # has max_position_embeddings + 2 rows.
@@ -247,8 +269,40 @@ class OptConfig:
         return bool(self.do_layer_norm_before)
 
 
+class _RotaryAttention:
+    """What LlamaConfig (and its kin) and Gemma3Config share: H query heads
+    over KV key/value heads of head_dim channels, RMSNorm with rms_norm_eps,
+    rotary embeddings with base rope_theta."""
+
+    @property
+    def q_width(self) -> int:
+        """H * hd: rows of q_proj, columns of o_proj."""
+        return self.num_attention_heads * self.head_dim
+
+    @property
+    def kv_width(self) -> int:
+        """KV * hd: rows of k_proj and v_proj."""
+        return self.num_key_value_heads * self.head_dim
+
+    def _check_attention(self) -> None:
+        """The integer attributes, the head grouping, an even head_dim (rotary
+        pairs), a positive epsilon and a rotary base above 1."""
+        _check_ints(self)
+        if self.num_attention_heads % self.num_key_value_heads != 0:
+            raise FormatError(
+                f"num_attention_heads {self.num_attention_heads} is not divisible by "
+                f"num_key_value_heads {self.num_key_value_heads}"
+            )
+        if self.head_dim % 2 != 0:
+            raise FormatError(f"head_dim {self.head_dim}: must be even (rotary embeddings rotate pairs)")
+        if not (math.isfinite(self.rms_norm_eps) and self.rms_norm_eps > 0):
+            raise FormatError(f"rms_norm_eps {self.rms_norm_eps!r}: must be positive")
+        if not (math.isfinite(self.rope_theta) and self.rope_theta > 1):
+            raise FormatError(f"rope_theta {self.rope_theta!r}: must be greater than 1")
+
+
 @dataclass
-class LlamaConfig:
+class LlamaConfig(_RotaryAttention):
     """The subset of a Hugging Face LlamaConfig that defines the tensors and the forward.
 
     C = hidden_size, H = num_attention_heads, KV = num_key_value_heads (grouped
@@ -288,30 +342,9 @@ class LlamaConfig:
     hf_config_json: str = field(default="", repr=False)
 
     def validate(self) -> None:
-        _check_ints(self)
-        if self.num_attention_heads % self.num_key_value_heads != 0:
-            raise FormatError(
-                f"num_attention_heads {self.num_attention_heads} is not divisible by "
-                f"num_key_value_heads {self.num_key_value_heads}"
-            )
-        if self.head_dim % 2 != 0:
-            raise FormatError(f"head_dim {self.head_dim}: must be even (rotary embeddings rotate pairs)")
+        self._check_attention()
         if self.hidden_act != "silu":
             raise FormatError(f"hidden_act {self.hidden_act!r}: only 'silu' is supported")
-        if not (math.isfinite(self.rms_norm_eps) and self.rms_norm_eps > 0):
-            raise FormatError(f"rms_norm_eps {self.rms_norm_eps!r}: must be positive")
-        if not (math.isfinite(self.rope_theta) and self.rope_theta > 1):
-            raise FormatError(f"rope_theta {self.rope_theta!r}: must be greater than 1")
-
-    @property
-    def q_width(self) -> int:
-        """H * hd: rows of q_proj, columns of o_proj."""
-        return self.num_attention_heads * self.head_dim
-
-    @property
-    def kv_width(self) -> int:
-        """KV * hd: rows of k_proj and v_proj."""
-        return self.num_key_value_heads * self.head_dim
 
     @property
     def qkv_bias(self) -> bool:
@@ -354,11 +387,92 @@ class MistralConfig(LlamaConfig):
     sliding_window: int = 0
 
 
-ModelConfig = Union[OptConfig, LlamaConfig]
+@dataclass
+class Gemma3Config(_RotaryAttention):
+    """The subset of a Hugging Face Gemma3TextConfig that defines the tensors
+    and the forward of Gemma3ForCausalLM (model_type gemma3_text).
+
+    Shapes as LlamaConfig's (C, H, KV, hd, F; no biases). What Gemma 3
+    computes differently: embeddings embed_tokens[ids] * float32(sqrt(C)) (the
+    tied head reads embed_tokens unscaled); every RMSNorm scales by (1 + w),
+    the file storing w as Hugging Face does; four norms per layer (input,
+    post-attention, pre- and post-feedforward), the post norms applied to the
+    sublayer's output before the residual add; q and k RMS-normalised per
+    head (q_norm, k_norm) before the rotation; scores scaled by
+    query_pre_attn_scalar**-0.5, not hd**-0.5; GeGLU MLP
+    down(gelu_tanh(gate(x)) * up(x)) (hidden_activation gelu_pytorch_tanh).
+    Layer k attends fully and rotates with rope_theta when
+    (k + 1) % sliding_window_pattern == 0; every other layer is a sliding one,
+    rotating with rope_local_base_freq and seeing the last sliding_window keys
+    (0: no window, HF's null; distzo runs sequences of at most the window,
+    where it hides nothing). sliding_window_pattern = num_hidden_layers + 1
+    makes every layer a sliding one.
+    """
+
+    architecture: ClassVar[str] = "gemma3_text"
+    hf_class: ClassVar[str] = "Gemma3ForCausalLM"
+    int_attrs: ClassVar[tuple[str, ...]] = GEMMA3_INT_ATTRS
+    flag_attrs: ClassVar[tuple[str, ...]] = ("tie_word_embeddings", "attention_bias")
+    zero_means_none: ClassVar[tuple[str, ...]] = ("sliding_window",)
+    float_attrs: ClassVar[tuple[str, ...]] = GEMMA3_FLOAT_ATTRS
+    string_attrs: ClassVar[tuple[str, ...]] = ("hidden_activation",)
+
+    hidden_size: int
+    num_hidden_layers: int
+    num_attention_heads: int
+    num_key_value_heads: int
+    head_dim: int
+    intermediate_size: int
+    vocab_size: int
+    max_position_embeddings: int
+    tie_word_embeddings: bool = True
+    attention_bias: bool = False
+    sliding_window: int = 0
+    sliding_window_pattern: int = 6
+    rms_norm_eps: float = 1e-6
+    rope_theta: float = 1e6
+    rope_local_base_freq: float = 1e4
+    query_pre_attn_scalar: float = 256.0
+    hidden_activation: str = GEMMA3_ACTIVATION
+    hf_config_json: str = field(default="", repr=False)
+
+    def validate(self) -> None:
+        self._check_attention()
+        if self.sliding_window_pattern > self.num_hidden_layers + 1:
+            raise FormatError(
+                f"sliding_window_pattern {self.sliding_window_pattern}: must be at most num_hidden_layers + 1 "
+                f"= {self.num_hidden_layers + 1} (which already makes every layer a sliding one)"
+            )
+        if self.attention_bias:
+            raise FormatError(
+                "attention_bias = 1: no released Gemma 3 has attention biases, and distzo implements none"
+            )
+        if self.hidden_activation != GEMMA3_ACTIVATION:
+            raise FormatError(
+                f"hidden_activation {self.hidden_activation!r}: only {GEMMA3_ACTIVATION!r} is supported"
+            )
+        if not (math.isfinite(self.rope_local_base_freq) and self.rope_local_base_freq > 1):
+            raise FormatError(f"rope_local_base_freq {self.rope_local_base_freq!r}: must be greater than 1")
+        if not (math.isfinite(self.query_pre_attn_scalar) and self.query_pre_attn_scalar > 0):
+            raise FormatError(f"query_pre_attn_scalar {self.query_pre_attn_scalar!r}: must be positive")
+
+    def is_full_attention(self, layer: int) -> bool:
+        """Whether layer `layer` (0-based) attends fully (base rope_theta)
+        rather than in the window (base rope_local_base_freq)."""
+        return (layer + 1) % self.sliding_window_pattern == 0
+
+    @property
+    def layer_types(self) -> list[str]:
+        """Gemma3TextConfig's layer_types: "full_attention" or "sliding_attention" per layer."""
+        return ["full_attention" if self.is_full_attention(k) else "sliding_attention"
+                for k in range(self.num_hidden_layers)]
+
+
+ModelConfig = Union[OptConfig, LlamaConfig, Gemma3Config]
 
 # The config type of each `architecture` attribute value (= HF model_type).
 CONFIG_TYPES: dict[str, type] = {
-    c.architecture: c for c in (OptConfig, LlamaConfig, Qwen2Config, Qwen3Config, MistralConfig)
+    c.architecture: c for c in (OptConfig, LlamaConfig, Qwen2Config, Qwen3Config, MistralConfig, Gemma3Config)
 }
 
 
@@ -408,10 +522,38 @@ MISTRAL_DEFAULT_SLIDING_WINDOW = 4096
 # transformers' RotaryEmbeddingConfigMixin.default_theta
 LLAMA_DEFAULT_ROPE_THETA = 10000.0
 
+# Defaults of transformers' Gemma3TextConfig (5.x; the same in 4.x), used for
+# keys a config.json omits or sets to null (sliding_window and the rotary
+# bases are read apart: null there has a meaning of its own).
+_GEMMA3_HF_DEFAULTS = {
+    "vocab_size": 262208,
+    "hidden_size": 2304,
+    "intermediate_size": 9216,
+    "num_hidden_layers": 26,
+    "num_attention_heads": 8,
+    "num_key_value_heads": 4,
+    "head_dim": 256,
+    "max_position_embeddings": 131072,
+    "rms_norm_eps": 1e-6,
+    "tie_word_embeddings": True,
+    "attention_bias": False,
+    "query_pre_attn_scalar": 256,
+}
+# Gemma3TextConfig's sliding_window when the key is absent (null: no window)
+# and its sliding_window_pattern (every 6th layer full) when neither
+# layer_types nor a pattern is given.
+GEMMA3_DEFAULT_SLIDING_WINDOW = 4096
+GEMMA3_DEFAULT_SLIDING_WINDOW_PATTERN = 6
+# Gemma3TextConfig.default_theta: the full-attention ("global") and the
+# sliding ("local") layers' RoPE bases.
+GEMMA3_DEFAULT_ROPE_THETA = 1_000_000.0
+GEMMA3_DEFAULT_ROPE_LOCAL_BASE_FREQ = 10_000.0
+GEMMA3_LAYER_TYPES = ("full_attention", "sliding_attention")
+
 
 def config_from_hf(hf: Mapping, hf_config_json: str | None = None) -> ModelConfig:
-    """Build and validate an OptConfig or LlamaConfig from a parsed Hugging Face
-    config.json, chosen by its model_type.
+    """Build and validate an OptConfig, LlamaConfig (or kin) or Gemma3Config
+    from a parsed Hugging Face config.json, chosen by its model_type.
 
     Rejects the variants distzo does not implement, naming the key.
     """
@@ -421,6 +563,8 @@ def config_from_hf(hf: Mapping, hf_config_json: str | None = None) -> ModelConfi
     text = hf_config_json if hf_config_json is not None else json.dumps(dict(hf), indent=2, sort_keys=True)
     if model_type == "opt":
         cfg = _opt_config_from_hf(hf, text)
+    elif model_type == Gemma3Config.architecture:
+        cfg = _gemma3_config_from_hf(hf, text)
     else:
         cfg = _llama_config_from_hf(hf, text, CONFIG_TYPES[model_type])
     cfg.validate()
@@ -500,6 +644,17 @@ def _llama_rope_theta(hf: Mapping) -> float:
     return LLAMA_DEFAULT_ROPE_THETA if theta is None else float(theta)
 
 
+def _check_architectures(hf: Mapping, cls: type) -> None:
+    """An `architectures` list, if any, must name the class distzo implements
+    (not, say, a sequence-classification head on the same model_type)."""
+    architectures = hf.get("architectures") or []
+    if architectures and cls.hf_class not in architectures:
+        raise FormatError(
+            f"config.json architectures is {architectures}: model_type {cls.architecture!r} "
+            f"means {cls.hf_class} checkpoints"
+        )
+
+
 def _llama_config_from_hf(hf: Mapping, hf_config_json: str, cls: type = LlamaConfig) -> LlamaConfig:
     """A LlamaConfig or one of its kin (`cls`): the same keys; keys a
     config.json omits take LlamaConfig's defaults (transformers writes them all)."""
@@ -508,12 +663,7 @@ def _llama_config_from_hf(hf: Mapping, hf_config_json: str, cls: type = LlamaCon
         value = hf.get(key)
         return _LLAMA_HF_DEFAULTS[key] if value is None else value
 
-    architectures = hf.get("architectures") or []
-    if architectures and cls.hf_class not in architectures:
-        raise FormatError(
-            f"config.json architectures is {architectures}: model_type {cls.architecture!r} "
-            f"means {cls.hf_class} checkpoints"
-        )
+    _check_architectures(hf, cls)
     extra = {}
     if cls is Qwen2Config and hf.get("attention_bias"):
         raise FormatError("config.json attention_bias is true: Qwen2 has biases on q, k and v only")
@@ -565,8 +715,174 @@ def _llama_config_from_hf(hf: Mapping, hf_config_json: str, cls: type = LlamaCon
     )
 
 
+def _gemma3_rope_bases(hf: Mapping) -> tuple[float, float]:
+    """(rope_theta, rope_local_base_freq): the RoPE bases of a Gemma 3
+    config.json's full-attention and sliding layers, in either transformers form.
+
+    transformers 5 writes `rope_parameters` {"full_attention": {"rope_type":
+    "default", "rope_theta": G}, "sliding_attention": {... L}}; transformers 4
+    writes flat `rope_theta` (G), `rope_local_base_freq` (L) and `rope_scaling`
+    (null for plain RoPE). A base rope_parameters names wins over a flat one,
+    as in Gemma3TextConfig; neither gives 1e6 and 1e4. Scaled variants (the
+    multimodal Gemma 3 4B-27B scale their full layers linearly) change the
+    rotation angles and are refused, as is any scaling parameter.
+    """
+    scaling = hf.get("rope_scaling")
+    if scaling is not None:
+        raise FormatError(
+            f"config.json rope_scaling is {json.dumps(scaling)}: distzo implements plain RoPE only "
+            "(rope_scaling null; Gemma 3 270M and 1B have none)"
+        )
+    bases = {"full_attention": hf.get("rope_theta"), "sliding_attention": hf.get("rope_local_base_freq")}
+    params = hf.get("rope_parameters")
+    if params is not None:
+        if not isinstance(params, Mapping) or set(params) - set(GEMMA3_LAYER_TYPES):
+            raise FormatError(
+                f"config.json rope_parameters is {json.dumps(params)}: Gemma 3's has one entry per layer "
+                'type, {"full_attention": {"rope_type": "default", "rope_theta": ...}, "sliding_attention": '
+                "{...}}"
+            )
+        for layer_type, entry in params.items():
+            if entry is None:
+                continue
+            key = f"rope_parameters.{layer_type}"
+            if not isinstance(entry, Mapping):
+                raise FormatError(f"config.json {key} is {json.dumps(entry)}: expected an object")
+            rope_type = entry.get("rope_type", entry.get("type", "default"))
+            if rope_type != "default":
+                raise FormatError(
+                    f"config.json {key}.rope_type is {rope_type!r}: distzo implements plain RoPE only "
+                    "(rope_type 'default')"
+                )
+            extra = sorted(set(entry) - {"rope_type", "type", "rope_theta"})
+            if extra:
+                raise FormatError(
+                    f"config.json {key}.{extra[0]} is set: distzo implements plain RoPE only, without "
+                    "scaling parameters"
+                )
+            if entry.get("rope_theta") is not None:
+                bases[layer_type] = entry["rope_theta"]
+    full, sliding = bases["full_attention"], bases["sliding_attention"]
+    return (GEMMA3_DEFAULT_ROPE_THETA if full is None else float(full),
+            GEMMA3_DEFAULT_ROPE_LOCAL_BASE_FREQ if sliding is None else float(sliding))
+
+
+def _gemma3_sliding_window_pattern(hf: Mapping, num_layers: int) -> int:
+    """sliding_window_pattern P of a Gemma 3 config.json: layer k attends fully
+    iff (k + 1) % P == 0.
+
+    transformers writes `layer_types` ("sliding_attention" or
+    "full_attention" per layer; 4.50, which the first Gemma 3 configs came
+    from, wrote `sliding_window_pattern` instead). Without layer_types,
+    Gemma3TextConfig makes the list from `sliding_window_pattern` (default 6);
+    `_sliding_window_pattern` is read too, as distzo's C++ reader does
+    (transformers 5.24 writes that key, always 6, next to layer_types, which
+    then decides). P is the first full layer's index + 1 (num_layers + 1 when
+    every layer is a sliding one), and the list must be exactly that pattern:
+    distzo keeps the layer kinds as one number.
+    """
+    types = hf.get("layer_types")
+    if types is None:
+        key = "sliding_window_pattern" if hf.get("sliding_window_pattern") is not None else "_sliding_window_pattern"
+        pattern = hf.get(key)
+        if pattern is None:
+            pattern = GEMMA3_DEFAULT_SLIDING_WINDOW_PATTERN
+        if isinstance(pattern, bool) or not isinstance(pattern, int) or pattern < 1:
+            raise FormatError(f"config.json {key} is {json.dumps(pattern)}: must be an integer >= 1")
+        types = ["full_attention" if (k + 1) % pattern == 0 else "sliding_attention" for k in range(num_layers)]
+    elif not isinstance(types, list) or len(types) != num_layers:
+        raise FormatError(
+            f"config.json layer_types is {json.dumps(types)}: expected a list of num_hidden_layers "
+            f"({num_layers}) entries"
+        )
+    unknown = [t for t in types if t not in GEMMA3_LAYER_TYPES]
+    if unknown:
+        raise FormatError(
+            f"config.json layer_types holds {json.dumps(unknown[0])}: Gemma 3's layers are "
+            "'full_attention' or 'sliding_attention'"
+        )
+    full = [t == "full_attention" for t in types]
+    pattern = full.index(True) + 1 if any(full) else num_layers + 1
+    for k, is_full in enumerate(full):
+        if is_full != ((k + 1) % pattern == 0):
+            raise FormatError(
+                f"config.json layer_types: layer {k} is {types[k]}, but distzo keeps Gemma 3's layer kinds "
+                f"as one repeating pattern: layer k full iff (k + 1) % P == 0, here P = {pattern} (the first "
+                f"full layer is {pattern - 1})"
+            )
+    return pattern
+
+
+def _gemma3_config_from_hf(hf: Mapping, hf_config_json: str) -> Gemma3Config:
+    """A Gemma3Config: Gemma3TextConfig's keys; keys a config.json omits take
+    its defaults (transformers writes them all). Refused, naming the key: what
+    Gemma 2 and the embedding models have and Gemma 3's causal LM has not
+    (soft-capping, bidirectional attention), biases, another activation."""
+
+    def get(key):
+        value = hf.get(key)
+        return _GEMMA3_HF_DEFAULTS[key] if value is None else value
+
+    _check_architectures(hf, Gemma3Config)
+    if hf.get("attention_bias"):
+        raise FormatError(
+            "config.json attention_bias is true: no released Gemma 3 has attention biases, and distzo "
+            "implements none"
+        )
+    for key in ("final_logit_softcapping", "attn_logit_softcapping"):
+        if hf.get(key) is not None:
+            raise FormatError(
+                f"config.json {key} is {json.dumps(hf[key])}: distzo implements no soft-capping "
+                "(Gemma 2 had it; Gemma 3 says null)"
+            )
+    if hf.get("use_bidirectional_attention"):
+        raise FormatError(
+            "config.json use_bidirectional_attention is true: distzo's attention is causal "
+            "(bidirectional Gemma 3 models are embedding models)"
+        )
+    act_key = "hidden_activation"  # Gemma3TextConfig's key; hidden_act (Gemma 1 had both) if it is absent
+    if hf.get(act_key) is None and hf.get("hidden_act") is not None:
+        act_key = "hidden_act"
+    activation = hf.get(act_key)
+    if activation is None:
+        activation = GEMMA3_ACTIVATION
+    if activation != GEMMA3_ACTIVATION:
+        raise FormatError(
+            f"config.json {act_key} is {activation!r}: only {GEMMA3_ACTIVATION!r} (Gemma 3's GeGLU MLP, "
+            "the tanh approximation of GELU) is supported"
+        )
+    # null: no window; no key: Gemma3TextConfig's default, 4096 positions.
+    window = hf.get("sliding_window") if "sliding_window" in hf else GEMMA3_DEFAULT_SLIDING_WINDOW
+    if window is not None and int(window) < 1:
+        raise FormatError(f"config.json sliding_window is {window}: must be null or >= 1")
+    layers = int(get("num_hidden_layers"))
+    rope_theta, rope_local_base_freq = _gemma3_rope_bases(hf)
+    return Gemma3Config(
+        hidden_size=int(get("hidden_size")),
+        num_hidden_layers=layers,
+        num_attention_heads=int(get("num_attention_heads")),
+        num_key_value_heads=int(get("num_key_value_heads")),
+        head_dim=int(get("head_dim")),
+        intermediate_size=int(get("intermediate_size")),
+        vocab_size=int(get("vocab_size")),
+        max_position_embeddings=int(get("max_position_embeddings")),
+        tie_word_embeddings=bool(get("tie_word_embeddings")),
+        attention_bias=bool(get("attention_bias")),
+        sliding_window=0 if window is None else int(window),
+        sliding_window_pattern=_gemma3_sliding_window_pattern(hf, layers),
+        rms_norm_eps=float(get("rms_norm_eps")),
+        rope_theta=rope_theta,
+        rope_local_base_freq=rope_local_base_freq,
+        query_pre_attn_scalar=float(get("query_pre_attn_scalar")),
+        hidden_activation=activation,
+        hf_config_json=hf_config_json,
+    )
+
+
 def expected_tensors(cfg: ModelConfig) -> dict[str, tuple[int, ...]]:
     """Canonical tensor names and shapes, in canonical (write) order."""
+    if isinstance(cfg, Gemma3Config):
+        return _gemma3_expected_tensors(cfg)
     if isinstance(cfg, LlamaConfig):
         return _llama_expected_tensors(cfg)
     h, f, v, p = cfg.hidden_size, cfg.ffn_dim, cfg.vocab_size, cfg.word_embed_proj_dim
@@ -635,6 +951,32 @@ def _llama_expected_tensors(cfg: LlamaConfig) -> dict[str, tuple[int, ...]]:
     return out
 
 
+def _gemma3_expected_tensors(cfg: Gemma3Config) -> dict[str, tuple[int, ...]]:
+    """Gemma 3: embeddings; per layer the projections, the per-head q/k norms,
+    the MLP and the four RMSNorm weights, in the order Gemma3ForCausalLM lists
+    them (no biases); the final norm; lm_head last, only when untied."""
+    c, f, v, hd = cfg.hidden_size, cfg.intermediate_size, cfg.vocab_size, cfg.head_dim
+    out: dict[str, tuple[int, ...]] = {"model.embed_tokens.weight": (v, c)}
+    for k in range(cfg.num_hidden_layers):
+        lk = f"model.layers.{k}."
+        out[lk + "self_attn.q_proj.weight"] = (cfg.q_width, c)
+        out[lk + "self_attn.k_proj.weight"] = (cfg.kv_width, c)
+        out[lk + "self_attn.v_proj.weight"] = (cfg.kv_width, c)
+        out[lk + "self_attn.o_proj.weight"] = (c, cfg.q_width)
+        out[lk + "self_attn.q_norm.weight"] = (hd,)
+        out[lk + "self_attn.k_norm.weight"] = (hd,)
+        out[lk + "mlp.gate_proj.weight"] = (f, c)
+        out[lk + "mlp.up_proj.weight"] = (f, c)
+        out[lk + "mlp.down_proj.weight"] = (c, f)
+        for norm in ("input_layernorm", "post_attention_layernorm", "pre_feedforward_layernorm",
+                     "post_feedforward_layernorm"):
+            out[f"{lk}{norm}.weight"] = (c,)
+    out["model.norm.weight"] = (c,)
+    if not cfg.tie_word_embeddings:
+        out["lm_head.weight"] = (v, c)
+    return out
+
+
 def hf_config_dict(cfg: ModelConfig) -> dict:
     """The config.json for the way back to Hugging Face.
 
@@ -663,7 +1005,30 @@ def hf_config_dict(cfg: ModelConfig) -> dict:
                     f"({getattr(checked, name)!r})"
                 )
         return base
-    if isinstance(cfg, LlamaConfig):
+    if isinstance(cfg, Gemma3Config):
+        # transformers 5's form: rope_parameters per layer type and the layer
+        # kinds spelt out in layer_types (no sliding_window_pattern key, the
+        # transformers 4 spelling it supersedes). Gemma3TextConfig types
+        # query_pre_attn_scalar as an int and refuses 256.0, so an integral
+        # value is written as one.
+        scalar = float(cfg.query_pre_attn_scalar)
+        base = {
+            "model_type": cfg.architecture,
+            "architectures": [cfg.hf_class],
+            "hidden_activation": cfg.hidden_activation,
+            "rms_norm_eps": float(cfg.rms_norm_eps),
+            "query_pre_attn_scalar": int(scalar) if scalar.is_integer() else scalar,
+            "rope_parameters": {
+                "full_attention": {"rope_type": "default", "rope_theta": float(cfg.rope_theta)},
+                "sliding_attention": {"rope_type": "default", "rope_theta": float(cfg.rope_local_base_freq)},
+            },
+            "layer_types": cfg.layer_types,
+            "final_logit_softcapping": None,
+            "attn_logit_softcapping": None,
+            "use_bidirectional_attention": False,
+            "dtype": "float32",
+        }
+    elif isinstance(cfg, LlamaConfig):
         base = {
             "model_type": cfg.architecture,
             "architectures": [cfg.hf_class],
@@ -698,6 +1063,8 @@ def hf_config_dict(cfg: ModelConfig) -> dict:
             base[name] = int(value)
     if isinstance(cfg, Qwen2Config):
         del base["attention_bias"]  # Qwen2Config has no such key; its q, k, v biases are fixed
+    if isinstance(cfg, Gemma3Config):
+        del base["sliding_window_pattern"]  # layer_types says it
     return base
 
 
@@ -880,7 +1247,8 @@ def _read_float_attr(attrs, name: str) -> float:
 
 def read_config(f: h5py.File) -> tuple[ModelConfig, str]:
     """(config, distzo_format) from an open model or checkpoint file; the
-    config type (OptConfig, LlamaConfig) follows the `architecture` attribute."""
+    config type (OptConfig, LlamaConfig or kin, Gemma3Config) follows the
+    `architecture` attribute."""
     fmt = read_string_attr(f.attrs, "distzo_format")
     if fmt not in ("model", "checkpoint"):
         raise FormatError(f"attribute distzo_format = {fmt!r}: expected 'model' or 'checkpoint'")

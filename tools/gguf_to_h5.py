@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Convert a llama.cpp GGUF file of a Llama, Qwen2 or Qwen3 model to a distzo model file.
+"""Convert a llama.cpp GGUF file of a Llama, Qwen2, Qwen3 or Gemma 3 model to a distzo model file.
 
     python tools/gguf_to_h5.py MODEL.gguf OUT.h5                       # weights + config
     python tools/gguf_to_h5.py MODEL.gguf OUT.h5 --tokenizer-dir DIR   # and DIR/tokenizer.json
@@ -52,9 +52,37 @@ k, v) and Qwen3's `attn_q_norm` / `attn_k_norm`; llama.cpp stores their q and
 k rows in Hugging Face's order (its converter permutes `llama` only, and
 transformers' GGUF loader un-permutes `llama` only), so nothing is undone.
 
+Gemma 3 files (`general.architecture` gemma3: Gemma 3 270M and 1B; the
+text half of the larger ones, whose rope scaling is refused) become
+`gemma3_text` models (Gemma3ForCausalLM), read as transformers' GGUF loader
+reads them, with what llama.cpp assumes where the file says nothing:
+
+- every norm weight (attn_norm, post_attention_norm, ffn_norm,
+  post_ffw_norm, attn_q_norm, attn_k_norm, output_norm) is stored as 1 + w
+  (llama.cpp's converter adds 1, its kernels multiply by the stored weight);
+  distzo holds w, as Hugging Face does, so these become float32(stored - 1),
+  exactly what transformers' loader computes (a 2-byte norm tensor is upcast
+  first: subtracting 1 in its own precision would round; llama.cpp writes
+  1-D tensors as F32 anyway);
+- llama.cpp's `ffn_norm` is Gemma's pre_feedforward_layernorm (not Llama's
+  post_attention_layernorm), `post_attention_norm` its post_attention_layernorm,
+  `post_ffw_norm` its post_feedforward_layernorm; q and k rows are in Hugging
+  Face's order (no permutation, as for the kin); token_embd is unscaled (the
+  √C factor is applied at run time);
+- rope.freq_base is the full-attention layers' base; the sliding layers'
+  is rope.freq_base_swa, else llama.cpp's built-in 10000; the layer kinds
+  come from attention.sliding_window_pattern (a period, or one flag per
+  layer, true = sliding), else llama.cpp's built-in period 6;
+  attention.sliding_window is the window (required, as in llama.cpp);
+- the scores are scaled by 1/sqrt(key_length), as llama.cpp does for every
+  Gemma 3 but the 27B (whose rope scaling is refused): query_pre_attn_scalar
+  = head_dim. transformers' loader leaves Gemma3TextConfig's 256, which is
+  the same for the released 270M and 1B (head_dim 256).
+
 Rejected, with the reason: an architecture other than llama, qwen2, qwen3,
-MoE files, rope scaling, partial rotary (rope.dimension_count != head_dim),
-biases in a llama file, or any other tensor the architecture does not have.
+gemma3, MoE files, rope scaling, partial rotary (rope.dimension_count !=
+head_dim), biases in a llama or gemma3 file, or any other tensor the
+architecture does not have.
 
 Needs numpy, h5py and gguf; --tokenizer-dir also needs transformers and
 tokenizers. Errors print one line "gguf_to_h5: error: ..." and exit with
@@ -100,10 +128,32 @@ GLOBAL_TENSORS = {
 LAYER_RE = re.compile(r"blk\.(\d+)\.([a-z_]+)\.(weight|bias)")
 # Qwen3's per-head q/k norms (qwen3 files only).
 QK_NORM_TENSORS = {"attn_q_norm": "self_attn.q_norm", "attn_k_norm": "self_attn.k_norm"}
-# GGUF architectures read here: Llama, and Llama's kin whose tensors
-# llama.cpp keeps in Hugging Face's row order (its converter permutes q and k
-# rows for `llama` only; transformers' GGUF loader undoes it for `llama` only).
-ARCHITECTURES = ("llama", "qwen2", "qwen3")
+# Gemma 3's per-layer tensors (gemma3 files): four norms and the q/k norms,
+# no biases. llama.cpp's ffn_norm is Gemma's pre-feedforward norm.
+GEMMA3_LAYER_TENSORS = {
+    "attn_norm": "input_layernorm",
+    "attn_q": "self_attn.q_proj",
+    "attn_k": "self_attn.k_proj",
+    "attn_v": "self_attn.v_proj",
+    "attn_output": "self_attn.o_proj",
+    "attn_q_norm": "self_attn.q_norm",
+    "attn_k_norm": "self_attn.k_norm",
+    "post_attention_norm": "post_attention_layernorm",
+    "ffn_norm": "pre_feedforward_layernorm",
+    "ffn_gate": "mlp.gate_proj",
+    "ffn_up": "mlp.up_proj",
+    "ffn_down": "mlp.down_proj",
+    "post_ffw_norm": "post_feedforward_layernorm",
+}
+# GGUF architectures read here: Llama, Llama's kin whose tensors llama.cpp
+# keeps in Hugging Face's row order (its converter permutes q and k rows for
+# `llama` only; transformers' GGUF loader undoes it for `llama` only), and
+# Gemma 3 (read as the distzo architecture gemma3_text).
+ARCHITECTURES = ("llama", "qwen2", "qwen3", "gemma3")
+# What llama.cpp assumes for a gemma3 file that does not say (its
+# llm_load_hparams): every 6th layer full, the sliding layers' base 10000.
+GEMMA3_DEFAULT_PATTERN = 6
+GEMMA3_DEFAULT_LOCAL_BASE = 10000.0
 
 # llama.cpp pre-tokenizers whose split transformers' GGUF tokenizer lacks, and
 # the Hugging Face pre_tokenizer that gives llama.cpp's split.
@@ -133,8 +183,8 @@ def _f32_decimal(value: float) -> float:
 
 
 def hf_config_from_gguf(reader) -> dict:
-    """A Hugging Face config dict (LlamaConfig, Qwen2Config or Qwen3Config) from
-    the GGUF metadata and tensor names."""
+    """A Hugging Face config dict (LlamaConfig, Qwen2Config, Qwen3Config or
+    Gemma3TextConfig) from the GGUF metadata and tensor names."""
     arch = _scalar(reader, "general.architecture")
     if arch not in ARCHITECTURES:
         raise FormatError(f"general.architecture is {arch!r}: supported: {', '.join(ARCHITECTURES)}")
@@ -175,9 +225,11 @@ def hf_config_from_gguf(reader) -> dict:
     if int(vocab) != int(embd.shape[1]):
         raise FormatError(f"{a}vocab_size {vocab} != token_embd rows {int(embd.shape[1])}")
 
-    config = {
-        "architectures": [distzo_h5.CONFIG_TYPES[arch].hf_class],
-        "model_type": arch,
+    if arch == "gemma3":
+        config = _gemma3_config(reader, head_dim)
+    else:
+        config = _llama_config(reader, arch, names)
+    config.update({
         "vocab_size": int(vocab),
         "hidden_size": hidden,
         "intermediate_size": int(_scalar(reader, a + "feed_forward_length")),
@@ -187,18 +239,11 @@ def hf_config_from_gguf(reader) -> dict:
         "head_dim": head_dim,
         "max_position_embeddings": int(_scalar(reader, a + "context_length")),
         "rms_norm_eps": _f32_decimal(_scalar(reader, a + "attention.layer_norm_rms_epsilon")),
-        "rope_theta": _f32_decimal(_scalar(reader, a + "rope.freq_base", required=False) or 10000.0),
-        "rope_scaling": None,
-        "hidden_act": "silu",
-        "attention_bias": arch == "qwen3" and "blk.0.attn_q.bias" in names,  # Qwen2's q/k/v biases are implied
-        "mlp_bias": False,
         "tie_word_embeddings": "output.weight" not in names,
         "dtype": "float32",
-    }
-    if arch == "qwen2":
-        del config["attention_bias"]  # Qwen2Config has no such key
-    if arch != "llama":
-        config["use_sliding_window"] = False
+    })
+    if arch == "gemma3":
+        config["layer_types"] = _gemma3_layer_types(reader, config["num_hidden_layers"])
     for hf_key, gguf_key in (("bos_token_id", "bos_token_id"), ("eos_token_id", "eos_token_id"),
                              ("pad_token_id", "padding_token_id")):
         value = _scalar(reader, "tokenizer.ggml." + gguf_key, required=False)
@@ -207,29 +252,104 @@ def hf_config_from_gguf(reader) -> dict:
     return config
 
 
+def _llama_config(reader, arch: str, names: set) -> dict:
+    """The keys of a LlamaConfig / Qwen2Config / Qwen3Config besides the shapes."""
+    a = arch + "."
+    config = {
+        "architectures": [distzo_h5.CONFIG_TYPES[arch].hf_class],
+        "model_type": arch,
+        "rope_theta": _f32_decimal(_scalar(reader, a + "rope.freq_base", required=False) or 10000.0),
+        "rope_scaling": None,
+        "hidden_act": "silu",
+        "attention_bias": arch == "qwen3" and "blk.0.attn_q.bias" in names,  # Qwen2's q/k/v biases are implied
+        "mlp_bias": False,
+    }
+    if arch == "qwen2":
+        del config["attention_bias"]  # Qwen2Config has no such key
+    if arch != "llama":
+        config["use_sliding_window"] = False
+    return config
+
+
+def _gemma3_config(reader, head_dim: int) -> dict:
+    """The keys of a Gemma3TextConfig besides the shapes and layer_types
+    (transformers 5's form), as llama.cpp reads a gemma3 file (module
+    docstring): the two RoPE bases, the window, the score scale."""
+    base = _scalar(reader, "gemma3.rope.freq_base")
+    local = _scalar(reader, "gemma3.rope.freq_base_swa", required=False)
+    return {
+        "architectures": [distzo_h5.Gemma3Config.hf_class],
+        "model_type": distzo_h5.Gemma3Config.architecture,
+        "rope_parameters": {
+            "full_attention": {"rope_type": "default", "rope_theta": _f32_decimal(base)},
+            "sliding_attention": {"rope_type": "default",
+                                  "rope_theta": GEMMA3_DEFAULT_LOCAL_BASE if local is None else _f32_decimal(local)},
+        },
+        "sliding_window": int(_scalar(reader, "gemma3.attention.sliding_window")),
+        "query_pre_attn_scalar": head_dim,  # llama.cpp scales by 1/sqrt(key_length)
+        "hidden_activation": distzo_h5.GEMMA3_ACTIVATION,
+        "attention_bias": False,
+        "final_logit_softcapping": None,
+        "attn_logit_softcapping": None,
+        "use_bidirectional_attention": False,
+    }
+
+
+def _gemma3_layer_types(reader, num_layers: int) -> list[str]:
+    """Gemma3TextConfig's layer_types from gemma3.attention.sliding_window_pattern:
+    a period P (layer k full iff (k + 1) % P == 0; llama.cpp's built-in 6 when
+    the key is absent) or one flag per layer, true = sliding. distzo_h5
+    refuses a list that is no single period."""
+    key = "gemma3.attention.sliding_window_pattern"
+    pattern = _scalar(reader, key, required=False)
+    if pattern is None:
+        pattern = GEMMA3_DEFAULT_PATTERN
+    if isinstance(pattern, list):
+        if len(pattern) != num_layers:
+            raise FormatError(f"{key} has {len(pattern)} flags for {num_layers} layers")
+        return ["sliding_attention" if flag else "full_attention" for flag in pattern]
+    if int(pattern) < 1:
+        raise FormatError(f"{key} is {pattern}: must be >= 1")
+    return ["full_attention" if (k + 1) % int(pattern) == 0 else "sliding_attention" for k in range(num_layers)]
+
+
 def hf_name(gguf_name: str, num_layers: int, architecture: str = "llama") -> str:
-    """Hugging Face state-dict key of a GGUF tensor name: Llama's names, and
-    for Qwen2/Qwen3 the projections' biases (qwen2: q, k, v) and Qwen3's
-    q/k norms."""
+    """Hugging Face state-dict key of a GGUF tensor name (architecture: the
+    distzo one, = HF model_type): Llama's names; for Qwen2/Qwen3 the
+    projections' biases (qwen2: q, k, v) and Qwen3's q/k norms; Gemma 3's
+    own layer names (GEMMA3_LAYER_TENSORS)."""
     if gguf_name in GLOBAL_TENSORS:
         return GLOBAL_TENSORS[gguf_name]
     m = LAYER_RE.fullmatch(gguf_name)
-    modules = dict(LAYER_TENSORS, **(QK_NORM_TENSORS if architecture == "qwen3" else {}))
+    if architecture == "gemma3_text":
+        modules = GEMMA3_LAYER_TENSORS
+    else:
+        modules = dict(LAYER_TENSORS, **(QK_NORM_TENSORS if architecture == "qwen3" else {}))
     if m and m.group(2) in modules and int(m.group(1)) < num_layers:
-        if m.group(3) == "weight" or (architecture != "llama" and m.group(2).startswith("attn_")
+        if m.group(3) == "weight" or (architecture in ("qwen2", "qwen3") and m.group(2).startswith("attn_")
                                       and m.group(2) not in QK_NORM_TENSORS):
             return f"model.layers.{int(m.group(1))}.{modules[m.group(2)]}.{m.group(3)}"
-    what = "a bias-free Llama" if architecture == "llama" else f"a {architecture} model"
+    what = {"llama": "a bias-free Llama", "gemma3_text": "a bias-free Gemma 3"}.get(
+        architecture, f"a {architecture} model")
     raise FormatError(
         f"tensor {gguf_name}: not a parameter of {what} with {num_layers} layers "
         "(rope_freqs and other extra tensors are not supported)"
     )
 
 
+def gemma3_norm_shifted(name: str, config: dict) -> bool:
+    """Whether a tensor (Hugging Face name) is one of Gemma 3's norm weights,
+    which llama.cpp stores as 1 + w."""
+    return config["model_type"] == distzo_h5.Gemma3Config.architecture and name.endswith("norm.weight")
+
+
 def hf_layout(name: str, array: np.ndarray, config: dict) -> np.ndarray:
     """A GGUF tensor (already in PyTorch's shape) in Hugging Face's layout:
     for `llama` files, q and k rows un-permuted (unpermute_rows); the kin's
-    are stored in Hugging Face's order already."""
+    and Gemma 3's are stored in Hugging Face's order already; Gemma 3's norm
+    weights (float32 here) lose llama.cpp's + 1."""
+    if gemma3_norm_shifted(name, config):
+        return array - np.float32(1.0)
     if config["model_type"] != "llama":
         return array
     if name.endswith("self_attn.q_proj.weight"):
@@ -249,8 +369,9 @@ def unpermute_rows(w: np.ndarray, n_head: int) -> np.ndarray:
 
 def gguf_tensors(reader, config: dict, float32: bool = False):
     """Yield (hf_name, array in PyTorch's shape, GGUF type name) per tensor: a
-    float16 array for F16, a distzo_h5.Bf16Array for BF16 (unless float32),
-    float32 otherwise."""
+    float16 array for F16, a distzo_h5.Bf16Array for BF16 (unless float32 or
+    a Gemma 3 norm weight, which hf_layout shifts in float32), float32
+    otherwise."""
     from gguf.quants import dequantize
 
     layers = config["num_hidden_layers"]
@@ -264,14 +385,15 @@ def gguf_tensors(reader, config: dict, float32: bool = False):
             )
         # GGUF lists dimensions innermost first; PyTorch's shape is the reverse.
         shape = tuple(int(d) for d in reversed(t.shape))
-        if qtype == "F16" and not float32:
+        keep = not float32 and not gemma3_norm_shifted(name, config)
+        if qtype == "F16" and keep:
             array = np.asarray(t.data).view(np.float16).reshape(shape)
-        elif qtype == "BF16" and not float32:
+        elif qtype == "BF16" and keep:
             array = np.asarray(t.data).view(np.uint8).view("<u2").reshape(shape)  # the words
         else:
             array = np.asarray(dequantize(t.data, t.tensor_type), dtype=np.float32).reshape(shape)
         array = np.ascontiguousarray(hf_layout(name, array, config))
-        yield name, distzo_h5.Bf16Array(array) if qtype == "BF16" and not float32 else array, qtype
+        yield name, distzo_h5.Bf16Array(array) if qtype == "BF16" and keep else array, qtype
 
 
 def read_gguf(path: str, float32: bool = False) -> tuple[dict, dict, Counter]:
@@ -353,7 +475,8 @@ def export_tokenizer(gguf_path: str, out_dir: str, verbose: bool = True) -> dict
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(
-        description="Convert a llama.cpp GGUF (Llama, Qwen2 or Qwen3 architecture) to a distzo model file (HDF5).",
+        description="Convert a llama.cpp GGUF (Llama, Qwen2, Qwen3 or Gemma 3 architecture) to a distzo model "
+        "file (HDF5).",
         epilog="Example:\n  gguf_to_h5.py SmolLM2-135M-Instruct.Q4_1.gguf smollm2.h5 --tokenizer-dir tok/",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Convert a local Hugging Face OPT or Llama checkpoint to a distzo model file, and back.
+"""Convert a local Hugging Face OPT, Llama(-like) or Gemma 3 checkpoint to a distzo model file, and back.
 
     python tools/hf_to_h5.py HF_DIR OUT.h5            # Hugging Face -> distzo
     python tools/hf_to_h5.py MODEL.h5 --to-hf OUT_DIR  # distzo -> Hugging Face
@@ -10,17 +10,20 @@ pytorch_model.bin.index.json (+ shards). Safetensors are preferred when both
 exist. Nothing is downloaded. The way back also accepts a distzo checkpoint
 (its parameters become the model; optimizer/run state is dropped) and writes
 config.json + model.safetensors, which transformers' OPTForCausalLM,
-LlamaForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM or MistralForCausalLM
-loads.
+LlamaForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM, MistralForCausalLM or
+Gemma3ForCausalLM loads.
 
 config.json's model_type picks the architecture: "opt" (OPTForCausalLM),
-"llama" (LlamaForCausalLM), or one of Llama's kin: "qwen2", "qwen3",
-"mistral"; any other is an error that names it.
+"llama" (LlamaForCausalLM), one of Llama's kin: "qwen2", "qwen3",
+"mistral", or "gemma3_text" (Gemma3ForCausalLM: Gemma 3 270M and 1B); any
+other is an error that names it.
 
 Normalisation (docs/formats.md): `decoder.*` keys become `model.decoder.*`
-(OPT); a tied `lm_head.weight` (OPT always, Llama with tie_word_embeddings) is
-checked equal to embed_tokens and dropped (a different one is an error); an
-untied Llama head is kept as `lm_head.weight`; tensors keep their dtype —
+(OPT); a tied `lm_head.weight` (OPT always, the others with
+tie_word_embeddings) is checked equal to embed_tokens and dropped (a different
+one is an error); an untied head is kept as `lm_head.weight`; Gemma 3's norm
+weights stay w, as Hugging Face stores them (the model scales by 1 + w);
+tensors keep their dtype —
 bfloat16 and float16 weights are written as bfloat16 / float16 datasets, bit
 for bit, and distzo stores θ in that dtype unless the deck says otherwise —
 and any other float becomes float32 (`--float32`: every tensor float32, exact);
@@ -65,7 +68,7 @@ WEIGHT_FILES = (
 
 def canonical_name(key: str) -> str:
     """HF state-dict key -> distzo name (OPT's `decoder.*` -> `model.decoder.*`;
-    Llama keys never start with `decoder.`)."""
+    the other architectures' keys never start with `decoder.`)."""
     if key.startswith("decoder."):
         return "model." + key
     return key
@@ -280,8 +283,9 @@ def hf_to_h5(hf_dir: str, out_path: str, verbose: bool = True, float32: bool = F
 
 
 def h5_to_hf(h5_path: str, out_dir: str, verbose: bool = True, float32: bool = False) -> None:
-    """Write config.json + model.safetensors for OPTForCausalLM / LlamaForCausalLM.from_pretrained
-    (a tied head is left out of the weights; transformers ties it on load). Each
+    """Write config.json + model.safetensors for the file's class (OPTForCausalLM,
+    LlamaForCausalLM, ..., Gemma3ForCausalLM).from_pretrained (a tied head is
+    left out of the weights; transformers ties it on load). Each
     tensor keeps the file's dtype (float32, float16, bfloat16) unless float32."""
     cfg, tensors = distzo_h5.read_model(h5_path, keep_dtype=not float32)
     config = distzo_h5.hf_config_dict(cfg)
@@ -318,8 +322,8 @@ def h5_to_hf(h5_path: str, out_dir: str, verbose: bool = True, float32: bool = F
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(
-        description="Convert a local Hugging Face OPT, Llama, Qwen2, Qwen3 or Mistral checkpoint to a distzo "
-        "model file (HDF5), or back.",
+        description="Convert a local Hugging Face OPT, Llama, Qwen2, Qwen3, Mistral or Gemma 3 (gemma3_text) "
+        "checkpoint to a distzo model file (HDF5), or back.",
         epilog="Examples:\n  hf_to_h5.py ./opt-125m opt-125m.h5\n  hf_to_h5.py ckpt-1000.h5 --to-hf ./opt-125m-tuned",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )

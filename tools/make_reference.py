@@ -9,7 +9,7 @@ and check that the committed fixtures still match what this script produces with
 
     python tools/make_reference.py --out tests/data --check
 
-For each tiny random OPT and Llama model below it writes
+For each tiny random OPT, Llama(-like) and Gemma 3 model below it writes
 
     tests/data/<name>.model.h5   the model, in the distzo model format (docs/formats.md)
     tests/data/<name>.ref.h5     a fixed padded batch and what transformers computes for it
@@ -32,7 +32,8 @@ arange(T) would change the real-token logits by float rounding only, ~3e-6
 here; the explicit positions make the reference the very computation distzo
 does. For the same reason a constant offset of a row's positions is harmless
 up to rounding and shows in no fixture; wrong frequencies, theta or channel
-pairing change the logits, and the fixtures catch them.)
+pairing change the logits, and the fixtures catch them.) Gemma3ForCausalLM is
+run the same way.
 """
 
 from __future__ import annotations
@@ -58,9 +59,12 @@ SEQ = 10
 # OPT: pad 1, and its tokenizer starts every text with </s> (id 2).
 # Llama (Llama 2's tokenizer): <unk> 0, <s> 1, </s> 2, no pad token of its
 # own; the fixtures pad with 0, an id every vocabulary has.
-SPECIAL_IDS = {"opt": (1, 2), "llama": (0, 1), "qwen2": (0, 1), "qwen3": (0, 1), "mistral": (0, 1)}
+# Gemma 3's tokenizer: <pad> 0, <eos> 1, <bos> 2.
+SPECIAL_IDS = {"opt": (1, 2), "llama": (0, 1), "qwen2": (0, 1), "qwen3": (0, 1), "mistral": (0, 1),
+               "gemma3_text": (0, 2)}
 
-# name -> (architecture, seed, config overrides). All: 2 layers, max_position_embeddings 32.
+# name -> (architecture, seed, config overrides). All: max_position_embeddings
+# 32; 2 layers (Gemma 3: 3).
 MODELS = {
     # OPT, 2 heads each.
     # pre-LN with final layer norm, like opt-125m / opt-1.3b / ...
@@ -124,6 +128,20 @@ MODELS = {
         dict(vocab_size=72, hidden_size=32, num_key_value_heads=1, head_dim=8, intermediate_size=48,
              tie_word_embeddings=False, sliding_window=SEQ, rms_norm_eps=1e-5),
     ),
+    # Gemma 3, 4 heads over 2 KV heads: a sliding, a full and a sliding layer (pattern 2), whose
+    # distinct RoPE bases catch a swap; head_dim 12 (H * hd = 48 != 32) and query_pre_attn_scalar
+    # 24 != head_dim, so a 1/sqrt(head_dim) score scale fails; the window as long as the batch
+    # (distzo's case); a tied head
+    "gemma3_tiny": (
+        "gemma3_text",
+        4001,
+        dict(vocab_size=80, hidden_size=32, num_key_value_heads=2, head_dim=12, intermediate_size=40,
+             tie_word_embeddings=True, sliding_window=SEQ, query_pre_attn_scalar=24,
+             layer_types=["sliding_attention", "full_attention", "sliding_attention"],
+             rope_parameters={"full_attention": {"rope_type": "default", "rope_theta": 1_000_000.0},
+                              "sliding_attention": {"rope_type": "default", "rope_theta": 10_000.0}},
+             rms_norm_eps=1e-6, hidden_activation="gelu_pytorch_tanh"),
+    ),
 }
 COMMON = {
     "opt": dict(
@@ -147,6 +165,15 @@ COMMON = {
     ),
 }
 COMMON.update({arch: COMMON["llama"] for arch in ("qwen2", "qwen3", "mistral")})
+COMMON["gemma3_text"] = dict(
+    num_hidden_layers=3,
+    num_attention_heads=4,
+    max_position_embeddings=32,
+    attention_dropout=0.0,
+    pad_token_id=SPECIAL_IDS["gemma3_text"][0],
+    bos_token_id=SPECIAL_IDS["gemma3_text"][1],
+    eos_token_id=1,
+)
 
 
 def hf_classes(arch: str):
@@ -157,14 +184,16 @@ def hf_classes(arch: str):
 
 
 def build_model(arch: str, seed: int, overrides: dict):
-    """A float32 eager OPTForCausalLM / LlamaForCausalLM with every parameter
-    drawn from a seeded generator.
+    """A float32 eager OPTForCausalLM / LlamaForCausalLM / ... / Gemma3ForCausalLM
+    with every parameter drawn from a seeded generator.
 
     The default init (std 0.02, zero biases, unit norms) would make the logits
     tiny and leave biases and norm weights untested (a kernel that skipped
     them would still pass), so every tensor is redrawn at a scale that keeps
-    activations O(1): norm weights 1 + 0.2 N(0, 1), biases 0.1 N(0, 1), token
-    (and OPT position) embeddings 0.3 N(0, 1), every other matrix, an untied
+    activations O(1): norm weights 1 + 0.2 N(0, 1) (Gemma 3's, which scale by
+    1 + w, 0.2 N(0, 1): the same effective scale), biases 0.1 N(0, 1), token
+    (and OPT position) embeddings 0.3 N(0, 1) (Gemma's pad row included: its
+    padding_idx only zeroes the row at init), every other matrix, an untied
     lm_head included, N(0, 1) / sqrt(fan-in).
     """
     import torch
@@ -175,12 +204,13 @@ def build_model(arch: str, seed: int, overrides: dict):
     model = model_class(config).to(torch.float32).eval()
     gen = torch.Generator().manual_seed(seed)
     tied = config.tie_word_embeddings
+    norm_offset = 0.0 if arch == "gemma3_text" else 1.0  # Gemma's RMSNorm scales by 1 + w
     with torch.no_grad():
         for name, param in sorted(model.named_parameters(), key=lambda kv: kv[0]):
             if name == "lm_head.weight" and tied:
                 continue  # the same tensor as embed_tokens
             if "norm" in name and name.endswith(".weight"):  # OPT layer_norm, Llama RMSNorm
-                value = 1.0 + 0.2 * torch.randn(param.shape, generator=gen)
+                value = norm_offset + 0.2 * torch.randn(param.shape, generator=gen)
             elif name.endswith(".bias"):
                 value = 0.1 * torch.randn(param.shape, generator=gen)
             elif "embed_tokens" in name or "embed_positions" in name:
@@ -315,6 +345,17 @@ def compute_reference(arch: str, model, seed: int):
             "over the real tokens of each row (left padding included), -1 at pads; the row read from "
             "model.decoder.embed_positions.weight is position_ids + 2"
         )
+    elif arch == "gemma3_text":
+        position_description = (
+            "(B, T) int32 distzo positions: cumsum(attention_mask) - 1, set to 1 where attention_mask = 0 "
+            "(as transformers' generate()), i.e. 0,1,2.. over the real tokens of each row (left padding "
+            "included); passed explicitly as position_ids to Gemma3ForCausalLM.forward (its default, "
+            "arange(T), would number the left-padded row's real tokens from its pad count). The rotary "
+            "embedding of position p rotates channel pair (i, i + head_dim/2) of every (q_norm- / "
+            "k_norm-normalised) query and key head by the angle p * base^(-2i/head_dim), 0 <= i < "
+            "head_dim/2, with base rope_theta in the full-attention layers (k + 1) % sliding_window_pattern "
+            "== 0 and rope_local_base_freq in the sliding ones"
+        )
     else:
         position_description = (
             "(B, T) int32 distzo positions: cumsum(attention_mask) - 1, set to 1 where attention_mask = 0 "
@@ -358,12 +399,20 @@ def compute_reference(arch: str, model, seed: int):
         "cls_predictions": (cls_pred, "(B,) int32 argmax of cls_logits (index into candidates)"),
     }
     for k, h in enumerate(hidden):
-        if k == 0:
+        if k == 0 and arch == "opt":
             what = (
                 "embeddings: (project_in(embed_tokens[input_ids]) if present) + embed_positions[position_ids + 2], "
                 "the input of layer 0"
-                if arch == "opt"
-                else "embeddings: embed_tokens[input_ids] (positions enter each layer's rotary embeddings), "
+            )
+        elif k == 0 and arch == "gemma3_text":
+            what = (
+                "embeddings: embed_tokens[input_ids] * float32(sqrt(hidden_size)) (Gemma's scaled embeddings; "
+                "the tied lm_head reads embed_tokens unscaled; positions enter each layer's rotary "
+                "embeddings), the input of layer 0"
+            )
+        elif k == 0:
+            what = (
+                "embeddings: embed_tokens[input_ids] (positions enter each layer's rotary embeddings), "
                 "the input of layer 0"
             )
         elif k < L:
@@ -373,15 +422,28 @@ def compute_reference(arch: str, model, seed: int):
                 f"output of the decoder: layer {L - 1} output, then final_layer_norm (pre-LN models only), "
                 "then project_out (if present); the lm_head input"
             )
+        elif arch == "gemma3_text":
+            what = (
+                f"output of the decoder: layer {L - 1} output, then the final RMSNorm model.norm (scaling by "
+                "1 + model.norm.weight); the lm_head input"
+            )
         else:
             what = f"output of the decoder: layer {L - 1} output, then the final RMSNorm model.norm; the lm_head input"
         data[f"hidden_states_{k}"] = (h, f"({'B, T, ' + str(h.shape[-1])}) float32 HF hidden_states[{k}]: {what}")
     final = "the final layer norm and project_out" if arch == "opt" else "the final RMSNorm"
+    # What a decoder layer computes, said for Gemma 3, whose block is not the Llama one.
+    block = (
+        ": h + post_attention_layernorm(attention(input_layernorm(h))), then that + "
+        "post_feedforward_layernorm(mlp(pre_feedforward_layernorm(that))) with mlp = "
+        "down_proj(gelu_tanh(gate_proj(x)) * up_proj(x)), every RMSNorm scaling by 1 + weight"
+        if arch == "gemma3_text"
+        else ""
+    )
     for k in range(L):
         h = layer_out[k].numpy().astype(np.float32)
         data[f"layer_output_{k}"] = (
             h,
-            f"(B, T, hidden_size) float32 raw output of decoder layer {k} (forward hook)"
+            f"(B, T, hidden_size) float32 raw output of decoder layer {k} (forward hook){block}"
             + (
                 f"; equal to hidden_states_{k + 1}"
                 if k < L - 1

@@ -19,8 +19,9 @@ same as distzo, on purpose:
   * the loss: MeZO's classification loss — the logits of the last prompt token
     (position lengths[i]-1) restricted to the candidate tokens, softmax
     cross-entropy against the label, mean over the batch (prediction = argmax);
-    for OPT and Llama model files alike (a Llama model gets distzo's positions,
-    mezo_reference.position_ids_from_mask; its lm_head may be untied);
+    for OPT, Llama (and kin) and Gemma 3 model files alike (the rotary models
+    get distzo's positions, mezo_reference.position_ids_from_mask; their
+    lm_head may be untied);
   * the learning-rate schedule (distzo's warm-up from 0, constant / linear /
     cosine decay) and the evaluations (before training, every eval.interval
     steps, at the end; the first eval.max_examples examples, in file order).
@@ -150,7 +151,7 @@ def candidate_logits(model, batch: dict, candidates):
     """(B, K) logits of the candidate tokens at each row's last prompt token."""
     import torch
 
-    if model.config.model_type == "llama":
+    if model.config.model_type != "opt":  # rotary models: distzo's positions
         hidden = model.model(
             input_ids=batch["input_ids"],
             attention_mask=batch["attention_mask"],
@@ -160,7 +161,7 @@ def candidate_logits(model, batch: dict, candidates):
     else:
         hidden = model.model.decoder(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"]).last_hidden_state
     last = hidden[torch.arange(hidden.shape[0]), batch["lengths"] - 1]  # (B, hidden)
-    head = model.lm_head.weight[candidates]  # embed_tokens when tied (OPT; Llama unless untied)
+    head = model.lm_head.weight[candidates]  # embed_tokens when tied (OPT; the others unless untied)
     return last @ head.T
 
 

@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """A PyTorch MeZO reference: Algorithm 1 of Malladi et al., "Fine-Tuning
 Language Models with Just Forward Passes" (MeZO, arXiv 2305.17333), on a
-distzo model file loaded into transformers' OPTForCausalLM or LlamaForCausalLM
-(by the file's architecture attribute; float32).
+distzo model file loaded into transformers' OPTForCausalLM, LlamaForCausalLM
+(or a kin's class) or Gemma3ForCausalLM (by the file's architecture attribute;
+float32).
 
 One step, for a batch and a fresh seed s (MeZO-SGD, one query):
 
@@ -76,16 +77,17 @@ import numpy as np  # noqa: E402
 
 
 def load_model_h5(path: str, attn_implementation: str = "sdpa"):
-    """OPTForCausalLM or LlamaForCausalLM, as the file's architecture says
-    (float32, eval mode, requires_grad off), with the weights of a distzo model
-    or checkpoint file; lm_head tied to embed_tokens unless the file holds its
-    own (an untied Llama).
+    """OPTForCausalLM, LlamaForCausalLM (or a kin's class) or Gemma3ForCausalLM,
+    as the file's architecture says (float32, eval mode, requires_grad off),
+    with the weights of a distzo model or checkpoint file; lm_head tied to
+    embed_tokens unless the file holds its own (an untied head).
 
     The config comes from the file's hf_config_json attribute (or, if absent,
     its config attributes). The module is built on the meta device and the
-    file's tensors are assigned, so no random init is paid for; Llama's rotary
-    table (a buffer, not in the file) is then computed from the config on the
-    CPU, as transformers computes it.
+    file's tensors are assigned, so no random init is paid for; the buffers
+    that are not in the file (the rotary tables; Gemma's embedding scale
+    sqrt(C), a float32 scalar) are then computed from the config on the CPU,
+    as transformers computes them.
     """
     import torch
     import transformers
@@ -109,6 +111,9 @@ def load_model_h5(path: str, attn_implementation: str = "sdpa"):
             raise RuntimeError("lm_head is not tied to embed_tokens after loading")
     if cfg.architecture != "opt":  # rotary: its inverse frequencies are a buffer, computed here
         model.model.rotary_emb = type(model.model.rotary_emb)(config=model.config)
+    if cfg.architecture == "gemma3_text":  # as Gemma3TextScaledWordEmbedding makes it
+        embed = model.model.embed_tokens
+        embed.embed_scale = torch.tensor(embed.scalar_embed_scale)
     for name, p in model.named_parameters():
         if p.device.type == "meta":
             raise RuntimeError(f"{name} was not loaded (still on the meta device)")

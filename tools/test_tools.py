@@ -7,15 +7,18 @@
    sharded .bin, `decoder.*` keys, a tied lm_head present, float16 weights):
    HF -> distzo -> HF gives bit-identical logits in transformers. The same for
    Llama, tied (lm_head absent or present) and untied, with and without
-   biases, bf16 weights, and a model file without hf_config_json.
+   biases, bf16 weights, and a model file without hf_config_json; likewise
+   Llama's kin and Gemma 3 (tied and untied).
 2. hf_to_h5 rejects what distzo does not support, with a clear message; the
-   Llama config parser reads both RoPE forms (transformers 4's rope_theta,
-   5's rope_parameters) and refuses each variant it does not implement,
-   naming the key (numpy + h5py only).
-3. An independent numpy OPT and Llama forward, reading only the distzo model
-   file, reproduces every tests/data/*.ref.h5 (logits at real tokens, hidden
-   states, losses), which checks both the fixtures and their documentation;
-   mezo_reference.load_model_h5 reproduces the Llama fixtures' logits and loss.
+   Llama and Gemma 3 config parsers read both transformers forms (4's flat
+   rope_theta, Gemma's rope_local_base_freq and sliding_window_pattern; 5's
+   rope_parameters and layer_types) and refuse each variant they do not
+   implement, naming the key (numpy + h5py only).
+3. An independent numpy OPT, Llama and Gemma 3 forward, reading only the
+   distzo model file, reproduces every tests/data/*.ref.h5 (logits at real
+   tokens, hidden states, losses), which checks both the fixtures and their
+   documentation; mezo_reference.load_model_h5 reproduces the Llama and
+   Gemma 3 fixtures' logits and loss.
 4. demo_baselines' statistics on hand-made cases: AUC (with ties), the fitted
    threshold, and the logistic probe separating separable data.
 5. The parameter digest of tools/digest_reference.py (numpy path and plain
@@ -318,10 +321,321 @@ def test_llama_kin_round_trips():
         ({"model_type": "qwen2", "attention_bias": True}, "biases on q, k and v only"),
         ({"model_type": "mistral", "sliding_window": 0}, "sliding_window is 0"),
         ({"model_type": "qwen2", "architectures": ["LlamaForCausalLM"]}, "means Qwen2ForCausalLM"),
-        ({"model_type": "gemma3_text"}, "'gemma3_text'"),
+        ({"model_type": "gemma2"}, "'gemma2'"),
     ):
         _expect_config_error(hf, needle)
     print("Qwen2 / Qwen3 / Mistral round trips: OK")
+
+
+def _tiny_gemma3(seed=0, **overrides):
+    """A Gemma3ForCausalLM with 4 heads over 2 key/value heads of head_dim 6
+    (H * hd = 24 != 16), a sliding, a full and a sliding layer with distinct
+    RoPE bases, query_pre_attn_scalar 10 != head_dim, a window wider than the
+    test rows; norm weights (which scale by 1 + w) and matrices randomised."""
+    import torch
+    from transformers import Gemma3ForCausalLM, Gemma3TextConfig
+
+    kw = dict(
+        vocab_size=50, hidden_size=16, num_hidden_layers=3, num_attention_heads=4, num_key_value_heads=2,
+        head_dim=6, intermediate_size=24, max_position_embeddings=20, sliding_window=16, query_pre_attn_scalar=10,
+        layer_types=["sliding_attention", "full_attention", "sliding_attention"],
+        rope_parameters={"full_attention": {"rope_type": "default", "rope_theta": 500000.0},
+                         "sliding_attention": {"rope_type": "default", "rope_theta": 20000.0}},
+        attn_implementation="eager",
+    )
+    kw.update(overrides)
+    torch.manual_seed(seed)
+    model = Gemma3ForCausalLM(Gemma3TextConfig(**kw)).eval()
+    with torch.no_grad():  # the default init has w = 0 norms (scale 1) and std 0.02
+        for name, p in model.named_parameters():
+            p.add_(0.1 * torch.randn_like(p) if "norm" in name else 3 * p)
+    return model
+
+
+def test_gemma3_round_trips():
+    """HF -> distzo -> HF for Gemma3ForCausalLM, tied and untied: the file
+    holds exactly the HF tensors in canonical order (norm weights w as HF
+    stores them), transformers gives bit-identical logits from the
+    converted-back directory, from mezo_reference.load_model_h5, and from a
+    config.json made from the attributes alone (no hf_config_json), which
+    transformers reads as the same layer kinds and bases."""
+    _quiet_transformers()
+    import transformers
+
+    import mezo_reference
+
+    models = {
+        "tied": _tiny_gemma3(seed=1, tie_word_embeddings=True),
+        "untied": _tiny_gemma3(seed=2, tie_word_embeddings=False, rms_norm_eps=1e-5),
+    }
+    cases = [
+        ("safetensors", dict(fmt="safetensors")),
+        ("safetensors, 3 shards", dict(fmt="safetensors", shards=3)),
+        ("pytorch_model.bin, 2 shards, tied lm_head present", dict(fmt="bin", shards=2, with_head=True)),
+    ]
+    for kind, model in models.items():
+        ref = _logits(model)
+        sd = model.state_dict()
+        for label, layout in cases:
+            with tempfile.TemporaryDirectory() as tmp:
+                h5, again = _round_trip(model, tmp, **layout)
+                assert type(again) is transformers.Gemma3ForCausalLM, type(again)
+                got = _logits(again)
+                assert np.array_equal(got, ref), f"{kind}, {label}: logits differ by {np.abs(got - ref).max()}"
+                cfg, tensors = distzo_h5.read_model(h5)
+                assert isinstance(cfg, distzo_h5.Gemma3Config) and cfg.tie_word_embeddings == (kind == "tied")
+                assert (cfg.sliding_window_pattern, cfg.sliding_window, cfg.query_pre_attn_scalar) == (2, 16, 10.0)
+                assert (cfg.rope_theta, cfg.rope_local_base_freq) == (500000.0, 20000.0)
+                assert set(tensors) == set(sd) - ({"lm_head.weight"} if cfg.tie_word_embeddings else set())
+                assert list(tensors) == list(distzo_h5.expected_tensors(cfg)), f"{kind}: canonical order"
+                for name, array in tensors.items():
+                    assert np.array_equal(array, sd[name].numpy()), name
+                loaded = mezo_reference.load_model_h5(h5, attn_implementation="eager")
+                assert np.array_equal(_logits(loaded), ref), f"{kind}, {label}: load_model_h5"
+        # A file without hf_config_json: the way back writes a config.json from the attributes.
+        with tempfile.TemporaryDirectory() as tmp:
+            h5, _ = _round_trip(model, tmp, fmt="safetensors")
+            cfg, tensors = distzo_h5.read_model(h5)
+            cfg.hf_config_json = ""
+            bare, back = os.path.join(tmp, "bare.h5"), os.path.join(tmp, "bare")
+            distzo_h5.write_model(bare, cfg, tensors)
+            hf_to_h5.h5_to_hf(bare, back, verbose=False)
+            with open(os.path.join(back, "config.json")) as fh:
+                written = json.load(fh)
+            assert "sliding_window_pattern" not in written and written["layer_types"] == model.config.layer_types
+            again = type(model).from_pretrained(back, attn_implementation="eager").eval()
+            assert again.config.layer_types == model.config.layer_types
+            assert again.config.rope_parameters == model.config.rope_parameters, again.config.rope_parameters
+            assert np.array_equal(_logits(again), ref), f"{kind}: config.json from the attributes"
+    # transformers reads a transformers 4 config (flat bases, a pattern) as distzo does
+    t4 = _gemma3_hf(layer_types=None, rope_parameters=None, sliding_window_pattern=3, rope_theta=5e5,
+                    rope_local_base_freq=2e4, rope_scaling=None, num_hidden_layers=7)
+    theirs = transformers.Gemma3TextConfig.from_dict(t4)
+    ours = distzo_h5.config_from_hf(t4)
+    assert theirs.layer_types == ours.layer_types, (theirs.layer_types, ours.layer_types)
+    assert theirs.rope_parameters["full_attention"]["rope_theta"] == ours.rope_theta
+    assert theirs.rope_parameters["sliding_attention"]["rope_theta"] == ours.rope_local_base_freq
+    print("Gemma 3 round trips: OK")
+
+
+def _gemma3_hf(**changes):
+    """A Gemma 3 config.json (transformers 5 form: layer_types, rope_parameters
+    per layer type) with `changes` applied; None deletes a key."""
+    hf = {
+        "model_type": "gemma3_text", "architectures": ["Gemma3ForCausalLM"], "vocab_size": 64, "hidden_size": 32,
+        "intermediate_size": 48, "num_hidden_layers": 6, "num_attention_heads": 4, "num_key_value_heads": 2,
+        "head_dim": 12, "hidden_activation": "gelu_pytorch_tanh", "max_position_embeddings": 32,
+        "rms_norm_eps": 1e-6, "tie_word_embeddings": True, "attention_bias": False, "query_pre_attn_scalar": 24,
+        "sliding_window": 16, "final_logit_softcapping": None, "attn_logit_softcapping": None,
+        "use_bidirectional_attention": False, "_sliding_window_pattern": 6,  # as transformers 5.24 writes it
+        "layer_types": ["sliding_attention", "sliding_attention", "full_attention"] * 2,
+        "rope_parameters": {"full_attention": {"rope_type": "default", "rope_theta": 5e5},
+                            "sliding_attention": {"rope_type": "default", "rope_theta": 2e4}},
+    }
+    for key, value in changes.items():
+        if value is None:
+            hf.pop(key, None)
+        else:
+            hf[key] = value
+    return hf
+
+
+def test_gemma3_config():
+    """config.json -> Gemma3Config: both transformers forms, defaults, the
+    layer pattern, every refusal; the model file's attributes, their types,
+    and the tensor list (numpy + h5py only)."""
+    import dataclasses
+
+    cfg = distzo_h5.config_from_hf(_gemma3_hf())
+    assert isinstance(cfg, distzo_h5.Gemma3Config) and cfg.architecture == "gemma3_text"
+    assert (cfg.sliding_window_pattern, cfg.sliding_window, cfg.query_pre_attn_scalar) == (3, 16, 24.0)
+    assert (cfg.rope_theta, cfg.rope_local_base_freq, cfg.head_dim) == (5e5, 2e4, 12)
+    assert cfg.layer_types == _gemma3_hf()["layer_types"]
+    # transformers 4 form: flat bases, rope_scaling null, a pattern, no layer_types -> the same config
+    for pattern_key in ("sliding_window_pattern", "_sliding_window_pattern"):
+        changes = dict(layer_types=None, rope_parameters=None, rope_theta=5e5, rope_local_base_freq=2e4,
+                       rope_scaling=None, _sliding_window_pattern=None)
+        changes[pattern_key] = 3
+        t4 = distzo_h5.config_from_hf(_gemma3_hf(**changes))
+        assert dataclasses.replace(t4, hf_config_json="") == dataclasses.replace(cfg, hf_config_json=""), t4
+    # rope_parameters' bases win over flat ones; a missing entry falls back to them, then to the defaults
+    cfg = distzo_h5.config_from_hf(_gemma3_hf(
+        rope_theta=1.0, rope_local_base_freq=3e4,
+        rope_parameters={"full_attention": {"rope_type": "default", "rope_theta": 7e5}, "sliding_attention": None}))
+    assert (cfg.rope_theta, cfg.rope_local_base_freq) == (7e5, 3e4)
+    # Gemma3TextConfig's defaults: window 4096, every 6th layer full, bases 1e6 / 1e4, scalar 256, tied
+    cfg = distzo_h5.config_from_hf({"model_type": "gemma3_text"})
+    assert (cfg.num_hidden_layers, cfg.sliding_window, cfg.sliding_window_pattern) == (26, 4096, 6)
+    assert (cfg.rope_theta, cfg.rope_local_base_freq) == (1e6, 1e4) and cfg.tie_word_embeddings
+    assert (cfg.query_pre_attn_scalar, cfg.head_dim, cfg.num_key_value_heads) == (256.0, 256, 4)
+    assert [k for k in range(26) if cfg.is_full_attention(k)] == [5, 11, 17, 23]
+    # null window: none; every layer sliding (from the list, or a pattern beyond L): pattern L + 1
+    assert distzo_h5.config_from_hf(dict(_gemma3_hf(), sliding_window=None)).sliding_window == 0
+    assert distzo_h5.config_from_hf(_gemma3_hf(sliding_window=None)).sliding_window == 4096  # no key
+    all_sliding = distzo_h5.config_from_hf(_gemma3_hf(layer_types=["sliding_attention"] * 6))
+    assert all_sliding.sliding_window_pattern == 7 and not any(map(all_sliding.is_full_attention, range(6)))
+    assert distzo_h5.config_from_hf(_gemma3_hf(layer_types=None, sliding_window_pattern=10)).sliding_window_pattern == 7
+    all_full = distzo_h5.config_from_hf(_gemma3_hf(layer_types=["full_attention"] * 6))
+    assert all_full.sliding_window_pattern == 1
+    # transformers 4's hidden_act key, if that is the only one
+    assert distzo_h5.config_from_hf(_gemma3_hf(hidden_activation=None, hidden_act="gelu_pytorch_tanh"))
+
+    msgs = [
+        _expect_config_error(_gemma3_hf(final_logit_softcapping=30.0), "final_logit_softcapping is 30.0"),
+        _expect_config_error(_gemma3_hf(attn_logit_softcapping=50.0), "attn_logit_softcapping is 50.0"),
+        _expect_config_error(_gemma3_hf(use_bidirectional_attention=True), "use_bidirectional_attention is true"),
+        _expect_config_error(_gemma3_hf(attention_bias=True), "no released Gemma 3 has attention biases"),
+        _expect_config_error(_gemma3_hf(rope_scaling={"rope_type": "linear", "factor": 8.0}), "rope_scaling"),
+        _expect_config_error(
+            _gemma3_hf(rope_parameters={"full_attention": {"rope_type": "linear", "factor": 8.0, "rope_theta": 1e6},
+                                        "sliding_attention": {"rope_type": "default", "rope_theta": 1e4}}),
+            "rope_parameters.full_attention.rope_type is 'linear'"),
+        _expect_config_error(
+            _gemma3_hf(rope_parameters={"sliding_attention": {"rope_type": "default", "rope_theta": 1e4,
+                                                              "factor": 2.0}}),
+            "rope_parameters.sliding_attention.factor is set"),
+        _expect_config_error(_gemma3_hf(rope_parameters={"rope_type": "default", "rope_theta": 1e6}),
+                             "one entry per layer type"),
+        _expect_config_error(_gemma3_hf(layer_types=["full_attention", "sliding_attention", "full_attention",
+                                                     "full_attention", "full_attention", "full_attention"]),
+                             "layer 1 is sliding_attention"),
+        _expect_config_error(
+            _gemma3_hf(layer_types=["sliding_attention", "full_attention"] * 2 + ["sliding_attention"] * 2),
+            "layer 5 is sliding_attention"),
+        _expect_config_error(_gemma3_hf(layer_types=["sliding_attention"] * 5), "num_hidden_layers (6) entries"),
+        _expect_config_error(_gemma3_hf(layer_types=["chunked_attention"] * 6), 'holds "chunked_attention"'),
+        _expect_config_error(_gemma3_hf(layer_types=None, sliding_window_pattern=0), "sliding_window_pattern is 0"),
+        _expect_config_error(_gemma3_hf(hidden_activation="gelu"), "hidden_activation is 'gelu'"),
+        _expect_config_error(_gemma3_hf(hidden_activation=None, hidden_act="silu"), "hidden_act is 'silu'"),
+        _expect_config_error(_gemma3_hf(sliding_window=0), "sliding_window is 0"),
+        _expect_config_error(_gemma3_hf(num_key_value_heads=3), "not divisible by num_key_value_heads 3"),
+        _expect_config_error(_gemma3_hf(head_dim=7), "head_dim 7: must be even"),
+        _expect_config_error(_gemma3_hf(query_pre_attn_scalar=-1), "query_pre_attn_scalar -1.0"),
+        _expect_config_error(_gemma3_hf(architectures=["Gemma3ForSequenceClassification"]),
+                             "means Gemma3ForCausalLM"),
+    ]
+    for m in msgs:
+        print("  rejected:", m)
+
+    # The tensors: Gemma's list and shapes; lm_head only when untied.
+    cfg = distzo_h5.config_from_hf(_gemma3_hf(num_hidden_layers=2, layer_types=["sliding_attention", "full_attention"]))
+    shapes = distzo_h5.expected_tensors(cfg)
+    layer = [n[len("model.layers.1."):] for n in shapes if n.startswith("model.layers.1.")]
+    assert layer == [
+        "self_attn.q_proj.weight", "self_attn.k_proj.weight", "self_attn.v_proj.weight", "self_attn.o_proj.weight",
+        "self_attn.q_norm.weight", "self_attn.k_norm.weight", "mlp.gate_proj.weight", "mlp.up_proj.weight",
+        "mlp.down_proj.weight", "input_layernorm.weight", "post_attention_layernorm.weight",
+        "pre_feedforward_layernorm.weight", "post_feedforward_layernorm.weight"], layer
+    assert shapes["model.layers.0.self_attn.q_proj.weight"] == (48, 32)
+    assert shapes["model.layers.0.self_attn.k_proj.weight"] == (24, 32)
+    assert shapes["model.layers.0.self_attn.o_proj.weight"] == (32, 48)
+    assert shapes["model.layers.0.self_attn.q_norm.weight"] == (12,)
+    assert shapes["model.layers.0.mlp.down_proj.weight"] == (32, 48)
+    assert list(shapes)[0] == "model.embed_tokens.weight" and list(shapes)[-1] == "model.norm.weight"
+    assert len(shapes) == 2 + 2 * 13
+    untied = distzo_h5.expected_tensors(dataclasses.replace(cfg, tie_word_embeddings=False))
+    assert list(untied)[-1] == "lm_head.weight" and untied["lm_head.weight"] == (64, 32)
+
+    # The model file: attribute types as docs/formats.md says; read back equal.
+    rng = np.random.RandomState(0)
+    tensors = {n: rng.randn(*s).astype(np.float32) for n, s in shapes.items()}
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "m.h5")
+        distzo_h5.write_model(path, cfg, tensors)
+        with h5py.File(path, "r") as f:
+            attrs = f.attrs
+            assert distzo_h5.read_string_attr(attrs, "architecture") == "gemma3_text"
+            for name in distzo_h5.GEMMA3_INT_ATTRS:
+                assert attrs[name].dtype == np.int64, name
+            for name in distzo_h5.GEMMA3_FLOAT_ATTRS:
+                assert attrs[name].dtype == np.float64, name
+            assert distzo_h5.read_string_attr(attrs, "hidden_activation") == "gelu_pytorch_tanh"
+            assert "mlp_bias" not in attrs and "hidden_act" not in attrs
+            assert (int(attrs["sliding_window"]), int(attrs["sliding_window_pattern"]), int(attrs["attention_bias"])) \
+                == (16, 2, 0)
+            assert (float(attrs["rope_theta"]), float(attrs["rope_local_base_freq"]),
+                    float(attrs["query_pre_attn_scalar"])) == (5e5, 2e4, 24.0)
+        back, got = distzo_h5.read_model(path)
+        assert back == cfg and all(np.array_equal(got[n], tensors[n]) for n in tensors)
+        assert distzo_h5.hf_config_dict(back) == json.loads(cfg.hf_config_json)
+        # the way back from the attributes alone: transformers 5's form, integral scalar as an int
+        bare = distzo_h5.hf_config_dict(dataclasses.replace(back, hf_config_json=""))
+        assert bare["layer_types"] == ["sliding_attention", "full_attention"] and "sliding_window_pattern" not in bare
+        assert bare["query_pre_attn_scalar"] == 24 and isinstance(bare["query_pre_attn_scalar"], int)
+        assert dataclasses.replace(distzo_h5.config_from_hf(bare), hf_config_json="") == \
+            dataclasses.replace(back, hf_config_json="")
+        # an attribute that disagrees with hf_config_json is caught on the way back
+        with h5py.File(path, "r+") as f:
+            f.attrs.create("rope_local_base_freq", np.float64(1e4), dtype=np.float64)
+        try:
+            distzo_h5.hf_config_dict(distzo_h5.read_model(path)[0])
+        except FormatError as err:
+            assert "rope_local_base_freq" in str(err), err
+        else:
+            raise AssertionError("rope_local_base_freq disagreeing with hf_config_json was not caught")
+        # a file's own refusals: a pattern beyond L + 1, biases
+        for name, value, needle in (("sliding_window_pattern", 4, "at most num_hidden_layers + 1"),
+                                    ("attention_bias", 1, "attention_bias = 1")):
+            with h5py.File(path, "r+") as f:
+                original = int(f.attrs[name])
+                f.attrs.create(name, np.int64(value), dtype=np.int64)
+            try:
+                distzo_h5.read_model(path)
+            except FormatError as err:
+                assert needle in str(err), err
+            else:
+                raise AssertionError(f"{name} = {value} was read")
+            with h5py.File(path, "r+") as f:
+                f.attrs.create(name, np.int64(original), dtype=np.int64)
+    print("Gemma 3 config: OK")
+
+
+def test_gemma3_rejections():
+    """hf_to_h5 on Gemma 3 checkpoints it must refuse, leaving no output: each
+    config distzo does not implement, a tied head that differs from
+    embed_tokens, a projection bias."""
+    _quiet_transformers()
+    import torch
+
+    msgs = []
+    with tempfile.TemporaryDirectory() as tmp:
+        out = os.path.join(tmp, "o.h5")
+        tied = _tiny_gemma3(seed=5)
+        for key, value, needle in (
+            ("final_logit_softcapping", 30.0, "final_logit_softcapping is 30.0"),
+            ("attn_logit_softcapping", 50.0, "attn_logit_softcapping is 50.0"),
+            ("use_bidirectional_attention", True, "use_bidirectional_attention is true"),
+            ("attention_bias", True, "attention_bias is true"),
+            ("rope_parameters", {"full_attention": {"rope_type": "linear", "factor": 8.0, "rope_theta": 1e6},
+                                 "sliding_attention": {"rope_type": "default", "rope_theta": 1e4}},
+             "rope_type is 'linear'"),
+            ("rope_scaling", {"rope_type": "linear", "factor": 8.0}, "rope_scaling"),
+            ("layer_types", ["full_attention", "sliding_attention", "sliding_attention"],
+             "layer 1 is sliding_attention"),
+            ("hidden_activation", "gelu", "hidden_activation is 'gelu'"),
+        ):
+            bad = os.path.join(tmp, "bad_" + key)
+            _write_hf(tied, bad, fmt="safetensors")
+            cfg = json.load(open(os.path.join(bad, "config.json")))
+            cfg[key] = value
+            json.dump(cfg, open(os.path.join(bad, "config.json"), "w"))
+            msgs.append(_expect_error(bad, out, needle))
+        bad = os.path.join(tmp, "tied_differs")
+        _write_hf(tied, bad, fmt="bin", with_head=True)
+        sd = torch.load(os.path.join(bad, "pytorch_model.bin"))
+        sd["lm_head.weight"] = sd["lm_head.weight"] + 1e-3
+        torch.save(sd, os.path.join(bad, "pytorch_model.bin"))
+        msgs.append(_expect_error(bad, out, "lm_head.weight differs from model.embed_tokens.weight"))
+        bad = os.path.join(tmp, "bias")
+        _write_hf(tied, bad, fmt="bin")
+        sd = torch.load(os.path.join(bad, "pytorch_model.bin"))
+        sd["model.layers.0.self_attn.q_proj.bias"] = torch.zeros(24)
+        torch.save(sd, os.path.join(bad, "pytorch_model.bin"))
+        msgs.append(_expect_error(bad, out,
+                                  "model.layers.0.self_attn.q_proj.bias: not a parameter of Gemma3ForCausalLM"))
+    for m in msgs:
+        print("  rejected:", m)
+    print("Gemma 3 rejections: OK")
 
 
 def _expect_error(hf_dir, out, needle):
@@ -473,9 +787,10 @@ def test_llama_config():
         _expect_config_error(_llama_hf(head_dim=5), "head_dim 5: must be even"),
         _expect_config_error(_llama_hf(architectures=["LlamaForSequenceClassification"]),
                              "LlamaForSequenceClassification"),
-        _expect_config_error(_llama_hf(model_type="gemma3_text"), "model_type is 'gemma3_text'"),
+        _expect_config_error(_llama_hf(model_type="gemma2"), "model_type is 'gemma2'"),
     ]
     assert "'llama' (LlamaForCausalLM)" in msgs[-1] and "'opt' (OPTForCausalLM)" in msgs[-1], msgs[-1]
+    assert "'gemma3_text' (Gemma3ForCausalLM)" in msgs[-1], msgs[-1]
     for m in msgs:
         print("  rejected:", m)
 
@@ -551,7 +866,7 @@ def test_llama_rejections():
             ("rope_parameters", {"rope_type": "dynamic", "rope_theta": 1e4, "factor": 2.0}, "rope_type is 'dynamic'"),
             ("hidden_act", "gelu", "hidden_act"),
             ("pretraining_tp", 4, "pretraining_tp"),
-            ("model_type", "gemma3_text", "model_type is 'gemma3_text'"),
+            ("model_type", "gemma2", "model_type is 'gemma2'"),
         ):
             bad = os.path.join(tmp, "bad_" + key)
             _write_hf(tied, bad, fmt="safetensors")
@@ -639,6 +954,20 @@ def llama_positions(mask):
     return np.where(mask == 1, np.cumsum(mask, 1) - 1, 1)
 
 
+def _rope_angles(mask, base, hd):
+    """(B, 1, T, hd/2) rotary angles p * base^(-2i/hd) at llama_positions."""
+    return llama_positions(mask)[:, None, :, None] * base ** (-np.arange(0, hd, 2) / hd)
+
+
+def _rotate_half(x, angle):
+    """x (B, heads, T, hd) rotated by `angle`: channel i pairs with i + hd/2
+    (transformers' rotate_half), not with its neighbour."""
+    hd = x.shape[-1]
+    cos, sin = np.cos(angle), np.sin(angle)
+    x1, x2 = x[..., : hd // 2], x[..., hd // 2:]
+    return np.concatenate([x1 * cos - x2 * sin, x2 * cos + x1 * sin], -1)
+
+
 def numpy_llama_forward(cfg, t, input_ids, mask):
     """LlamaForCausalLM as docs/formats.md describes it: RMSNorm, rotary
     embeddings at llama_positions (channel i pairs with i + hd/2), grouped-query
@@ -658,13 +987,10 @@ def numpy_llama_forward(cfg, t, input_ids, mask):
         out = v @ g[name + ".weight"].T
         return out + g[name + ".bias"] if bias else out
 
-    inv_freq = cfg.rope_theta ** (-np.arange(0, hd, 2) / hd)  # (hd/2,)
-    angle = llama_positions(mask)[:, None, :, None] * inv_freq  # (B, 1, T, hd/2)
-    cos, sin = np.cos(angle), np.sin(angle)
+    angle = _rope_angles(mask, cfg.rope_theta, hd)
 
-    def rope(x):  # (B, heads, T, hd)
-        x1, x2 = x[..., : hd // 2], x[..., hd // 2:]
-        return np.concatenate([x1 * cos - x2 * sin, x2 * cos + x1 * sin], -1)
+    def rope(x):
+        return _rotate_half(x, angle)
 
     def heads(x, n):
         return x.reshape(B, T, n, hd).transpose(0, 2, 1, 3)
@@ -702,6 +1028,66 @@ def numpy_llama_forward(cfg, t, input_ids, mask):
     return x @ head.T, hidden, layer_last
 
 
+def numpy_gemma3_forward(cfg, t, input_ids, mask):
+    """Gemma3ForCausalLM as docs/formats.md describes it: embeddings
+    embed_tokens[ids] * float32(sqrt(C)); per layer
+    h += post_attention_layernorm(o_proj(attention(input_layernorm(h)))) and
+    h += post_feedforward_layernorm(mlp(pre_feedforward_layernorm(h))), every
+    RMSNorm x / sqrt(mean(x²) + eps) * (1 + w); q and k RMS-normalised per
+    head (q_norm, k_norm) and then rotated as Llama's, with base rope_theta in
+    the full-attention layers ((k + 1) % sliding_window_pattern == 0) and
+    rope_local_base_freq in the others; scores scaled by
+    query_pre_attn_scalar^-1/2; grouped-query attention; the GeGLU MLP
+    down(gelu_tanh(gate(x)) * up(x)); the final norm; the head embed_tokens
+    (unscaled) when tied, else lm_head. The sliding layers' window hides
+    nothing within every fixture's T (checked)."""
+    B, T = input_ids.shape
+    nh, nkv, hd = cfg.num_attention_heads, cfg.num_key_value_heads, cfg.head_dim
+    g = {k: v.astype(np.float64) for k, v in t.items()}
+
+    def rms(x, w):  # Gemma's: scales by 1 + w
+        return x / np.sqrt((x * x).mean(-1, keepdims=True) + cfg.rms_norm_eps) * (1.0 + w)
+
+    def lin(v, name):
+        return v @ g[name + ".weight"].T
+
+    def heads(x, n):
+        return x.reshape(B, T, n, hd).transpose(0, 2, 1, 3)
+
+    def gelu_tanh(x):  # transformers' gelu_pytorch_tanh
+        return 0.5 * x * (1.0 + np.tanh(np.sqrt(2.0 / np.pi) * (x + 0.044715 * x**3)))
+
+    angles = {True: _rope_angles(mask, cfg.rope_theta, hd), False: _rope_angles(mask, cfg.rope_local_base_freq, hd)}
+    # the float32 factor of transformers' embed_scale buffer
+    x = g["model.embed_tokens.weight"][input_ids] * float(np.float32(np.sqrt(cfg.hidden_size)))
+    hidden = [x]
+    causal = np.tril(np.ones((T, T), bool))
+    allowed = causal[None] & (mask[:, None, :] == 1) & (mask[:, :, None] == 1)
+    assert cfg.sliding_window == 0 or T <= cfg.sliding_window, f"T = {T} exceeds the sliding window"
+    group = nh // nkv
+    for k in range(cfg.num_hidden_layers):
+        p = f"model.layers.{k}."
+        angle = angles[cfg.is_full_attention(k)]
+        h = rms(x, g[p + "input_layernorm.weight"])
+        q = heads(lin(h, p + "self_attn.q_proj"), nh)
+        kk = heads(lin(h, p + "self_attn.k_proj"), nkv)
+        v = heads(lin(h, p + "self_attn.v_proj"), nkv)
+        q = _rotate_half(rms(q, g[p + "self_attn.q_norm.weight"]), angle) * cfg.query_pre_attn_scalar**-0.5
+        kk = _rotate_half(rms(kk, g[p + "self_attn.k_norm.weight"]), angle)
+        kk, v = np.repeat(kk, group, axis=1), np.repeat(v, group, axis=1)  # head h -> kv head h // group
+        a = _attend(q, kk, v, allowed).transpose(0, 2, 1, 3).reshape(B, T, nh * hd)
+        x = x + rms(lin(a, p + "self_attn.o_proj"), g[p + "post_attention_layernorm.weight"])
+        h = rms(x, g[p + "pre_feedforward_layernorm.weight"])
+        m = lin(gelu_tanh(lin(h, p + "mlp.gate_proj")) * lin(h, p + "mlp.up_proj"), p + "mlp.down_proj")
+        x = x + rms(m, g[p + "post_feedforward_layernorm.weight"])
+        hidden.append(x)
+    layer_last = x
+    x = rms(x, g["model.norm.weight"])
+    hidden[-1] = x
+    head = g["model.embed_tokens.weight"] if cfg.tie_word_embeddings else g["lm_head.weight"]
+    return x @ head.T, hidden, layer_last
+
+
 def test_fixtures_against_numpy():
     refs = sorted(glob.glob(os.path.join(DATA, "*.ref.h5")))
     assert refs, f"no fixtures in {DATA}"
@@ -710,10 +1096,15 @@ def test_fixtures_against_numpy():
             r = {k: f[k][()] for k in f}
             model_file = distzo_h5.read_string_attr(f.attrs, "model")
         cfg, t = distzo_h5.read_model(os.path.join(DATA, model_file))
-        forward = numpy_llama_forward if isinstance(cfg, distzo_h5.LlamaConfig) else numpy_forward
+        if isinstance(cfg, distzo_h5.Gemma3Config):
+            forward = numpy_gemma3_forward
+        elif isinstance(cfg, distzo_h5.LlamaConfig):
+            forward = numpy_llama_forward
+        else:
+            forward = numpy_forward
         logits, hidden, layer_last = forward(cfg, t, r["input_ids"], r["attention_mask"])
         real = r["attention_mask"] == 1
-        if isinstance(cfg, distzo_h5.LlamaConfig):
+        if not isinstance(cfg, distzo_h5.OptConfig):
             assert np.array_equal(r["position_ids"], llama_positions(r["attention_mask"])), ref_path
         errs = {"logits": np.abs(logits - r["logits"])[real].max()}
         for k, h in enumerate(hidden):
@@ -750,16 +1141,18 @@ def test_fixtures_against_numpy():
 
 
 def test_mezo_reference_llama():
-    """The PyTorch MeZO reference on the Llama fixtures: load_model_h5 gives the
-    fixture's logits and loss (positions from the mask), the classification
-    loss of mezo_finetune gives cls_logits, and a MeZO step runs and restores."""
+    """The PyTorch MeZO reference on the Llama and Gemma 3 fixtures:
+    load_model_h5 gives the fixture's logits and loss (positions from the
+    mask), the classification loss of mezo_finetune gives cls_logits, and a
+    MeZO step runs and restores."""
     _quiet_transformers()
     import torch
 
     import mezo_finetune
     import mezo_reference
 
-    for model_path in sorted(glob.glob(os.path.join(DATA, "llama_*.model.h5"))):
+    for model_path in sorted(glob.glob(os.path.join(DATA, "llama_*.model.h5"))
+                             + glob.glob(os.path.join(DATA, "gemma3_*.model.h5"))):
         with h5py.File(model_path.replace(".model.h5", ".ref.h5"), "r") as f:
             r = {k: f[k][()] for k in f}
         model = mezo_reference.load_model_h5(model_path, attn_implementation="eager")
@@ -788,7 +1181,7 @@ def test_mezo_reference_llama():
         assert not mezo_reference.uses_weight_decay("model.layers.0.post_attention_layernorm.weight")
         assert mezo_reference.uses_weight_decay("model.layers.0.mlp.up_proj.weight")
         print(f"  {os.path.basename(model_path)}: load_model_h5 logits within {err:.1e} of the fixture")
-    print("MeZO reference on Llama: OK")
+    print("MeZO reference on Llama and Gemma 3: OK")
 
 
 def test_digest_matches_inspect():
@@ -1235,6 +1628,135 @@ def test_gguf_reads_qwen():
     print("gguf_to_h5 reads qwen2 / qwen3 as transformers does: OK")
 
 
+def test_gguf_reads_gemma3():
+    """gguf_to_h5 reads gemma3 GGUF files (llama.cpp's norm weights 1 + w,
+    Gemma's four norms and q/k norms, no permutation): every tensor equals
+    what transformers' own GGUF loader builds from the same file, F16 norms
+    included (shifted in float32, as there), and so do the logits; the layer
+    kinds and bases llama.cpp assumes (period 6, sliding base 10000) or
+    reads (attention.sliding_window_pattern, rope.freq_base_swa) arrive in
+    the config."""
+    import gguf
+    import torch
+    import transformers
+    from transformers.modeling_gguf_pytorch_utils import load_gguf_checkpoint
+
+    import gguf_to_h5
+    import mezo_reference
+
+    _quiet_transformers()
+    rng = np.random.default_rng(7)
+    V, C, F, L, H, KV, hd = 40, 32, 48, 6, 4, 2, 12
+    # (tensor type, extra metadata, expected sliding_window_pattern and sliding base)
+    variants = {
+        "F32, llama.cpp's defaults": (gguf.GGMLQuantizationType.F32, {}, 6, 10000.0),
+        "F16, pattern flags, freq_base_swa": (
+            gguf.GGMLQuantizationType.F16,
+            {"add_sliding_window_pattern": [True, False] * 3, "add_rope_freq_base_swa": 20000.0}, 2, 20000.0),
+    }
+    for label, (qtype, extra, pattern, local_base) in variants.items():
+        with tempfile.TemporaryDirectory() as tmp:
+            path, h5 = os.path.join(tmp, "g.gguf"), os.path.join(tmp, "g.h5")
+            w = gguf.GGUFWriter(path, "gemma3")
+            for add_meta, value in ((w.add_context_length, 32), (w.add_embedding_length, C), (w.add_block_count, L),
+                                    (w.add_feed_forward_length, F), (w.add_head_count, H), (w.add_head_count_kv, KV),
+                                    (w.add_key_length, hd), (w.add_value_length, hd),
+                                    (w.add_layer_norm_rms_eps, 1e-6), (w.add_rope_freq_base, 1000000.0),
+                                    (w.add_sliding_window, 16), (w.add_vocab_size, V)):
+                add_meta(value)
+            for method, value in extra.items():
+                getattr(w, method)(value)
+            # transformers' GGUF loader reads a tokenizer: a tiny SentencePiece one, as Gemma's
+            w.add_tokenizer_model("llama")
+            w.add_token_list([f"t{i}" for i in range(V)])
+            w.add_token_scores([0.0] * V)
+            w.add_token_types([1] * V)
+            w.add_pad_token_id(0)
+            w.add_eos_token_id(1)
+            w.add_bos_token_id(2)
+            stored = {}
+
+            def add(name, shape, scale=1.0, offset=0.0):
+                values = (offset + scale * rng.standard_normal(shape)).astype(np.float32)
+                if qtype == gguf.GGMLQuantizationType.F16:
+                    values = values.astype(np.float16)
+                w.add_tensor(name, values)
+                stored[name] = values
+
+            add("token_embd.weight", (V, C), 0.3)
+            for k in range(L):
+                b = f"blk.{k}."
+                for n, shape in (("attn_q", (H * hd, C)), ("attn_k", (KV * hd, C)), ("attn_v", (KV * hd, C)),
+                                 ("attn_output", (C, H * hd)), ("ffn_gate", (F, C)), ("ffn_up", (F, C)),
+                                 ("ffn_down", (C, F))):
+                    add(b + n + ".weight", shape, 1 / np.sqrt(shape[1]))
+                # llama.cpp stores Gemma's norm weights as 1 + w
+                for n, size in (("attn_norm", C), ("post_attention_norm", C), ("ffn_norm", C),
+                                ("post_ffw_norm", C), ("attn_q_norm", hd), ("attn_k_norm", hd)):
+                    add(b + n + ".weight", (size,), 0.2, 1.0)
+            add("output_norm.weight", (C,), 0.2, 1.0)
+            w.write_header_to_file()
+            w.write_kv_data_to_file()
+            w.write_tensors_to_file()
+            w.close()
+
+            cfg = gguf_to_h5.gguf_to_h5(path, h5, verbose=False)
+            assert isinstance(cfg, distzo_h5.Gemma3Config) and cfg.tie_word_embeddings, cfg
+            assert (cfg.sliding_window_pattern, cfg.rope_local_base_freq) == (pattern, local_base), (label, cfg)
+            assert (cfg.rope_theta, cfg.sliding_window, cfg.query_pre_attn_scalar) == (1e6, 16, float(hd))
+            _, ours = distzo_h5.read_model(h5)
+            _, kept = distzo_h5.read_model(h5, keep_dtype=True)
+            want = np.float16 if qtype == gguf.GGMLQuantizationType.F16 else np.float32
+            for name, array in kept.items():  # shifted norms are float32 whatever the file holds
+                assert array.dtype == (np.float32 if name.endswith("norm.weight") else want), (name, array.dtype)
+            assert np.array_equal(ours["model.layers.3.pre_feedforward_layernorm.weight"],
+                                  stored["blk.3.ffn_norm.weight"].astype(np.float32) - np.float32(1))
+
+            meta = load_gguf_checkpoint(path)["config"]
+            assert meta["model_type"] == "gemma3_text", meta
+            hf_cfg = {k: v for k, v in meta.items() if k not in ("model_type", "architectures")}
+            # What transformers 5.24's GGUF config leaves at Gemma3TextConfig's defaults, as llama.cpp
+            # reads the file: scores scaled by 1/sqrt(head_dim) (transformers: 256), and the layer
+            # kinds and sliding base when the file gives them.
+            hf_cfg.update(query_pre_attn_scalar=hd, layer_types=cfg.layer_types, rope_local_base_freq=local_base)
+            theirs = transformers.Gemma3ForCausalLM(
+                transformers.Gemma3TextConfig(**hf_cfg, attn_implementation="eager"))
+            parsed = load_gguf_checkpoint(path, return_tensors=True, model_to_load=theirs)
+            sd = {k: np.asarray(v, dtype=np.float32) for k, v in parsed["tensors"].items()}
+            assert set(ours) == set(sd) - {"lm_head.weight"}, (label, set(ours) ^ set(sd))
+            for name, array in ours.items():
+                assert np.array_equal(array, sd[name]), f"{label}: {name}"
+            theirs.load_state_dict({k: torch.from_numpy(v) for k, v in sd.items()}, strict=False)
+            theirs.tie_weights()
+            theirs.eval()
+            assert theirs.config.rope_parameters["sliding_attention"]["rope_theta"] == local_base
+            loaded = mezo_reference.load_model_h5(h5, attn_implementation="eager")
+            assert np.array_equal(_logits(loaded), _logits(theirs)), f"{label}: logits"
+    # A file whose layer kinds are no single period is refused, naming the layer.
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "bad.gguf")
+        w = gguf.GGUFWriter(path, "gemma3")
+        for add_meta, value in ((w.add_context_length, 32), (w.add_embedding_length, C), (w.add_block_count, 3),
+                                (w.add_feed_forward_length, F), (w.add_head_count, H), (w.add_head_count_kv, KV),
+                                (w.add_key_length, hd), (w.add_layer_norm_rms_eps, 1e-6),
+                                (w.add_rope_freq_base, 1e6), (w.add_sliding_window, 16),
+                                (w.add_sliding_window_pattern, [False, True, False])):
+            add_meta(value)
+        w.add_tensor("token_embd.weight", np.zeros((V, C), np.float32))
+        w.write_header_to_file()
+        w.write_kv_data_to_file()
+        w.write_tensors_to_file()
+        w.close()
+        try:
+            gguf_to_h5.gguf_to_h5(path, os.path.join(tmp, "bad.h5"), verbose=False)
+        except FormatError as err:
+            assert "layer 1 is sliding_attention" in str(err), err
+            print("  rejected:", err)
+        else:
+            raise AssertionError("irregular layer kinds were read")
+    print("gguf_to_h5 reads gemma3 as transformers (and llama.cpp) do: OK")
+
+
 def _run_all(tests) -> int:
     """Each test in turn; a missing optional package skips a test, not the run."""
     failed = skipped = 0
@@ -1264,6 +1786,7 @@ if __name__ == "__main__":
         test_gguf_keeps_two_byte,
         test_gguf_dequantises_k_quants,
         test_gguf_reads_qwen,
+        test_gguf_reads_gemma3,
         test_demo_baselines_statistics,
         test_llama_config,
         test_fixtures_against_numpy,
@@ -1272,5 +1795,8 @@ if __name__ == "__main__":
         test_round_trips,
         test_llama_round_trips,
         test_llama_kin_round_trips,
+        test_gemma3_config,
+        test_gemma3_rejections,
+        test_gemma3_round_trips,
         test_mezo_reference_llama,
     ]))
