@@ -387,24 +387,16 @@ const ConfigFields& config_fields(model::Architecture a) {
     f.ints.emplace_back("sliding_window", &ModelConfig::sliding_window);
     return f;
   }();
-  static const ConfigFields gemma3{
-      {{"hidden_size", &ModelConfig::hidden_size},
-       {"num_hidden_layers", &ModelConfig::num_hidden_layers},
-       {"num_attention_heads", &ModelConfig::num_attention_heads},
-       {"num_key_value_heads", &ModelConfig::num_key_value_heads},
-       {"head_dim", &ModelConfig::head_dim},
-       {"intermediate_size", &ModelConfig::ffn_dim},
-       {"vocab_size", &ModelConfig::vocab_size},
-       {"max_position_embeddings", &ModelConfig::max_position_embeddings},
-       {"sliding_window", &ModelConfig::sliding_window},
-       {"sliding_window_pattern", &ModelConfig::sliding_window_pattern}},
-      {{"tie_word_embeddings", &ModelConfig::tie_word_embeddings},
-       {"attention_bias", &ModelConfig::attention_bias}},
-      {{"rms_norm_eps", &ModelConfig::rms_norm_eps},
-       {"rope_theta", &ModelConfig::rope_theta},
-       {"rope_local_base_freq", &ModelConfig::rope_local_base_freq},
-       {"query_pre_attn_scalar", &ModelConfig::query_pre_attn_scalar}},
-      "hidden_activation"};
+  static const ConfigFields gemma3 = [] {  // Llama's shape keys; no mlp_bias
+    ConfigFields f = llama;
+    f.ints.emplace_back("sliding_window", &ModelConfig::sliding_window);
+    f.ints.emplace_back("sliding_window_pattern", &ModelConfig::sliding_window_pattern);
+    f.bools.pop_back();  // mlp_bias
+    f.reals.emplace_back("rope_local_base_freq", &ModelConfig::rope_local_base_freq);
+    f.reals.emplace_back("query_pre_attn_scalar", &ModelConfig::query_pre_attn_scalar);
+    f.activation_key = "hidden_activation";
+    return f;
+  }();
   switch (a) {
     case model::Architecture::opt: return opt;
     case model::Architecture::mistral: return mistral;
