@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
-"""The table of perf/REAL_MODEL_RESULTS.md from finished runs of
-inputs/smollm2_quick.yaml: distzo output directories and tools/mezo_finetune.py
-output directories (eval.csv: before and after), with each run's wall time
+"""The tables of perf/REAL_MODEL_RESULTS.md from finished runs of
+inputs/smollm2_quick.yaml or inputs/gemma3_quick.yaml: distzo output
+directories and tools/mezo_finetune.py output directories (eval.csv: before
+and after), with each run's wall time
 from its log (a "<seconds> s wall" line, as /usr/bin/time -f "%e s wall"
 writes it).
 
