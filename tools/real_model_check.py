@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
-"""Check distzo on a real pretrained model (SmolLM2, Gemma 3) against transformers, and
-measure the model's zero-shot accuracy on distzo classification datasets.
+"""Check distzo on a real pretrained model (SmolLM2, Gemma 3) against
+transformers, and measure the model's zero-shot accuracy on distzo
+classification datasets.
 
     python tools/real_model_check.py check MODEL.h5 MODEL.gguf TOKENIZER.json [--distzo build/distzo]
     python tools/real_model_check.py check MODEL.h5 MODEL.gguf TOKENIZER.json --transformers-only
