@@ -4,7 +4,8 @@
 #   --test  also what only the test suite needs: SLURM and munge, for the
 #           tests that run a cluster of their own (slurm_requeue on one
 #           node, slurm_two_nodes on two; the packages' own services are not
-#           configured or used).
+#           configured or used), and python3-h5py, for the test of
+#           tools/hf_to_h5.py's round trip (mpi_hf_round_trip).
 set -euo pipefail
 with_test=0
 for arg in "$@"; do
@@ -22,7 +23,7 @@ packages=(
   libyaml-cpp-dev
   googletest libgtest-dev
 )
-((with_test)) && packages+=(slurm-wlm munge)
+((with_test)) && packages+=(slurm-wlm munge python3-h5py)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -15,6 +15,7 @@
 #include "support/expect_error.hpp"
 #include "support/hdf5_edit.hpp"
 #include "support/tiny_model.hpp"
+#include "support/tokenizer_files.hpp"
 
 #include <gtest/gtest.h>
 #include <hdf5.h>
@@ -115,6 +116,52 @@ TEST(Checkpoint, RecordsTheDigestVersionAndKeepsTheDigest) {
   EXPECT_EQ(model.info().digest_version, 0) << "the fixture was written by tools/distzo_h5.py";
   EXPECT_EQ(checkpoint.digest(), model.digest()) << "the same tensors, the same digest";
   std::remove(path.c_str());
+}
+
+/// The tokenizer files an import kept travel into a checkpoint unchanged
+/// (over 64 KiB: HDF5's dense attribute storage), and inspect names them.
+TEST(Checkpoint, CarriesTheTokenizerFilesUnchanged) {
+  const io::ModelReader model(std::string(DISTZO_TEST_DATA) + "/opt_tiny_preln.model.h5");
+  EXPECT_EQ(model.info().hf_tokenizer_files, "") << "the fixture carries none";
+  io::ModelInfo info = model.info();
+  info.hf_tokenizer_files = test_support::tokenizer_files_json();
+  ASSERT_GT(info.hf_tokenizer_files.size(), 64u * 1024u);
+  const std::string path =
+      "/tmp/distzo_test_checkpoint_" + std::to_string(getpid()) + "_tokenizer.h5";
+  io::write_checkpoint(path, info, [&](const io::TensorSink& sink) {
+    for (const auto& p : info.registry.parameters()) {
+      std::vector<real> data(static_cast<std::size_t>(p.numel()));
+      model.read(p.id, data.data());
+      sink(p.id, data.data());
+    }
+  }, some_state());
+  EXPECT_EQ(io::ModelReader(path).info().hf_tokenizer_files, info.hf_tokenizer_files);
+  std::ostringstream shown;
+  app::inspect(path, false, shown);
+  EXPECT_NE(shown.str().find("tokenizer     merges.txt, tokenizer.json ("), std::string::npos)
+      << shown.str();
+  std::ostringstream bare;
+  app::inspect(std::string(DISTZO_TEST_DATA) + "/opt_tiny_preln.model.h5", false, bare);
+  EXPECT_NE(bare.str().find("tokenizer     none kept"), std::string::npos) << bare.str();
+  std::remove(path.c_str());
+}
+
+TEST(Checkpoint, TokenizerFilesAreAJsonObjectOfStrings) {
+  const auto names = [](const std::string& json) {
+    std::string all;
+    for (const io::TokenizerFile& f : io::tokenizer_files(json, "f.h5"))
+      all += f.name + ":" + std::to_string(f.json_bytes) + " ";
+    return all;
+  };
+  EXPECT_EQ(names("{}"), "");
+  EXPECT_EQ(names(" { }\n"), "");
+  // Escaped quotes inside a name and a text; lengths as JSON writes them.
+  EXPECT_EQ(names(R"({"a.json": "{\"x\": 1}", "b\"c":""})"), R"(a.json:10 b\"c:0 )");
+  for (const char* bad : {"", "[]", R"({"a": 1})", R"({"a" "b"})", R"({"a": "b")", R"({"a": "b"} x)",
+                          R"({"a": "b",})", R"({"a": "b)"}) {
+    SCOPED_TRACE(bad);
+    EXPECT_ERROR_CONTAINS("f.h5: hf_tokenizer_files is not a JSON object", io::tokenizer_files(bad, "f.h5"));
+  }
 }
 
 /// A checkpoint of a tiny model's θ as its store holds it.

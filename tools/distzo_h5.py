@@ -1090,6 +1090,58 @@ def _write_config_attrs(f: h5py.File, cfg: ModelConfig, distzo_format: str) -> N
     write_string_attr(f.attrs, "hf_config_json", cfg.hf_config_json)
 
 
+# The Hugging Face tokenizer files an import keeps (text files, the ones
+# AutoTokenizer.from_pretrained reads; tokenizer.json alone makes a fast
+# tokenizer). A sentencepiece tokenizer.model is binary and not kept: a
+# directory with it but no tokenizer.json exports no tokenizer.
+TOKENIZER_FILES = (
+    "tokenizer.json",
+    "tokenizer_config.json",
+    "special_tokens_map.json",
+    "added_tokens.json",
+    "vocab.json",
+    "merges.txt",
+    "vocab.txt",
+    "chat_template.jinja",
+    "chat_template.json",
+)
+# The root attribute that holds them: a JSON object of file name -> text.
+TOKENIZER_ATTR = "hf_tokenizer_files"
+
+
+def read_tokenizer_dir(directory: str) -> dict[str, str]:
+    """The TOKENIZER_FILES present in `directory`, name -> text (UTF-8)."""
+    files = {}
+    for name in TOKENIZER_FILES:
+        path = os.path.join(directory, name)
+        if not os.path.isfile(path):
+            continue
+        with open(path, "rb") as fh:
+            data = fh.read()
+        try:
+            files[name] = data.decode("utf-8")
+        except UnicodeDecodeError as err:
+            raise FormatError(f"{path}: not UTF-8 text ({err.reason} at byte {err.start})") from None
+    return files
+
+
+def read_tokenizer_files(f: h5py.File) -> dict[str, str]:
+    """The tokenizer files a model or checkpoint carries ({} when none),
+    each name checked to be a plain file name."""
+    if TOKENIZER_ATTR not in f.attrs:
+        return {}
+    try:
+        files = json.loads(read_string_attr(f.attrs, TOKENIZER_ATTR))
+    except json.JSONDecodeError as err:
+        raise FormatError(f"attribute {TOKENIZER_ATTR}: not JSON ({err})") from None
+    if not isinstance(files, dict) or not all(isinstance(v, str) for v in files.values()):
+        raise FormatError(f"attribute {TOKENIZER_ATTR}: expected a JSON object of file name -> text")
+    for name in files:
+        if name != os.path.basename(name) or name.startswith(".") or not name:
+            raise FormatError(f"attribute {TOKENIZER_ATTR}: {name!r} is not a plain file name")
+    return files
+
+
 def give_usual_permissions(path: str) -> None:
     """The mode a new file gets (0666 less the umask): tempfile.mkstemp makes
     0600, which colleagues on a shared cluster cannot read."""
@@ -1112,9 +1164,11 @@ def atomic_h5(path: str | os.PathLike) -> Iterator[h5py.File]:
     fd, tmp = tempfile.mkstemp(prefix="." + os.path.basename(path) + ".", suffix=".tmp", dir=directory)
     os.close(fd)
     try:
-        # libver ('earliest', 'v110'): readable by HDF5 1.10+, and the root group
-        # then carries no timestamps either.
-        with h5py.File(tmp, "w", libver=("earliest", "v110"), track_order=False) as f:
+        # libver ('v108', 'v110'): the HDF5 1.8 format distzo itself writes,
+        # readable by HDF5 1.8+; it stores attributes over 64 KiB (the
+        # tokenizer files), and with track_order off the root group carries
+        # no timestamps.
+        with h5py.File(tmp, "w", libver=("v108", "v110"), track_order=False) as f:
             yield f
         give_usual_permissions(tmp)
         os.replace(tmp, path)
@@ -1151,10 +1205,12 @@ class ModelWriter:
     """
 
     def __init__(self, path: str | os.PathLike, cfg: ModelConfig, distzo_format: str = "model",
-                 float32: bool = False):
+                 float32: bool = False, tokenizer_files: Mapping[str, str] | None = None):
         """float32=True writes every tensor as float32; otherwise float16 and
-        bfloat16 tensors keep their dtype (docs/formats.md)."""
+        bfloat16 tensors keep their dtype (docs/formats.md). tokenizer_files
+        (name -> text, read_tokenizer_dir) are kept for the way back."""
         cfg.validate()
+        self.tokenizer_files = dict(tokenizer_files or {})
         self.path = path
         self.float32 = float32
         self.cfg = cfg
@@ -1168,6 +1224,9 @@ class ModelWriter:
         self._ctx = atomic_h5(self.path)
         self._file = self._ctx.__enter__()
         _write_config_attrs(self._file, self.cfg, self.distzo_format)
+        if self.tokenizer_files:
+            write_string_attr(self._file.attrs, TOKENIZER_ATTR,
+                              json.dumps(self.tokenizer_files, ensure_ascii=False, sort_keys=True))
         return self
 
     def add(self, name: str, array) -> None:
@@ -1196,11 +1255,12 @@ class ModelWriter:
 
 
 def write_model(path: str | os.PathLike, cfg: ModelConfig, tensors: Mapping | Iterable,
-                float32: bool = False) -> None:
+                float32: bool = False, tokenizer_files: Mapping[str, str] | None = None) -> None:
     """Write a complete model file atomically, tensors in canonical order, each
-    in its own dtype (float16 and bf16 kept) unless float32."""
+    in its own dtype (float16 and bf16 kept) unless float32; with the
+    tokenizer files given (name -> text)."""
     items = dict(tensors.items() if isinstance(tensors, Mapping) else tensors)
-    with ModelWriter(path, cfg, float32=float32) as w:
+    with ModelWriter(path, cfg, float32=float32, tokenizer_files=tokenizer_files) as w:
         for name in w.expected:
             if name not in items:
                 raise FormatError(f"tensor {name}: missing")

@@ -40,7 +40,9 @@ What it does:
   which is what the original config.json said;
 - with --tokenizer-dir, writes the tokenizer transformers builds from the
   GGUF metadata (`AutoTokenizer.from_pretrained(dir, gguf_file=...)`) as
-  tokenizer.json (+ tokenizer_config.json), loadable by tools/make_dataset.py.
+  tokenizer.json (+ tokenizer_config.json), loadable by tools/make_dataset.py,
+  and keeps the same files in the model file (hf_tokenizer_files), so that
+  `hf_to_h5.py --to-hf` writes them back.
   For llama.cpp's "smollm" pre-tokenizer, which transformers does not know,
   the digit split is restored: every digit is its own pre-token before the
   GPT-2 byte-level split (llama.cpp's regexes "\\p{N}" then GPT-2's; the
@@ -96,6 +98,7 @@ import json
 import os
 import re
 import sys
+import tempfile
 from collections import Counter
 
 import numpy as np
@@ -415,12 +418,15 @@ def read_gguf(path: str, float32: bool = False) -> tuple[dict, dict, Counter]:
     return config, tensors, types
 
 
-def gguf_to_h5(gguf_path: str, out_path: str, verbose: bool = True, float32: bool = False):
-    """Convert gguf_path to a distzo model file at out_path (atomically); returns the config."""
+def gguf_to_h5(gguf_path: str, out_path: str, verbose: bool = True, float32: bool = False,
+               tokenizer_files: dict[str, str] | None = None):
+    """Convert gguf_path to a distzo model file at out_path (atomically),
+    carrying tokenizer_files (name -> text: export_tokenizer's); returns the
+    config."""
     config, tensors, types = read_gguf(gguf_path, float32)
     config_json = json.dumps(config, indent=2, sort_keys=True)
     cfg = distzo_h5.config_from_hf(config, config_json)
-    distzo_h5.write_model(out_path, cfg, tensors, float32=float32)
+    distzo_h5.write_model(out_path, cfg, tensors, float32=float32, tokenizer_files=tokenizer_files)
     if verbose:
         kinds = ", ".join(f"{n} {q}" for q, n in types.most_common())
         kept = "" if float32 else "F16 and BF16 kept, "
@@ -430,15 +436,16 @@ def gguf_to_h5(gguf_path: str, out_path: str, verbose: bool = True, float32: boo
             f"{params:,} parameters; L={config['num_hidden_layers']} H={config['hidden_size']} "
             f"heads {config['num_attention_heads']}/{config['num_key_value_heads']} "
             f"V={config['vocab_size']}, {'tied' if config['tie_word_embeddings'] else 'untied'} head"
+            + (f"; carries the tokenizer ({', '.join(sorted(tokenizer_files))})" if tokenizer_files else "")
         )
     return cfg
 
 
-def export_tokenizer(gguf_path: str, out_dir: str, verbose: bool = True) -> dict:
-    """Write out_dir/tokenizer.json (+ tokenizer_config.json) of the GGUF's tokenizer.
+def export_tokenizer(gguf_path: str, out_dir: str, verbose: bool = True) -> tuple[dict, dict[str, str]]:
+    """Write out_dir/tokenizer.json (+ tokenizer_config.json, ...) of the GGUF's tokenizer.
 
-    Returns {"bos": id, "eos": id, "pad": id, "unk": id} (None where the GGUF
-    has no such token).
+    Returns ({"bos": id, "eos": id, "pad": id, "unk": id} (None where the
+    GGUF has no such token), the files written: name -> text).
     """
     from gguf import GGUFReader
     from transformers import AutoTokenizer
@@ -447,17 +454,22 @@ def export_tokenizer(gguf_path: str, out_dir: str, verbose: bool = True) -> dict
     pre = _scalar(reader, "tokenizer.ggml.pre", required=False)
     directory, filename = os.path.split(os.path.abspath(gguf_path))
     tok = AutoTokenizer.from_pretrained(directory, gguf_file=filename)
-    os.makedirs(out_dir, exist_ok=True)
-    tok.save_pretrained(out_dir)
-    tok_path = os.path.join(out_dir, "tokenizer.json")
+    # Saved apart first, so that the files kept are this tokenizer's, not
+    # whatever else out_dir holds.
+    with tempfile.TemporaryDirectory() as saved:
+        tok.save_pretrained(saved)
+        files = distzo_h5.read_tokenizer_dir(saved)
     if pre in PRE_TOKENIZER_FIXES:
-        with open(tok_path, encoding="utf-8") as fh:
-            spec = json.load(fh)
+        spec = json.loads(files["tokenizer.json"])
         spec["pre_tokenizer"] = PRE_TOKENIZER_FIXES[pre]
-        tmp = tok_path + ".tmp"
-        with open(tmp, "w", encoding="utf-8") as fh:
-            json.dump(spec, fh, ensure_ascii=False, indent=2)
-        os.replace(tmp, tok_path)
+        files["tokenizer.json"] = json.dumps(spec, ensure_ascii=False, indent=2)
+    os.makedirs(out_dir, exist_ok=True)
+    for name, text in files.items():
+        path = os.path.join(out_dir, name)
+        with open(path + ".tmp", "w", encoding="utf-8", newline="") as fh:
+            fh.write(text)
+        os.replace(path + ".tmp", path)
+    tok_path = os.path.join(out_dir, "tokenizer.json")
     ids = {}
     for name, key in (("bos", "bos_token_id"), ("eos", "eos_token_id"), ("pad", "padding_token_id"),
                       ("unk", "unknown_token_id")):
@@ -470,7 +482,7 @@ def export_tokenizer(gguf_path: str, out_dir: str, verbose: bool = True) -> dict
         fix = f"; pre-tokenizer {pre!r}: digit split restored" if pre in PRE_TOKENIZER_FIXES else ""
         print(f"wrote {tok_path}: {len(tok)} tokens, {named}; adds BOS: "
               f"{bool(_scalar(reader, 'tokenizer.ggml.add_bos_token', required=False))}{fix}")
-    return ids
+    return ids, files
 
 
 def main(argv=None) -> int:
@@ -483,7 +495,8 @@ def main(argv=None) -> int:
     parser.add_argument("gguf", help="input .gguf file")
     parser.add_argument("output", help="output distzo model file (.h5)")
     parser.add_argument("--tokenizer-dir", metavar="DIR",
-                        help="also write DIR/tokenizer.json (needs transformers)")
+                        help="also write DIR/tokenizer.json (needs transformers) and keep it in the model "
+                        "file, for hf_to_h5.py --to-hf")
     parser.add_argument("--float32", action="store_true",
                         help="write every tensor as float32 (default: F16 and BF16 tensors keep their dtype)")
     parser.add_argument("-q", "--quiet", action="store_true")
@@ -491,9 +504,11 @@ def main(argv=None) -> int:
     try:
         if not os.path.isfile(args.gguf):
             raise FormatError(f"{args.gguf}: no such file")
-        gguf_to_h5(args.gguf, args.output, verbose=not args.quiet, float32=args.float32)
+        files = None
         if args.tokenizer_dir:
-            export_tokenizer(args.gguf, args.tokenizer_dir, verbose=not args.quiet)
+            _, files = export_tokenizer(args.gguf, args.tokenizer_dir, verbose=not args.quiet)
+        gguf_to_h5(args.gguf, args.output, verbose=not args.quiet, float32=args.float32,
+                   tokenizer_files=files)
     except (FormatError, OSError) as err:
         print(f"gguf_to_h5: error: {err}", file=sys.stderr)
         return 1

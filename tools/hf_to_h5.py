@@ -28,7 +28,13 @@ bfloat16 and float16 weights are written as bfloat16 / float16 datasets, bit
 for bit, and distzo stores θ in that dtype unless the deck says otherwise —
 and any other float becomes float32 (`--float32`: every tensor float32, exact);
 OPT's position table keeps its max_position_embeddings + 2 rows; vocab_size
-stays as in config.json. The way back writes each tensor in the file's dtype
+stays as in config.json. The tokenizer's text files in HF_DIR (tokenizer.json,
+tokenizer_config.json, special_tokens_map.json, vocab.json, merges.txt, ...:
+distzo_h5.TOKENIZER_FILES) go into the model file as they are, every
+checkpoint of a run carries them, and the way back writes them next to
+config.json, so AutoTokenizer.from_pretrained(OUT_DIR) works (a binary
+sentencepiece tokenizer.model is not kept). Files are written with the
+usual mode (0666 less the umask), readable by colleagues. The way back writes each tensor in the file's dtype
 (`--float32`: float32), so a bf16 checkpoint round trips bit for bit.
 
 Needs numpy and h5py; pytorch_model.bin also needs torch. Safetensors files
@@ -45,6 +51,7 @@ import struct
 import sys
 import tempfile
 
+import h5py
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -224,6 +231,7 @@ def hf_to_h5(hf_dir: str, out_path: str, verbose: bool = True, float32: bool = F
         config_text = fh.read()
     cfg = distzo_h5.config_from_hf(json.loads(config_text), hf_config_json=config_text)
     kind, paths = _find_weights(hf_dir)
+    tokenizer_files = distzo_h5.read_tokenizer_dir(hf_dir)
     expected = distzo_h5.expected_tensors(cfg)
     embed_name = EMBED[cfg.architecture]
 
@@ -231,7 +239,7 @@ def hf_to_h5(hf_dir: str, out_path: str, verbose: bool = True, float32: bool = F
     embed = None
     seen: dict[str, str] = {}
     dtypes: dict[str, int] = {}
-    with distzo_h5.ModelWriter(out_path, cfg, float32=float32) as writer:
+    with distzo_h5.ModelWriter(out_path, cfg, float32=float32, tokenizer_files=tokenizer_files) as writer:
         for key, tensor in _iter_tensors(kind, paths):
             name = canonical_name(key)
             if name in seen:
@@ -279,7 +287,18 @@ def hf_to_h5(hf_dir: str, out_path: str, verbose: bool = True, float32: bool = F
             f"wrote {out_path}: {cfg.architecture}, {len(expected)} tensors ({kinds}) from {source}; {tied}; "
             f"L={cfg.num_hidden_layers} H={cfg.hidden_size} V={cfg.vocab_size}"
         )
+        print(_describe_tokenizer(tokenizer_files, hf_dir))
     return cfg
+
+
+def _describe_tokenizer(files: dict[str, str], hf_dir: str) -> str:
+    if files:
+        size = sum(len(text.encode("utf-8")) for text in files.values())
+        return f"kept the tokenizer for the way back: {', '.join(sorted(files))} ({size / 1e6:.1f} MB)"
+    binary = " (its tokenizer.model is binary and not kept)" if os.path.isfile(
+        os.path.join(hf_dir, "tokenizer.model")) else ""
+    return (f"no tokenizer kept: {hf_dir} has none of {', '.join(distzo_h5.TOKENIZER_FILES[:2])}, ...{binary}; "
+            "an export will have none")
 
 
 def h5_to_hf(h5_path: str, out_dir: str, verbose: bool = True, float32: bool = False) -> None:
@@ -288,6 +307,8 @@ def h5_to_hf(h5_path: str, out_dir: str, verbose: bool = True, float32: bool = F
     left out of the weights; transformers ties it on load). Each
     tensor keeps the file's dtype (float32, float16, bfloat16) unless float32."""
     cfg, tensors = distzo_h5.read_model(h5_path, keep_dtype=not float32)
+    with h5py.File(h5_path, "r") as f:
+        tokenizer_files = distzo_h5.read_tokenizer_files(f)
     config = distzo_h5.hf_config_dict(cfg)
     os.makedirs(out_dir, exist_ok=True)
     state = tensors
@@ -313,11 +334,24 @@ def h5_to_hf(h5_path: str, out_dir: str, verbose: bool = True, float32: bool = F
                 json.dump(config, fh, indent=2, sort_keys=True)
                 fh.write("\n")
 
+    def write_text(text):
+        def write(tmp):
+            with open(tmp, "w", encoding="utf-8", newline="") as fh:
+                fh.write(text)
+        return write
+
     atomic("model.safetensors", lambda tmp: write_safetensors(tmp, state, metadata={"format": "pt"}))
     atomic("config.json", write_config)
+    for name, text in sorted(tokenizer_files.items()):
+        atomic(name, write_text(text))
     if verbose:
         kinds = sorted({str(t.dtype) for t in state.values()})
         print(f"wrote {out_dir}/config.json and model.safetensors ({len(state)} tensors, {', '.join(kinds)})")
+        if tokenizer_files:
+            print(f"wrote the tokenizer the import kept: {', '.join(sorted(tokenizer_files))}")
+        else:
+            print(f"{h5_path} carries no tokenizer (imported without one, or before distzo kept them): "
+                  f"copy the model's tokenizer files into {out_dir} for AutoTokenizer")
 
 
 def main(argv=None) -> int:

@@ -8,7 +8,8 @@
    HF -> distzo -> HF gives bit-identical logits in transformers. The same for
    Llama, tied (lm_head absent or present) and untied, with and without
    biases, bf16 weights, and a model file without hf_config_json; likewise
-   Llama's kin and Gemma 3 (tied and untied).
+   Llama's kin and Gemma 3 (tied and untied). The tokenizer's files go into
+   the model file and come back byte for byte, AutoTokenizer loading them.
 2. hf_to_h5 rejects what distzo does not support, with a clear message; the
    Llama and Gemma 3 config parsers read both transformers forms (4's flat
    rope_theta, Gemma's rope_local_base_freq and sliding_window_pattern; 5's
@@ -264,6 +265,54 @@ def test_llama_round_trips():
         _, again = _round_trip(model, tmp, fmt="safetensors", dtype=torch.bfloat16)
         assert np.array_equal(_logits(again), _logits(model)), "bfloat16 round trip"
     print("Llama round trips: OK")
+
+
+def test_tokenizer_round_trip():
+    """A model saved by transformers with its tokenizer: hf_to_h5 keeps the
+    tokenizer's text files in the model file, --to-hf writes them back byte
+    for byte with the usual mode, and AutoTokenizer.from_pretrained on the
+    export encodes as the original does."""
+    _quiet_transformers()
+    from tokenizers import Tokenizer, models, pre_tokenizers, trainers
+    from transformers import AutoTokenizer, PreTrainedTokenizerFast
+
+    model = _tiny_llama(seed=5)
+    text = ["the film was great", "the film was terrible", "un film très réussi", "12345 tokens"] * 20
+    bpe = Tokenizer(models.BPE(unk_token="<unk>"))
+    bpe.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    bpe.train_from_iterator(text, trainers.BpeTrainer(vocab_size=50, special_tokens=["<unk>", "<s>"]))
+    tok = PreTrainedTokenizerFast(tokenizer_object=bpe, unk_token="<unk>", bos_token="<s>")
+    with tempfile.TemporaryDirectory() as tmp:
+        hf, h5, out = (os.path.join(tmp, n) for n in ("hf", "m.h5", "out"))
+        model.save_pretrained(hf)
+        tok.save_pretrained(hf)
+        kept = distzo_h5.read_tokenizer_dir(hf)
+        assert "tokenizer.json" in kept and "tokenizer_config.json" in kept, sorted(kept)
+        hf_to_h5.hf_to_h5(hf, h5, verbose=False)
+        with h5py.File(h5, "r") as f:
+            assert distzo_h5.read_tokenizer_files(f) == kept
+        old_umask = os.umask(0o022)
+        try:
+            hf_to_h5.h5_to_hf(h5, out, verbose=False)
+        finally:
+            os.umask(old_umask)
+        for name in kept:
+            with open(os.path.join(hf, name), "rb") as a, open(os.path.join(out, name), "rb") as b:
+                assert a.read() == b.read(), f"{name} did not come back byte for byte"
+        for name in os.listdir(out):
+            assert os.stat(os.path.join(out, name)).st_mode & 0o777 == 0o644, name
+        again = AutoTokenizer.from_pretrained(out)
+        for line in ("the film was great", "un film très réussi 42"):
+            assert again(line).input_ids == tok(line).input_ids, line
+        # A name that would leave the export directory is refused on the way back.
+        with h5py.File(h5, "r+") as f:
+            distzo_h5.write_string_attr(f.attrs, distzo_h5.TOKENIZER_ATTR, json.dumps({"../x.json": "{}"}))
+        try:
+            hf_to_h5.h5_to_hf(h5, os.path.join(tmp, "bad"), verbose=False)
+            raise AssertionError("a tokenizer file named ../x.json was written")
+        except FormatError as err:
+            assert "not a plain file name" in str(err), err
+    print("tokenizer round trip: OK")
 
 
 def test_llama_kin_round_trips():
@@ -1794,6 +1843,7 @@ if __name__ == "__main__":
         test_llama_rejections,
         test_round_trips,
         test_llama_round_trips,
+        test_tokenizer_round_trip,
         test_llama_kin_round_trips,
         test_gemma3_config,
         test_gemma3_rejections,

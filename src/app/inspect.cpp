@@ -111,6 +111,25 @@ std::string storage_line(const io::TrainingState& state, const io::ModelReader& 
 
 /// Where a checkpoint stands: its step, run and z, its recorded digest, and
 /// how θ was stored.
+/// The tokenizer files the file carries for the way back to Hugging Face.
+std::string tokenizer_line(const io::ModelInfo& m, const std::string& path) {
+  std::ostringstream os;
+  os << "tokenizer     ";
+  const std::vector<io::TokenizerFile> files = io::tokenizer_files(
+      m.hf_tokenizer_files.empty() ? "{}" : m.hf_tokenizer_files, path);
+  if (files.empty()) {
+    os << "none kept (an export by tools/hf_to_h5.py --to-hf gets no tokenizer files)\n";
+    return os.str();
+  }
+  double bytes = 0;
+  for (const io::TokenizerFile& f : files) {
+    os << (&f == &files.front() ? "" : ", ") << f.name;
+    bytes += static_cast<double>(f.json_bytes);
+  }
+  os << " (" << human_bytes(bytes) << " as stored), for tools/hf_to_h5.py --to-hf\n";
+  return os.str();
+}
+
 std::string checkpoint_lines(const io::TrainingState& state, const io::ModelReader& reader) {
   std::ostringstream os;
   os << "training      step " << state.step << " of run "
@@ -166,7 +185,7 @@ void inspect(const std::string& path, bool digest_only, std::ostream& out) {
               ? std::string()
               : ", " + human_bytes(4.0 * static_cast<double>(params)) + " as float32")
       << "\n"
-      << tensors_line(reader)
+      << tensors_line(reader) << tokenizer_line(m, path)
       << (m.kind == "checkpoint" ? checkpoint_lines(io::read_training_state(path), reader)
                                  : std::string())
       << "digest        version " << kDigestVersion << " (--digest"

@@ -86,12 +86,14 @@ void write_training_state(Hdf5File& file, const TrainingState& state) {
   file.write_doubles("distzo/seed_log/g", {n, state.queries}, g.data());
 }
 
-/// Bytes a checkpoint file takes: θ, the seed log, and room for metadata.
+/// Bytes a checkpoint file takes: θ, the seed log, the tokenizer files, and
+/// room for metadata.
 double checkpoint_bytes(const ModelInfo& model, const TrainingState& state) {
   const double log_row = 3 * 8.0 + 8.0 * state.queries;
   return 1.02 * (static_cast<double>(bytes_per_element(state.storage)) *
                      static_cast<double>(model.registry.total_elements()) +
-                 log_row * static_cast<double>(state.seed_log.size())) +
+                 log_row * static_cast<double>(state.seed_log.size()) +
+                 static_cast<double>(model.hf_tokenizer_files.size())) +
          64.0 * 1024.0;
 }
 

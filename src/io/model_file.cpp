@@ -17,6 +17,57 @@ using model::Architecture;
 using model::ModelConfig;
 }  // namespace
 
+std::vector<TokenizerFile> tokenizer_files(const std::string& json, const std::string& source) {
+  // A scan of {"name": "text", ...} only: the files' texts (tokenizer.json is
+  // megabytes) are skipped, not parsed.
+  std::vector<TokenizerFile> files;
+  std::size_t i = 0;
+  const auto fail = [&](const char* expected) {
+    DISTZO_INPUT_FAIL(source << ": hf_tokenizer_files is not a JSON object of file name -> text ("
+                             << expected << " expected at byte " << i << ")");
+  };
+  const auto skip_space = [&] {
+    while (i < json.size() && (json[i] == ' ' || json[i] == '\n' || json[i] == '\r' || json[i] == '\t'))
+      ++i;
+  };
+  // A JSON string at i; returns its bytes between the quotes, escapes as written.
+  const auto string_at = [&](std::size_t& begin) {
+    if (i >= json.size() || json[i] != '"') fail("a string");
+    begin = ++i;
+    for (; i < json.size() && json[i] != '"'; ++i)
+      if (json[i] == '\\') ++i;
+    if (i >= json.size()) fail("the end of a string");
+    return i++ - begin;
+  };
+  skip_space();
+  if (i >= json.size() || json[i] != '{') fail("'{'");
+  ++i;
+  skip_space();
+  if (i < json.size() && json[i] == '}') return files;
+  for (;;) {
+    std::size_t begin = 0;
+    const std::size_t name_bytes = string_at(begin);
+    TokenizerFile file{json.substr(begin, name_bytes), 0};
+    skip_space();
+    if (i >= json.size() || json[i] != ':') fail("':'");
+    ++i;
+    skip_space();
+    file.json_bytes = string_at(begin);
+    files.push_back(std::move(file));
+    skip_space();
+    if (i < json.size() && json[i] == ',') {
+      ++i;
+      skip_space();
+      continue;
+    }
+    if (i >= json.size() || json[i] != '}') fail("',' or '}'");
+    ++i;
+    skip_space();
+    if (i != json.size()) fail("the end");
+    return files;
+  }
+}
+
 model::ModelConfig read_model_config(const Hdf5File& file) {
   DISTZO_INPUT_REQUIRE(file.has_attribute("distzo_format") && file.has_attribute("format_version"),
                        file.path() << " is not a distzo model file (no 'distzo_format' / "
@@ -71,6 +122,10 @@ ModelReader::ModelReader(const std::string& path) : file_(path, Hdf5File::Mode::
   info_.kind = file_.read_string_attribute("distzo_format");
   if (file_.has_attribute("hf_config_json"))
     info_.hf_config_json = file_.read_string_attribute("hf_config_json");
+  if (file_.has_attribute("hf_tokenizer_files")) {
+    info_.hf_tokenizer_files = file_.read_string_attribute("hf_tokenizer_files");
+    tokenizer_files(info_.hf_tokenizer_files, path);  // refused here, not when written back
+  }
   if (file_.has_attribute("digest_version"))
     info_.digest_version = file_.read_int_attribute("digest_version");
   // Every layer has tensors of its own in the file: a layer count beyond the
@@ -242,6 +297,8 @@ namespace {
 void write_model_attributes(Hdf5File& file, const ModelInfo& info, StorageDtype dtype) {
   file.write_string_attribute("distzo_format", info.kind.empty() ? "model" : info.kind);
   write_model_config(file, info.config, info.hf_config_json);
+  if (!info.hf_tokenizer_files.empty())
+    file.write_string_attribute("hf_tokenizer_files", info.hf_tokenizer_files);
   file.write_int_attribute("digest_version", digest_version_of(dtype));
 }
 

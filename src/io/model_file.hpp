@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <vector>
 
 namespace distzo::io {
 
@@ -26,11 +27,26 @@ struct ModelInfo {
   model::ParameterRegistry registry;
   std::string kind;            // "model" or "checkpoint"
   std::string hf_config_json;  // kept for the way back to Hugging Face
+  // The Hugging Face tokenizer files an importer kept (tools/hf_to_h5.py,
+  // tools/gguf_to_h5.py --tokenizer-dir), for the way back: a JSON object of
+  // file name -> text ({"tokenizer.json": "...", ...}); "" when none. distzo
+  // never tokenizes; it carries the files into every checkpoint unchanged.
+  std::string hf_tokenizer_files;
   // The `digest_version` a file recorded (0: none, written before version 2
   // or by tools/distzo_h5.py): the definition of the digests its writer
   // printed. Writers always record kDigestVersion (core/digest.hpp).
   std::int64_t digest_version = 0;
 };
+
+/// One file of ModelInfo::hf_tokenizer_files: its name and the length of its
+/// text in bytes, as JSON escapes it (the file is about that long).
+struct TokenizerFile {
+  std::string name;
+  std::size_t json_bytes = 0;
+};
+/// The files of an hf_tokenizer_files value, in its order; throws InputError
+/// naming `source` unless the value is a JSON object of strings.
+std::vector<TokenizerFile> tokenizer_files(const std::string& json, const std::string& source);
 
 /// Reads and validates the root attributes; errors name the file and key.
 model::ModelConfig read_model_config(const Hdf5File& file);

@@ -15,6 +15,7 @@
 #include "runtime/nccl_exchange.hpp"
 #include "runtime/slice_exchange.hpp"
 #include "support/tiny_model.hpp"
+#include "support/tokenizer_files.hpp"
 #include "zo/engine.hpp"
 #include "zo/evaluation_plan.hpp"
 
@@ -197,7 +198,7 @@ TEST(SlicesMpi, ShardedStepEqualsOneRankBitForBit) {
 /// (write_checkpoint_parallel: collective MPI-IO) is written in its storage
 /// dtype — 2-byte words for bf16 and fp16 — with the same datasets, checksums
 /// and digest as one rank's checkpoint of the same θ (write_checkpoint), and
-/// the digest θ has in memory.
+/// the digest θ has in memory; the tokenizer files go in as one rank writes them.
 TEST(SlicesMpi, ParallelCheckpointInTheStorageDtype) {
   if (!io::Hdf5File::parallel_available()) GTEST_SKIP() << "HDF5 without MPI";
   const auto world = runtime::MpiCommunicator::world();
@@ -218,6 +219,7 @@ TEST(SlicesMpi, ParallelCheckpointInTheStorageDtype) {
     io::ModelInfo info;
     info.config = m.config;
     info.registry = m.registry;
+    info.hf_tokenizer_files = test_support::tokenizer_files_json();  // one value on every rank
     io::TrainingState state;
     state.storage = storage;
     state.deck_yaml = "optim:\n  steps: 1\n";
@@ -236,6 +238,8 @@ TEST(SlicesMpi, ParallelCheckpointInTheStorageDtype) {
       EXPECT_EQ(a.digest(), digest) << "in the file and in memory";
       EXPECT_EQ(a.digest(), b.digest()) << "parallel and one rank";
       EXPECT_EQ(a.info().digest_version, digest_version_of(storage));
+      EXPECT_EQ(a.info().hf_tokenizer_files, info.hf_tokenizer_files);
+      EXPECT_EQ(b.info().hf_tokenizer_files, info.hf_tokenizer_files);
       const io::Hdf5File fa(parallel, io::Hdf5File::Mode::read), fb(serial, io::Hdf5File::Mode::read);
       for (const auto& p : m.registry.parameters()) {
         EXPECT_EQ(fa.dataset_info(p.name).dtype, fb.dataset_info(p.name).dtype) << p.name;
