@@ -42,6 +42,8 @@ std::vector<std::int32_t> read_matrix(const io::Hdf5File& file, const std::strin
 
 }  // namespace
 
+const char* forward_usage() { return kUsage; }
+
 int forward_logits(const std::vector<std::string>& args) {
   const Options o("forward", args, {"--micro-batch"}, {}, kUsage);
   DISTZO_INPUT_REQUIRE(o.positional().size() == 3,

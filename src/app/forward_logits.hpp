@@ -9,6 +9,9 @@
 
 namespace distzo::app {
 
+/// `distzo forward`'s usage: arguments and options (distzo forward --help).
+const char* forward_usage();
+
 int forward_logits(const std::vector<std::string>& args);
 
 }  // namespace distzo::app

@@ -56,6 +56,32 @@ const char* const kUsage =
     "FILE.h5 is a distzo model or checkpoint (docs/formats.md); convert Hugging Face\n"
     "checkpoints with tools/hf_to_h5.py, GGUF files with tools/gguf_to_h5.py.\n";
 
+const char* const kInspectUsage =
+    "usage: distzo inspect FILE.h5 [--digest]\n"
+    "  a model or checkpoint: file kind, architecture, parameter count, storage,\n"
+    "  the tokenizer it carries, and (a checkpoint) step, run, seed and base model,\n"
+    "  then the tensor table; a dataset file: task, sizes, label balance. --digest\n"
+    "  prints only the parameter digest (version 3, docs/formats.md). Reads on the\n"
+    "  host only.";
+
+const char* const kRunUsage =
+    "usage: distzo run DECK.yaml\n"
+    "  fine-tune as the deck says (docs/decks.md; every key: distzo help deck).\n"
+    "  Under MPI: mpiexec -n P*D distzo run DECK.yaml (parallel.perturbation P\n"
+    "  times parallel.data D ranks). distzo plan DECK.yaml predicts its memory\n"
+    "  first.";
+
+/// The usage of a command with --help, or nullptr: the general usage.
+const char* command_usage(const std::string& command) {
+  if (command == "plan") return distzo::app::plan_usage();
+  if (command == "run") return kRunUsage;
+  if (command == "inspect") return kInspectUsage;
+  if (command == "forward") return distzo::app::forward_usage();
+  if (command == "make-model") return distzo::app::make_model_usage();
+  if (command == "make-synthetic") return distzo::app::make_synthetic_usage();
+  return nullptr;
+}
+
 int run_inspect(const std::vector<std::string>& args) {
   std::string path;
   bool digest = false;
@@ -63,13 +89,13 @@ int run_inspect(const std::vector<std::string>& args) {
     if (a == "--digest") {
       digest = true;
     } else if (!a.empty() && a[0] == '-') {
-      DISTZO_INPUT_FAIL("inspect: unknown option '" << a << "' (allowed: --digest)");
+      DISTZO_INPUT_FAIL("inspect: unknown option '" << a << "'\n" << kInspectUsage);
     } else {
       DISTZO_INPUT_REQUIRE(path.empty(), "inspect: one file expected, got '" << path << "' and '" << a << "'");
       path = a;
     }
   }
-  DISTZO_INPUT_REQUIRE(!path.empty(), "inspect: missing FILE.h5\n\n" << kUsage);
+  DISTZO_INPUT_REQUIRE(!path.empty(), "inspect: missing FILE.h5\n" << kInspectUsage);
   distzo::app::inspect(path, digest, std::cout);
   return 0;
 }
@@ -81,8 +107,8 @@ bool answers_without_runtime(const std::vector<std::string>& args, int& status) 
   const bool asks_help = std::any_of(args.begin(), args.end(), [](const std::string& a) {
     return a == "--help" || a == "-h";
   });
-  if (asks_help && args[0] == "plan") {  // the one command with options of its own
-    std::cout << distzo::app::plan_usage() << "\n";
+  if (asks_help && !args.empty() && command_usage(args[0]) != nullptr) {
+    std::cout << command_usage(args[0]) << "\n";
     status = 0;
     return true;
   }

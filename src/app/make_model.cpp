@@ -23,6 +23,8 @@ const char* const kUsage =
     "  given";
 }  // namespace
 
+const char* make_model_usage() { return kUsage; }
+
 int make_model(const std::vector<std::string>& args) {
   const Options o("make-model", args,
                   {"--config", "--layers", "--hidden", "--heads", "--ffn", "--vocab",

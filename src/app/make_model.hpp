@@ -10,6 +10,9 @@
 
 namespace distzo::app {
 
+/// `distzo make-model`'s usage (distzo make-model --help).
+const char* make_model_usage();
+
 int make_model(const std::vector<std::string>& args);
 
 }  // namespace distzo::app

@@ -16,6 +16,8 @@ const char* const kUsage =
 
 }  // namespace
 
+const char* make_synthetic_usage() { return kUsage; }
+
 int make_synthetic(const std::vector<std::string>& args) {
   const Options o("make-synthetic", args, {"--task", "--examples", "--seq-len", "--vocab", "--seed"},
                   {}, kUsage);

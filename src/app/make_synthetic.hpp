@@ -7,6 +7,9 @@
 
 namespace distzo::app {
 
+/// `distzo make-synthetic`'s usage (distzo make-synthetic --help).
+const char* make_synthetic_usage();
+
 int make_synthetic(const std::vector<std::string>& args);
 
 }  // namespace distzo::app

@@ -77,8 +77,14 @@ done
 "$DISTZO" --help > help.out
 head -n 1 help.out | grep -q '^distzo - zeroth-order' || fail "--help does not start with distzo's usage: $(head -n 2 help.out)"
 ! grep -q 'Kokkos command line' help.out || fail "--help printed Kokkos' option table"
-"$DISTZO" run --help > run_help.out
-cmp -s help.out run_help.out || fail "run --help is not distzo's usage: $(head -n 3 run_help.out)"
+# Each command's --help is its own usage, before MPI and Kokkos start.
+for command in run inspect forward make-model make-synthetic; do
+  "$DISTZO" $command --help > command_help.out
+  head -n 1 command_help.out | grep -q "^usage: distzo $command " ||
+    fail "$command --help is not its usage: $(head -n 3 command_help.out)"
+  ! grep -q 'Kokkos command line' command_help.out || fail "$command --help printed Kokkos' option table"
+done
+"$DISTZO" inspect -h | grep -qF -- '--digest' || fail "inspect -h does not name --digest"
 "$DISTZO" --version | grep -q '^distzo [0-9]' || fail "--version"
 set +e; "$DISTZO" frobnicate > unknown.out 2>&1; status=$?; set -e
 [ "$status" -ne 0 ] && grep -qF "unknown command 'frobnicate'" unknown.out || fail "unknown command: $(cat unknown.out)"
@@ -89,7 +95,7 @@ set +e; "$DISTZO" help decks > help_bad.out 2>&1; status=$?; set -e
 "$DISTZO" plan --help > plan_help.out
 head -n 1 plan_help.out | grep -qF 'usage: distzo plan DECK.yaml' && grep -qF -- '--gpus-per-node' plan_help.out ||
   fail "plan --help: $(head -n 3 plan_help.out)"
-pass "usage: --help, --version, help deck, plan --help, unknown command"
+pass "usage: --help, --version, help deck, each command's --help, unknown command"
 
 # inspect: a dataset file is described (task, sizes, label balance), not refused;
 # --digest of one is an error that says why. Errors about a user's file name
