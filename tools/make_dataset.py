@@ -26,6 +26,10 @@ Sources (pooled, then deduplicated by text):
                     sign of the mean rating: 0 negative, 1 positive; the 37
                     snippets whose mean is exactly 0 have no sign and are
                     dropped (--neutral-band widens that band).
+                    --vader-corpus amazon|tweets|nyt takes one of the same
+                    tarball's other rated corpora instead: 3,708 Amazon
+                    product-review sentences, 4,200 tweets, 5,190 New York
+                    Times editorial sentences (same rating scale, same rule).
     --input FILE    TSV (header row; .tsv) or JSON Lines (.jsonl/.json) files a
                     user has locally, e.g. GLUE SST-2 train.tsv
                     (sentence, label), RTE (premise/hypothesis or
@@ -90,6 +94,14 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import distzo_h5  # noqa: E402
 
 VADER_MOVIE_FILE = "movieReviewSnippets_GroundTruth.txt"
+# The four human-rated corpora of the tarball (Hutto & Gilbert, ICWSM 2014:
+# every snippet's mean rating of about 20 raters on [-4, 4]), by --vader-corpus.
+VADER_CORPORA = {
+    "movies": VADER_MOVIE_FILE,  # Rotten Tomatoes snippets, 10,605
+    "amazon": "amazonReviewSnippets_GroundTruth.txt",  # product-review sentences, 3,708
+    "tweets": "tweets_GroundTruth.txt",  # 4,200
+    "nyt": "nytEditorialSnippets_GroundTruth.txt",  # New York Times opinion sentences, 5,190
+}
 VADER_INNER_TAR = "additional_resources/hutto_ICWSM_2014.tar.gz"
 # The other rated corpora in the same tarball (unlabelled text for pretraining).
 VADER_OTHER_FILES = (
@@ -184,17 +196,20 @@ def parse_ground_truth(text: str, name: str):
     return rows
 
 
-def read_vader_movie(path: str, neutral_band: float = 0.0):
-    """(examples, dropped) from the movie-review snippets: label 1 if the mean
-    rating is > neutral_band, 0 if < -neutral_band; the rest (by default only
-    exact zeros) is dropped and counted."""
-    text = _vader_members(path, (VADER_MOVIE_FILE,))[VADER_MOVIE_FILE]
+def read_vader(path: str, corpus: str = "movies", neutral_band: float = 0.0):
+    """(examples, dropped) from one rated corpus (VADER_CORPORA): label 1 if
+    the mean rating is > neutral_band, 0 if < -neutral_band; the rest (by
+    default only exact zeros) is dropped and counted."""
+    if corpus not in VADER_CORPORA:
+        raise DatasetError(f"--vader-corpus {corpus!r}: one of {', '.join(VADER_CORPORA)}")
+    name = VADER_CORPORA[corpus]
+    text = _vader_members(path, (name,))[name]
     examples, dropped = [], 0
-    for rid, rating, snippet in parse_ground_truth(text, VADER_MOVIE_FILE):
+    for rid, rating, snippet in parse_ground_truth(text, name):
         if abs(rating) <= neutral_band:
             dropped += 1
             continue
-        examples.append(Example((snippet,), 1 if rating > 0 else 0, f"{VADER_MOVIE_FILE}:id {rid}"))
+        examples.append(Example((snippet,), 1 if rating > 0 else 0, f"{name}:id {rid}"))
     return examples, dropped
 
 
@@ -450,7 +465,7 @@ def vader_movie_splits(path: str, seed: int = DEFAULT_SEED, test_size: int = DEF
                        dev_size: int = DEFAULT_DEV_SIZE, neutral_band: float = 0.0):
     """The demo's split of the movie-review snippets: (test, dev, train_pool, info).
     tools/pretrain_tiny.py calls this to pretrain on train_pool's text only."""
-    examples, neutral = read_vader_movie(path, neutral_band)
+    examples, neutral = read_vader(path, "movies", neutral_band)
     examples, dups = dedupe(examples)
     test, dev, train = split_pool(examples, seed, test_size, dev_size)
     return test, dev, train, {"neutral_dropped": neutral, "duplicates_dropped": dups}
@@ -539,6 +554,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     src = p.add_argument_group("sources")
     src.add_argument("--vader", metavar="PATH", help="vaderSentiment-3.3.2.tar.gz (or its hutto tarball / the movie .txt)")
+    src.add_argument("--vader-corpus", choices=sorted(VADER_CORPORA), default="movies",
+                     help="which rated corpus of --vader (default: movies)")
     src.add_argument("--neutral-band", type=float, default=0.0,
                      help="drop vader snippets with |mean rating| <= this (default 0: exact zeros only)")
     src.add_argument("--input", action="append", default=[], metavar="FILE", help=".tsv or .jsonl; repeatable (pooled)")
@@ -606,8 +623,9 @@ def run(args, argv) -> None:
     notes = []
     pool = []
     if args.vader:
-        ex, neutral = read_vader_movie(args.vader, args.neutral_band)
-        notes.append(f"{len(ex) + neutral} vader movie snippets, {neutral} with |mean rating| <= "
+        ex, neutral = read_vader(args.vader, args.vader_corpus, args.neutral_band)
+        what = {"movies": "movie", "amazon": "Amazon review", "tweets": "tweet", "nyt": "NYT editorial"}
+        notes.append(f"{len(ex) + neutral} vader {what[args.vader_corpus]} snippets, {neutral} with |mean rating| <= "
                      f"{args.neutral_band:g} dropped")
         pool += ex
     for path in args.input:

@@ -21,7 +21,8 @@
    documentation; mezo_reference.load_model_h5 reproduces the Llama and
    Gemma 3 fixtures' logits and loss.
 4. demo_baselines' statistics on hand-made cases: AUC (with ties), the fitted
-   threshold, and the logistic probe separating separable data.
+   threshold, and the logistic probe separating separable data; make_dataset
+   reads each of the four rated vader corpora, with and without a neutral band.
 5. The parameter digest of tools/digest_reference.py (numpy path and plain
    definition alike) equals `distzo inspect --digest` on every
    tests/data/*.model.h5 and on a model distzo writes (needs a built distzo:
@@ -313,6 +314,34 @@ def test_tokenizer_round_trip():
         except FormatError as err:
             assert "not a plain file name" in str(err), err
     print("tokenizer round trip: OK")
+
+
+def test_vader_corpora():
+    """make_dataset.read_vader reads each of the four rated corpora of the
+    hutto tarball (a directory here) by the sign of the mean rating,
+    dropping the near-neutral band, and refuses an unknown corpus."""
+    import make_dataset
+
+    rows = {"movies": [0.0, 2.5, -1.2, 0.4], "amazon": [-0.5, 0.6, -3.0, 0.2],
+            "tweets": [1.0, -1.0, 0.5, -0.51], "nyt": [0.45, -0.55, 0.0, 2.0]}
+    with tempfile.TemporaryDirectory() as tmp:
+        for corpus, ratings in rows.items():
+            name = make_dataset.VADER_CORPORA[corpus]
+            with open(os.path.join(tmp, name), "w", encoding="utf-8", newline="") as fh:
+                fh.write("\r\n".join(f"{i}\t{r}\t{corpus} snippet {i}" for i, r in enumerate(ratings)))
+        for corpus, ratings in rows.items():
+            for band in (0.0, 0.5):
+                examples, dropped = make_dataset.read_vader(tmp, corpus, band)
+                kept = [r for r in ratings if abs(r) > band]
+                assert dropped == len(ratings) - len(kept), (corpus, band, dropped)
+                assert [e.label for e in examples] == [int(r > 0) for r in kept], (corpus, band)
+                assert all(e.texts[0].startswith(corpus) for e in examples)
+        try:
+            make_dataset.read_vader(tmp, "imdb")
+            raise AssertionError("an unknown corpus was read")
+        except make_dataset.DatasetError as err:
+            assert "one of movies, amazon, tweets, nyt" in str(err), err
+    print("vader corpora: OK")
 
 
 def test_llama_kin_round_trips():
@@ -1837,6 +1866,7 @@ if __name__ == "__main__":
         test_gguf_reads_qwen,
         test_gguf_reads_gemma3,
         test_demo_baselines_statistics,
+        test_vader_corpora,
         test_llama_config,
         test_fixtures_against_numpy,
         test_rejections,
