@@ -227,11 +227,19 @@ def hf_to_h5(hf_dir: str, out_path: str, verbose: bool = True, float32: bool = F
         raise FormatError(f"{hf_dir}: not a directory")
     if not os.path.isfile(config_path):
         raise FormatError(f"{hf_dir}: config.json missing")
-    with open(config_path, encoding="utf-8") as fh:
-        config_text = fh.read()
-    cfg = distzo_h5.config_from_hf(json.loads(config_text), hf_config_json=config_text)
+    try:
+        with open(config_path, encoding="utf-8") as fh:
+            config_text = fh.read()
+        config = json.loads(config_text)
+    except UnicodeDecodeError as err:
+        raise FormatError(f"{config_path}: not UTF-8 text ({err.reason} at byte {err.start})") from None
+    except json.JSONDecodeError as err:
+        raise FormatError(f"{config_path}: not JSON ({err})") from None
+    cfg = distzo_h5.config_from_hf(config, hf_config_json=config_text)
     kind, paths = _find_weights(hf_dir)
     tokenizer_files = distzo_h5.read_tokenizer_dir(hf_dir)
+    if not any(name in tokenizer_files for name in ("tokenizer.json", "vocab.json", "vocab.txt")):
+        tokenizer_files = {}  # configs alone (a sentencepiece tokenizer.model aside) make no tokenizer
     expected = distzo_h5.expected_tensors(cfg)
     embed_name = EMBED[cfg.architecture]
 
@@ -294,10 +302,10 @@ def hf_to_h5(hf_dir: str, out_path: str, verbose: bool = True, float32: bool = F
 def _describe_tokenizer(files: dict[str, str], hf_dir: str) -> str:
     if files:
         size = sum(len(text.encode("utf-8")) for text in files.values())
-        return f"kept the tokenizer for the way back: {', '.join(sorted(files))} ({size / 1e6:.1f} MB)"
-    binary = " (its tokenizer.model is binary and not kept)" if os.path.isfile(
-        os.path.join(hf_dir, "tokenizer.model")) else ""
-    return (f"no tokenizer kept: {hf_dir} has none of {', '.join(distzo_h5.TOKENIZER_FILES[:2])}, ...{binary}; "
+        return f"kept the tokenizer for the way back: {', '.join(sorted(files))} ({size / 1024:.1f} KiB)"
+    binary = (" (a sentencepiece tokenizer.model is binary and not kept; without a tokenizer.json its "
+              "configs alone make no tokenizer)") if os.path.isfile(os.path.join(hf_dir, "tokenizer.model")) else ""
+    return (f"no tokenizer kept: {hf_dir} has no tokenizer.json, vocab.json or vocab.txt{binary}; "
             "an export will have none")
 
 
@@ -310,6 +318,17 @@ def h5_to_hf(h5_path: str, out_dir: str, verbose: bool = True, float32: bool = F
     with h5py.File(h5_path, "r") as f:
         tokenizer_files = distzo_h5.read_tokenizer_files(f)
     config = distzo_h5.hf_config_dict(cfg)
+    # Files of another model left in out_dir would be loaded with this one
+    # (a stale special_tokens_map.json, chat template or weight shard).
+    if os.path.isdir(out_dir):
+        writes = {"config.json", "model.safetensors", *tokenizer_files}
+        known = set(distzo_h5.TOKENIZER_FILES) | {f for f, _, _ in WEIGHT_FILES} | {
+            "tokenizer.model", "generation_config.json"}
+        stale = sorted(n for n in os.listdir(out_dir)
+                       if n not in writes and (n in known or n.endswith((".safetensors", ".bin"))))
+        if stale:
+            raise FormatError(f"{out_dir} already holds {', '.join(stale)}, which this export would not replace: "
+                              "transformers would load them with it; export into an empty directory")
     os.makedirs(out_dir, exist_ok=True)
     state = tensors
 

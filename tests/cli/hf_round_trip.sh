@@ -6,7 +6,7 @@
 # byte for byte (over 64 KiB, non-ASCII), a binary tokenizer.model is not
 # kept, every file written is readable by others (mode 0644 under umask 022),
 # the weights come back as the checkpoint holds them, and what cannot go
-# back is said.
+# back is said; stale files in an export directory are refused.
 #
 # Needs python3 with numpy and h5py (Debian: python3-h5py, installed by
 # scripts/install-debian-deps.sh --test); elsewhere it skips (exit 77), and
@@ -89,3 +89,17 @@ if "$PY" "$TOOLS/hf_to_h5.py" hf bad.h5 2> bad.log; then fail "a vocab.txt that 
 grep -q "hf/vocab.txt: not UTF-8 text" bad.log || fail "bad vocab.txt: $(cat bad.log)"
 [ ! -e bad.h5 ] || fail "a refused import left bad.h5"
 pass "an export without a tokenizer says so; a tokenizer file that is not UTF-8 is refused, nothing written"
+
+# An export into a directory holding another model's files would mix them in: refused.
+mkdir stale && echo '{"bos_token": "<other>"}' > stale/special_tokens_map.json
+if "$PY" "$TOOLS/hf_to_h5.py" model.h5 --to-hf stale 2> stale.log; then fail "an export over stale files was accepted"; fi
+grep -q "already holds special_tokens_map.json, which this export would not replace" stale.log ||
+  fail "stale directory: $(cat stale.log)"
+# Configs beside a binary tokenizer.model make no tokenizer: nothing kept, and said.
+mkdir spm && cp hf/config.json hf/model.safetensors hf/tokenizer_config.json hf/tokenizer.model spm/
+"$PY" "$TOOLS/hf_to_h5.py" spm spm.h5 > spm.log
+grep -q "no tokenizer kept: .*a sentencepiece tokenizer.model is binary and not kept" spm.log ||
+  fail "sentencepiece-only directory: $(cat spm.log)"
+"$DISTZO" inspect spm.h5 > spm_inspect.log
+grep -q "^tokenizer     none kept" spm_inspect.log || fail "spm.h5 carries a tokenizer: $(grep tokenizer spm_inspect.log)"
+pass "an export over another model's files is refused; configs beside a binary tokenizer.model are not kept, and that is said"
