@@ -162,6 +162,10 @@ TEST(Checkpoint, TokenizerFilesAreAJsonObjectOfStrings) {
     SCOPED_TRACE(bad);
     EXPECT_ERROR_CONTAINS("f.h5: hf_tokenizer_files is not a JSON object", io::tokenizer_files(bad, "f.h5"));
   }
+  for (const char* bad : {R"({"../x.json": ""})", R"({".hidden": ""})", R"({"": ""})"}) {
+    SCOPED_TRACE(bad);
+    EXPECT_ERROR_CONTAINS("which is not a plain file name", io::tokenizer_files(bad, "f.h5"));
+  }
 }
 
 /// A checkpoint of a tiny model's θ as its store holds it.

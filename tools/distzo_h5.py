@@ -1109,20 +1109,20 @@ TOKENIZER_FILES = (
 TOKENIZER_ATTR = "hf_tokenizer_files"
 
 
+def read_text(path: str) -> str:
+    """The UTF-8 text of a file; FormatError naming it when it is not UTF-8."""
+    with open(path, "rb") as fh:
+        data = fh.read()
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as err:
+        raise FormatError(f"{path}: not UTF-8 text ({err.reason} at byte {err.start})") from None
+
+
 def read_tokenizer_dir(directory: str) -> dict[str, str]:
     """The TOKENIZER_FILES present in `directory`, name -> text (UTF-8)."""
-    files = {}
-    for name in TOKENIZER_FILES:
-        path = os.path.join(directory, name)
-        if not os.path.isfile(path):
-            continue
-        with open(path, "rb") as fh:
-            data = fh.read()
-        try:
-            files[name] = data.decode("utf-8")
-        except UnicodeDecodeError as err:
-            raise FormatError(f"{path}: not UTF-8 text ({err.reason} at byte {err.start})") from None
-    return files
+    return {name: read_text(os.path.join(directory, name))
+            for name in TOKENIZER_FILES if os.path.isfile(os.path.join(directory, name))}
 
 
 def read_tokenizer_files(f: h5py.File) -> dict[str, str]:

@@ -227,12 +227,9 @@ def hf_to_h5(hf_dir: str, out_path: str, verbose: bool = True, float32: bool = F
         raise FormatError(f"{hf_dir}: not a directory")
     if not os.path.isfile(config_path):
         raise FormatError(f"{hf_dir}: config.json missing")
+    config_text = distzo_h5.read_text(config_path)
     try:
-        with open(config_path, encoding="utf-8") as fh:
-            config_text = fh.read()
         config = json.loads(config_text)
-    except UnicodeDecodeError as err:
-        raise FormatError(f"{config_path}: not UTF-8 text ({err.reason} at byte {err.start})") from None
     except json.JSONDecodeError as err:
         raise FormatError(f"{config_path}: not JSON ({err})") from None
     cfg = distzo_h5.config_from_hf(config, hf_config_json=config_text)

@@ -109,8 +109,6 @@ std::string storage_line(const io::TrainingState& state, const io::ModelReader& 
   return line + " (the datasets hold " + reader.describe_dtypes() + ")\n";
 }
 
-/// Where a checkpoint stands: its step, run and z, its recorded digest, and
-/// how θ was stored.
 /// The tokenizer files the file carries for the way back to Hugging Face.
 std::string tokenizer_line(const io::ModelInfo& m, const std::string& path) {
   std::ostringstream os;
@@ -130,6 +128,8 @@ std::string tokenizer_line(const io::ModelInfo& m, const std::string& path) {
   return os.str();
 }
 
+/// Where a checkpoint stands: its step, run and z, its recorded digest, and
+/// how θ was stored.
 std::string checkpoint_lines(const io::TrainingState& state, const io::ModelReader& reader) {
   std::ostringstream os;
   os << "training      step " << state.step << " of run "

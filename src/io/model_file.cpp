@@ -48,6 +48,10 @@ std::vector<TokenizerFile> tokenizer_files(const std::string& json, const std::s
     std::size_t begin = 0;
     const std::size_t name_bytes = string_at(begin);
     TokenizerFile file{json.substr(begin, name_bytes), 0};
+    // The way back writes each under its name: a plain file name only.
+    if (file.name.empty() || file.name[0] == '.' || file.name.find('/') != std::string::npos)
+      DISTZO_INPUT_FAIL(source << ": hf_tokenizer_files names '" << file.name
+                               << "', which is not a plain file name");
     skip_space();
     if (i >= json.size() || json[i] != ':') fail("':'");
     ++i;

@@ -45,7 +45,8 @@ struct TokenizerFile {
   std::size_t json_bytes = 0;
 };
 /// The files of an hf_tokenizer_files value, in its order; throws InputError
-/// naming `source` unless the value is a JSON object of strings.
+/// naming `source` unless the value is a JSON object of strings whose names
+/// are plain file names (no '/', not starting with '.').
 std::vector<TokenizerFile> tokenizer_files(const std::string& json, const std::string& source);
 
 /// Reads and validates the root attributes; errors name the file and key.
