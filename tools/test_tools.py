@@ -41,6 +41,7 @@ not installed (torch, transformers) is reported as skipped, not failed.
 
 from __future__ import annotations
 
+import copy
 import glob
 import json
 import os
@@ -1221,8 +1222,8 @@ def test_fixtures_against_numpy():
 def test_mezo_reference_llama():
     """The PyTorch MeZO reference on the Llama and Gemma 3 fixtures:
     load_model_h5 gives the fixture's logits and loss (positions from the
-    mask), the classification loss of mezo_finetune gives cls_logits, and a
-    MeZO step runs and restores."""
+    mask), the classification loss of mezo_finetune gives cls_logits, a
+    MeZO step runs and restores, and keep_z changes no bit of a step."""
     _quiet_transformers()
     import torch
 
@@ -1255,6 +1256,15 @@ def test_mezo_reference_llama():
         assert np.isfinite([step.loss_plus, step.loss_minus]).all() and step.loss_plus != step.loss_minus
         for n, p in model.named_parameters():  # lr 0: θ is restored up to the rounding of ±εz
             assert torch.allclose(p, before[n], atol=1e-6), n
+        # keep_z (z drawn once a step) gives MeZO's redrawn-z step bit for bit, weight decay included
+        kept = copy.deepcopy(model)
+        for m, keep in ((model, False), (kept, True)):
+            r = mezo_reference.mezo_step(m, inputs, seed=11, eps=1e-3, lr=1e-3, wd=0.1, keep_z=keep)
+            if keep:
+                assert (r.loss_plus, r.loss_minus) == (redrawn.loss_plus, redrawn.loss_minus), model_path
+            redrawn = r
+        for (n, p), (_, q) in zip(model.named_parameters(), kept.named_parameters()):
+            assert torch.equal(p, q), n
         assert not mezo_reference.uses_weight_decay("model.norm.weight")
         assert not mezo_reference.uses_weight_decay("model.layers.0.post_attention_layernorm.weight")
         assert mezo_reference.uses_weight_decay("model.layers.0.mlp.up_proj.weight")
