@@ -1,0 +1,363 @@
+#!/usr/bin/env python3
+"""Every run behind the quality table (docs/quality.md), as data, and a runner
+that makes what is missing.
+
+    python3 tools/quality_runs.py list [--only GLOB]   # each run: done or not, its command
+    python3 tools/quality_runs.py run  [--only GLOB] [--dry-run]
+
+A run is one directory OUT/TASK/NAME (default OUT out/quality); it is done when
+its run.json exists (written last: the commands, wall seconds, the CPU), so
+`run` makes only what is missing, in the plan's order (a file OUT/STOP makes
+it stop before the next run), and a run cut off midway is made again — a distzo run picks up its newest checkpoint
+(checkpoint.resume: latest), bit for bit. Made first by tools/make_real_model.sh
+and tools/make_tasks.sh: MODEL_DIR (default out/smollm2) with the model file
+and MODEL_DIR/tasks/TASK-PROMPT/{train,dev,test}.h5.
+
+The plan, in the order `run` makes it (NAME under OUT/TASK/):
+
+  zeroshot-PROMPT-dev    distzo, optim.steps 0, each task's two prompts on dev
+  zeroshot-PROMPT-test   the prompt chosen on dev (PROMPTS below), on test
+  distzo-lrLR-sSEED      MeZO-SGD with distzo for STEPS steps from the deck
+                         inputs/quality_movies.yaml (the task's files, lr, seed;
+                         dev every 100 steps into eval.csv; checkpoints every
+                         100, the last two kept), then test/: the last
+                         checkpoint on test (optim.steps 0)
+  distzo-...-resume      the run from its step STEPS-100 checkpoint in a new
+                         directory: the digest, eval.csv and metrics.csv must
+                         equal the straight run's (the runner checks it)
+  probe                  tools/quality_reference.py probe (linear probe)
+  finetune-lrLR          tools/quality_reference.py finetune (AdamW, 3 epochs)
+  mezo-lrLR-sSEED        tools/mezo_finetune.py --keep-z: PyTorch MeZO on the
+                         same batches for the same steps, test at the end
+  distzo-lrLR-s1-MODE    the chosen run under P=2 (2 ranks), D=2 (2 ranks,
+                         micro-batch 8: the same global batch), offload with
+                         K=0 resident blocks, a bf16 master (stochastic rounding)
+
+The choices (the prompt of each task, its lr, its first-order lr) are data
+here (PROMPTS, LR, FT_LR), made on dev; tools/quality_table.py shows the dev
+numbers they were made on and refuses a choice that is not the best on dev of
+the runs that were made.
+"""
+
+from __future__ import annotations
+
+import argparse
+import fnmatch
+import json
+import os
+import shlex
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+
+import yaml
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(HERE)
+BASE_DECK = os.path.join(REPO, "inputs", "quality_movies.yaml")
+
+# task -> its two prompts (tools/make_tasks.sh), the one chosen on dev first
+PROMPTS = {
+    "movies": ("review", "movie"),
+    "amazon": ("review", "product"),
+    "tweets": ("tweet", "feel"),
+    "nyt": ("text", "opinion"),
+}
+STEPS = 1000
+# MeZO lr per task, chosen on dev among LR_CANDIDATES (eps 1e-3, MeZO's, throughout)
+LR = {"movies": 1e-5, "amazon": 1e-5, "tweets": 1e-5, "nyt": 1e-5}
+LR_CANDIDATES = (1e-5, 3e-5)
+# first-order (AdamW, linear decay, 3 epochs) lr per task, chosen on dev among FT_LR_CANDIDATES
+FT_LR = {"movies": 1e-5, "amazon": 1e-5, "tweets": 1e-5, "nyt": 1e-5}
+FT_LR_CANDIDATES = (1e-5, 3e-5)
+SEEDS = {"movies": (1, 2, 3), "amazon": (1,), "tweets": (1,), "nyt": (1,)}
+MEZO_SEEDS = {"movies": (1, 2, 3), "amazon": (1,), "tweets": (1,), "nyt": (1,)}
+MODES_TASK = "movies"
+# mode -> (ranks, deck sections merged over the plain deck)
+MODES = {
+    "p2": (2, {"parallel": {"perturbation": 2}}),
+    "d2": (2, {"parallel": {"data": 2}, "data": {"micro_batch": 8}}),
+    "offload0": (1, {"placement": {"mode": "offload", "resident_blocks": 0}}),
+    "bf16": (1, {"precision": {"storage": "bf16", "rounding": "stochastic"}}),
+}
+
+
+def lr_tag(lr: float) -> str:
+    return f"{lr:.0e}".replace("e-0", "e-").replace("e+0", "e")
+
+
+@dataclass
+class Run:
+    """One directory of the plan. kind: zeroshot | distzo | resume | probe | finetune | mezo."""
+
+    task: str
+    kind: str
+    name: str
+    prompt: str
+    split: str = "dev"  # zeroshot: the set evaluated
+    lr: float = 0.0
+    seed: int = 1
+    mode: str = ""  # distzo: "" (one rank, resident, fp32) or a key of MODES
+    minutes: float = 0.0  # the estimate `list` shows (2 cores)
+
+    @property
+    def key(self) -> str:
+        return f"{self.task}/{self.name}"
+
+
+def distzo_name(lr: float, seed: int, mode: str = "") -> str:
+    return f"distzo-lr{lr_tag(lr)}-s{seed}" + (f"-{mode}" if mode else "")
+
+
+def plan() -> list:
+    """Every run, in the order `run` makes them: the table's core first (one
+    long run per task and its references), then the lr comparisons the other
+    runs depend on, then seeds, the PyTorch MeZO curves, the modes."""
+    runs = []
+    for task, prompts in PROMPTS.items():
+        runs += [Run(task, "zeroshot", f"zeroshot-{p}-dev", p, "dev", minutes=0.5) for p in prompts]
+        runs.append(Run(task, "zeroshot", f"zeroshot-{prompts[0]}-test", prompts[0], "test", minutes=1))
+    for task in PROMPTS:
+        runs.append(Run(task, "probe", "probe", PROMPTS[task][0], minutes=4))
+    for task in PROMPTS:
+        runs.append(distzo_run(task, LR[task], 1))
+    runs.append(mezo_run("movies", 1))
+    for task in PROMPTS:
+        for lr in FT_LR_CANDIDATES:
+            runs.append(Run(task, "finetune", f"finetune-lr{lr_tag(lr)}", PROMPTS[task][0], lr=lr, minutes=25))
+    for task in PROMPTS:
+        if task != "movies":
+            runs += [distzo_run(task, lr, 1) for lr in LR_CANDIDATES if lr != LR[task]]
+    for task in PROMPTS:
+        runs += [distzo_run(task, LR[task], seed) for seed in SEEDS[task][1:]]
+    runs += [mezo_run(task, 1) for task in PROMPTS if task != "movies"]
+    runs += [distzo_run(MODES_TASK, LR[MODES_TASK], 1, mode) for mode in MODES]
+    for task in PROMPTS:
+        runs.append(Run(task, "resume", distzo_name(LR[task], 1) + "-resume", PROMPTS[task][0], lr=LR[task],
+                        minutes=5))
+    runs += [distzo_run("movies", lr, 1) for lr in LR_CANDIDATES if lr != LR["movies"]]
+    for task in PROMPTS:
+        runs += [mezo_run(task, seed) for seed in MEZO_SEEDS[task][1:]]
+    return runs
+
+
+def distzo_run(task: str, lr: float, seed: int, mode: str = "") -> Run:
+    return Run(task, "distzo", distzo_name(lr, seed, mode), PROMPTS[task][0], lr=lr, seed=seed, mode=mode,
+               minutes=40 if mode else 30)
+
+
+def mezo_run(task: str, seed: int) -> Run:
+    return Run(task, "mezo", f"mezo-lr{lr_tag(LR[task])}-s{seed}", PROMPTS[task][0], lr=LR[task], seed=seed,
+               minutes=36)
+
+
+class Paths:
+    def __init__(self, model_dir: str, out: str):
+        self.model_dir, self.out = model_dir, out
+        models = sorted(f for f in os.listdir(model_dir) if f.endswith(".h5")) if os.path.isdir(model_dir) else []
+        if not models:
+            raise SystemExit(f"quality_runs: no model file in {model_dir} (run tools/make_real_model.sh first)")
+        self.model = os.path.join(model_dir, models[0])
+
+    def data(self, task: str, prompt: str, split: str) -> str:
+        path = os.path.join(self.model_dir, "tasks", f"{task}-{prompt}", f"{split}.h5")
+        if not os.path.isfile(path):
+            raise SystemExit(f"quality_runs: {path} missing (run tools/make_tasks.sh {self.model_dir})")
+        return path
+
+    def run_dir(self, run: Run) -> str:
+        return os.path.join(self.out, run.task, run.name)
+
+
+def merge(deck: dict, sections: dict) -> dict:
+    for section, values in sections.items():
+        deck.setdefault(section, {}).update(values)
+    return deck
+
+
+def distzo_deck(paths: Paths, run: Run, out_dir: str) -> dict:
+    """The long-run deck (inputs/quality_movies.yaml) for this run's task, lr, seed and mode."""
+    with open(BASE_DECK, encoding="utf-8") as fh:
+        deck = yaml.safe_load(fh)
+    deck["model"]["path"] = paths.model
+    deck["data"]["train"] = paths.data(run.task, run.prompt, "train")
+    deck["data"]["eval"] = paths.data(run.task, run.prompt, "dev")
+    deck["optim"].update(steps=STEPS, lr=run.lr or LR[run.task], seed=run.seed)
+    deck["checkpoint"] = {"interval": 100, "keep": 2, "resume": "latest"}
+    deck["output"]["dir"] = out_dir
+    return merge(deck, MODES[run.mode][1]) if run.mode else deck
+
+
+def eval_deck(paths: Paths, model: str, train: str, eval_set: str, out_dir: str) -> dict:
+    """optim.steps 0: evaluate `model` on `eval_set` once (micro-batch 16)."""
+    with open(BASE_DECK, encoding="utf-8") as fh:
+        deck = yaml.safe_load(fh)
+    deck["model"]["path"] = model
+    deck["data"].update(train=train, eval=eval_set)
+    deck["optim"]["steps"] = 0
+    deck.pop("checkpoint", None)
+    deck.pop("eval", None)
+    deck["output"]["dir"] = out_dir
+    return deck
+
+
+def write_deck(path: str, deck: dict) -> str:
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "w", encoding="utf-8") as fh:
+        fh.write("# written by tools/quality_runs.py\n")
+        yaml.safe_dump(deck, fh, sort_keys=False)
+    return path
+
+
+def commands(paths: Paths, run: Run, distzo: str, python: str) -> list:
+    """The commands that make `run`, each an argv list; decks are written on the way."""
+    d = paths.run_dir(run)
+    test = paths.data(run.task, run.prompt, "test")
+    if run.kind == "zeroshot":
+        deck = eval_deck(paths, paths.model, paths.data(run.task, run.prompt, "train"),
+                         paths.data(run.task, run.prompt, run.split), d)
+        return [[distzo, "run", write_deck(os.path.join(d, "deck.yaml"), deck)]]
+    if run.kind == "distzo":
+        ranks = MODES[run.mode][0] if run.mode else 1
+        train = write_deck(os.path.join(d, "deck.yaml"), distzo_deck(paths, run, d))
+        last = os.path.join(d, f"ckpt-{STEPS:06d}.h5")
+        test_deck = eval_deck(paths, last, paths.data(run.task, run.prompt, "train"), test, os.path.join(d, "test"))
+        launch = ["mpiexec", "-n", str(ranks)] if ranks > 1 else []
+        return [launch + [distzo, "run", train],
+                [distzo, "run", write_deck(os.path.join(d, "test", "deck.yaml"), test_deck)]]
+    if run.kind == "resume":
+        straight = os.path.join(paths.out, run.task, distzo_name(run.lr, run.seed))
+        deck = distzo_deck(paths, run, d)
+        deck["checkpoint"]["resume"] = os.path.join(straight, f"ckpt-{STEPS - 100:06d}.h5")
+        return [[distzo, "run", write_deck(os.path.join(d, "deck.yaml"), deck)]]
+    # the Python references read a distzo deck of the task
+    deck = write_deck(os.path.join(d, "deck.yaml"), distzo_deck(paths, run, d))
+    if run.kind == "probe":
+        return [[python, os.path.join(HERE, "quality_reference.py"), "probe", deck, "--test", test, "--out", d]]
+    if run.kind == "finetune":
+        return [[python, os.path.join(HERE, "quality_reference.py"), "finetune", deck, "--test", test, "--out", d,
+                 "--lr", repr(run.lr)]]
+    if run.kind == "mezo":
+        return [[python, os.path.join(HERE, "mezo_finetune.py"), deck, "--out", d, "--keep-z", "--test", test]]
+    raise ValueError(run.kind)
+
+
+def read_csv_rows(path: str) -> list:
+    with open(path, encoding="utf-8") as fh:
+        return [line.rstrip("\n") for line in fh]
+
+
+def final_digest(run_dir: str) -> str:
+    """The digest of a distzo run's `done:` line in run.log."""
+    with open(os.path.join(run_dir, "run.log"), encoding="utf-8") as fh:
+        done = [line for line in fh if line.startswith("done:")]
+    if not done:
+        raise SystemExit(f"quality_runs: {run_dir}/run.log has no 'done:' line")
+    return done[-1].rsplit("digest ", 1)[1].strip()
+
+
+def check_resume(paths: Paths, run: Run) -> dict:
+    """The resumed run must end as the straight one: digest, the dev evaluation
+    at STEPS, metrics.csv's trajectory columns (step .. tokens) for the steps it ran."""
+    d = paths.run_dir(run)
+    straight = os.path.join(paths.out, run.task, distzo_name(run.lr, run.seed))
+    a, b = final_digest(straight), final_digest(d)
+    if a != b:
+        raise SystemExit(f"quality_runs: {run.key}: digest {b} after the resume, {a} straight")
+    ev_a, ev_b = read_csv_rows(os.path.join(straight, "eval.csv")), read_csv_rows(os.path.join(d, "eval.csv"))
+    if ev_b[-1] != ev_a[-1]:
+        raise SystemExit(f"quality_runs: {run.key}: last evaluation {ev_b[-1]!r}, straight {ev_a[-1]!r}")
+
+    def trajectory(path):
+        rows = read_csv_rows(path)
+        header = rows[0].split(",")
+        cols = header.index("tokens") + 1 if "tokens" in header else len(header) - 1
+        return {r.split(",")[0]: r.split(",")[:cols] for r in rows[1:]}
+
+    ta, tb = trajectory(os.path.join(straight, "metrics.csv")), trajectory(os.path.join(d, "metrics.csv"))
+    resumed = [s for s in tb if int(s) > STEPS - 100]
+    diff = [s for s in resumed if tb[s] != ta.get(s)]
+    if diff or len(resumed) != 100:
+        raise SystemExit(f"quality_runs: {run.key}: metrics.csv differs at steps {diff[:5]} ({len(resumed)} resumed)")
+    return {"digest": b, "steps_compared": len(resumed)}
+
+
+def cpu_model() -> str:
+    with open("/proc/cpuinfo", encoding="utf-8") as fh:
+        for line in fh:
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    return "unknown"
+
+
+def make(paths: Paths, run: Run, distzo: str, python: str, dry_run: bool) -> None:
+    d = paths.run_dir(run)
+    cmds = commands(paths, run, distzo, python)
+    t0 = time.time()
+    for cmd in cmds:
+        line = " ".join(shlex.quote(c) for c in cmd)
+        print(f"quality_runs: {run.key}: {line}", flush=True)
+        if dry_run:
+            continue
+        with open(os.path.join(d, "stdout.log"), "a", encoding="utf-8") as log:
+            rc = subprocess.call(cmd, stdout=log, stderr=subprocess.STDOUT, cwd=REPO)
+        if rc != 0:
+            raise SystemExit(f"quality_runs: {run.key}: exit status {rc} ({d}/stdout.log)")
+    if dry_run:
+        return
+    record = {"run": run.key, "kind": run.kind, "commands": [" ".join(shlex.quote(c) for c in c_) for c_ in cmds],
+              "seconds": round(time.time() - t0, 1), "cpu": cpu_model(), "cpus": os.cpu_count(),
+              "finished": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
+    if run.kind == "resume":
+        record.update(check_resume(paths, run))
+    if run.kind in ("distzo", "resume"):
+        record["digest"] = final_digest(d)
+    with open(os.path.join(d, "run.json.tmp"), "w", encoding="utf-8") as fh:
+        json.dump(record, fh, indent=1)
+        fh.write("\n")
+    os.replace(os.path.join(d, "run.json.tmp"), os.path.join(d, "run.json"))
+    print(f"quality_runs: {run.key}: done in {record['seconds']:.0f} s", flush=True)
+
+
+def selected(runs: list, only: list) -> list:
+    return [r for r in runs if not only or any(fnmatch.fnmatch(r.key, g) for g in only)]
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description="Make the runs behind the quality table (docs/quality.md).",
+                                formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
+    p.add_argument("command", choices=("list", "run"))
+    p.add_argument("--only", action="append", default=[], metavar="GLOB",
+                   help="runs whose TASK/NAME matches, e.g. 'movies/*' or '*/probe' (repeatable)")
+    p.add_argument("--model-dir", default=os.path.join(REPO, "out", "smollm2"))
+    p.add_argument("--out", default=os.path.join(REPO, "out", "quality"))
+    p.add_argument("--distzo", default=os.environ.get("DISTZO", os.path.join(REPO, "build", "distzo")))
+    p.add_argument("--python", default=sys.executable)
+    p.add_argument("--dry-run", action="store_true", help="write the decks, print the commands, run nothing")
+    args = p.parse_args(argv)
+    paths = Paths(os.path.abspath(args.model_dir), os.path.abspath(args.out))
+    runs = selected(plan(), args.only)
+    if not runs:
+        raise SystemExit(f"quality_runs: no run matches {args.only}")
+    todo = [r for r in runs if not os.path.exists(os.path.join(paths.run_dir(r), "run.json"))]
+    if args.command == "list":
+        for r in runs:
+            print(f"{'done' if r not in todo else 'todo':5} {r.key:40} ~{r.minutes:g} min")
+        print(f"{len(runs) - len(todo)} of {len(runs)} done; about {sum(r.minutes for r in todo) / 60:.1f} h "
+              "left on 2 cores")
+        return 0
+    if not args.dry_run and not os.access(args.distzo, os.X_OK):
+        raise SystemExit(f"quality_runs: no distzo at {args.distzo} (build it, or --distzo / $DISTZO)")
+    stop = os.path.join(paths.out, "STOP")
+    for i, r in enumerate(todo):
+        if os.path.exists(stop):
+            print(f"quality_runs: {stop} exists: stopping before {r.key} (remove it to go on)", flush=True)
+            return 0
+        print(f"quality_runs: [{i + 1}/{len(todo)}] {r.key} (~{r.minutes:g} min)", flush=True)
+        make(paths, r, args.distzo, args.python, args.dry_run)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,326 @@
+#!/usr/bin/env python3
+"""The quality table and figure (docs/quality.md) from the runs of
+tools/quality_runs.py.
+
+    python3 tools/quality_table.py [--out out/quality] [--write]
+
+prints the tables (markdown) and writes the figure docs/quality.png; with
+--write it also replaces the generated part of docs/quality.md (between
+<!-- quality-table:begin --> and <!-- quality-table:end -->) and the README's
+table (<!-- quality-readme:begin/end -->). A run not yet made shows as "—".
+
+It refuses (exit 1) a choice quality_runs.py declares (a task's prompt, MeZO
+lr, first-order lr) that is not the best on dev among the runs made: every
+choice is made on dev, and the test numbers are read only for the chosen.
+
+Numbers: test accuracy on the task's 1000 test examples (mean ± sample std
+over seeds where there are several), dev accuracy on its 500 dev examples;
+wall time is each run's whole command (evaluations included) on the machine
+that made it, as run.json says.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import os
+import statistics
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import quality_runs as qr  # noqa: E402
+
+REPO = qr.REPO
+TASKS = list(qr.PROMPTS)
+DASH = "—"
+
+
+class Results:
+    """What the run directories under OUT hold; None where a run is not made."""
+
+    def __init__(self, out: str):
+        self.out = out
+
+    def dir(self, task: str, name: str) -> str:
+        return os.path.join(self.out, task, name)
+
+    def done(self, task: str, name: str) -> bool:
+        return os.path.exists(os.path.join(self.dir(task, name), "run.json"))
+
+    def record(self, task: str, name: str):
+        if not self.done(task, name):
+            return None
+        with open(os.path.join(self.dir(task, name), "run.json"), encoding="utf-8") as fh:
+            return json.load(fh)
+
+    def result(self, task: str, name: str):
+        """result.json of a Python reference run."""
+        if not self.done(task, name):
+            return None
+        with open(os.path.join(self.dir(task, name), "result.json"), encoding="utf-8") as fh:
+            return json.load(fh)
+
+    def curve(self, task: str, name: str, sub: str = ""):
+        """[(step, loss, accuracy)] of an eval.csv."""
+        if not self.done(task, name):
+            return None
+        with open(os.path.join(self.dir(task, name), sub, "eval.csv"), newline="", encoding="utf-8") as fh:
+            return [(int(r["step"]), float(r["eval_loss"]), float(r["accuracy"])) for r in csv.DictReader(fh)]
+
+    def test_of(self, task: str, name: str):
+        """(accuracy, loss) on test of a run of any kind, or None."""
+        kind = name.split("-")[0]
+        if kind in ("zeroshot", "distzo"):
+            c = self.curve(task, name, "" if kind == "zeroshot" else "test")
+            return None if c is None else (c[-1][2], c[-1][1])
+        r = self.result(task, name)
+        return None if r is None else (r["test_accuracy"], r["test_loss"])
+
+    def seconds(self, task: str, name: str):
+        r = self.record(task, name)
+        return None if r is None else r["seconds"]
+
+
+def pct(x) -> str:
+    return DASH if x is None else f"{100 * x:.1f}"
+
+
+def mean_std(values):
+    values = [v for v in values if v is not None]
+    if not values:
+        return DASH
+    if len(values) == 1:
+        return f"{100 * values[0]:.1f}"
+    return f"{100 * statistics.mean(values):.1f} ± {100 * statistics.stdev(values):.1f}"
+
+
+def minutes(seconds) -> str:
+    return DASH if seconds is None else f"{seconds / 60:.0f} min" if seconds >= 90 else f"{seconds:.0f} s"
+
+
+def check_choices(res: Results) -> list:
+    """The dev numbers behind each declared choice; exits when a made run beats a choice on dev."""
+    lines, wrong = [], []
+
+    def best(task, what, chosen, options):
+        """options: [(label, dev accuracy, dev loss)] of the runs made; higher accuracy, then lower loss."""
+        made = [o for o in options if o[1] is not None]
+        cells = ", ".join(f"{'**' if o[0] == chosen else ''}{o[0]} {pct(o[1])} %{'**' if o[0] == chosen else ''}"
+                          for o in made)
+        if made:
+            top = max(made, key=lambda o: (o[1], -o[2]))
+            if top[0] != chosen and any(o[0] == chosen for o in made):
+                wrong.append(f"{task}: {what} {chosen} declared, {top[0]} is better on dev ({pct(top[1])} %)")
+        return cells or DASH
+
+    for task in TASKS:
+        prompts = []
+        for p in qr.PROMPTS[task]:
+            c = res.curve(task, f"zeroshot-{p}-dev")
+            prompts.append((p, c[0][2] if c else None, c[0][1] if c else None))
+        lrs = []
+        for lr in qr.LR_CANDIDATES:
+            c = res.curve(task, qr.distzo_name(lr, 1))
+            lrs.append((f"{lr:g}", c[-1][2] if c else None, c[-1][1] if c else None))
+        fts = []
+        for lr in qr.FT_LR_CANDIDATES:
+            r = res.result(task, f"finetune-lr{qr.lr_tag(lr)}")
+            fts.append((f"{lr:g}", r["dev_accuracy"] if r else None, r["dev_loss"] if r else None))
+        probe = res.result(task, "probe")
+        probe_cell = DASH if probe is None else f"{probe['lambda']:g} ({pct(probe['dev_accuracy'])} %)"
+        lines.append(f"| {task} | {best(task, 'prompt', qr.PROMPTS[task][0], prompts)} "
+                     f"| {best(task, 'lr', f'{qr.LR[task]:g}', lrs)} "
+                     f"| {best(task, 'first-order lr', f'{qr.FT_LR[task]:g}', fts)} "
+                     f"| {probe_cell} |")
+    if wrong:
+        raise SystemExit("quality_table: a declared choice is not the best on dev (change it in "
+                         "tools/quality_runs.py):\n  " + "\n  ".join(wrong))
+    return lines
+
+
+def rows(res: Results):
+    """(label, {task: cell}, {task: cost}) for each method of the main table."""
+    out = []
+
+    def add(label, names_of, cost_of):
+        cells, costs = {}, {}
+        for task in TASKS:
+            names = names_of(task)
+            tests = [res.test_of(task, n) for n in names]
+            cells[task] = mean_std([t[0] if t else None for t in tests]) if names else DASH
+            costs[task] = cost_of(task, names) if names else DASH
+        out.append((label, cells, costs))
+
+    def wall(task, names):
+        secs = [res.seconds(task, n) for n in names if res.seconds(task, n) is not None]
+        return minutes(statistics.median(secs)) if secs else DASH
+
+    lr = qr.LR
+    add("majority class", lambda t: [], lambda t, n: DASH)
+    add("zero-shot, best dev prompt", lambda t: [f"zeroshot-{qr.PROMPTS[t][0]}-test"],
+        lambda t, n: f"0 steps, {wall(t, n)}")
+    add("linear probe (reference, torch)", lambda t: ["probe"], lambda t, n: wall(t, n))
+    add("MeZO, PyTorch (reference)", lambda t: [f"mezo-lr{qr.lr_tag(lr[t])}-s{s}" for s in qr.MEZO_SEEDS[t]],
+        lambda t, n: f"{qr.STEPS} steps, {wall(t, n)}")
+    add("**distzo** MeZO-SGD", lambda t: [qr.distzo_name(lr[t], s) for s in qr.SEEDS[t]],
+        lambda t, n: f"{qr.STEPS} steps, {wall(t, n)}")
+    for mode, label in (("p2", "P=2 (2 ranks)"), ("d2", "D=2 (2 ranks × 8)"), ("offload0", "offload, K=0"),
+                        ("bf16", "bf16 master, SR")):
+        add(f"distzo, {label}", lambda t, m=mode: [qr.distzo_name(lr[t], 1, m)] if t == qr.MODES_TASK else [],
+            lambda t, n: f"{qr.STEPS} steps, {wall(t, n)}")
+    add("first-order fine-tuning (reference, torch AdamW)", lambda t: [f"finetune-lr{qr.lr_tag(qr.FT_LR[t])}"],
+        lambda t, n: ft_cost(res, t, n))
+    return out
+
+
+def ft_cost(res: Results, task: str, names) -> str:
+    r = res.result(task, names[0])
+    return DASH if r is None else f"{r['steps']} steps ({r['epochs']:g} epochs), {minutes(r['seconds'])}"
+
+
+def majority(paths: qr.Paths) -> dict:
+    """{task: the larger class's share of its test set, as a cell}."""
+    import h5py
+    import numpy as np
+
+    cells = {}
+    for task in TASKS:
+        with h5py.File(paths.data(task, qr.PROMPTS[task][0], "test"), "r") as f:
+            labels = f["labels"][()]
+        cells[task] = f"{100 * np.bincount(labels).max() / len(labels):.1f}"
+    return cells
+
+
+def curve_gap(res: Results, task: str):
+    """Largest |distzo mean − MeZO mean| of dev accuracy over the eval points both have,
+    and the distzo seed std there (or None with one seed)."""
+    d = [res.curve(task, qr.distzo_name(qr.LR[task], s)) for s in qr.SEEDS[task]]
+    m = [res.curve(task, f"mezo-lr{qr.lr_tag(qr.LR[task])}-s{s}") for s in qr.MEZO_SEEDS[task]]
+    d, m = [c for c in d if c], [c for c in m if c]
+    if not d or not m:
+        return None
+    steps = sorted(set.intersection(*[{p[0] for p in c} for c in d + m]))
+    gaps = []
+    for s in steps:
+        da = [dict((p[0], p[2]) for p in c)[s] for c in d]
+        ma = [dict((p[0], p[2]) for p in c)[s] for c in m]
+        spread = statistics.stdev(da + ma) if len(da) + len(ma) > 2 else None
+        gaps.append((abs(statistics.mean(da) - statistics.mean(ma)), s, spread, len(da), len(ma)))
+    return max(gaps), len(steps)
+
+
+def tables(res: Results, paths: qr.Paths) -> str:
+    choice_lines = check_choices(res)
+    head = "| method | " + " | ".join(TASKS) + " |\n|---|" + "---|" * len(TASKS) + "\n"
+    main_rows = rows(res)
+    maj = majority(paths)
+    acc = head + "".join(
+        f"| {label} | " + " | ".join(maj[t] if label == "majority class" else cells[t] for t in TASKS) + " |\n"
+        for label, cells, _ in main_rows)
+    cost = head + "".join(f"| {label} | " + " | ".join(costs[t] for t in TASKS) + " |\n"
+                          for label, _, costs in main_rows if label != "majority class")
+    gap_lines = []
+    for task in TASKS:
+        g = curve_gap(res, task)
+        if g is None:
+            gap_lines.append(f"| {task} | {DASH} | | |")
+            continue
+        (gap, step, spread, nd, nm), points = g
+        gap_lines.append(f"| {task} | {points} | {100 * gap:.1f} points at step {step} ({nd} distzo / {nm} MeZO "
+                         f"seed{'s' if nm > 1 else ''}) | {DASH if spread is None else f'{100 * spread:.1f}'} |")
+    choice = ("| task | prompt: zero-shot dev accuracy | MeZO lr: dev accuracy at step "
+              f"{qr.STEPS} | first-order lr: dev accuracy after training | probe: λ (dev accuracy) |\n"
+              "|---|---|---|---|---|\n" + "\n".join(choice_lines) + "\n")
+    gaps = ("| task | eval points | largest gap, distzo vs PyTorch MeZO (dev accuracy) | seed spread there "
+            "(std of every run's accuracy, points) |\n|---|---|---|---|\n" + "\n".join(gap_lines) + "\n")
+    return (f"Test accuracy (%), 1000 test examples per task; mean ± std over seeds where a row has several:\n\n"
+            f"{acc}\nWhat each took (steps; wall time of one run, median over seeds, evaluations included):\n\n"
+            f"{cost}\nThe choices, on dev only (500 examples; bold = chosen):\n\n{choice}\n"
+            f"distzo's dev curve against PyTorch MeZO's (same batches, other z):\n\n{gaps}")
+
+
+def figure(res: Results, png: str) -> None:
+    """Dev accuracy against step, one panel a task: distzo's seeds and modes,
+    PyTorch MeZO's seeds, first-order fine-tuning's epochs (its own steps),
+    and the zero-shot and probe levels."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, len(TASKS), figsize=(4.2 * len(TASKS), 3.8), dpi=100, sharey=False)
+    for ax, task in zip(axes, TASKS):
+        lr = qr.LR[task]
+        for names, color, label in (
+                ([qr.distzo_name(lr, s) for s in qr.SEEDS[task]], "tab:blue", "distzo"),
+                ([f"mezo-lr{qr.lr_tag(lr)}-s{s}" for s in qr.MEZO_SEEDS[task]], "tab:orange", "PyTorch MeZO")):
+            curves = [c for c in (res.curve(task, n) for n in names) if c]
+            for i, c in enumerate(curves):
+                ax.plot([p[0] for p in c], [100 * p[2] for p in c], color=color, alpha=0.8 if i == 0 else 0.45,
+                        linewidth=1.6 if i == 0 else 1.0,
+                        label=f"{label} ({len(curves)} seed{'s' if len(curves) > 1 else ''})" if i == 0 else None)
+        if task == qr.MODES_TASK:
+            for mode, style in (("p2", (0, (1, 2))), ("d2", (0, (3, 2))), ("offload0", (0, (5, 1, 1, 1))),
+                                ("bf16", (0, (2, 1)))):
+                c = res.curve(task, qr.distzo_name(lr, 1, mode))
+                if c:
+                    ax.plot([p[0] for p in c], [100 * p[2] for p in c], color="tab:purple", linestyle=style,
+                            linewidth=1.0, alpha=0.8, label=f"distzo {mode}")
+        zs = res.curve(task, f"zeroshot-{qr.PROMPTS[task][0]}-dev")
+        if zs:
+            ax.axhline(100 * zs[0][2], color="gray", linestyle="--", linewidth=1, label="zero-shot")
+        probe = res.result(task, "probe")
+        if probe:
+            ax.axhline(100 * probe["dev_accuracy"], color="tab:brown", linestyle=":", linewidth=1.2,
+                       label="linear probe")
+        ft = res.result(task, f"finetune-lr{qr.lr_tag(qr.FT_LR[task])}")
+        if ft:
+            ax.axhline(100 * ft["dev_accuracy"], color="tab:green", linestyle="-.", linewidth=1.2,
+                       label="first-order FT")
+        ax.set_title(f"{task} (prompt '{qr.PROMPTS[task][0]}', lr {lr:g})", fontsize=10)
+        ax.set_xlabel("step")
+        ax.grid(alpha=0.3)
+    axes[0].set_ylabel("dev accuracy (%)")
+    axes[0].legend(fontsize=7.5, loc="lower right")
+    fig.suptitle("SmolLM2-135M-Instruct, zeroth-order fine-tuning on four sentiment tasks (dev, 500 examples)",
+                 fontsize=10)
+    fig.tight_layout()
+    fig.savefig(png, metadata={"Software": None})
+
+
+def replace_block(path: str, tag: str, text: str) -> None:
+    begin, end = f"<!-- {tag}:begin -->", f"<!-- {tag}:end -->"
+    with open(path, encoding="utf-8") as fh:
+        doc = fh.read()
+    if begin not in doc or end not in doc:
+        raise SystemExit(f"quality_table: {path} has no {begin} ... {end} block")
+    head, rest = doc.split(begin, 1)
+    _, tail = rest.split(end, 1)
+    with open(path, "w", encoding="utf-8") as fh:
+        fh.write(f"{head}{begin}\n{text}{end}{tail}")
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description="The quality table and figure from tools/quality_runs.py's runs.",
+                                formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
+    p.add_argument("--out", default=os.path.join(REPO, "out", "quality"), help="the runs (quality_runs.py --out)")
+    p.add_argument("--model-dir", default=os.path.join(REPO, "out", "smollm2"), help="the tasks' data (test labels)")
+    p.add_argument("--png", default=os.path.join(REPO, "docs", "quality.png"))
+    p.add_argument("--write", action="store_true", help="also write docs/quality.md's and the README's tables")
+    args = p.parse_args(argv)
+    res = Results(os.path.abspath(args.out))
+    text = tables(res, qr.Paths(os.path.abspath(args.model_dir), res.out))
+    print(text)
+    figure(res, args.png)
+    print(f"wrote {args.png}")
+    if args.write:
+        replace_block(os.path.join(REPO, "docs", "quality.md"), "quality-table", text)
+        head = text.split("\n\nWhat each took")[0] + "\n"
+        replace_block(os.path.join(REPO, "README.md"), "quality-readme", head)
+        print("wrote docs/quality.md and README.md")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
