@@ -210,6 +210,35 @@ def curve_gap(res: Results, task: str):
     return max(gaps), len(steps)
 
 
+def modes_table(res: Results) -> str:
+    """The modes' runs next to the plain one: digest, dev and test accuracy at the end."""
+    task, lr = qr.MODES_TASK, qr.LR[qr.MODES_TASK]
+    plain = res.record(task, qr.distzo_name(lr, 1))
+    lines = ["| run | ranks | digest at step 1000 | = plain run's | dev accuracy | test accuracy | wall time |",
+             "|---|---|---|---|---|---|---|"]
+    for mode, label in [("", "plain: 1 rank, resident, fp32 master")] + [
+            ("p2", "P=2: the ± evaluations on 2 ranks"), ("d2", "D=2: 2 replicas × micro-batch 8"),
+            ("offload0", "offload, K=0: every block streamed"), ("bf16", "bf16 master, stochastic rounding")]:
+        name = qr.distzo_name(lr, 1, mode)
+        rec = res.record(task, name)
+        if rec is None:
+            lines.append(f"| {label} | {qr.MODES[mode][0] if mode else 1} | {DASH} | | | | |")
+            continue
+        same = DASH if plain is None else ("yes" if rec["digest"] == plain["digest"] else "no")
+        dev, test = res.curve(task, name)[-1][2], res.test_of(task, name)[0]
+        lines.append(f"| {label} | {qr.MODES[mode][0] if mode else 1} | `{rec['digest']}` | {same if mode else ''} "
+                     f"| {pct(dev)} | {pct(test)} | {minutes(rec['seconds'])} |")
+    resumed = []
+    for t in TASKS:
+        rec = res.record(t, qr.distzo_name(qr.LR[t], 1) + "-resume")
+        if rec is not None:
+            resumed.append(f"{t} (`{rec['digest']}`)")
+    tail = ("\nResumed from the step-900 checkpoint into a new directory, the same digest, last dev evaluation "
+            "and metrics.csv trajectory columns for all 100 steps (quality_runs.py checks them): "
+            + (", ".join(resumed) if resumed else DASH) + ".\n")
+    return "\n".join(lines) + "\n" + tail
+
+
 def tables(res: Results, paths: qr.Paths) -> str:
     choice_lines = check_choices(res)
     head = "| method | " + " | ".join(TASKS) + " |\n|---|" + "---|" * len(TASKS) + "\n"
@@ -237,7 +266,9 @@ def tables(res: Results, paths: qr.Paths) -> str:
     return (f"Test accuracy (%), 1000 test examples per task; mean ± std over seeds where a row has several:\n\n"
             f"{acc}\nWhat each took (steps; wall time of one run, median over seeds, evaluations included):\n\n"
             f"{cost}\nThe choices, on dev only (500 examples; bold = chosen):\n\n{choice}\n"
-            f"distzo's dev curve against PyTorch MeZO's (same batches, other z):\n\n{gaps}")
+            f"distzo's dev curve against PyTorch MeZO's (same batches, other z):\n\n{gaps}\n"
+            f"Every mode on {qr.MODES_TASK} (lr {qr.LR[qr.MODES_TASK]:g}, seed 1, global batch 16):\n\n"
+            f"{modes_table(res)}")
 
 
 def figure(res: Results, png: str) -> None:

@@ -1326,6 +1326,80 @@ def test_demo_baselines_statistics():
     assert db.accuracy((probe(x) > 0).long(), y) >= 0.98
 
 
+def _fake_run(out, task, name, eval_rows=None, result=None, run_log=None, metrics=None):
+    """A run directory as tools/quality_runs.py leaves it (run.json last)."""
+    d = os.path.join(out, task, name)
+    os.makedirs(d, exist_ok=True)
+    if eval_rows is not None:
+        with open(os.path.join(d, "eval.csv"), "w") as fh:
+            fh.write("step,eval_loss,accuracy,examples\n" + "".join(f"{s},{l},{a},500\n" for s, l, a in eval_rows))
+    if result is not None:
+        with open(os.path.join(d, "result.json"), "w") as fh:
+            json.dump(result, fh)
+    if run_log is not None:
+        with open(os.path.join(d, "run.log"), "w") as fh:
+            fh.write(run_log)
+    if metrics is not None:
+        with open(os.path.join(d, "metrics.csv"), "w") as fh:
+            fh.write("step,loss,g,tokens,step_seconds\n" + "".join(metrics))
+    with open(os.path.join(d, "run.json"), "w") as fh:
+        json.dump({"seconds": 60.0, "digest": "0123456789abcdef"}, fh)
+    return d
+
+
+def test_quality_choices_and_resume_check():
+    """quality_table refuses a declared choice that a made run beats on dev,
+    and quality_runs' resume check fails on one differing metrics value."""
+    import quality_runs as qr
+    import quality_table as qt
+
+    with tempfile.TemporaryDirectory() as out:
+        res = qt.Results(out)
+        chosen, other = qr.PROMPTS["movies"]
+        _fake_run(out, "movies", f"zeroshot-{chosen}-dev", [(0, 0.5, 0.77)])
+        _fake_run(out, "movies", f"zeroshot-{other}-dev", [(0, 0.8, 0.58)])
+        lines = qt.check_choices(res)
+        assert f"**{chosen} 77.0 %**" in lines[0] and f"{other} 58.0 %" in lines[0], lines[0]
+        _fake_run(out, "movies", f"zeroshot-{other}-dev", [(0, 0.8, 0.78)])  # now the other prompt is better
+        try:
+            qt.check_choices(res)
+            raise AssertionError("a prompt that dev does not back was accepted")
+        except SystemExit as e:
+            assert f"prompt {chosen} declared, {other} is better" in str(e), e
+        _fake_run(out, "movies", f"zeroshot-{other}-dev", [(0, 0.8, 0.58)])
+        # the lr choice: the final dev accuracy, ties to the lower dev loss
+        lr, alt = qr.LR["movies"], [c for c in qr.LR_CANDIDATES if c != qr.LR["movies"]][0]
+        _fake_run(out, "movies", qr.distzo_name(lr, 1), [(0, 0.5, 0.77), (1000, 0.43, 0.81)])
+        _fake_run(out, "movies", qr.distzo_name(alt, 1), [(0, 0.5, 0.77), (1000, 0.42, 0.81)])
+        try:
+            qt.check_choices(res)
+            raise AssertionError("an lr tied on accuracy and worse on loss was accepted")
+        except SystemExit as e:
+            assert "lr" in str(e), e
+
+        # the resume check: the straight run's last 100 steps against the resumed run's
+        model_dir = os.path.join(out, "model")
+        os.makedirs(model_dir)
+        open(os.path.join(model_dir, "m.h5"), "w").close()
+        paths = qr.Paths(model_dir, out)
+        rows = [f"{s},0.5,{s * 0.001:.3f},{500 + s},1.5\n" for s in range(1, qr.STEPS + 1)]
+        done = "done: 1000 steps in 30:00 (0 skipped), digest 00ff00ff00ff00ff\n"
+        _fake_run(out, "movies", qr.distzo_name(lr, 1), [(0, 0.5, 0.77), (1000, 0.43, 0.81)], run_log=done,
+                  metrics=rows)
+        resumed = [r.replace(",1.5\n", ",2.5\n") for r in rows[-100:]]  # step_seconds may differ
+        run = qr.Run("movies", "resume", qr.distzo_name(lr, 1) + "-resume", chosen, lr=lr)
+        _fake_run(out, "movies", run.name, [(1000, 0.43, 0.81)], run_log=done, metrics=resumed)
+        assert qr.check_resume(paths, run) == {"digest": "00ff00ff00ff00ff", "steps_compared": 100}
+        resumed[50] = resumed[50].replace(",0.5,", ",0.50000001,")
+        _fake_run(out, "movies", run.name, [(1000, 0.43, 0.81)], run_log=done, metrics=resumed)
+        try:
+            qr.check_resume(paths, run)
+            raise AssertionError("a resumed trajectory with another loss was accepted")
+        except SystemExit as e:
+            assert "differs at steps ['951']" in str(e), e
+    print("quality table: choices backed by dev, the resume check: OK")
+
+
 def _llama_hf_config() -> dict:
     return {
         "model_type": "llama", "architectures": ["LlamaForCausalLM"], "vocab_size": 50, "hidden_size": 16,
@@ -1889,4 +1963,5 @@ if __name__ == "__main__":
         test_gemma3_rejections,
         test_gemma3_round_trips,
         test_mezo_reference_llama,
+        test_quality_choices_and_resume_check,
     ]))
