@@ -123,15 +123,15 @@ def plan() -> list:
     for task in PROMPTS:
         runs.append(distzo_run(task, LR[task], 1))
     runs.append(mezo_run("movies", 1))
-    for task in PROMPTS:
-        for lr in FT_LR_CANDIDATES:
-            runs.append(Run(task, "finetune", f"finetune-lr{lr_tag(lr)}", PROMPTS[task][0], lr=lr, minutes=25))
+    ft = [finetune_run(task, lr) for lr in FT_LR_CANDIDATES for task in PROMPTS]
+    runs += [r for r in ft if r.task == "movies" or r.lr == FT_LR_CANDIDATES[0]]
     for task in PROMPTS:
         if task != "movies":
             runs += [distzo_run(task, lr, 1) for lr in LR_CANDIDATES if lr != LR[task]]
     for task in PROMPTS:
         runs += [distzo_run(task, LR[task], seed) for seed in SEEDS[task][1:]]
     runs += [mezo_run(task, 1) for task in PROMPTS if task != "movies"]
+    runs += [r for r in ft if r not in runs]
     runs += [distzo_run(MODES_TASK, LR[MODES_TASK], 1, mode) for mode in MODES]
     for task in PROMPTS:
         runs.append(Run(task, "resume", distzo_name(LR[task], 1) + "-resume", PROMPTS[task][0], lr=LR[task],
@@ -145,6 +145,11 @@ def plan() -> list:
 def distzo_run(task: str, lr: float, seed: int, mode: str = "") -> Run:
     return Run(task, "distzo", distzo_name(lr, seed, mode), PROMPTS[task][0], lr=lr, seed=seed, mode=mode,
                minutes=40 if mode else 30)
+
+
+def finetune_run(task: str, lr: float) -> Run:
+    return Run(task, "finetune", f"finetune-lr{lr_tag(lr)}", PROMPTS[task][0], lr=lr,
+               minutes=25 if task in ("movies", "tweets") else 16)
 
 
 def mezo_run(task: str, seed: int) -> Run:
