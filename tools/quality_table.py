@@ -96,7 +96,8 @@ def mean_std(values):
 
 
 def minutes(seconds) -> str:
-    return DASH if seconds is None else f"{seconds / 60:.0f} min" if seconds >= 90 else f"{seconds:.0f} s"
+    """Seconds below 2 min (where whole minutes would round 90 s and 119 s alike), minutes above."""
+    return DASH if seconds is None else f"{seconds / 60:.0f} min" if seconds >= 120 else f"{seconds:.0f} s"
 
 
 def check_choices(res: Results) -> list:
