@@ -314,7 +314,7 @@ def figure(res: Results, png: str) -> None:
         ax.set_xlabel("step")
         ax.grid(alpha=0.3)
     axes[0].set_ylabel("dev accuracy (%)")
-    axes[0].legend(fontsize=7.5, loc="lower right")
+    axes[0].legend(fontsize=7.5, loc="upper left", ncol=2)
     fig.suptitle("SmolLM2-135M-Instruct, zeroth-order fine-tuning on four sentiment tasks (dev, 500 examples)",
                  fontsize=10)
     fig.tight_layout()
