@@ -69,7 +69,7 @@ STEPS = 1000
 LR = {"movies": 1e-5, "amazon": 1e-5, "tweets": 1e-5, "nyt": 1e-5}
 LR_CANDIDATES = (1e-5, 3e-5)
 # first-order (AdamW, linear decay, 3 epochs) lr per task, chosen on dev among FT_LR_CANDIDATES
-FT_LR = {"movies": 3e-5, "amazon": 1e-5, "tweets": 1e-5, "nyt": 1e-5}
+FT_LR = {"movies": 3e-5, "amazon": 3e-5, "tweets": 1e-5, "nyt": 3e-5}
 FT_LR_CANDIDATES = (1e-5, 3e-5)
 SEEDS = {"movies": (1, 2, 3), "amazon": (1,), "tweets": (1,), "nyt": (1,)}
 MEZO_SEEDS = {"movies": (1, 2, 3), "amazon": (1,), "tweets": (1,), "nyt": (1,)}
