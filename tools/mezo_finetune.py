@@ -35,6 +35,15 @@ Outputs in --out, in distzo's CSV formats: eval.csv (step,eval_loss,accuracy,
 examples), metrics.csv (step,loss,loss_plus,loss_minus,g,lr,step_seconds) and
 run.log. The model is not saved unless --save MODEL.h5.
 
+Checkpoints (--checkpoint-interval N): every N steps and after the last,
+--out/mezo-checkpoint.pt (θ in fp32, the step, the settings, how many CSV rows
+were written; one file, replaced atomically). --resume continues from it, bit
+for bit: z and the micro-batch of a step depend on the step alone, so a run cut
+off at any point and resumed ends with the straight run's eval.csv and
+metrics.csv (but step_seconds). With a constant lr it also extends a finished
+run to more steps (--set optim.steps=2000); any other setting must be the
+checkpoint's, torch threads included (they change the bits of a GEMM).
+
 Needs torch, transformers, numpy, h5py, pyyaml (tools/mezo_reference.py).
 """
 
@@ -232,6 +241,59 @@ def read_deck(path: str, overrides) -> dict:
     return cfg
 
 
+# ---------------------------------------------------------------------------
+# checkpoints
+
+CHECKPOINT = "mezo-checkpoint.pt"
+
+
+def save_checkpoint(path: str, step: int, settings: dict, params, written: dict) -> None:
+    """θ after `step` steps, the settings that made it and the CSV row counts; atomic."""
+    import torch
+
+    state = {"format": "mezo_finetune checkpoint 1", "step": step, "settings": settings,
+             "eval_rows": written["eval"], "metrics_rows": written["metrics"],
+             "params": {name: t.detach().clone() for name, t in params}}
+    torch.save(state, path + ".tmp")
+    os.replace(path + ".tmp", path)
+
+
+def load_checkpoint(path: str, settings: dict, params, out: str):
+    """Copy the checkpoint's θ into `params`; (step, eval.csv rows, metrics.csv rows) as it left them.
+    Refuses a checkpoint whose settings would make another run than the straight one."""
+    import torch
+
+    state = torch.load(path, weights_only=True)
+    if state.get("format") != "mezo_finetune checkpoint 1":
+        raise SystemExit(f"mezo_finetune: {path} is not a mezo_finetune checkpoint")
+    step, saved = state["step"], state["settings"]
+    differ = [k for k in sorted(set(saved) | set(settings)) if k != "steps" and saved.get(k) != settings.get(k)]
+    if differ:
+        raise SystemExit(f"mezo_finetune: {path} was made with other settings: "
+                         + ", ".join(f"{k} {saved.get(k)!r} there, {settings.get(k)!r} here" for k in differ)
+                         + " (resume with the checkpoint's, or start another --out)")
+    if settings["steps"] < step:
+        raise SystemExit(f"mezo_finetune: {path} is at step {step}, past optim.steps {settings['steps']}")
+    if settings["steps"] != saved["steps"] and saved["schedule"] != "constant":
+        raise SystemExit(f"mezo_finetune: {path} was made for {saved['steps']} steps with the {saved['schedule']} "
+                         f"schedule, whose lr depends on the total: {settings['steps']} steps is another run "
+                         "(start it in another --out)")
+    names = [n for n, _ in params]
+    if sorted(names) != sorted(state["params"]):
+        raise SystemExit(f"mezo_finetune: {path} holds other tensors than the model")
+    with torch.no_grad():
+        for name, t in params:
+            t.copy_(state["params"][name])
+    rows = []
+    for name, count in (("eval.csv", state["eval_rows"]), ("metrics.csv", state["metrics_rows"])):
+        with open(os.path.join(out, name), newline="", encoding="utf-8") as fh:
+            kept = list(csv.reader(fh))[:count]
+        if len(kept) != count:
+            raise SystemExit(f"mezo_finetune: {out}/{name} has {len(kept)} rows, the checkpoint wrote {count}")
+        rows.append(kept)
+    return step, rows[0], rows[1]
+
+
 def read_eval_csv(path: str):
     """(steps, eval_loss, accuracy) arrays of an eval.csv (distzo's or ours)."""
     steps, loss, acc = [], [], []
@@ -300,15 +362,23 @@ def main(argv=None) -> int:
     p.add_argument("--keep-z", action="store_true",
                    help="draw z once a step and keep it (4 bytes a parameter) instead of redrawing it for each "
                         "of its four uses: the same bits, fewer draws (mezo_reference.mezo_step)")
+    p.add_argument("--checkpoint-interval", type=int, default=0, metavar="N",
+                   help=f"write --out/{CHECKPOINT} every N steps and after the last (default 0: never)")
+    p.add_argument("--resume", action="store_true",
+                   help=f"continue from --out/{CHECKPOINT} when it exists (otherwise start at step 0)")
     p.add_argument("--log-interval", type=int, default=50)
     args = p.parse_args(argv)
+    if args.checkpoint_interval < 0:
+        raise SystemExit(f"mezo_finetune: --checkpoint-interval {args.checkpoint_interval}: expected N >= 0")
 
     import torch
 
     torch.set_num_threads(args.threads)
     cfg = read_deck(args.deck, args.set)
     os.makedirs(args.out, exist_ok=True)
-    log_fh = open(os.path.join(args.out, "run.log"), "w")
+    ckpt_path = os.path.join(args.out, CHECKPOINT)
+    resuming = args.resume and os.path.exists(ckpt_path)
+    log_fh = open(os.path.join(args.out, "run.log"), "a" if resuming else "w")
 
     def say(line):
         print(line, flush=True)
@@ -331,23 +401,34 @@ def main(argv=None) -> int:
     order = DataOrder(train.n, cfg["shuffle_seed"])
     loss_fn = make_loss_fn(train.candidates)
 
+    settings = dict(cfg, threads=torch.get_num_threads())
+    start, eval_rows, met_rows = 0, [["step", "eval_loss", "accuracy", "examples"]], \
+        [["step", "loss", "loss_plus", "loss_minus", "g", "lr", "step_seconds"]]
+    if resuming:
+        start, eval_rows, met_rows = load_checkpoint(ckpt_path, settings, params, args.out)
+        say(f"resumed from {ckpt_path} at step {start}")
+    # the CSVs as the checkpoint left them: rows written after it are made again
     eval_fh = open(os.path.join(args.out, "eval.csv"), "w", newline="")
     eval_csv = csv.writer(eval_fh)
-    eval_csv.writerow(["step", "eval_loss", "accuracy", "examples"])
+    eval_csv.writerows(eval_rows)
     met_fh = open(os.path.join(args.out, "metrics.csv"), "w", newline="")
     met_csv = csv.writer(met_fh)
-    met_csv.writerow(["step", "loss", "loss_plus", "loss_minus", "g", "lr", "step_seconds"])
+    met_csv.writerows(met_rows)
+    written = {"eval": len(eval_rows), "metrics": len(met_rows)}
+    accuracy = {int(r[0]): float(r[2]) for r in eval_rows[1:]}
 
     def run_eval(step, when):
         loss, acc, n = evaluate(model, ev, cfg["eval_max"], cfg["micro_batch"])
         eval_csv.writerow([step, f"{loss:.9g}", f"{acc:.9g}", n])
         eval_fh.flush()
+        written["eval"] += 1
+        accuracy[step] = acc
         say(f"eval {when:<6} step {step}: loss {loss:.4f}, accuracy {acc:.4f} ({n} examples)")
-        return acc
 
     t_start = time.time()
-    before = run_eval(0, "start") if ev else None
-    for step in range(cfg["steps"]):
+    if ev and not resuming:
+        run_eval(0, "start")
+    for step in range(start, cfg["steps"]):
         t0 = time.time()
         batch = train.batch(order.micro_batch(step, cfg["micro_batch"]))
         lr = lr_at(step, cfg["lr"], cfg["schedule"], cfg["warmup_steps"], cfg["steps"])
@@ -356,17 +437,23 @@ def main(argv=None) -> int:
         done = step + 1
         met_csv.writerow([done, f"{r.loss:.9g}", f"{r.loss_plus:.9g}", f"{r.loss_minus:.9g}",
                           f"{r.projected_grad:.9g}", f"{lr:.9g}", f"{time.time() - t0:.6g}"])
+        written["metrics"] += 1
         if done % args.log_interval == 0 or done == cfg["steps"]:
             met_fh.flush()
             say(f"step {done}/{cfg['steps']}  loss {r.loss:.4f}  g {r.projected_grad:+.3e}  lr {lr:.2e}  "
                 f"{time.time() - t_start:.0f} s")
-        if ev and cfg["eval_interval"] > 0 and done % cfg["eval_interval"] == 0 and done != cfg["steps"]:
-            run_eval(done, "")
-    after = run_eval(cfg["steps"], "end") if ev else None
+        if ev and (done == cfg["steps"] or (cfg["eval_interval"] > 0 and done % cfg["eval_interval"] == 0)):
+            run_eval(done, "end" if done == cfg["steps"] else "")
+        if args.checkpoint_interval and (done % args.checkpoint_interval == 0 or done == cfg["steps"]):
+            met_fh.flush()
+            save_checkpoint(ckpt_path, done, settings, params, written)
+    if ev and cfg["steps"] == 0:
+        run_eval(0, "end")
     met_fh.close()
-    say(f"done: {cfg['steps']} steps in {time.time() - t_start:.0f} s")
+    say(f"done: {cfg['steps']} steps in {time.time() - t_start:.0f} s" + (f" (from step {start})" if start else ""))
     if ev:
-        say(f"accuracy: {before:.4f} before, {after:.4f} after fine-tuning ({ev.n if cfg['eval_max'] <= 0 else min(ev.n, cfg['eval_max'])} held-out examples)")
+        say(f"accuracy: {accuracy[0]:.4f} before, {accuracy[cfg['steps']]:.4f} after fine-tuning "
+            f"({ev.n if cfg['eval_max'] <= 0 else min(ev.n, cfg['eval_max'])} held-out examples)")
     if test is not None:
         test_loss, test_acc, n = evaluate(model, test, 0, cfg["micro_batch"])
         say(f"test: loss {test_loss:.4f}, accuracy {test_acc:.4f} ({n} examples)")

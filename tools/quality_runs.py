@@ -8,10 +8,11 @@ that makes what is missing.
 A run is one directory OUT/TASK/NAME (default OUT out/quality); it is done when
 its run.json exists (written last: the commands, wall seconds, the CPU), so
 `run` makes only what is missing, in the plan's order (a file OUT/STOP makes
-it stop before the next run), and a run cut off midway is made again — a distzo run picks up its newest checkpoint
-(checkpoint.resume: latest), bit for bit. Made first by tools/make_real_model.sh
-and tools/make_tasks.sh: MODEL_DIR (default out/smollm2) with the model file
-and MODEL_DIR/tasks/TASK-PROMPT/{train,dev,test}.h5.
+it stop before the next run), and a run cut off midway is made again from its
+newest checkpoint, bit for bit: distzo's (checkpoint.resume: latest) or
+PyTorch MeZO's (mezo_finetune.py --checkpoint-interval 100 --resume). Made
+first by tools/make_real_model.sh and tools/make_tasks.sh: MODEL_DIR (default
+out/smollm2) with the model file and MODEL_DIR/tasks/TASK-PROMPT/{train,dev,test}.h5.
 
 The plan, in the order `run` makes it (NAME under OUT/TASK/):
 
@@ -245,7 +246,8 @@ def commands(paths: Paths, run: Run, distzo: str, python: str) -> list:
         return [[python, os.path.join(HERE, "quality_reference.py"), "finetune", deck, "--test", test, "--out", d,
                  "--lr", repr(run.lr)]]
     if run.kind == "mezo":
-        return [[python, os.path.join(HERE, "mezo_finetune.py"), deck, "--out", d, "--keep-z", "--test", test]]
+        return [[python, os.path.join(HERE, "mezo_finetune.py"), deck, "--out", d, "--keep-z", "--test", test,
+                 "--checkpoint-interval", "100", "--resume"]]
     raise ValueError(run.kind)
 
 

@@ -1398,6 +1398,76 @@ def test_quality_choices_and_resume_check():
     print("quality table: choices backed by dev, the resume check: OK")
 
 
+def test_mezo_finetune_resume():
+    """tools/mezo_finetune.py cut off after a checkpoint (a stray row past it)
+    and resumed, or run short and extended (constant lr), ends with the straight
+    run's CSVs and θ, bit for bit; other settings are refused."""
+    _quiet_transformers()
+    import yaml
+
+    import mezo_finetune
+
+    with tempfile.TemporaryDirectory() as tmp:
+        rng = np.random.default_rng(5)
+        for split, n in (("train", 12), ("dev", 6)):
+            lengths = rng.integers(3, 9, n)
+            ids = rng.integers(4, 96, (n, 8)) * (np.arange(8)[None, :] < lengths[:, None])
+            with h5py.File(os.path.join(tmp, f"{split}.h5"), "w") as f:
+                f.attrs["task"] = "classification"
+                f["input_ids"], f["lengths"] = ids.astype(np.int32), lengths.astype(np.int32)
+                f["labels"], f["candidates"] = (np.arange(n) % 2).astype(np.int32), np.array([5, 7], np.int32)
+        deck = os.path.join(tmp, "deck.yaml")
+        with open(deck, "w", encoding="utf-8") as fh:
+            yaml.safe_dump({"model": {"path": os.path.join(DATA, "opt_tiny_preln.model.h5")},
+                            "data": {"train": os.path.join(tmp, "train.h5"), "eval": os.path.join(tmp, "dev.h5"),
+                                     "micro_batch": 4, "shuffle_seed": 1},
+                            "optim": {"steps": 7, "lr": 1e-2, "eps": 1e-3, "seed": 3},
+                            "eval": {"interval": 2}}, fh)
+
+        def run(out, *extra):
+            model = os.path.join(out, "model.h5")
+            assert mezo_finetune.main([deck, "--out", out, "--checkpoint-interval", "2", "--save", model,
+                                       "--log-interval", "100", *extra]) == 0
+            with open(os.path.join(out, "eval.csv"), encoding="utf-8") as fh:
+                ev = fh.read()
+            with open(os.path.join(out, "metrics.csv"), encoding="utf-8") as fh:
+                met = [line.rsplit(",", 1)[0] for line in fh]  # all but step_seconds
+            with h5py.File(model, "r") as f:
+                theta = {k: f[k][()] for k in distzo_h5.expected_tensors(distzo_h5.read_model(model)[0])}
+            return ev, met, theta
+
+        straight = run(os.path.join(tmp, "straight"))
+        assert straight[0].count("\n") == 1 + 1 + 3 + 1  # header, step 0, 2 4 6, end 7
+
+        cut = os.path.join(tmp, "cut")  # 4 steps, then a row past its checkpoint, as if cut at step 5
+        run(cut, "--set", "optim.steps=4")
+        with open(os.path.join(cut, "metrics.csv"), "a", encoding="utf-8") as fh:
+            fh.write("5,0.1,0.1,0.1,0,0.01,1\n")
+        resumed = run(cut, "--resume")  # constant lr: extended to 7 steps from step 4
+        assert resumed[:2] == straight[:2], "the resumed CSVs differ from the straight run's"
+        for k, v in straight[2].items():
+            assert np.array_equal(v, resumed[2][k]), k
+        assert run(cut, "--resume")[:2] == straight[:2]  # at the end already: nothing made again
+
+        for extra, why in ((["--set", "optim.lr=0.02"], "lr 0.01 there, 0.02 here"),
+                           (["--threads", "1"], "threads 2 there, 1 here"),
+                           (["--set", "optim.steps=6"], "past optim.steps 6")):
+            try:
+                mezo_finetune.main([deck, "--out", cut, "--resume", *extra])
+                raise AssertionError(f"a resume with {extra} was accepted")
+            except SystemExit as e:
+                assert why in str(e), e
+        lin = os.path.join(tmp, "linear")
+        mezo_finetune.main([deck, "--out", lin, "--checkpoint-interval", "2", "--set", "optim.schedule=linear",
+                            "--set", "optim.steps=4"])
+        try:
+            mezo_finetune.main([deck, "--out", lin, "--resume", "--set", "optim.schedule=linear"])
+            raise AssertionError("a linear schedule extended to more steps was accepted")
+        except SystemExit as e:
+            assert "whose lr depends on the total" in str(e), e
+    print("mezo_finetune: cut and resumed, extended, refusals: OK")
+
+
 def _llama_hf_config() -> dict:
     return {
         "model_type": "llama", "architectures": ["LlamaForCausalLM"], "vocab_size": 50, "hidden_size": 16,
@@ -1962,4 +2032,5 @@ if __name__ == "__main__":
         test_gemma3_round_trips,
         test_mezo_reference_llama,
         test_quality_choices_and_resume_check,
+        test_mezo_finetune_resume,
     ]))
