@@ -53,10 +53,7 @@ import math
 import os
 import random
 import sys
-import tempfile
 import time
-
-import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import distzo_h5  # noqa: E402
