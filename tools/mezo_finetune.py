@@ -41,8 +41,10 @@ were written; one file, replaced atomically). --resume continues from it, bit
 for bit: z and the micro-batch of a step depend on the step alone, so a run cut
 off at any point and resumed ends with the straight run's eval.csv and
 metrics.csv (but step_seconds). With a constant lr it also extends a finished
-run to more steps (--set optim.steps=2000); any other setting must be the
-checkpoint's, torch threads included (they change the bits of a GEMM).
+run to more steps (--set optim.steps=2000), in place or, with --resume-from
+OTHER/mezo-checkpoint.pt, into a new --out that starts with OTHER's CSV rows;
+any other setting must be the checkpoint's, torch threads included (they
+change the bits of a GEMM).
 
 Needs torch, transformers, numpy, h5py, pyyaml (tools/mezo_reference.py).
 """
@@ -259,7 +261,8 @@ def save_checkpoint(path: str, step: int, settings: dict, params, written: dict)
 
 
 def load_checkpoint(path: str, settings: dict, params, out: str):
-    """Copy the checkpoint's θ into `params`; (step, eval.csv rows, metrics.csv rows) as it left them.
+    """Copy the checkpoint's θ into `params`; (step, eval.csv rows, metrics.csv rows) as it left them
+    in `out`, the directory of the run that wrote it.
     Refuses a checkpoint whose settings would make another run than the straight one."""
     import torch
 
@@ -365,7 +368,10 @@ def main(argv=None) -> int:
     p.add_argument("--checkpoint-interval", type=int, default=0, metavar="N",
                    help=f"write --out/{CHECKPOINT} every N steps and after the last (default 0: never)")
     p.add_argument("--resume", action="store_true",
-                   help=f"continue from --out/{CHECKPOINT} when it exists (otherwise start at step 0)")
+                   help=f"continue from --out/{CHECKPOINT} when it exists (otherwise start at step 0 "
+                        "or from --resume-from)")
+    p.add_argument("--resume-from", metavar="CKPT",
+                   help="start from another run's checkpoint (and its CSV rows) instead of step 0")
     p.add_argument("--log-interval", type=int, default=50)
     args = p.parse_args(argv)
     if args.checkpoint_interval < 0:
@@ -378,6 +384,9 @@ def main(argv=None) -> int:
     os.makedirs(args.out, exist_ok=True)
     ckpt_path = os.path.join(args.out, CHECKPOINT)
     resuming = args.resume and os.path.exists(ckpt_path)
+    source = ckpt_path if resuming else args.resume_from
+    if source and not os.path.exists(source):
+        raise SystemExit(f"mezo_finetune: --resume-from {source}: no such file")
     log_fh = open(os.path.join(args.out, "run.log"), "a" if resuming else "w")
 
     def say(line):
@@ -404,9 +413,9 @@ def main(argv=None) -> int:
     settings = dict(cfg, threads=torch.get_num_threads())
     start, eval_rows, met_rows = 0, [["step", "eval_loss", "accuracy", "examples"]], \
         [["step", "loss", "loss_plus", "loss_minus", "g", "lr", "step_seconds"]]
-    if resuming:
-        start, eval_rows, met_rows = load_checkpoint(ckpt_path, settings, params, args.out)
-        say(f"resumed from {ckpt_path} at step {start}")
+    if source:
+        start, eval_rows, met_rows = load_checkpoint(source, settings, params, os.path.dirname(source))
+        say(f"resumed from {source} at step {start}")
     # the CSVs as the checkpoint left them: rows written after it are made again
     eval_fh = open(os.path.join(args.out, "eval.csv"), "w", newline="")
     eval_csv = csv.writer(eval_fh)
@@ -426,7 +435,7 @@ def main(argv=None) -> int:
         say(f"eval {when:<6} step {step}: loss {loss:.4f}, accuracy {acc:.4f} ({n} examples)")
 
     t_start = time.time()
-    if ev and not resuming:
+    if ev and not source:
         run_eval(0, "start")
     for step in range(start, cfg["steps"]):
         t0 = time.time()

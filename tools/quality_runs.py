@@ -33,6 +33,10 @@ The plan, in the order `run` makes it (NAME under OUT/TASK/):
   distzo-lrLR-s1-MODE    the chosen run under P=2 (2 ranks), D=2 (2 ranks,
                          micro-batch 8: the same global batch), offload with
                          K=0 resident blocks, a bf16 master (stochastic rounding)
+  ...-s1-toN             a seed-1 run (distzo, PyTorch MeZO) carried on from its
+                         step-STEPS checkpoint to LONG_STEPS: with a constant lr
+                         the same run as a straight one that long (eval.csv
+                         holds the steps after STEPS); where the curves flatten
 
 The choices (the prompt of each task, its lr, its first-order lr) are data
 here (PROMPTS, LR, FT_LR), made on dev; tools/quality_table.py shows the dev
@@ -83,6 +87,11 @@ MODES = {
     "bf16": (1, {"precision": {"storage": "bf16", "rounding": "stochastic"}}),
 }
 MODE_MINUTES = {"p2": 29, "d2": 31, "offload0": 33, "bf16": 33}
+# the longer runs: the curves of amazon, tweets and nyt still rose at STEPS; movies' dev loss still
+# fell, and 3000 steps tests its extrapolation to first-order fine-tuning's (docs/quality.md).
+# PyTorch MeZO is carried on where its run kept a checkpoint (movies' first one did not).
+LONG_STEPS = {"movies": 3000, "amazon": 2000, "tweets": 2000, "nyt": 2000}
+LONG_MEZO = ("amazon", "tweets", "nyt")
 
 
 def lr_tag(lr: float) -> str:
@@ -101,11 +110,24 @@ class Run:
     lr: float = 0.0
     seed: int = 1
     mode: str = ""  # distzo: "" (one rank, resident, fp32) or a key of MODES
+    steps: int = STEPS  # distzo, mezo: more carries on the run of `parent` from its step STEPS
     minutes: float = 0.0  # the estimate `list` shows: measured on the 2-core Xeon
 
     @property
     def key(self) -> str:
         return f"{self.task}/{self.name}"
+
+    @property
+    def parent(self) -> str:
+        """The run a longer run carries on (its name without -toN), or ""."""
+        return self.name.rsplit("-to", 1)[0] if self.steps > STEPS else ""
+
+
+def longer(run: Run) -> Run:
+    """`run` (a seed-1 distzo or MeZO run) carried on to its task's LONG_STEPS."""
+    steps = LONG_STEPS[run.task]
+    return Run(run.task, run.kind, f"{run.name}-to{steps}", run.prompt, lr=run.lr, seed=run.seed, steps=steps,
+               minutes=round(run.minutes * (steps - STEPS) / STEPS))
 
 
 def distzo_name(lr: float, seed: int, mode: str = "") -> str:
@@ -141,6 +163,10 @@ def plan() -> list:
     runs += [distzo_run("movies", lr, 1) for lr in LR_CANDIDATES if lr != LR["movies"]]
     for task in PROMPTS:
         runs += [mezo_run(task, seed) for seed in MEZO_SEEDS[task][1:]]
+    for task in PROMPTS:
+        runs.append(longer(distzo_run(task, LR[task], 1)))
+        if task in LONG_MEZO:
+            runs.append(longer(mezo_run(task, 1)))
     return runs
 
 
@@ -154,8 +180,12 @@ def finetune_run(task: str, lr: float) -> Run:
                minutes=10 if task in ("movies", "tweets") else 7)
 
 
+def mezo_name(lr: float, seed: int) -> str:
+    return f"mezo-lr{lr_tag(lr)}-s{seed}"
+
+
 def mezo_run(task: str, seed: int) -> Run:
-    return Run(task, "mezo", f"mezo-lr{lr_tag(LR[task])}-s{seed}", PROMPTS[task][0], lr=LR[task], seed=seed,
+    return Run(task, "mezo", mezo_name(LR[task], seed), PROMPTS[task][0], lr=LR[task], seed=seed,
                minutes=34)
 
 
@@ -190,7 +220,7 @@ def distzo_deck(paths: Paths, run: Run, out_dir: str) -> dict:
     deck["model"]["path"] = paths.model
     deck["data"]["train"] = paths.data(run.task, run.prompt, "train")
     deck["data"]["eval"] = paths.data(run.task, run.prompt, "dev")
-    deck["optim"].update(steps=STEPS, lr=run.lr or LR[run.task], seed=run.seed)
+    deck["optim"].update(steps=run.steps, lr=run.lr or LR[run.task], seed=run.seed)
     deck["checkpoint"] = {"interval": 100, "keep": 2, "resume": "latest"}
     deck["output"]["dir"] = out_dir
     return merge(deck, MODES[run.mode][1]) if run.mode else deck
@@ -227,8 +257,11 @@ def commands(paths: Paths, run: Run, distzo: str, python: str) -> list:
         return [[distzo, "run", write_deck(os.path.join(d, "deck.yaml"), deck)]]
     if run.kind == "distzo":
         ranks = MODES[run.mode][0] if run.mode else 1
-        train = write_deck(os.path.join(d, "deck.yaml"), distzo_deck(paths, run, d))
-        last = os.path.join(d, f"ckpt-{STEPS:06d}.h5")
+        deck = distzo_deck(paths, run, d)
+        if run.parent and not (os.path.isdir(d) and any(f.startswith("ckpt-") for f in os.listdir(d))):
+            deck["checkpoint"]["resume"] = parent_checkpoint(paths, run, f"ckpt-{STEPS:06d}.h5")
+        train = write_deck(os.path.join(d, "deck.yaml"), deck)
+        last = os.path.join(d, f"ckpt-{run.steps:06d}.h5")
         test_deck = eval_deck(paths, last, paths.data(run.task, run.prompt, "train"), test, os.path.join(d, "test"))
         launch = ["mpiexec", "-n", str(ranks)] if ranks > 1 else []
         return [launch + [distzo, "run", train],
@@ -246,9 +279,19 @@ def commands(paths: Paths, run: Run, distzo: str, python: str) -> list:
         return [[python, os.path.join(HERE, "quality_reference.py"), "finetune", deck, "--test", test, "--out", d,
                  "--lr", repr(run.lr)]]
     if run.kind == "mezo":
+        parent = ["--resume-from", parent_checkpoint(paths, run, "mezo-checkpoint.pt")] if run.parent else []
         return [[python, os.path.join(HERE, "mezo_finetune.py"), deck, "--out", d, "--keep-z", "--test", test,
-                 "--checkpoint-interval", "100", "--resume"]]
+                 "--checkpoint-interval", "100", "--resume", *parent]]
     raise ValueError(run.kind)
+
+
+def parent_checkpoint(paths: Paths, run: Run, name: str) -> str:
+    """The step-STEPS checkpoint of the run `run` carries on."""
+    path = os.path.join(paths.out, run.task, run.parent, name)
+    if not os.path.isfile(os.path.join(paths.out, run.task, run.parent, "run.json")) or not os.path.isfile(path):
+        raise SystemExit(f"quality_runs: {run.key} carries on {run.task}/{run.parent}, which is not made "
+                         f"or has no {name}")
+    return path
 
 
 def read_csv_rows(path: str) -> list:

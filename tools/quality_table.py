@@ -62,11 +62,20 @@ class Results:
             return json.load(fh)
 
     def curve(self, task: str, name: str, sub: str = ""):
-        """[(step, loss, accuracy)] of an eval.csv."""
+        """[(step, loss, accuracy)] of an eval.csv; a longer run's from step 0 (its parent's first)."""
         if not self.done(task, name):
             return None
         with open(os.path.join(self.dir(task, name), sub, "eval.csv"), newline="", encoding="utf-8") as fh:
-            return [(int(r["step"]), float(r["eval_loss"]), float(r["accuracy"])) for r in csv.DictReader(fh)]
+            rows = [(int(r["step"]), float(r["eval_loss"]), float(r["accuracy"])) for r in csv.DictReader(fh)]
+        parent = name.rsplit("-to", 1)[0] if "-to" in name and not sub else ""
+        if parent and rows[0][0] > 0:  # distzo's eval.csv holds the steps after the resume
+            rows = [p for p in self.curve(task, parent) if p[0] < rows[0][0]] + rows
+        return rows
+
+    def longest(self, task: str, name: str) -> str:
+        """The longer run that carries `name` on, where it is made; else `name`."""
+        made = [r.name for r in qr.plan() if r.task == task and r.parent == name and self.done(task, r.name)]
+        return made[0] if made else name
 
     def test_of(self, task: str, name: str):
         """(accuracy, loss) on test of a run of any kind, or None."""
@@ -162,7 +171,7 @@ def rows(res: Results):
     add("zero-shot, best dev prompt", lambda t: [f"zeroshot-{qr.PROMPTS[t][0]}-test"],
         lambda t, n: f"0 steps, {wall(t, n)}")
     add("linear probe (reference, torch)", lambda t: ["probe"], lambda t, n: wall(t, n))
-    add("MeZO, PyTorch (reference)", lambda t: [f"mezo-lr{qr.lr_tag(lr[t])}-s{s}" for s in qr.MEZO_SEEDS[t]],
+    add("MeZO, PyTorch (reference)", lambda t: [qr.mezo_name(lr[t], s) for s in qr.MEZO_SEEDS[t]],
         lambda t, n: f"{qr.STEPS} steps, {wall(t, n)}")
     add("**distzo** MeZO-SGD", lambda t: [qr.distzo_name(lr[t], s) for s in qr.SEEDS[t]],
         lambda t, n: f"{qr.STEPS} steps, {wall(t, n)}")
@@ -170,6 +179,13 @@ def rows(res: Results):
                         ("bf16", "bf16 master, SR")):
         add(f"distzo, {label}", lambda t, m=mode: [qr.distzo_name(lr[t], 1, m)] if t == qr.MODES_TASK else [],
             lambda t, n: f"{qr.STEPS} steps, {wall(t, n)}")
+    def carried_on(t, n):
+        return DASH if res.seconds(t, n[0]) is None else f"{qr.LONG_STEPS[t]} steps, +{wall(t, n)}"
+
+    add("MeZO, PyTorch, carried on (seed 1)",
+        lambda t: [qr.mezo_name(lr[t], 1) + f"-to{qr.LONG_STEPS[t]}"] if t in qr.LONG_MEZO else [], carried_on)
+    add("**distzo**, carried on (seed 1)", lambda t: [qr.distzo_name(lr[t], 1) + f"-to{qr.LONG_STEPS[t]}"],
+        carried_on)
     add("first-order fine-tuning (reference, torch AdamW)", lambda t: [f"finetune-lr{qr.lr_tag(qr.FT_LR[t])}"],
         lambda t, n: ft_cost(res, t, n))
     return out
@@ -194,10 +210,11 @@ def majority(paths: qr.Paths) -> dict:
 
 
 def curve_gap(res: Results, task: str):
-    """Largest |distzo mean − MeZO mean| of dev accuracy over the eval points both have,
-    and the distzo seed std there (or None with one seed)."""
-    d = [res.curve(task, qr.distzo_name(qr.LR[task], s)) for s in qr.SEEDS[task]]
-    m = [res.curve(task, f"mezo-lr{qr.lr_tag(qr.LR[task])}-s{s}") for s in qr.MEZO_SEEDS[task]]
+    """Largest |distzo mean − MeZO mean| of dev accuracy over the eval points every run has
+    (a seed's longer run standing for it where made), and the std of every run's accuracy
+    there (None with two runs)."""
+    d = [res.curve(task, res.longest(task, qr.distzo_name(qr.LR[task], s))) for s in qr.SEEDS[task]]
+    m = [res.curve(task, res.longest(task, qr.mezo_name(qr.LR[task], s))) for s in qr.MEZO_SEEDS[task]]
     d, m = [c for c in d if c], [c for c in m if c]
     if not d or not m:
         return None
@@ -286,8 +303,8 @@ def figure(res: Results, png: str) -> None:
         lr = qr.LR[task]
         for names, color, label in (
                 ([qr.distzo_name(lr, s) for s in qr.SEEDS[task]], "tab:blue", "distzo"),
-                ([f"mezo-lr{qr.lr_tag(lr)}-s{s}" for s in qr.MEZO_SEEDS[task]], "tab:orange", "PyTorch MeZO")):
-            curves = [c for c in (res.curve(task, n) for n in names) if c]
+                ([qr.mezo_name(lr, s) for s in qr.MEZO_SEEDS[task]], "tab:orange", "PyTorch MeZO")):
+            curves = [c for c in (res.curve(task, res.longest(task, n)) for n in names) if c]
             for i, c in enumerate(curves):
                 ax.plot([p[0] for p in c], [100 * p[2] for p in c], color=color, alpha=0.8 if i == 0 else 0.45,
                         linewidth=1.6 if i == 0 else 1.0,

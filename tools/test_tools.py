@@ -1346,8 +1346,9 @@ def _fake_run(out, task, name, eval_rows=None, result=None, run_log=None, metric
 
 
 def test_quality_choices_and_resume_check():
-    """quality_table refuses a declared choice that a made run beats on dev,
-    and quality_runs' resume check fails on one differing metrics value."""
+    """quality_table refuses a declared choice that a made run beats on dev and
+    joins a longer run's curve to its parent's; quality_runs' resume check fails
+    on one differing metrics value."""
     import quality_runs as qr
     import quality_table as qt
 
@@ -1375,6 +1376,16 @@ def test_quality_choices_and_resume_check():
         except SystemExit as e:
             assert "lr" in str(e), e
 
+        # a longer run's curve: its parent's up to where it carries on (distzo), or its own (MeZO)
+        long = qr.distzo_name(lr, 1) + f"-to{qr.LONG_STEPS['movies']}"
+        assert res.longest("movies", qr.distzo_name(lr, 1)) == qr.distzo_name(lr, 1)
+        _fake_run(out, "movies", long, [(1100, 0.42, 0.82), (qr.LONG_STEPS["movies"], 0.41, 0.83)])
+        assert res.longest("movies", qr.distzo_name(lr, 1)) == long
+        assert [p[0] for p in res.curve("movies", long)] == [0, 1000, 1100, qr.LONG_STEPS["movies"]]
+        mezo_long = qr.mezo_name(lr, 1) + "-to2000"
+        _fake_run(out, "movies", mezo_long, [(0, 0.5, 0.77), (2000, 0.4, 0.84)])
+        assert [p[0] for p in res.curve("movies", mezo_long)] == [0, 2000]
+
         # the resume check: the straight run's last 100 steps against the resumed run's
         model_dir = os.path.join(out, "model")
         os.makedirs(model_dir)
@@ -1400,8 +1411,9 @@ def test_quality_choices_and_resume_check():
 
 def test_mezo_finetune_resume():
     """tools/mezo_finetune.py cut off after a checkpoint (a stray row past it)
-    and resumed, or run short and extended (constant lr), ends with the straight
-    run's CSVs and θ, bit for bit; other settings are refused."""
+    and resumed, in place or into another directory, and extended to more
+    steps (constant lr), ends with the straight run's CSVs and θ, bit for bit;
+    other settings are refused."""
     _quiet_transformers()
     import yaml
 
@@ -1443,10 +1455,12 @@ def test_mezo_finetune_resume():
         run(cut, "--set", "optim.steps=4")
         with open(os.path.join(cut, "metrics.csv"), "a", encoding="utf-8") as fh:
             fh.write("5,0.1,0.1,0.1,0,0.01,1\n")
-        resumed = run(cut, "--resume")  # constant lr: extended to 7 steps from step 4
-        assert resumed[:2] == straight[:2], "the resumed CSVs differ from the straight run's"
-        for k, v in straight[2].items():
-            assert np.array_equal(v, resumed[2][k]), k
+        other = os.path.join(tmp, "other")  # another directory carries on from cut's checkpoint
+        for resumed in (run(other, "--resume-from", os.path.join(cut, mezo_finetune.CHECKPOINT)),
+                        run(cut, "--resume")):  # constant lr: extended to 7 steps from step 4
+            assert resumed[:2] == straight[:2], "the resumed CSVs differ from the straight run's"
+            for k, v in straight[2].items():
+                assert np.array_equal(v, resumed[2][k]), k
         assert run(cut, "--resume")[:2] == straight[:2]  # at the end already: nothing made again
 
         for extra, why in ((["--set", "optim.lr=0.02"], "lr 0.01 there, 0.02 here"),
