@@ -18,7 +18,8 @@ The plan, in the order `run` makes it (NAME under OUT/TASK/):
 
   zeroshot-PROMPT-dev    distzo, optim.steps 0, each task's two prompts on dev
   zeroshot-PROMPT-test   the prompt chosen on dev (PROMPTS below), on test
-  distzo-lrLR-sSEED      MeZO-SGD with distzo for STEPS steps from the deck
+  distzo-lrLR[-epsEPS]-sSEED
+                         MeZO-SGD with distzo for STEPS steps from the deck
                          inputs/quality_movies.yaml (the task's files, lr, seed;
                          dev every 100 steps into eval.csv; checkpoints every
                          100, the last two kept), then test/: the last
@@ -38,8 +39,8 @@ The plan, in the order `run` makes it (NAME under OUT/TASK/):
                          the same run as a straight one that long (eval.csv
                          holds the steps after STEPS); where the curves flatten
 
-The choices (the prompt of each task, its lr, its first-order lr) are data
-here (PROMPTS, LR, FT_LR), made on dev; tools/quality_table.py shows the dev
+The choices (the prompt of each task, its lr, ε, its first-order lr) are data
+here (PROMPTS, LR, EPS, FT_LR), made on dev; tools/quality_table.py shows the dev
 numbers they were made on and refuses a choice that is not the best on dev of
 the runs that were made.
 """
@@ -70,9 +71,12 @@ PROMPTS = {
     "nyt": ("text", "opinion"),
 }
 STEPS = 1000
-# MeZO lr per task, chosen on dev among LR_CANDIDATES (eps 1e-3, MeZO's, throughout)
+# MeZO lr per task, chosen on dev among LR_CANDIDATES
 LR = {"movies": 1e-5, "amazon": 1e-5, "tweets": 1e-5, "nyt": 1e-5}
 LR_CANDIDATES = (1e-5, 3e-5)
+# MeZO's ε for every task (the deck's, MeZO's 1e-3), chosen on dev on movies at its lr among EPS_CANDIDATES
+EPS = 1e-3
+EPS_CANDIDATES = (1e-4, 1e-3, 1e-2)
 # first-order (AdamW, linear decay, 3 epochs) lr per task, chosen on dev among FT_LR_CANDIDATES
 FT_LR = {"movies": 3e-5, "amazon": 3e-5, "tweets": 1e-5, "nyt": 3e-5}
 FT_LR_CANDIDATES = (1e-5, 3e-5)
@@ -111,6 +115,7 @@ class Run:
     seed: int = 1
     mode: str = ""  # distzo: "" (one rank, resident, fp32) or a key of MODES
     steps: int = STEPS  # distzo, mezo: more carries on the run of `parent` from its step STEPS
+    eps: float = EPS  # distzo: MeZO's ε
     minutes: float = 0.0  # the estimate `list` shows: measured on the 2-core Xeon
 
     @property
@@ -130,8 +135,9 @@ def longer(run: Run) -> Run:
                minutes=round(run.minutes * (steps - STEPS) / STEPS))
 
 
-def distzo_name(lr: float, seed: int, mode: str = "") -> str:
-    return f"distzo-lr{lr_tag(lr)}-s{seed}" + (f"-{mode}" if mode else "")
+def distzo_name(lr: float, seed: int, mode: str = "", eps: float = EPS) -> str:
+    return (f"distzo-lr{lr_tag(lr)}" + (f"-eps{lr_tag(eps)}" if eps != EPS else "") + f"-s{seed}"
+            + (f"-{mode}" if mode else ""))
 
 
 def plan() -> list:
@@ -152,6 +158,7 @@ def plan() -> list:
     for task in PROMPTS:
         if task != "movies":
             runs += [distzo_run(task, lr, 1) for lr in LR_CANDIDATES if lr != LR[task]]
+    runs += [distzo_run("movies", LR["movies"], 1, eps=eps) for eps in EPS_CANDIDATES if eps != EPS]
     for task in PROMPTS:
         runs += [distzo_run(task, LR[task], seed) for seed in SEEDS[task][1:]]
     runs += [mezo_run(task, 1) for task in PROMPTS if task != "movies"]
@@ -170,9 +177,9 @@ def plan() -> list:
     return runs
 
 
-def distzo_run(task: str, lr: float, seed: int, mode: str = "") -> Run:
-    return Run(task, "distzo", distzo_name(lr, seed, mode), PROMPTS[task][0], lr=lr, seed=seed, mode=mode,
-               minutes=MODE_MINUTES[mode] if mode else 25)
+def distzo_run(task: str, lr: float, seed: int, mode: str = "", eps: float = EPS) -> Run:
+    return Run(task, "distzo", distzo_name(lr, seed, mode, eps), PROMPTS[task][0], lr=lr, seed=seed, mode=mode,
+               eps=eps, minutes=MODE_MINUTES[mode] if mode else 25)
 
 
 def finetune_run(task: str, lr: float) -> Run:
@@ -220,7 +227,7 @@ def distzo_deck(paths: Paths, run: Run, out_dir: str) -> dict:
     deck["model"]["path"] = paths.model
     deck["data"]["train"] = paths.data(run.task, run.prompt, "train")
     deck["data"]["eval"] = paths.data(run.task, run.prompt, "dev")
-    deck["optim"].update(steps=run.steps, lr=run.lr or LR[run.task], seed=run.seed)
+    deck["optim"].update(steps=run.steps, lr=run.lr or LR[run.task], eps=run.eps, seed=run.seed)
     deck["checkpoint"] = {"interval": 100, "keep": 2, "resume": "latest"}
     deck["output"]["dir"] = out_dir
     return merge(deck, MODES[run.mode][1]) if run.mode else deck

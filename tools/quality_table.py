@@ -133,6 +133,11 @@ def check_choices(res: Results) -> list:
         for lr in qr.LR_CANDIDATES:
             c = res.curve(task, qr.distzo_name(lr, 1))
             lrs.append((f"{lr:g}", c[-1][2] if c else None, c[-1][1] if c else None))
+        epss = []
+        for eps in qr.EPS_CANDIDATES:
+            c = res.curve(task, qr.distzo_name(qr.LR[task], 1, eps=eps)) if task == "movies" else None
+            epss.append((f"{eps:g}", c[-1][2] if c else None, c[-1][1] if c else None))
+        eps_cell = best(task, "ε", f"{qr.EPS:g}", epss) if task == "movies" else f"{qr.EPS:g} (movies')"
         fts = []
         for lr in qr.FT_LR_CANDIDATES:
             r = res.result(task, f"finetune-lr{qr.lr_tag(lr)}")
@@ -141,6 +146,7 @@ def check_choices(res: Results) -> list:
         probe_cell = DASH if probe is None else f"{probe['lambda']:g} ({pct(probe['dev_accuracy'])} %)"
         lines.append(f"| {task} | {best(task, 'prompt', qr.PROMPTS[task][0], prompts)} "
                      f"| {best(task, 'lr', f'{qr.LR[task]:g}', lrs)} "
+                     f"| {eps_cell} "
                      f"| {best(task, 'first-order lr', f'{qr.FT_LR[task]:g}', fts)} "
                      f"| {probe_cell} |")
     if wrong:
@@ -277,8 +283,9 @@ def tables(res: Results, paths: qr.Paths) -> str:
         gap_lines.append(f"| {task} | {points} | {100 * gap:.1f} points at step {step} ({nd} distzo / {nm} MeZO "
                          f"seed{'s' if nm > 1 else ''}) | {DASH if spread is None else f'{100 * spread:.1f}'} |")
     choice = ("| task | prompt: zero-shot dev accuracy | MeZO lr: dev accuracy at step "
-              f"{qr.STEPS} | first-order lr: dev accuracy after training | probe: λ (dev accuracy) |\n"
-              "|---|---|---|---|---|\n" + "\n".join(choice_lines) + "\n")
+              f"{qr.STEPS} | MeZO ε: the same, on movies | first-order lr: dev accuracy after training "
+              "| probe: λ (dev accuracy) |\n"
+              "|---|---|---|---|---|---|\n" + "\n".join(choice_lines) + "\n")
     gaps = ("| task | eval points | largest gap, distzo vs PyTorch MeZO (dev accuracy) | seed spread there "
             "(std of every run's accuracy, points) |\n|---|---|---|---|\n" + "\n".join(gap_lines) + "\n")
     return (f"Test accuracy (%), 1000 test examples per task; mean ± std over seeds where a row has several:\n\n"

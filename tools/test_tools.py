@@ -1376,6 +1376,16 @@ def test_quality_choices_and_resume_check():
         except SystemExit as e:
             assert "lr" in str(e), e
 
+        _fake_run(out, "movies", qr.distzo_name(alt, 1), [(0, 0.5, 0.77), (1000, 0.44, 0.80)])
+        assert "**0.001 81.0 %**" in qt.check_choices(res)[0]  # ε: MeZO's, and only it made so far
+        other_eps = [e for e in qr.EPS_CANDIDATES if e != qr.EPS][0]
+        _fake_run(out, "movies", qr.distzo_name(lr, 1, eps=other_eps), [(0, 0.5, 0.77), (1000, 0.42, 0.82)])
+        try:
+            qt.check_choices(res)
+            raise AssertionError("an ε that dev does not back was accepted")
+        except SystemExit as e:
+            assert f"ε {qr.EPS:g} declared, {other_eps:g} is better" in str(e), e
+
         # a longer run's curve: its parent's up to where it carries on (distzo), or its own (MeZO)
         long = qr.distzo_name(lr, 1) + f"-to{qr.LONG_STEPS['movies']}"
         assert res.longest("movies", qr.distzo_name(lr, 1)) == qr.distzo_name(lr, 1)
