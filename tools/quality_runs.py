@@ -72,7 +72,7 @@ PROMPTS = {
 }
 STEPS = 1000
 # MeZO lr per task, chosen on dev among LR_CANDIDATES
-LR = {"movies": 1e-5, "amazon": 1e-5, "tweets": 1e-5, "nyt": 1e-5}
+LR = {"movies": 1e-5, "amazon": 3e-5, "tweets": 1e-5, "nyt": 1e-5}
 LR_CANDIDATES = (1e-5, 3e-5)
 # MeZO's ε for every task (the deck's, MeZO's 1e-3), chosen on dev on movies at its lr among EPS_CANDIDATES
 EPS = 1e-3
