@@ -51,6 +51,7 @@ import argparse
 import fnmatch
 import json
 import os
+import re
 import shlex
 import subprocess
 import sys
@@ -124,15 +125,26 @@ class Run:
 
     @property
     def parent(self) -> str:
-        """The run a longer run carries on (its name without -toN), or ""."""
-        return self.name.rsplit("-to", 1)[0] if self.steps > STEPS else ""
+        """The run a longer run carries on, or ""."""
+        return parent_name(self.name)
+
+
+def longer_name(task: str, name: str) -> str:
+    """The name of run `name` carried on to its task's LONG_STEPS."""
+    return f"{name}-to{LONG_STEPS[task]}"
+
+
+def parent_name(name: str) -> str:
+    """The run a longer run's `name` carries on (the name without -toN), or ""."""
+    m = re.fullmatch(r"(.+)-to\d+", name)
+    return m.group(1) if m else ""
 
 
 def longer(run: Run) -> Run:
     """`run` (a seed-1 distzo or MeZO run) carried on to its task's LONG_STEPS."""
     steps = LONG_STEPS[run.task]
-    return Run(run.task, run.kind, f"{run.name}-to{steps}", run.prompt, lr=run.lr, seed=run.seed, steps=steps,
-               minutes=round(run.minutes * (steps - STEPS) / STEPS))
+    return Run(run.task, run.kind, longer_name(run.task, run.name), run.prompt, lr=run.lr, seed=run.seed,
+               steps=steps, minutes=round(run.minutes * (steps - STEPS) / STEPS))
 
 
 def distzo_name(lr: float, seed: int, mode: str = "", eps: float = EPS) -> str:

@@ -67,7 +67,7 @@ class Results:
             return None
         with open(os.path.join(self.dir(task, name), sub, "eval.csv"), newline="", encoding="utf-8") as fh:
             rows = [(int(r["step"]), float(r["eval_loss"]), float(r["accuracy"])) for r in csv.DictReader(fh)]
-        parent = name.rsplit("-to", 1)[0] if "-to" in name and not sub else ""
+        parent = "" if sub else qr.parent_name(name)
         if parent and rows[0][0] > 0:  # distzo's eval.csv holds the steps after the resume
             rows = [p for p in self.curve(task, parent) if p[0] < rows[0][0]] + rows
         return rows
@@ -189,8 +189,8 @@ def rows(res: Results):
         return DASH if res.seconds(t, n[0]) is None else f"{qr.LONG_STEPS[t]} steps, +{wall(t, n)}"
 
     add("MeZO, PyTorch, carried on (seed 1)",
-        lambda t: [qr.mezo_name(lr[t], 1) + f"-to{qr.LONG_STEPS[t]}"] if t in qr.LONG_MEZO else [], carried_on)
-    add("**distzo**, carried on (seed 1)", lambda t: [qr.distzo_name(lr[t], 1) + f"-to{qr.LONG_STEPS[t]}"],
+        lambda t: [qr.longer_name(t, qr.mezo_name(lr[t], 1))] if t in qr.LONG_MEZO else [], carried_on)
+    add("**distzo**, carried on (seed 1)", lambda t: [qr.longer_name(t, qr.distzo_name(lr[t], 1))],
         carried_on)
     add("first-order fine-tuning (reference, torch AdamW)", lambda t: [f"finetune-lr{qr.lr_tag(qr.FT_LR[t])}"],
         lambda t, n: ft_cost(res, t, n))
