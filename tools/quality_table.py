@@ -130,7 +130,7 @@ def check_choices(res: Results) -> list:
             c = res.curve(task, f"zeroshot-{p}-dev")
             prompts.append((p, c[0][2] if c else None, c[0][1] if c else None))
         lrs = []
-        for lr in qr.LR_CANDIDATES:
+        for lr in qr.LR_CANDIDATES[task]:
             c = res.curve(task, qr.distzo_name(lr, 1))
             lrs.append((f"{lr:g}", c[-1][2] if c else None, c[-1][1] if c else None))
         epss = []

@@ -1367,7 +1367,7 @@ def test_quality_choices_and_resume_check():
             assert f"prompt {chosen} declared, {other} is better" in str(e), e
         _fake_run(out, "movies", f"zeroshot-{other}-dev", [(0, 0.8, 0.58)])
         # the lr choice: the final dev accuracy, ties to the lower dev loss
-        lr, alt = qr.LR["movies"], [c for c in qr.LR_CANDIDATES if c != qr.LR["movies"]][0]
+        lr, alt = qr.LR["movies"], [c for c in qr.LR_CANDIDATES["movies"] if c != qr.LR["movies"]][0]
         _fake_run(out, "movies", qr.distzo_name(lr, 1), [(0, 0.5, 0.77), (1000, 0.43, 0.81)])
         _fake_run(out, "movies", qr.distzo_name(alt, 1), [(0, 0.5, 0.77), (1000, 0.42, 0.81)])
         try:
