@@ -2,15 +2,22 @@
 """Every run behind the quality table (docs/quality.md), as data, and a runner
 that makes what is missing.
 
-    python3 tools/quality_runs.py list [--only GLOB]   # each run: done or not, its command
-    python3 tools/quality_runs.py run  [--only GLOB] [--dry-run]
+    python3 tools/quality_runs.py list    [--only GLOB]   # each run: done or not, minutes
+    python3 tools/quality_runs.py run     [--only GLOB] [--dry-run]
+    python3 tools/quality_runs.py archive [--only GLOB]   # copy made runs' records to RECORDS
 
 A run is one directory OUT/TASK/NAME (default OUT out/quality); it is done when
 its run.json exists (written last: the commands, wall seconds, the CPU), so
 `run` makes only what is missing, in the plan's order (a file OUT/STOP makes
 it stop before the next run), and a run cut off midway is made again from its
 newest checkpoint, bit for bit: distzo's (checkpoint.resume: latest) or
-PyTorch MeZO's (mezo_finetune.py --checkpoint-interval 100 --resume). Made
+PyTorch MeZO's (mezo_finetune.py --checkpoint-interval 100 --resume).
+
+What the table is made from — run.json, eval.csv, test/eval.csv, result.json,
+a few KB a run — is copied, once a run is made, to RECORDS/TASK/NAME/ (default
+docs/quality-runs, committed: the table outlives the machine that made the
+runs; checkpoints and logs stay in OUT). `archive` copies it again for runs
+already made. Made
 first by tools/make_real_model.sh and tools/make_tasks.sh: MODEL_DIR (default
 out/smollm2) with the model file and MODEL_DIR/tasks/TASK-PROMPT/{train,dev,test}.h5.
 
@@ -53,6 +60,7 @@ import json
 import os
 import re
 import shlex
+import shutil
 import subprocess
 import sys
 import time
@@ -63,6 +71,9 @@ import yaml
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(HERE)
 BASE_DECK = os.path.join(REPO, "inputs", "quality_movies.yaml")
+RECORDS = os.path.join(REPO, "docs", "quality-runs")
+# a run directory's files that tools/quality_table.py reads, those a run has; run.json (its "made" mark) last
+RECORD_FILES = ("eval.csv", os.path.join("test", "eval.csv"), "result.json", "run.json")
 
 # task -> its two prompts (tools/make_tasks.sh), the one chosen on dev first
 PROMPTS = {
@@ -364,7 +375,19 @@ def cpu_model() -> str:
     return "unknown"
 
 
-def make(paths: Paths, run: Run, distzo: str, python: str, dry_run: bool) -> None:
+def archive(run_dir: str, record_dir: str) -> list:
+    """Copy a made run's record files (RECORD_FILES it has) from run_dir to record_dir; the copied names."""
+    copied = []
+    for name in RECORD_FILES:
+        src = os.path.join(run_dir, name)
+        if os.path.isfile(src):
+            os.makedirs(os.path.dirname(os.path.join(record_dir, name)), exist_ok=True)
+            shutil.copyfile(src, os.path.join(record_dir, name))
+            copied.append(name)
+    return copied
+
+
+def make(paths: Paths, run: Run, distzo: str, python: str, dry_run: bool, records: str) -> None:
     d = paths.run_dir(run)
     cmds = commands(paths, run, distzo, python)
     t0 = time.time()
@@ -390,7 +413,8 @@ def make(paths: Paths, run: Run, distzo: str, python: str, dry_run: bool) -> Non
         json.dump(record, fh, indent=1)
         fh.write("\n")
     os.replace(os.path.join(d, "run.json.tmp"), os.path.join(d, "run.json"))
-    print(f"quality_runs: {run.key}: done in {record['seconds']:.0f} s", flush=True)
+    archive(d, os.path.join(records, run.task, run.name))
+    print(f"quality_runs: {run.key}: done in {record['seconds']:.0f} s (record in {records})", flush=True)
 
 
 def selected(runs: list, only: list) -> list:
@@ -400,11 +424,12 @@ def selected(runs: list, only: list) -> list:
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description="Make the runs behind the quality table (docs/quality.md).",
                                 formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
-    p.add_argument("command", choices=("list", "run"))
+    p.add_argument("command", choices=("list", "run", "archive"))
     p.add_argument("--only", action="append", default=[], metavar="GLOB",
                    help="runs whose TASK/NAME matches, e.g. 'movies/*' or '*/probe' (repeatable)")
     p.add_argument("--model-dir", default=os.path.join(REPO, "out", "smollm2"))
     p.add_argument("--out", default=os.path.join(REPO, "out", "quality"))
+    p.add_argument("--records", default=RECORDS, help="where each made run's record is copied (default %(default)s)")
     p.add_argument("--distzo", default=os.environ.get("DISTZO", os.path.join(REPO, "build", "distzo")))
     p.add_argument("--python", default=sys.executable)
     p.add_argument("--dry-run", action="store_true", help="write the decks, print the commands, run nothing")
@@ -420,6 +445,13 @@ def main(argv=None) -> int:
         print(f"{len(runs) - len(todo)} of {len(runs)} done; about {sum(r.minutes for r in todo) / 60:.1f} h "
               "left on 2 cores")
         return 0
+    if args.command == "archive":
+        made = [r for r in runs if r not in todo]
+        for r in made:
+            copied = archive(paths.run_dir(r), os.path.join(args.records, r.task, r.name))
+            print(f"quality_runs: {r.key}: {', '.join(copied)} -> {os.path.join(args.records, r.task, r.name)}")
+        print(f"quality_runs: {len(made)} records copied to {args.records}")
+        return 0
     if not args.dry_run and not os.access(args.distzo, os.X_OK):
         raise SystemExit(f"quality_runs: no distzo at {args.distzo} (build it, or --distzo / $DISTZO)")
     stop = os.path.join(paths.out, "STOP")
@@ -428,7 +460,7 @@ def main(argv=None) -> int:
             print(f"quality_runs: {stop} exists: stopping before {r.key} (remove it to go on)", flush=True)
             return 0
         print(f"quality_runs: [{i + 1}/{len(todo)}] {r.key} (~{r.minutes:g} min)", flush=True)
-        make(paths, r, args.distzo, args.python, args.dry_run)
+        make(paths, r, args.distzo, args.python, args.dry_run, os.path.abspath(args.records))
     return 0
 
 

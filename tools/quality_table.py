@@ -2,12 +2,17 @@
 """The quality table and figure (docs/quality.md) from the runs of
 tools/quality_runs.py.
 
-    python3 tools/quality_table.py [--out out/quality] [--write]
+    python3 tools/quality_table.py [--records docs/quality-runs] [--write [--allow-missing]]
 
-prints the tables (markdown) and writes the figure docs/quality.png; with
---write it also replaces the generated part of docs/quality.md (between
-<!-- quality-table:begin --> and <!-- quality-table:end -->) and the README's
-table (<!-- quality-readme:begin/end -->). A run not yet made shows as "—".
+prints the tables (markdown) made from the runs' records (quality_runs.py
+copies each made run's record to docs/quality-runs; an OUT directory of run
+directories reads the same); with --write it also replaces the generated part
+of docs/quality.md (between <!-- quality-table:begin --> and
+<!-- quality-table:end -->) and the README's table (<!-- quality-readme:begin/end -->)
+and draws the figure docs/quality.png. A run not yet made shows as "—".
+
+--write refuses to turn a number docs/quality.md shows into "—" (its run's
+record is missing: lost, or a choice changed) unless --allow-missing.
 
 It refuses (exit 1) a choice quality_runs.py declares (a task's prompt, MeZO
 lr, first-order lr) that is not the best on dev among the runs made: every
@@ -37,7 +42,7 @@ DASH = "—"
 
 
 class Results:
-    """What the run directories under OUT hold; None where a run is not made."""
+    """What the runs' records (or run directories) under `out` hold; None where a run is not made."""
 
     def __init__(self, out: str):
         self.out = out
@@ -357,21 +362,70 @@ def replace_block(path: str, tag: str, text: str) -> None:
         fh.write(f"{head}{begin}\n{text}{end}{tail}")
 
 
+def table_cells(text: str) -> dict:
+    """{(the table's header line, a row's first cell): the row's other cells} of every markdown table in text."""
+    cells, header = {}, None
+    for line in text.splitlines():
+        if not line.startswith("|"):
+            header = None
+        elif header is None:
+            header = line
+        elif not set(line) <= set("|-"):
+            parts = [c.strip() for c in line.strip().strip("|").split("|")]
+            cells[(header, parts[0])] = parts[1:]
+    return cells
+
+
+def dropped(old: str, new: str) -> list:
+    """The numbers `old` shows that `new` does not: a row gone, or a cell now empty or "—"."""
+    empty = ("", DASH)
+    new_cells, lost = table_cells(new), []
+    for (header, label), cells in table_cells(old).items():
+        now = new_cells.get((header, label))
+        if now is None:
+            if any(c not in empty for c in cells):
+                lost.append(f"the row '{label}'")
+            continue
+        columns = [c.strip() for c in header.strip().strip("|").split("|")][1:]
+        lost += [f"'{label}' / '{col}' ({was})" for col, was, is_ in zip(columns, cells, now)
+                 if was not in empty and is_ in empty]
+    return lost
+
+
+def read_block(path: str, tag: str) -> str:
+    with open(path, encoding="utf-8") as fh:
+        doc = fh.read()
+    begin, end = f"<!-- {tag}:begin -->", f"<!-- {tag}:end -->"
+    return doc.split(begin, 1)[1].split(end, 1)[0] if begin in doc and end in doc else ""
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description="The quality table and figure from tools/quality_runs.py's runs.",
                                 formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
-    p.add_argument("--out", default=os.path.join(REPO, "out", "quality"), help="the runs (quality_runs.py --out)")
+    p.add_argument("--records", default=qr.RECORDS,
+                   help="the runs' records (quality_runs.py --records), or its --out directory")
     p.add_argument("--model-dir", default=os.path.join(REPO, "out", "smollm2"), help="the tasks' data (test labels)")
-    p.add_argument("--png", default=os.path.join(REPO, "docs", "quality.png"))
-    p.add_argument("--write", action="store_true", help="also write docs/quality.md's and the README's tables")
+    p.add_argument("--png", help="draw the figure here (with --write: docs/quality.png)")
+    p.add_argument("--write", action="store_true",
+                   help="also write docs/quality.md's and the README's tables and the figure")
+    p.add_argument("--allow-missing", action="store_true",
+                   help="with --write: let numbers whose runs have no record turn into —")
     args = p.parse_args(argv)
-    res = Results(os.path.abspath(args.out))
+    res = Results(os.path.abspath(args.records))
     text = tables(res, qr.Paths(os.path.abspath(args.model_dir), res.out))
     print(text)
-    figure(res, args.png)
-    print(f"wrote {args.png}")
+    doc = os.path.join(REPO, "docs", "quality.md")
+    if args.write and not args.allow_missing:
+        lost = dropped(read_block(doc, "quality-table"), text)
+        if lost:
+            raise SystemExit(f"quality_table: {doc} shows numbers whose runs have no record in {res.out} "
+                             "(make them, or --allow-missing):\n  " + "\n  ".join(lost))
+    png = args.png or (os.path.join(REPO, "docs", "quality.png") if args.write else None)
+    if png:
+        figure(res, png)
+        print(f"wrote {png}")
     if args.write:
-        replace_block(os.path.join(REPO, "docs", "quality.md"), "quality-table", text)
+        replace_block(doc, "quality-table", text)
         head = text.split("\n\nWhat each took")[0] + "\n"
         replace_block(os.path.join(REPO, "README.md"), "quality-readme", head)
         print("wrote docs/quality.md and README.md")

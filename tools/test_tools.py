@@ -1419,6 +1419,38 @@ def test_quality_choices_and_resume_check():
     print("quality table: choices backed by dev, the resume check: OK")
 
 
+def test_quality_records():
+    """quality_runs copies what the table reads (and only that) out of a made run's
+    directory, and the table reads the copy as the run; quality_table --write finds
+    each number a regenerated table would lose."""
+    import quality_runs as qr
+    import quality_table as qt
+
+    with tempfile.TemporaryDirectory() as tmp:
+        out, records = os.path.join(tmp, "out"), os.path.join(tmp, "records")
+        name = qr.distzo_name(qr.LR["nyt"], 1)
+        d = _fake_run(out, "nyt", name, [(0, 0.48, 0.80), (1000, 0.25, 0.90)], run_log="done: digest 0\n",
+                      metrics=["1,0.5,0.1,500,1.5\n"])
+        os.makedirs(os.path.join(d, "test"))
+        with open(os.path.join(d, "test", "eval.csv"), "w") as fh:
+            fh.write("step,eval_loss,accuracy,examples\n1000,0.26,0.897,1000\n")
+        open(os.path.join(d, "ckpt-001000.h5"), "w").close()
+        copied = qr.archive(d, os.path.join(records, "nyt", name))
+        assert copied == ["eval.csv", os.path.join("test", "eval.csv"), "run.json"], copied
+        assert sorted(os.listdir(os.path.join(records, "nyt", name))) == ["eval.csv", "run.json", "test"]
+        a, b = qt.Results(out), qt.Results(records)
+        assert b.done("nyt", name) and b.curve("nyt", name) == a.curve("nyt", name)
+        assert b.test_of("nyt", name) == (0.897, 0.26) and b.seconds("nyt", name) == 60.0
+
+    old = ("| method | movies | nyt |\n|---|---|---|\n| distzo | 82.7 ± 0.4 | 89.7 |\n| probe | 82.3 | — |\n"
+           "\n| run | digest | dev |\n|---|---|---|\n| plain | `e03df70264217341` | 81.0 |\n")
+    assert qt.dropped(old, old) == []
+    assert qt.dropped(old, old.replace("| 89.7 |", "| — |").replace("| — |\n\n", "| 88.6 |\n\n")) == \
+        ["'distzo' / 'nyt' (89.7)"]  # a new number is no loss
+    assert qt.dropped(old, old.replace("| plain | `e03df70264217341` | 81.0 |\n", "")) == ["the row 'plain'"]
+    print("quality records: archived, read back, lost numbers found: OK")
+
+
 def test_mezo_finetune_resume():
     """tools/mezo_finetune.py cut off after a checkpoint (a stray row past it)
     and resumed, in place or into another directory, and extended to more
@@ -2056,5 +2088,6 @@ if __name__ == "__main__":
         test_gemma3_round_trips,
         test_mezo_reference_llama,
         test_quality_choices_and_resume_check,
+        test_quality_records,
         test_mezo_finetune_resume,
     ]))
