@@ -7,8 +7,10 @@ that makes what is missing.
     python3 tools/quality_runs.py archive [--only GLOB]   # copy made runs' records to RECORDS
 
 A run is one directory OUT/TASK/NAME (default OUT out/quality); it is done when
-its run.json exists (written last: the commands, wall seconds, the CPU), so
-`run` makes only what is missing, in the plan's order (a file OUT/STOP makes
+its run.json exists (written last: the commands, wall seconds, the CPU) there
+or in its record (below: made on another machine; a run that carries it on
+needs it made again here, for its checkpoint), so `run` makes only what is
+missing, in the plan's order (a file OUT/STOP makes
 it stop before the next run), and a run cut off midway is made again from its
 newest checkpoint, bit for bit: distzo's (checkpoint.resume: latest) or
 PyTorch MeZO's (mezo_finetune.py --checkpoint-interval 100 --resume).
@@ -323,7 +325,8 @@ def parent_checkpoint(paths: Paths, run: Run, name: str) -> str:
     path = os.path.join(paths.out, run.task, run.parent, name)
     if not os.path.isfile(os.path.join(paths.out, run.task, run.parent, "run.json")) or not os.path.isfile(path):
         raise SystemExit(f"quality_runs: {run.key} carries on {run.task}/{run.parent}, which is not made "
-                         f"or has no {name}")
+                         f"here or has no {name} (one with only a record was made elsewhere: remove its record "
+                         "to make it again here)")
     return path
 
 
@@ -417,6 +420,11 @@ def make(paths: Paths, run: Run, distzo: str, python: str, dry_run: bool, record
     print(f"quality_runs: {run.key}: done in {record['seconds']:.0f} s (record in {records})", flush=True)
 
 
+def made_in(root: str, run: Run) -> bool:
+    """Whether `run` is made in root: an OUT directory of runs or the records."""
+    return os.path.exists(os.path.join(root, run.task, run.name, "run.json"))
+
+
 def selected(runs: list, only: list) -> list:
     return [r for r in runs if not only or any(fnmatch.fnmatch(r.key, g) for g in only)]
 
@@ -438,15 +446,16 @@ def main(argv=None) -> int:
     runs = selected(plan(), args.only)
     if not runs:
         raise SystemExit(f"quality_runs: no run matches {args.only}")
-    todo = [r for r in runs if not os.path.exists(os.path.join(paths.run_dir(r), "run.json"))]
+    here = [r for r in runs if made_in(paths.out, r)]
+    todo = [r for r in runs if r not in here and not made_in(args.records, r)]
     if args.command == "list":
         for r in runs:
-            print(f"{'done' if r not in todo else 'todo':5} {r.key:40} ~{r.minutes:g} min")
-        print(f"{len(runs) - len(todo)} of {len(runs)} done; about {sum(r.minutes for r in todo) / 60:.1f} h "
-              "left on 2 cores")
+            print(f"{'done' if r in here else 'todo' if r in todo else 'record':6} {r.key:40} ~{r.minutes:g} min")
+        print(f"{len(runs) - len(todo)} of {len(runs)} done ('record': made elsewhere, only its record here); "
+              f"about {sum(r.minutes for r in todo) / 60:.1f} h left on 2 cores")
         return 0
     if args.command == "archive":
-        made = [r for r in runs if r not in todo]
+        made = here
         for r in made:
             copied = archive(paths.run_dir(r), os.path.join(args.records, r.task, r.name))
             print(f"quality_runs: {r.key}: {', '.join(copied)} -> {os.path.join(args.records, r.task, r.name)}")

@@ -1438,6 +1438,8 @@ def test_quality_records():
         copied = qr.archive(d, os.path.join(records, "nyt", name))
         assert copied == ["eval.csv", os.path.join("test", "eval.csv"), "run.json"], copied
         assert sorted(os.listdir(os.path.join(records, "nyt", name))) == ["eval.csv", "run.json", "test"]
+        run = qr.distzo_run("nyt", qr.LR["nyt"], 1)
+        assert qr.made_in(records, run) and qr.made_in(out, run) and not qr.made_in(tmp, run)
         a, b = qt.Results(out), qt.Results(records)
         assert b.done("nyt", name) and b.curve("nyt", name) == a.curve("nyt", name)
         assert b.test_of("nyt", name) == (0.897, 0.26) and b.seconds("nyt", name) == 60.0
