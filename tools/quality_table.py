@@ -350,16 +350,22 @@ def figure(res: Results, png: str) -> None:
     fig.savefig(png, metadata={"Software": None})
 
 
-def replace_block(path: str, tag: str, text: str) -> None:
+def split_block(path: str, tag: str):
+    """(before, inside, after) the <!-- TAG:begin --> ... <!-- TAG:end --> block of the file at path."""
     begin, end = f"<!-- {tag}:begin -->", f"<!-- {tag}:end -->"
     with open(path, encoding="utf-8") as fh:
         doc = fh.read()
     if begin not in doc or end not in doc:
         raise SystemExit(f"quality_table: {path} has no {begin} ... {end} block")
     head, rest = doc.split(begin, 1)
-    _, tail = rest.split(end, 1)
+    inside, tail = rest.split(end, 1)
+    return head, inside, tail
+
+
+def replace_block(path: str, tag: str, text: str) -> None:
+    head, _, tail = split_block(path, tag)
     with open(path, "w", encoding="utf-8") as fh:
-        fh.write(f"{head}{begin}\n{text}{end}{tail}")
+        fh.write(f"{head}<!-- {tag}:begin -->\n{text}<!-- {tag}:end -->{tail}")
 
 
 def table_cells(text: str) -> dict:
@@ -392,13 +398,6 @@ def dropped(old: str, new: str) -> list:
     return lost
 
 
-def read_block(path: str, tag: str) -> str:
-    with open(path, encoding="utf-8") as fh:
-        doc = fh.read()
-    begin, end = f"<!-- {tag}:begin -->", f"<!-- {tag}:end -->"
-    return doc.split(begin, 1)[1].split(end, 1)[0] if begin in doc and end in doc else ""
-
-
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description="The quality table and figure from tools/quality_runs.py's runs.",
                                 formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
@@ -416,7 +415,7 @@ def main(argv=None) -> int:
     print(text)
     doc = os.path.join(REPO, "docs", "quality.md")
     if args.write and not args.allow_missing:
-        lost = dropped(read_block(doc, "quality-table"), text)
+        lost = dropped(split_block(doc, "quality-table")[1], text)
         if lost:
             raise SystemExit(f"quality_table: {doc} shows numbers whose runs have no record in {res.out} "
                              "(make them, or --allow-missing):\n  " + "\n  ".join(lost))
