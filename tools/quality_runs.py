@@ -16,7 +16,8 @@ newest checkpoint, bit for bit: distzo's (checkpoint.resume: latest) or
 PyTorch MeZO's (mezo_finetune.py --checkpoint-interval 100 --resume).
 
 What the table is made from — run.json, eval.csv, test/eval.csv, result.json,
-a few KB a run — is copied, once a run is made, to RECORDS/TASK/NAME/ (default
+a few KB a run — is copied, once a run is made, to RECORDS/TASK/NAME/ (paths
+relative to the checkout, the Python as python3; default
 docs/quality-runs, committed: the table outlives the machine that made the
 runs; checkpoints and logs stay in OUT). `archive` copies it again for runs
 already made. Made
@@ -62,7 +63,6 @@ import json
 import os
 import re
 import shlex
-import shutil
 import subprocess
 import sys
 import time
@@ -378,14 +378,23 @@ def cpu_model() -> str:
     return "unknown"
 
 
+def portable(text: str) -> str:
+    """A record's text without this machine's paths: the checkout's relative to it, this Python as python3."""
+    return text.replace(sys.executable, "python3").replace(REPO + os.sep, "")
+
+
 def archive(run_dir: str, record_dir: str) -> list:
-    """Copy a made run's record files (RECORD_FILES it has) from run_dir to record_dir; the copied names."""
+    """Copy a made run's record files (RECORD_FILES it has) from run_dir to record_dir, their paths
+    portable; the copied names."""
     copied = []
     for name in RECORD_FILES:
         src = os.path.join(run_dir, name)
         if os.path.isfile(src):
             os.makedirs(os.path.dirname(os.path.join(record_dir, name)), exist_ok=True)
-            shutil.copyfile(src, os.path.join(record_dir, name))
+            with open(src, encoding="utf-8") as fh:
+                text = fh.read()
+            with open(os.path.join(record_dir, name), "w", encoding="utf-8") as fh:
+                fh.write(portable(text))
             copied.append(name)
     return copied
 

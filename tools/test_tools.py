@@ -1435,6 +1435,9 @@ def test_quality_records():
         with open(os.path.join(d, "test", "eval.csv"), "w") as fh:
             fh.write("step,eval_loss,accuracy,examples\n1000,0.26,0.897,1000\n")
         open(os.path.join(d, "ckpt-001000.h5"), "w").close()
+        with open(os.path.join(d, "run.json"), "w") as fh:  # the commands as make() writes them: this machine's paths
+            json.dump({"seconds": 60.0, "commands": [f"{sys.executable} {qr.REPO}/tools/mezo_finetune.py "
+                                                     f"{qr.REPO}/out/quality/nyt/{name}/deck.yaml"]}, fh)
         copied = qr.archive(d, os.path.join(records, "nyt", name))
         assert copied == ["eval.csv", os.path.join("test", "eval.csv"), "run.json"], copied
         assert sorted(os.listdir(os.path.join(records, "nyt", name))) == ["eval.csv", "run.json", "test"]
@@ -1443,6 +1446,7 @@ def test_quality_records():
         a, b = qt.Results(out), qt.Results(records)
         assert b.done("nyt", name) and b.curve("nyt", name) == a.curve("nyt", name)
         assert b.test_of("nyt", name) == (0.897, 0.26) and b.seconds("nyt", name) == 60.0
+        assert b.record("nyt", name)["commands"] == [f"python3 tools/mezo_finetune.py out/quality/nyt/{name}/deck.yaml"]
 
     old = ("| method | movies | nyt |\n|---|---|---|\n| distzo | 82.7 ± 0.4 | 89.7 |\n| probe | 82.3 | — |\n"
            "\n| run | digest | dev |\n|---|---|---|\n| plain | `e03df70264217341` | 81.0 |\n")
