@@ -10,17 +10,16 @@ A run is one directory OUT/TASK/NAME (default OUT out/quality); it is done when
 its run.json exists (written last: the commands, wall seconds, the CPU) there
 or in its record (below: made on another machine; a run that carries it on
 needs it made again here, for its checkpoint), so `run` makes only what is
-missing, in the plan's order (a file OUT/STOP makes
-it stop before the next run), and a run cut off midway is made again from its
-newest checkpoint, bit for bit: distzo's (checkpoint.resume: latest) or
-PyTorch MeZO's (mezo_finetune.py --checkpoint-interval 100 --resume).
+missing, in the plan's order (a file OUT/STOP makes it stop before the next
+run), and a run cut off midway is made again from its newest checkpoint, bit
+for bit: distzo's (checkpoint.resume: latest) or PyTorch MeZO's
+(mezo_finetune.py --checkpoint-interval 100 --resume).
 
 What the table is made from — run.json, eval.csv, test/eval.csv, result.json,
 a few KB a run — is copied, once a run is made, to RECORDS/TASK/NAME/ (paths
-relative to the checkout, the Python as python3; default
-docs/quality-runs, committed: the table outlives the machine that made the
-runs; checkpoints and logs stay in OUT). `archive` copies it again for runs
-already made. Made
+relative to the checkout, the Python as python3; default docs/quality-runs,
+committed: the table outlives the machine that made the runs; checkpoints and
+logs stay in OUT). `archive` copies it again for runs already made. Made
 first by tools/make_real_model.sh and tools/make_tasks.sh: MODEL_DIR (default
 out/smollm2) with the model file and MODEL_DIR/tasks/TASK-PROMPT/{train,dev,test}.h5.
 
@@ -464,11 +463,10 @@ def main(argv=None) -> int:
               f"about {sum(r.minutes for r in todo) / 60:.1f} h left on 2 cores")
         return 0
     if args.command == "archive":
-        made = here
-        for r in made:
+        for r in here:
             copied = archive(paths.run_dir(r), os.path.join(args.records, r.task, r.name))
             print(f"quality_runs: {r.key}: {', '.join(copied)} -> {os.path.join(args.records, r.task, r.name)}")
-        print(f"quality_runs: {len(made)} records copied to {args.records}")
+        print(f"quality_runs: {len(here)} records copied to {args.records}")
         return 0
     if not args.dry_run and not os.access(args.distzo, os.X_OK):
         raise SystemExit(f"quality_runs: no distzo at {args.distzo} (build it, or --distzo / $DISTZO)")

@@ -1446,7 +1446,8 @@ def test_quality_records():
         a, b = qt.Results(out), qt.Results(records)
         assert b.done("nyt", name) and b.curve("nyt", name) == a.curve("nyt", name)
         assert b.test_of("nyt", name) == (0.897, 0.26) and b.seconds("nyt", name) == 60.0
-        assert b.record("nyt", name)["commands"] == [f"python3 tools/mezo_finetune.py out/quality/nyt/{name}/deck.yaml"]
+        assert b.record("nyt", name)["commands"] == [
+            f"python3 tools/mezo_finetune.py out/quality/nyt/{name}/deck.yaml"]
 
     old = ("| method | movies | nyt |\n|---|---|---|\n| distzo | 82.7 ± 0.4 | 89.7 |\n| probe | 82.3 | — |\n"
            "\n| run | digest | dev |\n|---|---|---|\n| plain | `e03df70264217341` | 81.0 |\n")
