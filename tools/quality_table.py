@@ -3,13 +3,16 @@
 tools/quality_runs.py.
 
     python3 tools/quality_table.py [--records docs/quality-runs] [--write [--allow-missing]]
+                                   [--png PNG] [--long-png PNG]
 
 prints the tables (markdown) made from the runs' records (quality_runs.py
 copies each made run's record to docs/quality-runs; an OUT directory of run
 directories reads the same); with --write it also replaces the generated part
 of docs/quality.md (between <!-- quality-table:begin --> and
 <!-- quality-table:end -->) and the README's table (<!-- quality-readme:begin/end -->)
-and draws the figure docs/quality.png. A run not yet made shows as "—".
+and draws the figures docs/quality.png and, once a run is carried on past step
+1000, docs/quality-long.png (its dev loss and the two trends fitted to it). A
+run not yet made shows as "—".
 
 --write refuses to turn a number docs/quality.md shows into "—" (its run's
 record is missing: lost, or a choice changed) unless --allow-missing.
@@ -268,6 +271,61 @@ def modes_table(res: Results) -> str:
     return "\n".join(lines) + "\n" + tail
 
 
+def first_epoch_loss(res: Results, task: str):
+    """First-order fine-tuning's dev loss after its first epoch (its eval.csv's second row), or None."""
+    c = res.curve(task, f"finetune-lr{qr.lr_tag(qr.FT_LR[task])}")
+    return None if c is None or len(c) < 2 else c[1][1]
+
+
+def loss_trend(curve, since: int):
+    """Least-squares fits of the dev loss over a curve's evaluations from step `since` on:
+    (change per 100 steps of a line in the step, the line's (slope, intercept), the
+    (slope, intercept) of loss = a + b·ln(step)). A falling loss that slows down
+    reaches a level later than the line says and, where it slows as ln(step)'s,
+    when the second fit says."""
+    import numpy as np
+
+    pts = [(s, loss) for s, loss, _ in curve if s >= since]
+    x, y = np.array([p[0] for p in pts], float), np.array([p[1] for p in pts], float)
+    line, log = np.polyfit(x, y, 1), np.polyfit(np.log(x), y, 1)
+    return 100 * line[0], tuple(line), tuple(log)
+
+
+def step_reaching(target: float, line, log):
+    """The steps at which the two fits of loss_trend reach `target` (None where a fit does not fall)."""
+    import math
+
+    at_line = (target - line[1]) / line[0] if line[0] < 0 else None
+    at_log = math.exp((target - log[1]) / log[0]) if log[0] < 0 else None
+    return at_line, at_log
+
+
+def long_runs_table(res: Results) -> str:
+    """The carried-on seed-1 runs: where they ended and how fast the dev loss still fell,
+    against first-order fine-tuning's dev loss after one epoch."""
+    lines = ["| run | dev accuracy, step 1000 → end | dev loss, step 1000 → end | dev loss per 100 steps "
+             "from 1000 on (line) | first-order's dev loss after 1 epoch | reached at step: line / ln(step) fit |",
+             "|---|---|---|---|---|---|"]
+    for task in TASKS:
+        for name in (qr.distzo_name(qr.LR[task], 1), qr.mezo_name(qr.LR[task], 1)):
+            long = qr.longer_name(task, name)
+            c = res.curve(task, long)
+            if c is None:
+                continue
+            at = dict((p[0], p) for p in c)
+            start, end = at.get(qr.STEPS), c[-1]
+            per100, line, log = loss_trend(c, qr.STEPS)
+            target = first_epoch_loss(res, task)
+            reach = DASH
+            if target is not None:
+                a, b = step_reaching(target, line, log)
+                reach = " / ".join(DASH if s is None else f"{s:,.0f}" for s in (a, b))
+            lines.append(f"| {task}/{long} | {DASH if start is None else pct(start[2])} → {pct(end[2])} "
+                         f"| {DASH if start is None else f'{start[1]:.3f}'} → {end[1]:.3f} | {per100:+.4f} "
+                         f"| {DASH if target is None else f'{target:.3f}'} | {reach} |")
+    return "\n".join(lines) + "\n"
+
+
 def tables(res: Results, paths: qr.Paths) -> str:
     choice_lines = check_choices(res)
     head = "| method | " + " | ".join(TASKS) + " |\n|---|" + "---|" * len(TASKS) + "\n"
@@ -298,7 +356,10 @@ def tables(res: Results, paths: qr.Paths) -> str:
             f"{cost}\nThe choices, on dev only (500 examples; bold = chosen):\n\n{choice}\n"
             f"distzo's dev curve against PyTorch MeZO's (same batches, other z):\n\n{gaps}\n"
             f"Every mode on {qr.MODES_TASK} (lr {qr.LR[qr.MODES_TASK]:g}, seed 1, global batch 16):\n\n"
-            f"{modes_table(res)}")
+            f"{modes_table(res)}\n"
+            "The runs carried on past step 1000 (seed 1; the dev loss fitted by least squares over the "
+            "evaluations from step 1000 on):\n\n"
+            f"{long_runs_table(res)}")
 
 
 def figure(res: Results, png: str) -> None:
@@ -348,6 +409,60 @@ def figure(res: Results, png: str) -> None:
                  fontsize=10)
     fig.tight_layout()
     fig.savefig(png, metadata={"Software": None})
+
+
+def figure_long(res: Results, png: str) -> bool:
+    """Dev loss and dev accuracy against step of the carried-on seed-1 runs, one row a task
+    that has one, with loss_trend's two fits carried to first-order fine-tuning's dev loss
+    after one epoch (and its final dev accuracy); False if no run is carried on yet."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    long = {t: [(n, res.curve(t, qr.longer_name(t, n))) for n in (qr.distzo_name(qr.LR[t], 1),
+                                                                  qr.mezo_name(qr.LR[t], 1))] for t in TASKS}
+    long = {t: [(n, c) for n, c in runs if c] for t, runs in long.items()}
+    long = {t: runs for t, runs in long.items() if runs}
+    if not long:
+        return False
+    fig, axes = plt.subplots(len(long), 2, figsize=(10, 3.6 * len(long)), dpi=100, squeeze=False)
+    for (loss_ax, acc_ax), (task, runs) in zip(axes, long.items()):
+        target = first_epoch_loss(res, task)
+        ft = res.result(task, f"finetune-lr{qr.lr_tag(qr.FT_LR[task])}")
+        for name, c in runs:
+            color, label = ("tab:blue", "distzo") if name.startswith("distzo") else ("tab:orange", "PyTorch MeZO")
+            steps = [p[0] for p in c]
+            loss_ax.plot(steps, [p[1] for p in c], color=color, marker=".", label=label)
+            acc_ax.plot(steps, [100 * p[2] for p in c], color=color, marker=".", label=label)
+            _, line, log = loss_trend(c, qr.STEPS)
+            ends = [s for s in (step_reaching(target, line, log) if target is not None else ()) if s]
+            x = np.linspace(qr.STEPS, max([steps[-1]] + ends), 200)
+            loss_ax.plot(x, line[0] * x + line[1], color=color, linestyle="--", linewidth=0.9,
+                         label=f"{label}: a line fitted from step {qr.STEPS}")
+            loss_ax.plot(x, log[0] * np.log(x) + log[1], color=color, linestyle=":", linewidth=1.1,
+                         label=f"{label}: a + b ln(step) fitted from step {qr.STEPS}")
+        if target is not None:
+            loss_ax.axhline(target, color="tab:green", linestyle="-.", linewidth=1.2,
+                            label="first-order FT after 1 epoch")
+        if ft:
+            acc_ax.axhline(100 * ft["dev_accuracy"], color="tab:green", linestyle="-.", linewidth=1.2,
+                           label="first-order FT")
+        zs = res.curve(task, f"zeroshot-{qr.PROMPTS[task][0]}-dev")
+        if zs:
+            acc_ax.axhline(100 * zs[0][2], color="gray", linestyle="--", linewidth=1, label="zero-shot")
+        loss_ax.set_ylabel(f"{task}: dev loss")
+        acc_ax.set_ylabel(f"{task}: dev accuracy (%)")
+        for ax in (loss_ax, acc_ax):
+            ax.set_xlabel("step")
+            ax.grid(alpha=0.3)
+            ax.legend(fontsize=7.5)
+    fig.suptitle("SmolLM2-135M-Instruct, zeroth-order runs carried on past step 1000 (dev, 500 examples)",
+                 fontsize=10)
+    fig.tight_layout()
+    fig.savefig(png, metadata={"Software": None})
+    return True
 
 
 def split_block(path: str, tag: str):
@@ -405,6 +520,7 @@ def main(argv=None) -> int:
                    help="the runs' records (quality_runs.py --records), or its --out directory")
     p.add_argument("--model-dir", default=os.path.join(REPO, "out", "smollm2"), help="the tasks' data (test labels)")
     p.add_argument("--png", help="draw the figure here (with --write: docs/quality.png)")
+    p.add_argument("--long-png", help="draw the carried-on runs' figure here (with --write: docs/quality-long.png)")
     p.add_argument("--write", action="store_true",
                    help="also write docs/quality.md's and the README's tables and the figure")
     p.add_argument("--allow-missing", action="store_true",
@@ -423,6 +539,9 @@ def main(argv=None) -> int:
     if png:
         figure(res, png)
         print(f"wrote {png}")
+    long_png = args.long_png or (os.path.join(REPO, "docs", "quality-long.png") if args.write else None)
+    if long_png and figure_long(res, long_png):
+        print(f"wrote {long_png}")
     if args.write:
         replace_block(doc, "quality-table", text)
         head = text.split("\n\nWhat each took")[0] + "\n"

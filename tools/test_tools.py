@@ -1419,6 +1419,35 @@ def test_quality_choices_and_resume_check():
     print("quality table: choices backed by dev, the resume check: OK")
 
 
+def test_quality_long_runs():
+    """A run carried on past step 1000: the table gives its dev-loss trend and the steps at which
+    each fit reaches first-order fine-tuning's dev loss after one epoch, and the figure is drawn."""
+    import quality_runs as qr
+    import quality_table as qt
+
+    with tempfile.TemporaryDirectory() as out:
+        res = qt.Results(out)
+        name = qr.distzo_name(qr.LR["movies"], 1)
+        assert "movies/" not in qt.long_runs_table(res) and not qt.figure_long(res, os.path.join(out, "x.png"))
+        _fake_run(out, "movies", name, [(0, 0.49, 0.77), (1000, 0.44, 0.81)])
+        # from step 1000 the dev loss falls 0.002 per 100 steps: a line reaches 0.36 at step 5000
+        _fake_run(out, "movies", qr.longer_name("movies", name),
+                  [(s, 0.44 - 0.002 * (s - 1000) / 100, 0.82) for s in range(1100, qr.LONG_STEPS["movies"] + 1, 100)])
+        ft = f"finetune-lr{qr.lr_tag(qr.FT_LR['movies'])}"
+        _fake_run(out, "movies", ft, [(0, 0.49, 0.77), (63, 0.36, 0.84), (126, 0.33, 0.86)])
+        with open(os.path.join(out, "movies", ft, "result.json"), "w") as fh:
+            json.dump({"dev_accuracy": 0.86, "test_accuracy": 0.88, "test_loss": 0.3}, fh)
+        row = [r for r in qt.long_runs_table(res).splitlines() if r.startswith("| movies/")]
+        assert len(row) == 1, row
+        cells = [c.strip() for c in row[0].split("|")[1:-1]]
+        assert cells[1:5] == ["81.0 → 82.0", "0.440 → 0.400", "-0.0020", "0.360"], cells
+        at_line, at_log = (float(x.replace(",", "")) for x in cells[5].split(" / "))
+        assert at_line == 5000 and at_log > at_line, cells  # a ln(step) fit slows down: later
+        png = os.path.join(out, "long.png")
+        assert qt.figure_long(res, png) and os.path.getsize(png) > 10000
+    print("quality long runs: trend, crossing steps, figure: OK")
+
+
 def test_quality_records():
     """quality_runs copies what the table reads (and only that) out of a made run's
     directory, and the table reads the copy as the run; quality_table --write finds
@@ -2096,5 +2125,6 @@ if __name__ == "__main__":
         test_mezo_reference_llama,
         test_quality_choices_and_resume_check,
         test_quality_records,
+        test_quality_long_runs,
         test_mezo_finetune_resume,
     ]))
