@@ -437,10 +437,12 @@ def figure_long(res: Results, png: str) -> bool:
             loss_ax.plot(steps, [p[1] for p in c], color=color, marker=".", label=label)
             acc_ax.plot(steps, [100 * p[2] for p in c], color=color, marker=".", label=label)
             _, line, log = loss_trend(c, qr.STEPS)
-            ends = [s for s in (step_reaching(target, line, log) if target is not None else ()) if s]
-            x = np.linspace(qr.STEPS, max([steps[-1]] + ends), 200)
+            reach = step_reaching(target, line, log) if target is not None else (None, None)
+            # each fit drawn to where it reaches the target (or to the last evaluation)
+            x = np.linspace(qr.STEPS, max(steps[-1], reach[0] or 0), 200)
             loss_ax.plot(x, line[0] * x + line[1], color=color, linestyle="--", linewidth=0.9,
                          label=f"{label}: a line fitted from step {qr.STEPS}")
+            x = np.linspace(qr.STEPS, max(steps[-1], reach[1] or 0), 200)
             loss_ax.plot(x, log[0] * np.log(x) + log[1], color=color, linestyle=":", linewidth=1.1,
                          label=f"{label}: a + b ln(step) fitted from step {qr.STEPS}")
         if target is not None:
