@@ -32,6 +32,7 @@ from __future__ import annotations
 import argparse
 import csv
 import json
+import math
 import os
 import statistics
 import sys
@@ -293,8 +294,6 @@ def loss_trend(curve, since: int):
 
 def step_reaching(target: float, line, log):
     """The steps at which the two fits of loss_trend reach `target` (None where a fit does not fall)."""
-    import math
-
     at_line = (target - line[1]) / line[0] if line[0] < 0 else None
     at_log = math.exp((target - log[1]) / log[0]) if log[0] < 0 else None
     return at_line, at_log
