@@ -100,6 +100,11 @@ class Results:
         return None if r is None else r["seconds"]
 
 
+def chosen_finetune(task: str) -> str:
+    """The name of `task`'s first-order fine-tuning run at its chosen lr."""
+    return f"finetune-lr{qr.lr_tag(qr.FT_LR[task])}"
+
+
 def pct(x) -> str:
     return DASH if x is None else f"{100 * x:.1f}"
 
@@ -201,7 +206,7 @@ def rows(res: Results):
         lambda t: [qr.longer_name(t, qr.mezo_name(lr[t], 1))] if t in qr.LONG_MEZO else [], carried_on)
     add("**distzo**, carried on (seed 1)", lambda t: [qr.longer_name(t, qr.distzo_name(lr[t], 1))],
         carried_on)
-    add("first-order fine-tuning (reference, torch AdamW)", lambda t: [f"finetune-lr{qr.lr_tag(qr.FT_LR[t])}"],
+    add("first-order fine-tuning (reference, torch AdamW)", lambda t: [chosen_finetune(t)],
         lambda t, n: ft_cost(res, t, n))
     return out
 
@@ -274,7 +279,7 @@ def modes_table(res: Results) -> str:
 
 def first_epoch_loss(res: Results, task: str):
     """First-order fine-tuning's dev loss after its first epoch (its eval.csv's second row), or None."""
-    c = res.curve(task, f"finetune-lr{qr.lr_tag(qr.FT_LR[task])}")
+    c = res.curve(task, chosen_finetune(task))
     return None if c is None or len(c) < 2 else c[1][1]
 
 
@@ -395,7 +400,7 @@ def figure(res: Results, png: str) -> None:
         if probe:
             ax.axhline(100 * probe["dev_accuracy"], color="tab:brown", linestyle=":", linewidth=1.2,
                        label="linear probe")
-        ft = res.result(task, f"finetune-lr{qr.lr_tag(qr.FT_LR[task])}")
+        ft = res.result(task, chosen_finetune(task))
         if ft:
             ax.axhline(100 * ft["dev_accuracy"], color="tab:green", linestyle="-.", linewidth=1.2,
                        label="first-order FT")
@@ -429,7 +434,7 @@ def figure_long(res: Results, png: str) -> bool:
     fig, axes = plt.subplots(len(long), 2, figsize=(10, 3.6 * len(long)), dpi=100, squeeze=False)
     for (loss_ax, acc_ax), (task, runs) in zip(axes, long.items()):
         target = first_epoch_loss(res, task)
-        ft = res.result(task, f"finetune-lr{qr.lr_tag(qr.FT_LR[task])}")
+        ft = res.result(task, chosen_finetune(task))
         for name, c in runs:
             color, label = ("tab:blue", "distzo") if name.startswith("distzo") else ("tab:orange", "PyTorch MeZO")
             steps = [p[0] for p in c]
