@@ -33,7 +33,7 @@ double advised_limit(double needed) {
 }  // namespace
 
 std::string address_space_shortfall(const MemoryPlan& plan, int gemm_threads,
-                                    const std::string& deck_path) {
+                                    bool starts_watchdog, const std::string& deck_path) {
   const std::optional<double> limit = address_space_limit();
   if (!limit) return "";
   // On host backends the "device" buffers are host memory too.
@@ -41,17 +41,21 @@ std::string address_space_shortfall(const MemoryPlan& plan, int gemm_threads,
   const double buffers = static_cast<double>(plan.host_master) +
                          (device_is_host ? static_cast<double>(plan.device_total()) : 0.0);
   const double threads = gemm_threads * kBlasBufferBytesPerThread;
+  const double stacks = starts_watchdog ? thread_stack_bytes() : 0.0;
   const double in_use = address_space_in_use();
-  const double needed = in_use + buffers + threads + kMarginBytes;
-  if (needed <= *limit && address_space_available(buffers + threads + kMarginBytes)) return "";
+  const double more = buffers + threads + stacks + kMarginBytes;
+  const double needed = in_use + more;
+  if (needed <= *limit && address_space_available(more)) return "";
   std::ostringstream s;
   s << "the address-space limit of this process is " << ulimit_setting(*limit)
     << ", too small for this run: it needs about " << human_bytes(needed) << " = "
     << human_bytes(in_use) << " mapped now (libraries, MPI, the datasets) + "
     << human_bytes(buffers) << " for θ and the run's buffers (`distzo plan " << deck_path
     << "`) + " << human_bytes(threads) << " for its " << gemm_threads
-    << " GEMM thread(s) (a BLAS work buffer each) + "
-    << human_bytes(kMarginBytes) << " of margin. Raise the limit to at least "
+    << " GEMM thread(s) (a BLAS work buffer each) + ";
+  if (starts_watchdog)
+    s << human_bytes(stacks) << " for the stack of its watchdog's thread + ";
+  s << human_bytes(kMarginBytes) << " of margin. Raise the limit to at least "
     << ulimit_setting(advised_limit(needed))
     << " (the need rounded up, with 16 MiB to spare; or the batch system's memory request)";
   if (gemm_threads > 1)

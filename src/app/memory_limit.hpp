@@ -12,9 +12,11 @@ namespace distzo::app {
 /// Nothing when the process has no address-space limit or the run fits in
 /// it; else why not and what it needs: the bytes in use now, the plan's
 /// (`plan`, this rank's), `gemm_threads` x kBlasBufferBytesPerThread,
-/// and a margin, against the limit. `deck_path` goes into the advice.
+/// the stack of the watchdog's thread when `starts_watchdog` (it starts
+/// after the check), and a margin, against the limit. `deck_path` goes
+/// into the advice.
 std::string address_space_shortfall(const MemoryPlan& plan, int gemm_threads,
-                                    const std::string& deck_path);
+                                    bool starts_watchdog, const std::string& deck_path);
 
 /// Nothing when the BLAS work buffers of `gemm_threads` threads (and the
 /// margin) still fit under the address-space limit, else the message: the

@@ -196,7 +196,7 @@ void run(const RunOptions& options, const runtime::Communicator& world) {
     if (address_space_limit()) {  // else nothing to check (and no plan to compute)
       const std::string shortfall = address_space_shortfall(
           plan_memory(plan_inputs(deck, model.config, train)), kernels::gemm_threads(),
-          options.deck_path);
+          watchdog_config(deck, model.registry.total_elements()).enabled, options.deck_path);
       if (!shortfall.empty()) throw Error(shortfall);
     }
     try {

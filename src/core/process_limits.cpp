@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <fstream>
+#include <pthread.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
 #include <unistd.h>
@@ -38,6 +39,16 @@ double address_space_in_use() {
   double pages = 0;
   if (!(statm >> pages)) return 0;
   return pages * static_cast<double>(sysconf(_SC_PAGESIZE));
+}
+
+double thread_stack_bytes() {
+  std::size_t stack = 8u << 20;  // glibc's default where it cannot say
+  pthread_attr_t attr;
+  if (pthread_getattr_default_np(&attr) == 0) {
+    pthread_attr_getstacksize(&attr, &stack);
+    pthread_attr_destroy(&attr);
+  }
+  return static_cast<double>(stack + static_cast<std::size_t>(sysconf(_SC_PAGESIZE)));
 }
 
 bool address_space_available(double bytes) {

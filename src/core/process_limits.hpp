@@ -34,6 +34,11 @@ double address_space_in_use();
 /// (kernels::set_gemm_threads starts them) and are in address_space_in_use().
 constexpr double kBlasBufferBytesPerThread = 128.0 * 1024 * 1024 + 4096;
 
+/// The address space a thread started now maps for its stack and guard
+/// page, in bytes: the default of this process's threads (glibc takes it
+/// from ulimit -s; 8 MiB on most systems).
+double thread_stack_bytes();
+
 /// What distzo maps to start at all (its libraries, MPI's and Kokkos's
 /// threads) before any of a run's own buffers: 256 MiB. Below it MPI_Init
 /// aborts or a thread cannot be created (measured on Debian 12's MPICH 4.0

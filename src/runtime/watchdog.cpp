@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <cstring>
 #include <exception>
+#include <fstream>
 #include <sstream>
 
 namespace distzo::runtime {
@@ -29,6 +30,18 @@ std::string seconds_text(double s) {
 }
 
 }  // namespace
+
+bool process_stopped(std::uint64_t pid) {
+  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+  std::string line;
+  if (!std::getline(stat, line)) return false;
+  // "PID (COMM) STATE ...": COMM may hold spaces and parentheses, so the
+  // state follows the last ')'.
+  const std::size_t close = line.rfind(')');
+  if (close == std::string::npos || close + 2 >= line.size()) return false;
+  const char state = line[close + 2];
+  return state == 'T' || state == 't';
+}
 
 Watchdog::Watchdog(const Communicator& world, WatchdogConfig config)
     : config_(std::move(config)),
@@ -112,8 +125,7 @@ void Watchdog::step_finished(const char* what, std::int64_t step) {
   {
     std::lock_guard<std::mutex> lock(mutex_);
     const Clock::time_point now = Clock::now();
-    step_seconds_.resize(std::min(kRecent, steps_seen_ + 1));
-    step_seconds_[steps_seen_++ % kRecent] =
+    step_seconds_[steps_seen_++ % kRecentSteps] =
         std::chrono::duration<double>(now - last_step_end_).count();
     last_step_end_ = now;
   }
@@ -122,15 +134,17 @@ void Watchdog::step_finished(const char* what, std::int64_t step) {
 
 double Watchdog::deadline_seconds() const {
   if (config_.seconds > 0) return config_.seconds;
-  std::vector<double> steps;
+  std::array<double, kRecentSteps> steps;  // on the watching thread: nothing allocated
+  std::size_t n;
   {
     std::lock_guard<std::mutex> lock(mutex_);
     steps = step_seconds_;
+    n = std::min(steps_seen_, kRecentSteps);
   }
   double median = 0;
-  if (!steps.empty()) {
-    std::nth_element(steps.begin(), steps.begin() + steps.size() / 2, steps.end());
-    median = steps[steps.size() / 2];
+  if (n > 0) {
+    std::nth_element(steps.begin(), steps.begin() + n / 2, steps.begin() + n);
+    median = steps[n / 2];
   }
   return std::max(config_.min_seconds, config_.step_factor * median);
 }
@@ -173,6 +187,16 @@ std::string Watchdog::who(int rank) const {
          ")";
 }
 
+std::string Watchdog::stopped_among(const std::vector<int>& ranks) const {
+  std::ostringstream names;
+  int n = 0;
+  for (int r : ranks)
+    if (hosts_[r] == hosts_[rank_] && process_stopped(pids_[r])) names << (n++ ? "; " : "") << who(r);
+  if (n == 0) return "";
+  return " Stopped (SIGSTOP or a debugger; /proc on host " + hosts_[rank_] + " says so): rank" +
+         (n > 1 ? "s " : " ") + names.str() + ".";
+}
+
 void Watchdog::fire(double idle, double limit) {
   std::ostringstream os;
   os << "distzo: error: watchdog: rank " << who(rank_) << " has made no progress for "
@@ -186,6 +210,7 @@ void Watchdog::fire(double idle, double limit) {
     if (rank_ != 0) {
       os << " Rank 0 did not end the job within the grace period: rank 0 itself is likely "
             "stopped or hung.";
+      os << stopped_among({0});
     } else if (counts.empty()) {
       os << " This MPI's RMA windows cannot show which rank is behind.";
     } else {
@@ -196,9 +221,14 @@ void Watchdog::fire(double idle, double limit) {
           behind << (n++ ? "; " : "") << who(r) << ", last seen at "
                  << describe(point_of(counts[r]));
         }
-      if (n > 0)
-        os << " Not reported: rank" << (n > 1 ? "s " : " ") << behind.str() << ".";
-      else
+      if (n > 0) os << " Not reported: rank" << (n > 1 ? "s " : " ") << behind.str() << ".";
+      // A rank stopped inside a collective has posted it like the others:
+      // on this host, /proc tells it apart.
+      std::vector<int> others;
+      for (int r = 1; r < size_; ++r) others.push_back(r);
+      const std::string stopped = stopped_among(others);
+      os << stopped;
+      if (n == 0 && stopped.empty())
         os << " Every rank began this collective, so the one that stopped inside it cannot "
               "be told apart.";
     }

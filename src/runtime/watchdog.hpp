@@ -8,11 +8,14 @@
 // collective. Every rank starts the same collectives in the same order, so
 // each posts its count of them to the ProgressBoard. Past the deadline,
 // rank 0 names the ranks whose count is behind its own (they never arrived
-// where rank 0 waits) and aborts the job with kExitWatchdog (MPI_Abort: the
-// launcher ends every rank and reports that status). The other ranks give
+// where rank 0 waits), and those of its host whose process is stopped (a
+// rank stopped inside a collective has begun it like the rest: only the
+// OS can tell it apart), and aborts the job with kExitWatchdog (MPI_Abort:
+// the launcher ends every rank and reports that status). The other ranks give
 // rank 0 a grace period to do that and then abort themselves: rank 0 may be
 // the one that stopped. The thread calls MPI for nothing else.
 
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -30,6 +33,11 @@ namespace distzo::runtime {
 
 /// The exit status of a job ended by the watchdog.
 constexpr int kExitWatchdog = 76;
+
+/// Whether process `pid` of this host is stopped: state T or t in
+/// /proc/PID/stat (SIGSTOP, SIGTSTP, a debugger). False where /proc does not
+/// say (no such process, another OS).
+bool process_stopped(std::uint64_t pid);
 
 struct WatchdogConfig {
   bool enabled = true;
@@ -90,6 +98,9 @@ class Watchdog final : public Heartbeat {
   static std::string describe(const Point& point);
   Point point_of(std::int64_t count) const;  // under mutex_
   std::string who(int rank) const;
+  /// " Stopped (...): rank 1 (host, pid)." for those of `ranks` on this
+  /// host whose process is stopped; empty when none is.
+  std::string stopped_among(const std::vector<int>& ranks) const;
 
   WatchdogConfig config_;
   int rank_ = 0, size_ = 1;
@@ -104,7 +115,12 @@ class Watchdog final : public Heartbeat {
   std::int64_t phase_start_ = 0;      // count_ when it began
   std::int64_t count_ = 0;            // collectives begun
   std::vector<Point> recent_;         // where the last kRecent ones were, by count % kRecent
-  std::vector<double> step_seconds_;  // the last kRecent step intervals, a ring
+  static constexpr std::size_t kRecentSteps = 64;
+  // The last kRecentSteps step intervals, a ring of which min(steps_seen_,
+  // kRecentSteps) are filled. A fixed array: the watching thread copies it
+  // and must not allocate (a thread's first malloc maps a 64 MiB arena,
+  // address space the run's limit check cannot see coming).
+  std::array<double, kRecentSteps> step_seconds_{};
   std::size_t steps_seen_ = 0;
   Clock::time_point last_step_end_;
   std::condition_variable wake_;
