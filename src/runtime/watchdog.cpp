@@ -211,24 +211,25 @@ void Watchdog::fire(double idle, double limit) {
       os << " Rank 0 did not end the job within the grace period: rank 0 itself is likely "
             "stopped or hung.";
       os << stopped_among({0});
-    } else if (counts.empty()) {
-      os << " This MPI's RMA windows cannot show which rank is behind.";
     } else {
+      // A rank stopped inside a collective has posted it like the others,
+      // and without counts none is told apart: on this host, /proc tells.
+      std::vector<int> others;
+      for (int r = 1; r < size_; ++r) others.push_back(r);
+      const std::string stopped = stopped_among(others);
       std::ostringstream behind;
       int n = 0;
-      for (int r = 0; r < size_; ++r)
+      for (int r = 0; r < static_cast<int>(counts.size()); ++r)
         if (counts[r] < count_) {
           behind << (n++ ? "; " : "") << who(r) << ", last seen at "
                  << describe(point_of(counts[r]));
         }
-      if (n > 0) os << " Not reported: rank" << (n > 1 ? "s " : " ") << behind.str() << ".";
-      // A rank stopped inside a collective has posted it like the others:
-      // on this host, /proc tells it apart.
-      std::vector<int> others;
-      for (int r = 1; r < size_; ++r) others.push_back(r);
-      const std::string stopped = stopped_among(others);
+      if (counts.empty())
+        os << " This MPI's RMA windows cannot show which rank is behind.";
+      else if (n > 0)
+        os << " Not reported: rank" << (n > 1 ? "s " : " ") << behind.str() << ".";
       os << stopped;
-      if (n == 0 && stopped.empty())
+      if (!counts.empty() && n == 0 && stopped.empty())
         os << " Every rank began this collective, so the one that stopped inside it cannot "
               "be told apart.";
     }
