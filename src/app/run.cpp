@@ -192,11 +192,13 @@ void run(const RunOptions& options, const runtime::Communicator& world) {
   std::unique_ptr<runtime::ParameterStore> store_owner;
   std::unique_ptr<zo::Engine> engine_owner;
   std::unique_ptr<Batches> batches;
+  const runtime::WatchdogConfig watchdog_settings =
+      watchdog_config(deck, model.registry.total_elements());
   collectively(world, [&] {
     if (address_space_limit()) {  // else nothing to check (and no plan to compute)
       const std::string shortfall = address_space_shortfall(
           plan_memory(plan_inputs(deck, model.config, train)), kernels::gemm_threads(),
-          watchdog_config(deck, model.registry.total_elements()).enabled, options.deck_path);
+          watchdog_settings.enabled, options.deck_path);
       if (!shortfall.empty()) throw Error(shortfall);
     }
     try {
@@ -265,7 +267,7 @@ void run(const RunOptions& options, const runtime::Communicator& world) {
       trainer_config(deck, inputs.eval != nullptr, inputs.state.z.recipe);
   zo::TrainerState state = trainer_state(inputs.state, config);
   const std::int64_t first_step = state.step;
-  runtime::Watchdog watchdog(world, watchdog_config(deck, model.registry.total_elements()));
+  runtime::Watchdog watchdog(world, watchdog_settings);
   RunHooks hooks(inputs, engine, *batches, mesh, out, watchdog);
   const zo::TrainSummary summary =
       run_trainer(engine, mesh, config, hooks, state, watchdog, out);
