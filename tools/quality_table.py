@@ -153,7 +153,7 @@ def check_choices(res: Results) -> list:
             epss.append((f"{eps:g}", c[-1][2] if c else None, c[-1][1] if c else None))
         eps_cell = best(task, "ε", f"{qr.EPS:g}", epss) if task == "movies" else f"{qr.EPS:g} (movies')"
         fts = []
-        for lr in qr.FT_LR_CANDIDATES:
+        for lr in qr.FT_LR_CANDIDATES[task]:
             r = res.result(task, f"finetune-lr{qr.lr_tag(lr)}")
             fts.append((f"{lr:g}", r["dev_accuracy"] if r else None, r["dev_loss"] if r else None))
         probe = res.result(task, "probe")
