@@ -183,8 +183,7 @@ def plan() -> list:
     for task in PROMPTS:
         runs.append(distzo_run(task, LR[task], 1))
     runs.append(mezo_run("movies", 1))
-    ft = [finetune_run(task, lr) for task in PROMPTS for lr in FT_LR_CANDIDATES[task]]
-    runs += [r for r in ft if r.lr in ((1e-5, 3e-5) if r.task == "movies" else (1e-5,))]
+    runs += [finetune_run(task, FT_LR[task]) for task in PROMPTS]  # the ceilings; the rest of each grid below
     for task in PROMPTS:
         if task != "movies":
             runs += [distzo_run(task, lr, 1) for lr in LR_CANDIDATES[task] if lr != LR[task]]
@@ -192,7 +191,7 @@ def plan() -> list:
     for task in PROMPTS:
         runs += [distzo_run(task, LR[task], seed) for seed in SEEDS[task][1:]]
     runs += [mezo_run(task, 1) for task in PROMPTS if task != "movies"]
-    runs += [r for r in ft if r not in runs]
+    runs += [finetune_run(task, lr) for task in PROMPTS for lr in FT_LR_CANDIDATES[task] if lr != FT_LR[task]]
     runs += [distzo_run(MODES_TASK, LR[MODES_TASK], 1, mode) for mode in MODES]
     for task in PROMPTS:
         runs.append(Run(task, "resume", distzo_name(LR[task], 1) + "-resume", PROMPTS[task][0], lr=LR[task],
