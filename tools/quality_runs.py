@@ -94,10 +94,10 @@ LR_CANDIDATES = {"movies": (1e-5, 3e-5), "amazon": (1e-5, 3e-5, 1e-4), "tweets":
 EPS = 1e-3
 EPS_CANDIDATES = (1e-4, 1e-3, 1e-2)
 # first-order (AdamW, linear decay, 3 epochs) lr per task, chosen on dev among FT_LR_CANDIDATES
-FT_LR = {"movies": 3e-5, "amazon": 1e-4, "tweets": 1e-5, "nyt": 3e-5}
+FT_LR = {"movies": 1e-4, "amazon": 1e-4, "tweets": 1e-5, "nyt": 3e-5}
 # Per task: 1e-5 and 3e-5 everywhere, and the next lr up wherever the grid's top won (as for MeZO's lr):
-# 1e-4 where 3e-5 won, 3e-4 where 1e-4 then won (amazon)
-FT_LR_CANDIDATES = {"movies": (1e-5, 3e-5, 1e-4), "amazon": (1e-5, 3e-5, 1e-4, 3e-4), "tweets": (1e-5, 3e-5),
+# 1e-4 where 3e-5 won, 3e-4 where 1e-4 then won (movies, amazon)
+FT_LR_CANDIDATES = {"movies": (1e-5, 3e-5, 1e-4, 3e-4), "amazon": (1e-5, 3e-5, 1e-4, 3e-4), "tweets": (1e-5, 3e-5),
                     "nyt": (1e-5, 3e-5, 1e-4)}
 SEEDS = {"movies": (1, 2, 3), "amazon": (1,), "tweets": (1,), "nyt": (1,)}
 MEZO_SEEDS = {"movies": (1, 2, 3), "amazon": (1,), "tweets": (1,), "nyt": (1,)}
