@@ -13,7 +13,9 @@ needs it made again here, for its checkpoint), so `run` makes only what is
 missing, in the plan's order (a file OUT/STOP makes it stop before the next
 run), and a run cut off midway is made again from its newest checkpoint, bit
 for bit: distzo's (checkpoint.resume: latest) or PyTorch MeZO's
-(mezo_finetune.py --checkpoint-interval 100 --resume).
+(mezo_finetune.py --checkpoint-interval 100 --resume); its wall seconds are
+then the sum over its invocations (kept in OUT/TASK/NAME/seconds-spent.json
+until it is made; run.json says how many invocations when more than one).
 
 What the table is made from — run.json, eval.csv, test/eval.csv, result.json,
 a few KB a run — is copied, once a run is made, to RECORDS/TASK/NAME/ (paths
@@ -400,24 +402,49 @@ def archive(run_dir: str, record_dir: str) -> list:
     return copied
 
 
+SPENT = "seconds-spent.json"  # in a run's directory while it is not made: its cut-off invocations' wall time
+
+
+def read_spent(path: str) -> dict:
+    if not os.path.exists(path):
+        return {"seconds": 0.0, "invocations": 0}
+    with open(path, encoding="utf-8") as fh:
+        return json.load(fh)
+
+
+def write_spent(path: str, seconds: float, invocations: int) -> None:
+    with open(path + ".tmp", "w", encoding="utf-8") as fh:
+        json.dump({"seconds": round(seconds, 1), "invocations": invocations}, fh)
+        fh.write("\n")
+    os.replace(path + ".tmp", path)
+
+
 def make(paths: Paths, run: Run, distzo: str, python: str, dry_run: bool, records: str) -> None:
     d = paths.run_dir(run)
     cmds = commands(paths, run, distzo, python)
-    t0 = time.time()
     for cmd in cmds:
-        line = " ".join(shlex.quote(c) for c in cmd)
-        print(f"quality_runs: {run.key}: {line}", flush=True)
-        if dry_run:
-            continue
-        with open(os.path.join(d, "stdout.log"), "a", encoding="utf-8") as log:
-            rc = subprocess.call(cmd, stdout=log, stderr=subprocess.STDOUT, cwd=REPO)
-        if rc != 0:
-            raise SystemExit(f"quality_runs: {run.key}: exit status {rc} ({d}/stdout.log)")
+        print(f"quality_runs: {run.key}: {' '.join(shlex.quote(c) for c in cmd)}", flush=True)
     if dry_run:
         return
+    # A run cut off midway (a signal to distzo, a stopped session) is made again from its
+    # checkpoint; its wall seconds are all its invocations' (SPENT), not only the last one's.
+    spent_path = os.path.join(d, SPENT)
+    spent = read_spent(spent_path)
+    t0 = time.time()
+    try:
+        for cmd in cmds:
+            with open(os.path.join(d, "stdout.log"), "a", encoding="utf-8") as log:
+                rc = subprocess.call(cmd, stdout=log, stderr=subprocess.STDOUT, cwd=REPO)
+            if rc != 0:
+                raise SystemExit(f"quality_runs: {run.key}: exit status {rc} ({d}/stdout.log)")
+    except BaseException:
+        write_spent(spent_path, spent["seconds"] + time.time() - t0, spent["invocations"] + 1)
+        raise
     record = {"run": run.key, "kind": run.kind, "commands": [" ".join(shlex.quote(c) for c in c_) for c_ in cmds],
-              "seconds": round(time.time() - t0, 1), "cpu": cpu_model(), "cpus": os.cpu_count(),
+              "seconds": round(spent["seconds"] + time.time() - t0, 1), "cpu": cpu_model(), "cpus": os.cpu_count(),
               "finished": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
+    if spent["invocations"]:
+        record["invocations"] = spent["invocations"] + 1
     if run.kind == "resume":
         record.update(check_resume(paths, run))
     if run.kind in ("distzo", "resume"):
@@ -426,6 +453,8 @@ def make(paths: Paths, run: Run, distzo: str, python: str, dry_run: bool, record
         json.dump(record, fh, indent=1)
         fh.write("\n")
     os.replace(os.path.join(d, "run.json.tmp"), os.path.join(d, "run.json"))
+    if os.path.exists(spent_path):
+        os.remove(spent_path)
     archive(d, os.path.join(records, run.task, run.name))
     print(f"quality_runs: {run.key}: done in {record['seconds']:.0f} s (record in {records})", flush=True)
 

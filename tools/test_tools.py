@@ -1448,6 +1448,44 @@ def test_quality_long_runs():
     print("quality long runs: trend, crossing steps, figure: OK")
 
 
+def test_quality_cut_off_run_seconds():
+    """A run made in two invocations (the first cut off) records the wall seconds of both."""
+    import quality_runs as qr
+
+    with tempfile.TemporaryDirectory() as tmp:
+        out, records = os.path.join(tmp, "out"), os.path.join(tmp, "records")
+        run = qr.Run("movies", "probe", "probe", qr.PROMPTS["movies"][0])
+        d = os.path.join(out, run.task, run.name)
+        os.makedirs(d)
+        os.makedirs(os.path.join(tmp, "model"))
+        open(os.path.join(tmp, "model", "m.h5"), "w").close()
+        paths = qr.Paths(os.path.join(tmp, "model"), out)
+        marker = os.path.join(tmp, "second")  # the command fails (cut off) until it exists
+        step = [sys.executable, "-c", f"import os, sys, time; time.sleep(0.3); sys.exit(0 if os.path.exists({marker!r}) else 75)"]
+        made = qr.commands
+        qr.commands = lambda *a: [step]
+        try:
+            try:
+                qr.make(paths, run, "distzo", sys.executable, False, records)
+                raise AssertionError("a failed command made the run")
+            except SystemExit as e:
+                assert "exit status 75" in str(e), e
+            assert not os.path.exists(os.path.join(d, "run.json"))
+            spent = qr.read_spent(os.path.join(d, qr.SPENT))
+            assert spent["invocations"] == 1 and spent["seconds"] >= 0.3, spent
+            open(marker, "w").close()
+            qr.make(paths, run, "distzo", sys.executable, False, records)
+        finally:
+            qr.commands = made
+        with open(os.path.join(d, "run.json")) as fh:
+            record = json.load(fh)
+        assert record["invocations"] == 2 and record["seconds"] >= spent["seconds"] + 0.3, record
+        assert not os.path.exists(os.path.join(d, qr.SPENT))
+        with open(os.path.join(records, run.task, run.name, "run.json")) as fh:
+            assert json.load(fh)["seconds"] == record["seconds"]
+    print("quality runner: a cut-off run's seconds add up over its invocations: OK")
+
+
 def test_quality_records():
     """quality_runs copies what the table reads (and only that) out of a made run's
     directory, and the table reads the copy as the run; quality_table --write finds
@@ -2125,6 +2163,7 @@ if __name__ == "__main__":
         test_mezo_reference_llama,
         test_quality_choices_and_resume_check,
         test_quality_records,
+        test_quality_cut_off_run_seconds,
         test_quality_long_runs,
         test_mezo_finetune_resume,
     ]))
