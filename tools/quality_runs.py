@@ -422,9 +422,9 @@ def write_spent(path: str, seconds: float, invocations: int) -> None:
 def make(paths: Paths, run: Run, distzo: str, python: str, dry_run: bool, records: str) -> None:
     d = paths.run_dir(run)
     cmds = commands(paths, run, distzo, python)
-    for cmd in cmds:
-        print(f"quality_runs: {run.key}: {' '.join(shlex.quote(c) for c in cmd)}", flush=True)
     if dry_run:
+        for cmd in cmds:
+            print(f"quality_runs: {run.key}: {' '.join(shlex.quote(c) for c in cmd)}", flush=True)
         return
     # A run cut off midway (a signal to distzo, a stopped session) is made again from its
     # checkpoint; its wall seconds are all its invocations' (SPENT), not only the last one's.
@@ -433,6 +433,7 @@ def make(paths: Paths, run: Run, distzo: str, python: str, dry_run: bool, record
     t0 = time.time()
     try:
         for cmd in cmds:
+            print(f"quality_runs: {run.key}: {' '.join(shlex.quote(c) for c in cmd)}", flush=True)
             with open(os.path.join(d, "stdout.log"), "a", encoding="utf-8") as log:
                 rc = subprocess.call(cmd, stdout=log, stderr=subprocess.STDOUT, cwd=REPO)
             if rc != 0:
