@@ -412,9 +412,10 @@ def read_spent(path: str) -> dict:
         return json.load(fh)
 
 
-def write_spent(path: str, seconds: float, invocations: int) -> None:
+def write_json(path: str, value: dict) -> None:
+    """Whole or not at all: a run cut off while writing leaves the old file."""
     with open(path + ".tmp", "w", encoding="utf-8") as fh:
-        json.dump({"seconds": round(seconds, 1), "invocations": invocations}, fh)
+        json.dump(value, fh, indent=1)
         fh.write("\n")
     os.replace(path + ".tmp", path)
 
@@ -424,7 +425,7 @@ def make(paths: Paths, run: Run, distzo: str, python: str, dry_run: bool, record
     cmds = commands(paths, run, distzo, python)
     if dry_run:
         for cmd in cmds:
-            print(f"quality_runs: {run.key}: {' '.join(shlex.quote(c) for c in cmd)}", flush=True)
+            print(f"quality_runs: {run.key}: {shlex.join(cmd)}", flush=True)
         return
     # A run cut off midway (a signal to distzo, a stopped session) is made again from its
     # checkpoint; its wall seconds are all its invocations' (SPENT), not only the last one's.
@@ -433,15 +434,16 @@ def make(paths: Paths, run: Run, distzo: str, python: str, dry_run: bool, record
     t0 = time.time()
     try:
         for cmd in cmds:
-            print(f"quality_runs: {run.key}: {' '.join(shlex.quote(c) for c in cmd)}", flush=True)
+            print(f"quality_runs: {run.key}: {shlex.join(cmd)}", flush=True)
             with open(os.path.join(d, "stdout.log"), "a", encoding="utf-8") as log:
                 rc = subprocess.call(cmd, stdout=log, stderr=subprocess.STDOUT, cwd=REPO)
             if rc != 0:
                 raise SystemExit(f"quality_runs: {run.key}: exit status {rc} ({d}/stdout.log)")
     except BaseException:
-        write_spent(spent_path, spent["seconds"] + time.time() - t0, spent["invocations"] + 1)
+        write_json(spent_path, {"seconds": round(spent["seconds"] + time.time() - t0, 1),
+                                "invocations": spent["invocations"] + 1})
         raise
-    record = {"run": run.key, "kind": run.kind, "commands": [" ".join(shlex.quote(c) for c in c_) for c_ in cmds],
+    record = {"run": run.key, "kind": run.kind, "commands": [shlex.join(c) for c in cmds],
               "seconds": round(spent["seconds"] + time.time() - t0, 1), "cpu": cpu_model(), "cpus": os.cpu_count(),
               "finished": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
     if spent["invocations"]:
@@ -450,10 +452,7 @@ def make(paths: Paths, run: Run, distzo: str, python: str, dry_run: bool, record
         record.update(check_resume(paths, run))
     if run.kind in ("distzo", "resume"):
         record["digest"] = final_digest(d)
-    with open(os.path.join(d, "run.json.tmp"), "w", encoding="utf-8") as fh:
-        json.dump(record, fh, indent=1)
-        fh.write("\n")
-    os.replace(os.path.join(d, "run.json.tmp"), os.path.join(d, "run.json"))
+    write_json(os.path.join(d, "run.json"), record)
     if os.path.exists(spent_path):
         os.remove(spent_path)
     archive(d, os.path.join(records, run.task, run.name))
