@@ -21,9 +21,10 @@ What the table is made from — run.json, eval.csv, test/eval.csv, result.json,
 a few KB a run — is copied, once a run is made, to RECORDS/TASK/NAME/ (paths
 relative to the checkout, the Python as python3; default docs/quality-runs,
 committed: the table outlives the machine that made the runs; checkpoints and
-logs stay in OUT). `archive` copies it again for runs already made. Made
-first by tools/make_real_model.sh and tools/make_tasks.sh: MODEL_DIR (default
-out/smollm2) with the model file and MODEL_DIR/tasks/TASK-PROMPT/{train,dev,test}.h5.
+logs stay in OUT). `archive` copies it again for runs already made. `run`
+needs what tools/make_real_model.sh and tools/make_tasks.sh make first: MODEL_DIR
+(default out/smollm2) with the model file and
+MODEL_DIR/tasks/TASK-PROMPT/{train,dev,test}.h5; `list` needs neither.
 
 The plan, in the order `run` makes it (NAME under OUT/TASK/):
 
@@ -230,13 +231,22 @@ def mezo_run(task: str, seed: int) -> Run:
 class Paths:
     def __init__(self, model_dir: str, out: str):
         self.model_dir, self.out = model_dir, out
-        models = sorted(f for f in os.listdir(model_dir) if f.endswith(".h5")) if os.path.isdir(model_dir) else []
+
+    @property
+    def model(self) -> str:
+        """The model file; only making a run needs it (`list` and the table read records)."""
+        models = sorted(f for f in os.listdir(self.model_dir) if f.endswith(".h5")) \
+            if os.path.isdir(self.model_dir) else []
         if not models:
-            raise SystemExit(f"quality_runs: no model file in {model_dir} (run tools/make_real_model.sh first)")
-        self.model = os.path.join(model_dir, models[0])
+            raise SystemExit(f"quality_runs: no model file in {self.model_dir} (run tools/make_real_model.sh first)")
+        return os.path.join(self.model_dir, models[0])
+
+    def task_file(self, task: str, prompt: str, split: str) -> str:
+        return os.path.join(self.model_dir, "tasks", f"{task}-{prompt}", f"{split}.h5")
 
     def data(self, task: str, prompt: str, split: str) -> str:
-        path = os.path.join(self.model_dir, "tasks", f"{task}-{prompt}", f"{split}.h5")
+        """task_file, which must exist (making a run needs it)."""
+        path = self.task_file(task, prompt, split)
         if not os.path.isfile(path):
             raise SystemExit(f"quality_runs: {path} missing (run tools/make_tasks.sh {self.model_dir})")
         return path
@@ -484,7 +494,8 @@ def main(argv=None) -> int:
     paths = Paths(os.path.abspath(args.model_dir), os.path.abspath(args.out))
     runs = selected(plan(), args.only)
     if not runs:
-        raise SystemExit(f"quality_runs: no run matches {args.only}")
+        raise SystemExit(f"quality_runs: no run matches --only {' --only '.join(args.only)} "
+                         "(`quality_runs.py list` names every run, TASK/NAME)")
     here = [r for r in runs if made_in(paths.out, r)]
     todo = [r for r in runs if r not in here and not made_in(args.records, r)]
     if args.command == "list":

@@ -217,13 +217,23 @@ def ft_cost(res: Results, task: str, names) -> str:
 
 
 def majority(paths: qr.Paths) -> dict:
-    """{task: the larger class's share of its test set, as a cell}."""
+    """{task: the larger class's share of its test set, as a cell}: the one row read from the
+    tasks' files (MODEL_DIR/tasks, tools/make_tasks.sh), not the records; "—" without them."""
     import h5py
     import numpy as np
 
+    files = {task: paths.task_file(task, qr.PROMPTS[task][0], "test") for task in TASKS}
+    missing = [path for path in files.values() if not os.path.isfile(path)]
+    if missing:
+        print(f"quality_table: no {missing[0]}{f' (and {len(missing) - 1} more)' if len(missing) > 1 else ''}: "
+              f"the majority-class row shows {DASH} (tools/make_real_model.sh, then tools/make_tasks.sh, "
+              "make the tasks)", file=sys.stderr)
     cells = {}
-    for task in TASKS:
-        with h5py.File(paths.data(task, qr.PROMPTS[task][0], "test"), "r") as f:
+    for task, path in files.items():
+        if path in missing:
+            cells[task] = DASH
+            continue
+        with h5py.File(path, "r") as f:
             labels = f["labels"][()]
         cells[task] = f"{100 * np.bincount(labels).max() / len(labels):.1f}"
     return cells

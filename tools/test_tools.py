@@ -1489,7 +1489,8 @@ def test_quality_cut_off_run_seconds():
 def test_quality_records():
     """quality_runs copies what the table reads (and only that) out of a made run's
     directory, and the table reads the copy as the run; quality_table --write finds
-    each number a regenerated table would lose."""
+    each number a regenerated table would lose; listing the runs and reading the
+    records need neither the model nor the tasks."""
     import quality_runs as qr
     import quality_table as qt
 
@@ -1515,6 +1516,20 @@ def test_quality_records():
         assert b.test_of("nyt", name) == (0.897, 0.26) and b.seconds("nyt", name) == 60.0
         assert b.record("nyt", name)["commands"] == [
             f"python3 tools/mezo_finetune.py out/quality/nyt/{name}/deck.yaml"]
+
+        # A fresh clone has the records but no model or tasks: `list` and the table still work.
+        no_model = os.path.join(tmp, "no-model")
+        listing = subprocess.run([sys.executable, os.path.join(qr.REPO, "tools", "quality_runs.py"), "list",
+                                  "--model-dir", no_model, "--out", os.path.join(tmp, "elsewhere"),
+                                  "--records", records, "--only", f"nyt/{name}"],
+                                 capture_output=True, text=True, check=True).stdout
+        assert listing.startswith(f"record nyt/{name}") and "1 of 1 done" in listing, listing
+        try:
+            qr.main(["list", "--model-dir", no_model, "--records", records, "--only", "nosuch/run"])
+            raise AssertionError("a name no run has was accepted")
+        except SystemExit as e:
+            assert "nosuch/run" in str(e) and "list" in str(e), e
+        assert qt.majority(qr.Paths(no_model, records)) == {t: qt.DASH for t in qt.TASKS}
 
     old = ("| method | movies | nyt |\n|---|---|---|\n| distzo | 82.7 ± 0.4 | 89.7 |\n| probe | 82.3 | — |\n"
            "\n| run | digest | dev |\n|---|---|---|\n| plain | `e03df70264217341` | 81.0 |\n")
