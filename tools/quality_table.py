@@ -222,20 +222,20 @@ def majority(paths: qr.Paths) -> dict:
     import h5py
     import numpy as np
 
-    files = {task: paths.task_file(task, qr.PROMPTS[task][0], "test") for task in TASKS}
-    missing = [path for path in files.values() if not os.path.isfile(path)]
-    if missing:
-        print(f"quality_table: no {missing[0]}{f' (and {len(missing) - 1} more)' if len(missing) > 1 else ''}: "
-              f"the majority-class row shows {DASH} (tools/make_real_model.sh, then tools/make_tasks.sh, "
-              "make the tasks)", file=sys.stderr)
-    cells = {}
-    for task, path in files.items():
-        if path in missing:
+    cells, missing = {}, []
+    for task in TASKS:
+        path = paths.task_file(task, qr.PROMPTS[task][0], "test")
+        if not os.path.isfile(path):
             cells[task] = DASH
+            missing.append(path)
             continue
         with h5py.File(path, "r") as f:
             labels = f["labels"][()]
         cells[task] = f"{100 * np.bincount(labels).max() / len(labels):.1f}"
+    if missing:
+        more = f" (and {len(missing) - 1} more)" if len(missing) > 1 else ""
+        print(f"quality_table: no {missing[0]}{more}: the majority-class row shows {DASH} "
+              "(tools/make_real_model.sh, then tools/make_tasks.sh, make the tasks)", file=sys.stderr)
     return cells
 
 
