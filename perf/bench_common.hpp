@@ -152,10 +152,11 @@ inline std::string gemm_setting() {
          " x" + std::to_string(kernels::gemm_threads());
 }
 
-/// The GEMM's threads as `distzo run` sets them (app::set_blas_threads:
-/// OPENBLAS_NUM_THREADS, DISTZO_GEMM); call on every rank before print_machine.
+/// The GEMM's threads as `distzo run` sets them (app::choose_blas_threads:
+/// OPENBLAS_NUM_THREADS, DISTZO_GEMM), started; call on every rank before
+/// print_machine.
 inline std::string gemm_threads_for_ranks(int ranks_on_node) {
-  return app::set_blas_threads(ranks_on_node);
+  return app::start_blas_threads(app::choose_blas_threads(ranks_on_node));
 }
 
 /// --gemm-paths N: N pairs of repetitions, one on each host GEMM path at the

@@ -5,7 +5,7 @@
 # OpenBLAS's threads), in the same binaries, alternated: bench_forward and
 # bench_step on a random OPT-125m-shaped model (`distzo make-model --config
 # perf/opt_configs/opt-125m.json`), batch 8 x 128, at 1 and 2 threads
-# (OPENBLAS_NUM_THREADS=n, which set_blas_threads gives to the path chosen).
+# (OPENBLAS_NUM_THREADS=n, which choose_blas_threads gives to the path chosen).
 # Each benchmark runs with --gemm-paths N: N pairs of repetitions in one
 # process, one on each path, the order swapped every pair (seconds apart, so
 # both see the same machine); the ratio is the median of the per-pair ratios

@@ -7,13 +7,15 @@
 #include <iterator>
 #include <cstdlib>
 #include <cstring>
+#include <system_error>
 #include <thread>
 
 #include "core/error.hpp"
 #include "kernels/host_gemm.hpp"
 
-// OpenBLAS's name for the kernels it chose; absent from other BLAS builds.
+// OpenBLAS's name for the kernels it chose and its build; absent from other BLAS builds.
 extern "C" char* openblas_get_corename(void) __attribute__((weak));
+extern "C" char* openblas_get_config(void) __attribute__((weak));
 
 namespace distzo::app {
 
@@ -45,6 +47,20 @@ std::string blas_kernel_warning() {
 #endif
 }
 
+/// run.log's line on the BLAS kernels in use and who chose them: a float32
+/// digest depends on them and on nothing else of the machine (docs/formats.md).
+std::string blas_kernel_line() {
+  if (openblas_get_corename == nullptr) return "BLAS: not OpenBLAS (its kernels are its own)\n";
+  const char* forced = std::getenv("OPENBLAS_CORETYPE");
+  std::string config = openblas_get_config != nullptr ? openblas_get_config() : "OpenBLAS";
+  config = config.substr(0, config.find(' ', config.find(' ') + 1));  // "OpenBLAS 0.3.21"
+  return "BLAS: " + config + ", " + openblas_get_corename() + " kernels (" +
+         (forced != nullptr && *forced != '\0'
+              ? std::string("chosen by OPENBLAS_CORETYPE=") + forced + " in the environment"
+              : std::string("chosen by OpenBLAS for this CPU")) +
+         "); θ's digest follows the kernels\n";
+}
+
 /// A positive thread count from the environment, 0 when unset.
 int env_threads(const char* name) {
   const char* v = std::getenv(name);
@@ -66,7 +82,7 @@ kernels::GemmPath env_path() {
 
 }  // namespace
 
-std::string set_blas_threads(int ranks_on_node) {
+BlasThreads choose_blas_threads(int ranks_on_node) {
   const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   cpu_set_t mask;
   const int allowed = sched_getaffinity(0, sizeof(mask), &mask) == 0 ? CPU_COUNT(&mask) : cores;
@@ -74,18 +90,33 @@ std::string set_blas_threads(int ranks_on_node) {
   // Unbound: an equal share of the machine.
   const bool bound = allowed < cores;
   const int from_env = env_threads("OPENBLAS_NUM_THREADS");
-  const int threads = from_env > 0 ? from_env
-                      : bound      ? allowed
-                                   : std::max(1, cores / std::max(1, ranks_on_node));
-  kernels::set_gemm_threads(threads, env_path());
-  const std::string why = from_env > 0 ? "OPENBLAS_NUM_THREADS"
-                          : bound      ? std::to_string(allowed) + " CPUs bound to this rank"
-                                       : std::to_string(cores) + " cores shared by " +
-                                        std::to_string(ranks_on_node) + " rank" +
-                                        (ranks_on_node == 1 ? "" : "s") + " on this node";
-  return blas_kernel_warning() + "GEMM threads: " + std::to_string(threads) + " per rank (" + why +
-         (from_env > 0 ? "" : "; OPENBLAS_NUM_THREADS overrides") + ")\n" +
-         kernels::gemm_numerics();
+  BlasThreads chosen;
+  chosen.threads = from_env > 0 ? from_env
+                   : bound      ? allowed
+                                : std::max(1, cores / std::max(1, ranks_on_node));
+  chosen.path = env_path();
+  chosen.why = from_env > 0 ? "OPENBLAS_NUM_THREADS"
+               : bound      ? std::to_string(allowed) + " CPUs bound to this rank"
+                            : std::to_string(cores) + " cores shared by " +
+                                 std::to_string(ranks_on_node) + " rank" +
+                                 (ranks_on_node == 1 ? "" : "s") + " on this node";
+  if (from_env == 0) chosen.why += "; OPENBLAS_NUM_THREADS overrides";
+  return chosen;
+}
+
+std::string start_blas_threads(const BlasThreads& chosen) {
+  try {
+    kernels::set_gemm_threads(chosen.threads, chosen.path);
+  } catch (const std::system_error& e) {
+    // pthread_create's EAGAIN: no room for a thread's stack under the
+    // address-space limit, or the process limit (ulimit -u) reached.
+    DISTZO_INPUT_FAIL("cannot start " << chosen.threads << " GEMM threads (" << chosen.why
+                                      << "): " << e.what() << ". Lower OPENBLAS_NUM_THREADS, or "
+                                      << "raise the address-space limit (ulimit -v) or the "
+                                         "process limit (ulimit -u)");
+  }
+  return blas_kernel_warning() + blas_kernel_line() + "GEMM threads: " + std::to_string(chosen.threads) +
+         " per rank (" + chosen.why + ")\n" + kernels::gemm_numerics();
 }
 
 }  // namespace distzo::app

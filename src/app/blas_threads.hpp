@@ -7,19 +7,35 @@
 // (kernels/host_gemm.hpp: the bits do not depend on the count), and keeps
 // OpenBLAS itself on one thread.
 
+#include "kernels/host_gemm.hpp"
+
 #include <string>
 
 namespace distzo::app {
 
-/// Sets the host GEMM's threads for this rank, given the ranks on its node:
+/// The host GEMM's threads for this rank, chosen but not started.
+struct BlasThreads {
+  int threads = 1;
+  kernels::GemmPath path = kernels::GemmPath::tiled;
+  std::string why;  // "OPENBLAS_NUM_THREADS", "2 cores shared by 1 rank on this node", ...
+};
+
+/// The threads for this rank, given the ranks on its node:
 /// OPENBLAS_NUM_THREADS when set (a positive integer), else the CPUs of the
 /// affinity mask when the launcher bound the rank to some, else the machine's
 /// cores divided by the ranks on the node, at least 1. DISTZO_GEMM=library
 /// (default: tiled) gives the threads to the BLAS instead, one call per GEMM,
 /// the path before the tiles (its bits may depend on the thread count).
-/// Returns the lines for run.log: a warning when OpenBLAS fell back to
-/// kernels older than the CPU (and what to set), the threads and why, then
-/// the numerics contract. Throws distzo::Error (naming the variable) for a malformed value.
-std::string set_blas_threads(int ranks_on_node);
+/// Starts nothing: a run checks its memory (the threads' stacks and BLAS
+/// buffers included) first. Throws distzo::Error (naming the variable) for a
+/// malformed value.
+BlasThreads choose_blas_threads(int ranks_on_node);
+
+/// Starts the chosen threads. Returns the lines for run.log: a warning when
+/// OpenBLAS fell back to kernels older than the CPU (and what to set), the
+/// BLAS kernels in use and whether the environment chose them, the threads
+/// and why, then the numerics contract. A thread the system refuses
+/// (an address-space or process limit) is an input error that says which.
+std::string start_blas_threads(const BlasThreads& chosen);
 
 }  // namespace distzo::app

@@ -53,7 +53,9 @@ int forward_logits(const std::vector<std::string>& args) {
   const std::string& output_path = o.positional()[2];
   const int micro = o.int32("--micro-batch", 8, 1);
   require_output_directory("forward", output_path);
-  set_blas_threads(1);  // one process: the machine's cores (or OPENBLAS_NUM_THREADS)
+  // One process: the machine's cores (or OPENBLAS_NUM_THREADS), started
+  // once the memory check below has passed.
+  const BlasThreads gemm = choose_blas_threads(1);
 
   const io::ModelReader reader(model_path);
   const io::ModelInfo& m = reader.info();
@@ -94,9 +96,9 @@ int forward_logits(const std::vector<std::string>& args) {
   zo::FloatTheta theta(store);
   // Everything is allocated but the BLAS's buffers, which a failed
   // allocation would make it retry forever.
-  if (const std::string shortfall = blas_buffers_shortfall(kernels::gemm_threads());
-      !shortfall.empty())
+  if (const std::string shortfall = blas_buffers_shortfall(gemm.threads); !shortfall.empty())
     DISTZO_INPUT_FAIL("forward: " << shortfall);
+  start_blas_threads(gemm);
 
   for (std::int64_t first = 0; first < B; first += rows) {
     // The last micro-batch is padded with copies of its first row, whose

@@ -6,6 +6,7 @@
 #include "app/make_model.hpp"
 #include "app/make_synthetic.hpp"
 #include "app/memory_limit.hpp"
+#include "app/process_start.hpp"
 #include "app/plan.hpp"
 #include "app/run.hpp"
 #include "core/error.hpp"
@@ -22,6 +23,7 @@
 #include <csignal>
 #include <cstring>
 #include <new>
+#include <optional>
 #include <cstdlib>
 #include <iostream>
 #include <string>
@@ -151,38 +153,62 @@ int dispatch(const std::vector<std::string>& args) {
   DISTZO_INPUT_FAIL("unknown command '" << args[0] << "'\n\n" << kUsage);
 }
 
+/// Kokkos started with the process's arguments and KOKKOS_* variables; a
+/// value Kokkos cannot take (KOKKOS_NUM_THREADS=auto) is an input error
+/// naming them, not an exception escaping main.
+void start_kokkos(std::optional<Kokkos::ScopeGuard>& kokkos, int& argc, char** argv) {
+  try {
+    kokkos.emplace(argc, argv);
+  } catch (const std::exception& e) {
+    // Kokkos 3.4 says "Error: WHAT Raised by ...\nTraceback ...": the WHAT.
+    std::string what = e.what();
+    what = what.substr(0, what.find('\n'));
+    if (what.rfind("Error: ", 0) == 0) what.erase(0, 7);
+    what = what.substr(0, what.find(" Raised by"));
+    std::string set;
+    for (const char* name : {"KOKKOS_NUM_THREADS", "KOKKOS_DEVICE_ID", "KOKKOS_NUM_DEVICES",
+                             "KOKKOS_SKIP_DEVICE", "KOKKOS_DISABLE_WARNINGS", "KOKKOS_TOOLS_LIBS"})
+      if (const char* value = std::getenv(name))
+        set += std::string(set.empty() ? "" : ", ") + name + "=" + value;
+    DISTZO_INPUT_FAIL("Kokkos could not start: " << what << " ("
+                      << (set.empty() ? std::string("no KOKKOS_* variable is set")
+                                      : "the environment sets " + set)
+                      << "; unset the variable, or give it a value Kokkos takes: "
+                         "KOKKOS_NUM_THREADS a positive integer, KOKKOS_DEVICE_ID a device index)");
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
+  distzo::app::hold_blas_to_one_thread(argv);
   int status = 0;
   if (answers_without_runtime(std::vector<std::string>(argv + 1, argv + argc), status)) return status;
   // A file size limit (ulimit -f) makes a write fail (EFBIG), which distzo
   // reports, instead of killing the process without a word.
   std::signal(SIGXFSZ, SIG_IGN);
-  // Under too small an address-space or open-files limit MPI_Init aborts or
-  // fails inside UCX with messages that name no cause: say it first (or
-  // raise the open-files limit, when the hard limit allows). Under mpiexec
-  // every rank sees the same limits; rank 0 says it.
-  std::string small = distzo::raise_open_files_limit();
-  if (small.empty()) small = distzo::app::address_space_too_small_to_start();
+  // Under too small an open-files limit MPI_Init fails inside UCX with
+  // messages that name no cause: say it first (or raise the limit, when the
+  // hard limit allows). Under mpiexec every rank sees the same limit; rank 0
+  // says it. (Too small an address-space limit is start_mpi's to report.)
+  const std::string small = distzo::raise_open_files_limit();
   if (!small.empty()) {
     const char* pmi_rank = std::getenv("PMI_RANK");
     if (pmi_rank == nullptr || std::string(pmi_rank) == "0")
       std::cerr << "distzo: error: " << small << "\n";
-    // Not `return`: the exit handlers of a BLAS whose threads could not all
-    // start under the limit wait for them forever.
-    std::_Exit(2);
+    return 2;
   }
-  MPI_Init(&argc, &argv);
+  distzo::app::start_mpi(&argc, &argv);
   int rank = 0, size = 1;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &size);
   const std::string where = size > 1 ? " on rank " + std::to_string(rank) : "";
   bool collective = false;  // every rank failed together: finish MPI cleanly
   {
-    Kokkos::ScopeGuard kokkos(argc, argv);
+    std::optional<Kokkos::ScopeGuard> kokkos;
     std::vector<std::string> args(argv + 1, argv + argc);
     try {
+      start_kokkos(kokkos, argc, argv);
       // Only `run` is a parallel program; under mpiexec the other commands
       // run once, on rank 0 (two ranks writing one model file would race).
       if (args[0] == "run" || rank == 0) status = dispatch(args);
@@ -191,16 +217,22 @@ int main(int argc, char** argv) {
       collective = true;
       status = distzo::kExitStopped;
     } catch (const distzo::CollectiveError& e) {
-      if (e.report()) std::cerr << "distzo: error: " << e.what() << "\n";
+      if (e.report())
+        std::cerr << "distzo: error: " << e.what() << distzo::app::address_space_exhausted_note()
+                  << "\n";
       collective = true;
       status = 2;
     } catch (const distzo::Error& e) {
-      std::cerr << "distzo: error" << where << ": " << e.what() << "\n";
+      std::cerr << "distzo: error" << where << ": " << e.what()
+                << distzo::app::address_space_exhausted_note() << "\n";
       status = 2;
     } catch (const std::bad_alloc&) {
-      std::cerr << "distzo: error" << where
-                << ": out of host memory (the sizes asked for need more than this machine has; "
-                   "`distzo plan` predicts a run's memory)\n";
+      const std::string limit = distzo::app::address_space_exhausted_note();
+      std::cerr << "distzo: error" << where << ": out of host memory"
+                << (limit.empty() ? " (the sizes asked for need more than this machine has; "
+                                    "`distzo plan` predicts a run's memory)"
+                                  : limit)
+                << "\n";
       status = 2;
     } catch (const std::exception& e) {
       std::cerr << "distzo: internal error" << where << ": " << e.what() << "\n";

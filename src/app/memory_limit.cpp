@@ -4,6 +4,7 @@
 #include "core/process_limits.hpp"
 #include "core/types.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <sstream>
 #include <type_traits>
@@ -30,6 +31,12 @@ double advised_limit(double needed) {
   constexpr double kStep = 16.0 * 1024 * 1024;
   return std::ceil(needed / kStep) * kStep + kStep;
 }
+
+/// What `threads` GEMM threads map once started: a BLAS work buffer each,
+/// and a stack each but the calling thread's (they start after the check).
+double gemm_threads_bytes(int threads) {
+  return threads * kBlasBufferBytesPerThread + (threads - 1) * thread_stack_bytes();
+}
 }  // namespace
 
 std::string address_space_shortfall(const MemoryPlan& plan, int gemm_threads,
@@ -40,7 +47,7 @@ std::string address_space_shortfall(const MemoryPlan& plan, int gemm_threads,
   constexpr bool device_is_host = std::is_same<MemSpace, Kokkos::HostSpace>::value;
   const double buffers = static_cast<double>(plan.host_master) +
                          (device_is_host ? static_cast<double>(plan.device_total()) : 0.0);
-  const double threads = gemm_threads * kBlasBufferBytesPerThread;
+  const double threads = gemm_threads_bytes(gemm_threads);
   const double stacks = starts_watchdog ? thread_stack_bytes() : 0.0;
   const double in_use = address_space_in_use();
   const double more = buffers + threads + stacks + kMarginBytes;
@@ -52,7 +59,7 @@ std::string address_space_shortfall(const MemoryPlan& plan, int gemm_threads,
     << human_bytes(in_use) << " mapped now (libraries, MPI, the datasets) + "
     << human_bytes(buffers) << " for θ and the run's buffers (`distzo plan " << deck_path
     << "`) + " << human_bytes(threads) << " for its " << gemm_threads
-    << " GEMM thread(s) (a BLAS work buffer each) + ";
+    << " GEMM thread(s) (a BLAS work buffer each, a stack each but the first) + ";
   if (starts_watchdog)
     s << human_bytes(stacks) << " for the stack of its watchdog's thread + ";
   s << human_bytes(kMarginBytes) << " of margin. Raise the limit to at least "
@@ -66,26 +73,27 @@ std::string address_space_shortfall(const MemoryPlan& plan, int gemm_threads,
 
 std::string blas_buffers_shortfall(int gemm_threads) {
   const std::optional<double> limit = address_space_limit();
-  const double threads = gemm_threads * kBlasBufferBytesPerThread;
+  const double threads = gemm_threads_bytes(gemm_threads);
   if (!limit || address_space_available(threads + kMarginBytes)) return "";
   const double needed = address_space_in_use() + threads + kMarginBytes;
   std::ostringstream s;
   s << "the address-space limit of this process is " << ulimit_setting(*limit) << ": with "
     << human_bytes(address_space_in_use()) << " mapped (the model and its buffers), the BLAS work "
-    << "buffers of its " << gemm_threads << " GEMM thread(s) (" << human_bytes(threads)
+    << "buffers and stacks of its " << gemm_threads << " GEMM thread(s) (" << human_bytes(threads)
     << ") and a margin of " << human_bytes(kMarginBytes) << " do not fit. Raise the limit to at "
     << "least " << ulimit_setting(advised_limit(needed)) << ", or run fewer GEMM threads "
     << "(OPENBLAS_NUM_THREADS=1)";
   return s.str();
 }
 
-std::string address_space_too_small_to_start() {
+std::string address_space_exhausted_note() {
   const std::optional<double> limit = address_space_limit();
-  if (!limit || *limit >= kAddressSpaceToStart) return "";
-  return "the address-space limit of this process is " + ulimit_setting(*limit) +
-         "; distzo needs at least " + human_bytes(kAddressSpaceToStart) +
-         " to start (its libraries, MPI and its threads), and a run more: `distzo plan DECK` "
-         "predicts it. Raise the limit (ulimit -v, or the batch system's memory request)";
+  if (!limit || address_space_available(kMarginBytes)) return "";
+  const double needed = std::max(*limit, address_space_in_use()) + kMarginBytes;
+  return " (the address-space limit of this process is " + ulimit_setting(*limit) +
+         " and less than " + human_bytes(kMarginBytes) + " of it is left unmapped: the likely "
+         "cause. Raise the limit to at least " + ulimit_setting(advised_limit(needed)) +
+         "; `distzo plan DECK` predicts what a run needs)";
 }
 
 }  // namespace distzo::app

@@ -1,7 +1,8 @@
 #pragma once
 // Refusing a run that its address-space limit (ulimit -v) cannot hold, before
-// it allocates anything: past the limit OpenBLAS retries a failed buffer
-// allocation forever and threads fail to start (core/process_limits.hpp).
+// it allocates anything or starts its threads: past the limit OpenBLAS
+// retries a failed buffer allocation forever and threads fail to start
+// (core/process_limits.hpp).
 
 #include "app/plan.hpp"
 
@@ -11,20 +12,23 @@ namespace distzo::app {
 
 /// Nothing when the process has no address-space limit or the run fits in
 /// it; else why not and what it needs: the bytes in use now, the plan's
-/// (`plan`, this rank's), `gemm_threads` x kBlasBufferBytesPerThread,
-/// the stack of the watchdog's thread when `starts_watchdog` (it starts
+/// (`plan`, this rank's), `gemm_threads` BLAS work buffers and the stacks
+/// of the threads not started yet (choose_blas_threads: they start after
+/// the check), the stack of the watchdog's thread when `starts_watchdog` (it starts
 /// after the check), and a margin, against the limit. `deck_path` goes
 /// into the advice.
 std::string address_space_shortfall(const MemoryPlan& plan, int gemm_threads,
                                     bool starts_watchdog, const std::string& deck_path);
 
-/// Nothing when the BLAS work buffers of `gemm_threads` threads (and the
-/// margin) still fit under the address-space limit, else the message: the
+/// Nothing when the BLAS work buffers and stacks of `gemm_threads` threads
+/// (and the margin) still fit under the address-space limit, else the message: the
 /// check of a command whose other buffers are allocated (`distzo forward`).
 std::string blas_buffers_shortfall(int gemm_threads);
 
-/// The check before MPI_Init: nothing when the limit is unset or at least
-/// kAddressSpaceToStart, else the message that says so.
-std::string address_space_too_small_to_start();
+/// For an error raised under an address-space limit that leaves less than a
+/// margin (64 MiB) unmapped: a sentence saying that the limit is the likely
+/// cause (a library's allocation failed: HDF5 reports a failed read, not a
+/// failed malloc) and the limit to ask for at the least. Empty otherwise.
+std::string address_space_exhausted_note();
 
 }  // namespace distzo::app

@@ -20,7 +20,6 @@
 #include "core/process_limits.hpp"
 #include "core/error.hpp"
 #include "core/memory.hpp"
-#include "kernels/host_gemm.hpp"
 #include "runtime/mesh.hpp"
 #include "runtime/parameter_store.hpp"
 #include "runtime/watchdog.hpp"
@@ -183,7 +182,7 @@ void run(const RunOptions& options, const runtime::Communicator& world) {
 
   const int P = deck.parallel.perturbation, D = deck.parallel.data;
   const runtime::Mesh mesh(world, runtime::MeshLayout{P, D});
-  const std::string blas_threads = set_blas_threads(mesh.node().size());
+  const BlasThreads gemm = choose_blas_threads(mesh.node().size());
   const int micro_batch = deck.data.micro_batch;
   // Everything the run allocates comes before anything is written: a run
   // that does not fit stops with nothing left behind.
@@ -192,15 +191,17 @@ void run(const RunOptions& options, const runtime::Communicator& world) {
   std::unique_ptr<runtime::ParameterStore> store_owner;
   std::unique_ptr<zo::Engine> engine_owner;
   std::unique_ptr<Batches> batches;
+  std::string blas_threads;  // run.log's lines on them
   const runtime::WatchdogConfig watchdog_settings =
       watchdog_config(deck, model.registry.total_elements());
   collectively(world, [&] {
     if (address_space_limit()) {  // else nothing to check (and no plan to compute)
       const std::string shortfall = address_space_shortfall(
-          plan_memory(plan_inputs(deck, model.config, train)), kernels::gemm_threads(),
+          plan_memory(plan_inputs(deck, model.config, train)), gemm.threads,
           watchdog_settings.enabled, options.deck_path);
       if (!shortfall.empty()) throw Error(shortfall);
     }
+    blas_threads = start_blas_threads(gemm);
     try {
       runtime::PlacementConfig placement = placement_config(deck, mesh.node().size());
       const runtime::ExchangeKind exchange = exchange_kind(deck.placement.exchange);

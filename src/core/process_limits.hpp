@@ -29,21 +29,14 @@ double address_space_in_use();
 
 /// What every thread that runs GEMMs maps at its first BLAS call, in bytes:
 /// the BLAS's work buffer (OpenBLAS allocates 128 MiB + 4 KiB per calling
-/// thread on x86-64, and retries forever if it cannot). The threads
-/// themselves, their stacks and malloc arenas, exist before a run's check
-/// (kernels::set_gemm_threads starts them) and are in address_space_in_use().
+/// thread on x86-64, its build's BUFFER_SIZE, and retries forever if it
+/// cannot). The threads' stacks come on top (thread_stack_bytes).
 constexpr double kBlasBufferBytesPerThread = 128.0 * 1024 * 1024 + 4096;
 
 /// The address space a thread started now maps for its stack and guard
 /// page, in bytes: the default of this process's threads (glibc takes it
 /// from ulimit -s; 8 MiB on most systems).
 double thread_stack_bytes();
-
-/// What distzo maps to start at all (its libraries, MPI's and Kokkos's
-/// threads) before any of a run's own buffers: 256 MiB. Below it MPI_Init
-/// aborts or a thread cannot be created (measured on Debian 12's MPICH 4.0
-/// with UCX: 160 MiB for an error message, 300 MiB for a tiny run).
-constexpr double kAddressSpaceToStart = 256.0 * 1024 * 1024;
 
 /// Whether `bytes` more address space can be mapped now: they are reserved
 /// (PROT_NONE, no memory used) and released at once.

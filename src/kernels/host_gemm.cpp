@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <mutex>
 #include <sstream>
+#include <system_error>
 #include <thread>
 #include <vector>
 
@@ -52,7 +53,12 @@ class TilePool {
     // Each worker starts from the generation before its first GEMM: reading
     // it in the new thread could see that GEMM already posted and miss it.
     const std::uint64_t now = generation_.load(std::memory_order_acquire);
-    for (int w = 1; w < threads; ++w) workers_.emplace_back([this, now] { work(now); });
+    try {
+      for (int w = 1; w < threads; ++w) workers_.emplace_back([this, now] { work(now); });
+    } catch (const std::system_error&) {
+      resize(1);  // the system refused a thread: none of the new ones stays
+      throw;
+    }
   }
 
   int threads() const { return static_cast<int>(workers_.size()) + 1; }
@@ -230,10 +236,10 @@ GemmTile gemm_tile_shape(std::size_t m, std::size_t n, std::size_t k) {
 void set_gemm_threads(int threads, GemmPath path) {
   DISTZO_REQUIRE(threads >= 1 && threads <= 1024, "distzo::kernels::set_gemm_threads: "
                                                       << threads << " threads; expected 1 to 1024");
-  g_threads = threads;
-  g_path = path;
   const bool tiled = path == GemmPath::tiled;
   if (pool().threads() != (tiled ? threads : 1)) pool().resize(tiled ? threads : 1);
+  g_threads = threads;
+  g_path = path;
   if (openblas_set_num_threads != nullptr) openblas_set_num_threads(tiled ? 1 : threads);
 }
 

@@ -74,7 +74,9 @@ enum class GemmPath {
 /// BLAS is made single-threaded; with `library`, the BLAS is given `threads`
 /// (OpenBLAS only: another BLAS keeps its own setting). Not thread-safe: call
 /// it between GEMMs, from the thread that runs them. Until it is called the
-/// host GEMM is tiled on 1 thread.
+/// host GEMM is tiled on 1 thread. When the system refuses a thread
+/// (std::system_error: no room for its stack) the pool keeps one and the
+/// setting is unchanged.
 void set_gemm_threads(int threads, GemmPath path = GemmPath::tiled);
 
 /// The values last set (1 and tiled by default).
