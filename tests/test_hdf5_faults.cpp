@@ -7,6 +7,7 @@
 
 #include <gtest/gtest.h>
 #include <hdf5.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -405,3 +406,49 @@ TEST(Hdf5Faults, ChangedBytesFailTheChecksumNamingTheDataset) {
 }
 
 }  // namespace
+
+namespace {
+
+/// Adds to a copy of the tiny model a dataset `name` whose data lives in
+/// `elsewhere` (external storage), or an external link to it.
+std::string model_pointing_at(const std::string& elsewhere, bool link, const std::string& name) {
+  const std::string path = copy_of_model(name);
+  const hid_t file = H5Fopen(path.c_str(), H5F_ACC_RDWR, H5P_DEFAULT);
+  EXPECT_GE(file, 0);
+  if (link) {
+    EXPECT_GE(H5Lcreate_external(elsewhere.c_str(), "/x", file, "stolen", H5P_DEFAULT, H5P_DEFAULT), 0);
+  } else {
+    const hsize_t count = 4;
+    const hid_t space = H5Screate_simple(1, &count, nullptr);
+    const hid_t plist = H5Pcreate(H5P_DATASET_CREATE);
+    EXPECT_GE(H5Pset_external(plist, elsewhere.c_str(), 0, count * sizeof(float)), 0);
+    const hid_t set = H5Dcreate2(file, "stolen", H5T_IEEE_F32LE, space, H5P_DEFAULT, plist, H5P_DEFAULT);
+    EXPECT_GE(set, 0);
+    H5Dclose(set);
+    H5Pclose(plist);
+    H5Sclose(space);
+  }
+  H5Fclose(file);
+  return path;
+}
+
+}  // namespace
+
+TEST(Hdf5Faults, DataInAnotherFileIsRefusedNamingTheDataset) {
+  // Followed, external storage made distzo read any file the dataset names:
+  // a FIFO blocked `inspect --digest` and `run` forever.
+  const std::string fifo = "/tmp/distzo_test_hdf5_" + std::to_string(getpid()) + "_fifo";
+  ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
+  for (const bool link : {false, true}) {
+    const std::string path = model_pointing_at(fifo, link, link ? "link.h5" : "external.h5");
+    // (Followed, the checked child would block on the FIFO until its timeout
+    // and the file be called damaged: another message.)
+    EXPECT_ERROR_CONTAINS(std::string("'stolen' is ") +
+                              (link ? "an external link (to an object in another file)"
+                                    : "external storage (its data in other files)") +
+                              ", which distzo does not follow",
+                          io::Hdf5File(path, io::Hdf5File::Mode::read));
+    std::remove(path.c_str());
+  }
+  std::remove(fifo.c_str());
+}

@@ -109,7 +109,15 @@ RunDirectory::RunDirectory(const std::string& dir, std::vector<std::string>& not
       DISTZO_INPUT_REQUIRE(written, "cannot write the lock '" << lock_ << "'");
       break;
     }
-    DISTZO_INPUT_REQUIRE(errno == EEXIST, "cannot create the lock '" << lock_ << "' in output.dir");
+    const int error = errno;
+    DISTZO_INPUT_REQUIRE(error == EEXIST,
+                         "cannot create the lock '" << lock_ << "' in output.dir: "
+                                                    << std::strerror(error)
+                                                    << (error == EACCES
+                                                            ? " (the directory's permissions, or "
+                                                              "the umask it was made under, do "
+                                                              "not let this user create files in it)"
+                                                            : ""));
     const LockOwner o = read_lock(lock_);
     // A lock distzo wrote names a host and a pid; one that does not is being
     // written by a run that is starting this instant, or was damaged.

@@ -5,6 +5,7 @@
 #include "io/deck_text.hpp"
 
 #include "core/error.hpp"
+#include "core/file_system.hpp"
 
 #include <yaml-cpp/yaml.h>
 
@@ -258,9 +259,7 @@ void validate_files(const Deck& deck) {
       fail(o.source, o.line(key), key, "no such file " + quoted(path) + cwd_note(path));
     if (!fs::is_regular_file(st))
       fail(o.source, o.line(key), key,
-           "expected a regular file, found " +
-               std::string(fs::is_directory(st) ? "a directory" : "something else") + " at " +
-               quoted(path));
+           "expected a regular file, found " + file_kind(path) + " at " + quoted(path));
   };
   require_file("model.path", deck.model.path);
   require_file("data.train", deck.data.train);

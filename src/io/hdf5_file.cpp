@@ -112,6 +112,19 @@ herr_t collect_name(hid_t, const char* name, const H5L_info_t*, void* out) {
   return 0;
 }
 
+/// The links of a group, each with whether it points into another file.
+struct Links {
+  std::vector<std::string> names;
+  std::vector<bool> external;
+};
+
+herr_t collect_link(hid_t, const char* name, const H5L_info_t* info, void* out) {
+  Links& links = *static_cast<Links*>(out);
+  links.names.emplace_back(name);
+  links.external.push_back(info->type == H5L_TYPE_EXTERNAL);
+  return 0;
+}
+
 /// How distzo creates files: in the HDF5 1.8 format (readable by HDF5 1.8
 /// and later, h5py included), whose object headers and indexes carry
 /// checksums that HDF5 verifies on every read, so damaged metadata is an
@@ -140,6 +153,11 @@ Hdf5File::Hdf5File(const std::string& path, Mode mode) : path_(path) {
   if (mode == Mode::read) {
     DISTZO_INPUT_REQUIRE(access(path.c_str(), R_OK) == 0,
                          "cannot read '" << path << "': " << std::strerror(errno));
+    // HDF5 would wait forever on a FIFO (or read a device to its end): only
+    // regular files (or links to them) hold models, datasets and checkpoints.
+    DISTZO_INPUT_REQUIRE(is_regular_file(path),
+                         "'" << path << "' is " << file_kind(path) << ", not a regular file: "
+                             << "distzo reads models, datasets and checkpoints from regular files");
     const hid_t id = H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT);
     DISTZO_INPUT_REQUIRE(id >= 0, "'" << path << "' does not open as HDF5 (not an HDF5 file, or "
                                           "truncated or damaged)");
@@ -281,14 +299,24 @@ herr_t walk_attribute(hid_t object, const char* name, const H5A_info_t*, void* d
   return status;
 }
 
+/// The attribute name under which walk_objects records an object whose data
+/// lives in another file (no HDF5 attribute name is empty): its value says how.
+constexpr const char* kElsewhere = "";
+
 /// A dataset's metadata as a reader meets it: type, shape, layout; a
 /// chunked one (never written by distzo; its index is a B-tree read with the
-/// data) read whole when it is small.
-bool walk_dataset(hid_t dataset) {
+/// data) read whole when it is small. Data stored in other files (external
+/// storage, a virtual dataset) is recorded (kElsewhere), not followed: such
+/// a file would be read wherever the dataset points, a FIFO included.
+bool walk_dataset(hid_t dataset, const std::string& name, std::string& out) {
   const hid_t type = H5Dget_type(dataset), space = H5Dget_space(dataset),
               plist = H5Dget_create_plist(dataset);
   bool ok = type >= 0 && space >= 0 && plist >= 0 && H5Sget_simple_extent_npoints(space) >= 0;
-  if (ok && H5Pget_layout(plist) == H5D_CHUNKED) {
+  if (ok && H5Pget_external_count(plist) > 0)
+    append_record(out, name, kElsewhere, "external storage (its data in other files)");
+  else if (ok && H5Pget_layout(plist) == H5D_VIRTUAL)
+    append_record(out, name, kElsewhere, "a virtual dataset (its data mapped from other files)");
+  else if (ok && H5Pget_layout(plist) == H5D_CHUNKED) {
     constexpr hsize_t kReadUpTo = 16u << 20;  // bytes; larger ones are left to the reader
     const hsize_t bytes = static_cast<hsize_t>(H5Sget_simple_extent_npoints(space)) * H5Tget_size(type);
     const H5T_class_t cls = H5Tget_class(type);
@@ -311,15 +339,21 @@ bool walk_objects(hid_t object, const std::string& object_name, std::string& out
   if (H5Aiterate2(object, H5_INDEX_NAME, H5_ITER_INC, nullptr, walk_attribute, &c) < 0)
     return false;
   const H5I_type_t kind = H5Iget_type(object);
-  if (kind == H5I_DATASET) return walk_dataset(object);
+  if (kind == H5I_DATASET) return walk_dataset(object, object_name, out);
   if (kind != H5I_GROUP && kind != H5I_FILE) return true;
-  std::vector<std::string> names;
-  if (H5Literate(object, H5_INDEX_NAME, H5_ITER_INC, nullptr, collect_name, &names) < 0)
+  Links links;
+  if (H5Literate(object, H5_INDEX_NAME, H5_ITER_INC, nullptr, collect_link, &links) < 0)
     return false;
-  for (const std::string& n : names) {
+  for (std::size_t i = 0; i < links.names.size(); ++i) {
+    const std::string& n = links.names[i];
+    const std::string name = object_name.empty() ? n : object_name + "/" + n;
+    if (links.external[i]) {
+      append_record(out, name, kElsewhere, "an external link (to an object in another file)");
+      continue;
+    }
     const hid_t child = H5Oopen(object, n.c_str(), H5P_DEFAULT);
     if (child < 0) return false;
-    const bool ok = walk_objects(child, object_name.empty() ? n : object_name + "/" + n, out);
+    const bool ok = walk_objects(child, name, out);
     H5Oclose(child);
     if (!ok) return false;
   }
@@ -375,6 +409,14 @@ void Hdf5File::check_structure() {
                                              "process, "
                                           << what << "; use an intact copy");
   variable_strings_ = parse_records(walk.output);
+  for (const auto& [key, how] : variable_strings_) {
+    const std::string object = key.substr(0, key.find('\n'));
+    DISTZO_INPUT_REQUIRE(key.size() != object.size() + 1,
+                         "'" << path_ << "': '" << object << "' is " << how
+                             << ", which distzo does not follow: its models, datasets and "
+                                "checkpoints keep every byte in the one file (h5repack or h5py "
+                                "can copy the data in)");
+  }
 }
 
 const std::string& Hdf5File::variable_string(const std::string& object,
