@@ -5,6 +5,7 @@
 #include "app/inspect.hpp"
 #include "app/run_directory.hpp"
 #include "io/checkpoint.hpp"
+#include "io/deck.hpp"
 #include "io/hdf5_file.hpp"
 #include "io/model_file.hpp"
 
@@ -51,11 +52,12 @@ io::TrainingState some_state() {
   s.step = 3;
   s.z = {0xFFFFFFFFFFFFFFFFull, Distribution::rademacher, ZRecipe::v2};  // uint64 beyond int64: text
   s.queries = 2;
-  s.pending = PendingUpdate::after({s.z, 2, 1e-3}, {0.75, -1.5}, 2e-3, 0.01);
+  // The log holds steps 0, 1, 2; the pending update is the last one's.
+  for (int i = 0; i < 3; ++i) s.seed_log.push_back({i, 1e-3 * (i + 1), 2.5 / (i + 1), {0.5 * i, -0.25 * i}});
+  s.pending = PendingUpdate::after({s.z, 2, 1e-3}, s.seed_log.back().g, s.seed_log.back().lr, 0.01);
   s.deck_yaml = "optim:\n  steps: 3\n";
   s.parameter_digest = "0123456789abcdef";
   s.nonfinite_streak = 2;
-  for (int i = 1; i <= 3; ++i) s.seed_log.push_back({i, 1e-3 * i, 2.5 / i, {0.5 * i, -0.25 * i}});
   return s;
 }
 
@@ -412,6 +414,41 @@ TEST(Checkpoint, SeedThatIsNotANumberIsAnError) {
   std::remove(path.c_str());
 }
 
+TEST(Checkpoint, StepThatDisagreesWithItsSeedLogIsAnError) {
+  // An edit whose attributes' checksum was made again passes the checksum;
+  // resumed, it continued a run with a step missing from its log.
+  io::TrainingState s = some_state();
+  s.step = 4;
+  std::string path = write_tiny_checkpoint(s, "step_ahead.h5");
+  EXPECT_ERROR_CONTAINS("attribute 'step' is 4 but its seed log holds 3 step(s)",
+                        io::read_training_state(path));
+  std::remove(path.c_str());
+
+  s = some_state();
+  s.seed_log[1].step = 7;
+  path = write_tiny_checkpoint(s, "log_gap.h5");
+  EXPECT_ERROR_CONTAINS("the seed log's entry 1 is for step 7", io::read_training_state(path));
+  std::remove(path.c_str());
+
+  s = some_state();
+  s.pending.lr *= 2;
+  path = write_tiny_checkpoint(s, "pending_lr.h5");
+  EXPECT_ERROR_CONTAINS("the pending update (step 2) is not the seed log's last step",
+                        io::read_training_state(path));
+  std::remove(path.c_str());
+}
+
+TEST(Checkpoint, SeedThatDisagreesWithItsDeckIsAnError) {
+  io::TrainingState s = some_state();
+  s.deck_yaml = io::resolved_yaml(io::parse_deck(
+      "model:\n  path: m.h5\ndata:\n  train: t.h5\noptim:\n  steps: 3\n  lr: 1.0e-3\n"
+      "  seed: 5\n  queries: 2\n  distribution: rademacher\noutput:\n  dir: o\n",
+      "test deck"));
+  const std::string path = write_tiny_checkpoint(s, "deck_seed.h5");
+  EXPECT_ERROR_CONTAINS("are not its deck's (5, 2, rademacher)", io::read_training_state(path));
+  std::remove(path.c_str());
+}
+
 TEST(RunCheckpoints, TheLatestGoodIsTheRunsNewestThatReadsBackWhole) {
   const std::string dir = "/tmp/distzo_test_checkpoint_" + std::to_string(getpid()) + "_run";
   std::filesystem::create_directories(dir);
@@ -421,6 +458,9 @@ TEST(RunCheckpoints, TheLatestGoodIsTheRunsNewestThatReadsBackWhole) {
   const auto write = [&](std::int64_t step, const std::string& run_id) {
     s.step = step;
     s.run_id = run_id;
+    s.seed_log.clear();  // steps 0 .. step - 1, the last one pending
+    for (std::int64_t i = 0; i < step; ++i) s.seed_log.push_back({i, 1e-3, 1.0, {0.5, -0.5}});
+    s.pending = PendingUpdate::after({s.z, step - 1, 1e-3}, {0.5, -0.5}, 1e-3, 0.01);
     return write_tiny_checkpoint(s, "run/" + io::checkpoint_name(step));
   };
   write(1, "ours");
@@ -469,7 +509,6 @@ TEST(RunCheckpoints, TheLatestGoodIsTheRunsNewestThatReadsBackWhole) {
     // is read and checked now, digest or not.
     io::TrainingState plain = s;
     plain.parameter_digest.clear();
-    plain.step = 7;
     const std::string nan = write_tiny_checkpoint(plain, "nan.h5");
     EXPECT_EQ(app::checkpoint_problem(nan), "");
     const std::string tensor = io::ModelReader(nan).info().registry[3].name;

@@ -1,5 +1,7 @@
 #include "io/checkpoint.hpp"
 
+#include "io/deck.hpp"
+
 #include "core/version.hpp"
 
 #include "core/error.hpp"
@@ -176,6 +178,47 @@ std::string checkpoint_run_id(const std::string& path) {
   }
 }
 
+namespace {
+
+/// What the seed log and the deck copy imply of a checkpoint's attributes
+/// holds: the checksums catch damage, not an edit whose checksum was made
+/// again (a `step` one ahead of its log resumed into a run with a step
+/// missing from its log and a different digest).
+void check_consistency(const TrainingState& s, const std::string& path) {
+  const std::vector<SeedLogEntry>& log = s.seed_log;
+  for (std::size_t i = 0; i < log.size(); ++i)
+    DISTZO_INPUT_REQUIRE(log[i].step == static_cast<std::int64_t>(i),
+                         path << ": the seed log's entry " << i << " is for step " << log[i].step
+                              << "; a log holds steps 0, 1, 2, ... in order (the file was "
+                                 "altered or damaged)");
+  DISTZO_INPUT_REQUIRE(static_cast<std::int64_t>(log.size()) == s.step,
+                       path << ": attribute 'step' is " << s.step << " but its seed log holds "
+                            << log.size() << " step(s) (the file was altered or damaged)");
+  if (s.pending.active) {
+    DISTZO_INPUT_REQUIRE(!log.empty() && s.pending.step == log.back().step &&
+                             s.pending.lr == log.back().lr && s.pending.g == log.back().g,
+                         path << ": the pending update (step " << s.pending.step
+                              << ") is not the seed log's last step (the file was altered or "
+                                 "damaged)");
+  }
+  // A deck copy that does not parse is the resume's to report (check_resume).
+  Deck deck;
+  try {
+    deck = parse_deck(s.deck_yaml, path + " (its deck)");
+  } catch (const Error&) {
+    return;
+  }
+  DISTZO_INPUT_REQUIRE(deck.optim.seed == s.z.seed && deck.optim.queries == s.queries &&
+                           deck.optim.distribution == s.z.distribution,
+                       path << ": attributes seed " << s.z.seed << ", queries " << s.queries
+                            << ", distribution " << to_string(s.z.distribution)
+                            << " are not its deck's (" << deck.optim.seed << ", "
+                            << deck.optim.queries << ", " << to_string(deck.optim.distribution)
+                            << "): the file was altered or damaged");
+}
+
+}  // namespace
+
 TrainingState read_training_state(const std::string& path) {
   Hdf5File file(path, Hdf5File::Mode::read);
   DISTZO_INPUT_REQUIRE(file.has_attribute("distzo_format") &&
@@ -246,6 +289,7 @@ TrainingState read_training_state(const std::string& path) {
                g.begin() + static_cast<std::ptrdiff_t>((i + 1) * s.queries));
     s.seed_log.push_back(std::move(e));
   }
+  check_consistency(s, path);
   return s;
 }
 
