@@ -154,11 +154,20 @@ void Watchdog::watch() {
     const double limit = deadline_seconds();
     // Check often enough to fire within a tenth of the deadline, at most once a second.
     const double poll = std::min(1.0, std::max(0.05, limit / 10));
+    const Clock::time_point asleep = Clock::now();
     {
       std::unique_lock<std::mutex> lock(mutex_);
       if (wake_.wait_for(lock, std::chrono::duration<double>(poll), [this] { return stopping_; }))
         return;
     }
+    // Woken far later than asked: the process (or the job, or the machine)
+    // was stopped (Ctrl-Z, SIGSTOP, scontrol suspend) and continued. A
+    // stopped process is not a hung one: the time it spent stopped does not
+    // count as time without progress.
+    const Clock::duration overslept =
+        Clock::now() - asleep - std::chrono::duration_cast<Clock::duration>(
+                                    std::chrono::duration<double>(poll + 1.0));
+    if (overslept > Clock::duration::zero()) last_tick_.fetch_add(overslept.count());
     const Clock::time_point last{Clock::duration{last_tick_.load()}};
     const double idle = std::chrono::duration<double>(Clock::now() - last).count();
     // The other ranks leave rank 0 time to name who is missing first.

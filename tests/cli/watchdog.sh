@@ -50,6 +50,24 @@ grep -q "watchdog: rank 1 (host .*) has made no progress .* Rank 0 did not end t
   { cat zero.log; fail "rank 1's watchdog message does not point at rank 0"; }
 pass "rank 0 stopped: rank 1 aborts the job with 76 after the grace period, pointing at rank 0"
 
+# A stopped process that is continued is not a hung one (Ctrl-Z and fg,
+# scontrol suspend/resume): stopped for three times the deadline, the run
+# goes on, and ends only when asked to (SIGTERM: 75, not the watchdog's 76).
+deck suspended 100000000 suspended 'checkpoint:' '  interval: 0' 'parallel:' '  watchdog: 2'
+"$DISTZO" run suspended.yaml > suspended.log 2>&1 &
+run=$!
+wait_rows suspended/metrics.csv 3
+kill -STOP "$run"
+sleep 6
+kill -CONT "$run"
+rows=$(wc -l < suspended/metrics.csv)
+sleep 3  # longer than the deadline: a watchdog that counted the stop fires in here
+kill -TERM "$run" 2> /dev/null || true
+set +e; wait "$run"; rc=$?; set -e
+[ "$rc" = 75 ] || { cat suspended.log; fail "a run stopped for 6 s (watchdog 2 s) and continued exited $rc, expected 75 on SIGTERM"; }
+[ "$(wc -l < suspended/metrics.csv)" -gt "$rows" ] || fail "the continued run made no progress"
+pass "a run stopped (SIGSTOP) for 6 s with a 2 s watchdog and continued goes on (then SIGTERM: 75)"
+
 # Off: the key reads back, and no watchdog thread watches (the run still finishes).
 deck off 3 off 'parallel:' '  watchdog: off'
 "$DISTZO" run off.yaml > off.log 2>&1 || { cat off.log; fail "a run with the watchdog off failed"; }
