@@ -191,8 +191,12 @@ void inspect(const std::string& path, bool digest_only, std::ostream& out) {
       << "digest        version " << kDigestVersion << " (--digest"
       << (reader.all_in(StorageDtype::fp32) ? "; over float32 tensors the same as version 2" : "")
       << "); the writer recorded "
-      << (m.digest_version > 0 ? "version " + std::to_string(m.digest_version)
-                               : std::string("none (an older distzo, or tools/distzo_h5.py)"))
+      << (m.digest_version > 0
+              ? "version " + std::to_string(m.digest_version) +
+                    (m.digest_version < kDigestVersion
+                         ? " (the oldest version that gives this file's digest: docs/formats.md)"
+                         : "")
+              : std::string("none (an older distzo, or tools/distzo_h5.py)"))
       << "\n\n";
   out << std::left << std::setw(5) << "id" << std::setw(52) << "name" << std::setw(14) << "shape"
       << std::setw(12) << "elements" << std::setw(7) << "dtype" << "group\n";

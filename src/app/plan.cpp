@@ -39,17 +39,15 @@ const char* const kUsage =
     "                   [--hbm-tbs 4.3] [--gemm-tflops 700]]\n"
     "  predicted device memory per rank by role, host memory for θ, and bytes moved per\n"
     "  step, for a deck or for a Hugging Face config.json of OPT, Llama, Qwen2, Qwen3,\n"
-    "  Mistral or Gemma 3 (defaults: batch 1, seq 2048 or the model's positions (or window),\n"
-    "  causal_lm, 2\n"
-    "  candidates for classification, q 1, P 1, resident, K 0, prefetch 1, slots\n"
-    "  prefetch + 2, fp32, together, gemm inputs fp32). --device-gib G\n"
+    "  Mistral or Gemma 3 (defaults: batch 1, seq 2048 or the model's positions (or\n"
+    "  window), causal_lm, 2 candidates for classification, q 1, P 1, resident, K 0,\n"
+    "  prefetch 1, slots prefetch + 2, fp32, together, gemm inputs fp32). --device-gib G\n"
     "  also says whether the run fits a device of G GiB and the largest resident_blocks K\n"
     "  that does; the exit status is 1 when it does not fit. --gpus-per-node n adds the\n"
     "  sliced schedule of Placement II (every block offloaded, sliced over n GPUs): bytes\n"
     "  over PCIe and NVLink per GPU and the predicted step time next to ZO2's on one GPU\n"
     "  at the same global batch.";
 
-/// "1 slot", "3 slots".
 constexpr std::uint64_t kFloat = sizeof(float), kInt = sizeof(int), kDouble = sizeof(double);
 
 std::uint64_t u(std::int64_t v) { return static_cast<std::uint64_t>(v); }

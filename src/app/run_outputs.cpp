@@ -158,9 +158,15 @@ std::string describe_placement(const runtime::ParameterStore& store, const io::D
   os << "placement: " << describe_blocks(p, L, "placement.resident_blocks");
   const std::string ignored = ignored_placement_keys(deck);
   if (!ignored.empty()) os << " (" << ignored << ")";
-  os << "; θ's master copy: " << exact_bytes(static_cast<double>(store.device_bytes()))
-     << " in device memory, " << exact_bytes(static_cast<double>(store.host_bytes()))
-     << " in host memory";
+  // A shared master's arenas are views of the node's one allocation: its
+  // bytes are said once, where they are (as the end of run.log says them).
+  if (store.shared_bytes() > 0)
+    os << "; θ's master copy: " << exact_bytes(static_cast<double>(store.shared_bytes()))
+       << " in node-shared memory";
+  else
+    os << "; θ's master copy: " << exact_bytes(static_cast<double>(store.device_bytes()))
+       << " in device memory, " << exact_bytes(static_cast<double>(store.host_bytes()))
+       << " in host memory";
   if (exchange_or_null != nullptr) {
     const runtime::SliceExchange& exchange = *exchange_or_null;
     const bool edges_sliced = store.slices(model::GroupRef::embeddings()).slices > 1;
