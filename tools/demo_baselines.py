@@ -34,6 +34,11 @@ import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import requires  # noqa: E402
+
+if __name__ == "__main__":  # before the imports below: a missing package is one pip line
+    requires.check(__file__, "numpy", "h5py", "torch", "transformers")
+
 import mezo_finetune  # noqa: E402  (ClassificationData, DataOrder, candidate_logits, evaluate)
 import mezo_reference  # noqa: E402  (load_opt_h5)
 

@@ -27,6 +27,9 @@ import struct
 import subprocess
 import sys
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import requires  # noqa: E402  (standard library only, as this file)
+
 VERSION = 3
 # The first word folded: 2, version 2's number, kept by version 3 (which
 # digests float32 tensors exactly as version 2 did).
@@ -228,6 +231,8 @@ def main(argv=None) -> int:
     if args.known_answers:
         print(known_answers())
         return 0
+    if args.files:
+        requires.check(__file__, "numpy", "h5py")
     bad = 0
     for path in args.files:
         mine = file_digest(path)

@@ -32,9 +32,13 @@ import argparse
 import os
 import sys
 
-import numpy as np
-
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import requires  # noqa: E402
+
+if __name__ == "__main__":  # before the imports below: a missing package is one pip line
+    requires.check(__file__, "numpy", "gguf")
+
+import numpy as np  # noqa: E402
 
 
 def to_f32(src: str, dst: str) -> None:
@@ -117,6 +121,8 @@ def main(argv=None) -> int:
     p.add_argument("output", help="float32 GGUF to write")
     p.add_argument("--check-h5", metavar="MODEL.h5", help="then compare with this distzo model file")
     args = p.parse_args(argv)
+    if args.check_h5:
+        requires.check(__file__, "h5py")
     if os.path.abspath(args.input) == os.path.abspath(args.output):
         p.error("input and output are the same file")
     to_f32(args.input, args.output)

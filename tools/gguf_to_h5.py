@@ -101,9 +101,14 @@ import sys
 import tempfile
 from collections import Counter
 
-import numpy as np
-
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import requires  # noqa: E402
+
+if __name__ == "__main__":  # before the imports below: a missing package is one pip line
+    requires.check(__file__, "numpy", "h5py", "gguf")
+
+import numpy as np  # noqa: E402
+
 import distzo_h5  # noqa: E402
 from distzo_h5 import FormatError  # noqa: E402
 
@@ -501,6 +506,8 @@ def main(argv=None) -> int:
                         help="write every tensor as float32 (default: F16 and BF16 tensors keep their dtype)")
     parser.add_argument("-q", "--quiet", action="store_true")
     args = parser.parse_args(argv)
+    if args.tokenizer_dir:
+        requires.check(__file__, "transformers", "tokenizers")
     try:
         if not os.path.isfile(args.gguf):
             raise FormatError(f"{args.gguf}: no such file")

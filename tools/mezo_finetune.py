@@ -59,10 +59,15 @@ import os
 import sys
 import time
 
-import h5py
-import numpy as np
-
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import requires  # noqa: E402
+
+if __name__ == "__main__":  # before the imports below: a missing package is one pip line
+    requires.check(__file__, "numpy", "h5py")
+
+import h5py  # noqa: E402
+import numpy as np  # noqa: E402
+
 import mezo_reference  # noqa: E402  (load_model_h5, mezo_step, step_seed, ...)
 
 # ---------------------------------------------------------------------------
@@ -350,6 +355,7 @@ def main(argv=None) -> int:
         q.add_argument("--title", default="")
         q.add_argument("--out", required=True, metavar="PNG")
         a = q.parse_args(argv[1:])
+        requires.check(__file__, "matplotlib")
         plot(a.out, a.distzo, a.mezo, a.title)
         return 0
     p = argparse.ArgumentParser(description="MeZO (PyTorch reference) fine-tuning from a distzo deck.",
@@ -376,6 +382,7 @@ def main(argv=None) -> int:
     args = p.parse_args(argv)
     if args.checkpoint_interval < 0:
         raise SystemExit(f"mezo_finetune: --checkpoint-interval {args.checkpoint_interval}: expected N >= 0")
+    requires.check(__file__, "torch", "transformers", "yaml")
 
     import torch
 

@@ -67,6 +67,11 @@ from dataclasses import dataclass
 from typing import Callable, Iterable, Iterator, Mapping
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import requires  # noqa: E402
+
+if __name__ == "__main__":  # before the imports below: a missing package is one pip line
+    requires.check(__file__, "numpy", "h5py", "torch", "transformers")
+
 import distzo_h5  # noqa: E402
 
 import h5py  # noqa: E402

@@ -48,6 +48,11 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import requires  # noqa: E402
+
+if __name__ == "__main__":  # before the imports below: a missing package is one pip line
+    requires.check(__file__, "numpy", "h5py", "torch", "transformers", "yaml")
+
 import mezo_finetune  # noqa: E402  (ClassificationData, candidate_logits, evaluate, DataOrder, read_deck)
 import mezo_reference  # noqa: E402  (load_model_h5, uses_weight_decay)
 

@@ -70,9 +70,15 @@ import sys
 import time
 from dataclasses import dataclass
 
-import yaml
-
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+import requires  # noqa: E402
+
+if __name__ == "__main__":  # before the import below: a missing package is one pip line
+    requires.check(__file__, "yaml")
+
+import yaml  # noqa: E402
+
 REPO = os.path.dirname(HERE)
 BASE_DECK = os.path.join(REPO, "inputs", "quality_movies.yaml")
 RECORDS = os.path.join(REPO, "docs", "quality-runs")
@@ -295,6 +301,9 @@ def write_deck(path: str, deck: dict) -> str:
     return path
 
 
+PYTHON_KINDS = ("probe", "finetune", "mezo")  # the runs made by tools/quality_reference.py and mezo_finetune.py
+
+
 def commands(paths: Paths, run: Run, distzo: str, python: str) -> list:
     """The commands that make `run`, each an argv list; decks are written on the way."""
     d = paths.run_dir(run)
@@ -512,6 +521,12 @@ def main(argv=None) -> int:
         return 0
     if not args.dry_run and not os.access(args.distzo, os.X_OK):
         raise SystemExit(f"quality_runs: no distzo at {args.distzo} (build it, or --distzo / $DISTZO)")
+    if not args.dry_run and any(r.kind in PYTHON_KINDS for r in todo):
+        # the Python references run under --python: its packages, checked before hours of runs
+        rc = subprocess.call([args.python, os.path.join(HERE, "requires.py"), "quality_runs.py",
+                              "numpy", "h5py", "torch", "transformers", "yaml"])
+        if rc != 0:
+            return rc
     stop = os.path.join(paths.out, "STOP")
     for i, r in enumerate(todo):
         if os.path.exists(stop):

@@ -38,6 +38,11 @@ import statistics
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import requires  # noqa: E402
+
+if __name__ == "__main__":  # before the imports below: a missing package is one pip line
+    requires.check(__file__, "yaml", "numpy", "h5py")
+
 import quality_runs as qr  # noqa: E402
 
 REPO = qr.REPO
@@ -542,6 +547,8 @@ def main(argv=None) -> int:
     p.add_argument("--allow-missing", action="store_true",
                    help="with --write: let numbers whose runs have no record turn into —")
     args = p.parse_args(argv)
+    if args.png or args.long_png or args.write:
+        requires.check(__file__, "matplotlib")
     res = Results(os.path.abspath(args.records))
     text = tables(res, qr.Paths(os.path.abspath(args.model_dir), res.out))
     print(text)

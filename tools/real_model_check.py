@@ -66,10 +66,15 @@ import sys
 import tempfile
 import time
 
-import h5py
-import numpy as np
-
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import requires  # noqa: E402
+
+if __name__ == "__main__":  # before the imports below: a missing package is one pip line
+    requires.check(__file__, "numpy", "h5py", "torch", "transformers")
+
+import h5py  # noqa: E402
+import numpy as np  # noqa: E402
+
 import distzo_h5  # noqa: E402
 import mezo_finetune  # noqa: E402  (ClassificationData, candidate_logits)
 import mezo_reference  # noqa: E402  (load_model_h5, position_ids_from_mask, set_threads)
@@ -345,6 +350,8 @@ def main(argv=None) -> int:
     z.add_argument("--repeats", type=int, default=3, help="timed forwards after one warm-up (default %(default)s)")
     z.add_argument("--threads", type=int, default=2, help="torch threads (default %(default)s)")
     args = p.parse_args(argv)
+    if args.command == "check":  # transformers reads the GGUF with gguf and accelerate
+        requires.check(__file__, "tokenizers", "gguf", "accelerate")
     try:
         return check(args) if args.command == "check" else zero_shot(args)
     except (CheckError, distzo_h5.FormatError, OSError) as e:

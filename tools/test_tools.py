@@ -34,6 +34,9 @@
    with the `safetensors` package where it is installed; the digest of the
    2-byte files equals `distzo inspect --digest` (with a built distzo);
    gguf_to_h5 keeps a GGUF's F16 and BF16 tensors (needs gguf).
+7. Missing packages (tools/test_requires.py, standard library only, also run
+   by ctest as python_tools_requires): make_real_model.sh and the Python tools
+   check theirs before any download or work, and print one pip line (exit 2).
 
 Run as a script, each test runs in turn; one that needs a package that is
 not installed (torch, transformers) is reported as skipped, not failed.
@@ -49,14 +52,25 @@ import subprocess
 import sys
 import tempfile
 
-import h5py
-import numpy as np
-
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
+import requires  # noqa: E402
+
+if __name__ == "__main__":  # before the imports below: a missing package is one pip line
+    requires.check(__file__, "numpy", "h5py")
+
+import h5py  # noqa: E402
+import numpy as np  # noqa: E402
+
 import distzo_h5  # noqa: E402
 import hf_to_h5  # noqa: E402
 from distzo_h5 import FormatError  # noqa: E402
+from test_requires import (  # noqa: E402,F401  (collected here too)
+    test_checks_cover_imports,
+    test_imported_check_raises,
+    test_make_real_model_checks_first,
+    test_python_tool_checks_first,
+)
 
 DATA = os.path.join(os.path.dirname(HERE), "tests", "data")
 
@@ -2156,6 +2170,10 @@ def _run_all(tests) -> int:
 
 if __name__ == "__main__":
     sys.exit(_run_all([
+        test_make_real_model_checks_first,
+        test_python_tool_checks_first,
+        test_imported_check_raises,
+        test_checks_cover_imports,
         test_digest_matches_inspect,
         test_two_byte_round_trips,
         test_gguf_keeps_two_byte,

@@ -27,6 +27,11 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import requires  # noqa: E402
+
+if __name__ == "__main__":  # before the imports below: a missing package is one pip line
+    requires.check(__file__, "numpy", "h5py", "torch", "transformers")
+
 from mezo_reference import (  # noqa: E402
     causal_lm_inputs,
     fixed_tokens,
