@@ -3,6 +3,7 @@
 #include "app/deck_config.hpp"
 #include "app/format.hpp"
 #include "core/error.hpp"
+#include "core/log_line.hpp"
 
 #include <cerrno>
 #include <cstdio>
@@ -108,7 +109,7 @@ void RunOutputs::print(const std::string& line) {
 
 void RunOutputs::log(const std::string& line) {
   if (!active_) return;
-  log_ << line << "\n";
+  log_ << stamp_lines(line, utc_timestamp());
   log_.flush();
 }
 

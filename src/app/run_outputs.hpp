@@ -2,7 +2,9 @@
 // What a run leaves in output.dir, written by rank 0 only:
 //   metrics.csv  one row per step
 //   eval.csv     one row per evaluation
-//   run.log      the progress lines printed on stdout
+//   run.log      the lines printed on stdout (and why a run ended), each
+//                line of it stamped with the UTC time it was written:
+//                "2026-12-06T22:41:07.123Z step 10/100 ..." (core/log_line.hpp)
 // Steps are counted from 1 (row n = the n-th step completed). On resume, rows
 // past the checkpoint's step are dropped so each file reads
 // as one uninterrupted run. The lines of run.log are made below.
