@@ -54,7 +54,7 @@ for r in $(seq "$reps"); do
     OPENBLAS_NUM_THREADS=$threads OMP_NUM_THREADS=$threads "$distzo" run "$work/$name.yaml" > "$work/$name.$r.log" 2>&1 ||
       { cat "$work/$name.$r.log" >&2; exit 1; }
     awk -F, 'NR > 2 { print $8 }' "$work/$name/metrics.csv" >> "$work/$name.seconds"  # step_seconds, timed steps
-    grep '^memory:' "$work/$name/run.log" > "$work/$name.measured"
+    grep -E '^([0-9-]+T[0-9:.]+Z )?memory:' "$work/$name/run.log" > "$work/$name.measured"
   done
 done
 

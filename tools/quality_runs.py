@@ -357,10 +357,20 @@ def read_csv_rows(path: str) -> list:
         return [line.rstrip("\n") for line in fh]
 
 
+# The UTC time distzo writes at the start of every run.log line
+# ("2026-12-06T22:41:07.123Z "); logs of runs before it have none.
+LOG_STAMP = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z ")
+
+
+def log_message(line: str) -> str:
+    """A run.log line without the time it was written."""
+    return LOG_STAMP.sub("", line, count=1)
+
+
 def final_digest(run_dir: str) -> str:
     """The digest of a distzo run's `done:` line in run.log."""
     with open(os.path.join(run_dir, "run.log"), encoding="utf-8") as fh:
-        done = [line for line in fh if line.startswith("done:")]
+        done = [m for m in map(log_message, fh) if m.startswith("done:")]
     if not done:
         raise SystemExit(f"quality_runs: {run_dir}/run.log has no 'done:' line")
     return done[-1].rsplit("digest ", 1)[1].strip()

@@ -1416,7 +1416,8 @@ def test_quality_choices_and_resume_check():
         open(os.path.join(model_dir, "m.h5"), "w").close()
         paths = qr.Paths(model_dir, out)
         rows = [f"{s},0.5,{s * 0.001:.3f},{500 + s},1.5\n" for s in range(1, qr.STEPS + 1)]
-        done = "done: 1000 steps in 30:00 (0 skipped), digest 00ff00ff00ff00ff\n"
+        done = ("2026-12-06T22:41:07.123Z eval end    step 1000: loss 0.4300\n"
+                "2026-12-06T22:41:07.125Z done: 1000 steps in 30:00 (0 skipped), digest 00ff00ff00ff00ff\n")
         _fake_run(out, "movies", qr.distzo_name(lr, 1), [(0, 0.5, 0.77), (1000, 0.43, 0.81)], run_log=done,
                   metrics=rows)
         resumed = [r.replace(",1.5\n", ",2.5\n") for r in rows[-100:]]  # step_seconds may differ

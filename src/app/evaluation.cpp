@@ -8,7 +8,8 @@ namespace distzo::app {
 
 EvalSummary evaluate(zo::Engine& engine, io::BatchBuilder& builder,
                      const io::Dataset& data, std::int64_t limit, int micro_batch,
-                     const runtime::Communicator& world, const std::function<void()>& alive) {
+                     const runtime::Communicator& world,
+                     const std::function<void(const EvalProgress&)>& progress) {
   const std::int64_t n = limit > 0 ? std::min(limit, data.num_examples) : data.num_examples;
   // Trimmed batches run at their longest example: grouping the examples by
   // length makes each batch about as wide as its examples. The order is a
@@ -19,6 +20,9 @@ EvalSummary evaluate(zo::Engine& engine, io::BatchBuilder& builder,
     std::stable_sort(order.begin(), order.end(), [&](std::int64_t a, std::int64_t b) {
       return data.lengths[static_cast<std::size_t>(a)] < data.lengths[static_cast<std::size_t>(b)];
     });
+  EvalProgress at;
+  at.examples = n;
+  at.batches = (n + micro_batch - 1) / micro_batch;
   double totals[3] = {0, 0, 0};  // loss sum, count, correct
   std::int64_t batch_index = 0;
   for (std::int64_t first = 0; first < n; first += micro_batch, ++batch_index) {
@@ -32,7 +36,9 @@ EvalSummary evaluate(zo::Engine& engine, io::BatchBuilder& builder,
     if (data.task == model::Task::classification)
       for (std::size_t r = 0; r < idx.size(); ++r)  // filler rows past idx.size() are ignored
         totals[2] += out.predictions[r] == data.labels[static_cast<std::size_t>(idx[r])] ? 1 : 0;
-    alive();
+    at.batches_done = std::min(at.batches, batch_index + world.size());
+    at.examples_done = std::min(n, at.batches_done * micro_batch);
+    progress(at);
   }
   world.allreduce_sum(totals, 3);
   EvalSummary s;

@@ -16,15 +16,26 @@ struct EvalSummary {
   std::int64_t examples = 0;
 };
 
+/// How far an evaluation has come after one of this rank's micro-batches:
+/// batch j (in evaluation order) done on world rank j % size, the ranks are
+/// taken to be at the same place, so batches 0 .. j + size - 1 count as done.
+struct EvalProgress {
+  std::int64_t batches_done = 0, batches = 0;
+  std::int64_t examples_done = 0, examples = 0;
+};
+
 /// Evaluates the first `limit` examples of `data` (all if limit == 0), in
 /// file order, or with a trimming builder (data.batch_width: trimmed) in
 /// order of length (ties in file order), micro-batch j on world rank
 /// j % size; totals are summed over
 /// `world`, so every rank returns the same summary. θ must be flushed.
-/// `alive` is called after each micro-batch (a watchdog's liveness tick).
+/// `progress` is called after each micro-batch of this rank (a watchdog's
+/// liveness tick, progress lines): output only, nothing it does changes
+/// the summary.
 EvalSummary evaluate(zo::Engine& engine, io::BatchBuilder& builder,
                      const io::Dataset& data, std::int64_t limit, int micro_batch,
                      const runtime::Communicator& world,
-                     const std::function<void()>& alive = [] {});
+                     const std::function<void(const EvalProgress&)>& progress =
+                         [](const EvalProgress&) {});
 
 }  // namespace distzo::app

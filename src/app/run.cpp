@@ -12,6 +12,7 @@
 #include "app/format.hpp"
 #include "app/memory_limit.hpp"
 #include "app/plan.hpp"
+#include "app/progress.hpp"
 #include "app/run_directory.hpp"
 #include "app/run_hooks.hpp"
 #include "app/run_inputs.hpp"
@@ -80,6 +81,31 @@ std::string memory_needed(const io::Deck& deck, const io::ModelInfo& model,
     // The planner refuses what the run accepted: say what is known.
   }
   return out;
+}
+
+/// Loads θ from `file` (the model, or the checkpoint resumed) into `store`:
+/// each rank its own slices of a sliced store. Rank 0's progress lines (a
+/// large model: bytes read of the file's, the rate, the ETA) go to `held`.
+void load_theta(runtime::ParameterStore& store, const io::ModelReader& file, HeldLines& held,
+                double interval) {
+  const TensorBytes bytes(file.info().registry,
+                          [&](std::uint32_t id) { return bytes_per_element(file.dtype(id)); });
+  ProgressMeter meter([&](const std::string& line) { held.print(line); },
+                      [&](const ProgressPoint& p) {
+                        return describe_byte_progress("loading θ from " + file.path(), p);
+                      },
+                      interval);
+  if (store.sliced())  // each rank of the node reads its own slices of the file
+    store.fill_own_slices([&](std::uint32_t id, std::uint64_t first, std::size_t count, real* dst) {
+      meter.update(bytes.through(id, first), bytes.total());
+      file.read_range(id, first, count, dst);
+    });
+  else
+    store.fill([&](std::uint32_t id, real* dst) {
+      meter.update(bytes.through(id, 0), bytes.total());
+      file.read(id, dst);
+    });
+  meter.update(bytes.total(), bytes.total());
 }
 
 /// The first lines of run.log: the run, its id, the notes of loading it and
@@ -165,7 +191,11 @@ void run(const RunOptions& options, const runtime::Communicator& world) {
     ~Accounting() { MemoryAccounting::stop(); }
   } accounting;
   Inputs inputs;
-  collectively(world, [&] { inputs = load_inputs(options.deck_path, world); });
+  double progress_seconds = kProgressInterval;
+  collectively(world, [&] {
+    inputs = load_inputs(options.deck_path, world);
+    progress_seconds = progress_interval();
+  });
   if (!inputs.resume.empty() && inputs.state.step == inputs.deck.optim.steps) {
     // A finished run started again (a requeued job that had completed).
     if (world.rank() == 0)
@@ -192,6 +222,7 @@ void run(const RunOptions& options, const runtime::Communicator& world) {
   std::unique_ptr<zo::Engine> engine_owner;
   std::unique_ptr<Batches> batches;
   std::string blas_threads;  // run.log's lines on them
+  HeldLines held(world.rank() == 0);  // until run.log opens
   const runtime::WatchdogConfig watchdog_settings =
       watchdog_config(deck, model.registry.total_elements());
   collectively(world, [&] {
@@ -215,13 +246,7 @@ void run(const RunOptions& options, const runtime::Communicator& world) {
                     "are exchanged at once: set placement.share_host_master: false, or "
                     "perturbed_weights: together");
       store_owner = std::make_unique<runtime::ParameterStore>(model.registry, placement, &mesh.node());
-      if (store_owner->sliced())  // each rank of the node reads its own slices of the file
-        store_owner->fill_own_slices(
-            [&](std::uint32_t id, std::uint64_t first, std::size_t count, real* dst) {
-              inputs.model->read_range(id, first, count, dst);
-            });
-      else
-        store_owner->fill([&](std::uint32_t id, real* dst) { inputs.model->read(id, dst); });
+      load_theta(*store_owner, *inputs.model, held, progress_seconds);
       engine_owner = std::make_unique<zo::Engine>(
           model.config, *store_owner,
           zo::EvaluationPlan::make(opt.queries, P, mesh.coordinates().perturbation_rank),
@@ -259,7 +284,8 @@ void run(const RunOptions& options, const runtime::Communicator& world) {
             ? engine.parameter_digest()
             : runtime::broadcast_string(world, world.rank() == 0 ? inputs.model->digest() : "");
   const std::unique_ptr<RunDirectory> directory = claim_directory(world, inputs);
-  RunOutputs out(deck.output.dir, root, resume.empty() ? -1 : inputs.state.step);
+  RunOutputs out(deck.output.dir, root, resume.empty() ? -1 : inputs.state.step, progress_seconds);
+  out.log_held(held);  // loading θ, when it took long enough to print
   print_header(out, options.deck_path, inputs, world.size(),
                describe_placement(store, deck, engine.weights().exchange()),
                describe_storage(store.placement()), blas_threads);

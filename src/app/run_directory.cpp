@@ -268,11 +268,15 @@ std::string RunCheckpoints::latest_good(const std::string& owner,
   return "";
 }
 
+std::string RunCheckpoints::path(std::int64_t step) const {
+  return dir_ + "/" + io::checkpoint_name(step);
+}
+
 RunCheckpoints::Written RunCheckpoints::write(const io::ModelInfo& model,
                                               const runtime::ParameterStore& store,
                                               const io::TrainingState& state,
-                                              const std::function<void()>& alive) const {
-  const std::string path = dir_ + "/" + io::checkpoint_name(state.step);
+                                              const std::function<void(std::uint32_t id, std::uint64_t first)>& before_piece) const {
+  const std::string path = this->path(state.step);
   std::string kept_aside;
   if (writers_.root) {
     // Another run's checkpoint of the same step (two runs, one directory)
@@ -295,7 +299,7 @@ RunCheckpoints::Written RunCheckpoints::write(const io::ModelInfo& model,
         [&](const io::SliceSink& sink) {
           store.visit_own_slices(
               [&](std::uint32_t id, std::uint64_t first, std::size_t count, StoredElements data) {
-                alive();
+                before_piece(id, first);
                 sink(id, first, count, data);
               });
         },
@@ -305,7 +309,7 @@ RunCheckpoints::Written RunCheckpoints::write(const io::ModelInfo& model,
         path, model,
         [&](const io::TensorSink& sink) {
           store.visit_stored([&](std::uint32_t id, StoredElements data) {
-            alive();
+            before_piece(id, 0);
             sink(id, data);
           });
         },

@@ -90,20 +90,25 @@ class RunCheckpoints {
   /// tried, newest first, as "PATH: what is wrong".
   std::string latest_good(const std::string& owner, std::vector<std::string>& passed_over) const;
 
+  /// Where the checkpoint of `step` is written: DIR/ckpt-STEP.h5.
+  std::string path(std::int64_t step) const;
+
   /// Where a write put the checkpoint, and where another run's checkpoint
   /// of the same step went ("" when there was none).
   struct Written {
     std::string path, kept_aside;
   };
   /// Writes θ (from `store`) and `state` as the checkpoint of step
-  /// state.step. Collective over the writers; `alive` is called before each
-  /// tensor or slice. Another run's checkpoint of that step is first moved
+  /// state.step. Collective over the writers; `before_piece(id, first)` is
+  /// called before each tensor or slice (elements from `first` of tensor id)
+  /// this rank writes. Another run's checkpoint of that step is first moved
   /// aside to ckpt-STEP.run-<its id>.h5. Then rank 0 reads the new one back
   /// whole (else throws distzo::Error, the older ones kept) and removes all
   /// but the `keep` newest of the run state.run_id: another run's files are
   /// not ours.
   Written write(const io::ModelInfo& model, const runtime::ParameterStore& store,
-                const io::TrainingState& state, const std::function<void()>& alive) const;
+                const io::TrainingState& state,
+                const std::function<void(std::uint32_t id, std::uint64_t first)>& before_piece) const;
 
   const CheckpointWriters& writers() const { return writers_; }
 

@@ -80,9 +80,18 @@ void RunHooks::step_done(const zo::StepReport& r) {
 }
 
 void RunHooks::evaluate(std::int64_t step, const char* when) {
+  EvalProgress at;
+  ProgressMeter meter = out_.meter([&](const ProgressPoint& p) {
+    return describe_eval_progress(step, when, p, at.batches_done, at.batches);
+  });
   const EvalSummary s = app::evaluate(engine_, *batches_.eval, *in_.eval,
                                       deck_.eval.max_examples, deck_.data.micro_batch,
-                                      mesh_.world(), [this] { heartbeat_.alive(); });
+                                      mesh_.world(), [&](const EvalProgress& now) {
+                                        heartbeat_.alive();
+                                        at = now;
+                                        meter.update(static_cast<double>(now.examples_done),
+                                                     static_cast<double>(now.examples));
+                                      });
   const EvalRow row{step, s.loss, s.accuracy, s.examples};
   out_.eval(row);
   out_.print(describe_eval(row, when));
@@ -101,8 +110,20 @@ void RunHooks::checkpoint(const zo::TrainerState& state) {
   record_trainer_state(state, saved);
   saved.deck_yaml = io::resolved_yaml(deck_);
   saved.parameter_digest = engine_.parameter_digest();
-  const RunCheckpoints::Written written =
-      checkpoints_.write(model_, engine_.store(), saved, [this] { heartbeat_.alive(); });
+  const runtime::ParameterStore& store = engine_.store();
+  // Bytes of θ as the checkpoint holds it (the storage's), through the piece
+  // about to be written: on a node writing in parallel, rank 0's position.
+  const TensorBytes bytes(model_.registry,
+                          [&](std::uint32_t) { return bytes_per_element(store.storage()); });
+  ProgressMeter meter = out_.meter([&](const ProgressPoint& p) {
+    return describe_byte_progress("writing checkpoint " + checkpoints_.path(saved.step), p);
+  });
+  const RunCheckpoints::Written written = checkpoints_.write(
+      model_, store, saved, [&](std::uint32_t id, std::uint64_t first) {
+        heartbeat_.alive();
+        meter.update(bytes.through(id, first), bytes.total());
+      });
+  meter.update(bytes.total(), bytes.total());
   if (mesh_.world().rank() == 0) {
     if (!written.kept_aside.empty())
       out_.print("output.dir: the checkpoint of step " + std::to_string(saved.step) +

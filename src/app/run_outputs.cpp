@@ -3,13 +3,16 @@
 #include "app/deck_config.hpp"
 #include "app/format.hpp"
 #include "core/error.hpp"
+#include "core/log_line.hpp"
 
 #include <cerrno>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <cstdlib>
 #include <iostream>
 #include <sstream>
+#include <utility>
 #include <vector>
 
 #include <sys/resource.h>
@@ -72,8 +75,15 @@ std::string fmt(double v) {
 
 }  // namespace
 
-RunOutputs::RunOutputs(const std::string& dir, bool active, std::int64_t resume_step)
-    : active_(active) {
+void HeldLines::print(const std::string& line) {
+  if (!active_) return;
+  std::cout << line << std::endl;
+  stamped_ += stamp_lines(line, utc_timestamp());
+}
+
+RunOutputs::RunOutputs(const std::string& dir, bool active, std::int64_t resume_step,
+                       double progress_seconds)
+    : active_(active), progress_interval_(progress_seconds) {
   if (!active_) return;
   metrics_ = open_csv(dir + "/metrics.csv",
                       "step,loss,loss_plus,loss_minus,g,lr,tokens,step_seconds,tokens_per_s,skipped",
@@ -108,8 +118,22 @@ void RunOutputs::print(const std::string& line) {
 
 void RunOutputs::log(const std::string& line) {
   if (!active_) return;
-  log_ << line << "\n";
+  log_ << stamp_lines(line, utc_timestamp());
   log_.flush();
+}
+
+void RunOutputs::log_held(const HeldLines& held) {
+  if (!active_) return;
+  log_ << held.stamped();
+  log_.flush();
+}
+
+ProgressMeter RunOutputs::meter(ProgressMeter::Format format) {
+  if (!active_)  // formats nothing, prints nothing
+    return ProgressMeter([](const std::string&) {}, [](const ProgressPoint&) { return std::string(); },
+                         progress_interval_);
+  return ProgressMeter([this](const std::string& line) { print(line); }, std::move(format),
+                       progress_interval_);
 }
 
 std::string describe_run(const std::string& deck_path, const io::Deck& deck,
@@ -232,6 +256,28 @@ std::string describe_eval(const EvalRow& row, const char* when) {
     std::snprintf(line, sizeof(line), "eval %-6s step %lld: loss %.4f (%lld examples)", when,
                   static_cast<long long>(row.step), row.loss, static_cast<long long>(row.examples));
   return line;
+}
+
+std::string describe_eval_progress(std::int64_t step, const char* when, const ProgressPoint& p,
+                                   std::int64_t batch, std::int64_t batches) {
+  const std::string phase = *when != '\0' ? std::string(" (") + when + ")" : std::string();
+  char line[256];
+  std::snprintf(line, sizeof(line),
+                "evaluating%s step %lld: %.0f/%.0f examples (batch %lld/%lld), %.1f examples/s, "
+                "ETA %s",
+                phase.c_str(), static_cast<long long>(step), p.done, p.total,
+                static_cast<long long>(batch), static_cast<long long>(batches), p.rate(),
+                format_duration(p.eta_seconds()).c_str());
+  return line;
+}
+
+std::string describe_byte_progress(const std::string& what, const ProgressPoint& p) {
+  char percent[32];
+  // Floored: 100 % only once everything is done.
+  std::snprintf(percent, sizeof(percent), " (%.0f %%), ",
+                p.total > 0 ? std::floor(100 * p.done / p.total) : 100.0);
+  return what + ": " + human_bytes(p.done) + "/" + human_bytes(p.total) + percent +
+         human_bytes(p.rate()) + "/s, ETA " + format_duration(p.eta_seconds());
 }
 
 std::string describe_checkpoint(const std::string& path, int parallel_writers) {

@@ -2,11 +2,14 @@
 // What a run leaves in output.dir, written by rank 0 only:
 //   metrics.csv  one row per step
 //   eval.csv     one row per evaluation
-//   run.log      the progress lines printed on stdout
+//   run.log      the lines printed on stdout (and why a run ended), each
+//                line of it stamped with the UTC time it was written:
+//                "2026-12-06T22:41:07.123Z step 10/100 ..." (core/log_line.hpp)
 // Steps are counted from 1 (row n = the n-th step completed). On resume, rows
 // past the checkpoint's step are dropped so each file reads
 // as one uninterrupted run. The lines of run.log are made below.
 
+#include "app/progress.hpp"
 #include "core/memory.hpp"
 #include "io/dataset.hpp"
 #include "io/deck.hpp"
@@ -38,12 +41,29 @@ struct EvalRow {
   std::int64_t examples = 0;
 };
 
+/// Lines printed before run.log opens (loading θ comes before the output
+/// directory is claimed): on stdout at once, and held, stamped with the time
+/// they were printed, for RunOutputs::log_held. Inactive (every rank but 0):
+/// nothing is printed or held.
+class HeldLines {
+ public:
+  explicit HeldLines(bool active) : active_(active) {}
+  void print(const std::string& line);
+  const std::string& stamped() const { return stamped_; }
+
+ private:
+  bool active_;
+  std::string stamped_;
+};
+
 class RunOutputs {
  public:
   /// `active` is false on every rank but 0: then all calls but print() on
   /// rank 0 are no-ops. `resume_step` >= 0 (steps the checkpoint completed)
-  /// keeps the rows of steps 1..resume_step.
-  RunOutputs(const std::string& dir, bool active, std::int64_t resume_step);
+  /// keeps the rows of steps 1..resume_step. `progress_seconds`: the
+  /// seconds between two progress lines of a long phase (app/progress.hpp).
+  RunOutputs(const std::string& dir, bool active, std::int64_t resume_step,
+             double progress_seconds);
 
   void step(const StepRow& row);
   void eval(const EvalRow& row);
@@ -51,10 +71,16 @@ class RunOutputs {
   void print(const std::string& line);
   /// A line for run.log only (the reason a run ended, which main prints on stderr).
   void log(const std::string& line);
+  /// The lines `held` printed before run.log opened, with their times.
+  void log_held(const HeldLines& held);
   bool active() const { return active_; }
+  /// A meter of a long phase whose lines print() prints (rank 0 only; other
+  /// ranks' meters print nothing) at most once per progress interval.
+  ProgressMeter meter(ProgressMeter::Format format);
 
  private:
   bool active_;
+  double progress_interval_;
   std::ofstream metrics_, eval_, log_;
 };
 
@@ -83,6 +109,14 @@ std::string describe_progress(const StepRow& row, std::int64_t steps, double eta
 std::string describe_skipped_step(std::int64_t step, int streak);
 /// An evaluation; `when` is "start", "" or "end".
 std::string describe_eval(const EvalRow& row, const char* when);
+/// An evaluation under way: `p` counts examples; `batch` of `batches` done
+/// (on several ranks, rank 0's position: the others evaluate beside it).
+/// "evaluating (start) step 0: 96/872 examples (batch 12/109), 3.2 examples/s, ETA 00:04:10".
+std::string describe_eval_progress(std::int64_t step, const char* when, const ProgressPoint& p,
+                                   std::int64_t batch, std::int64_t batches);
+/// `what` under way, `p` counting bytes: "loading θ from model.h5: 512 MiB/1.66 GiB (30 %),
+/// 120 MiB/s, ETA 00:00:10".
+std::string describe_byte_progress(const std::string& what, const ProgressPoint& p);
 /// A checkpoint written; `parallel_writers` > 0: by that many ranks together.
 std::string describe_checkpoint(const std::string& path, int parallel_writers);
 /// A checkpoint not written after `step`: the last `streak` steps were non-finite.

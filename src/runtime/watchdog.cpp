@@ -1,5 +1,7 @@
 #include "runtime/watchdog.hpp"
 
+#include "core/log_line.hpp"
+
 #include <unistd.h>
 
 #include <algorithm>
@@ -250,8 +252,9 @@ void Watchdog::fire(double idle, double limit) {
   std::fwrite(text.data(), 1, text.size(), stderr);
   if (!config_.log_path.empty()) {
     if (std::FILE* log = std::fopen(config_.log_path.c_str(), "a")) {
+      // "TIME error: watchdog: ...", as run.log's other lines are stamped.
       const std::string line =
-          text.substr(std::string("distzo: ").size());  // "error: watchdog: ..."
+          stamp_lines(text.substr(std::string("distzo: ").size()), utc_timestamp());
       std::fwrite(line.data(), 1, line.size(), log);
       std::fclose(log);
     }

@@ -60,7 +60,7 @@ pass "fp16 GEMM inputs: P=2 offloaded == 1 rank ($(cat h_t1.digest)); bf16 with 
 # a block together, and a tensor at a time (one_at_a_time).
 for name in b_t1 b_one; do
   planned=$("$DISTZO" plan $name.yaml | sed -n 's/^  total .*(\([0-9]*\) B).*/\1/p')
-  measured=$(sed -n 's/^memory: device peak [^(]*(\([0-9]*\) B).*/\1/p' $name/run.log)
+  measured=$(sed -n "s/^${STAMP}memory: device peak [^(]*(\([0-9]*\) B).*/\1/p" $name/run.log)
   [ -n "$planned" ] && [ "$planned" = "$measured" ] || fail "$name: plan says $planned B, the run used $measured B"
 done
 pass "distzo plan predicts the runs' device memory to the byte (together and a tensor at a time)"

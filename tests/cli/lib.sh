@@ -30,6 +30,12 @@ ln -s "$TEST_DATA/opt_tiny_preln.model.h5" model.h5
 "$DISTZO" make-synthetic eval.h5 --task classification --examples 128 --seq-len 12 --vocab 96 --seed 2 >/dev/null
 
 fail() { echo "FAIL: $*" >&2; exit 1; }
+
+# Every line of run.log starts with the UTC time it was written and a space
+# ("2026-12-06T22:41:07.123Z "): a grep anchored at a message puts this before
+# it ("^${STAMP}done: "; a basic and an extended regular expression alike).
+STAMP='[0-9-]*T[0-9:.]*Z '
+STAMP_EXACT='^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]{3}Z '  # grep -E
 pass() { echo "ok: $*"; }
 
 # deck NAME STEPS DIR [extra YAML lines...]: writes NAME.yaml training the tiny model

@@ -15,7 +15,7 @@ node_memory() {  # node_memory NAME SHARE: bytes of the node's PSS sum the run p
     'placement:' "  share_host_master: $2"
   sed -i 's/path: model.h5/path: wide.h5/' "$1.yaml"
   "$MPIEXEC" -n 4 "$DISTZO" run "$1.yaml" > "$1.log" 2>&1 || { cat "$1.log"; fail "$1 failed"; }
-  sed -n "s/^host memory of node .* (4 ranks): .* (\([0-9]*\) B).*/\1/p" "$1/run.log"
+  sed -n "s/^${STAMP}host memory of node .* (4 ranks): .* (\([0-9]*\) B).*/\1/p" "$1/run.log"
 }
 shared=$(node_memory shared true)
 replicated=$(node_memory replicated false)

@@ -98,7 +98,7 @@ bytes() {  # bytes FILE WHAT: the exact byte count after "WHAT <size> (" in a me
 }
 for name in ref_causal_lm_bf16 one_causal_lm_bf16_offload0 one_slots2 ref_q2_fp32 one_q2_fp32_resident0; do
   "$DISTZO" plan "$name.yaml" > "$name.plan" || fail "plan $name"
-  grep "^memory:" "$name/run.log" > "$name.measured"
+  grep "^${STAMP}memory:" "$name/run.log" > "$name.measured"
   for role in weights scratch activations; do
     m=$(bytes "$name.measured" "$role"); p=$(bytes "$name.plan" "$role")
     [ -n "$m" ] && [ "$m" = "$p" ] || fail "$name: $role measured $m B, planned $p B"

@@ -101,7 +101,7 @@ for layers in 2 8 16; do
     name="depth_${mode}_$layers"
     MODEL="d$layers.h5" run "$name" lm.h5 'placement:' "  mode: $mode"
     "$DISTZO" plan "$name.yaml" > "$name.plan" || fail "plan $name"
-    grep "^memory:" "$name/run.log" > "$name.measured"
+    grep "^${STAMP}memory:" "$name/run.log" > "$name.measured"
     for role in weights scratch activations; do
       m=$(bytes "$name.measured" "$role"); p=$(bytes "$name.plan" "$role")
       within "$m" "$p" 0.05 || fail "$name: $role measured $m B, planned $p B"

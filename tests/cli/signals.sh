@@ -17,7 +17,7 @@ set +e; wait "$pid"; rc=$?; set -e
 n=$(ckpt_step one)
 [ -n "$n" ] || fail "no checkpoint written on stop: $(ls one)"
 grep -q "stopped by a signal after step $n, checkpointed" one.log || fail "stop message: $(tail -2 one.log)"
-grep -q "^stopped by a signal after step $n, checkpointed" one/run.log || fail "run.log does not say why the run ended: $(tail -2 one/run.log)"
+grep -q "^${STAMP}stopped by a signal after step $n, checkpointed" one/run.log || fail "run.log does not say why the run ended: $(tail -2 one/run.log)"
 [ "$(grep -c '^[0-9]' one/metrics.csv)" = "$n" ] || fail "metrics.csv does not end at step $n"
 target=$((n + 5))
 deck resume $target one 'checkpoint:' '  resume: latest'

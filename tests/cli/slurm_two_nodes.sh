@@ -83,7 +83,7 @@ for k in 0 1; do
   [ "$launches" -ge 2 ] || fail "slurmd on ${NODE_NAMES[$k]} launched step $SLURM_JOB.0 $launches time(s), expected 2 (before and after the requeue)"
 done
 for k in 0 1; do
-  grep -q "^host memory of node ${NODE_NAMES[$k]} (2 ranks): " run/run.log ||
+  grep -q "^${STAMP}host memory of node ${NODE_NAMES[$k]} (2 ranks): " run/run.log ||
     fail "run/run.log has no host memory line of node ${NODE_NAMES[$k]}: $(grep 'host memory' run/run.log)"
 done
 

@@ -94,9 +94,9 @@ for node in "$n0" "$n1"; do
 done
 has n2_p2d2 "θ's master is one node-shared copy)" "host memory"
 has n2_p2d2 "host memory of the 2 nodes (4 ranks): " "host memory"
-[ "$(grep -c '^host memory of node' n2_p2d2/run.log)" = 2 ] || fail "expected two node memory lines: $(grep 'host memory' n2_p2d2/run.log)"
-node_bytes() { sed -n "s/^host memory of node $1 (2 ranks): .* (\([0-9]*\) B).*/\1/p" n2_p2d2/run.log; }
-total_bytes=$(sed -n 's/^host memory of the 2 nodes (4 ranks): .* (\([0-9]*\) B).*/\1/p' n2_p2d2/run.log)
+[ "$(grep -c "^${STAMP}host memory of node" n2_p2d2/run.log)" = 2 ] || fail "expected two node memory lines: $(grep 'host memory' n2_p2d2/run.log)"
+node_bytes() { sed -n "s/^${STAMP}host memory of node $1 (2 ranks): .* (\([0-9]*\) B).*/\1/p" n2_p2d2/run.log; }
+total_bytes=$(sed -n "s/^${STAMP}host memory of the 2 nodes (4 ranks): .* (\([0-9]*\) B).*/\1/p" n2_p2d2/run.log)
 [ "$(($(node_bytes "$n0") + $(node_bytes "$n1")))" = "$total_bytes" ] ||
   fail "node memory lines do not add up to the total: $(grep 'host memory' n2_p2d2/run.log)"
 pass "run.log: host memory of each node's 2 ranks ($n0, $n1) and their total"
@@ -190,7 +190,7 @@ if [[ $mpi_info == *ch4:ucx* ]]; then
   set -e
   grep -q 'ep_cfg.*tcp/\(eth0\|br0\)' n2_tcp.log ||
     fail "UCX did not use tcp over the nodes' link: $(grep ep_cfg n2_tcp.log | head -4)"
-  grep -q '^done: ' n2_tcp/run.log || { cat n2_tcp.log; fail "the P2xD2 run over TCP did not finish (exit $rc)"; }
+  grep -q "^${STAMP}done: " n2_tcp/run.log || { cat n2_tcp.log; fail "the P2xD2 run over TCP did not finish (exit $rc)"; }
   [ "$(final n2_tcp)" = "$(final d2)" ] || fail "P2xD2 over TCP ($(final n2_tcp)) differs from D=2 on 1 node ($(final d2))"
   case $rc in
     0) note= ;;

@@ -42,7 +42,7 @@ if grep -q "Not reported" one.log; then
   grep -q "Not reported: rank 1 (host .*, pid $stopped_pid), last seen at the start of collective [0-9]* after the .*step [0-9]*" one.log ||
     { cat one.log; fail "rank 0's watchdog message names another rank than 1 as not reported"; }
 fi
-grep -q "^error: watchdog: rank 0 .* Stopped .*: rank 1 " one/run.log || fail "run.log does not say why the run ended: $(tail -2 one/run.log)"
+grep -q "^${STAMP}error: watchdog: rank 0 .* Stopped .*: rank 1 " one/run.log || fail "run.log does not say why the run ended: $(tail -2 one/run.log)"
 pass "rank 1 stopped: rank 0 names it ($(grep -o "Not reported: rank 1" one.log || echo "stopped inside a collective"); stopped) and aborts the job with 76 (stderr and run.log)"
 
 stop_rank 0 zero
