@@ -66,17 +66,10 @@ const char* const kInspectUsage =
     "  prints only the parameter digest (version 3, docs/formats.md). Reads on the\n"
     "  host only.";
 
-const char* const kRunUsage =
-    "usage: distzo run DECK.yaml\n"
-    "  fine-tune as the deck says (docs/decks.md; every key: distzo help deck).\n"
-    "  Under MPI: mpiexec -n P*D distzo run DECK.yaml (parallel.perturbation P\n"
-    "  times parallel.data D ranks). distzo plan DECK.yaml predicts its memory\n"
-    "  first.";
-
 /// The usage of a command with --help, or nullptr: the general usage.
 const char* command_usage(const std::string& command) {
   if (command == "plan") return distzo::app::plan_usage();
-  if (command == "run") return kRunUsage;
+  if (command == "run") return distzo::app::run_usage();
   if (command == "inspect") return kInspectUsage;
   if (command == "forward") return distzo::app::forward_usage();
   if (command == "make-model") return distzo::app::make_model_usage();

@@ -36,6 +36,17 @@ namespace distzo::app {
 using runtime::broadcast_string;
 using runtime::collectively;
 
+namespace {
+const char* const kUsage =
+    "usage: distzo run DECK.yaml\n"
+    "  fine-tune as the deck says (docs/decks.md; every key: distzo help deck).\n"
+    "  Under MPI: mpiexec -n P*D distzo run DECK.yaml (parallel.perturbation P\n"
+    "  times parallel.data D ranks). distzo plan DECK.yaml predicts its memory\n"
+    "  first.";
+}  // namespace
+
+const char* run_usage() { return kUsage; }
+
 RunOptions parse_run_options(const std::vector<std::string>& args) {
   RunOptions o;
   for (const auto& a : args) {
@@ -47,14 +58,15 @@ RunOptions parse_run_options(const std::vector<std::string>& args) {
     } else if (a.compare(0, hang.size(), hang) == 0) {
       o.faults.hang_after_step = std::stoll(a.substr(hang.size()));
     } else if (!a.empty() && a[0] == '-') {
-      DISTZO_FAIL("run: unknown option '" << a << "'");
+      DISTZO_INPUT_FAIL("run: unknown option '" << a << "'\n" << kUsage);
     } else {
-      DISTZO_REQUIRE(o.deck_path.empty(), "run: one deck expected, got '" << o.deck_path << "' and '"
-                                                                          << a << "'");
+      DISTZO_INPUT_REQUIRE(o.deck_path.empty(), "run: one deck expected, got '"
+                                                    << o.deck_path << "' and '" << a << "'\n"
+                                                    << kUsage);
       o.deck_path = a;
     }
   }
-  DISTZO_REQUIRE(!o.deck_path.empty(), "run: missing DECK.yaml (usage: distzo run DECK.yaml)");
+  DISTZO_INPUT_REQUIRE(!o.deck_path.empty(), "run: missing DECK.yaml\n" << kUsage);
   return o;
 }
 

@@ -19,6 +19,9 @@ struct RunOptions {
 
 RunOptions parse_run_options(const std::vector<std::string>& args);
 
+/// `distzo run --help`.
+const char* run_usage();
+
 /// Runs the deck on the ranks of `world`. Throws distzo::Error for bad input
 /// before any output is written.
 void run(const RunOptions& options, const runtime::Communicator& world);

@@ -62,3 +62,10 @@ if [ "$(id -u)" = 0 ] && command -v setpriv > /dev/null; then
 else
   echo "ok: output.dir without write permission: not applicable (needs root to become another user)"
 fi
+
+# `distzo run` misused: the usage, and no source location (an input error).
+expect_refusal run_no_deck "run: missing DECK.yaml" "$DISTZO" run
+grep -q "usage: distzo run DECK.yaml" run_no_deck.err || fail "run without a deck: no usage line"
+! grep -q "\[src/" run_no_deck.err || fail "run without a deck: a source location: $(cat run_no_deck.err)"
+expect_refusal run_two_decks "run: one deck expected" "$DISTZO" run a.yaml b.yaml
+pass "distzo run misused: usage, no source location"
