@@ -3,7 +3,10 @@
 // (SLURM sends USR1 before the time limit with `--signal=USR1@SECONDS`, and
 // TERM at it or on scancel/requeue). The handler only raises a flag; the
 // trainer combines the flags of every rank after each step, so all stop
-// after the same step. A second signal ends the process at once.
+// after the same step. A second signal ends the process at once, with status
+// 128 + the signal: the last checkpoint written stays, the temporary file of
+// one being written and the lock of output.dir are removed
+// (unlink_registered_files).
 
 namespace distzo::app {
 
