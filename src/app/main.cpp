@@ -189,7 +189,7 @@ int main(int argc, char** argv) {
     } catch (const distzo::StopRequested& e) {
       if (e.report()) std::cerr << "distzo: " << e.what() << "\n";
       collective = true;
-      status = distzo::kExitStopped;
+      status = e.exit_status();
     } catch (const distzo::CollectiveError& e) {
       if (e.report()) std::cerr << "distzo: error: " << e.what() << "\n";
       collective = true;

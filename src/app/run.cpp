@@ -158,7 +158,7 @@ void print_summary(RunOutputs& out, const RunHooks& hooks, const zo::TrainSummar
 
 void run(const RunOptions& options, const runtime::Communicator& world) {
   const Clock::time_point started = Clock::now();
-  install_stop_handlers();
+  install_stop_handlers(world.rank() == 0);
   fault::inject(options.faults);  // none unless a test asked for them
   // Kokkos Tools sees every allocation of the run from here on.
   struct Accounting {

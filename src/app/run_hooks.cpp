@@ -90,7 +90,7 @@ void RunHooks::evaluate(std::int64_t step, const char* when) {
   after_ = s;
 }
 
-bool RunHooks::stop_requested() { return stop_signal_received(); }
+StopReason RunHooks::stop_requested() { return stop_signal_received(); }
 
 void RunHooks::checkpoint_skipped(std::int64_t step, int streak) {
   out_.print(describe_checkpoint_skipped(step, streak));

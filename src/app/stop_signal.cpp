@@ -9,7 +9,8 @@ namespace distzo::app {
 
 namespace {
 
-volatile std::sig_atomic_t received = 0;
+volatile std::sig_atomic_t received = 0;  // a StopReason
+volatile std::sig_atomic_t announce_first = 0;
 
 /// write(2) of a literal: async-signal-safe.
 template <std::size_t N>
@@ -19,7 +20,7 @@ void say(const char (&text)[N]) {
 }
 
 extern "C" void on_stop_signal(int signal) {
-  if (received) {  // asked twice: stop now
+  if (received != 0) {  // asked twice: stop now
     unlink_registered_files();
     say("distzo: a second signal: stopping at once; the last checkpoint written stays\n");
     // An exit status rather than death by the signal: Hydra's mpiexec turns
@@ -27,16 +28,30 @@ extern "C" void on_stop_signal(int signal) {
     // reads as "signal 11, Segmentation fault") or 0.
     _exit(128 + signal);
   }
-  received = 1;
+  if (signal == SIGINT) {
+    received = static_cast<std::sig_atomic_t>(StopReason::interrupt);
+    if (announce_first)
+      say("distzo: interrupted: stopping after the current step, with a checkpoint "
+          "(interrupt again to stop at once)\n");
+  } else {
+    received = static_cast<std::sig_atomic_t>(StopReason::requeue);
+    if (announce_first)
+      say("distzo: asked to stop (SIGTERM or SIGUSR1): stopping after the current step, "
+          "with a checkpoint\n");
+  }
 }
 
 }  // namespace
 
-void install_stop_handlers() {
+void install_stop_handlers(bool announce) {
+  announce_first = announce ? 1 : 0;
   std::signal(SIGTERM, on_stop_signal);
   std::signal(SIGUSR1, on_stop_signal);
+  // A command a non-interactive shell starts in the background ignores
+  // SIGINT (the terminal's Ctrl-C is for the foreground): it stays so.
+  if (std::signal(SIGINT, on_stop_signal) == SIG_IGN) std::signal(SIGINT, SIG_IGN);
 }
 
-bool stop_signal_received() { return received != 0; }
+StopReason stop_signal_received() { return static_cast<StopReason>(received); }
 
 }  // namespace distzo::app
