@@ -9,7 +9,9 @@
 //   SIGINT            exit 130 (kExitInterrupted: Ctrl-C, no requeue).
 //                     mpiexec (MPICH Hydra) forwards the first SIGINT to
 //                     every rank, which run in sessions of their own (a
-//                     terminal's Ctrl-C reaches them only through mpiexec).
+//                     terminal's Ctrl-C reaches them only through mpiexec);
+//                     a job of several ranks ends with MPI_Abort(130), the
+//                     status Hydra then exits with (main.cpp says why).
 //                     A run that starts with SIGINT ignored (a background
 //                     command of a non-interactive shell) leaves it ignored.
 //
