@@ -4,7 +4,9 @@
 #include "app/stop_signal.hpp"
 #include "core/fault_injection.hpp"
 
+#include <chrono>
 #include <cstdlib>
+#include <thread>
 #include <unistd.h>
 
 namespace distzo::app {
@@ -102,7 +104,11 @@ void RunHooks::checkpoint(const zo::TrainerState& state) {
   saved.deck_yaml = io::resolved_yaml(deck_);
   saved.parameter_digest = engine_.parameter_digest();
   const RunCheckpoints::Written written =
-      checkpoints_.write(model_, engine_.store(), saved, [this] { heartbeat_.alive(); });
+      checkpoints_.write(model_, engine_.store(), saved, [this] {
+        heartbeat_.alive();
+        if (const int ms = fault::injected().slow_checkpoint_ms; ms > 0)
+          std::this_thread::sleep_for(std::chrono::milliseconds(ms));
+      });
   if (mesh_.world().rank() == 0) {
     if (!written.kept_aside.empty())
       out_.print("output.dir: the checkpoint of step " + std::to_string(saved.step) +
