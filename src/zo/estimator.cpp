@@ -18,7 +18,7 @@ StepEstimate combine_losses(const runtime::Communicator& comm, const LossTable& 
     mine.push_back(s.sum);
     mine.push_back(s.count);
   }
-  mine.push_back(static_cast<double>(stop));
+  mine.push_back(static_cast<int>(stop));
   const std::size_t width = mine.size();
   std::vector<double> all(static_cast<std::size_t>(comm.size()) * width);
   comm.allgather(mine.data(), static_cast<int>(width), all.data());
@@ -26,8 +26,10 @@ StepEstimate combine_losses(const runtime::Communicator& comm, const LossTable& 
   StepEstimate est;
   std::vector<double> mean(static_cast<std::size_t>(evaluations));
   std::vector<double> count(static_cast<std::size_t>(evaluations));
-  for (int r = 0; r < comm.size(); ++r)
-    est.stop = std::max(est.stop, static_cast<StopReason>(static_cast<int>(all[r * width + width - 1])));
+  for (int r = 0; r < comm.size(); ++r) {
+    const auto reason = static_cast<StopReason>(static_cast<int>(all[r * width + width - 1]));
+    est.stop = std::max(est.stop, reason);
+  }
   for (int e = 0; e < evaluations; ++e) {
     double sum = 0, n = 0;
     for (int r = 0; r < comm.size(); ++r) {  // fixed rank order: identical on every rank
