@@ -94,12 +94,14 @@ TEST_P(EngineTask, EstimateEqualsNaiveCentralDifference) {
       EXPECT_NEAR(est.g[query], g, 2e-3 * std::fabs(g) + 1e-4) << "query " << query;
       EXPECT_GT(std::fabs(g), 1e-3) << "a degenerate test: the perturbation does not move the loss";
     }
-    EXPECT_FALSE(est.stop);
-    // A stop flag travels with the losses and changes nothing else.
-    const zo::StepEstimate stopped =
-        zo::combine_losses(runtime::SerialCommunicator(), local, p.eps, true);
-    EXPECT_TRUE(stopped.stop);
-    EXPECT_EQ(stopped.g, est.g);
+    EXPECT_EQ(est.stop, StopReason::none);
+    // A stop reason travels with the losses and changes nothing else.
+    for (const StopReason reason : {StopReason::requeue, StopReason::interrupt}) {
+      const zo::StepEstimate stopped =
+          zo::combine_losses(runtime::SerialCommunicator(), local, p.eps, reason);
+      EXPECT_EQ(stopped.stop, reason);
+      EXPECT_EQ(stopped.g, est.g);
+    }
   }
 }
 

@@ -20,6 +20,7 @@
 #include <mpi.h>
 
 #include <algorithm>
+#include <chrono>
 #include <csignal>
 #include <cstring>
 #include <new>
@@ -27,6 +28,7 @@
 #include <cstdlib>
 #include <iostream>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace {
@@ -197,6 +199,7 @@ int main(int argc, char** argv) {
   MPI_Comm_size(MPI_COMM_WORLD, &size);
   const std::string where = size > 1 ? " on rank " + std::to_string(rank) : "";
   bool collective = false;  // every rank failed together: finish MPI cleanly
+  bool interrupted = false;  // every rank stopped after a SIGINT
   {
     std::optional<Kokkos::ScopeGuard> kokkos;
     std::vector<std::string> args(argv + 1, argv + argc);
@@ -208,7 +211,8 @@ int main(int argc, char** argv) {
     } catch (const distzo::StopRequested& e) {
       if (e.report()) std::cerr << "distzo: " << e.what() << "\n";
       collective = true;
-      status = distzo::kExitStopped;
+      interrupted = e.reason() == distzo::StopReason::interrupt;
+      status = e.exit_status();
     } catch (const distzo::CollectiveError& e) {
       if (e.report())
         std::cerr << "distzo: error: " << e.what() << distzo::app::address_space_exhausted_note()
@@ -234,6 +238,22 @@ int main(int argc, char** argv) {
   }
   // A failure on one rank of a multi-rank job must not leave the others hanging.
   if (status != 0 && size > 1 && !collective) MPI_Abort(MPI_COMM_WORLD, status);
+  if (interrupted && size > 1) {
+    // MPICH's mpiexec (Hydra 4.0) reports 0 for a rank that exits normally
+    // once it has forwarded a signal (its proxy zeroes the status of a rank
+    // it reaps after the ranks' output has closed), so a Ctrl-C to mpiexec
+    // would end in status 0. MPI_Abort's status goes to mpiexec itself,
+    // which exits with it. Every rank has stopped and cleaned up by then;
+    // the pause lets mpiexec print what the ranks wrote before the abort
+    // reaches it (it exits as soon as it has the abort).
+    MPI_Barrier(MPI_COMM_WORLD);
+    if (rank == 0) {
+      std::cerr.flush();
+      std::cout.flush();
+      std::this_thread::sleep_for(std::chrono::milliseconds(200));
+      MPI_Abort(MPI_COMM_WORLD, status);
+    }
+  }
   if (distzo::io::hdf5_close_failed()) {
     // HDF5 would crash shutting down (at MPI_Finalize) on the file it could
     // not close; what needed saying is said.

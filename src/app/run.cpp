@@ -50,13 +50,16 @@ const char* run_usage() { return kUsage; }
 RunOptions parse_run_options(const std::vector<std::string>& args) {
   RunOptions o;
   for (const auto& a : args) {
-    const std::string corrupt = "--debug-corrupt-rank=", hang = "--debug-hang-after-step=";
+    const std::string corrupt = "--debug-corrupt-rank=", hang = "--debug-hang-after-step=",
+                      slow = "--debug-slow-checkpoint-ms=";
     if (a.compare(0, corrupt.size(), corrupt) == 0) {
       o.faults.corrupt_theta_rank = std::stoi(a.substr(corrupt.size()));
     } else if (a == "--debug-poison-slots") {
       o.faults.poison_released_slots = true;
     } else if (a.compare(0, hang.size(), hang) == 0) {
       o.faults.hang_after_step = std::stoll(a.substr(hang.size()));
+    } else if (a.compare(0, slow.size(), slow) == 0) {
+      o.faults.slow_checkpoint_ms = std::stoi(a.substr(slow.size()));
     } else if (!a.empty() && a[0] == '-') {
       DISTZO_INPUT_FAIL("run: unknown option '" << a << "'\n" << kUsage);
     } else {
@@ -195,7 +198,7 @@ void print_summary(RunOutputs& out, const RunHooks& hooks, const zo::TrainSummar
 
 void run(const RunOptions& options, const runtime::Communicator& world) {
   const Clock::time_point started = Clock::now();
-  install_stop_handlers();
+  install_stop_handlers(world.rank() == 0);
   fault::inject(options.faults);  // none unless a test asked for them
   // Kokkos Tools sees every allocation of the run from here on.
   struct Accounting {

@@ -12,7 +12,8 @@ namespace distzo::app {
 
 struct RunOptions {
   std::string deck_path;
-  /// Test-only (--debug-corrupt-rank=R, --debug-poison-slots): the faults
+  /// Test-only (--debug-corrupt-rank=R, --debug-poison-slots,
+  /// --debug-hang-after-step=N, --debug-slow-checkpoint-ms=MS): the faults
   /// the run arms before it starts, so its guards can be tested.
   fault::Injection faults;
 };

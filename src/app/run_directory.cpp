@@ -107,6 +107,7 @@ RunDirectory::RunDirectory(const std::string& dir, std::vector<std::string>& not
       const bool written = write(fd, me.data(), me.size()) == static_cast<ssize_t>(me.size());
       close(fd);
       DISTZO_INPUT_REQUIRE(written, "cannot write the lock '" << lock_ << "'");
+      lock_on_signal_.emplace(lock_);
       break;
     }
     const int error = errno;
@@ -148,7 +149,10 @@ RunDirectory::RunDirectory(const std::string& dir, std::vector<std::string>& not
                     " left by an interrupted write");
 }
 
-RunDirectory::~RunDirectory() { std::remove(lock_.c_str()); }
+RunDirectory::~RunDirectory() {
+  lock_on_signal_.reset();  // first: the handler must not remove the next run's lock
+  std::remove(lock_.c_str());
+}
 
 namespace {
 

@@ -5,7 +5,10 @@
 //   LOCK     "host <name> pid <pid> job <SLURM_JOB_ID or ->": one writer at a
 //            time. A second run into a locked directory stops; a lock left by
 //            a dead process of this host, or by this very SLURM job (a
-//            requeued job, maybe on another host), is taken over with a note.
+//            requeued job, maybe on another host), is taken over with a note,
+//            and the temporary checkpoints (ckpt-*.h5.tmp.PID) of a killed
+//            run are removed. A run a second signal ends removes its own
+//            lock (app/stop_signal.hpp).
 //   run_id   16 hex digits naming the run that owns the directory; a fresh
 //            run makes a new one, a resumed run keeps its checkpoint's. Every
 //            checkpoint carries it (attribute run_id), so rotation deletes
@@ -15,6 +18,7 @@
 // RunCheckpoints (torchtitan's CheckpointManager) owns the checkpoints in
 // it: which one a resume continues, writing one, rotating the older ones.
 
+#include "core/unlinked_on_signal.hpp"
 #include "io/checkpoint.hpp"
 #include "io/deck.hpp"
 #include "io/model_file.hpp"
@@ -24,6 +28,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -47,6 +52,7 @@ class RunDirectory {
  private:
   std::string dir_;
   std::string lock_;
+  std::optional<UnlinkedOnSignal> lock_on_signal_;  // a second signal removes the lock too
 };
 
 /// A new run id: 16 hex digits from the system's random source.

@@ -4,7 +4,9 @@
 #include "app/stop_signal.hpp"
 #include "core/fault_injection.hpp"
 
+#include <chrono>
 #include <cstdlib>
+#include <thread>
 #include <unistd.h>
 
 namespace distzo::app {
@@ -99,7 +101,7 @@ void RunHooks::evaluate(std::int64_t step, const char* when) {
   after_ = s;
 }
 
-bool RunHooks::stop_requested() { return stop_signal_received(); }
+StopReason RunHooks::stop_requested() { return stop_signal_received(); }
 
 void RunHooks::checkpoint_skipped(std::int64_t step, int streak) {
   out_.print(describe_checkpoint_skipped(step, streak));
@@ -122,6 +124,8 @@ void RunHooks::checkpoint(const zo::TrainerState& state) {
       model_, store, saved, [&](std::uint32_t id, std::uint64_t first) {
         heartbeat_.alive();
         meter.update(bytes.through(id, first), bytes.total());
+        if (const int ms = fault::injected().slow_checkpoint_ms; ms > 0)
+          std::this_thread::sleep_for(std::chrono::milliseconds(ms));
       });
   meter.update(bytes.total(), bytes.total());
   if (mesh_.world().rank() == 0) {

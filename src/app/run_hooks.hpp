@@ -29,7 +29,7 @@ class RunHooks final : public zo::TrainerHooks {
   const model::Batch& batch(std::int64_t step) override;
   void step_done(const zo::StepReport& r) override;
   void evaluate(std::int64_t step, const char* when) override;
-  bool stop_requested() override;
+  StopReason stop_requested() override;
   void checkpoint_skipped(std::int64_t step, int streak) override;
   void checkpoint(const zo::TrainerState& state) override;
 

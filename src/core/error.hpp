@@ -26,17 +26,36 @@ class CollectiveError : public Error {
   bool report_;
 };
 
-/// Every rank stopped together after a step because one of them was asked to
-/// (SIGTERM, SIGUSR1: a time limit coming), with θ checkpointed: main exits
-/// with kExitStopped so a job script can requeue the job.
-class StopRequested : public CollectiveError {
- public:
-  using CollectiveError::CollectiveError;
+/// Why a run was asked to stop after the current step. The ranks agree on
+/// the strongest any of them was asked (an interrupt outranks a requeue).
+enum class StopReason : int {
+  none = 0,
+  requeue = 1,    // SIGTERM, SIGUSR1: a time limit coming, scancel, a requeue
+  interrupt = 2,  // SIGINT: a user's Ctrl-C
 };
 
-/// The exit status of a run stopped by a signal after checkpointing
-/// (EX_TEMPFAIL: try again, i.e. requeue and resume).
+/// The exit status of a run stopped by SIGTERM or SIGUSR1 after
+/// checkpointing (EX_TEMPFAIL: try again, i.e. requeue and resume).
 constexpr int kExitStopped = 75;
+/// The exit status of a run stopped by SIGINT after checkpointing: 128 +
+/// SIGINT, as a shell reports an interrupted command; not a requeue.
+constexpr int kExitInterrupted = 130;
+
+/// Every rank stopped together after a step because one of them was asked to
+/// (`reason`), with θ checkpointed: main exits with exit_status(), which a
+/// job script requeues on (kExitStopped) unless a user interrupted the run.
+class StopRequested : public CollectiveError {
+ public:
+  StopRequested(const std::string& what, bool report, StopReason reason)
+      : CollectiveError(what, report), reason_(reason) {}
+  StopReason reason() const { return reason_; }
+  int exit_status() const {
+    return reason_ == StopReason::interrupt ? kExitInterrupted : kExitStopped;
+  }
+
+ private:
+  StopReason reason_;
+};
 
 namespace detail {
 [[noreturn]] void throw_error(const char* file, int line, const std::string& message);

@@ -21,6 +21,10 @@ struct Injection {
   /// registered, as OpenBLAS's waits for its stuck thread: the watchdog must
   /// still end the process. -1: none.
   long long hang_after_step = -1;
+  /// Each tensor (or slice) of a checkpoint is written this many
+  /// milliseconds late, so that a test can signal the run while the
+  /// temporary checkpoint file exists. 0: none.
+  int slow_checkpoint_ms = 0;
 };
 
 /// The faults armed in this process (none unless inject() was called).

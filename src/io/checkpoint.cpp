@@ -5,6 +5,7 @@
 #include "core/version.hpp"
 
 #include "core/error.hpp"
+#include "core/unlinked_on_signal.hpp"
 
 #include <algorithm>
 #include <cerrno>
@@ -134,6 +135,7 @@ void write_checkpoint_parallel(const std::string& path, const ModelInfo& model, 
   tmp.resize(static_cast<std::size_t>(length));
   MPI_Bcast(tmp.data(), length, MPI_CHAR, 0, comm);
 
+  const UnlinkedOnSignal in_flight(tmp);  // on every writer: any may be signalled
   Hdf5File file(tmp, comm);
   write_model_slices(file, as_checkpoint(model), state.storage, slices);
   write_training_state(file, state);

@@ -4,6 +4,7 @@
 // formats need: root-level datasets and attributes of a few scalar types.
 
 #include "core/storage_dtype.hpp"
+#include "core/unlinked_on_signal.hpp"
 
 #include <hdf5.h>
 #include <mpi.h>
@@ -213,7 +214,8 @@ std::uint64_t words_checksum(StorageDtype dtype, const std::uint16_t* data, std:
 
 /// Writes a file atomically: `write` fills a temporary file beside `path`,
 /// which is renamed over `path` only if `write` returns normally. A crash or an
-/// exception leaves any previous file at `path` untouched.
+/// exception leaves any previous file at `path` untouched; a signal that ends
+/// the process at once removes the temporary file too (unlink_registered_files).
 template <class WriteFn>
 void write_atomically(const std::string& path, WriteFn&& write);
 
@@ -235,6 +237,7 @@ void discard_temporary(const std::string& temporary);
 template <class WriteFn>
 void write_atomically(const std::string& path, WriteFn&& write) {
   const std::string tmp = temporary_path_for(path);
+  const UnlinkedOnSignal in_flight(tmp);  // registered before the file exists
   try {
     {
       Hdf5File file(tmp, Hdf5File::Mode::create);

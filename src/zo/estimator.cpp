@@ -2,22 +2,23 @@
 
 #include "core/error.hpp"
 
+#include <algorithm>
 #include <cmath>
 
 namespace distzo::zo {
 
 StepEstimate combine_losses(const runtime::Communicator& comm, const LossTable& local, double eps,
-                            bool stop) {
+                            StopReason stop) {
   const int queries = local.queries();
   const int evaluations = 2 * queries;
-  // Each rank sends (sum, count) per evaluation and its stop flag.
+  // Each rank sends (sum, count) per evaluation and its stop reason.
   std::vector<double> mine;
   for (int e = 0; e < evaluations; ++e) {
     const LossSum& s = local.at(Evaluation::at(e));
     mine.push_back(s.sum);
     mine.push_back(s.count);
   }
-  mine.push_back(stop ? 1.0 : 0.0);
+  mine.push_back(static_cast<int>(stop));
   const std::size_t width = mine.size();
   std::vector<double> all(static_cast<std::size_t>(comm.size()) * width);
   comm.allgather(mine.data(), static_cast<int>(width), all.data());
@@ -25,7 +26,10 @@ StepEstimate combine_losses(const runtime::Communicator& comm, const LossTable& 
   StepEstimate est;
   std::vector<double> mean(static_cast<std::size_t>(evaluations));
   std::vector<double> count(static_cast<std::size_t>(evaluations));
-  for (int r = 0; r < comm.size(); ++r) est.stop = est.stop || all[r * width + width - 1] != 0;
+  for (int r = 0; r < comm.size(); ++r) {
+    const auto reason = static_cast<StopReason>(static_cast<int>(all[r * width + width - 1]));
+    est.stop = std::max(est.stop, reason);
+  }
   for (int e = 0; e < evaluations; ++e) {
     double sum = 0, n = 0;
     for (int r = 0; r < comm.size(); ++r) {  // fixed rank order: identical on every rank

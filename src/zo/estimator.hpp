@@ -5,6 +5,7 @@
 // rank order in double precision, so every rank derives the identical g, and
 // the loss is the token-weighted mean over the global batch.
 
+#include "core/error.hpp"
 #include "runtime/communicator.hpp"
 #include "zo/evaluation_plan.hpp"
 
@@ -49,14 +50,14 @@ struct StepEstimate {
   double loss = 0;                 // mean over queries of (L+ + L−)/2
   double count = 0;                // tokens (or examples) in the global batch
   bool finite = true;              // every loss and g is finite
-  bool stop = false;               // some rank was asked to stop (a signal)
+  StopReason stop = StopReason::none;  // the strongest any rank was asked (a signal)
 };
 
 /// Every rank's `local` table added up in rank order, and the estimate of
-/// the step from it. `stop`: this rank was asked to stop; the flag travels
-/// with the losses, so every rank learns in the same gather whether any was.
-/// Collective over `comm`.
+/// the step from it. `stop`: why this rank was asked to stop, if it was; the
+/// reason travels with the losses, so every rank learns in the same gather
+/// whether any was, and the strongest reason. Collective over `comm`.
 StepEstimate combine_losses(const runtime::Communicator& comm, const LossTable& local, double eps,
-                            bool stop = false);
+                            StopReason stop = StopReason::none);
 
 }  // namespace distzo::zo

@@ -134,13 +134,15 @@ TrainSummary Trainer::run(TrainerState& state) {
     // Any rank asked to stop (its flag came with the step's losses): all stop
     // here, with θ checkpointed (unless the latest steps were non-finite:
     // then the last good checkpoint stays).
-    if (report.estimate.stop) {
+    if (const StopReason reason = report.estimate.stop; reason != StopReason::none) {
       std::ostringstream os;
-      os << "stopped by a signal after step " << done
+      os << (reason == StopReason::interrupt ? "stopped by an interrupt (SIGINT)"
+                                             : "stopped by a signal")
+         << " after step " << done
          << (maybe_checkpoint(state, streak, "the checkpoint after step", done)
                  ? ", checkpointed; resume (checkpoint.resume: latest) to continue"
                  : "; no checkpoint of it (the last steps were non-finite)");
-      throw StopRequested(os.str(), mesh_.world().rank() == 0);
+      throw StopRequested(os.str(), mesh_.world().rank() == 0, reason);
     }
     if (c.check_interval > 0 && done % c.check_interval == 0) {
       engine_.record_own_slices();

@@ -17,7 +17,8 @@
 //     into its slice since it wrote it;
 //   - after every step the ranks agree whether any was asked to stop (a
 //     signal): then all checkpoint θ after that same step and throw
-//     StopRequested (main exits with kExitStopped, a job script requeues);
+//     StopRequested (main exits with kExitStopped, which a job script
+//     requeues on, or after an interrupt with kExitInterrupted);
 //   - at the end: flush, a last digest check, the final evaluation and
 //     checkpoint.
 
@@ -82,9 +83,10 @@ class TrainerHooks {
   /// `streak` steps were non-finite, and the previous checkpoint stays the
   /// newest good one.
   virtual void checkpoint_skipped(std::int64_t step, int streak) = 0;
-  /// Whether this rank was asked to stop (a signal); the answer travels with
-  /// the step's gathered losses, so all ranks stop after the same step.
-  virtual bool stop_requested() { return false; }
+  /// Whether this rank was asked to stop (a signal), and why; the answer
+  /// travels with the step's gathered losses, so all ranks stop after the
+  /// same step.
+  virtual StopReason stop_requested() { return StopReason::none; }
 };
 
 struct TrainSummary {
