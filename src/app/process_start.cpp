@@ -152,12 +152,17 @@ extern "C" void on_interrupt_while_loading(int) {
 }
 
 /// Runs before every library's constructor (the executable's ELF
-/// pre-initialiser): catches OpenBLAS's SIGINT above; main() gives SIGINT
-/// back its default.
+/// pre-initialiser), under an address-space limit: catches OpenBLAS's SIGINT
+/// above; main() gives SIGINT back the disposition it had.
+struct sigaction g_sigint_before;  // as the process received it (SIG_IGN under `cmd &`)
+bool g_sigint_caught = false;
+
 void catch_blas_start_failure(int, char**, char**) {
   rlimit limit{};
-  if (getrlimit(RLIMIT_AS, &limit) == 0 && limit.rlim_cur != RLIM_INFINITY)
-    signal(SIGINT, on_interrupt_while_loading);
+  if (getrlimit(RLIMIT_AS, &limit) != 0 || limit.rlim_cur == RLIM_INFINITY) return;
+  struct sigaction caught {};
+  caught.sa_handler = on_interrupt_while_loading;
+  g_sigint_caught = sigaction(SIGINT, &caught, &g_sigint_before) == 0;
 }
 
 __attribute__((section(".preinit_array"), used)) void (*g_pre_initialiser)(int, char**, char**) =
@@ -209,7 +214,8 @@ const char* trial_start(int argc, char** argv) {
 }  // namespace
 
 void hold_blas_to_one_thread(char** argv) {
-  signal(SIGINT, SIG_DFL);  // loading is over (catch_blas_start_failure)
+  // Loading is over: SIGINT as the process received it.
+  if (g_sigint_caught) sigaction(SIGINT, &g_sigint_before, nullptr);
   if (const char* held = std::getenv(kHeldVariable)) {  // the re-executed process
     if (*held != '\0')
       setenv("OPENBLAS_NUM_THREADS", held, 1);
