@@ -137,8 +137,19 @@ void write_checkpoint_parallel(const std::string& path, const ModelInfo& model, 
 
   const UnlinkedOnSignal in_flight(tmp);  // on every writer: any may be signalled
   Hdf5File file(tmp, comm);
-  write_model_slices(file, as_checkpoint(model), state.storage, slices);
-  write_training_state(file, state);
+  try {
+    write_model_slices(file, as_checkpoint(model), state.storage, slices);
+    write_training_state(file, state);
+  } catch (const Error& e) {
+    // This rank failed alone (a full disk met by its own writes): the others
+    // are inside collective writes it will not join, so it leaves the file
+    // unclosed and removes it (any rank may: one file system) before main
+    // aborts the job; the temporary file was left behind every time before.
+    file.abandon();
+    std::remove(tmp.c_str());
+    throw Error("checkpoint " + path + " was not written: " + e.what() +
+                "; earlier checkpoints, if any, are untouched");
+  }
   // Closing flushes every rank's data; a full disk fails here, on any rank.
   std::string problem;
   try {

@@ -167,6 +167,11 @@ class Hdf5File {
   /// destructor closes silently.
   void close();
 
+  /// Leaves the file without closing it: a rank that failed alone while
+  /// writing a parallel file must not enter the collective close the others
+  /// are not in (the job hung there); the process ends right after.
+  void abandon() { file_.release(); }
+
  private:
   /// Returns the checksum of the words read into `out` if `want_sum`.
   std::uint64_t read_into(const std::string& name, hid_t mem_type, void* out, std::size_t count,

@@ -42,3 +42,29 @@ grep -q "checkpoint limit/ckpt-000010.h5 was not written (.*file too large (the 
   fail "failed-write message: $(tail -2 limit.log)"
 no_temporaries limit
 pass "a write that fails half-way: exit 2, the cause named, no temporary left, no crash at exit"
+
+# 3. A disk that fills while a P = 2 run writes its checkpoint in parallel
+#    (the space taken the moment the temporary file appears; each tensor
+#    written 150 ms late so the filler cannot miss it): the job ends with
+#    the cause named and no temporary file left, without waiting for the
+#    watchdog. Needs root and a mount namespace.
+if [ "$(id -u)" = 0 ] && unshare -m true 2>/dev/null; then
+  mkdir -p full2
+  deck full2 20 "$PWD/full2/out" 'checkpoint:' '  interval: 10' 'parallel:' '  perturbation: 2'
+  set +e
+  timeout -s KILL 120 unshare -m bash -c "
+    mount -t tmpfs -o size=4m tmpfs '$PWD/full2' || exit 99
+    ( for _ in \$(seq 2000); do ls '$PWD/full2/out' 2>/dev/null | grep -q '\.tmp\.' && break; sleep 0.01; done
+      dd if=/dev/zero of='$PWD/full2/filler' bs=64k 2>/dev/null ) &
+    '$MPIEXEC' -n 2 '$DISTZO' run full2.yaml --debug-slow-checkpoint-ms=150 > full2.log 2>&1
+    echo \$? > rc2; wait; cp -r '$PWD/full2/out' '$PWD/full2_out'"
+  set -e
+  [ -s rc2 ] || { cat full2.log; fail "P = 2 with the disk filling: no end within 120 s (hung)"; }
+  [ "$(cat rc2)" != 0 ] || { cat full2.log; fail "P = 2 with the disk filling: exit status 0"; }
+  no_temporaries full2_out
+  grep -q "checkpoint .*full2/out/ckpt-000010.h5 was not written: .*disk full" full2.log ||
+    { cat full2.log; fail "P = 2 with the disk filling: the checkpoint's failure is not named"; }
+  pass "a disk that fills during a P = 2 parallel checkpoint: exit $(cat rc2), the checkpoint named, no temporary left"
+else
+  echo "skip: the parallel full-disk case needs root and unshare -m (a private tmpfs)"
+fi
