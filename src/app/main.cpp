@@ -215,16 +215,16 @@ int main(int argc, char** argv) {
       status = e.exit_status();
     } catch (const distzo::CollectiveError& e) {
       if (e.report())
-        std::cerr << "distzo: error: " << e.what() << distzo::app::address_space_exhausted_note()
+        std::cerr << "distzo: error: " << e.what() << distzo::app::address_space_exhausted_note(e.what())
                   << "\n";
       collective = true;
       status = 2;
     } catch (const distzo::Error& e) {
       std::cerr << "distzo: error" << where << ": " << e.what()
-                << distzo::app::address_space_exhausted_note() << "\n";
+                << distzo::app::address_space_exhausted_note(e.what()) << "\n";
       status = 2;
     } catch (const std::bad_alloc&) {
-      const std::string limit = distzo::app::address_space_exhausted_note();
+      const std::string limit = distzo::app::address_space_exhausted_note("");
       std::cerr << "distzo: error" << where << ": out of host memory"
                 << (limit.empty() ? " (the sizes asked for need more than this machine has; "
                                     "`distzo plan` predicts a run's memory)"

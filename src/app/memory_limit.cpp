@@ -86,9 +86,11 @@ std::string blas_buffers_shortfall(int gemm_threads) {
   return s.str();
 }
 
-std::string address_space_exhausted_note() {
+std::string address_space_exhausted_note(const std::string& what) {
   const std::optional<double> limit = address_space_limit();
-  if (!limit || address_space_available(kMarginBytes)) return "";
+  if (!limit || what.find("address-space limit") != std::string::npos ||
+      address_space_available(kMarginBytes))
+    return "";
   const double needed = std::max(*limit, address_space_in_use()) + kMarginBytes;
   return " (the address-space limit of this process is " + ulimit_setting(*limit) +
          " and less than " + human_bytes(kMarginBytes) + " of it is left unmapped: the likely "

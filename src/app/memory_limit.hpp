@@ -25,10 +25,12 @@ std::string address_space_shortfall(const MemoryPlan& plan, int gemm_threads,
 /// check of a command whose other buffers are allocated (`distzo forward`).
 std::string blas_buffers_shortfall(int gemm_threads);
 
-/// For an error raised under an address-space limit that leaves less than a
-/// margin (64 MiB) unmapped: a sentence saying that the limit is the likely
-/// cause (a library's allocation failed: HDF5 reports a failed read, not a
-/// failed malloc) and the limit to ask for at the least. Empty otherwise.
-std::string address_space_exhausted_note();
+/// For an error `what` raised under an address-space limit that leaves less
+/// than a margin (64 MiB) unmapped: a sentence saying that the limit is the
+/// likely cause (a library's allocation failed: HDF5 reports a failed read,
+/// not a failed malloc) and the limit to ask for at the least. Empty
+/// otherwise, and when `what` is already about the limit (the run's own
+/// check: its advice is the one to follow).
+std::string address_space_exhausted_note(const std::string& what);
 
 }  // namespace distzo::app
