@@ -80,21 +80,45 @@ def _python() -> str:
     return sys.executable or "python3"
 
 
-def install_command(modules) -> str:
-    """The one command that installs the packages of `modules`."""
+#: Where install_command puts a virtual environment when the interpreter is
+#: the system's (PEP 668: Debian 12's python3 refuses `pip install`).
+VENV = "~/.venvs/distzo"
+
+
+def _externally_managed() -> bool:
+    """Whether pip refuses to install into this interpreter (PEP 668)."""
+    import sysconfig
+    marker = os.path.join(sysconfig.get_path("stdlib"), "EXTERNALLY-MANAGED")
+    return sys.prefix == sys.base_prefix and os.path.exists(marker)
+
+
+def install_command(modules, needed=()) -> str:
+    """The one command that installs the packages of `modules` (into a new
+    virtual environment when this interpreter is the system's: then every
+    one of `needed`, which the new environment lacks too)."""
     py = _python()
     packages = [PIP[m] for m in modules if m != "pip"]
+    if _externally_managed():
+        every = [PIP[m] for m in dict.fromkeys(list(needed) + list(modules)) if m != "pip"]
+        return f"python3 -m venv {VENV} && {VENV}/bin/python3 -m pip install {' '.join(every)}"
     cmd = f"{py} -m pip install {' '.join(packages)}" if packages else ""
     if "pip" in modules:  # no pip to install with: bootstrap it first
         cmd = f"{py} -m ensurepip --upgrade" + (f" && {cmd}" if cmd else "")
     return cmd
 
 
-def message(tool: str, modules) -> str:
-    """`TOOL: error: ...` (as the tools' other errors: no .py / .sh) and the pip line."""
-    tool = os.path.splitext(os.path.basename(tool))[0]
+def message(tool: str, modules, needed=()) -> str:
+    """`TOOL: error: ...` (as the tools' other errors: no .py / .sh) and the
+    pip line; `needed`: every module the tool checked."""
+    name = os.path.basename(tool)
+    tool = os.path.splitext(name)[0]
     named = ", ".join(PIP[m] if PIP[m] == m else f"{PIP[m]} (module {m})" for m in modules)
-    return f"{tool}: error: missing Python packages: {named}; install them with\n    {install_command(modules)}"
+    text = f"{tool}: error: missing Python packages: {named}; install them with\n    {install_command(modules, needed)}"
+    if _externally_managed():
+        run = f"PYTHON={VENV}/bin/python3 tools/{name}" if name.endswith(".sh") else f"{VENV}/bin/python3 tools/{name}"
+        text += (f"\n  (this python3 is the system's, which pip may not change (PEP 668); on Debian "
+                 f"`apt install python3-venv` first) and run the tool with that Python:\n    {run}")
+    return text
 
 
 def _is_script(path: str) -> bool:
@@ -109,7 +133,7 @@ def check(tool_file: str, *modules: str) -> None:
     lack = missing(modules)
     if not lack:
         return
-    text = message(tool_file, lack)
+    text = message(tool_file, lack, modules)
     if not _is_script(tool_file):
         raise ModuleNotFoundError(text, name=lack[0])
     print(text, file=sys.stderr)
@@ -124,7 +148,7 @@ def main(argv=None) -> int:
         return 2
     lack = missing(argv[1:])
     if lack:
-        print(message(argv[0], lack), file=sys.stderr)
+        print(message(argv[0], lack, argv[1:]), file=sys.stderr)
         return 2
     return 0
 
