@@ -1,9 +1,10 @@
 #include "io/hdf5_file.hpp"
 
+#include "io/hdf5_internal.hpp"
+
 #include "core/digest.hpp"
 #include "core/error.hpp"
 #include "core/file_system.hpp"
-#include "core/forked_call.hpp"
 #include "kernels/digest.hpp"
 
 #include <algorithm>
@@ -27,11 +28,6 @@ void silence_hdf5_error_stack() {
   (void)silenced;
 }
 
-Hdf5Handle check(hid_t id, Hdf5Handle::Closer closer, const std::string& what) {
-  DISTZO_REQUIRE(id >= 0, what);
-  return Hdf5Handle(id, closer);
-}
-
 /// The 2-byte θ format of a float type, if it is one: IEEE binary16's or
 /// bfloat16's fields and bias, implied mantissa bit.
 std::optional<StorageDtype> half_format(hid_t type) {
@@ -47,13 +43,6 @@ std::optional<StorageDtype> half_format(hid_t type) {
   if (exponent == 7 && exponent_bits == 8 && mantissa_bits == 7 && bias == 127)
     return StorageDtype::bf16;
   return std::nullopt;
-}
-
-/// half_float_type in the byte order of this machine, for memory buffers.
-Hdf5Handle native_half_type(StorageDtype dtype) {
-  Hdf5Handle type = half_float_type(dtype);
-  H5Tset_order(type.get(), H5Tget_order(H5T_NATIVE_USHORT));
-  return type;
 }
 
 std::string dtype_name(hid_t type) {
@@ -82,21 +71,6 @@ herr_t close_file(hid_t id) {
   return status;
 }
 
-/// Why a write failed, from errno right after the failing call: the cases a
-/// user can act on, named (", disk full: 0 bytes free on /out").
-std::string write_cause(const std::string& path) {
-  const int error = errno;
-  const std::string dir = directory_of(path);
-  const double free = free_bytes(dir);  // negative: unknown
-  if (error == ENOSPC || (free >= 0 && free < 1024.0 * 1024.0))
-    return ": disk full (" + std::to_string(static_cast<long long>(free)) + " bytes free on " + dir +
-           ")";
-  if (error == EDQUOT) return ": disk quota exceeded on " + dir;
-  if (error == EFBIG) return ": file too large (the process's file size limit, ulimit -f)";
-  if (error != 0) return std::string(": ") + std::strerror(error);
-  return "";
-}
-
 /// An attribute distzo reads holds one value: a scalar (or a one-element
 /// array, as numpy writers may make). Reading more into one value would
 /// overrun it.
@@ -112,18 +86,6 @@ herr_t collect_name(hid_t, const char* name, const H5L_info_t*, void* out) {
   return 0;
 }
 
-/// The links of a group, each with whether it points into another file.
-struct Links {
-  std::vector<std::string> names;
-  std::vector<bool> external;
-};
-
-herr_t collect_link(hid_t, const char* name, const H5L_info_t* info, void* out) {
-  Links& links = *static_cast<Links*>(out);
-  links.names.emplace_back(name);
-  links.external.push_back(info->type == H5L_TYPE_EXTERNAL);
-  return 0;
-}
 
 /// How distzo creates files: in the HDF5 1.8 format (readable by HDF5 1.8
 /// and later, h5py included), whose object headers and indexes carry
@@ -146,6 +108,30 @@ Hdf5Handle create_file_properties(const std::string& path) {
 }
 
 }  // namespace
+
+Hdf5Handle check(hid_t id, Hdf5Handle::Closer closer, const std::string& what) {
+  DISTZO_REQUIRE(id >= 0, what);
+  return Hdf5Handle(id, closer);
+}
+
+Hdf5Handle native_half_type(StorageDtype dtype) {
+  Hdf5Handle type = half_float_type(dtype);
+  H5Tset_order(type.get(), H5Tget_order(H5T_NATIVE_USHORT));
+  return type;
+}
+
+std::string write_cause(const std::string& path) {
+  const int error = errno;
+  const std::string dir = directory_of(path);
+  const double free = free_bytes(dir);  // negative: unknown
+  if (error == ENOSPC || (free >= 0 && free < 1024.0 * 1024.0))
+    return ": disk full (" + std::to_string(static_cast<long long>(free)) + " bytes free on " + dir +
+           ")";
+  if (error == EDQUOT) return ": disk quota exceeded on " + dir;
+  if (error == EFBIG) return ": file too large (the process's file size limit, ulimit -f)";
+  if (error != 0) return std::string(": ") + std::strerror(error);
+  return "";
+}
 
 Hdf5File::Hdf5File(const std::string& path, Mode mode) : path_(path) {
   silence_hdf5_error_stack();
@@ -254,170 +240,6 @@ double Hdf5File::read_double_attribute(const std::string& name) const {
   return value;
 }
 
-namespace {
-/// Appends (object, attribute, value) to `out`, each as its byte count
-/// (8 bytes, native) and its bytes.
-void append_record(std::string& out, const std::string& object, const char* attribute,
-                   const char* value) {
-  for (const std::string& part :
-       {object, std::string(attribute), std::string(value ? value : "")}) {
-    const std::uint64_t size = part.size();
-    out.append(reinterpret_cast<const char*>(&size), sizeof size);
-    out.append(part);
-  }
-}
-
-struct Collector {
-  std::string object;  // "" = the root group
-  std::string* out;
-};
-
-/// H5Aiterate2 callback: the attribute read whole (what a reader of it
-/// would do), a scalar variable-length string's value recorded.
-herr_t walk_attribute(hid_t object, const char* name, const H5A_info_t*, void* data) {
-  const Collector& c = *static_cast<const Collector*>(data);
-  const hid_t attr = H5Aopen(object, name, H5P_DEFAULT);
-  if (attr < 0) return -1;
-  const hid_t type = H5Aget_type(attr), space = H5Aget_space(attr);
-  herr_t status = type >= 0 && space >= 0 ? 0 : -1;
-  const H5T_class_t cls = status == 0 ? H5Tget_class(type) : H5T_NO_CLASS;
-  const hssize_t points = status == 0 ? H5Sget_simple_extent_npoints(space) : -1;
-  if (cls == H5T_STRING && H5Tis_variable_str(type) > 0) {
-    if (points == 1) {
-      char* raw = nullptr;
-      status = H5Aread(attr, type, &raw) >= 0 ? 0 : -1;
-      if (status == 0) append_record(*c.out, c.object, name, raw);
-      H5free_memory(raw);
-    }
-  } else if ((cls == H5T_STRING || cls == H5T_INTEGER || cls == H5T_FLOAT) && points >= 0) {
-    std::vector<char> bytes(static_cast<std::size_t>(points) * H5Tget_size(type) + 1);
-    status = H5Aread(attr, type, bytes.data()) >= 0 ? 0 : -1;
-  }
-  if (space >= 0) H5Sclose(space);
-  if (type >= 0) H5Tclose(type);
-  H5Aclose(attr);
-  return status;
-}
-
-/// The attribute name under which walk_objects records an object whose data
-/// lives in another file (no HDF5 attribute name is empty): its value says how.
-constexpr const char* kElsewhere = "";
-
-/// A dataset's metadata as a reader meets it: type, shape, layout; a
-/// chunked one (never written by distzo; its index is a B-tree read with the
-/// data) read whole when it is small. Data stored in other files (external
-/// storage, a virtual dataset) is recorded (kElsewhere), not followed: such
-/// a file would be read wherever the dataset points, a FIFO included.
-bool walk_dataset(hid_t dataset, const std::string& name, std::string& out) {
-  const hid_t type = H5Dget_type(dataset), space = H5Dget_space(dataset),
-              plist = H5Dget_create_plist(dataset);
-  bool ok = type >= 0 && space >= 0 && plist >= 0 && H5Sget_simple_extent_npoints(space) >= 0;
-  if (ok && H5Pget_external_count(plist) > 0)
-    append_record(out, name, kElsewhere, "external storage (its data in other files)");
-  else if (ok && H5Pget_layout(plist) == H5D_VIRTUAL)
-    append_record(out, name, kElsewhere, "a virtual dataset (its data mapped from other files)");
-  else if (ok && H5Pget_layout(plist) == H5D_CHUNKED) {
-    constexpr hsize_t kReadUpTo = 16u << 20;  // bytes; larger ones are left to the reader
-    const hsize_t bytes = static_cast<hsize_t>(H5Sget_simple_extent_npoints(space)) * H5Tget_size(type);
-    const H5T_class_t cls = H5Tget_class(type);
-    if (bytes <= kReadUpTo && (cls == H5T_INTEGER || cls == H5T_FLOAT)) {
-      std::vector<char> data(bytes + 1);
-      ok = H5Dread(dataset, type, H5S_ALL, H5S_ALL, H5P_DEFAULT, data.data()) >= 0;
-    }
-  }
-  if (plist >= 0) H5Pclose(plist);
-  if (space >= 0) H5Sclose(space);
-  if (type >= 0) H5Tclose(type);
-  return ok;
-}
-
-/// Walks `object` and, for a group, every object below it, as a reader
-/// would meet them (walk_attribute, walk_dataset); the variable-length
-/// strings as records (append_record). Run in the checked child.
-bool walk_objects(hid_t object, const std::string& object_name, std::string& out) {
-  Collector c{object_name, &out};
-  if (H5Aiterate2(object, H5_INDEX_NAME, H5_ITER_INC, nullptr, walk_attribute, &c) < 0)
-    return false;
-  const H5I_type_t kind = H5Iget_type(object);
-  if (kind == H5I_DATASET) return walk_dataset(object, object_name, out);
-  if (kind != H5I_GROUP && kind != H5I_FILE) return true;
-  Links links;
-  if (H5Literate(object, H5_INDEX_NAME, H5_ITER_INC, nullptr, collect_link, &links) < 0)
-    return false;
-  for (std::size_t i = 0; i < links.names.size(); ++i) {
-    const std::string& n = links.names[i];
-    const std::string name = object_name.empty() ? n : object_name + "/" + n;
-    if (links.external[i]) {
-      append_record(out, name, kElsewhere, "an external link (to an object in another file)");
-      continue;
-    }
-    const hid_t child = H5Oopen(object, n.c_str(), H5P_DEFAULT);
-    if (child < 0) return false;
-    const bool ok = walk_objects(child, name, out);
-    H5Oclose(child);
-    if (!ok) return false;
-  }
-  return true;
-}
-
-/// The records of walk_objects as a map (object "\n" attribute).
-std::map<std::string, std::string> parse_records(const std::string& bytes) {
-  std::map<std::string, std::string> records;
-  std::size_t at = 0;
-  const auto next = [&]() {  // the child wrote whole records (it exited 0)
-    std::uint64_t size = 0;
-    if (at + sizeof size <= bytes.size()) std::memcpy(&size, bytes.data() + at, sizeof size);
-    at += sizeof size;
-    std::string part = at < bytes.size() ? bytes.substr(at, size) : std::string();
-    at += size;
-    return part;
-  };
-  while (at < bytes.size()) {
-    const std::string object = next(), attribute = next();
-    records[object + "\n" + attribute] = next();
-  }
-  return records;
-}
-
-}  // namespace
-
-void Hdf5File::check_structure() {
-  // HDF5 1.10 trusts much of a file's metadata: a damaged global heap (where
-  // variable-length strings live) made H5Aread read out of bounds and die of
-  // SIGSEGV (5 in 400 byte flips of a model file); a damaged link table
-  // crashed H5Literate; a damaged heap made it loop. So a forked child, which
-  // shares the open file, first walks everything a reader of the file meets
-  // (every link, object header, attribute; small chunked datasets) and hands
-  // back the variable-length strings, which are then never read here. A child
-  // that dies or hangs marks the file damaged: the error names it, and
-  // resume: latest passes such a checkpoint over. Deterministic parsing of the
-  // same bytes does not crash this process where it did not crash the child.
-  // One fork per file opened for reading (a millisecond; more for a process
-  // with much memory mapped).
-  constexpr int kTimeoutSeconds = 10;  // metadata reads in milliseconds
-  const hid_t file = id();
-  const ForkedCall walk = call_in_forked_child(
-      [file](std::string& out) { return walk_objects(file, "", out); }, kTimeoutSeconds);
-  // The child's call returns false when HDF5 refused something (a metadata
-  // checksum that does not verify, a structure it cannot parse).
-  const std::string what = walk.failure == "failed"
-                               ? "HDF5 refused part of it (a metadata checksum or a structure "
-                                 "that does not verify)"
-                               : walk.failure;
-  DISTZO_INPUT_REQUIRE(walk.ok(), "'" << path_ << "' is damaged: reading its structure (groups, "
-                                             "attributes, object headers) in a checked child "
-                                             "process, "
-                                          << what << "; use an intact copy");
-  variable_strings_ = parse_records(walk.output);
-  for (const auto& [key, how] : variable_strings_) {
-    const std::string object = key.substr(0, key.find('\n'));
-    DISTZO_INPUT_REQUIRE(key.size() != object.size() + 1,
-                         "'" << path_ << "': '" << object << "' is " << how
-                             << ", which distzo does not follow: its models, datasets and "
-                                "checkpoints keep every byte in the one file (h5repack or h5py "
-                                "can copy the data in)");
-  }
-}
 
 const std::string& Hdf5File::variable_string(const std::string& object,
                                              const std::string& name) const {
@@ -496,8 +318,6 @@ std::optional<StorageDtype> tensor_dtype(const DatasetInfo& info) {
 
 namespace {
 
-constexpr const char* kChecksum = "checksum";
-
 herr_t collect_attribute_name(hid_t, const char* name, const H5A_info_t*, void* out) {
   static_cast<std::vector<std::string>*>(out)->emplace_back(name);
   return 0;
@@ -531,8 +351,6 @@ void Hdf5File::write_double_attribute(const std::string& name, double value) {
   write_scalar_attribute(id(), path_, name, H5T_NATIVE_DOUBLE, &value);
 }
 
-namespace {
-/// On the file (its root group) or on one of its datasets.
 void write_string_attribute_to(hid_t object, const std::string& path, const std::string& name,
                                const std::string& value) {
   // Fixed-length UTF-8, null-padded, as h5py writes numpy bytes (h5py reads
@@ -547,7 +365,6 @@ void write_string_attribute_to(hid_t object, const std::string& path, const std:
   const std::string padded = value.empty() ? std::string(1, '\0') : value;
   write_scalar_attribute(object, path, name, type.get(), padded.data());
 }
-}  // namespace
 
 void Hdf5File::write_string_attribute(const std::string& name, const std::string& value) {
   write_string_attribute_to(id(), path_, name, value);
@@ -769,241 +586,5 @@ std::vector<std::int64_t> Hdf5File::read_int64s(const std::string& name) const {
   return v;
 }
 
-namespace {
-
-/// The dataset creation properties distzo writes with: no timestamps (the
-/// same tensors give the same bytes) and, in a parallel file, no fill pass.
-Hdf5Handle dataset_properties(const std::string& path, bool parallel) {
-  auto dcpl = check(H5Pcreate(H5P_DATASET_CREATE), H5Pclose, path + ": property list");
-  H5Pset_obj_track_times(dcpl.get(), 0);
-  if (parallel) H5Pset_fill_time(dcpl.get(), H5D_FILL_TIME_NEVER);
-  return dcpl;
-}
-
-/// Creates the groups above dataset `name` ("distzo/seed_log" of
-/// "distzo/seed_log/g") that do not exist yet, without timestamps like the
-/// datasets (HDF5's own intermediate groups would record the time).
-void create_parent_groups(hid_t file, const std::string& path, const std::string& name) {
-  auto gcpl = check(H5Pcreate(H5P_GROUP_CREATE), H5Pclose, path + ": property list");
-  H5Pset_obj_track_times(gcpl.get(), 0);
-  for (std::size_t slash = name.find('/'); slash != std::string::npos;
-       slash = name.find('/', slash + 1)) {
-    const std::string group = name.substr(0, slash);
-    if (H5Lexists(file, group.c_str(), H5P_DEFAULT) > 0) continue;
-    check(H5Gcreate2(file, group.c_str(), H5P_DEFAULT, gcpl.get(), H5P_DEFAULT), H5Gclose,
-          path + ": cannot create group " + group);
-  }
-}
-
-Hdf5Handle create_dataset(hid_t file, const std::string& path, const std::string& name,
-                          const std::vector<std::int64_t>& shape, hid_t file_type, bool parallel) {
-  create_parent_groups(file, path, name);
-  std::vector<hsize_t> dims(shape.begin(), shape.end());
-  auto space = check(dims.empty() ? H5Screate(H5S_SCALAR)
-                                  : H5Screate_simple(static_cast<int>(dims.size()), dims.data(), nullptr),
-                     H5Sclose, path + ": dataspace for " + name);
-  auto dcpl = dataset_properties(path, parallel);
-  return check(H5Dcreate2(file, name.c_str(), file_type, space.get(), H5P_DEFAULT, dcpl.get(),
-                          H5P_DEFAULT),
-               H5Dclose, path + ": cannot create dataset " + name);
-}
-
-/// Selects elements [first, first + count) of a rank-1 or rank-2 dataspace
-/// in row-major order: at most a partial row, whole rows, a partial row.
-void select_range(hid_t space, const std::string& what, std::uint64_t first, std::size_t count) {
-  const int rank = H5Sget_simple_extent_ndims(space);
-  DISTZO_REQUIRE(rank == 1 || rank == 2, what << ": ranges of rank-" << rank << " datasets");
-  hsize_t dims[2] = {1, 1};
-  H5Sget_simple_extent_dims(space, dims, nullptr);
-  const hsize_t cols = rank == 1 ? dims[0] : dims[1];
-  DISTZO_REQUIRE(first + count <= (rank == 1 ? dims[0] : dims[0] * dims[1]),
-                 what << ": elements [" << first << ", " << first + count << ") out of range");
-  if (count == 0) {
-    H5Sselect_none(space);
-    return;
-  }
-  if (rank == 1) {
-    const hsize_t start = first, n = count;
-    H5Sselect_hyperslab(space, H5S_SELECT_SET, &start, nullptr, &n, nullptr);
-    return;
-  }
-  H5Sselect_none(space);
-  const hsize_t a = first, b = first + count;
-  const auto add = [&](hsize_t row, hsize_t col, hsize_t rows, hsize_t width) {
-    if (rows == 0 || width == 0) return;
-    const hsize_t start[2] = {row, col}, n[2] = {rows, width};
-    H5Sselect_hyperslab(space, H5S_SELECT_OR, start, nullptr, n, nullptr);
-  };
-  const hsize_t r0 = a / cols, c0 = a % cols, r1 = b / cols, c1 = b % cols;
-  if (r0 == r1) return add(r0, c0, 1, c1 - c0);
-  const hsize_t full_from = c0 == 0 ? r0 : r0 + 1;
-  if (c0 != 0) add(r0, c0, 1, cols - c0);
-  add(full_from, 0, r1 - full_from, cols);
-  add(r1, 0, 1, c1);
-}
-
-/// Collective transfer in a parallel file (every rank writes its part of a
-/// dataset in one MPI-IO operation); the default otherwise.
-Hdf5Handle transfer_properties(const std::string& path, bool parallel) {
-  auto dxpl = check(H5Pcreate(H5P_DATASET_XFER), H5Pclose, path + ": transfer properties");
-#ifdef H5_HAVE_PARALLEL
-  if (parallel) H5Pset_dxpl_mpio(dxpl.get(), H5FD_MPIO_COLLECTIVE);
-#else
-  (void)parallel;
-#endif
-  return dxpl;
-}
-
-}  // namespace
-
-namespace {
-std::size_t elements_of(const std::vector<std::int64_t>& shape) {
-  std::size_t elements = 1;
-  for (std::int64_t d : shape) elements *= static_cast<std::size_t>(d);
-  return elements;
-}
-}  // namespace
-
-void Hdf5File::write_from(const std::string& name, const std::vector<std::int64_t>& shape,
-                          hid_t file_type, hid_t mem_type, const void* data,
-                          std::uint64_t checksum) {
-  auto dset = create_dataset(id(), path_, name, shape, file_type, parallel_);
-  // A parallel file: the dataset is made by all, its (small) data written by
-  // rank 0; the checksum attribute is collective, with rank 0's value.
-  if (parallel_) MPI_Bcast(&checksum, 1, MPI_UINT64_T, 0, comm_);
-  if (!parallel_ || rank_ == 0) {
-    errno = 0;
-    DISTZO_INPUT_REQUIRE(H5Dwrite(dset.get(), mem_type, H5S_ALL, H5S_ALL, H5P_DEFAULT, data) >= 0,
-                         path_ << ": cannot write dataset '" << name << "'" << write_cause(path_));
-  }
-  write_string_attribute_to(dset.get(), path_, kChecksum, hex16(checksum));
-}
-
-void Hdf5File::write_range_checksums() {
-  std::vector<std::uint64_t> sums;
-  for (const auto& [name, sum] : range_sums_) sums.push_back(sum);
-  // Every rank wrote (a possibly empty range of) every dataset: one map, one order.
-  if (parallel_ && !sums.empty())
-    MPI_Allreduce(MPI_IN_PLACE, sums.data(), static_cast<int>(sums.size()), MPI_UINT64_T, MPI_SUM,
-                  comm_);
-  std::size_t i = 0;
-  for (const auto& entry : range_sums_) {
-    auto dset = check(H5Dopen2(id(), entry.first.c_str(), H5P_DEFAULT), H5Dclose,
-                      path_ + ": dataset " + entry.first);
-    write_string_attribute_to(dset.get(), path_, kChecksum, hex16(sums[i++]));
-  }
-  range_sums_.clear();
-}
-
-void Hdf5File::create_tensor(const std::string& name, const std::vector<std::int64_t>& shape,
-                             StorageDtype dtype) {
-  if (dtype == StorageDtype::fp32) {
-    create_dataset(id(), path_, name, shape, H5T_IEEE_F32LE, parallel_);
-    return;
-  }
-  const Hdf5Handle type = half_float_type(dtype);
-  create_dataset(id(), path_, name, shape, type.get(), parallel_);
-}
-
-void Hdf5File::write_float_range(const std::string& name, std::uint64_t first, std::size_t count,
-                                 const float* data) {
-  write_range(name, first, count, H5T_NATIVE_FLOAT, data,
-              count == 0 ? 0 : dataset_checksum(data, count, first));
-}
-
-void Hdf5File::write_word_range(const std::string& name, std::uint64_t first, std::size_t count,
-                                StorageDtype dtype, const std::uint16_t* data) {
-  const Hdf5Handle type = native_half_type(dtype);
-  write_range(name, first, count, type.get(), data,
-              count == 0 ? 0 : words_checksum(dtype, data, count, first));
-}
-
-void Hdf5File::write_range(const std::string& name, std::uint64_t first, std::size_t count,
-                           hid_t mem_type, const void* data, std::uint64_t checksum) {
-  range_sums_[name] += checksum;
-  auto dset = check(H5Dopen2(id(), name.c_str(), H5P_DEFAULT), H5Dclose, path_ + ": dataset " + name);
-  auto file_space = check(H5Dget_space(dset.get()), H5Sclose, path_ + ": dataspace of " + name);
-  select_range(file_space.get(), path_ + ": " + name, first, count);
-  const hsize_t n = count > 0 ? count : 1;  // a rank with nothing to write selects none
-  auto memory_space = check(H5Screate_simple(1, &n, nullptr), H5Sclose, path_ + ": memory space");
-  if (count == 0) H5Sselect_none(memory_space.get());
-  auto dxpl = transfer_properties(path_, parallel_);
-  errno = 0;
-  DISTZO_INPUT_REQUIRE(H5Dwrite(dset.get(), mem_type, memory_space.get(), file_space.get(),
-                                dxpl.get(), data) >= 0,
-                       path_ << ": cannot write elements [" << first << ", " << first + count
-                             << ") of '" << name << "'" << write_cause(path_));
-}
-
-void Hdf5File::read_float_range(const std::string& name, std::uint64_t first, std::size_t count,
-                                float* out) const {
-  read_range(name, first, count, H5T_NATIVE_FLOAT, out);
-}
-
-void Hdf5File::read_word_range(const std::string& name, std::uint64_t first, std::size_t count,
-                               std::uint16_t* out) const {
-  const DatasetInfo info = dataset_info(name);
-  const std::optional<StorageDtype> half = tensor_dtype(info);
-  DISTZO_INPUT_REQUIRE(half && *half != StorageDtype::fp32,
-                       path_ << ": dataset '" << name << "' is " << info.dtype
-                             << ", expected float16 or bfloat16");
-  const Hdf5Handle type = native_half_type(*half);
-  read_range(name, first, count, type.get(), out);
-}
-
-void Hdf5File::read_range(const std::string& name, std::uint64_t first, std::size_t count,
-                          hid_t mem_type, void* out) const {
-  auto dset = check(H5Dopen2(id(), name.c_str(), H5P_DEFAULT), H5Dclose, path_ + ": dataset " + name);
-  auto file_space = check(H5Dget_space(dset.get()), H5Sclose, path_ + ": dataspace of " + name);
-  select_range(file_space.get(), path_ + ": " + name, first, count);
-  const hsize_t n = count;
-  auto memory_space = check(H5Screate_simple(1, &n, nullptr), H5Sclose, path_ + ": memory space");
-  DISTZO_REQUIRE(H5Dread(dset.get(), mem_type, memory_space.get(), file_space.get(),
-                         H5P_DEFAULT, out) >= 0,
-                 path_ << ": cannot read elements [" << first << ", " << first + count << ") of '"
-                       << name << "'");
-}
-
-void Hdf5File::write_floats(const std::string& name, const std::vector<std::int64_t>& shape,
-                            const float* data) {
-  write_from(name, shape, H5T_IEEE_F32LE, H5T_NATIVE_FLOAT, data,
-             dataset_checksum(data, elements_of(shape)));
-}
-
-void Hdf5File::write_words(const std::string& name, const std::vector<std::int64_t>& shape,
-                           StorageDtype dtype, const std::uint16_t* data) {
-  const Hdf5Handle file_type = half_float_type(dtype), memory_type = native_half_type(dtype);
-  write_from(name, shape, file_type.get(), memory_type.get(), data,
-             words_checksum(dtype, data, elements_of(shape)));
-}
-
-void Hdf5File::write_doubles(const std::string& name, const std::vector<std::int64_t>& shape,
-                             const double* data) {
-  write_from(name, shape, H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, data,
-             dataset_checksum(data, 2 * elements_of(shape)));
-}
-
-void Hdf5File::write_ints(const std::string& name, const std::vector<std::int64_t>& shape,
-                          const std::int32_t* data) {
-  write_from(name, shape, H5T_STD_I32LE, H5T_NATIVE_INT32, data,
-             dataset_checksum(data, elements_of(shape)));
-}
-
-void Hdf5File::write_int64s(const std::string& name, const std::vector<std::int64_t>& shape,
-                            const std::int64_t* data) {
-  write_from(name, shape, H5T_STD_I64LE, H5T_NATIVE_INT64, data,
-             dataset_checksum(data, 2 * elements_of(shape)));
-}
-
-std::string temporary_path_for(const std::string& path) {
-  return path + ".tmp." + std::to_string(static_cast<long>(getpid()));
-}
-
-void commit_temporary(const std::string& temporary, const std::string& path) {
-  DISTZO_REQUIRE(std::rename(temporary.c_str(), path.c_str()) == 0,
-                 "cannot rename '" << temporary << "' to '" << path << "'");
-}
-
-void discard_temporary(const std::string& temporary) { std::remove(temporary.c_str()); }
 
 }  // namespace distzo::io
