@@ -13,16 +13,9 @@
 // one JSON object per line after the literal "RESULT "; perf/run_benchmarks.sh
 // collects them into perf/RESULTS.md. Everything else on stdout is for people.
 
-#include "app/blas_threads.hpp"
-#include "app/options.hpp"
-#include "core/error.hpp"
-#include "core/types.hpp"
-#include "kernels/host_gemm.hpp"
-#include "model/batch.hpp"
-
-#include <Kokkos_Core.hpp>
 #include <sched.h>
 
+#include <Kokkos_Core.hpp>
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
@@ -37,6 +30,13 @@
 #include <thread>
 #include <utility>
 #include <vector>
+
+#include "app/blas_threads.hpp"
+#include "app/options.hpp"
+#include "core/error.hpp"
+#include "core/types.hpp"
+#include "kernels/host_gemm.hpp"
+#include "model/batch.hpp"
 
 // OpenBLAS reports its own thread count and build (core type, MAX_THREADS).
 // Weak, so the benchmarks still link against another BLAS (then: "unknown").
@@ -219,8 +219,8 @@ inline std::string blas_config() {
 inline void print_machine(const std::string& bench) {
   std::cout << "== distzo " << bench << " ==\n"
             << "cpu            : " << cpu_model() << "\n"
-            << "logical cpus   : " << std::thread::hardware_concurrency()
-            << " online, " << affinity_cpus() << " in this process's affinity mask\n"
+            << "logical cpus   : " << std::thread::hardware_concurrency() << " online, "
+            << affinity_cpus() << " in this process's affinity mask\n"
             << "kokkos         : " << ExecSpace::name() << " backend, concurrency "
             << ExecSpace::concurrency() << " (Kokkos " << KOKKOS_VERSION << ")\n"
             << "blas           : " << blas_config() << "; threads " << blas_threads() << "\n"

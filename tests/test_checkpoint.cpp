@@ -2,32 +2,31 @@
 // read the way resume relies on: written when present, 1 when the attribute
 // is absent (checkpoints from before recipe 2), an error when unknown; a
 // run's checkpoints are chosen the way `resume: latest` relies on.
-#include "app/inspect.hpp"
-#include "app/run_directory.hpp"
-#include "io/checkpoint.hpp"
-#include "io/deck.hpp"
-#include "io/hdf5_file.hpp"
-#include "io/model_file.hpp"
-
-#include "core/digest.hpp"
-#include "core/fp.hpp"
-#include "core/version.hpp"
-#include "core/error.hpp"
-#include "support/expect_error.hpp"
-#include "support/hdf5_edit.hpp"
-#include "support/tiny_model.hpp"
-#include "support/tokenizer_files.hpp"
-
 #include <gtest/gtest.h>
 #include <hdf5.h>
+#include <unistd.h>
 
 #include <cstdio>
 #include <filesystem>
 #include <limits>
 #include <sstream>
 #include <string>
-#include <unistd.h>
 #include <vector>
+
+#include "app/inspect.hpp"
+#include "app/run_directory.hpp"
+#include "core/digest.hpp"
+#include "core/error.hpp"
+#include "core/fp.hpp"
+#include "core/version.hpp"
+#include "io/checkpoint.hpp"
+#include "io/deck.hpp"
+#include "io/hdf5_file.hpp"
+#include "io/model_file.hpp"
+#include "support/expect_error.hpp"
+#include "support/hdf5_edit.hpp"
+#include "support/tiny_model.hpp"
+#include "support/tokenizer_files.hpp"
 
 namespace {
 
@@ -37,23 +36,28 @@ using namespace distzo;
 std::string write_tiny_checkpoint(const io::TrainingState& state, const std::string& name) {
   const io::ModelReader model(std::string(DISTZO_TEST_DATA) + "/opt_tiny_preln.model.h5");
   const std::string path = "/tmp/distzo_test_checkpoint_" + std::to_string(getpid()) + "_" + name;
-  io::write_checkpoint(path, model.info(), [&](const io::TensorSink& sink) {
-    for (const auto& p : model.info().registry.parameters()) {
-      std::vector<real> data(static_cast<std::size_t>(p.numel()));
-      model.read(p.id, data.data());
-      sink(p.id, data.data());
-    }
-  }, state);
+  io::write_checkpoint(
+      path, model.info(),
+      [&](const io::TensorSink& sink) {
+        for (const auto& p : model.info().registry.parameters()) {
+          std::vector<real> data(static_cast<std::size_t>(p.numel()));
+          model.read(p.id, data.data());
+          sink(p.id, data.data());
+        }
+      },
+      state);
   return path;
 }
 
 io::TrainingState some_state() {
   io::TrainingState s;
   s.step = 3;
-  s.z = {0xFFFFFFFFFFFFFFFFull, Distribution::rademacher, ZRecipe::v2};  // uint64 beyond int64: text
+  s.z = {0xFFFFFFFFFFFFFFFFull, Distribution::rademacher,
+         ZRecipe::v2};  // uint64 beyond int64: text
   s.queries = 2;
   // The log holds steps 0, 1, 2; the pending update is the last one's.
-  for (int i = 0; i < 3; ++i) s.seed_log.push_back({i, 1e-3 * (i + 1), 2.5 / (i + 1), {0.5 * i, -0.25 * i}});
+  for (int i = 0; i < 3; ++i)
+    s.seed_log.push_back({i, 1e-3 * (i + 1), 2.5 / (i + 1), {0.5 * i, -0.25 * i}});
   s.pending = PendingUpdate::after({s.z, 2, 1e-3}, s.seed_log.back().g, s.seed_log.back().lr, 0.01);
   s.deck_yaml = "optim:\n  steps: 3\n";
   s.parameter_digest = "0123456789abcdef";
@@ -130,13 +134,16 @@ TEST(Checkpoint, CarriesTheTokenizerFilesUnchanged) {
   ASSERT_GT(info.hf_tokenizer_files.size(), 64u * 1024u);
   const std::string path =
       "/tmp/distzo_test_checkpoint_" + std::to_string(getpid()) + "_tokenizer.h5";
-  io::write_checkpoint(path, info, [&](const io::TensorSink& sink) {
-    for (const auto& p : info.registry.parameters()) {
-      std::vector<real> data(static_cast<std::size_t>(p.numel()));
-      model.read(p.id, data.data());
-      sink(p.id, data.data());
-    }
-  }, some_state());
+  io::write_checkpoint(
+      path, info,
+      [&](const io::TensorSink& sink) {
+        for (const auto& p : info.registry.parameters()) {
+          std::vector<real> data(static_cast<std::size_t>(p.numel()));
+          model.read(p.id, data.data());
+          sink(p.id, data.data());
+        }
+      },
+      some_state());
   EXPECT_EQ(io::ModelReader(path).info().hf_tokenizer_files, info.hf_tokenizer_files);
   std::ostringstream shown;
   app::inspect(path, false, shown);
@@ -159,10 +166,11 @@ TEST(Checkpoint, TokenizerFilesAreAJsonObjectOfStrings) {
   EXPECT_EQ(names(" { }\n"), "");
   // Escaped quotes inside a name and a text; lengths as JSON writes them.
   EXPECT_EQ(names(R"({"a.json": "{\"x\": 1}", "b\"c":""})"), R"(a.json:10 b\"c:0 )");
-  for (const char* bad : {"", "[]", R"({"a": 1})", R"({"a" "b"})", R"({"a": "b")", R"({"a": "b"} x)",
-                          R"({"a": "b",})", R"({"a": "b)"}) {
+  for (const char* bad : {"", "[]", R"({"a": 1})", R"({"a" "b"})", R"({"a": "b")",
+                          R"({"a": "b"} x)", R"({"a": "b",})", R"({"a": "b)"}) {
     SCOPED_TRACE(bad);
-    EXPECT_ERROR_CONTAINS("f.h5: hf_tokenizer_files is not a JSON object", io::tokenizer_files(bad, "f.h5"));
+    EXPECT_ERROR_CONTAINS("f.h5: hf_tokenizer_files is not a JSON object",
+                          io::tokenizer_files(bad, "f.h5"));
   }
   for (const char* bad : {R"({"../x.json": ""})", R"({".hidden": ""})", R"({"": ""})"}) {
     SCOPED_TRACE(bad);
@@ -180,8 +188,8 @@ std::string write_store_checkpoint(const test_support::TinyModel& m, StorageDtyp
   state.storage = storage;
   state.parameter_digest = m.digest();
   const std::string path = "/tmp/distzo_test_checkpoint_" + std::to_string(getpid()) + "_" + name;
-  io::write_checkpoint(path, info, [&](const io::TensorSink& sink) { m.store->visit_stored(sink); },
-                       state);
+  io::write_checkpoint(
+      path, info, [&](const io::TensorSink& sink) { m.store->visit_stored(sink); }, state);
   return path;
 }
 
@@ -314,16 +322,15 @@ TEST(CheckpointDtype, OlderTwoByteCheckpointReadsAsBefore) {
   const test_support::TinyModel m(test_support::tiny_config(), 1234, stored_in(StorageDtype::bf16));
   const auto decoded = m.host_theta();
   runtime::ParameterStore values(m.registry, stored_in(StorageDtype::fp32));
-  values.fill([&](std::uint32_t id, real* dst) {
-    std::copy(decoded[id].begin(), decoded[id].end(), dst);
-  });
+  values.fill(
+      [&](std::uint32_t id, real* dst) { std::copy(decoded[id].begin(), decoded[id].end(), dst); });
   io::ModelInfo info;
   info.config = m.config;
   info.registry = m.registry;
   const io::TrainingState state = some_state();  // storage fp32, relabelled below
   const std::string path = "/tmp/distzo_test_checkpoint_" + std::to_string(getpid()) + "_older.h5";
-  io::write_checkpoint(path, info, [&](const io::TensorSink& sink) { values.visit_stored(sink); },
-                       state);
+  io::write_checkpoint(
+      path, info, [&](const io::TensorSink& sink) { values.visit_stored(sink); }, state);
   test_support::replace_string_attribute(path, "storage", "bf16", 4);
   EXPECT_EQ(io::read_training_state(path).storage, StorageDtype::bf16);
   const io::ModelReader reader(path);
@@ -348,8 +355,7 @@ TEST(CheckpointDtype, MixedFileIsReadTensorByTensor) {
   io::ModelInfo info;
   info.config = m.config;
   info.registry = m.registry;
-  const std::string path =
-      "/tmp/distzo_test_checkpoint_" + std::to_string(getpid()) + "_mixed.h5";
+  const std::string path = "/tmp/distzo_test_checkpoint_" + std::to_string(getpid()) + "_mixed.h5";
   io::write_atomically(path, [&](io::Hdf5File& file) {
     file.write_string_attribute("distzo_format", "model");
     io::write_model_config(file, info.config, "");
@@ -359,7 +365,8 @@ TEST(CheckpointDtype, MixedFileIsReadTensorByTensor) {
         file.write_words(p.name, p.shape, StorageDtype::fp16, data.words());
       } else {
         std::vector<float> v(static_cast<std::size_t>(p.numel()));
-        for (std::size_t i = 0; i < v.size(); ++i) v[i] = storage::load(data.words()[i], data.dtype);
+        for (std::size_t i = 0; i < v.size(); ++i)
+          v[i] = storage::load(data.words()[i], data.dtype);
         file.write_floats(p.name, p.shape, v.data());
       }
     });
@@ -368,10 +375,12 @@ TEST(CheckpointDtype, MixedFileIsReadTensorByTensor) {
   EXPECT_FALSE(reader.all_in(StorageDtype::fp16));
   EXPECT_EQ(reader.theta_dtype(), StorageDtype::fp16);
   EXPECT_NE(reader.describe_dtypes().find("fp16 ("), std::string::npos) << reader.describe_dtypes();
-  EXPECT_NE(reader.describe_dtypes().find(", fp32 ("), std::string::npos) << reader.describe_dtypes();
+  EXPECT_NE(reader.describe_dtypes().find(", fp32 ("), std::string::npos)
+      << reader.describe_dtypes();
   runtime::ParameterStore again(m.registry, stored_in(StorageDtype::fp16));
   again.fill([&](std::uint32_t id, real* dst) { reader.read(id, dst); });
-  EXPECT_EQ(again.digest(), m.digest()) << "fp32 values that fp16 holds come back as the same words";
+  EXPECT_EQ(again.digest(), m.digest())
+      << "fp32 values that fp16 holds come back as the same words";
   EXPECT_NE(reader.digest(), m.digest()) << "the file digests its float32 vectors as float32";
   std::remove(path.c_str());
 }
@@ -408,9 +417,8 @@ TEST(Checkpoint, UnknownRecipeIsAnError) {
 TEST(Checkpoint, SeedThatIsNotANumberIsAnError) {
   const std::string path = write_tiny_checkpoint(some_state(), "badseed.h5");
   test_support::replace_string_attribute(path, "seed", "12x45", 5);
-  EXPECT_ERROR_CONTAINS(
-      "attribute 'seed' is \"12x45\", not an unsigned 64-bit integer in decimal",
-      io::read_training_state(path));
+  EXPECT_ERROR_CONTAINS("attribute 'seed' is \"12x45\", not an unsigned 64-bit integer in decimal",
+                        io::read_training_state(path));
   std::remove(path.c_str());
 }
 

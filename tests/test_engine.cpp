@@ -3,22 +3,22 @@
 // the evaluations over a perturbation group reproduce the single-rank step bit
 // for bit; determinism; and loss falling when a batch is learnable.
 
-#include "kernels/losses.hpp"
-#include "model/loss_head.hpp"
-#include "model/forward.hpp"
-#include "runtime/block_streamer.hpp"
-#include "runtime/communicator.hpp"
-#include "support/tiny_model.hpp"
-#include "zo/engine.hpp"
-#include "zo/estimator.hpp"
-#include "zo/model_walk.hpp"
-
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cmath>
 #include <string>
 #include <vector>
+
+#include "kernels/losses.hpp"
+#include "model/forward.hpp"
+#include "model/loss_head.hpp"
+#include "runtime/block_streamer.hpp"
+#include "runtime/communicator.hpp"
+#include "support/tiny_model.hpp"
+#include "zo/engine.hpp"
+#include "zo/estimator.hpp"
+#include "zo/model_walk.hpp"
 
 namespace {
 
@@ -53,8 +53,8 @@ double naive_loss(const TinyModel& m, const model::Batch& batch, const StepPertu
   zo::ForwardPass pass(forward, theta_f32, h, batch.tokens, batch.mask);
   zo::walk(streamer, pass);
   kernels::LossSums sums = kernels::make_loss_sums();
-  head.loss(space, model::make_edge_view(m.registry, pass.edges()), pass.final_hidden(),
-            batch, sums);
+  head.loss(space, model::make_edge_view(m.registry, pass.edges()), pass.final_hidden(), batch,
+            sums);
   return kernels::read_loss(space, sums).mean();
 }
 
@@ -77,7 +77,7 @@ TEST_P(EngineTask, EstimateEqualsNaiveCentralDifference) {
     const model::Batch batch = make_batch(GetParam(), B, T, kLengths);
     const int q = 2;
     zo::Engine ex(m.config, *m.store, zo::EvaluationPlan::make(q, 1, 0),
-                model::BatchShape{GetParam(), B, T, 2});
+                  model::BatchShape{GetParam(), B, T, 2});
     PendingUpdate none;
     const StepPerturbation p = perturbation(3);
     const auto local = ex.run_step(batch, p, none);
@@ -144,7 +144,10 @@ TEST(Engine, UpdateFollowsTheMezoRule) {
     for (std::size_t e = 0; e < t0.size(); ++e) {
       double grad = 0;
       for (int q = 0; q < 2; ++q)
-        grad += u.g[q] * PerturbationStream::make(99, 17, q, Distribution::gaussian, u.z.recipe).z(info.id, e) / 2;
+        grad +=
+            u.g[q] *
+            PerturbationStream::make(99, 17, q, Distribution::gaussian, u.z.recipe).z(info.id, e) /
+            2;
       const double want = t0[e] - u.lr * (grad + wd * t0[e]);
       max_err = std::max(max_err, std::fabs(t1[e] - want));
     }
@@ -157,8 +160,7 @@ TEST(Engine, UpdateFollowsTheMezoRule) {
 std::vector<zo::LossTable> train(TinyModel& m, const zo::EvaluationPlan& plan,
                                  const model::Batch& batch, int steps,
                                  const std::vector<zo::LossTable>* g_from = nullptr) {
-  zo::Engine ex(m.config, *m.store, plan,
-                model::BatchShape{batch.task, B, T, 2});
+  zo::Engine ex(m.config, *m.store, plan, model::BatchShape{batch.task, B, T, 2});
   PendingUpdate pending;
   std::vector<zo::LossTable> tables;
   for (int s = 0; s < steps; ++s) {
@@ -220,7 +222,8 @@ TEST(Engine, TwoByteGemmInputsAgreeAcrossLayoutsAndStayNearFloat32Inputs) {
        {tiny_config(true, 0), tiny_config(false, 8), tiny_llama_config()}) {
     for (const model::Task task : {model::Task::causal_lm, model::Task::classification}) {
       for (const StorageDtype dtype : {StorageDtype::bf16, StorageDtype::fp16}) {
-        SCOPED_TRACE(model::describe(config, " ") + (task == model::Task::causal_lm ? ", causal LM, " : ", classification, ") +
+        SCOPED_TRACE(model::describe(config, " ") +
+                     (task == model::Task::causal_lm ? ", causal LM, " : ", classification, ") +
                      to_string(dtype));
         const model::Batch batch = make_batch(task, B, T, kLengths);
         TinyModel a(config, 1234, two_byte(dtype, true));
@@ -250,7 +253,8 @@ TEST(Engine, TwoByteGemmInputsAgreeAcrossLayoutsAndStayNearFloat32Inputs) {
                       model::BatchShape{task, B, T, 2});
         zo::Engine xf(config, *ef.store, zo::EvaluationPlan::make(1, 1, 0),
                       model::BatchShape{task, B, T, 2});
-        const double eval_words = xw.evaluate(batch).loss_sum, eval_floats = xf.evaluate(batch).loss_sum;
+        const double eval_words = xw.evaluate(batch).loss_sum,
+                     eval_floats = xf.evaluate(batch).loss_sum;
         EXPECT_NEAR(eval_words, eval_floats, tol * std::fabs(eval_floats));
         EXPECT_NE(eval_words, eval_floats);
       }
@@ -271,8 +275,9 @@ TEST(Engine, NarrowBatchesInWideBuffersGiveTheBitsOfTheirOwnWidth) {
   for (const model::ModelConfig& config :
        {tiny_config(false, 8), tiny_llama_config(), tiny_config_for(model::Architecture::qwen3)})
     for (const model::Task task : {model::Task::causal_lm, model::Task::classification}) {
-      SCOPED_TRACE(std::string(config.architecture == model::Architecture::llama ? "llama" : "opt") +
-                   (task == model::Task::causal_lm ? ", causal_lm" : ", classification"));
+      SCOPED_TRACE(
+          std::string(config.architecture == model::Architecture::llama ? "llama" : "opt") +
+          (task == model::Task::causal_lm ? ", causal_lm" : ", classification"));
       TinyModel wide(config), exact(config);
       const zo::EvaluationPlan plan = zo::EvaluationPlan::make(2, 1, 0);
       zo::Engine in_wide(config, *wide.store, plan, model::BatchShape{task, B, kWide, 2});

@@ -99,16 +99,18 @@ std::string bytes_of(const std::string& path) {
 TEST(Hdf5Faults, DamagedGlobalHeapIsAnErrorNotACrash) {
   const std::string path = copy_of_model("damaged_heap.h5");
   test_support::replace_with_variable_string(path, "activation_function", "relu");
-  EXPECT_EQ(io::Hdf5File(path, io::Hdf5File::Mode::read).read_string_attribute("activation_function"),
-            "relu")
+  EXPECT_EQ(
+      io::Hdf5File(path, io::Hdf5File::Mode::read).read_string_attribute("activation_function"),
+      "relu")
       << "an intact variable-length string reads back (through the checked child)";
   test_support::damage_global_heap(path);
   const std::string message = error_of(path);
   std::remove(path.c_str());
   // Without the sanitizers the child dies of SIGSEGV; under AddressSanitizer
   // (allocator_may_return_null) HDF5's huge allocation fails and it refuses.
-  EXPECT_EQ(message.find("'" + path + "' is damaged: reading its structure (groups, attributes, "
-                               "object headers) in a checked child process, "),
+  EXPECT_EQ(message.find("'" + path +
+                         "' is damaged: reading its structure (groups, attributes, "
+                         "object headers) in a checked child process, "),
             0u)
       << message;
 }
@@ -127,8 +129,8 @@ TEST(Hdf5Faults, GlobalHeapThatMakesHdf5LoopIsBounded) {
     const hsize_t n = 65536;
     const std::vector<float> zeros(n, 0.0f);
     const hid_t space = H5Screate_simple(1, &n, nullptr);
-    const hid_t dset = H5Dcreate2(file, "padding", H5T_IEEE_F32LE, space, H5P_DEFAULT,
-                                  H5P_DEFAULT, H5P_DEFAULT);
+    const hid_t dset =
+        H5Dcreate2(file, "padding", H5T_IEEE_F32LE, space, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
     ASSERT_GE(H5Dwrite(dset, H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, zeros.data()), 0);
     H5Dclose(dset);
     H5Sclose(space);
@@ -140,8 +142,9 @@ TEST(Hdf5Faults, GlobalHeapThatMakesHdf5LoopIsBounded) {
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   std::remove(path.c_str());
-  EXPECT_EQ(message.find("'" + path + "' is damaged: reading its structure (groups, attributes, "
-                               "object headers) in a checked child process, "),
+  EXPECT_EQ(message.find("'" + path +
+                         "' is damaged: reading its structure (groups, attributes, "
+                         "object headers) in a checked child process, "),
             0u)
       << message;
   EXPECT_LT(seconds, 30.0) << message;
@@ -242,9 +245,10 @@ TEST(Hdf5Faults, Int64BeyondInt32IsReportedNotClamped) {
     file.close();
   }
   const io::Hdf5File file(path, io::Hdf5File::Mode::read);
-  EXPECT_ERROR_CONTAINS("dataset 'input_ids' element 1 is 1099511627776, outside the 32-bit "
-                        "integers",
-                        file.read_ints("input_ids"));
+  EXPECT_ERROR_CONTAINS(
+      "dataset 'input_ids' element 1 is 1099511627776, outside the 32-bit "
+      "integers",
+      file.read_ints("input_ids"));
   std::remove(path.c_str());
 }
 
@@ -416,13 +420,15 @@ std::string model_pointing_at(const std::string& elsewhere, bool link, const std
   const hid_t file = H5Fopen(path.c_str(), H5F_ACC_RDWR, H5P_DEFAULT);
   EXPECT_GE(file, 0);
   if (link) {
-    EXPECT_GE(H5Lcreate_external(elsewhere.c_str(), "/x", file, "stolen", H5P_DEFAULT, H5P_DEFAULT), 0);
+    EXPECT_GE(H5Lcreate_external(elsewhere.c_str(), "/x", file, "stolen", H5P_DEFAULT, H5P_DEFAULT),
+              0);
   } else {
     const hsize_t count = 4;
     const hid_t space = H5Screate_simple(1, &count, nullptr);
     const hid_t plist = H5Pcreate(H5P_DATASET_CREATE);
     EXPECT_GE(H5Pset_external(plist, elsewhere.c_str(), 0, count * sizeof(float)), 0);
-    const hid_t set = H5Dcreate2(file, "stolen", H5T_IEEE_F32LE, space, H5P_DEFAULT, plist, H5P_DEFAULT);
+    const hid_t set =
+        H5Dcreate2(file, "stolen", H5T_IEEE_F32LE, space, H5P_DEFAULT, plist, H5P_DEFAULT);
     EXPECT_GE(set, 0);
     H5Dclose(set);
     H5Pclose(plist);

@@ -1,11 +1,11 @@
 // run.log's lines: the UTC time at the start of each line of every message.
 
-#include "core/log_line.hpp"
-
 #include <gtest/gtest.h>
 
 #include <chrono>
 #include <regex>
+
+#include "core/log_line.hpp"
 
 namespace {
 

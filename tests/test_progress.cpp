@@ -1,14 +1,14 @@
 // The rate limit of progress lines, on a clock the test moves by hand (no
 // test here waits or measures time), and the byte positions they report.
 
-#include "app/progress.hpp"
-#include "support/tiny_model.hpp"
-
 #include <gtest/gtest.h>
 
 #include <chrono>
 #include <string>
 #include <vector>
+
+#include "app/progress.hpp"
+#include "support/tiny_model.hpp"
 
 namespace {
 
@@ -43,8 +43,9 @@ TEST(ProgressMeter, AtMostOneLinePerIntervalAndTheLast) {
     m.update(done, 30);
   }
   // Due at 10 s and 20 s (10 s after the line before), then the last.
-  EXPECT_EQ(f.lines, (std::vector<std::string>{"10/30 after 10 s, ETA 20", "20/30 after 20 s, ETA 10",
-                                               "30/30 after 30 s, ETA 0"}));
+  EXPECT_EQ(f.lines,
+            (std::vector<std::string>{"10/30 after 10 s, ETA 20", "20/30 after 20 s, ETA 10",
+                                      "30/30 after 30 s, ETA 0"}));
   m.update(30, 30);  // finished: nothing more
   EXPECT_EQ(m.lines(), 3);
 }
@@ -69,7 +70,8 @@ TEST(ProgressMeter, IntervalZeroPrintsEveryUpdate) {
 TEST(TensorBytes, CountsThroughTensorsInIdOrder) {
   const distzo::model::ModelConfig config = distzo::test_support::tiny_config();
   const auto registry = distzo::model::ParameterRegistry::for_model(config);
-  const distzo::app::TensorBytes bytes(registry, [](std::uint32_t id) { return id == 0 ? 2u : 4u; });
+  const distzo::app::TensorBytes bytes(registry,
+                                       [](std::uint32_t id) { return id == 0 ? 2u : 4u; });
   double total = 0;
   for (std::uint32_t id = 0; id < registry.size(); ++id)
     total += (id == 0 ? 2.0 : 4.0) * static_cast<double>(registry[id].numel());

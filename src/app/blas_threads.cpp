@@ -4,9 +4,9 @@
 
 #include <algorithm>
 #include <cctype>
-#include <iterator>
 #include <cstdlib>
 #include <cstring>
+#include <iterator>
 #include <system_error>
 #include <thread>
 
@@ -29,9 +29,11 @@ std::string blas_kernel_warning() {
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
   if (openblas_get_corename == nullptr || std::getenv("OPENBLAS_CORETYPE") != nullptr) return "";
   std::string core = openblas_get_corename();
-  std::transform(core.begin(), core.end(), core.begin(), [](unsigned char c) { return std::tolower(c); });
-  static const char* const kPreAvx2[] = {"prescott", "core2",  "penryn", "dunnington", "nehalem",
-                                         "atom",     "katmai", "northwood", "banias", "sandybridge"};
+  std::transform(core.begin(), core.end(), core.begin(),
+                 [](unsigned char c) { return std::tolower(c); });
+  static const char* const kPreAvx2[] = {"prescott", "core2",      "penryn", "dunnington",
+                                         "nehalem",  "atom",       "katmai", "northwood",
+                                         "banias",   "sandybridge"};
   const bool old = std::any_of(std::begin(kPreAvx2), std::end(kPreAvx2),
                                [&](const char* name) { return core == name; });
   const bool avx512 = __builtin_cpu_supports("avx512f") != 0;
@@ -40,7 +42,8 @@ std::string blas_kernel_warning() {
          " kernels on this CPU, which has " + (avx512 ? "AVX-512" : "AVX2") +
          ": it did not recognise the CPU model and fell back, so every GEMM runs several "
          "times slower than it could (3 to 5x measured on a KVM Xeon with OpenBLAS 0.3.21). "
-         "Set OPENBLAS_CORETYPE=" + (avx512 ? "SkylakeX" : "Haswell") +
+         "Set OPENBLAS_CORETYPE=" +
+         (avx512 ? "SkylakeX" : "Haswell") +
          " in the job's environment (the digest then follows the kernels it picks)\n";
 #else
   return "";
@@ -96,10 +99,10 @@ BlasThreads choose_blas_threads(int ranks_on_node) {
                                 : std::max(1, cores / std::max(1, ranks_on_node));
   chosen.path = env_path();
   chosen.why = from_env > 0 ? "OPENBLAS_NUM_THREADS"
-               : bound      ? std::to_string(allowed) + " CPUs bound to this rank"
-                            : std::to_string(cores) + " cores shared by " +
-                                 std::to_string(ranks_on_node) + " rank" +
-                                 (ranks_on_node == 1 ? "" : "s") + " on this node";
+               : bound
+                   ? std::to_string(allowed) + " CPUs bound to this rank"
+                   : std::to_string(cores) + " cores shared by " + std::to_string(ranks_on_node) +
+                         " rank" + (ranks_on_node == 1 ? "" : "s") + " on this node";
   if (from_env == 0) chosen.why += "; OPENBLAS_NUM_THREADS overrides";
   return chosen;
 }
@@ -115,8 +118,9 @@ std::string start_blas_threads(const BlasThreads& chosen) {
                                       << "raise the address-space limit (ulimit -v) or the "
                                          "process limit (ulimit -u)");
   }
-  return blas_kernel_warning() + blas_kernel_line() + "GEMM threads: " + std::to_string(chosen.threads) +
-         " per rank (" + chosen.why + ")\n" + kernels::gemm_numerics();
+  return blas_kernel_warning() + blas_kernel_line() +
+         "GEMM threads: " + std::to_string(chosen.threads) + " per rank (" + chosen.why + ")\n" +
+         kernels::gemm_numerics();
 }
 
 }  // namespace distzo::app

@@ -7,9 +7,9 @@
 // (kernels/host_gemm.hpp: the bits do not depend on the count), and keeps
 // OpenBLAS itself on one thread.
 
-#include "kernels/host_gemm.hpp"
-
 #include <string>
+
+#include "kernels/host_gemm.hpp"
 
 namespace distzo::app {
 

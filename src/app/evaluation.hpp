@@ -1,18 +1,18 @@
 #pragma once
 // Held-out evaluation: loss and accuracy at θ (no perturbation).
 
+#include <cstdint>
+#include <functional>
+
 #include "io/dataset.hpp"
 #include "runtime/communicator.hpp"
 #include "zo/engine.hpp"
 
-#include <cstdint>
-#include <functional>
-
 namespace distzo::app {
 
 struct EvalSummary {
-  double loss = 0;        // token-weighted (causal LM) or per-example (classification) mean
-  double accuracy = -1;   // classification: argmax over the candidates == label; else -1
+  double loss = 0;       // token-weighted (causal LM) or per-example (classification) mean
+  double accuracy = -1;  // classification: argmax over the candidates == label; else -1
   std::int64_t examples = 0;
 };
 
@@ -32,10 +32,9 @@ struct EvalProgress {
 /// `progress` is called after each micro-batch of this rank (a watchdog's
 /// liveness tick, progress lines): output only, nothing it does changes
 /// the summary.
-EvalSummary evaluate(zo::Engine& engine, io::BatchBuilder& builder,
-                     const io::Dataset& data, std::int64_t limit, int micro_batch,
-                     const runtime::Communicator& world,
-                     const std::function<void(const EvalProgress&)>& progress =
-                         [](const EvalProgress&) {});
+EvalSummary evaluate(
+    zo::Engine& engine, io::BatchBuilder& builder, const io::Dataset& data, std::int64_t limit,
+    int micro_batch, const runtime::Communicator& world,
+    const std::function<void(const EvalProgress&)>& progress = [](const EvalProgress&) {});
 
 }  // namespace distzo::app

@@ -1,6 +1,9 @@
 #include "app/forward_logits.hpp"
-#include "app/blas_threads.hpp"
 
+#include <algorithm>
+#include <iostream>
+
+#include "app/blas_threads.hpp"
 #include "app/memory_limit.hpp"
 #include "app/options.hpp"
 #include "core/error.hpp"
@@ -10,9 +13,6 @@
 #include "runtime/block_streamer.hpp"
 #include "runtime/parameter_store.hpp"
 #include "zo/model_walk.hpp"
-
-#include <algorithm>
-#include <iostream>
 
 namespace distzo::app {
 
@@ -46,8 +46,8 @@ const char* forward_usage() { return kUsage; }
 
 int forward_logits(const std::vector<std::string>& args) {
   const Options o("forward", args, {"--micro-batch"}, {}, kUsage);
-  DISTZO_INPUT_REQUIRE(o.positional().size() == 3,
-                       "forward: expected MODEL.h5 INPUT.h5 OUTPUT.h5\n" << kUsage);
+  DISTZO_INPUT_REQUIRE(o.positional().size() == 3, "forward: expected MODEL.h5 INPUT.h5 OUTPUT.h5\n"
+                                                       << kUsage);
   const std::string& model_path = o.positional()[0];
   const std::string& input_path = o.positional()[1];
   const std::string& output_path = o.positional()[2];
@@ -60,8 +60,8 @@ int forward_logits(const std::vector<std::string>& args) {
   const io::ModelReader reader(model_path);
   const io::ModelInfo& m = reader.info();
   const io::Hdf5File input(input_path, io::Hdf5File::Mode::read);
-  DISTZO_INPUT_REQUIRE(input.has_dataset("input_ids"),
-                       input_path << ": no input_ids dataset\n" << kUsage);
+  DISTZO_INPUT_REQUIRE(input.has_dataset("input_ids"), input_path << ": no input_ids dataset\n"
+                                                                  << kUsage);
   std::int64_t B = -1, T = -1;
   const std::vector<std::int32_t> ids = read_matrix(input, "input_ids", B, T);
   const std::vector<std::int32_t> mask = input.has_dataset("attention_mask")
@@ -76,8 +76,8 @@ int forward_logits(const std::vector<std::string>& args) {
                          input_path << ": input_ids[" << i / T << ", " << i % T << "] = " << ids[i]
                                     << " is outside the vocabulary [0, " << V << ")");
     DISTZO_INPUT_REQUIRE(mask[i] == 0 || mask[i] == 1,
-                         input_path << ": attention_mask[" << i / T << ", " << i % T << "] = "
-                                    << mask[i] << " is not 0 or 1");
+                         input_path << ": attention_mask[" << i / T << ", " << i % T
+                                    << "] = " << mask[i] << " is not 0 or 1");
   }
 
   runtime::ParameterStore store(m.registry, runtime::PlacementConfig());

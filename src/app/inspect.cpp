@@ -1,7 +1,12 @@
 #include "app/inspect.hpp"
 
-#include "app/format.hpp"
+#include <cstdio>
+#include <iomanip>
+#include <limits>
+#include <sstream>
+#include <vector>
 
+#include "app/format.hpp"
 #include "core/digest.hpp"
 #include "core/error.hpp"
 #include "io/checkpoint.hpp"
@@ -10,20 +15,17 @@
 #include "io/hdf5_file.hpp"
 #include "io/model_file.hpp"
 
-#include <cstdio>
-#include <iomanip>
-#include <limits>
-#include <sstream>
-#include <vector>
-
 namespace distzo::app {
 
 namespace {
 const char* group_name(const model::ParameterInfo& p) {
   switch (p.group) {
-    case model::ParameterGroup::embeddings: return "embeddings";
-    case model::ParameterGroup::head: return "head";
-    case model::ParameterGroup::block: break;
+    case model::ParameterGroup::embeddings:
+      return "embeddings";
+    case model::ParameterGroup::head:
+      return "head";
+    case model::ParameterGroup::block:
+      break;
   }
   return "block";
 }
@@ -37,8 +39,8 @@ void inspect_dataset(const std::string& path, std::ostream& out) {
   for (std::int32_t n : d.lengths) tokens += n;
   out << "file          " << path << " (dataset, format " << io::kDatasetFormatVersion << ")\n"
       << "task          " << io::to_string(d.task) << "\n"
-      << "examples      " << d.num_examples << " of up to " << d.seq_len << " tokens ("
-      << tokens << " tokens, " << std::fixed << std::setprecision(1)
+      << "examples      " << d.num_examples << " of up to " << d.seq_len << " tokens (" << tokens
+      << " tokens, " << std::fixed << std::setprecision(1)
       << static_cast<double>(tokens) / static_cast<double>(d.num_examples)
       << " per example; pad_token_id " << d.pad_token_id << ")\n";
   if (d.task == io::Task::classification) {
@@ -63,9 +65,12 @@ void inspect_dataset(const std::string& path, std::ostream& out) {
 /// The HDF5 type of the datasets of one storage, as h5py users meet it.
 const char* dataset_type(StorageDtype d) {
   switch (d) {
-    case StorageDtype::fp32: return "float32";
-    case StorageDtype::fp16: return "IEEE float16 (numpy float16)";
-    case StorageDtype::bf16: return "bfloat16 (h5py reads float32; docs/formats.md)";
+    case StorageDtype::fp32:
+      return "float32";
+    case StorageDtype::fp16:
+      return "IEEE float16 (numpy float16)";
+    case StorageDtype::bf16:
+      return "bfloat16 (h5py reads float32; docs/formats.md)";
   }
   return "?";
 }
@@ -104,8 +109,9 @@ std::string storage_line(const io::TrainingState& state, const io::ModelReader& 
            (state.storage == StorageDtype::fp32 ? "values" : "words") + ")\n";
   // An older distzo wrote a 2-byte θ's values decoded to float32.
   if (reader.all_in(StorageDtype::fp32))
-    return line + " (the datasets hold its values decoded to float32, as distzo wrote a 2-byte "
-                  "θ before its checkpoints held words)\n";
+    return line +
+           " (the datasets hold its values decoded to float32, as distzo wrote a 2-byte "
+           "θ before its checkpoints held words)\n";
   return line + " (the datasets hold " + reader.describe_dtypes() + ")\n";
 }
 
@@ -113,8 +119,8 @@ std::string storage_line(const io::TrainingState& state, const io::ModelReader& 
 std::string tokenizer_line(const io::ModelInfo& m, const std::string& path) {
   std::ostringstream os;
   os << "tokenizer     ";
-  const std::vector<io::TokenizerFile> files = io::tokenizer_files(
-      m.hf_tokenizer_files.empty() ? "{}" : m.hf_tokenizer_files, path);
+  const std::vector<io::TokenizerFile> files =
+      io::tokenizer_files(m.hf_tokenizer_files.empty() ? "{}" : m.hf_tokenizer_files, path);
   if (files.empty()) {
     os << "none kept (an export by tools/hf_to_h5.py --to-hf gets no tokenizer files)\n";
     return os.str();
@@ -138,8 +144,9 @@ std::string checkpoint_lines(const io::TrainingState& state, const io::ModelRead
      << " z (recipe " << to_int(state.z.recipe) << "), batches at "
      << model::to_string(state.batch_width) << " width; its deck: h5dump -a /deck_yaml FILE\n"
      << "written by    distzo "
-     << (state.writer_version.empty() ? std::string("(version not recorded: written before December 2026)")
-                                      : state.writer_version)
+     << (state.writer_version.empty()
+             ? std::string("(version not recorded: written before December 2026)")
+             : state.writer_version)
      << "\n"
      << "recorded      parameter digest "
      << (state.parameter_digest.empty() ? std::string("(none)") : state.parameter_digest)
@@ -199,7 +206,8 @@ void inspect(const std::string& path, bool digest_only, std::ostream& out) {
               : std::string("none (an older distzo, or tools/distzo_h5.py)"))
       << "\n\n";
   out << std::left << std::setw(5) << "id" << std::setw(52) << "name" << std::setw(14) << "shape"
-      << std::setw(12) << "elements" << std::setw(7) << "dtype" << "group\n";
+      << std::setw(12) << "elements" << std::setw(7) << "dtype"
+      << "group\n";
   for (const auto& p : m.registry.parameters()) {
     out << std::left << std::setw(5) << p.id << std::setw(52) << p.name << std::setw(14)
         << model::format_shape(p.shape) << std::setw(12) << p.numel() << std::setw(7)

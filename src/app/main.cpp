@@ -1,35 +1,35 @@
 // The `distzo` executable: parses the subcommand, runs it, and turns any
 // distzo::Error into a message on the failing rank and a non-zero exit.
 
+#include <mpi.h>
+
+#include <Kokkos_Core.hpp>
+#include <algorithm>
+#include <chrono>
+#include <csignal>
+#include <cstdlib>
+#include <cstring>
+#include <iostream>
+#include <new>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
 #include "app/forward_logits.hpp"
 #include "app/inspect.hpp"
 #include "app/make_model.hpp"
 #include "app/make_synthetic.hpp"
 #include "app/memory_limit.hpp"
-#include "app/process_start.hpp"
 #include "app/plan.hpp"
+#include "app/process_start.hpp"
 #include "app/run.hpp"
 #include "core/error.hpp"
 #include "core/process_limits.hpp"
 #include "core/version.hpp"
-#include "io/hdf5_file.hpp"
 #include "io/deck.hpp"
+#include "io/hdf5_file.hpp"
 #include "runtime/mpi_communicator.hpp"
-
-#include <Kokkos_Core.hpp>
-#include <mpi.h>
-
-#include <algorithm>
-#include <chrono>
-#include <csignal>
-#include <cstring>
-#include <new>
-#include <optional>
-#include <cstdlib>
-#include <iostream>
-#include <string>
-#include <thread>
-#include <vector>
 
 namespace {
 
@@ -88,7 +88,8 @@ int run_inspect(const std::vector<std::string>& args) {
     } else if (!a.empty() && a[0] == '-') {
       DISTZO_INPUT_FAIL("inspect: unknown option '" << a << "'\n" << kInspectUsage);
     } else {
-      DISTZO_INPUT_REQUIRE(path.empty(), "inspect: one file expected, got '" << path << "' and '" << a << "'");
+      DISTZO_INPUT_REQUIRE(path.empty(),
+                           "inspect: one file expected, got '" << path << "' and '" << a << "'");
       path = a;
     }
   }
@@ -101,9 +102,8 @@ int run_inspect(const std::vector<std::string>& args) {
 // Kokkos start: Kokkos treats --help as its own and would print its option
 // table first.
 bool answers_without_runtime(const std::vector<std::string>& args, int& status) {
-  const bool asks_help = std::any_of(args.begin(), args.end(), [](const std::string& a) {
-    return a == "--help" || a == "-h";
-  });
+  const bool asks_help = std::any_of(
+      args.begin(), args.end(), [](const std::string& a) { return a == "--help" || a == "-h"; });
   if (asks_help && !args.empty() && command_usage(args[0]) != nullptr) {
     std::cout << command_usage(args[0]) << "\n";
     status = 0;
@@ -165,7 +165,8 @@ void start_kokkos(std::optional<Kokkos::ScopeGuard>& kokkos, int& argc, char** a
                              "KOKKOS_SKIP_DEVICE", "KOKKOS_DISABLE_WARNINGS", "KOKKOS_TOOLS_LIBS"})
       if (const char* value = std::getenv(name))
         set += std::string(set.empty() ? "" : ", ") + name + "=" + value;
-    DISTZO_INPUT_FAIL("Kokkos could not start: " << what << " ("
+    DISTZO_INPUT_FAIL("Kokkos could not start: "
+                      << what << " ("
                       << (set.empty() ? std::string("no KOKKOS_* variable is set")
                                       : "the environment sets " + set)
                       << "; unset the variable, or give it a value Kokkos takes: "
@@ -178,7 +179,8 @@ void start_kokkos(std::optional<Kokkos::ScopeGuard>& kokkos, int& argc, char** a
 int main(int argc, char** argv) {
   distzo::app::hold_blas_to_one_thread(argv);
   int status = 0;
-  if (answers_without_runtime(std::vector<std::string>(argv + 1, argv + argc), status)) return status;
+  if (answers_without_runtime(std::vector<std::string>(argv + 1, argv + argc), status))
+    return status;
   // A file size limit (ulimit -f) makes a write fail (EFBIG), which distzo
   // reports, instead of killing the process without a word.
   std::signal(SIGXFSZ, SIG_IGN);
@@ -198,7 +200,7 @@ int main(int argc, char** argv) {
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &size);
   const std::string where = size > 1 ? " on rank " + std::to_string(rank) : "";
-  bool collective = false;  // every rank failed together: finish MPI cleanly
+  bool collective = false;   // every rank failed together: finish MPI cleanly
   bool interrupted = false;  // every rank stopped after a SIGINT
   {
     std::optional<Kokkos::ScopeGuard> kokkos;
@@ -215,8 +217,8 @@ int main(int argc, char** argv) {
       status = e.exit_status();
     } catch (const distzo::CollectiveError& e) {
       if (e.report())
-        std::cerr << "distzo: error: " << e.what() << distzo::app::address_space_exhausted_note(e.what())
-                  << "\n";
+        std::cerr << "distzo: error: " << e.what()
+                  << distzo::app::address_space_exhausted_note(e.what()) << "\n";
       collective = true;
       status = 2;
     } catch (const distzo::Error& e) {

@@ -1,13 +1,13 @@
 #include "app/memory_limit.hpp"
 
-#include "app/format.hpp"
-#include "core/process_limits.hpp"
-#include "core/types.hpp"
-
 #include <algorithm>
 #include <cmath>
 #include <sstream>
 #include <type_traits>
+
+#include "app/format.hpp"
+#include "core/process_limits.hpp"
+#include "core/types.hpp"
 
 namespace distzo::app {
 
@@ -39,8 +39,8 @@ double gemm_threads_bytes(int threads) {
 }
 }  // namespace
 
-std::string address_space_shortfall(const MemoryPlan& plan, int gemm_threads,
-                                    bool starts_watchdog, const std::string& deck_path) {
+std::string address_space_shortfall(const MemoryPlan& plan, int gemm_threads, bool starts_watchdog,
+                                    const std::string& deck_path) {
   const std::optional<double> limit = address_space_limit();
   if (!limit) return "";
   // On host backends the "device" buffers are host memory too.
@@ -57,11 +57,10 @@ std::string address_space_shortfall(const MemoryPlan& plan, int gemm_threads,
   s << "the address-space limit of this process is " << ulimit_setting(*limit)
     << ", too small for this run: it needs about " << human_bytes(needed) << " = "
     << human_bytes(in_use) << " mapped now (libraries, MPI, the datasets) + "
-    << human_bytes(buffers) << " for θ and the run's buffers (`distzo plan " << deck_path
-    << "`) + " << human_bytes(threads) << " for its " << gemm_threads
+    << human_bytes(buffers) << " for θ and the run's buffers (`distzo plan " << deck_path << "`) + "
+    << human_bytes(threads) << " for its " << gemm_threads
     << " GEMM thread(s) (a BLAS work buffer each, a stack each but the first) + ";
-  if (starts_watchdog)
-    s << human_bytes(stacks) << " for the stack of its watchdog's thread + ";
+  if (starts_watchdog) s << human_bytes(stacks) << " for the stack of its watchdog's thread + ";
   s << human_bytes(kMarginBytes) << " of margin. Raise the limit to at least "
     << ulimit_setting(advised_limit(needed))
     << " (the need rounded up, with 16 MiB to spare; or the batch system's memory request)";
@@ -93,9 +92,10 @@ std::string address_space_exhausted_note(const std::string& what) {
     return "";
   const double needed = std::max(*limit, address_space_in_use()) + kMarginBytes;
   return " (the address-space limit of this process is " + ulimit_setting(*limit) +
-         " and less than " + human_bytes(kMarginBytes) + " of it is left unmapped: the likely "
-         "cause. Raise the limit to at least " + ulimit_setting(advised_limit(needed)) +
-         "; `distzo plan DECK` predicts what a run needs)";
+         " and less than " + human_bytes(kMarginBytes) +
+         " of it is left unmapped: the likely "
+         "cause. Raise the limit to at least " +
+         ulimit_setting(advised_limit(needed)) + "; `distzo plan DECK` predicts what a run needs)";
 }
 
 }  // namespace distzo::app

@@ -4,9 +4,9 @@
 // retries a failed buffer allocation forever and threads fail to start
 // (core/process_limits.hpp).
 
-#include "app/plan.hpp"
-
 #include <string>
+
+#include "app/plan.hpp"
 
 namespace distzo::app {
 
@@ -17,8 +17,8 @@ namespace distzo::app {
 /// the check), the stack of the watchdog's thread when `starts_watchdog` (it starts
 /// after the check), and a margin, against the limit. `deck_path` goes
 /// into the advice.
-std::string address_space_shortfall(const MemoryPlan& plan, int gemm_threads,
-                                    bool starts_watchdog, const std::string& deck_path);
+std::string address_space_shortfall(const MemoryPlan& plan, int gemm_threads, bool starts_watchdog,
+                                    const std::string& deck_path);
 
 /// Nothing when the BLAS work buffers and stacks of `gemm_threads` threads
 /// (and the margin) still fit under the address-space limit, else the message: the

@@ -1,5 +1,13 @@
 #include "app/plan.hpp"
 
+#include <algorithm>
+#include <climits>
+#include <cstdint>
+#include <filesystem>
+#include <iostream>
+#include <limits>
+#include <sstream>
+
 #include "app/deck_config.hpp"
 #include "app/format.hpp"
 #include "app/options.hpp"
@@ -11,18 +19,10 @@
 #include "io/deck.hpp"
 #include "io/hf_config.hpp"
 #include "io/model_file.hpp"
-#include "model/forward.hpp"
 #include "kernels/perturb_update.hpp"
+#include "model/forward.hpp"
 #include "model/parameter_registry.hpp"
 #include "runtime/parameter_store.hpp"
-
-#include <algorithm>
-#include <climits>
-#include <filesystem>
-#include <cstdint>
-#include <iostream>
-#include <limits>
-#include <sstream>
 
 namespace distzo::app {
 
@@ -32,7 +32,8 @@ const char* const kUsage =
     "usage: distzo plan DECK.yaml [--device-gib G]\n"
     "       distzo plan config.json [--batch B] [--seq T] [--task causal_lm|classification]\n"
     "                   [--candidates K] [--queries q] [--perturbation P] [--eval]\n"
-    "                   [--placement resident|offload] [--resident-blocks K] [--prefetch N] [--slots S]\n"
+    "                   [--placement resident|offload] [--resident-blocks K] [--prefetch N] "
+    "[--slots S]\n"
     "                   [--storage fp32|bf16|fp16] [--perturbed-weights together|one_at_a_time]\n"
     "                   [--gemm-inputs fp32|storage]\n"
     "                   [--device-gib G] [--gpus-per-node n [--pcie-gbs 55] [--nvlink-gbs 370]\n"
@@ -56,8 +57,10 @@ std::uint64_t u(std::int64_t v) { return static_cast<std::uint64_t>(v); }
 
 void check_plan_inputs(const PlanInputs& in) {
   const auto fail = [](const std::string& what) { throw Error("plan: " + what); };
-  if (in.batch.micro_batch < 1 || in.batch.seq_len < 1) fail("the micro-batch and sequence length must be >= 1");
-  if (static_cast<std::int64_t>(in.batch.micro_batch) * in.batch.seq_len > std::numeric_limits<int>::max())
+  if (in.batch.micro_batch < 1 || in.batch.seq_len < 1)
+    fail("the micro-batch and sequence length must be >= 1");
+  if (static_cast<std::int64_t>(in.batch.micro_batch) * in.batch.seq_len >
+      std::numeric_limits<int>::max())
     fail("micro-batch x sequence length = " + std::to_string(in.batch.micro_batch) + " x " +
          std::to_string(in.batch.seq_len) + " exceeds the 2147483647 rows a batch may have");
   if (in.batch.seq_len > in.config.max_position_embeddings)
@@ -73,8 +76,8 @@ void check_plan_inputs(const PlanInputs& in) {
     fail("q = " + std::to_string(in.queries) + " queries: allowed 1 to " +
          std::to_string(kernels::kMaxQueries));
   if (in.perturbation < 1 || (2 * in.queries) % in.perturbation != 0)
-    fail("P = " + std::to_string(in.perturbation) + " does not divide 2q = " +
-         std::to_string(2 * in.queries));
+    fail("P = " + std::to_string(in.perturbation) +
+         " does not divide 2q = " + std::to_string(2 * in.queries));
   if (in.batch.task == model::Task::classification && in.batch.candidates < 1)
     fail("a classification head needs at least one candidate word");
 }
@@ -95,8 +98,7 @@ MemoryPlan plan_memory(const PlanInputs& in) {
   // fp16) holds the same arenas, slots and host master in half the bytes,
   // and moves half the bytes.
   const std::uint64_t per_element = bytes_per_element(in.placement.storage);
-  const std::uint64_t float_block =
-      L > 0 ? runtime::ArenaLayout::of(r, r.block_ids(0)).bytes() : 0;
+  const std::uint64_t float_block = L > 0 ? runtime::ArenaLayout::of(r, r.block_ids(0)).bytes() : 0;
   const std::uint64_t float_edges = runtime::ArenaLayout::of(r, r.embedding_ids()).bytes() +
                                     runtime::ArenaLayout::of(r, r.head_ids()).bytes();
   p.edge_arena = float_edges / kFloat * per_element;
@@ -125,8 +127,9 @@ MemoryPlan plan_memory(const PlanInputs& in) {
                          sizeof(std::uint16_t)) +
                   view_bytes(u(runtime::max_block_vector_elements(r)), kFloat)
             : float_block;
-  p.scratch = (one ? 1 : 2) * block_w + (one ? 1 : e) * edge_w +
-              (in.batch.task == model::Task::classification ? view_bytes(u(c.vocab_size), kInt) : 0);
+  p.scratch =
+      (one ? 1 : 2) * block_w + (one ? 1 : e) * edge_w +
+      (in.batch.task == model::Task::classification ? view_bytes(u(c.vocab_size), kInt) : 0);
   // A 2-byte θ is read as float32 for an evaluation's forward by decoding it
   // into that same scratch, idle between steps (zo/float_theta.hpp); the
   // digest reduces its words where they are (no copy).
@@ -135,18 +138,19 @@ MemoryPlan plan_memory(const PlanInputs& in) {
   // (model::DecoderForward::scratch_bytes), one hidden state per evaluation,
   // the head, the loss sums, and the batches (train, and eval if any).
   const std::uint64_t B = u(in.batch.micro_batch), T = u(in.batch.seq_len), N = B * T;
-  const std::uint64_t C = u(c.hidden_size), E = u(c.embedding_dim()),
-                      V = u(c.vocab_size), K = u(in.batch.candidates);
+  const std::uint64_t C = u(c.hidden_size), E = u(c.embedding_dim()), V = u(c.vocab_size),
+                      K = u(in.batch.candidates);
   const std::uint64_t forward = model::DecoderForward::scratch_bytes(
       c, in.batch.micro_batch, in.batch.seq_len, in.placement.gemm_inputs());
   const std::uint64_t hidden = e * view_bytes(N * C, kFloat);
   const bool lm = in.batch.task == model::Task::causal_lm;
-  const std::uint64_t head = lm ? view_bytes(N * V, kFloat)
-                                : view_bytes(B * E, kFloat) + view_bytes(B * K, kFloat) +
-                                      view_bytes(B, kInt);
+  const std::uint64_t head =
+      lm ? view_bytes(N * V, kFloat)
+         : view_bytes(B * E, kFloat) + view_bytes(B * K, kFloat) + view_bytes(B, kInt);
   const std::uint64_t sums = view_bytes(e * 2, kDouble);
-  const std::uint64_t batch = 2 * view_bytes(B * T, kInt) +
-                              (lm ? view_bytes(B * T, kInt) : 2 * view_bytes(B, kInt) + view_bytes(K, kInt));
+  const std::uint64_t batch =
+      2 * view_bytes(B * T, kInt) +
+      (lm ? view_bytes(B * T, kInt) : 2 * view_bytes(B, kInt) + view_bytes(K, kInt));
   p.activations = forward + hidden + head + sums + (in.eval_set ? 2 : 1) * batch;
 
   // θ of the streamed blocks lives in host memory, goes up once per step,
@@ -166,7 +170,8 @@ std::string describe_plan(const PlanInputs& in, const MemoryPlan& p) {
   const auto b = [](std::uint64_t v) { return exact_bytes(static_cast<double>(v)); };
   std::ostringstream os;
   os << "model        " << model::describe(c, "\n             ") << "\n"
-     << "parameters   " << static_cast<long long>(params) << " (" << L << " blocks, the embeddings and the head)\n"
+     << "parameters   " << static_cast<long long>(params) << " (" << L
+     << " blocks, the embeddings and the head)\n"
      << "storage      " << to_string(in.placement.storage) << ": θ is "
      << human_bytes(static_cast<double>(bytes_per_element(in.placement.storage)) * params)
      << (in.placement.storage == StorageDtype::fp32
@@ -182,10 +187,11 @@ std::string describe_plan(const PlanInputs& in, const MemoryPlan& p) {
                           "scratch)\n"))
      << "placement    ";
   os << describe_blocks(in.placement, L, "resident_blocks") << "\n";
-  os << "workload     " << (in.batch.task == model::Task::causal_lm ? "causal_lm" : "classification")
-     << ", micro-batch " << in.batch.micro_batch << " x " << in.batch.seq_len << " tokens, q = " << in.queries
-     << ", P = " << in.perturbation << ": " << count(p.evaluations, "evaluation", "evaluations")
-     << " per rank"
+  os << "workload     "
+     << (in.batch.task == model::Task::causal_lm ? "causal_lm" : "classification")
+     << ", micro-batch " << in.batch.micro_batch << " x " << in.batch.seq_len
+     << " tokens, q = " << in.queries << ", P = " << in.perturbation << ": "
+     << count(p.evaluations, "evaluation", "evaluations") << " per rank"
      << (in.eval_set ? ", with an eval set" : "") << "\n\n"
      << "device memory per rank (predicted)\n"
      << "  weights      " << b(p.weights) << ": embeddings + head " << human_bytes(p.edge_arena)
@@ -202,9 +208,10 @@ std::string describe_plan(const PlanInputs& in, const MemoryPlan& p) {
      << "  activations  " << b(p.activations) << ": forward scratch, "
      << count(p.evaluations, "hidden state", "hidden states") << ", head, batches\n"
      << "  total        " << b(p.device_total()) << "\n"
-     << "host memory    " << b(p.host_master) << " for θ of the streamed blocks (pinned under CUDA)\n"
-     << "moved per step " << b(p.to_device_per_step) << " to the device, "
-     << b(p.to_host_per_step) << " to the host (θ of the streamed blocks; the first step "
+     << "host memory    " << b(p.host_master)
+     << " for θ of the streamed blocks (pinned under CUDA)\n"
+     << "moved per step " << b(p.to_device_per_step) << " to the device, " << b(p.to_host_per_step)
+     << " to the host (θ of the streamed blocks; the first step "
      << "writes nothing back)\n";
   return os.str();
 }
@@ -227,15 +234,19 @@ std::string fit_on_device(const PlanInputs& in, double device_bytes, bool* fits)
     if (static_cast<double>(plan_memory(k).device_total()) <= device_bytes) best = K;
   }
   if (best < 0)
-    os << "; not even with every block offloaded (K = 0): " << human_bytes(static_cast<double>(
-              [&] { k.placement.resident_blocks = 0; return plan_memory(k).device_total(); }()))
+    os << "; not even with every block offloaded (K = 0): " << human_bytes(static_cast<double>([&] {
+      k.placement.resident_blocks = 0;
+      return plan_memory(k).device_total();
+    }()))
        << " needed\n";
   else if (best >= L)
     os << "; so does the whole model resident (resident_blocks >= " << L << ")\n";
   else
     os << "; the largest resident_blocks that fits is K = " << best << " (moves "
-       << human_bytes(static_cast<double>(
-              [&] { k.placement.resident_blocks = best; return plan_memory(k).to_device_per_step; }()))
+       << human_bytes(static_cast<double>([&] {
+            k.placement.resident_blocks = best;
+            return plan_memory(k).to_device_per_step;
+          }()))
        << " up per step)\n";
   return os.str();
 }
@@ -286,32 +297,38 @@ PlanInputs inputs_from_config(const std::string& path, const Options& o,
                               std::vector<std::string>& notes) {
   PlanInputs in;
   in.config = io::read_hf_config(path);
-  in.batch.micro_batch = static_cast<int>(std::min<std::int64_t>(o.integer("--batch", 1, 1), INT32_MAX));
+  in.batch.micro_batch =
+      static_cast<int>(std::min<std::int64_t>(o.integer("--batch", 1, 1), INT32_MAX));
   // The longest sequence the model runs: its positions, and a Mistral or
   // Gemma 3 model's sliding window (distzo has no windowed attention).
   std::int64_t positions = in.config.max_position_embeddings;
   if (in.config.sliding_window > 0) positions = std::min(positions, in.config.sliding_window);
-  in.batch.seq_len = static_cast<int>(
-      std::min<std::int64_t>(o.integer("--seq", std::min<std::int64_t>(2048, positions), 1), INT32_MAX));
+  in.batch.seq_len = static_cast<int>(std::min<std::int64_t>(
+      o.integer("--seq", std::min<std::int64_t>(2048, positions), 1), INT32_MAX));
   if (o.integer("--batch", 1, 1) > INT32_MAX || o.integer("--seq", 1, 1) > INT32_MAX)
     throw Error("plan: --batch and --seq go up to 2147483647");
   const std::string task = o.text("--task", "causal_lm");
   if (task != "causal_lm" && task != "classification")
     throw Error("plan: --task must be causal_lm or classification, got '" + task + "'");
   in.batch.task = task == "causal_lm" ? model::Task::causal_lm : model::Task::classification;
-  in.batch.candidates = in.batch.task == model::Task::classification
-                      ? static_cast<int>(std::min<std::int64_t>(o.integer("--candidates", 2, 1), INT32_MAX))
-                      : 0;
+  in.batch.candidates =
+      in.batch.task == model::Task::classification
+          ? static_cast<int>(std::min<std::int64_t>(o.integer("--candidates", 2, 1), INT32_MAX))
+          : 0;
   if (in.batch.task == model::Task::causal_lm && o.has("--candidates"))
     notes.push_back("--candidates applies to --task classification; ignored");
   in.queries = static_cast<int>(std::min<std::int64_t>(o.integer("--queries", 1, 1), INT32_MAX));
-  in.perturbation = static_cast<int>(std::min<std::int64_t>(o.integer("--perturbation", 1, 1), INT32_MAX));
+  in.perturbation =
+      static_cast<int>(std::min<std::int64_t>(o.integer("--perturbation", 1, 1), INT32_MAX));
   in.eval_set = o.flag("--eval");
-  in.placement.mode = runtime::placement_mode(o.text("--placement", "resident"), "plan: --placement");
+  in.placement.mode =
+      runtime::placement_mode(o.text("--placement", "resident"), "plan: --placement");
   in.placement.resident_blocks =
       static_cast<int>(std::min<std::int64_t>(o.integer("--resident-blocks", 0, 0), INT32_MAX));
-  in.placement.prefetch = static_cast<int>(std::min<std::int64_t>(o.integer("--prefetch", 1, 1), INT32_MAX));
-  in.placement.slots = static_cast<int>(std::min<std::int64_t>(o.integer("--slots", 0, 0), INT32_MAX));
+  in.placement.prefetch =
+      static_cast<int>(std::min<std::int64_t>(o.integer("--prefetch", 1, 1), INT32_MAX));
+  in.placement.slots =
+      static_cast<int>(std::min<std::int64_t>(o.integer("--slots", 0, 0), INT32_MAX));
   const std::string slots = in.placement.slots_problem();
   if (!slots.empty()) throw Error("plan: --" + slots);
   try {
@@ -326,11 +343,13 @@ PlanInputs inputs_from_config(const std::string& path, const Options& o,
     throw Error("plan: --gemm-inputs must be fp32 or storage, got '" + gemm_inputs + "'");
   in.placement.two_byte_gemm_inputs = gemm_inputs == "storage";
   if (in.placement.two_byte_gemm_inputs && in.placement.storage == StorageDtype::fp32)
-    throw Error("plan: --gemm-inputs storage multiplies 2-byte words of θ: it needs --storage bf16 "
-                "or fp16");
+    throw Error(
+        "plan: --gemm-inputs storage multiplies 2-byte words of θ: it needs --storage bf16 "
+        "or fp16");
   if (in.placement.mode == runtime::PlacementMode::resident &&
       (o.has("--resident-blocks") || o.has("--prefetch") || o.has("--slots")))
-    notes.push_back("--resident-blocks, --prefetch and --slots apply to --placement offload; ignored");
+    notes.push_back(
+        "--resident-blocks, --prefetch and --slots apply to --placement offload; ignored");
   return in;
 }
 
@@ -341,8 +360,9 @@ const char* plan_usage() { return kUsage; }
 int plan(const std::vector<std::string>& args) {
   const Options o("plan", args,
                   {"--batch", "--seq", "--task", "--candidates", "--queries", "--perturbation",
-                   "--placement", "--resident-blocks", "--prefetch", "--slots", "--storage", "--perturbed-weights", "--gemm-inputs", "--device-gib",
-                   "--gpus-per-node", "--pcie-gbs", "--nvlink-gbs", "--hbm-tbs", "--gemm-tflops"},
+                   "--placement", "--resident-blocks", "--prefetch", "--slots", "--storage",
+                   "--perturbed-weights", "--gemm-inputs", "--device-gib", "--gpus-per-node",
+                   "--pcie-gbs", "--nvlink-gbs", "--hbm-tbs", "--gemm-tflops"},
                   {"--eval"}, kUsage);
   const std::string path = o.single("DECK.yaml or config.json");
   std::error_code ec;
@@ -353,8 +373,10 @@ int plan(const std::vector<std::string>& args) {
   const bool json = path.size() >= 5 && path.compare(path.size() - 5, 5, ".json") == 0;
   const bool config = json || io::is_hf_config_file(path);
   if (!config && !(args.size() == 1 || (args.size() == 3 && o.has("--device-gib"))))
-    throw Error("plan: " + path + " is a deck: it says everything but --device-gib itself (the "
-                "sliced schedule, --gpus-per-node, takes a config.json)\n" + kUsage);
+    throw Error("plan: " + path +
+                " is a deck: it says everything but --device-gib itself (the "
+                "sliced schedule, --gpus-per-node, takes a config.json)\n" +
+                kUsage);
   const double device_gib = o.has("--device-gib") ? o.positive("--device-gib", 0) : 0;
   std::vector<std::string> notes;
   const PlanInputs in = config ? inputs_from_config(path, o, notes) : inputs_from_deck(path, notes);
@@ -371,7 +393,8 @@ int plan(const std::vector<std::string>& args) {
     bw.nvlink = o.positive("--nvlink-gbs", 370) * 1e9;
     bw.hbm = o.positive("--hbm-tbs", 4.3) * 1e12;
     bw.gemm_flops = o.positive("--gemm-tflops", 700) * 1e12;
-    const int gpus = static_cast<int>(std::min<std::int64_t>(o.integer("--gpus-per-node", 1, 1), 4096));
+    const int gpus =
+        static_cast<int>(std::min<std::int64_t>(o.integer("--gpus-per-node", 1, 1), 4096));
     sliced = describe_sliced_schedule(in, sliced_schedule(in, gpus, bw), bw);
   } else {
     for (const char* key : {"--pcie-gbs", "--nvlink-gbs", "--hbm-tbs", "--gemm-tflops"})

@@ -1,18 +1,18 @@
 #include "app/process_start.hpp"
 
-#include "core/process_limits.hpp"
-
-#include <mpi.h>
-
-#include <csignal>
-#include <optional>
-#include <cstdlib>
-#include <cstring>
 #include <fcntl.h>
+#include <mpi.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
+
+#include <csignal>
+#include <cstdlib>
+#include <cstring>
+#include <optional>
+
+#include "core/process_limits.hpp"
 
 namespace distzo::app {
 
@@ -29,10 +29,10 @@ constexpr const char* kHeldVariable = "DISTZO_HELD_OPENBLAS_NUM_THREADS";
 /// before, read from a signal handler (so plain values, no allocation).
 struct MpiStart {
   bool active = false;
-  int stderr_copy = -1;   // the process's stderr while MPI's is captured
-  int captured = -1;      // a memory file that receives what MPI prints
-  double page = 4096;     // bytes
-  char rank[32] = "";     // " on rank N" under a launcher, else ""
+  int stderr_copy = -1;  // the process's stderr while MPI's is captured
+  int captured = -1;     // a memory file that receives what MPI prints
+  double page = 4096;    // bytes
+  char rank[32] = "";    // " on rank N" under a launcher, else ""
 };
 MpiStart g_start;
 
@@ -165,8 +165,8 @@ void catch_blas_start_failure(int, char**, char**) {
   g_sigint_caught = sigaction(SIGINT, &caught, &g_sigint_before) == 0;
 }
 
-__attribute__((section(".preinit_array"), used)) void (*g_pre_initialiser)(int, char**, char**) =
-    &catch_blas_start_failure;
+__attribute__((section(".preinit_array"),
+               used)) void (*g_pre_initialiser)(int, char**, char**) = &catch_blas_start_failure;
 
 /// Under a launcher, a rank whose MPI_Init fails does not get to say why:
 /// MPICH tells the launcher to abort the job (PMI), which kills every rank
@@ -187,8 +187,9 @@ const char* trial_start(int argc, char** argv) {
       limit.rlim_cur -= static_cast<rlim_t>(kTrialMargin);
       setrlimit(RLIMIT_AS, &limit);
     }
-    for (const char* name : {"PMI_FD", "PMI_PORT", "PMI_RANK", "PMI_SIZE", "PMI_ID", "PMI_SUBVERSION",
-                             "PMI_VERSION", "PMI_SPAWNED", "PMI_KVSNAME", "PMI_DEBUG"})
+    for (const char* name :
+         {"PMI_FD", "PMI_PORT", "PMI_RANK", "PMI_SIZE", "PMI_ID", "PMI_SUBVERSION", "PMI_VERSION",
+          "PMI_SPAWNED", "PMI_KVSNAME", "PMI_DEBUG"})
       unsetenv(name);
     signal(SIGABRT, SIG_DFL);
     if (g_start.captured >= 0) dup2(g_start.captured, STDOUT_FILENO);
@@ -257,7 +258,8 @@ void start_mpi(int* argc, char*** argv) {
   if (std::getenv("PMI_FD") != nullptr || std::getenv("PMI_PORT") != nullptr) {
     if (const char* failed = trial_start(*argc, *argv)) refuse_mpi_start(failed);
   }
-  struct sigaction on_abort {}, previous {};
+  struct sigaction on_abort {
+  }, previous{};
   on_abort.sa_handler = on_abort_in_mpi_start;
   sigaction(SIGABRT, &on_abort, &previous);
   std::atexit(on_exit_in_mpi_start);

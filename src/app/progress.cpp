@@ -1,9 +1,9 @@
 #include "app/progress.hpp"
 
-#include "core/error.hpp"
-
 #include <cstdlib>
 #include <utility>
+
+#include "core/error.hpp"
 
 namespace distzo::app {
 
@@ -14,7 +14,8 @@ double progress_interval() {
   const double seconds = std::strtod(text, &end);
   DISTZO_INPUT_REQUIRE(*end == '\0' && seconds >= 0,
                        "DISTZO_PROGRESS_INTERVAL: expected the seconds between two progress "
-                       "lines (a number >= 0), got '" << text << "'");
+                       "lines (a number >= 0), got '"
+                           << text << "'");
   return seconds;
 }
 

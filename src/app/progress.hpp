@@ -5,13 +5,13 @@
 // when any came before it. A phase shorter than the interval prints nothing.
 // Progress is output only: nothing computed reads it.
 
-#include "model/parameter_registry.hpp"
-
 #include <chrono>
 #include <cstdint>
 #include <functional>
 #include <string>
 #include <vector>
+
+#include "model/parameter_registry.hpp"
 
 namespace distzo::app {
 
@@ -73,7 +73,7 @@ class TensorBytes {
   double total() const { return before_.back(); }
 
  private:
-  std::vector<double> before_;       // bytes of the tensors before id; [size]: all
+  std::vector<double> before_;         // bytes of the tensors before id; [size]: all
   std::vector<double> element_bytes_;  // by id
 };
 

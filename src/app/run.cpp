@@ -7,6 +7,11 @@
 
 #include "app/run.hpp"
 
+#include <chrono>
+#include <fstream>
+#include <iostream>
+#include <memory>
+
 #include "app/blas_threads.hpp"
 #include "app/deck_config.hpp"
 #include "app/format.hpp"
@@ -18,18 +23,13 @@
 #include "app/run_inputs.hpp"
 #include "app/run_outputs.hpp"
 #include "app/stop_signal.hpp"
-#include "core/process_limits.hpp"
 #include "core/error.hpp"
 #include "core/memory.hpp"
+#include "core/process_limits.hpp"
 #include "runtime/mesh.hpp"
 #include "runtime/parameter_store.hpp"
 #include "runtime/watchdog.hpp"
 #include "zo/trainer.hpp"
-
-#include <chrono>
-#include <fstream>
-#include <iostream>
-#include <memory>
 
 namespace distzo::app {
 
@@ -129,9 +129,8 @@ void print_header(RunOutputs& out, const std::string& deck_path, const Inputs& i
                   const std::string& placement, const std::string& storage,
                   const std::string& blas_threads) {
   const std::string& resume = inputs.resume;
-  out.print(describe_run(deck_path, inputs.deck,
-                         inputs.model->info().registry.total_elements(), ranks, inputs.train,
-                         resume));
+  out.print(describe_run(deck_path, inputs.deck, inputs.model->info().registry.total_elements(),
+                         ranks, inputs.train, resume));
   out.print("run id " + inputs.state.run_id +
             (resume.empty() ? " (new)" : " (continued from its checkpoint)"));
   for (const std::string& note : inputs.notes) out.print(note);
@@ -176,13 +175,13 @@ std::unique_ptr<RunDirectory> claim_directory(const runtime::Communicator& world
 /// Collective: the last lines of run.log, after `steps` steps since
 /// `started`; `accuracy`: the run evaluated before training too.
 void print_summary(RunOutputs& out, const RunHooks& hooks, const zo::TrainSummary& summary,
-                   std::int64_t steps, Clock::time_point started,
-                   const zo::Engine& engine, const runtime::Mesh& mesh, bool accuracy) {
+                   std::int64_t steps, Clock::time_point started, const zo::Engine& engine,
+                   const runtime::Mesh& mesh, bool accuracy) {
   const runtime::ParameterStore& store = engine.store();
   out.print(describe_done(steps, std::chrono::duration<double>(Clock::now() - started).count(),
                           summary.skipped, hooks.zero_g_steps(), engine.parameter_digest()));
-  out.print(describe_memory(MemoryAccounting::usage(), store, engine.weights().shared_exchange_bytes(),
-                            hooks.last_step_moved()));
+  out.print(describe_memory(MemoryAccounting::usage(), store,
+                            engine.weights().shared_exchange_bytes(), hooks.last_step_moved()));
   // Host memory of every node, shared pages counted once (what a node's
   // memory limit sees): with a shared master a node holds one θ whatever P x D.
   out.print(describe_node_memory(
@@ -190,8 +189,8 @@ void print_summary(RunOutputs& out, const RunHooks& hooks, const zo::TrainSummar
   if (accuracy && steps == 0 && hooks.before().accuracy >= 0)
     out.print(describe_evaluation_only(hooks.before().accuracy, hooks.before().examples));
   else if (accuracy && hooks.before().accuracy >= 0 && hooks.after().accuracy >= 0)
-    out.print(describe_accuracy(hooks.before().accuracy, hooks.after().accuracy,
-                                hooks.after().examples));
+    out.print(
+        describe_accuracy(hooks.before().accuracy, hooks.after().accuracy, hooks.after().examples));
 }
 
 }  // namespace
@@ -236,15 +235,15 @@ void run(const RunOptions& options, const runtime::Communicator& world) {
   std::unique_ptr<runtime::ParameterStore> store_owner;
   std::unique_ptr<zo::Engine> engine_owner;
   std::unique_ptr<Batches> batches;
-  std::string blas_threads;  // run.log's lines on them
+  std::string blas_threads;           // run.log's lines on them
   HeldLines held(world.rank() == 0);  // until run.log opens
   const runtime::WatchdogConfig watchdog_settings =
       watchdog_config(deck, model.registry.total_elements());
   collectively(world, [&] {
     if (address_space_limit()) {  // else nothing to check (and no plan to compute)
-      const std::string shortfall = address_space_shortfall(
-          plan_memory(plan_inputs(deck, model.config, train)), gemm.threads,
-          watchdog_settings.enabled, options.deck_path);
+      const std::string shortfall =
+          address_space_shortfall(plan_memory(plan_inputs(deck, model.config, train)), gemm.threads,
+                                  watchdog_settings.enabled, options.deck_path);
       if (!shortfall.empty()) throw Error(shortfall);
     }
     blas_threads = start_blas_threads(gemm);
@@ -252,21 +251,23 @@ void run(const RunOptions& options, const runtime::Communicator& world) {
       runtime::PlacementConfig placement = placement_config(deck, mesh.node().size());
       const runtime::ExchangeKind exchange = exchange_kind(deck.placement.exchange);
       if (placement.share_host_master && !runtime::exchange_unavailable(exchange).empty())
-        throw Error(deck.origin.where("placement.exchange") + runtime::exchange_unavailable(exchange));
+        throw Error(deck.origin.where("placement.exchange") +
+                    runtime::exchange_unavailable(exchange));
       if (placement.share_host_master && placement.perturb_one_at_a_time)
         throw Error(deck.origin.where("placement.perturbed_weights") +
                     "one_at_a_time needs a rank to materialise its own w, but this run shares "
-                    "one sliced θ master between the node's " + std::to_string(mesh.node().size()) +
+                    "one sliced θ master between the node's " +
+                    std::to_string(mesh.node().size()) +
                     " ranks (placement.share_host_master), whose slices of every evaluation's w "
                     "are exchanged at once: set placement.share_host_master: false, or "
                     "perturbed_weights: together");
-      store_owner = std::make_unique<runtime::ParameterStore>(model.registry, placement, &mesh.node());
+      store_owner =
+          std::make_unique<runtime::ParameterStore>(model.registry, placement, &mesh.node());
       load_theta(*store_owner, *inputs.model, held, progress_seconds);
       engine_owner = std::make_unique<zo::Engine>(
           model.config, *store_owner,
           zo::EvaluationPlan::make(opt.queries, P, mesh.coordinates().perturbation_rank),
-          train.batch_shape(micro_batch),
-          zo::NodeExchange{&mesh.node(), exchange});
+          train.batch_shape(micro_batch), zo::NodeExchange{&mesh.node(), exchange});
       batches = std::make_unique<Batches>(inputs, micro_batch);
     } catch (const Error&) {
       throw;
@@ -274,11 +275,12 @@ void run(const RunOptions& options, const runtime::Communicator& world) {
       // Kokkos reports a failed allocation as std::bad_alloc (4.x) or
       // std::runtime_error (3.4); nothing else here throws anything else.
       const std::string what = e.what();
-      throw Error("cannot allocate the memory this run needs: " +
-                  memory_needed(deck, model, train) + " (the allocation that failed: " +
-                  what.substr(0, what.find("  (The allocation")) + "). Lower data.micro_batch, "
-                  "or offload blocks with placement.mode: offload; `distzo plan " +
-                  options.deck_path + "` shows the breakdown");
+      throw Error(
+          "cannot allocate the memory this run needs: " + memory_needed(deck, model, train) +
+          " (the allocation that failed: " + what.substr(0, what.find("  (The allocation")) +
+          "). Lower data.micro_batch, "
+          "or offload blocks with placement.mode: offload; `distzo plan " +
+          options.deck_path + "` shows the breakdown");
     }
   });
   runtime::ParameterStore& store = *store_owner;
@@ -311,8 +313,7 @@ void run(const RunOptions& options, const runtime::Communicator& world) {
   const std::int64_t first_step = state.step;
   runtime::Watchdog watchdog(world, watchdog_settings);
   RunHooks hooks(inputs, engine, *batches, mesh, out, watchdog);
-  const zo::TrainSummary summary =
-      run_trainer(engine, mesh, config, hooks, state, watchdog, out);
+  const zo::TrainSummary summary = run_trainer(engine, mesh, config, hooks, state, watchdog, out);
 
   print_summary(out, hooks, summary, opt.steps - first_step, started, engine, mesh,
                 inputs.eval != nullptr && first_step == 0);

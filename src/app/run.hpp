@@ -1,12 +1,11 @@
 #pragma once
 // `distzo run DECK.yaml`: train (and evaluate) as the deck says.
 
-#include "runtime/communicator.hpp"
-
-#include "core/fault_injection.hpp"
-
 #include <string>
 #include <vector>
+
+#include "core/fault_injection.hpp"
+#include "runtime/communicator.hpp"
 
 namespace distzo::app {
 

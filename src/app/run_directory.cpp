@@ -1,23 +1,24 @@
 #include "app/run_directory.hpp"
 
-#include "core/digest.hpp"
-#include "core/error.hpp"
-#include "io/hdf5_file.hpp"
+#include <dirent.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <dirent.h>
-#include <fcntl.h>
 #include <fstream>
 #include <new>
 #include <random>
-#include <signal.h>
 #include <sstream>
-#include <sys/stat.h>
-#include <unistd.h>
 #include <utility>
+
+#include "core/digest.hpp"
+#include "core/error.hpp"
+#include "io/hdf5_file.hpp"
 
 namespace distzo::app {
 
@@ -44,9 +45,12 @@ LockOwner read_lock(const std::string& path) {
   LockOwner o;
   std::string word;
   while (in >> word) {
-    if (word == "host") in >> o.host;
-    else if (word == "pid") in >> o.pid;
-    else if (word == "job") in >> o.job;
+    if (word == "host")
+      in >> o.host;
+    else if (word == "pid")
+      in >> o.pid;
+    else if (word == "job")
+      in >> o.job;
   }
   return o;
 }
@@ -57,9 +61,9 @@ void make_directories(const std::string& path) {
     if ((i == path.size() || path[i] == '/') && !partial.empty()) {
       struct stat st;
       if (stat(partial.c_str(), &st) != 0) {
-        DISTZO_INPUT_REQUIRE(mkdir(partial.c_str(), 0755) == 0 || errno == EEXIST,
-                             "cannot create directory '" << partial << "' for output.dir: "
-                                                         << std::strerror(errno));
+        DISTZO_INPUT_REQUIRE(
+            mkdir(partial.c_str(), 0755) == 0 || errno == EEXIST,
+            "cannot create directory '" << partial << "' for output.dir: " << std::strerror(errno));
       } else {
         DISTZO_INPUT_REQUIRE(S_ISDIR(st.st_mode), "cannot create output.dir '"
                                                       << path << "': '" << partial
@@ -99,8 +103,8 @@ int remove_temporaries(const std::string& dir) {
 RunDirectory::RunDirectory(const std::string& dir, std::vector<std::string>& notes)
     : dir_(dir), lock_(dir + "/LOCK") {
   make_directories(dir);
-  const std::string me = "host " + hostname() + " pid " + std::to_string(getpid()) + " job " +
-                         slurm_job() + "\n";
+  const std::string me =
+      "host " + hostname() + " pid " + std::to_string(getpid()) + " job " + slurm_job() + "\n";
   for (int attempt = 0; attempt < 2; ++attempt) {
     const int fd = open(lock_.c_str(), O_WRONLY | O_CREAT | O_EXCL, 0644);
     if (fd >= 0) {
@@ -112,13 +116,12 @@ RunDirectory::RunDirectory(const std::string& dir, std::vector<std::string>& not
     }
     const int error = errno;
     DISTZO_INPUT_REQUIRE(error == EEXIST,
-                         "cannot create the lock '" << lock_ << "' in output.dir: "
-                                                    << std::strerror(error)
-                                                    << (error == EACCES
-                                                            ? " (the directory's permissions, or "
-                                                              "the umask it was made under, do "
-                                                              "not let this user create files in it)"
-                                                            : ""));
+                         "cannot create the lock '"
+                             << lock_ << "' in output.dir: " << std::strerror(error)
+                             << (error == EACCES ? " (the directory's permissions, or "
+                                                   "the umask it was made under, do "
+                                                   "not let this user create files in it)"
+                                                 : ""));
     const LockOwner o = read_lock(lock_);
     // A lock distzo wrote names a host and a pid; one that does not is being
     // written by a run that is starting this instant, or was damaged.
@@ -138,8 +141,9 @@ RunDirectory::RunDirectory(const std::string& dir, std::vector<std::string>& not
                                            "Choose another output.dir, or remove "
                                         << lock_ << " if that run is gone");
     notes.push_back("output.dir: took over the lock of " +
-                    std::string(same_job ? "this SLURM job (" + o.job + "), requeued"
-                                         : "process " + std::to_string(o.pid) + ", which has ended") +
+                    std::string(same_job
+                                    ? "this SLURM job (" + o.job + "), requeued"
+                                    : "process " + std::to_string(o.pid) + ", which has ended") +
                     " (was on " + o.host + ")");
     std::remove(lock_.c_str());
   }
@@ -163,8 +167,9 @@ std::string move_aside(const std::string& dir, const std::string& stem, const st
   const std::string from = dir + "/" + stem + ext, to = dir + "/" + stem + ".run-" + owner + ext;
   struct stat st;
   if (stat(from.c_str(), &st) != 0) return "";
-  DISTZO_INPUT_REQUIRE(std::rename(from.c_str(), to.c_str()) == 0,
-                       "cannot move " << from << " aside to " << to << ": " << std::strerror(errno));
+  DISTZO_INPUT_REQUIRE(
+      std::rename(from.c_str(), to.c_str()) == 0,
+      "cannot move " << from << " aside to " << to << ": " << std::strerror(errno));
   return to;
 }
 
@@ -233,12 +238,12 @@ std::string choose_resume(const io::Deck& deck, std::vector<std::string>& notes)
   for (const std::string& b : broken) notes.push_back("warning: passed over checkpoint " + b);
   if (!latest.empty()) return latest;
   // Starting over would overwrite the run's files: only when it has none.
-  DISTZO_INPUT_REQUIRE(broken.empty(),
-                       deck.origin.where("checkpoint.resume")
-                           << "none of the " << broken.size() << " checkpoints of this run in '"
-                           << deck.output.dir << "' reads back whole (the newest: " << broken.back()
-                           << "); move them away to start over, or name one with "
-                              "checkpoint.resume");
+  DISTZO_INPUT_REQUIRE(broken.empty(), deck.origin.where("checkpoint.resume")
+                                           << "none of the " << broken.size()
+                                           << " checkpoints of this run in '" << deck.output.dir
+                                           << "' reads back whole (the newest: " << broken.back()
+                                           << "); move them away to start over, or name one with "
+                                              "checkpoint.resume");
   return "";
 }
 
@@ -276,10 +281,10 @@ std::string RunCheckpoints::path(std::int64_t step) const {
   return dir_ + "/" + io::checkpoint_name(step);
 }
 
-RunCheckpoints::Written RunCheckpoints::write(const io::ModelInfo& model,
-                                              const runtime::ParameterStore& store,
-                                              const io::TrainingState& state,
-                                              const std::function<void(std::uint32_t id, std::uint64_t first)>& before_piece) const {
+RunCheckpoints::Written RunCheckpoints::write(
+    const io::ModelInfo& model, const runtime::ParameterStore& store,
+    const io::TrainingState& state,
+    const std::function<void(std::uint32_t id, std::uint64_t first)>& before_piece) const {
   const std::string path = this->path(state.step);
   std::string kept_aside;
   if (writers_.root) {

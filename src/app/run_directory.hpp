@@ -18,6 +18,12 @@
 // RunCheckpoints (torchtitan's CheckpointManager) owns the checkpoints in
 // it: which one a resume continues, writing one, rotating the older ones.
 
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
 #include "core/unlinked_on_signal.hpp"
 #include "io/checkpoint.hpp"
 #include "io/deck.hpp"
@@ -25,12 +31,6 @@
 #include "runtime/mesh.hpp"
 #include "runtime/mpi_communicator.hpp"
 #include "runtime/parameter_store.hpp"
-
-#include <cstdint>
-#include <functional>
-#include <optional>
-#include <string>
-#include <vector>
 
 namespace distzo::app {
 
@@ -76,7 +76,7 @@ std::string choose_resume(const io::Deck& deck, std::vector<std::string>& notes)
 /// of a node and parallel HDF5, the ranks of rank 0's node together (each its
 /// own slices); else rank 0 alone. The other nodes hold the same θ.
 struct CheckpointWriters {
-  bool root = true;                                 // this rank is world rank 0
+  bool root = true;                                // this rank is world rank 0
   const runtime::MpiCommunicator* node = nullptr;  // rank 0's node, when it writes together
   /// The ranks that write together, 0 when rank 0 writes alone.
   int parallel_size() const { return node != nullptr ? node->size() : 0; }
@@ -112,9 +112,10 @@ class RunCheckpoints {
   /// whole (else throws distzo::Error, the older ones kept) and removes all
   /// but the `keep` newest of the run state.run_id: another run's files are
   /// not ours.
-  Written write(const io::ModelInfo& model, const runtime::ParameterStore& store,
-                const io::TrainingState& state,
-                const std::function<void(std::uint32_t id, std::uint64_t first)>& before_piece) const;
+  Written write(
+      const io::ModelInfo& model, const runtime::ParameterStore& store,
+      const io::TrainingState& state,
+      const std::function<void(std::uint32_t id, std::uint64_t first)>& before_piece) const;
 
   const CheckpointWriters& writers() const { return writers_; }
 

@@ -1,18 +1,19 @@
 #include "app/run_hooks.hpp"
 
-#include "app/deck_config.hpp"
-#include "app/stop_signal.hpp"
-#include "core/fault_injection.hpp"
+#include <unistd.h>
 
 #include <chrono>
 #include <cstdlib>
 #include <thread>
-#include <unistd.h>
+
+#include "app/deck_config.hpp"
+#include "app/stop_signal.hpp"
+#include "core/fault_injection.hpp"
 
 namespace distzo::app {
 
-RunHooks::RunHooks(Inputs& in, zo::Engine& engine, Batches& batches,
-                   const runtime::Mesh& mesh, RunOutputs& out, runtime::Heartbeat& heartbeat)
+RunHooks::RunHooks(Inputs& in, zo::Engine& engine, Batches& batches, const runtime::Mesh& mesh,
+                   RunOutputs& out, runtime::Heartbeat& heartbeat)
     : in_(in),
       model_(in.model->info()),
       deck_(in.deck),
@@ -33,8 +34,8 @@ const model::Batch& RunHooks::batch(std::int64_t step) {
   // shapes of a step, hence its rounding, do not depend on D: one rank with
   // the global batch as its micro-batch runs at the same width.
   const int width = batches_.train.width_of(order_.micro_batch(step, 0, 1, B * D));
-  return batches_.train.fill(
-      ExecSpace(), order_.micro_batch(step, mesh_.coordinates().data_rank, D, B), width);
+  return batches_.train.fill(ExecSpace(),
+                             order_.micro_batch(step, mesh_.coordinates().data_rank, D, B), width);
 }
 
 namespace {
@@ -51,7 +52,8 @@ namespace {
 void RunHooks::step_done(const zo::StepReport& r) {
   const zo::StepEstimate& est = r.estimate;
   const int q = deck_.optim.queries;
-  in_.state.seed_log.push_back({r.step - 1, r.lr, est.loss, r.skipped ? std::vector<double>() : est.g});
+  in_.state.seed_log.push_back(
+      {r.step - 1, r.lr, est.loss, r.skipped ? std::vector<double>() : est.g});
   if (r.skipped) out_.print(describe_skipped_step(r.step, r.nonfinite_streak));
   if (const std::string warning = zero_g_.step(r); !warning.empty()) out_.print(warning);
   StepRow row;
@@ -86,14 +88,13 @@ void RunHooks::evaluate(std::int64_t step, const char* when) {
   ProgressMeter meter = out_.meter([&](const ProgressPoint& p) {
     return describe_eval_progress(step, when, p, at.batches_done, at.batches);
   });
-  const EvalSummary s = app::evaluate(engine_, *batches_.eval, *in_.eval,
-                                      deck_.eval.max_examples, deck_.data.micro_batch,
-                                      mesh_.world(), [&](const EvalProgress& now) {
-                                        heartbeat_.alive();
-                                        at = now;
-                                        meter.update(static_cast<double>(now.examples_done),
-                                                     static_cast<double>(now.examples));
-                                      });
+  const EvalSummary s = app::evaluate(
+      engine_, *batches_.eval, *in_.eval, deck_.eval.max_examples, deck_.data.micro_batch,
+      mesh_.world(), [&](const EvalProgress& now) {
+        heartbeat_.alive();
+        at = now;
+        meter.update(static_cast<double>(now.examples_done), static_cast<double>(now.examples));
+      });
   const EvalRow row{step, s.loss, s.accuracy, s.examples};
   out_.eval(row);
   out_.print(describe_eval(row, when));
@@ -120,8 +121,8 @@ void RunHooks::checkpoint(const zo::TrainerState& state) {
   ProgressMeter meter = out_.meter([&](const ProgressPoint& p) {
     return describe_byte_progress("writing checkpoint " + checkpoints_.path(saved.step), p);
   });
-  const RunCheckpoints::Written written = checkpoints_.write(
-      model_, store, saved, [&](std::uint32_t id, std::uint64_t first) {
+  const RunCheckpoints::Written written =
+      checkpoints_.write(model_, store, saved, [&](std::uint32_t id, std::uint64_t first) {
         heartbeat_.alive();
         meter.update(bytes.through(id, first), bytes.total());
         if (const int ms = fault::injected().slow_checkpoint_ms; ms > 0)

@@ -3,18 +3,18 @@
 // dataset, rows of metrics.csv and eval.csv, progress lines, checkpoints
 // with the seed log.
 
+#include <chrono>
+#include <cstdint>
+
 #include "app/evaluation.hpp"
 #include "app/run_directory.hpp"
 #include "app/run_inputs.hpp"
 #include "app/run_outputs.hpp"
 #include "app/step_diagnostics.hpp"
 #include "io/dataset.hpp"
-#include "runtime/mesh.hpp"
 #include "runtime/heartbeat.hpp"
+#include "runtime/mesh.hpp"
 #include "zo/trainer.hpp"
-
-#include <chrono>
-#include <cstdint>
 
 namespace distzo::app {
 

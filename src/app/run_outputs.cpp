@@ -1,22 +1,22 @@
 #include "app/run_outputs.hpp"
 
-#include "app/deck_config.hpp"
-#include "app/format.hpp"
-#include "core/error.hpp"
-#include "core/log_line.hpp"
+#include <sys/resource.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <cmath>
 #include <cstdio>
-#include <cstring>
 #include <cstdlib>
+#include <cstring>
 #include <iostream>
 #include <sstream>
 #include <utility>
 #include <vector>
 
-#include <sys/resource.h>
-#include <unistd.h>
+#include "app/deck_config.hpp"
+#include "app/format.hpp"
+#include "core/error.hpp"
+#include "core/log_line.hpp"
 
 namespace distzo::app {
 
@@ -51,7 +51,8 @@ std::ofstream open_csv(const std::string& path, const std::string& header,
       char* end = nullptr;
       const long long value = std::strtoll(step.c_str(), &end, 10);
       DISTZO_INPUT_REQUIRE(!step.empty() && end == step.c_str() + step.size(),
-                           path << ":" << number << ": expected a row starting with its step, found \""
+                           path << ":" << number
+                                << ": expected a row starting with its step, found \""
                                 << line.substr(0, 60)
                                 << "\" (fix or remove the line; the run appends to this file)");
       if (value <= keep_through) kept.push_back(line);
@@ -85,9 +86,9 @@ RunOutputs::RunOutputs(const std::string& dir, bool active, std::int64_t resume_
                        double progress_seconds)
     : active_(active), progress_interval_(progress_seconds) {
   if (!active_) return;
-  metrics_ = open_csv(dir + "/metrics.csv",
-                      "step,loss,loss_plus,loss_minus,g,lr,tokens,step_seconds,tokens_per_s,skipped",
-                      resume_step);
+  metrics_ = open_csv(
+      dir + "/metrics.csv",
+      "step,loss,loss_plus,loss_minus,g,lr,tokens,step_seconds,tokens_per_s,skipped", resume_step);
   eval_ = open_csv(dir + "/eval.csv", "step,eval_loss,accuracy,examples", resume_step);
   errno = 0;
   log_.open(dir + "/run.log", resume_step >= 0 ? std::ios::app : std::ios::trunc);
@@ -130,8 +131,8 @@ void RunOutputs::log_held(const HeldLines& held) {
 
 ProgressMeter RunOutputs::meter(ProgressMeter::Format format) {
   if (!active_)  // formats nothing, prints nothing
-    return ProgressMeter([](const std::string&) {}, [](const ProgressPoint&) { return std::string(); },
-                         progress_interval_);
+    return ProgressMeter([](const std::string&) {},
+                         [](const ProgressPoint&) { return std::string(); }, progress_interval_);
   return ProgressMeter([this](const std::string& line) { print(line); }, std::move(format),
                        progress_interval_);
 }
@@ -145,14 +146,15 @@ std::string describe_run(const std::string& deck_path, const io::Deck& deck,
   std::snprintf(line, sizeof(line),
                 "distzo run %s: %lld parameters, %d rank%s (P=%d x D=%d), global batch %d x %s%lld "
                 "tokens, %s, q=%d, %s z (recipe %d), eps=%g, lr=%g (%s)%s",
-                deck_path.c_str(), static_cast<long long>(parameters), ranks,
-                ranks == 1 ? "" : "s", P, D, deck.data.micro_batch * D,
+                deck_path.c_str(), static_cast<long long>(parameters), ranks, ranks == 1 ? "" : "s",
+                P, D, deck.data.micro_batch * D,
                 deck.data.batch_width == model::BatchWidth::trimmed
                     ? "up to "  // each micro-batch at its longest example (data.batch_width)
                     : "",
                 static_cast<long long>(train.seq_len), io::to_string(train.task), opt.queries,
                 to_string(opt.distribution), opt.z_recipe, opt.eps, opt.lr,
-                io::to_string(opt.schedule), resume.empty() ? "" : (", resuming from " + resume).c_str());
+                io::to_string(opt.schedule),
+                resume.empty() ? "" : (", resuming from " + resume).c_str());
   return line;
 }
 
@@ -224,8 +226,7 @@ std::string describe_storage(const runtime::PlacementConfig& p) {
          " (2 bytes per parameter), updates rounded " +
          (p.rounding == Rounding::stochastic ? "stochastically" : "to nearest") +
          (p.two_byte_gemm_inputs
-              ? std::string("; the matrices are multiplied as 2-byte ") +
-                    to_string(p.storage) +
+              ? std::string("; the matrices are multiplied as 2-byte ") + to_string(p.storage) +
                     " words, their inputs rounded to nearest (float32 sums; "
                     "precision.gemm_inputs: storage; on host backends by the naive reference "
                     "kernel, not the BLAS GEMM of the lines below); the rest computes in float32"
@@ -234,10 +235,10 @@ std::string describe_storage(const runtime::PlacementConfig& p) {
 
 std::string describe_progress(const StepRow& row, std::int64_t steps, double eta_seconds) {
   char line[256];
-  std::snprintf(line, sizeof(line), "step %lld/%lld  loss %.4f  g %+.3e  lr %.2e  %.0f tok/s  ETA %s",
-                static_cast<long long>(row.step), static_cast<long long>(steps), row.loss, row.g,
-                row.lr, static_cast<double>(row.tokens) / row.step_seconds,
-                format_duration(eta_seconds).c_str());
+  std::snprintf(
+      line, sizeof(line), "step %lld/%lld  loss %.4f  g %+.3e  lr %.2e  %.0f tok/s  ETA %s",
+      static_cast<long long>(row.step), static_cast<long long>(steps), row.loss, row.g, row.lr,
+      static_cast<double>(row.tokens) / row.step_seconds, format_duration(eta_seconds).c_str());
   return line;
 }
 
@@ -249,8 +250,9 @@ std::string describe_skipped_step(std::int64_t step, int streak) {
 std::string describe_eval(const EvalRow& row, const char* when) {
   char line[256];
   if (row.accuracy >= 0)
-    std::snprintf(line, sizeof(line), "eval %-6s step %lld: loss %.4f, accuracy %.4f (%lld examples)",
-                  when, static_cast<long long>(row.step), row.loss, row.accuracy,
+    std::snprintf(line, sizeof(line),
+                  "eval %-6s step %lld: loss %.4f, accuracy %.4f (%lld examples)", when,
+                  static_cast<long long>(row.step), row.loss, row.accuracy,
                   static_cast<long long>(row.examples));
   else
     std::snprintf(line, sizeof(line), "eval %-6s step %lld: loss %.4f (%lld examples)", when,

@@ -9,6 +9,12 @@
 // past the checkpoint's step are dropped so each file reads
 // as one uninterrupted run. The lines of run.log are made below.
 
+#include <cstddef>
+#include <cstdint>
+#include <fstream>
+#include <string>
+#include <vector>
+
 #include "app/progress.hpp"
 #include "core/memory.hpp"
 #include "io/dataset.hpp"
@@ -18,12 +24,6 @@
 #include "runtime/parameter_store.hpp"
 #include "runtime/slice_exchange.hpp"
 
-#include <cstddef>
-#include <cstdint>
-#include <fstream>
-#include <string>
-#include <vector>
-
 namespace distzo::app {
 
 struct StepRow {
@@ -31,7 +31,7 @@ struct StepRow {
   double loss = 0, loss_plus = 0, loss_minus = 0, g = 0, lr = 0;
   std::int64_t tokens = 0;  // non-padding tokens in the global batch
   double step_seconds = 0;
-  bool skipped = false;     // non-finite loss: no update
+  bool skipped = false;  // non-finite loss: no update
 };
 
 struct EvalRow {

@@ -1,9 +1,10 @@
 #include "app/stop_signal.hpp"
 
-#include "core/unlinked_on_signal.hpp"
+#include <unistd.h>
 
 #include <csignal>
-#include <unistd.h>
+
+#include "core/unlinked_on_signal.hpp"
 
 namespace distzo::app {
 

@@ -65,14 +65,13 @@ namespace detail {
 
 /// Throws distzo::Error with file:line when `cond` is false. The message is a
 /// stream expression: DISTZO_REQUIRE(n > 0, "n must be positive, got " << n).
-#define DISTZO_REQUIRE(cond, message_stream)                           \
-  do {                                                                 \
-    if (!(cond)) {                                                     \
-      std::ostringstream distzo_require_os_;                           \
-      distzo_require_os_ << message_stream;                            \
-      ::distzo::detail::throw_error(__FILE__, __LINE__,                \
-                                    distzo_require_os_.str());         \
-    }                                                                  \
+#define DISTZO_REQUIRE(cond, message_stream)                                       \
+  do {                                                                             \
+    if (!(cond)) {                                                                 \
+      std::ostringstream distzo_require_os_;                                       \
+      distzo_require_os_ << message_stream;                                        \
+      ::distzo::detail::throw_error(__FILE__, __LINE__, distzo_require_os_.str()); \
+    }                                                                              \
   } while (0)
 
 /// Unconditional throw with the same formatting.
@@ -80,13 +79,13 @@ namespace detail {
 
 /// For mistakes in what the user gave (a file's contents, a command line):
 /// the message alone, which names the input, without distzo's source location.
-#define DISTZO_INPUT_REQUIRE(cond, message_stream)                     \
-  do {                                                                 \
-    if (!(cond)) {                                                     \
-      std::ostringstream distzo_require_os_;                           \
-      distzo_require_os_ << message_stream;                            \
-      throw ::distzo::Error(distzo_require_os_.str());                 \
-    }                                                                  \
+#define DISTZO_INPUT_REQUIRE(cond, message_stream)     \
+  do {                                                 \
+    if (!(cond)) {                                     \
+      std::ostringstream distzo_require_os_;           \
+      distzo_require_os_ << message_stream;            \
+      throw ::distzo::Error(distzo_require_os_.str()); \
+    }                                                  \
   } while (0)
 
 #define DISTZO_INPUT_FAIL(message_stream) DISTZO_INPUT_REQUIRE(false, message_stream)

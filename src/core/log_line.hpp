@@ -8,8 +8,8 @@
 namespace distzo {
 
 /// "2026-12-06T22:41:07.123Z": ISO 8601, UTC, milliseconds (truncated).
-std::string utc_timestamp(std::chrono::system_clock::time_point when =
-                              std::chrono::system_clock::now());
+std::string utc_timestamp(
+    std::chrono::system_clock::time_point when = std::chrono::system_clock::now());
 
 /// `text` as log lines: each of its lines (every line of a multi-line
 /// message) prefixed by `stamp` and a space, and ended by '\n'. A final

@@ -1,9 +1,10 @@
 #include "core/unlinked_on_signal.hpp"
 
+#include <unistd.h>
+
 #include <atomic>
 #include <climits>
 #include <cstring>
-#include <unistd.h>
 
 namespace distzo {
 

@@ -1,17 +1,16 @@
 #include "io/checkpoint.hpp"
 
-#include "io/deck.hpp"
-
-#include "core/version.hpp"
-
-#include "core/error.hpp"
-#include "core/unlinked_on_signal.hpp"
+#include <dirent.h>
 
 #include <algorithm>
 #include <cerrno>
-#include <cstdlib>
 #include <cstdio>
-#include <dirent.h>
+#include <cstdlib>
+
+#include "core/error.hpp"
+#include "core/unlinked_on_signal.hpp"
+#include "core/version.hpp"
+#include "io/deck.hpp"
 
 namespace distzo::io {
 
@@ -30,10 +29,12 @@ std::vector<std::pair<std::int64_t, std::string>> list_checkpoints(const std::st
   const std::string prefix = "ckpt-", suffix = ".h5";
   while (dirent* e = readdir(d)) {
     const std::string name = e->d_name;
-    if (name.size() <= prefix.size() + suffix.size() || name.compare(0, prefix.size(), prefix) != 0 ||
+    if (name.size() <= prefix.size() + suffix.size() ||
+        name.compare(0, prefix.size(), prefix) != 0 ||
         name.compare(name.size() - suffix.size(), suffix.size(), suffix) != 0)
       continue;
-    const std::string digits = name.substr(prefix.size(), name.size() - prefix.size() - suffix.size());
+    const std::string digits =
+        name.substr(prefix.size(), name.size() - prefix.size() - suffix.size());
     if (digits.size() > 18 || digits.find_first_not_of("0123456789") != std::string::npos) continue;
     found.emplace_back(std::stoll(digits), dir + "/" + name);
   }
@@ -108,8 +109,8 @@ ModelInfo as_checkpoint(const ModelInfo& model) {
 
 }  // namespace
 
-void write_checkpoint(const std::string& path, const ModelInfo& model,
-                      const TensorSource& tensors, const TrainingState& state) {
+void write_checkpoint(const std::string& path, const ModelInfo& model, const TensorSource& tensors,
+                      const TrainingState& state) {
   require_free_space(path, checkpoint_bytes(model, state), "checkpoint");
   try {
     write_atomically(path, [&](Hdf5File& file) {
@@ -166,8 +167,9 @@ void write_checkpoint_parallel(const std::string& path, const ModelInfo& model, 
   }
   if (rank == 0) discard_temporary(tmp);
   throw Error("checkpoint " + path + " was not written" +
-              (problem.empty() ? std::string(": another rank of the node failed to write its slices")
-                               : ": " + problem) +
+              (problem.empty()
+                   ? std::string(": another rank of the node failed to write its slices")
+                   : ": " + problem) +
               "; earlier checkpoints, if any, are untouched");
 }
 
@@ -181,10 +183,9 @@ std::string checkpoint_run_id(const std::string& path) {
     const std::string id = file.has_attribute("run_id") ? file.read_string_attribute("run_id") : "";
     // distzo's ids are 16 hex digits; anything that cannot be part of a
     // file name (too long, a '/', a control character) is damage.
-    const bool well_formed =
-        id.size() <= 64 && std::none_of(id.begin(), id.end(), [](char c) {
-          return c == '/' || static_cast<unsigned char>(c) < 0x20;
-        });
+    const bool well_formed = id.size() <= 64 && std::none_of(id.begin(), id.end(), [](char c) {
+                               return c == '/' || static_cast<unsigned char>(c) < 0x20;
+                             });
     return well_formed ? id : "";
   } catch (const Error&) {
     return "";
@@ -245,7 +246,8 @@ TrainingState read_training_state(const std::string& path) {
     char* end = nullptr;
     errno = 0;
     const unsigned long long value = std::strtoull(seed.c_str(), &end, 10);
-    DISTZO_INPUT_REQUIRE(!seed.empty() && seed.find_first_not_of("0123456789") == std::string::npos &&
+    DISTZO_INPUT_REQUIRE(!seed.empty() &&
+                             seed.find_first_not_of("0123456789") == std::string::npos &&
                              errno == 0 && end == seed.c_str() + seed.size(),
                          path << ": attribute 'seed' is \"" << seed
                               << "\", not an unsigned 64-bit integer in decimal");
@@ -253,7 +255,8 @@ TrainingState read_training_state(const std::string& path) {
   }
   s.queries = static_cast<int>(file.read_int_attribute("queries"));
   s.z.distribution = parse_distribution(file.read_string_attribute("distribution"));
-  const std::int64_t recipe = file.has_attribute("z_recipe") ? file.read_int_attribute("z_recipe") : 1;
+  const std::int64_t recipe =
+      file.has_attribute("z_recipe") ? file.read_int_attribute("z_recipe") : 1;
   DISTZO_INPUT_REQUIRE(
       recipe == 1 || recipe == 2,
       path << ": z_recipe " << recipe << " is not a recipe this distzo knows (1, 2)");
@@ -271,9 +274,12 @@ TrainingState read_training_state(const std::string& path) {
   if (file.has_attribute("run_id")) s.run_id = file.read_string_attribute("run_id");
   if (file.has_attribute("base_model_digest"))
     s.base_model_digest = file.read_string_attribute("base_model_digest");
-  if (file.has_attribute("train_digest")) s.train_digest = file.read_string_attribute("train_digest");
-  if (file.has_attribute("storage")) s.storage = parse_storage_dtype(file.read_string_attribute("storage"));
-  if (file.has_attribute("rounding")) s.rounding = parse_rounding(file.read_string_attribute("rounding"));
+  if (file.has_attribute("train_digest"))
+    s.train_digest = file.read_string_attribute("train_digest");
+  if (file.has_attribute("storage"))
+    s.storage = parse_storage_dtype(file.read_string_attribute("storage"));
+  if (file.has_attribute("rounding"))
+    s.rounding = parse_rounding(file.read_string_attribute("rounding"));
   if (file.has_attribute("distzo_version"))
     s.writer_version = file.read_string_attribute("distzo_version");
   if (file.has_attribute("nonfinite_streak"))

@@ -1,21 +1,20 @@
 #include "io/dataset.hpp"
 
-#include <cstdio>
-
-#include "core/digest.hpp"
-#include "core/error.hpp"
-#include "core/memory.hpp"
-#include "core/philox.hpp"
-#include "io/hdf5_file.hpp"
-#include "core/fence.hpp"
-#include "kernels/losses.hpp"
-
 #include <algorithm>
-#include <utility>
+#include <cstdio>
 #include <limits>
 #include <numeric>
 #include <set>
 #include <sstream>
+#include <utility>
+
+#include "core/digest.hpp"
+#include "core/error.hpp"
+#include "core/fence.hpp"
+#include "core/memory.hpp"
+#include "core/philox.hpp"
+#include "io/hdf5_file.hpp"
+#include "kernels/losses.hpp"
 
 namespace distzo::io {
 
@@ -418,8 +417,8 @@ std::string dataset_digest(const Dataset& data) {
   const std::int64_t header[4] = {static_cast<std::int64_t>(data.task), data.num_examples,
                                   data.seq_len, data.pad_token_id};
   mix(header, sizeof(header));
-  for (const auto* v : {&data.input_ids, &data.lengths, &data.target_mask, &data.candidates,
-                        &data.labels}) {
+  for (const auto* v :
+       {&data.input_ids, &data.lengths, &data.target_mask, &data.candidates, &data.labels}) {
     const std::uint64_t n = v->size();
     mix(&n, sizeof(n));
     mix(v->data(), v->size() * sizeof(std::int32_t));

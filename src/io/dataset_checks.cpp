@@ -1,13 +1,12 @@
 // Checking a dataset against the model before any step: sizes, lengths,
 // tokens inside the vocabulary, and each task's targets (validate_dataset).
 
-#include "io/dataset.hpp"
-
-#include "core/error.hpp"
-
 #include <cstdint>
 #include <set>
 #include <string>
+
+#include "core/error.hpp"
+#include "io/dataset.hpp"
 
 namespace distzo::io {
 
@@ -98,9 +97,9 @@ void check_tokens(const Dataset& d, std::int64_t vocab_size, const std::string& 
       if (t >= len && id != d.pad_token_id)
         not_padding.add([&] {
           std::ostringstream os;
-          os << src << ": input_ids: example " << i << ", position " << t
-             << " is past its length " << len << " but holds " << id << ", not pad_token_id "
-             << d.pad_token_id << " (examples must be right-padded)";
+          os << src << ": input_ids: example " << i << ", position " << t << " is past its length "
+             << len << " but holds " << id << ", not pad_token_id " << d.pad_token_id
+             << " (examples must be right-padded)";
           return os.str();
         });
     }

@@ -1,12 +1,5 @@
 #include "io/deck.hpp"
 
-#include "io/deck_fields.hpp"
-#include "io/deck_reader.hpp"
-#include "io/deck_text.hpp"
-
-#include "core/error.hpp"
-#include "core/file_system.hpp"
-
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
@@ -15,6 +8,12 @@
 #include <sstream>
 #include <system_error>
 #include <utility>
+
+#include "core/error.hpp"
+#include "core/file_system.hpp"
+#include "io/deck_fields.hpp"
+#include "io/deck_reader.hpp"
+#include "io/deck_text.hpp"
 
 namespace distzo::io {
 
@@ -68,11 +67,11 @@ class DeckParser {
       std::ostringstream what;
       what << e.msg;
       if (!e.mark.is_null()) what << " (column " << e.mark.column + 1 << ")";
-      fail(origin_.source, e.mark.is_null() ? 1 : e.mark.line + 1, "invalid YAML",
-           what.str());
+      fail(origin_.source, e.mark.is_null() ? 1 : e.mark.line + 1, "invalid YAML", what.str());
     }
     if (documents.empty() || (documents.size() == 1 && documents[0].IsNull()))
-      fail(origin_.source, 1, "empty deck", std::string("no YAML content found; ") + kSectionsNeeded);
+      fail(origin_.source, 1, "empty deck",
+           std::string("no YAML content found; ") + kSectionsNeeded);
     if (documents.size() > 1)
       fail(origin_.source, line_of(documents[1]), "deck",
            "a deck is one YAML document, found a second one here");
@@ -98,12 +97,11 @@ class DeckParser {
       const std::string name = key.Scalar();
       if (!is_one_of(name, names))
         fail(origin_.source, line_of(key), display_key(name),
-             "unknown section" + suggestion(name, names) + "; allowed sections: " +
-                 section_list());
+             "unknown section" + suggestion(name, names) + "; allowed sections: " + section_list());
       if (found.count(name))
         fail(origin_.source, line_of(key), name,
-             "duplicate section (first given at line " +
-                 std::to_string(origin_.lines.at(name)) + "); each section may appear once");
+             "duplicate section (first given at line " + std::to_string(origin_.lines.at(name)) +
+                 "); each section may appear once");
       origin_.lines[name] = line_of(key);
       found[name] = pair.second;
     }
@@ -126,13 +124,13 @@ class DeckParser {
     for (const auto& pair : map) {
       const YAML::Node& key = pair.first;
       if (!key.IsScalar())
-        fail(origin_.source, line_of(key), name, "keys must be plain words, found " + describe(key));
+        fail(origin_.source, line_of(key), name,
+             "keys must be plain words, found " + describe(key));
       const std::string k = key.Scalar();
       const std::string dotted = name + "." + k;
       if (!is_one_of(k, keys))
         fail(origin_.source, line_of(key), name + "." + display_key(k),
-             "unknown key" + suggestion(k, keys) + "; allowed keys in " + name + ": " +
-                 join(keys));
+             "unknown key" + suggestion(k, keys) + "; allowed keys in " + name + ": " + join(keys));
       if (entries.count(k))
         fail(origin_.source, line_of(key), dotted,
              "duplicate key (first given at line " + std::to_string(origin_.lines.at(dotted)) +
@@ -187,17 +185,22 @@ std::string DeckOrigin::where(const std::string& key) const {
 
 const char* to_string(Placement placement) {
   switch (placement) {
-    case Placement::resident: return "resident";
-    case Placement::offload: return "offload";
+    case Placement::resident:
+      return "resident";
+    case Placement::offload:
+      return "offload";
   }
   return "?";
 }
 
 const char* to_string(Schedule schedule) {
   switch (schedule) {
-    case Schedule::constant: return "constant";
-    case Schedule::linear: return "linear";
-    case Schedule::cosine: return "cosine";
+    case Schedule::constant:
+      return "constant";
+    case Schedule::linear:
+      return "linear";
+    case Schedule::cosine:
+      return "cosine";
   }
   return "?";
 }
@@ -270,8 +273,7 @@ void validate_files(const Deck& deck) {
   const fs::file_status st = fs::status(deck.output.dir, ec);
   if (fs::exists(st) && !fs::is_directory(st))
     fail(o.source, o.line("output.dir"), "output.dir",
-         "expected a directory (or a path to create), found a file at " +
-             quoted(deck.output.dir));
+         "expected a directory (or a path to create), found a file at " + quoted(deck.output.dir));
 }
 
 Deck load_deck(const std::string& path) {
@@ -288,8 +290,7 @@ Deck load_deck(const std::string& path) {
                 " (1 MiB); is it a deck?");
   std::ifstream in(path, std::ios::binary);
   std::ostringstream text;
-  if (!(text << in.rdbuf()) && size != 0)
-    throw Error(path + ": cannot read the deck");
+  if (!(text << in.rdbuf()) && size != 0) throw Error(path + ": cannot read the deck");
   Deck deck = parse_deck(text.str(), path);
   validate_files(deck);
   return deck;
@@ -304,26 +305,35 @@ void check_mesh(const Deck& deck, int world_size) {
     return key + " = " + std::to_string(value) +
            (o.written(key) ? " at line " + std::to_string(o.line(key)) : " (default)");
   };
-  const std::string key =
-      o.written("parallel.perturbation") || !o.written("parallel.data") ? "parallel.perturbation"
-                                                                        : "parallel.data";
+  const std::string key = o.written("parallel.perturbation") || !o.written("parallel.data")
+                              ? "parallel.perturbation"
+                              : "parallel.data";
   fail(o.source, o.line(key), "parallel.perturbation, parallel.data",
        "the mesh P x D = " + std::to_string(p.perturbation) + " x " + std::to_string(p.data) +
-           " = " + ranks(world) + " (" + given("parallel.perturbation", p.perturbation) +
-           ", " + given("parallel.data", p.data) + ") does not match the " +
-           std::to_string(world_size) + (world_size == 1 ? " MPI rank" : " MPI ranks") +
-           " of this job; launch " +
-           ranks(world) + " or choose P and D with P x D = " +
-           std::to_string(world_size));
+           " = " + ranks(world) + " (" + given("parallel.perturbation", p.perturbation) + ", " +
+           given("parallel.data", p.data) + ") does not match the " + std::to_string(world_size) +
+           (world_size == 1 ? " MPI rank" : " MPI ranks") + " of this job; launch " + ranks(world) +
+           " or choose P and D with P x D = " + std::to_string(world_size));
 }
 
 const std::vector<std::string>& resume_keys() {
-  static const std::vector<std::string> keys = {
-      "model",         "data.train",         "data.micro_batch", "data.shuffle_seed",
-      "optim.steps",   "optim.lr",           "optim.schedule",   "optim.warmup_steps",
-      "optim.eps",     "optim.weight_decay", "optim.queries",    "optim.distribution",
-      "optim.seed",    "parallel.data",      "precision.storage", "precision.rounding",
-      "precision.gemm_inputs"};
+  static const std::vector<std::string> keys = {"model",
+                                                "data.train",
+                                                "data.micro_batch",
+                                                "data.shuffle_seed",
+                                                "optim.steps",
+                                                "optim.lr",
+                                                "optim.schedule",
+                                                "optim.warmup_steps",
+                                                "optim.eps",
+                                                "optim.weight_decay",
+                                                "optim.queries",
+                                                "optim.distribution",
+                                                "optim.seed",
+                                                "parallel.data",
+                                                "precision.storage",
+                                                "precision.rounding",
+                                                "precision.gemm_inputs"};
   return keys;
 }
 

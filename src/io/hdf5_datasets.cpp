@@ -2,18 +2,18 @@
 // parallel file its own), reading ranges, the checksums of datasets written
 // in ranges, and the atomic commit of a file written under a temporary name.
 
-#include "io/hdf5_file.hpp"
-
-#include "core/digest.hpp"
-#include "core/error.hpp"
-#include "io/hdf5_internal.hpp"
+#include <unistd.h>
 
 #include <cerrno>
 #include <cstdint>
 #include <cstdio>
 #include <string>
-#include <unistd.h>
 #include <vector>
+
+#include "core/digest.hpp"
+#include "core/error.hpp"
+#include "io/hdf5_file.hpp"
+#include "io/hdf5_internal.hpp"
 
 namespace distzo::io {
 
@@ -47,13 +47,14 @@ Hdf5Handle create_dataset(hid_t file, const std::string& path, const std::string
                           const std::vector<std::int64_t>& shape, hid_t file_type, bool parallel) {
   create_parent_groups(file, path, name);
   std::vector<hsize_t> dims(shape.begin(), shape.end());
-  auto space = check(dims.empty() ? H5Screate(H5S_SCALAR)
-                                  : H5Screate_simple(static_cast<int>(dims.size()), dims.data(), nullptr),
-                     H5Sclose, path + ": dataspace for " + name);
+  auto space =
+      check(dims.empty() ? H5Screate(H5S_SCALAR)
+                         : H5Screate_simple(static_cast<int>(dims.size()), dims.data(), nullptr),
+            H5Sclose, path + ": dataspace for " + name);
   auto dcpl = dataset_properties(path, parallel);
-  return check(H5Dcreate2(file, name.c_str(), file_type, space.get(), H5P_DEFAULT, dcpl.get(),
-                          H5P_DEFAULT),
-               H5Dclose, path + ": cannot create dataset " + name);
+  return check(
+      H5Dcreate2(file, name.c_str(), file_type, space.get(), H5P_DEFAULT, dcpl.get(), H5P_DEFAULT),
+      H5Dclose, path + ": cannot create dataset " + name);
 }
 
 /// Selects elements [first, first + count) of a rank-1 or rank-2 dataspace
@@ -169,7 +170,8 @@ void Hdf5File::write_word_range(const std::string& name, std::uint64_t first, st
 void Hdf5File::write_range(const std::string& name, std::uint64_t first, std::size_t count,
                            hid_t mem_type, const void* data, std::uint64_t checksum) {
   range_sums_[name] += checksum;
-  auto dset = check(H5Dopen2(id(), name.c_str(), H5P_DEFAULT), H5Dclose, path_ + ": dataset " + name);
+  auto dset =
+      check(H5Dopen2(id(), name.c_str(), H5P_DEFAULT), H5Dclose, path_ + ": dataset " + name);
   auto file_space = check(H5Dget_space(dset.get()), H5Sclose, path_ + ": dataspace of " + name);
   select_range(file_space.get(), path_ + ": " + name, first, count);
   const hsize_t n = count > 0 ? count : 1;  // a rank with nothing to write selects none
@@ -177,10 +179,10 @@ void Hdf5File::write_range(const std::string& name, std::uint64_t first, std::si
   if (count == 0) H5Sselect_none(memory_space.get());
   auto dxpl = transfer_properties(path_, parallel_);
   errno = 0;
-  DISTZO_INPUT_REQUIRE(H5Dwrite(dset.get(), mem_type, memory_space.get(), file_space.get(),
-                                dxpl.get(), data) >= 0,
-                       path_ << ": cannot write elements [" << first << ", " << first + count
-                             << ") of '" << name << "'" << write_cause(path_));
+  DISTZO_INPUT_REQUIRE(
+      H5Dwrite(dset.get(), mem_type, memory_space.get(), file_space.get(), dxpl.get(), data) >= 0,
+      path_ << ": cannot write elements [" << first << ", " << first + count << ") of '" << name
+            << "'" << write_cause(path_));
 }
 
 void Hdf5File::read_float_range(const std::string& name, std::uint64_t first, std::size_t count,
@@ -192,24 +194,25 @@ void Hdf5File::read_word_range(const std::string& name, std::uint64_t first, std
                                std::uint16_t* out) const {
   const DatasetInfo info = dataset_info(name);
   const std::optional<StorageDtype> half = tensor_dtype(info);
-  DISTZO_INPUT_REQUIRE(half && *half != StorageDtype::fp32,
-                       path_ << ": dataset '" << name << "' is " << info.dtype
-                             << ", expected float16 or bfloat16");
+  DISTZO_INPUT_REQUIRE(
+      half && *half != StorageDtype::fp32,
+      path_ << ": dataset '" << name << "' is " << info.dtype << ", expected float16 or bfloat16");
   const Hdf5Handle type = native_half_type(*half);
   read_range(name, first, count, type.get(), out);
 }
 
 void Hdf5File::read_range(const std::string& name, std::uint64_t first, std::size_t count,
                           hid_t mem_type, void* out) const {
-  auto dset = check(H5Dopen2(id(), name.c_str(), H5P_DEFAULT), H5Dclose, path_ + ": dataset " + name);
+  auto dset =
+      check(H5Dopen2(id(), name.c_str(), H5P_DEFAULT), H5Dclose, path_ + ": dataset " + name);
   auto file_space = check(H5Dget_space(dset.get()), H5Sclose, path_ + ": dataspace of " + name);
   select_range(file_space.get(), path_ + ": " + name, first, count);
   const hsize_t n = count;
   auto memory_space = check(H5Screate_simple(1, &n, nullptr), H5Sclose, path_ + ": memory space");
-  DISTZO_REQUIRE(H5Dread(dset.get(), mem_type, memory_space.get(), file_space.get(),
-                         H5P_DEFAULT, out) >= 0,
-                 path_ << ": cannot read elements [" << first << ", " << first + count << ") of '"
-                       << name << "'");
+  DISTZO_REQUIRE(
+      H5Dread(dset.get(), mem_type, memory_space.get(), file_space.get(), H5P_DEFAULT, out) >= 0,
+      path_ << ": cannot read elements [" << first << ", " << first + count << ") of '" << name
+            << "'");
 }
 
 void Hdf5File::write_floats(const std::string& name, const std::vector<std::int64_t>& shape,

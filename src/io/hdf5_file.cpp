@@ -1,18 +1,18 @@
 #include "io/hdf5_file.hpp"
 
-#include "io/hdf5_internal.hpp"
-
-#include "core/digest.hpp"
-#include "core/error.hpp"
-#include "core/file_system.hpp"
-#include "kernels/digest.hpp"
+#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
-#include <unistd.h>
+
+#include "core/digest.hpp"
+#include "core/error.hpp"
+#include "core/file_system.hpp"
+#include "io/hdf5_internal.hpp"
+#include "kernels/digest.hpp"
 
 namespace distzo::io {
 
@@ -86,7 +86,6 @@ herr_t collect_name(hid_t, const char* name, const H5L_info_t*, void* out) {
   return 0;
 }
 
-
 /// How distzo creates files: in the HDF5 1.8 format (readable by HDF5 1.8
 /// and later, h5py included), whose object headers and indexes carry
 /// checksums that HDF5 verifies on every read, so damaged metadata is an
@@ -125,8 +124,8 @@ std::string write_cause(const std::string& path) {
   const std::string dir = directory_of(path);
   const double free = free_bytes(dir);  // negative: unknown
   if (error == ENOSPC || (free >= 0 && free < 1024.0 * 1024.0))
-    return ": disk full (" + std::to_string(static_cast<long long>(free)) + " bytes free on " + dir +
-           ")";
+    return ": disk full (" + std::to_string(static_cast<long long>(free)) + " bytes free on " +
+           dir + ")";
   if (error == EDQUOT) return ": disk quota exceeded on " + dir;
   if (error == EFBIG) return ": file too large (the process's file size limit, ulimit -f)";
   if (error != 0) return std::string(": ") + std::strerror(error);
@@ -145,8 +144,9 @@ Hdf5File::Hdf5File(const std::string& path, Mode mode) : path_(path) {
                          "'" << path << "' is " << file_kind(path) << ", not a regular file: "
                              << "distzo reads models, datasets and checkpoints from regular files");
     const hid_t id = H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT);
-    DISTZO_INPUT_REQUIRE(id >= 0, "'" << path << "' does not open as HDF5 (not an HDF5 file, or "
-                                          "truncated or damaged)");
+    DISTZO_INPUT_REQUIRE(id >= 0, "'" << path
+                                      << "' does not open as HDF5 (not an HDF5 file, or "
+                                         "truncated or damaged)");
     file_ = Hdf5Handle(id, close_file);
     check_structure();
   } else {
@@ -215,7 +215,8 @@ bool Hdf5File::has_attribute(const std::string& name) const {
 
 std::int64_t Hdf5File::read_int_attribute(const std::string& name) const {
   DISTZO_INPUT_REQUIRE(has_attribute(name), path_ << ": missing attribute '" << name << "'");
-  auto attr = check(H5Aopen(id(), name.c_str(), H5P_DEFAULT), H5Aclose, path_ + ": attribute " + name);
+  auto attr =
+      check(H5Aopen(id(), name.c_str(), H5P_DEFAULT), H5Aclose, path_ + ": attribute " + name);
   auto type = check(H5Aget_type(attr.get()), H5Tclose, path_ + ": attribute type " + name);
   DISTZO_INPUT_REQUIRE(H5Tget_class(type.get()) == H5T_INTEGER,
                        path_ << ": attribute '" << name << "' should be an integer");
@@ -228,7 +229,8 @@ std::int64_t Hdf5File::read_int_attribute(const std::string& name) const {
 
 double Hdf5File::read_double_attribute(const std::string& name) const {
   DISTZO_INPUT_REQUIRE(has_attribute(name), path_ << ": missing attribute '" << name << "'");
-  auto attr = check(H5Aopen(id(), name.c_str(), H5P_DEFAULT), H5Aclose, path_ + ": attribute " + name);
+  auto attr =
+      check(H5Aopen(id(), name.c_str(), H5P_DEFAULT), H5Aclose, path_ + ": attribute " + name);
   auto type = check(H5Aget_type(attr.get()), H5Tclose, path_ + ": attribute type " + name);
   const H5T_class_t cls = H5Tget_class(type.get());
   DISTZO_INPUT_REQUIRE(cls == H5T_FLOAT || cls == H5T_INTEGER,
@@ -239,7 +241,6 @@ double Hdf5File::read_double_attribute(const std::string& name) const {
                  path_ << ": cannot read attribute '" << name << "' as a number");
   return value;
 }
-
 
 const std::string& Hdf5File::variable_string(const std::string& object,
                                              const std::string& name) const {
@@ -377,7 +378,8 @@ std::string Hdf5File::root_attributes_checksum() const {
   for (const std::string& name : names) {
     if (name == kAttributesChecksum) continue;
     hash = fnv1a(hash, name.c_str(), name.size() + 1);
-    auto attr = check(H5Aopen(id(), name.c_str(), H5P_DEFAULT), H5Aclose, path_ + ": attribute " + name);
+    auto attr =
+        check(H5Aopen(id(), name.c_str(), H5P_DEFAULT), H5Aclose, path_ + ": attribute " + name);
     auto type = check(H5Aget_type(attr.get()), H5Tclose, path_ + ": attribute type " + name);
     // The value as distzo reads it: an integer, a double's bits, a string.
     switch (H5Tget_class(type.get())) {
@@ -409,8 +411,8 @@ void Hdf5File::verify_attributes() const {
   const std::string recorded = read_string_attribute(kAttributesChecksum);
   const std::string found = root_attributes_checksum();
   DISTZO_INPUT_REQUIRE(found == recorded,
-                       path_ << ": its attributes do not match their checksum (recorded " << recorded
-                             << ", they give " << found
+                       path_ << ": its attributes do not match their checksum (recorded "
+                             << recorded << ", they give " << found
                              << "): the file changed after it was written (corrupt bytes)");
 }
 
@@ -426,7 +428,8 @@ bool Hdf5File::has_dataset(const std::string& name) const {
 
 DatasetInfo Hdf5File::dataset_info(const std::string& name) const {
   DISTZO_INPUT_REQUIRE(has_dataset(name), path_ << ": missing dataset '" << name << "'");
-  auto dset = check(H5Dopen2(id(), name.c_str(), H5P_DEFAULT), H5Dclose, path_ + ": dataset " + name);
+  auto dset =
+      check(H5Dopen2(id(), name.c_str(), H5P_DEFAULT), H5Dclose, path_ + ": dataset " + name);
   auto space = check(H5Dget_space(dset.get()), H5Sclose, path_ + ": dataspace of " + name);
   auto type = check(H5Dget_type(dset.get()), H5Tclose, path_ + ": type of " + name);
   const int rank = H5Sget_simple_extent_ndims(space.get());
@@ -454,7 +457,8 @@ std::size_t element_count(const std::string& path, const DatasetInfo& info) {
   std::size_t n = 1;
   for (auto d : info.shape)
     DISTZO_INPUT_REQUIRE(!__builtin_mul_overflow(n, static_cast<std::size_t>(d), &n),
-                         path << ": dataset '" << info.name << "' has a shape whose element count "
+                         path << ": dataset '" << info.name
+                              << "' has a shape whose element count "
                                  "overflows 64 bits");
   return n;
 }
@@ -465,7 +469,8 @@ std::uint64_t Hdf5File::read_into(const std::string& name, hid_t mem_type, void*
   const DatasetInfo info = dataset_info(name);
   const std::size_t n = element_count(path_, info);
   {  // HDF5 would round floats to integers silently (integers to floats are exact enough)
-    auto dset = check(H5Dopen2(id(), name.c_str(), H5P_DEFAULT), H5Dclose, path_ + ": dataset " + name);
+    auto dset =
+        check(H5Dopen2(id(), name.c_str(), H5P_DEFAULT), H5Dclose, path_ + ": dataset " + name);
     auto type = check(H5Dget_type(dset.get()), H5Tclose, path_ + ": type of " + name);
     const H5T_class_t stored = H5Tget_class(type.get()), wanted = H5Tget_class(mem_type);
     DISTZO_INPUT_REQUIRE((stored == H5T_INTEGER || stored == H5T_FLOAT) &&
@@ -475,7 +480,8 @@ std::uint64_t Hdf5File::read_into(const std::string& name, hid_t mem_type, void*
   }
   DISTZO_INPUT_REQUIRE(n == count, path_ << ": dataset '" << name << "' has " << n
                                          << " elements, expected " << count);
-  auto dset = check(H5Dopen2(id(), name.c_str(), H5P_DEFAULT), H5Dclose, path_ + ": dataset " + name);
+  auto dset =
+      check(H5Dopen2(id(), name.c_str(), H5P_DEFAULT), H5Dclose, path_ + ": dataset " + name);
   DISTZO_REQUIRE(H5Dread(dset.get(), mem_type, H5S_ALL, H5S_ALL, H5P_DEFAULT, out) >= 0,
                  path_ << ": cannot read dataset '" << name << "' (" << info.dtype << ")");
   const std::size_t out_words = n * H5Tget_size(mem_type) / 4;
@@ -495,8 +501,9 @@ std::uint64_t Hdf5File::read_into(const std::string& name, hid_t mem_type, void*
     const std::uint64_t sum = words_checksum(*half, raw.data(), n);
     const std::string recorded = read_string_attribute_of(*this, dset.get(), name, kChecksum);
     DISTZO_INPUT_REQUIRE(hex16(sum) == recorded,
-                         path_ << ": dataset '" << name << "' does not match its checksum (recorded "
-                               << recorded << ", its data gives " << hex16(sum)
+                         path_ << ": dataset '" << name
+                               << "' does not match its checksum (recorded " << recorded
+                               << ", its data gives " << hex16(sum)
                                << "): the file changed after it was written (corrupt bytes)");
     return want_sum ? dataset_checksum(out, out_words) : 0;
   }
@@ -525,7 +532,6 @@ std::uint64_t Hdf5File::read_into(const std::string& name, hid_t mem_type, void*
   return words == out ? sum : dataset_checksum(out, out_words);
 }
 
-
 std::vector<float> Hdf5File::read_floats(const std::string& name,
                                          std::uint64_t* element_sum) const {
   std::vector<float> v(element_count(path_, dataset_info(name)));
@@ -538,11 +544,12 @@ std::vector<std::uint16_t> Hdf5File::read_words(const std::string& name, Storage
                                                 std::uint64_t* element_sum) const {
   const DatasetInfo info = dataset_info(name);
   const std::optional<StorageDtype> half = tensor_dtype(info);
-  DISTZO_INPUT_REQUIRE(half && *half != StorageDtype::fp32,
-                       path_ << ": dataset '" << name << "' is " << info.dtype
-                             << ", expected float16 or bfloat16");
+  DISTZO_INPUT_REQUIRE(
+      half && *half != StorageDtype::fp32,
+      path_ << ": dataset '" << name << "' is " << info.dtype << ", expected float16 or bfloat16");
   std::vector<std::uint16_t> words(element_count(path_, info));
-  auto dset = check(H5Dopen2(id(), name.c_str(), H5P_DEFAULT), H5Dclose, path_ + ": dataset " + name);
+  auto dset =
+      check(H5Dopen2(id(), name.c_str(), H5P_DEFAULT), H5Dclose, path_ + ": dataset " + name);
   auto native = native_half_type(*half);
   DISTZO_REQUIRE(
       H5Dread(dset.get(), native.get(), H5S_ALL, H5S_ALL, H5P_DEFAULT, words.data()) >= 0,
@@ -551,8 +558,9 @@ std::vector<std::uint16_t> Hdf5File::read_words(const std::string& name, Storage
   if (H5Aexists(dset.get(), kChecksum) > 0) {
     const std::string recorded = read_string_attribute_of(*this, dset.get(), name, kChecksum);
     DISTZO_INPUT_REQUIRE(hex16(sum) == recorded,
-                         path_ << ": dataset '" << name << "' does not match its checksum (recorded "
-                               << recorded << ", its data gives " << hex16(sum)
+                         path_ << ": dataset '" << name
+                               << "' does not match its checksum (recorded " << recorded
+                               << ", its data gives " << hex16(sum)
                                << "): the file changed after it was written (corrupt bytes)");
   }
   if (dtype) *dtype = *half;
@@ -585,6 +593,5 @@ std::vector<std::int64_t> Hdf5File::read_int64s(const std::string& name) const {
   read_into(name, H5T_NATIVE_INT64, v.data(), v.size());
   return v;
 }
-
 
 }  // namespace distzo::io

@@ -3,9 +3,6 @@
 // is checked, and errors name the file and the object. Only what distzo's
 // formats need: root-level datasets and attributes of a few scalar types.
 
-#include "core/storage_dtype.hpp"
-#include "core/unlinked_on_signal.hpp"
-
 #include <hdf5.h>
 #include <mpi.h>
 
@@ -14,6 +11,9 @@
 #include <optional>
 #include <string>
 #include <vector>
+
+#include "core/storage_dtype.hpp"
+#include "core/unlinked_on_signal.hpp"
 
 namespace distzo::io {
 
@@ -176,12 +176,12 @@ class Hdf5File {
   /// Returns the checksum of the words read into `out` if `want_sum`.
   std::uint64_t read_into(const std::string& name, hid_t mem_type, void* out, std::size_t count,
                           bool want_sum = false) const;
-  void write_from(const std::string& name, const std::vector<std::int64_t>& shape,
-                  hid_t file_type, hid_t mem_type, const void* data, std::uint64_t checksum);
-  void write_range(const std::string& name, std::uint64_t first, std::size_t count,
-                   hid_t mem_type, const void* data, std::uint64_t checksum);
-  void read_range(const std::string& name, std::uint64_t first, std::size_t count,
-                  hid_t mem_type, void* out) const;
+  void write_from(const std::string& name, const std::vector<std::int64_t>& shape, hid_t file_type,
+                  hid_t mem_type, const void* data, std::uint64_t checksum);
+  void write_range(const std::string& name, std::uint64_t first, std::size_t count, hid_t mem_type,
+                   const void* data, std::uint64_t checksum);
+  void read_range(const std::string& name, std::uint64_t first, std::size_t count, hid_t mem_type,
+                  void* out) const;
 
   void write_range_checksums();
   /// Opening for reading: the file's structure walked in a forked child

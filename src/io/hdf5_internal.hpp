@@ -4,9 +4,9 @@
 // creating and writing datasets, ranges, the atomic commit). Not for other
 // layers: they use io/hdf5_file.hpp.
 
-#include "io/hdf5_file.hpp"
-
 #include <string>
+
+#include "io/hdf5_file.hpp"
 
 namespace distzo::io {
 

@@ -3,16 +3,15 @@
 // 1.10 trusts, crashes or hangs the child and not the run; data in other
 // files is named, not followed.
 
-#include "io/hdf5_file.hpp"
-
-#include "core/error.hpp"
-#include "core/forked_call.hpp"
-
 #include <cstdint>
 #include <cstring>
 #include <map>
 #include <string>
 #include <vector>
+
+#include "core/error.hpp"
+#include "core/forked_call.hpp"
+#include "io/hdf5_file.hpp"
 
 namespace distzo::io {
 
@@ -30,7 +29,6 @@ herr_t collect_link(hid_t, const char* name, const H5L_info_t* info, void* out) 
   links.external.push_back(info->type == H5L_TYPE_EXTERNAL);
   return 0;
 }
-
 
 /// Appends (object, attribute, value) to `out`, each as its byte count
 /// (8 bytes, native) and its bytes.
@@ -95,7 +93,8 @@ bool walk_dataset(hid_t dataset, const std::string& name, std::string& out) {
     append_record(out, name, kElsewhere, "a virtual dataset (its data mapped from other files)");
   else if (ok && H5Pget_layout(plist) == H5D_CHUNKED) {
     constexpr hsize_t kReadUpTo = 16u << 20;  // bytes; larger ones are left to the reader
-    const hsize_t bytes = static_cast<hsize_t>(H5Sget_simple_extent_npoints(space)) * H5Tget_size(type);
+    const hsize_t bytes =
+        static_cast<hsize_t>(H5Sget_simple_extent_npoints(space)) * H5Tget_size(type);
     const H5T_class_t cls = H5Tget_class(type);
     if (bytes <= kReadUpTo && (cls == H5T_INTEGER || cls == H5T_FLOAT)) {
       std::vector<char> data(bytes + 1);
@@ -181,10 +180,11 @@ void Hdf5File::check_structure() {
                                ? "HDF5 refused part of it (a metadata checksum or a structure "
                                  "that does not verify)"
                                : walk.failure;
-  DISTZO_INPUT_REQUIRE(walk.ok(), "'" << path_ << "' is damaged: reading its structure (groups, "
-                                             "attributes, object headers) in a checked child "
-                                             "process, "
-                                          << what << "; use an intact copy");
+  DISTZO_INPUT_REQUIRE(walk.ok(), "'" << path_
+                                      << "' is damaged: reading its structure (groups, "
+                                         "attributes, object headers) in a checked child "
+                                         "process, "
+                                      << what << "; use an intact copy");
   variable_strings_ = parse_records(walk.output);
   for (const auto& [key, how] : variable_strings_) {
     const std::string object = key.substr(0, key.find('\n'));

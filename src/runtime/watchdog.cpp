@@ -1,7 +1,5 @@
 #include "runtime/watchdog.hpp"
 
-#include "core/log_line.hpp"
-
 #include <unistd.h>
 
 #include <algorithm>
@@ -10,6 +8,8 @@
 #include <exception>
 #include <fstream>
 #include <sstream>
+
+#include "core/log_line.hpp"
 
 namespace distzo::runtime {
 
@@ -167,8 +167,8 @@ void Watchdog::watch() {
     // stopped process is not a hung one: the time it spent stopped does not
     // count as time without progress.
     const Clock::duration overslept =
-        Clock::now() - asleep - std::chrono::duration_cast<Clock::duration>(
-                                    std::chrono::duration<double>(poll + 1.0));
+        Clock::now() - asleep -
+        std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(poll + 1.0));
     if (overslept > Clock::duration::zero()) last_tick_.fetch_add(overslept.count());
     const Clock::time_point last{Clock::duration{last_tick_.load()}};
     const double idle = std::chrono::duration<double>(Clock::now() - last).count();
@@ -202,7 +202,8 @@ std::string Watchdog::stopped_among(const std::vector<int>& ranks) const {
   std::ostringstream names;
   int n = 0;
   for (int r : ranks)
-    if (hosts_[r] == hosts_[rank_] && process_stopped(pids_[r])) names << (n++ ? "; " : "") << who(r);
+    if (hosts_[r] == hosts_[rank_] && process_stopped(pids_[r]))
+      names << (n++ ? "; " : "") << who(r);
   if (n == 0) return "";
   return " Stopped (SIGSTOP or a debugger; /proc on host " + hosts_[rank_] + " says so): rank" +
          (n > 1 ? "s " : " ") + names.str() + ".";

@@ -1,9 +1,9 @@
 #include "zo/estimator.hpp"
 
-#include "core/error.hpp"
-
 #include <algorithm>
 #include <cmath>
+
+#include "core/error.hpp"
 
 namespace distzo::zo {
 
@@ -43,13 +43,14 @@ StepEstimate combine_losses(const runtime::Communicator& comm, const LossTable& 
 
   est.count = count[0];
   for (int q = 0; q < queries; ++q) {
-    const double plus = mean[Evaluation::index_of(q, +1)], minus = mean[Evaluation::index_of(q, -1)];
+    const double plus = mean[Evaluation::index_of(q, +1)],
+                 minus = mean[Evaluation::index_of(q, -1)];
     est.loss_plus.push_back(plus);
     est.loss_minus.push_back(minus);
     est.g.push_back((plus - minus) / (2.0 * eps));
     est.loss += 0.5 * (plus + minus) / queries;
-    est.finite = est.finite && std::isfinite(plus) && std::isfinite(minus) &&
-                 std::isfinite(est.g.back());
+    est.finite =
+        est.finite && std::isfinite(plus) && std::isfinite(minus) && std::isfinite(est.g.back());
   }
   return est;
 }

@@ -5,11 +5,11 @@
 // rank order in double precision, so every rank derives the identical g, and
 // the loss is the token-weighted mean over the global batch.
 
+#include <vector>
+
 #include "core/error.hpp"
 #include "runtime/communicator.hpp"
 #include "zo/evaluation_plan.hpp"
-
-#include <vector>
 
 namespace distzo::zo {
 
@@ -25,7 +25,8 @@ struct LossSum {
 /// zero for the evaluations that other ranks run.
 class LossTable {
  public:
-  explicit LossTable(int queries) : queries_(queries), sums_(2 * static_cast<std::size_t>(queries)) {}
+  explicit LossTable(int queries)
+      : queries_(queries), sums_(2 * static_cast<std::size_t>(queries)) {}
   int queries() const { return queries_; }
   LossSum& at(int query, int sign) { return sums_.at(slot(query, sign)); }
   const LossSum& at(int query, int sign) const { return sums_.at(slot(query, sign)); }
@@ -44,12 +45,12 @@ class LossTable {
 };
 
 struct StepEstimate {
-  std::vector<double> loss_plus;   // per query: L(θ + εz_q)
-  std::vector<double> loss_minus;  // per query: L(θ − εz_q)
-  std::vector<double> g;           // per query: (L+ − L−) / (2ε)
-  double loss = 0;                 // mean over queries of (L+ + L−)/2
-  double count = 0;                // tokens (or examples) in the global batch
-  bool finite = true;              // every loss and g is finite
+  std::vector<double> loss_plus;       // per query: L(θ + εz_q)
+  std::vector<double> loss_minus;      // per query: L(θ − εz_q)
+  std::vector<double> g;               // per query: (L+ − L−) / (2ε)
+  double loss = 0;                     // mean over queries of (L+ + L−)/2
+  double count = 0;                    // tokens (or examples) in the global batch
+  bool finite = true;                  // every loss and g is finite
   StopReason stop = StopReason::none;  // the strongest any rank was asked (a signal)
 };
 

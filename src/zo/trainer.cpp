@@ -1,10 +1,10 @@
 #include "zo/trainer.hpp"
 
-#include "core/error.hpp"
-#include "core/fault_injection.hpp"
-
 #include <chrono>
 #include <sstream>
+
+#include "core/error.hpp"
+#include "core/fault_injection.hpp"
 
 namespace distzo::zo {
 
@@ -65,8 +65,7 @@ void Trainer::check_replicas(std::int64_t step) {
   const std::string diverged = ranks_differing(digests, digests[0]);  // against rank 0's
   if (diverged.empty()) return;
   std::ostringstream os;
-  os << "replicas diverged after step " << step << ": the parameter digest of rank(s) "
-     << diverged
+  os << "replicas diverged after step " << step << ": the parameter digest of rank(s) " << diverged
      << " differs from rank 0's. Every rank must apply the same update to the same θ; this "
         "points at a non-deterministic kernel or corrupted memory. Stopping before the "
         "replicas drift further.";
@@ -102,8 +101,7 @@ TrainSummary Trainer::run(TrainerState& state) {
     mesh_.data_group().allreduce_sum(&tokens, 1);
 
     StepReport report;
-    report.estimate =
-        combine_losses(mesh_.world(), local, c.eps, hooks_.stop_requested());
+    report.estimate = combine_losses(mesh_.world(), local, c.eps, hooks_.stop_requested());
     report.step = step + 1;
     report.lr = c.schedule.at(step);
     report.tokens = static_cast<std::int64_t>(tokens);

@@ -22,6 +22,9 @@
 //   - at the end: flush, a last digest check, the final evaluation and
 //     checkpoint.
 
+#include <cstdint>
+#include <string>
+
 #include "core/step_state.hpp"
 #include "model/batch.hpp"
 #include "runtime/heartbeat.hpp"
@@ -30,23 +33,20 @@
 #include "zo/estimator.hpp"
 #include "zo/lr_schedule.hpp"
 
-#include <cstdint>
-#include <string>
-
 namespace distzo::zo {
 
 struct TrainerConfig {
-  std::int64_t steps = 0;            // the run ends after this many steps
+  std::int64_t steps = 0;  // the run ends after this many steps
   LrSchedule schedule;
   double eps = 1e-3;
   double weight_decay = 0;
   int queries = 1;
-  ZSpec z;                           // seed, distribution and recipe of the run's z
-  int max_nonfinite = 5;             // consecutive non-finite steps that stop the run
-  std::int64_t eval_interval = 0;    // 0: before training and at the end only
+  ZSpec z;                               // seed, distribution and recipe of the run's z
+  int max_nonfinite = 5;                 // consecutive non-finite steps that stop the run
+  std::int64_t eval_interval = 0;        // 0: before training and at the end only
   std::int64_t checkpoint_interval = 0;  // 0: at the end only
-  std::int64_t check_interval = 0;   // replica digest checks; 0: never
-  bool evaluate = false;             // is there an evaluation set
+  std::int64_t check_interval = 0;       // replica digest checks; 0: never
+  bool evaluate = false;                 // is there an evaluation set
 };
 
 /// What continues across a checkpoint.
@@ -58,13 +58,13 @@ struct TrainerState {
 
 /// One finished step, as the hooks see it.
 struct StepReport {
-  std::int64_t step = 0;     // steps completed, counting this one (1-based)
+  std::int64_t step = 0;  // steps completed, counting this one (1-based)
   StepEstimate estimate;
   double lr = 0;
-  std::int64_t tokens = 0;   // non-padding tokens of the global batch
-  double seconds = 0;        // wall time of the step
-  bool skipped = false;      // non-finite: no update
-  int nonfinite_streak = 0;  // consecutive skipped steps, this one included
+  std::int64_t tokens = 0;       // non-padding tokens of the global batch
+  double seconds = 0;            // wall time of the step
+  bool skipped = false;          // non-finite: no update
+  int nonfinite_streak = 0;      // consecutive skipped steps, this one included
   runtime::TransferBytes moved;  // θ moved between host master and device slots
 };
 
