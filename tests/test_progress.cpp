@@ -33,15 +33,19 @@ struct Fixture {
   void advance(double seconds) {
     now += std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds));
   }
+  /// `total` updates of `m`, one a second.
+  void count_to(ProgressMeter& m, int total) {
+    for (int done = 1; done <= total; ++done) {
+      advance(1);
+      m.update(done, total);
+    }
+  }
 };
 
 TEST(ProgressMeter, AtMostOneLinePerIntervalAndTheLast) {
   Fixture f;
   ProgressMeter m = f.meter(10);
-  for (int done = 1; done <= 30; ++done) {
-    f.advance(1);
-    m.update(done, 30);
-  }
+  f.count_to(m, 30);
   // Due at 10 s and 20 s (10 s after the line before), then the last.
   EXPECT_EQ(f.lines,
             (std::vector<std::string>{"10/30 after 10 s, ETA 20", "20/30 after 20 s, ETA 10",
@@ -53,10 +57,7 @@ TEST(ProgressMeter, AtMostOneLinePerIntervalAndTheLast) {
 TEST(ProgressMeter, APhaseShorterThanTheIntervalPrintsNothing) {
   Fixture f;
   ProgressMeter m = f.meter(10);
-  for (int done = 1; done <= 5; ++done) {
-    f.advance(1);
-    m.update(done, 5);
-  }
+  f.count_to(m, 5);
   EXPECT_TRUE(f.lines.empty());
 }
 

@@ -9,7 +9,6 @@
 
 #include <csignal>
 #include <cstdlib>
-#include <cstring>
 #include <optional>
 
 #include "core/process_limits.hpp"
@@ -78,6 +77,15 @@ double mapped_now() {
   return pages * g_start.page;
 }
 
+/// Writes what MPI printed while it started (the capture) to `out`.
+/// Async-signal-safe.
+void replay_capture(int out) {
+  char copy[4096];
+  if (g_start.captured < 0 || lseek(g_start.captured, 0, SEEK_SET) != 0) return;
+  for (ssize_t n; (n = read(g_start.captured, copy, sizeof copy)) > 0;)
+    write_all(out, copy, static_cast<std::size_t>(n));
+}
+
 /// distzo's refusal of a start that the address-space limit cannot hold,
 /// on `out`, then exit status 2. `what`: what could not start; `how`: how it
 /// failed; `more`: bytes the next try needs beyond what is mapped (or the
@@ -123,11 +131,7 @@ double mapped_now() {
 [[noreturn]] void refuse_mpi_start(const char* how) {
   g_start.active = false;
   const int out = g_start.stderr_copy >= 0 ? g_start.stderr_copy : STDERR_FILENO;
-  char copy[4096];
-  if (g_start.captured >= 0 && lseek(g_start.captured, 0, SEEK_SET) == 0) {
-    for (ssize_t n; (n = read(g_start.captured, copy, sizeof copy)) > 0;)
-      write_all(out, copy, static_cast<std::size_t>(n));
-  }
+  replay_capture(out);
   // A thread's stack and a margin: what MPI's transport maps next.
   refuse(out, "MPI", how, 8 * kMiB + 64 * kMiB, "");
 }
@@ -151,12 +155,12 @@ extern "C" void on_interrupt_while_loading(int) {
          8 * kMiB + 128 * kMiB + 64 * kMiB, ", or set OPENBLAS_NUM_THREADS=1");
 }
 
-/// Runs before every library's constructor (the executable's ELF
-/// pre-initialiser), under an address-space limit: catches OpenBLAS's SIGINT
-/// above; main() gives SIGINT back the disposition it had.
 struct sigaction g_sigint_before;  // as the process received it (SIG_IGN under `cmd &`)
 bool g_sigint_caught = false;
 
+/// Runs before every library's constructor (the executable's ELF
+/// pre-initialiser), under an address-space limit: catches OpenBLAS's SIGINT
+/// above; main() gives SIGINT back the disposition it had.
 void catch_blas_start_failure(int, char**, char**) {
   rlimit limit{};
   if (getrlimit(RLIMIT_AS, &limit) != 0 || limit.rlim_cur == RLIM_INFINITY) return;
@@ -206,10 +210,11 @@ const char* trial_start(int argc, char** argv) {
     usleep(10000);
   }
   if (WIFEXITED(status) && WEXITSTATUS(status) == 0) return nullptr;
-  return WIFSIGNALED(status) ? "MPI_Init aborted in a trial start (a process of its own, under "
-                               "the limit less 32 MiB for the job's shared memory)"
-                             : "MPI_Init failed in a trial start (a process of its own, under "
-                               "the limit less 32 MiB for the job's shared memory)";
+  // kTrialMargin's 32 MiB, said in words.
+  return WIFSIGNALED(status) ? "MPI_Init aborted in a trial start (a process of its own, under the "
+                               "limit less 32 MiB for the job's shared memory)"
+                             : "MPI_Init failed in a trial start (a process of its own, under the "
+                               "limit less 32 MiB for the job's shared memory)";
 }
 
 }  // namespace
@@ -258,8 +263,8 @@ void start_mpi(int* argc, char*** argv) {
   if (std::getenv("PMI_FD") != nullptr || std::getenv("PMI_PORT") != nullptr) {
     if (const char* failed = trial_start(*argc, *argv)) refuse_mpi_start(failed);
   }
-  struct sigaction on_abort {
-  }, previous{};
+  struct sigaction on_abort {};
+  struct sigaction previous {};
   on_abort.sa_handler = on_abort_in_mpi_start;
   sigaction(SIGABRT, &on_abort, &previous);
   std::atexit(on_exit_in_mpi_start);
@@ -271,10 +276,7 @@ void start_mpi(int* argc, char*** argv) {
   if (g_start.stderr_copy >= 0) {
     dup2(g_start.stderr_copy, STDERR_FILENO);
     close(g_start.stderr_copy);
-    char copy[4096];
-    if (lseek(g_start.captured, 0, SEEK_SET) == 0)
-      for (ssize_t n; (n = read(g_start.captured, copy, sizeof copy)) > 0;)
-        write_all(STDERR_FILENO, copy, static_cast<std::size_t>(n));
+    replay_capture(STDERR_FILENO);
   }
   if (g_start.captured >= 0) close(g_start.captured);
   g_start.stderr_copy = g_start.captured = -1;
