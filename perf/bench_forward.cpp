@@ -160,7 +160,9 @@ int run(int argc, char** argv) {
   double gemm_gflops = 0;
   if (m.registry.num_blocks() > 0) {
     // The store is float32 (PlacementConfig()): its tensors are the floats.
-    const model::WeightView block0 = model::make_block_view(m.registry, store.theta().f32, 0);
+    model::TensorTable floats(m.registry.size());
+    for (std::uint32_t id : m.registry.block_ids(0)) floats[id] = store.theta()[id].as<real>();
+    const model::WeightView block0 = model::make_block_view(m.registry, floats, 0);
     using R = model::ParameterRole;
     const bool opt = c.architecture == model::Architecture::opt;
     const ConstMat w = block0.mat(opt ? R::fc1_weight : R::gate_weight);

@@ -179,6 +179,7 @@ int run(int argc, char** argv) {
     HalfVec theta16("distzo::perf::theta_bf16", n);
     const Vec t = theta;
     const HalfVec t16 = theta16;
+    const StoredVec stored16(StorageDtype::bf16, theta16.data(), n);
     Kokkos::parallel_for(
         "distzo::perf::theta_to_bf16", Kokkos::RangePolicy<ExecSpace, Kokkos::IndexType<std::int64_t>>(
                                            space, 0, static_cast<std::int64_t>(n)),
@@ -194,13 +195,13 @@ int run(int argc, char** argv) {
       lines.push_back({"bf16 θ (" + how + "), update + w+ + w-, gaussian",
                        "bf16_" + how + "_fused_gaussian", 12,
                        time_reps(space, warmup, reps, [&] {
-                         kernels::update_and_perturb(space, theta16, StorageDtype::bf16, param_id,
-                                                     0, u, gauss, eps, plus, minus);
+                         kernels::update_and_perturb(space, stored16, param_id, 0, u, gauss, eps,
+                                                     plus, minus);
                        })});
       lines.push_back({"bf16 θ (" + how + "), apply_update (flush), gaussian",
                        "bf16_" + how + "_apply_update_gaussian", 4,
                        time_reps(space, warmup, reps, [&] {
-                         kernels::apply_update(space, theta16, StorageDtype::bf16, param_id, 0, u);
+                         kernels::apply_update(space, stored16, param_id, 0, u);
                        })});
     }
   }

@@ -95,38 +95,36 @@ std::vector<StepUpdate> read_updates(const std::string& path) {
 struct Master {
   StorageDtype dtype = StorageDtype::fp32;
   Rounding rounding = Rounding::nearest;
-  std::vector<Vec> f32;
-  std::vector<HalfVec> words;
+  std::vector<StoredVec> theta;  // by id
   double unchanged = 0;  // element updates lost, summed over steps (fraction per step)
 };
 
 /// The float value of element i of tensor k (host copies).
 std::vector<std::vector<double>> values(const Master& m) {
   std::vector<std::vector<double>> out;
-  for (std::size_t k = 0; k < (m.dtype == StorageDtype::fp32 ? m.f32.size() : m.words.size()); ++k) {
-    std::vector<double> v;
-    if (m.dtype == StorageDtype::fp32) {
-      auto h = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), m.f32[k]);
-      v.assign(h.data(), h.data() + h.extent(0));
-    } else {
-      auto h = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), m.words[k]);
-      for (std::size_t i = 0; i < h.extent(0); ++i) v.push_back(storage::load(h(i), m.dtype));
-    }
-    out.push_back(std::move(v));
+  for (const StoredVec& t : m.theta) {
+    std::vector<unsigned char> stored(t.bytes());
+    deep_copy_stored(StoredView<Kokkos::HostSpace>(t.dtype(), stored.data(), t.extent()), t);
+    std::vector<float> decoded(t.extent());
+    StoredElements(t.dtype(), stored.data()).decode_into(t.extent(), decoded.data());
+    out.emplace_back(decoded.begin(), decoded.end());
   }
   return out;
 }
 
-/// Elements whose stored bits equal `before`'s.
-template <class V>
-std::uint64_t same_elements(const ExecSpace& space, const V& a, const V& b) {
+/// Elements whose stored bits equal `before`'s (two runs of one dtype).
+std::uint64_t same_elements(const ExecSpace& space, const StoredVec& a, const StoredVec& b) {
   std::uint64_t n = 0;
+  const std::size_t bytes = bytes_per_element(a.dtype());
+  const StoredVec::Bytes x = a.raw(), y = b.raw();
   Kokkos::parallel_reduce(
       "distzo::perf::same_elements",
       Kokkos::RangePolicy<ExecSpace, Kokkos::IndexType<std::int64_t>>(space, 0,
-                                                                      static_cast<std::int64_t>(a.extent(0))),
+                                                                      static_cast<std::int64_t>(a.extent())),
       KOKKOS_LAMBDA(const std::int64_t i, std::uint64_t& sum) {
-        if (fp::to_bits(static_cast<float>(a(i))) == fp::to_bits(static_cast<float>(b(i)))) ++sum;
+        bool same = true;
+        for (std::size_t k = 0; k < bytes; ++k) same = same && x(i * bytes + k) == y(i * bytes + k);
+        if (same) ++sum;
       },
       n);
   return n;
@@ -165,24 +163,16 @@ int run(int argc, char** argv) {
     std::vector<Master> masters;
     masters.push_back(Master{});
     for (StorageDtype d : {StorageDtype::bf16, StorageDtype::fp16})
-      for (Rounding r : {Rounding::nearest, Rounding::stochastic}) masters.push_back(Master{d, r, {}, {}, 0});
+      for (Rounding r : {Rounding::nearest, Rounding::stochastic}) masters.push_back(Master{d, r, {}, 0});
     for (Master& m : masters) {
       for (const auto& p : registry.parameters()) {
         const auto n = static_cast<std::size_t>(p.numel());
         Kokkos::View<real*, Kokkos::HostSpace> host("theta_host", n);
         reader.read(p.id, host.data());
-        if (m.dtype == StorageDtype::fp32) {
-          Vec v("theta32." + p.name, n);
-          Kokkos::deep_copy(v, host);
-          m.f32.push_back(v);
-        } else {
-          HalfVec w("theta16." + p.name, n);
-          auto hw = Kokkos::create_mirror_view(w);
-          for (std::size_t i = 0; i < n; ++i)
-            hw(i) = static_cast<std::uint16_t>(storage::store(host(i), m.dtype, Rounding::nearest, 0));
-          Kokkos::deep_copy(w, hw);
-          m.words.push_back(w);
-        }
+        std::vector<unsigned char> stored(n * bytes_per_element(m.dtype));
+        storage::encode_nearest(host.data(), n, m.dtype, stored.data());
+        m.theta.emplace_back("theta." + p.name, m.dtype, n);
+        deep_copy_stored(m.theta.back(), StoredView<Kokkos::HostSpace>(m.dtype, stored.data(), n));
       }
     }
     std::vector<std::vector<std::vector<double>>> start;
@@ -196,17 +186,10 @@ int run(int argc, char** argv) {
         std::uint64_t same = 0;
         for (const auto& p : registry.parameters()) {
           const kernels::UpdateTerms terms = zo::update_terms(pending, p, m.rounding);
-          if (m.dtype == StorageDtype::fp32) {
-            const Vec before("before", m.f32[p.id].extent(0));
-            Kokkos::deep_copy(space, before, m.f32[p.id]);
-            kernels::apply_update(space, m.f32[p.id], p.id, 0, terms);
-            same += same_elements(space, before, m.f32[p.id]);
-          } else {
-            const HalfVec before("before", m.words[p.id].extent(0));
-            Kokkos::deep_copy(space, before, m.words[p.id]);
-            kernels::apply_update(space, m.words[p.id], m.dtype, p.id, 0, terms);
-            same += same_elements(space, before, m.words[p.id]);
-          }
+          const StoredVec before("before", m.dtype, m.theta[p.id].extent());
+          deep_copy_stored(space, before, m.theta[p.id]);
+          kernels::apply_update(space, m.theta[p.id], p.id, 0, terms);
+          same += same_elements(space, before, m.theta[p.id]);
         }
         m.unchanged += static_cast<double>(same) / static_cast<double>(elements);
       }

@@ -48,7 +48,7 @@ std::uint64_t device_sum(const std::vector<float>& x, std::uint64_t first = 0) {
 
 std::uint64_t host_sum(const std::vector<float>& x, std::uint64_t first = 0) {
   return kernels::host_tensor_element_sum(Kokkos::DefaultHostExecutionSpace(),
-                                          kernels::HostTensor(x.data(), x.size()), first);
+                                          StoredElements(x.data()), x.size(), first);
 }
 
 std::vector<float> random_tensor(std::size_t n, std::uint32_t seed) {
@@ -108,7 +108,8 @@ std::uint64_t device_word_sum(const std::vector<std::uint16_t>& w, StorageDtype 
                                     Kokkos::MemoryTraits<Kokkos::Unmanaged>>(w.data(), w.size()));
   Kokkos::View<std::uint64_t*, Kokkos::LayoutRight, PinnedSpace> sums("distzo::test::sums", 1);
   const ExecSpace space;
-  kernels::tensor_element_sum(space, v, dtype, 0, Kokkos::subview(sums, 0));
+  kernels::tensor_element_sum(space, StoredVec(dtype, v.data(), v.extent(0)), 0,
+                              Kokkos::subview(sums, 0));
   space.fence();
   return sums(0);
 }
@@ -116,7 +117,7 @@ std::uint64_t device_word_sum(const std::vector<std::uint16_t>& w, StorageDtype 
 std::uint64_t host_word_sum(const std::vector<std::uint16_t>& w, StorageDtype dtype,
                             std::uint64_t first = 0) {
   return kernels::host_tensor_element_sum(Kokkos::DefaultHostExecutionSpace(),
-                                          kernels::HostWords(w.data(), w.size()), dtype, first);
+                                          StoredElements(dtype, w.data()), w.size(), first);
 }
 
 TEST(Digest, TwoByteKnownAnswersOfThePythonReference) {

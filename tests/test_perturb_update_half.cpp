@@ -25,6 +25,11 @@ using namespace distzo;
 using distzo::test_support::to_device;
 using distzo::test_support::words_of;
 
+/// A 2-byte device View as θ (or w±) stored in `dtype`.
+StoredVec stored(const HalfVec& words, StorageDtype dtype) {
+  return StoredVec(dtype, words.data(), words.extent(0));
+}
+
 constexpr std::uint64_t kSeed = 7, kPendingStep = 41, kStep = 42;
 constexpr std::uint32_t kParam = 5;
 
@@ -91,7 +96,7 @@ TEST(PerturbUpdateHalf, MatchesThePythonReferenceBitForBit) {
     words[before] = static_cast<std::uint16_t>(theta_word);
     const HalfVec theta = to_device(words);
     Vec plus("plus", n), minus("minus", n);
-    kernels::update_and_perturb(space, theta, dtype, kParam, element - before, u, now, 1e-3f, plus,
+    kernels::update_and_perturb(space, stored(theta, dtype), kParam, element - before, u, now, 1e-3f, plus,
                                 minus);
     EXPECT_EQ(words_of(theta)[before], new_word) << "θ' of " << line;
     EXPECT_EQ(fp::to_bits(floats_of(plus)[before]), plus_bits) << "w+ of " << line;
@@ -124,7 +129,7 @@ TEST(PerturbUpdateHalf, IsTheFloat32UpdateThenTheStorageRounding) {
 
       const HalfVec theta = to_device(before);
       Vec plus("plus", n), minus("minus", n);
-      kernels::update_and_perturb(space, theta, dtype, kParam, first, u, now, eps, plus, minus);
+      kernels::update_and_perturb(space, stored(theta, dtype), kParam, first, u, now, eps, plus, minus);
       const std::vector<std::uint16_t> after = words_of(theta);
       const std::vector<float> p = floats_of(plus), m = floats_of(minus);
       int changed = 0;
@@ -174,12 +179,12 @@ TEST(PerturbUpdateHalf, TwoByteOutputsAreTheFloatOutputsRoundedToNearest) {
         }
         const HalfVec theta_f = to_device(before), theta_w = to_device(before);
         Vec plus("plus", n), minus("minus", n);
-        kernels::update_and_perturb(space, theta_f, dtype, kParam, first, u, now, eps, plus, minus,
+        kernels::update_and_perturb(space, stored(theta_f, dtype), kParam, first, u, now, eps, plus, minus,
                                     rows);
         const std::vector<std::uint16_t> marker(n, 0x7E01u);  // a NaN no rounding gives
         HalfVec plus16 = to_device(marker), minus16 = to_device(marker);
-        kernels::update_and_perturb(space, theta_w, dtype, kParam, first, u, now, eps, plus16,
-                                    minus16, rows);
+        kernels::update_and_perturb(space, stored(theta_w, dtype), kParam, first, u, now, eps,
+                                    stored(plus16, dtype), stored(minus16, dtype), rows);
         EXPECT_EQ(words_of(theta_w), words_of(theta_f)) << "θ' does not depend on w's format";
         const std::vector<float> p = floats_of(plus), m = floats_of(minus);
         const std::vector<std::uint16_t> p16 = words_of(plus16), m16 = words_of(minus16);
@@ -211,12 +216,12 @@ TEST(PerturbUpdateHalf, SliceEqualsWholeAndFlushEqualsFused) {
     const std::vector<std::uint16_t> init = initial_words(n, dtype);
     const HalfVec whole = to_device(init);
     Vec whole_plus("wp", n);
-    kernels::update_and_perturb(space, whole, dtype, 11, 0, u, now, 1e-3f, whole_plus, Vec());
+    kernels::update_and_perturb(space, stored(whole, dtype), 11, 0, u, now, 1e-3f, whole_plus, Vec());
     const std::vector<std::uint16_t> w = words_of(whole);
     const std::vector<float> wp = floats_of(whole_plus);
 
     const HalfVec flushed = to_device(init);
-    kernels::apply_update(space, flushed, dtype, 11, 0, u);
+    kernels::apply_update(space, stored(flushed, dtype), 11, 0, u);
     EXPECT_EQ(words_of(flushed), w) << to_string(dtype) << ": flushed and fused updates differ";
 
     const std::size_t cuts[] = {0, 333, 334, 999};  // uneven, done in reverse order
@@ -224,7 +229,7 @@ TEST(PerturbUpdateHalf, SliceEqualsWholeAndFlushEqualsFused) {
       const std::size_t a = cuts[part], b = cuts[part + 1];
       const HalfVec slice = to_device(std::vector<std::uint16_t>(init.begin() + a, init.begin() + b));
       Vec slice_plus("sp", b - a);
-      kernels::update_and_perturb(space, slice, dtype, 11, a, u, now, 1e-3f, slice_plus, Vec());
+      kernels::update_and_perturb(space, stored(slice, dtype), 11, a, u, now, 1e-3f, slice_plus, Vec());
       EXPECT_EQ(words_of(slice), std::vector<std::uint16_t>(w.begin() + a, w.begin() + b))
           << to_string(dtype) << " part " << part;
       const std::vector<float> sp = floats_of(slice_plus);
@@ -259,7 +264,7 @@ TEST(PerturbUpdateHalf, NearestLosesUpdatesBelowHalfAnUlpStochasticKeepsThemOnAv
       u.rounding_stream = RoundingStream::make(kSeed, kPendingStep);
       const std::uint16_t start = static_cast<std::uint16_t>(storage::store(1.5f, dtype, rounding, 0));
       const HalfVec theta = to_device(std::vector<std::uint16_t>(n, start));
-      kernels::apply_update(space, theta, dtype, kParam, 0, u);
+      kernels::apply_update(space, stored(theta, dtype), kParam, 0, u);
       const std::vector<std::uint16_t> after = words_of(theta);
       double sum = 0;
       std::size_t moved = 0;
@@ -280,12 +285,19 @@ TEST(PerturbUpdateHalf, NearestLosesUpdatesBelowHalfAnUlpStochasticKeepsThemOnAv
   }
 }
 
-TEST(PerturbUpdateHalf, RefusesFp32Words) {
+TEST(PerturbUpdateHalf, RefusesWordsOfAnotherFormat) {
+  // w± are float32 or words of θ's own format: fp16 words of a bf16 θ, or
+  // 2-byte words of a float32 θ, are refused.
   ExecSpace space;
-  const HalfVec theta("theta16", 8);
-  EXPECT_THROW(kernels::update_and_perturb(space, theta, StorageDtype::fp32, 0, 0,
-                                           pending_update(Rounding::nearest),
-                                           PerturbationStream{}, 0.0f, Vec(), Vec()),
+  const HalfVec theta("theta16", 8), out("out16", 8);
+  EXPECT_THROW(kernels::update_and_perturb(space, stored(theta, StorageDtype::bf16), 0, 0,
+                                           pending_update(Rounding::nearest), PerturbationStream{},
+                                           0.0f, stored(out, StorageDtype::fp16), StoredVec()),
+               Error);
+  const Vec theta32("theta32", 8);
+  EXPECT_THROW(kernels::update_and_perturb(space, theta32, 0, 0, pending_update(Rounding::nearest),
+                                           PerturbationStream{}, 0.0f, StoredVec(),
+                                           stored(out, StorageDtype::bf16)),
                Error);
 }
 

@@ -108,7 +108,7 @@ TEST(ParameterStore, EveryPlacementHoldsTheSameTheta) {
       const std::uint32_t id = m.registry.block_ids(k).front();
       EXPECT_EQ(m.store->theta()[id].extent() != 0, k < K) << "block " << k;
     }
-    const std::size_t block_bytes = m.store->layout(model::GroupRef::of_block(0)).bytes();
+    const std::size_t block_bytes = m.store->layout(model::GroupRef::of_block(0)).bytes(m.store->storage());
     EXPECT_EQ(m.store->host_bytes(), static_cast<std::size_t>(L - K) * block_bytes);
     EXPECT_EQ(m.store->device_bytes() + m.store->host_bytes(),
               resident.store->device_bytes());
@@ -295,7 +295,7 @@ TEST(BlockStreamer, ScheduleFollowsZo2) {
               zo::walk(streamer, p);
               check_schedule(streamer.trace(), K, L, prefetch, streamer.slots(), modified, poison);
             }
-            const std::size_t block_bytes = m.store->layout(model::GroupRef::of_block(0)).bytes();
+            const std::size_t block_bytes = m.store->layout(model::GroupRef::of_block(0)).bytes(m.store->storage());
             EXPECT_EQ(streamer.last_pass_bytes().to_device, (L - K) * block_bytes);
             EXPECT_EQ(streamer.last_pass_bytes().to_host, modified ? (L - K) * block_bytes : 0u);
             EXPECT_EQ(streamer.total_bytes().to_device, 3 * (L - K) * block_bytes);
@@ -344,7 +344,7 @@ class UseAfterReleasePass final : public zo::WalkPass {
   UseAfterReleasePass(std::uint32_t id) : id_(id) {}
   void embeddings(const ExecSpace&, const runtime::ThetaTable&) override {}
   bool block(const ExecSpace&, int k, const runtime::ThetaTable& theta) override {
-    if (k == 0) kept_ = theta[id_].f32;
+    if (k == 0) kept_ = theta[id_].as<real>();
     if (k == 1) {
       auto host = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), kept_);
       for (std::size_t i = 0; i < host.extent(0); ++i) nan_seen_ = nan_seen_ || std::isnan(host(i));

@@ -109,7 +109,7 @@ TEST_P(StoreDtype, DecodeStorageIsStorageLoad) {
   auto host_words = Kokkos::create_mirror_view(words);
   for (std::size_t w = 0; w < n; ++w) host_words(w) = static_cast<std::uint16_t>(w);
   Kokkos::deep_copy(words, host_words);
-  kernels::decode_storage(ExecSpace(), words, dtype, out);
+  kernels::as_float32(ExecSpace(), StoredVec(dtype, words.data(), n), out);
   const auto host_out = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), out);
   for (std::size_t w = 0; w < n; ++w)
     ASSERT_EQ(bits(host_out(w)), bits(storage::load(static_cast<std::uint32_t>(w), dtype)))

@@ -97,12 +97,12 @@ MemoryPlan plan_memory(const PlanInputs& in) {
   // bytes per tensor, in θ's storage: a 2-byte θ (precision.storage bf16,
   // fp16) holds the same arenas, slots and host master in half the bytes,
   // and moves half the bytes.
-  const std::uint64_t per_element = bytes_per_element(in.placement.storage);
-  const std::uint64_t float_block = L > 0 ? runtime::ArenaLayout::of(r, r.block_ids(0)).bytes() : 0;
-  const std::uint64_t float_edges = runtime::ArenaLayout::of(r, r.embedding_ids()).bytes() +
-                                    runtime::ArenaLayout::of(r, r.head_ids()).bytes();
-  p.edge_arena = float_edges / kFloat * per_element;
-  p.block_arena = float_block / kFloat * per_element;
+  const StorageDtype stored = in.placement.storage;
+  const runtime::ArenaLayout block0 =
+      L > 0 ? runtime::ArenaLayout::of(r, r.block_ids(0)) : runtime::ArenaLayout();
+  p.edge_arena = runtime::ArenaLayout::of(r, r.embedding_ids()).bytes(stored) +
+                 runtime::ArenaLayout::of(r, r.head_ids()).bytes(stored);
+  p.block_arena = block0.bytes(stored);
   p.weights = p.edge_arena + u(p.device_blocks + p.slots) * p.block_arena;
 
   // Scratch: w+ and w- of the block in use (block arenas), the embeddings'
@@ -120,15 +120,21 @@ MemoryPlan plan_memory(const PlanInputs& in) {
       edge_w += view_bytes(u(r[id].numel()),
                            words && r[id].shape.size() == 2 ? sizeof(std::uint16_t) : kFloat);
   // A block's w is then its matrices' words (a word arena in the block's
-  // layout; one at a time, a tensor at a time: the largest matrix) and its
-  // vectors' floats (a packed arena).
+  // layout) and its vectors' floats (a packed arena). One at a time, a
+  // block's matrices are made a tensor at a time as the forward reads them:
+  // the largest matrix in w's format and the vectors packed.
+  const std::uint64_t vectors = view_bytes(u(runtime::max_block_vector_elements(r)), kFloat);
   const std::uint64_t block_w =
-      words ? view_bytes(one ? u(runtime::max_block_matrix_elements(r)) : float_block / kFloat,
-                         sizeof(std::uint16_t)) +
-                  view_bytes(u(runtime::max_block_vector_elements(r)), kFloat)
-            : float_block;
+      one     ? view_bytes(u(runtime::max_block_matrix_elements(r)),
+                           bytes_per_element(in.placement.gemm_inputs())) + vectors
+      : words ? view_bytes(u(block0.elements), sizeof(std::uint16_t)) + vectors
+              : block0.bytes(StorageDtype::fp32);
+  // One at a time without 2-byte GEMM inputs that scratch is too small to
+  // decode a 2-byte θ's block into: the decoder has a block arena of its own.
+  const bool own_decode_block = one && !words && in.placement.storage != StorageDtype::fp32;
   p.scratch =
       (one ? 1 : 2) * block_w + (one ? 1 : e) * edge_w +
+      (own_decode_block ? view_bytes(u(block0.elements), kFloat) : 0) +
       (in.batch.task == model::Task::classification ? view_bytes(u(c.vocab_size), kInt) : 0);
   // A 2-byte θ is read as float32 for an evaluation's forward by decoding it
   // into that same scratch, idle between steps (zo/float_theta.hpp); the

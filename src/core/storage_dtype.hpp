@@ -1,5 +1,5 @@
 #pragma once
-// 2-byte storage of θ (issue 22: a half-precision master copy) as pure,
+// 2-byte storage of θ (a half-precision master copy) as pure,
 // bit-specified functions: the formats, round to nearest and stochastic
 // rounding (SR) driven by a counter-based random word. Every function here is
 // integer arithmetic on the float's bits (plus one exact multiply), so a host
@@ -83,6 +83,7 @@
 
 #include <Kokkos_Core.hpp>
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -104,15 +105,15 @@ inline const char* to_string(StorageDtype d) {
 
 /// Elements of a tensor (or of a piece of one) in host memory as θ stores
 /// them: float32 values (fp32), or the 16-bit words of a bf16 / fp16 θ.
-/// Float32 values convert implicitly, so a sink of stored elements takes
-/// `const float*` as before.
+/// Float32 values convert implicitly: a sink of stored elements can be
+/// handed a `const float*`.
 struct StoredElements {
   StorageDtype dtype = StorageDtype::fp32;
   const void* data = nullptr;
 
   StoredElements(const float* values) : data(values) {}  // NOLINT(google-explicit-constructor)
-  StoredElements(StorageDtype words_dtype, const std::uint16_t* words)
-      : dtype(words_dtype), data(words) {}
+  StoredElements(StorageDtype stored_dtype, const void* elements)
+      : dtype(stored_dtype), data(elements) {}
   const float* values() const {
     DISTZO_REQUIRE(dtype == StorageDtype::fp32, "stored elements: float32 values asked of "
                                                     << to_string(dtype) << " words");
@@ -122,6 +123,8 @@ struct StoredElements {
     DISTZO_REQUIRE(dtype != StorageDtype::fp32, "stored elements: 2-byte words asked of float32 values");
     return static_cast<const std::uint16_t*>(data);
   }
+  /// The float32 values of the first n elements into out (exact).
+  inline void decode_into(std::size_t n, float* out) const;
 };
 
 /// Inverse of to_string. Throws distzo::Error naming the allowed values.
@@ -313,7 +316,29 @@ KOKKOS_INLINE_FUNCTION float round_to_storage(float x, StorageDtype dtype, Round
   return load(store(x, dtype, rounding, r), dtype);
 }
 
+/// n float32 values rounded to nearest into `dtype`'s elements at `out`
+/// (bytes_per_element(dtype) each): how a float32 file or buffer enters θ,
+/// once, the same way on every rank, with no random words to key.
+inline void encode_nearest(const float* in, std::size_t n, StorageDtype dtype, void* out) {
+  if (dtype == StorageDtype::fp32) {
+    std::copy(in, in + n, static_cast<float*>(out));
+    return;
+  }
+  auto* words = static_cast<std::uint16_t*>(out);
+  for (std::size_t i = 0; i < n; ++i)
+    words[i] = static_cast<std::uint16_t>(store(in[i], dtype, Rounding::nearest, 0));
+}
+
 }  // namespace storage
+
+inline void StoredElements::decode_into(std::size_t n, float* out) const {
+  if (dtype == StorageDtype::fp32) {
+    std::copy(values(), values() + n, out);
+    return;
+  }
+  const std::uint16_t* w = words();
+  for (std::size_t i = 0; i < n; ++i) out[i] = storage::load(w[i], dtype);
+}
 
 static_assert(kRoundingKeyTag != kPerturbationKeyTag && kRoundingKeyTag != kPerturbationBlockTag &&
                   kRoundingBlockTag != kPerturbationKeyTag &&

@@ -284,15 +284,15 @@ std::string Hdf5File::read_string_attribute(const std::string& name) const {
 std::uint64_t dataset_checksum(const void* data, std::size_t words, std::uint64_t first) {
   // The digest's element-sum kernel reads 32-bit words; it never looks at
   // them as numbers (bits only), so any 32-bit word serves.
-  return kernels::host_tensor_element_sum(
-      Kokkos::DefaultHostExecutionSpace(),
-      kernels::HostTensor(static_cast<const real*>(data), words), first);
+  return kernels::host_tensor_element_sum(Kokkos::DefaultHostExecutionSpace(),
+                                          StoredElements(static_cast<const real*>(data)), words,
+                                          first);
 }
 
 std::uint64_t words_checksum(StorageDtype dtype, const std::uint16_t* data, std::size_t count,
                              std::uint64_t first) {
   return kernels::host_tensor_element_sum(Kokkos::DefaultHostExecutionSpace(),
-                                          kernels::HostWords(data, count), dtype, first);
+                                          StoredElements(dtype, data), count, first);
 }
 
 Hdf5Handle half_float_type(StorageDtype dtype) {

@@ -1,19 +1,23 @@
 #include "kernels/decode_storage.hpp"
 
+#include <utility>
+
 #include "core/error.hpp"
 
 namespace distzo::kernels {
 
-void decode_storage(const ExecSpace& space, const HalfVec& words, StorageDtype dtype, const Vec& out) {
-  DISTZO_REQUIRE(dtype != StorageDtype::fp32, "decode_storage: fp32 θ is read in place, not decoded");
-  DISTZO_REQUIRE(out.extent(0) >= words.extent(0),
-                 "decode_storage: " << words.extent(0) << " words into " << out.extent(0)
-                                    << " floats");
-  const HalfVec w = words;
-  const Vec o = out;
+Vec as_float32(const ExecSpace& space, const StoredVec& x, const Vec& scratch) {
+  if (!decodes_to_scratch(x.dtype())) return x.as<real>();
+  DISTZO_REQUIRE(scratch.extent(0) >= x.extent(),
+                 "as_float32: " << x.extent() << " " << to_string(x.dtype()) << " words into "
+                                << scratch.extent(0) << " floats");
+  const HalfVec w = x.as<std::uint16_t>();
+  const Vec out = Kokkos::subview(scratch, std::make_pair(std::size_t{0}, x.extent()));
+  const StorageDtype dtype = x.dtype();
   Kokkos::parallel_for(
-      "distzo::decode_storage", Kokkos::RangePolicy<ExecSpace>(space, 0, words.extent(0)),
-      KOKKOS_LAMBDA(const std::size_t i) { o(i) = storage::load(w(i), dtype); });
+      "distzo::decode_storage", Kokkos::RangePolicy<ExecSpace>(space, 0, x.extent()),
+      KOKKOS_LAMBDA(const std::size_t i) { out(i) = storage::load(w(i), dtype); });
+  return out;
 }
 
 }  // namespace distzo::kernels

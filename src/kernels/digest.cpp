@@ -1,10 +1,10 @@
 #include "kernels/digest.hpp"
 
+#include <type_traits>
+
 #include "core/digest.hpp"
 #include "core/error.hpp"
 #include "core/fp.hpp"
-
-#include <type_traits>
 
 namespace distzo::kernels {
 
@@ -42,32 +42,22 @@ void element_sum(const char* label, const ExecutionSpace& space, const Tensor& x
 
 }  // namespace detail
 
-void tensor_element_sum(const ExecSpace& space, const ConstVec& x, std::uint64_t first_element,
+void tensor_element_sum(const ExecSpace& space, const StoredVec& x, std::uint64_t first_element,
                         const ElementSum& sum) {
-  detail::element_sum("distzo::tensor_element_sum", space, x, first_element, 0, sum);
+  with_elements(x, [&](const auto& words) {
+    detail::element_sum("distzo::tensor_element_sum", space, words, first_element,
+                        digest::format_tag(x.dtype()), sum);
+  });
 }
 
 std::uint64_t host_tensor_element_sum(const Kokkos::DefaultHostExecutionSpace& space,
-                                      const HostTensor& x, std::uint64_t first_element) {
-  std::uint64_t sum = 0;
-  detail::element_sum("distzo::host_tensor_element_sum", space, x, first_element, 0, sum);
-  return sum;
-}
-
-void tensor_element_sum(const ExecSpace& space, const ConstHalfVec& words, StorageDtype dtype,
-                        std::uint64_t first_element, const ElementSum& sum) {
-  DISTZO_REQUIRE(dtype != StorageDtype::fp32, "tensor_element_sum: words of a float32 tensor");
-  detail::element_sum("distzo::tensor_element_sum_words", space, words, first_element,
-                      digest::format_tag(dtype), sum);
-}
-
-std::uint64_t host_tensor_element_sum(const Kokkos::DefaultHostExecutionSpace& space,
-                                      const HostWords& words, StorageDtype dtype,
+                                      StoredElements x, std::size_t count,
                                       std::uint64_t first_element) {
-  DISTZO_REQUIRE(dtype != StorageDtype::fp32, "host_tensor_element_sum: words of a float32 tensor");
   std::uint64_t sum = 0;
-  detail::element_sum("distzo::host_tensor_element_sum_words", space, words, first_element,
-                      digest::format_tag(dtype), sum);
+  with_elements(x, count, [&](const auto& words) {
+    detail::element_sum("distzo::host_tensor_element_sum", space, words, first_element,
+                        digest::format_tag(x.dtype), sum);
+  });
   return sum;
 }
 

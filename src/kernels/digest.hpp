@@ -11,40 +11,31 @@
 // the host execution space. S is an integer sum, so both give the same bits,
 // and the sums of the slices of a tensor add up (mod 2^64) to the tensor's S.
 
-#include "core/storage_dtype.hpp"
-#include "core/types.hpp"
-
 #include <cstdint>
+
+#include "core/storage_dtype.hpp"
+#include "core/stored_view.hpp"
+#include "core/types.hpp"
 
 namespace distzo::kernels {
 
-/// A tensor (or a slice of one) in host memory. Pinned memory qualifies: wrap
-/// its pointer, as the host execution space reads it like any host memory.
-using HostTensor = Kokkos::View<const real*, Kokkos::LayoutRight, Kokkos::HostSpace>;
-/// The same for the words of a bf16 / fp16 tensor.
-using HostWords = Kokkos::View<const std::uint16_t*, Kokkos::LayoutRight, Kokkos::HostSpace>;
-using ConstHalfVec = Kokkos::View<const std::uint16_t*, Kokkos::LayoutRight, MemSpace>;
 /// Where tensor_element_sum writes S: a rank-0 View in host memory that the
 /// execution space writes directly (pinned under CUDA), e.g.
 /// Kokkos::subview(sums, k) of a View of per-tensor sums. No device buffer,
 /// no copy: fence the instance, then read.
 using ElementSum = Kokkos::View<std::uint64_t, Kokkos::LayoutRight, PinnedSpace>;
 
-/// S of x (in execution-space memory) into `sum`. Enqueued on `space`, no
-/// fence: reduce every tensor, then fence once.
-void tensor_element_sum(const ExecSpace& space, const ConstVec& x, std::uint64_t first_element,
+/// S of x (in execution-space memory, any storage dtype: over the elements
+/// as stored, no decode) into `sum`. Enqueued on `space`, no fence: reduce
+/// every tensor, then fence once.
+void tensor_element_sum(const ExecSpace& space, const StoredVec& x, std::uint64_t first_element,
                         const ElementSum& sum);
 
-/// S of x (in host memory), reduced on `space`; returns when it is known.
+/// S of `count` elements `x` in host memory (pinned memory qualifies: the
+/// host execution space reads it like any host memory), reduced on `space`;
+/// returns when it is known.
 std::uint64_t host_tensor_element_sum(const Kokkos::DefaultHostExecutionSpace& space,
-                                      const HostTensor& x, std::uint64_t first_element = 0);
-
-/// S of the words of a bf16 or fp16 tensor (`dtype`), over the words as
-/// stored (no decode): in execution-space memory, and in host memory.
-void tensor_element_sum(const ExecSpace& space, const ConstHalfVec& words, StorageDtype dtype,
-                        std::uint64_t first_element, const ElementSum& sum);
-std::uint64_t host_tensor_element_sum(const Kokkos::DefaultHostExecutionSpace& space,
-                                      const HostWords& words, StorageDtype dtype,
+                                      StoredElements x, std::size_t count,
                                       std::uint64_t first_element = 0);
 
 }  // namespace distzo::kernels

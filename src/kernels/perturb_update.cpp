@@ -1,11 +1,11 @@
 #include "kernels/perturb_update.hpp"
 
+#include <type_traits>
+#include <utility>
+
 #include "core/error.hpp"
 #include "core/fp.hpp"
 #include "kernels/common.hpp"
-
-#include <type_traits>
-#include <utility>
 
 namespace distzo::kernels {
 
@@ -14,8 +14,7 @@ namespace {
 /// Philox blocks (of 4 elements) per work item: on host backends a chunk the
 /// compiler vectorises (the z of 32 blocks in SIMD loops, then contiguous
 /// loads and stores of 128 elements); on a device one block per thread.
-constexpr int kBlocksPerItem =
-    std::is_same<MemSpace, Kokkos::HostSpace>::value ? 32 : 1;
+constexpr int kBlocksPerItem = std::is_same<MemSpace, Kokkos::HostSpace>::value ? 32 : 1;
 constexpr int kElementsPerItem = 4 * kBlocksPerItem;
 
 template <class Out>
@@ -84,13 +83,14 @@ void fused_kernel(const ExecSpace& space, const Theta& theta, std::uint32_t para
   check(theta.extent(), plus, "w+");
   check(theta.extent(), minus, "w-");
   const bool all_rows = rows.used.extent(0) == 0;
-  DISTZO_REQUIRE(all_rows || (rows.row_elements > 0 &&
-                              (first_element + theta.extent() + rows.row_elements - 1) /
-                                      rows.row_elements <=
-                                  rows.used.extent(0)),
-                 "update_and_perturb: a row selection of " << rows.used.extent(0) << " rows of "
-                     << rows.row_elements << " elements does not cover elements [" << first_element
-                     << ", " << first_element + theta.extent() << ")");
+  DISTZO_REQUIRE(
+      all_rows || (rows.row_elements > 0 &&
+                   (first_element + theta.extent() + rows.row_elements - 1) / rows.row_elements <=
+                       rows.used.extent(0)),
+      "update_and_perturb: a row selection of "
+          << rows.used.extent(0) << " rows of " << rows.row_elements
+          << " elements does not cover elements [" << first_element << ", "
+          << first_element + theta.extent() << ")");
   if (theta.extent() == 0) return;
   const Theta t = theta;
   const Out p = plus, m = minus;
@@ -104,16 +104,17 @@ void fused_kernel(const ExecSpace& space, const Theta& theta, std::uint32_t para
   // kBlocksPerItem Philox blocks starting at the block holding `first`.
   const std::uint64_t first = first_element, last = first_element + theta.extent() - 1;
   const std::uint64_t first_block = first >> 2;
-  const std::int64_t items = static_cast<std::int64_t>(
-      ((last >> 2) - first_block) / kBlocksPerItem + 1);
+  const std::int64_t items =
+      static_cast<std::int64_t>(((last >> 2) - first_block) / kBlocksPerItem + 1);
   // Each item: load θ, apply the pending update (its z regenerated from its
   // coordinates), then this step's z and w± = θ' ± εz. Arithmetic through
   // core/fp.hpp: the same bits on every backend. Lanes outside [first, last]
   // are neither read nor written; lanes of unselected rows get no w±.
   for_each_index(
-      "distzo::update_and_perturb", space, items,
-      static_cast<std::int64_t>(theta.extent()), KOKKOS_LAMBDA(const std::int64_t item) {
-        const std::uint64_t block0 = first_block + static_cast<std::uint64_t>(item) * kBlocksPerItem;
+      "distzo::update_and_perturb", space, items, static_cast<std::int64_t>(theta.extent()),
+      KOKKOS_LAMBDA(const std::int64_t item) {
+        const std::uint64_t block0 =
+            first_block + static_cast<std::uint64_t>(item) * kBlocksPerItem;
         const std::uint64_t base = 4 * block0;  // element of lane 0
         const bool whole = base >= first && base + kElementsPerItem - 1 <= last;
         // Rows: the first and last row the item touches decide whether this
@@ -161,7 +162,7 @@ void fused_kernel(const ExecSpace& space, const Theta& theta, std::uint32_t para
           }
           for (int i = 0; i < kElementsPerItem; ++i) value[i] = fp::sub(value[i], step[i]);
           if constexpr (Theta::kExact) {
-            // float32: θ' is stored as computed (plain stores, as vectorisable as before).
+            // float32: θ' is stored as computed (plain stores the compiler vectorises).
             if (whole) {
               for (int i = 0; i < kElementsPerItem; ++i) t.words(base + i - first) = value[i];
             } else {
@@ -192,9 +193,11 @@ void fused_kernel(const ExecSpace& space, const Theta& theta, std::uint32_t para
         for (int i = 0; i < kElementsPerItem; ++i) ez[i] = fp::mul(eps, ez[i]);
         if (whole && every) {
           if (write_plus)
-            for (int i = 0; i < kElementsPerItem; ++i) p.set(base + i - first, fp::add(value[i], ez[i]));
+            for (int i = 0; i < kElementsPerItem; ++i)
+              p.set(base + i - first, fp::add(value[i], ez[i]));
           if (write_minus)
-            for (int i = 0; i < kElementsPerItem; ++i) m.set(base + i - first, fp::sub(value[i], ez[i]));
+            for (int i = 0; i < kElementsPerItem; ++i)
+              m.set(base + i - first, fp::sub(value[i], ez[i]));
         } else {
           for (int i = 0; i < kElementsPerItem; ++i) {
             const std::uint64_t e = base + i;
@@ -206,97 +209,83 @@ void fused_kernel(const ExecSpace& space, const Theta& theta, std::uint32_t para
       });
 }
 
-void update_and_perturb(const ExecSpace& space, const Vec& theta, std::uint32_t param_id,
+namespace {
+
+/// w± of one sign as the word type W, or an empty View when not requested.
+template <class W>
+Kokkos::View<W*, Kokkos::LayoutRight, MemSpace> output_words(const StoredVec& out) {
+  return out.empty() ? Kokkos::View<W*, Kokkos::LayoutRight, MemSpace>() : out.as<W>();
+}
+
+/// The fused kernel over θ (`theta`, of format kThetaDtype) with w± as they
+/// were asked for: float32 values, or words of θ's own format.
+template <StorageDtype kThetaDtype, class Theta>
+void fused_with_outputs(const ExecSpace& space, const Theta& theta, std::uint32_t param_id,
                         std::uint64_t first_element, const UpdateTerms& update,
-                        const PerturbationStream& stream, real eps, const Vec& plus,
-                        const Vec& minus, const RowSelection& rows) {
-  fused_kernel(space, Fp32Theta{theta}, param_id, first_element, update, stream, eps,
-               FloatOut{plus}, FloatOut{minus}, rows);
+                        const PerturbationStream& stream, real eps, const StoredVec& plus,
+                        const StoredVec& minus, const RowSelection& rows) {
+  DISTZO_REQUIRE(plus.empty() || minus.empty() || plus.dtype() == minus.dtype(),
+                 "update_and_perturb: w+ as " << to_string(plus.dtype()) << ", w- as "
+                                              << to_string(minus.dtype()));
+  const StorageDtype out = plus.empty() ? minus.dtype() : plus.dtype();
+  if (out == StorageDtype::fp32)
+    return fused_kernel(space, theta, param_id, first_element, update, stream, eps,
+                        FloatOut{output_words<real>(plus)}, FloatOut{output_words<real>(minus)},
+                        rows);
+  if constexpr (kThetaDtype != StorageDtype::fp32) {
+    if (out == kThetaDtype)
+      return fused_kernel(space, theta, param_id, first_element, update, stream, eps,
+                          WordsOut<kThetaDtype>{output_words<std::uint16_t>(plus)},
+                          WordsOut<kThetaDtype>{output_words<std::uint16_t>(minus)}, rows);
+  }
+  DISTZO_REQUIRE(false, "update_and_perturb: w± as " << to_string(out) << " words of a "
+                                                     << to_string(kThetaDtype)
+                                                     << " θ (float32 or θ's own format expected)");
 }
 
-/// The fused kernel over 2-byte words of kDtype, instantiated per rounding
-/// (neither the format nor the rounding is decided per element) and per kind
-/// of output (Out<kDtype>: FloatOut or WordsOut).
-template <StorageDtype kDtype, class Out>
-void fused_half_kernel(const ExecSpace& space, const HalfVec& theta, std::uint32_t param_id,
-                       std::uint64_t first_element, const UpdateTerms& update,
-                       const PerturbationStream& stream, real eps, const Out& plus,
-                       const Out& minus, const RowSelection& rows) {
+/// A 2-byte θ of format kDtype, instantiated per rounding: neither the
+/// format nor the rounding is decided per element.
+template <StorageDtype kDtype>
+void fused_half(const ExecSpace& space, const StoredVec& theta, std::uint32_t param_id,
+                std::uint64_t first_element, const UpdateTerms& update,
+                const PerturbationStream& stream, real eps, const StoredVec& plus,
+                const StoredVec& minus, const RowSelection& rows) {
+  const HalfVec words = theta.as<std::uint16_t>();
   if (update.rounding == Rounding::stochastic)
-    fused_kernel(space, HalfTheta<kDtype, Rounding::stochastic>{theta}, param_id, first_element,
-                 update, stream, eps, plus, minus, rows);
+    fused_with_outputs<kDtype>(space, HalfTheta<kDtype, Rounding::stochastic>{words}, param_id,
+                               first_element, update, stream, eps, plus, minus, rows);
   else
-    fused_kernel(space, HalfTheta<kDtype, Rounding::nearest>{theta}, param_id, first_element,
-                 update, stream, eps, plus, minus, rows);
+    fused_with_outputs<kDtype>(space, HalfTheta<kDtype, Rounding::nearest>{words}, param_id,
+                               first_element, update, stream, eps, plus, minus, rows);
 }
 
-/// θ's format picked once: `make_out.template of<kDtype>()` gives the outputs.
-template <class MakeOut>
-void dispatch_half(const ExecSpace& space, const HalfVec& theta, StorageDtype dtype,
-                   std::uint32_t param_id, std::uint64_t first_element, const UpdateTerms& update,
-                   const PerturbationStream& stream, real eps, const MakeOut& make_out,
-                   const RowSelection& rows) {
-  switch (dtype) {
-    case StorageDtype::bf16: {
-      const auto out = make_out.template of<StorageDtype::bf16>();
-      return fused_half_kernel<StorageDtype::bf16>(space, theta, param_id, first_element, update,
-                                                   stream, eps, out.first, out.second, rows);
-    }
-    case StorageDtype::fp16: {
-      const auto out = make_out.template of<StorageDtype::fp16>();
-      return fused_half_kernel<StorageDtype::fp16>(space, theta, param_id, first_element, update,
-                                                   stream, eps, out.first, out.second, rows);
-    }
-    case StorageDtype::fp32: break;
+}  // namespace
+
+void update_and_perturb(const ExecSpace& space, const StoredVec& theta, std::uint32_t param_id,
+                        std::uint64_t first_element, const UpdateTerms& update,
+                        const PerturbationStream& stream, real eps, const StoredVec& plus,
+                        const StoredVec& minus, const RowSelection& rows) {
+  switch (theta.dtype()) {
+    case StorageDtype::fp32:
+      return fused_with_outputs<StorageDtype::fp32>(space, Fp32Theta{theta.as<real>()}, param_id,
+                                                    first_element, update, stream, eps, plus, minus,
+                                                    rows);
+    case StorageDtype::bf16:
+      return fused_half<StorageDtype::bf16>(space, theta, param_id, first_element, update, stream,
+                                            eps, plus, minus, rows);
+    case StorageDtype::fp16:
+      return fused_half<StorageDtype::fp16>(space, theta, param_id, first_element, update, stream,
+                                            eps, plus, minus, rows);
   }
-  DISTZO_REQUIRE(false, "update_and_perturb: 2-byte words of θ with storage dtype "
-                            << to_string(dtype) << " (bf16 or fp16 expected)");
 }
 
-struct FloatOutputs {
-  Vec plus, minus;
-  template <StorageDtype>
-  std::pair<FloatOut, FloatOut> of() const { return {FloatOut{plus}, FloatOut{minus}}; }
-};
-
-struct WordOutputs {
-  HalfVec plus, minus;
-  template <StorageDtype kDtype>
-  std::pair<WordsOut<kDtype>, WordsOut<kDtype>> of() const {
-    return {WordsOut<kDtype>{plus}, WordsOut<kDtype>{minus}};
-  }
-};
-
-void update_and_perturb(const ExecSpace& space, const HalfVec& theta, StorageDtype dtype,
-                        std::uint32_t param_id, std::uint64_t first_element,
-                        const UpdateTerms& update, const PerturbationStream& stream, real eps,
-                        const Vec& plus, const Vec& minus, const RowSelection& rows) {
-  dispatch_half(space, theta, dtype, param_id, first_element, update, stream, eps,
-                FloatOutputs{plus, minus}, rows);
-}
-
-void update_and_perturb(const ExecSpace& space, const HalfVec& theta, StorageDtype dtype,
-                        std::uint32_t param_id, std::uint64_t first_element,
-                        const UpdateTerms& update, const PerturbationStream& stream, real eps,
-                        const HalfVec& plus, const HalfVec& minus, const RowSelection& rows) {
-  dispatch_half(space, theta, dtype, param_id, first_element, update, stream, eps,
-                WordOutputs{plus, minus}, rows);
-}
-
-void apply_update(const ExecSpace& space, const Vec& theta, std::uint32_t param_id,
+void apply_update(const ExecSpace& space, const StoredVec& theta, std::uint32_t param_id,
                   std::uint64_t first_element, const UpdateTerms& update) {
   if (update.count == 0) return;
   // The fused kernel with no outputs requested: the same update arithmetic,
   // and this step's z is never evaluated.
   update_and_perturb(space, theta, param_id, first_element, update, PerturbationStream{}, real(0),
-                     Vec(), Vec());
-}
-
-void apply_update(const ExecSpace& space, const HalfVec& theta, StorageDtype dtype,
-                  std::uint32_t param_id, std::uint64_t first_element, const UpdateTerms& update) {
-  if (update.count == 0) return;
-  update_and_perturb(space, theta, dtype, param_id, first_element, update, PerturbationStream{},
-                     real(0), Vec(), Vec());
+                     StoredVec(), StoredVec());
 }
 
 }  // namespace distzo::kernels

@@ -20,13 +20,14 @@
 // (seed, pending step, parameter id, element)); w± are computed from the value
 // θ now holds, so the next step and a flush see the same θ. One read and one
 // write of the 2-byte word per element; w± are float32, or 2-byte words of
-// the same format (the overload with HalfVec outputs).
+// the same format.
+
+#include <cstdint>
 
 #include "core/perturbation.hpp"
 #include "core/storage_dtype.hpp"
+#include "core/stored_view.hpp"
 #include "core/types.hpp"
-
-#include <cstdint>
 
 namespace distzo::kernels {
 
@@ -35,13 +36,13 @@ constexpr int kMaxQueries = 32;
 
 /// A pending SGD update as plain data that kernels take by value.
 struct UpdateTerms {
-  int count = 0;                                 // number of queries q; 0 = no update
-  real decay = 0;                                // lr · weight_decay for this tensor
-  PerturbationStream stream[kMaxQueries] = {};   // z_q of the step being applied
-  real coefficient[kMaxQueries] = {};            // a_q = lr · g_q / q
+  int count = 0;                                // number of queries q; 0 = no update
+  real decay = 0;                               // lr · weight_decay for this tensor
+  PerturbationStream stream[kMaxQueries] = {};  // z_q of the step being applied
+  real coefficient[kMaxQueries] = {};           // a_q = lr · g_q / q
   // How the updated θ is stored when it is stored in 2 bytes (fp32: exact).
   Rounding rounding = Rounding::nearest;
-  RoundingStream rounding_stream = {};           // (seed, pending step): stochastic only
+  RoundingStream rounding_stream = {};  // (seed, pending step): stochastic only
 };
 
 /// Which rows of a row-major (rows, row_elements) parameter need w±: used(r)
@@ -55,36 +56,22 @@ struct RowSelection {
 };
 
 /// Applies `update` (if count > 0) to θ and writes θ ± ε·z into `plus` /
-/// `minus` (either may be an empty View: not written), for the rows that
-/// `rows` selects (all by default; the other rows of w± are left as they
-/// were). θ holds elements [first_element, first_element + θ.extent(0)) of
-/// parameter `param_id`, so a slice of a tensor is perturbed exactly like the
-/// whole. Enqueued on `space`.
-void update_and_perturb(const ExecSpace& space, const Vec& theta, std::uint32_t param_id,
+/// `minus` (either may be empty: not written), for the rows that `rows`
+/// selects (all by default; the other rows of w± are left as they were). θ
+/// holds elements [first_element, first_element + θ.extent()) of parameter
+/// `param_id`, so a slice of a tensor is perturbed exactly like the whole.
+/// θ is stored as any StorageDtype; w± are float32, or words of θ's own
+/// format (precision.gemm_inputs: storage): each w± = θ' ± ε·z computed in
+/// float32, then rounded to nearest (ties to even) — half the bytes written
+/// and no random word (w± are thrown away after the step). Enqueued on
+/// `space`.
+void update_and_perturb(const ExecSpace& space, const StoredVec& theta, std::uint32_t param_id,
                         std::uint64_t first_element, const UpdateTerms& update,
-                        const PerturbationStream& stream, real eps, const Vec& plus,
-                        const Vec& minus, const RowSelection& rows = RowSelection());
-
-/// The same with θ stored in 2-byte words of `dtype` (bf16 or fp16).
-void update_and_perturb(const ExecSpace& space, const HalfVec& theta, StorageDtype dtype,
-                        std::uint32_t param_id, std::uint64_t first_element,
-                        const UpdateTerms& update, const PerturbationStream& stream, real eps,
-                        const Vec& plus, const Vec& minus, const RowSelection& rows = RowSelection());
-
-/// The same with w± as 2-byte words of `dtype` too (precision.gemm_inputs:
-/// storage): each w± = θ' ± ε·z computed in float32 as above, then rounded to
-/// nearest (ties to even) into `dtype`. Half the bytes written of the float
-/// outputs; no random word (w± are thrown away after the step).
-void update_and_perturb(const ExecSpace& space, const HalfVec& theta, StorageDtype dtype,
-                        std::uint32_t param_id, std::uint64_t first_element,
-                        const UpdateTerms& update, const PerturbationStream& stream, real eps,
-                        const HalfVec& plus, const HalfVec& minus,
-                        const RowSelection& rows = RowSelection());
+                        const PerturbationStream& stream, real eps, const StoredVec& plus,
+                        const StoredVec& minus, const RowSelection& rows = RowSelection());
 
 /// Only the update (flush before eval or checkpoint): the same arithmetic.
-void apply_update(const ExecSpace& space, const Vec& theta, std::uint32_t param_id,
+void apply_update(const ExecSpace& space, const StoredVec& theta, std::uint32_t param_id,
                   std::uint64_t first_element, const UpdateTerms& update);
-void apply_update(const ExecSpace& space, const HalfVec& theta, StorageDtype dtype,
-                  std::uint32_t param_id, std::uint64_t first_element, const UpdateTerms& update);
 
 }  // namespace distzo::kernels

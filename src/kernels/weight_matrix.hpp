@@ -4,10 +4,11 @@
 // storage. Dense layers hand the words to a 2-byte GEMM (kernels/linear.hpp);
 // gathers and dot products read elements through MatrixReader.
 
-#include "core/storage_dtype.hpp"
-#include "core/types.hpp"
-
 #include <cstddef>
+
+#include "core/storage_dtype.hpp"
+#include "core/stored_view.hpp"
+#include "core/types.hpp"
 
 namespace distzo::kernels {
 
@@ -41,5 +42,11 @@ struct WeightMatrix {
   std::size_t cols() const { return is_words() ? words.extent(1) : values.extent(1); }
   MatrixReader reader() const { return MatrixReader{values, words, dtype}; }
 };
+
+/// The (rows, cols) matrix held by w: its floats, or its 2-byte words.
+inline WeightMatrix weight_matrix(const StoredVec& w, std::size_t rows, std::size_t cols) {
+  if (w.dtype() == StorageDtype::fp32) return ConstMat(w.as<real>().data(), rows, cols);
+  return WeightMatrix(w.dtype(), ConstHalfMat(w.as<std::uint16_t>().data(), rows, cols));
+}
 
 }  // namespace distzo::kernels

@@ -12,11 +12,12 @@
 // Philox block and every slice starts on a line. Tensor segments start on
 // the same grid, so a tensor's part inside a slice begins at an element
 // index that is a multiple of 4 within the tensor: z there is the same
-// z the unsliced kernel makes. The parameter digest (version 2) is a sum of
+// z the unsliced kernel makes. The parameter digest is a sum of
 // per-element terms, so any cut combines exactly. Equal slices make the
 // exchange an all-gather of S equal pieces (what NCCL offers); the last
 // slices may lie wholly or partly in the padding beyond the arena.
 
+#include "core/storage_dtype.hpp"
 #include "core/types.hpp"
 #include "model/parameter_registry.hpp"
 #include "runtime/placement.hpp"
@@ -44,7 +45,8 @@ struct ArenaLayout {
   static ArenaLayout of(const model::ParameterRegistry& registry,
                         const std::vector<std::uint32_t>& ids);
   const Segment& segment(std::uint32_t id) const;
-  std::size_t bytes() const { return elements * sizeof(real); }
+  /// Bytes of the arena with θ stored as `dtype`.
+  std::size_t bytes(StorageDtype dtype) const { return elements * bytes_per_element(dtype); }
 };
 
 

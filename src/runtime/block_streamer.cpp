@@ -1,20 +1,22 @@
 #include "runtime/block_streamer.hpp"
 
+#include <algorithm>
+
 #include "core/error.hpp"
 #include "core/fault_injection.hpp"
 #include "core/fence.hpp"
 #include "core/memory.hpp"
 
-#include <algorithm>
-#include <limits>
-
 namespace distzo::runtime {
 
 const char* to_string(Lane lane) {
   switch (lane) {
-    case Lane::compute: return "compute";
-    case Lane::upload: return "upload";
-    case Lane::writeback: return "writeback";
+    case Lane::compute:
+      return "compute";
+    case Lane::upload:
+      return "upload";
+    case Lane::writeback:
+      return "writeback";
   }
   return "?";
 }
@@ -22,13 +24,20 @@ const char* to_string(Lane lane) {
 const char* to_string(StreamOp::Kind kind) {
   using K = StreamOp::Kind;
   switch (kind) {
-    case K::upload: return "upload";
-    case K::wait: return "wait";
-    case K::compute: return "compute";
-    case K::compute_end: return "compute_end";
-    case K::writeback: return "writeback";
-    case K::poison: return "poison";
-    case K::pass_end: return "pass_end";
+    case K::upload:
+      return "upload";
+    case K::wait:
+      return "wait";
+    case K::compute:
+      return "compute";
+    case K::compute_end:
+      return "compute_end";
+    case K::writeback:
+      return "writeback";
+    case K::poison:
+      return "poison";
+    case K::pass_end:
+      return "pass_end";
   }
   return "?";
 }
@@ -47,11 +56,8 @@ BlockStreamer::BlockStreamer(ParameterStore& store, const ExecSpace& compute)
   for (int j = 0; j < slots; ++j) {
     Slot s;
     const std::string label = memory_label(MemoryRole::weights, "slot." + std::to_string(j));
-    if (store.storage() == StorageDtype::fp32)
-      s.arena = Vec(label, store.max_block_elements());
-    else
-      s.words = HalfVec(label, store.max_block_elements());
-    s.tensors = ThetaTable(store.storage(), store.registry().size());
+    s.arena = StoredVec(label, store.storage(), store.max_block_elements());
+    s.tensors = ThetaTable(store.registry().size());
     slots_.push_back(std::move(s));
   }
 }
@@ -75,13 +81,10 @@ void BlockStreamer::upload(int block) {
   if (s.occupant >= 0)
     note({StreamOp::Kind::wait, block, slot_of(block), Lane::upload, s.free_lane, s.occupant});
   const auto range = moved_range(block, own_slices_);
-  if (store_.storage() == StorageDtype::fp32)
-    Kokkos::deep_copy(instances_.upload, Kokkos::subview(s.arena, range),
-                      Kokkos::subview(store_.host_block(block), range));
-  else
-    Kokkos::deep_copy(instances_.upload, Kokkos::subview(s.words, range),
-                      Kokkos::subview(store_.host_block_words(block), range));
-  pass_.to_device += (range.second - range.first) * bytes_per_element(store_.storage());
+  const std::size_t count = range.second - range.first;
+  deep_copy_stored(instances_.upload, s.arena.piece(range.first, count),
+                   store_.host_arena(block).piece(range.first, count));
+  pass_.to_device += count * bytes_per_element(store_.storage());
   s.uploaded = StreamEvent::record(instances_.upload);
   s.occupant = block;
   note({StreamOp::Kind::upload, block, slot_of(block), Lane::upload});
@@ -110,8 +113,8 @@ const ThetaTable& BlockStreamer::acquire(int block) {
   DISTZO_REQUIRE(block >= 0 && block < num_blocks_,
                  "block streamer: no block " << block << " in a model of " << num_blocks_);
   // A released slot may already be written back, poisoned or refilled.
-  DISTZO_REQUIRE(block > last_acquired_, "block streamer: acquire(" << block << ") after block "
-                                             << last_acquired_
+  DISTZO_REQUIRE(block > last_acquired_, "block streamer: acquire("
+                                             << block << ") after block " << last_acquired_
                                              << ": a pass acquires blocks in increasing order");
   last_acquired_ = block;
   if (block < first_streamed_) {
@@ -125,10 +128,7 @@ const ThetaTable& BlockStreamer::acquire(int block) {
   s.uploaded.enqueue_wait(instances_.compute);
   note({StreamOp::Kind::wait, block, slot_of(block), Lane::compute, Lane::upload, block});
   const ArenaLayout& layout = store_.layout(model::GroupRef::of_block(block));
-  if (store_.storage() == StorageDtype::fp32)
-    bind_tensors(s.tensors.f32, layout, s.arena);
-  else
-    bind_words(s.tensors.words, layout, s.words);
+  s.tensors.bind(layout, s.arena);
   s.in_use = true;
   note({StreamOp::Kind::compute, block, slot_of(block), Lane::compute});
   // The next uploads run under this block's compute.
@@ -149,10 +149,7 @@ void BlockStreamer::release(int block, bool modified) {
                  "block streamer: release(" << block << ") of a block that was not acquired");
   note({StreamOp::Kind::compute_end, block, j, Lane::compute});
   const ArenaLayout& layout = store_.layout(model::GroupRef::of_block(block));
-  if (store_.storage() == StorageDtype::fp32)
-    unbind_tensors(s.tensors.f32, layout);
-  else
-    unbind_words(s.tensors.words, layout);
+  s.tensors.unbind(layout);
   s.in_use = false;
   const StreamEvent computed = StreamEvent::record(instances_.compute);
   if (!modified && !poison_) {
@@ -165,23 +162,16 @@ void BlockStreamer::release(int block, bool modified) {
   if (modified) {
     // A sliced store's ranks change only their own slices of θ.
     const auto range = moved_range(block, store_.sliced());
-    if (store_.storage() == StorageDtype::fp32)
-      Kokkos::deep_copy(instances_.writeback, Kokkos::subview(store_.host_block(block), range),
-                        Kokkos::subview(s.arena, range));
-    else
-      Kokkos::deep_copy(instances_.writeback, Kokkos::subview(store_.host_block_words(block), range),
-                        Kokkos::subview(s.words, range));
-    pass_.to_host += (range.second - range.first) * bytes_per_element(store_.storage());
+    const std::size_t count = range.second - range.first;
+    deep_copy_stored(instances_.writeback, store_.host_arena(block).piece(range.first, count),
+                     s.arena.piece(range.first, count));
+    pass_.to_host += count * bytes_per_element(store_.storage());
     note({StreamOp::Kind::writeback, block, j, Lane::writeback});
   }
   if (poison_) {
-    constexpr real nan = std::numeric_limits<real>::quiet_NaN();
-    if (store_.storage() == StorageDtype::fp32)
-      Kokkos::deep_copy(instances_.writeback, s.arena, nan);
-    else
-      Kokkos::deep_copy(instances_.writeback, s.words,
-                        static_cast<std::uint16_t>(
-                            storage::store(nan, store_.storage(), Rounding::nearest, 0)));
+    // All bits set is a NaN in every storage format (an all-ones exponent
+    // with a nonzero mantissa), so the bytes are filled whatever θ's dtype.
+    Kokkos::deep_copy(instances_.writeback, s.arena.raw(), static_cast<unsigned char>(0xFF));
     note({StreamOp::Kind::poison, block, j, Lane::writeback});
   }
   s.free = StreamEvent::record(instances_.writeback);

@@ -31,15 +31,15 @@
 // order), and can fill every released slot with NaN so that any use after
 // release becomes a non-finite loss.
 
-#include "core/types.hpp"
-#include "model/weights.hpp"
-#include "runtime/parameter_store.hpp"
-#include "core/stream_event.hpp"
-
 #include <cstdint>
 #include <string>
 #include <utility>
 #include <vector>
+
+#include "core/stream_event.hpp"
+#include "core/types.hpp"
+#include "model/weights.hpp"
+#include "runtime/parameter_store.hpp"
 
 namespace distzo::runtime {
 
@@ -108,13 +108,12 @@ class BlockStreamer {
 
  private:
   struct Slot {
-    Vec arena;                  // (max block elements), device: fp32 storage
-    HalfVec words;              // the same in 2-byte words: bf16 / fp16 storage
-    ThetaTable tensors;         // the occupant's tensors by id, into `arena` or `words`
-    int occupant = -1;          // block uploaded into it last
-    bool in_use = false;        // acquired and not yet released
-    StreamEvent uploaded;       // after the occupant's upload
-    StreamEvent free;           // after the last work that reads or writes the slot
+    StoredVec arena;                 // (max block elements) of θ's dtype, device
+    ThetaTable tensors;              // the occupant's tensors by id, into `arena`
+    int occupant = -1;               // block uploaded into it last
+    bool in_use = false;             // acquired and not yet released
+    StreamEvent uploaded;            // after the occupant's upload
+    StreamEvent free;                // after the last work that reads or writes the slot
     Lane free_lane = Lane::compute;  // where `free` was recorded (trace)
   };
 

@@ -1,23 +1,19 @@
 #include "runtime/parameter_store.hpp"
 
+#include <algorithm>
+
 #include "core/digest.hpp"
 #include "core/error.hpp"
 #include "core/fence.hpp"
 #include "core/memory.hpp"
 #include "kernels/digest.hpp"
 
-#include <algorithm>
-
 namespace distzo::runtime {
 
 namespace {
 
-using HostUnmanaged = Kokkos::View<real*, Kokkos::HostSpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
-using ConstHostUnmanaged =
-    Kokkos::View<const real*, Kokkos::HostSpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
-using HostWordsUnmanaged =
-    Kokkos::View<std::uint16_t*, Kokkos::HostSpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
-
+/// `count` elements of `dtype` in host memory, as a stored view to copy into.
+using HostStored = StoredView<Kokkos::HostSpace>;
 
 std::string arena_name(model::GroupRef group) {
   return group.kind == model::ParameterGroup::block ? "block." + std::to_string(group.block)
@@ -99,7 +95,6 @@ void bind_vectors(model::TensorTable& table, const model::ParameterRegistry& reg
 
 namespace {
 
-
 std::size_t shared_elements(const std::vector<ArenaLayout>& layouts) {
   std::size_t n = 0;
   for (const ArenaLayout& l : layouts) n += aligned_to_arena(l.elements);
@@ -115,28 +110,30 @@ ParameterStore::ParameterStore(const model::ParameterRegistry& registry,
       node_(node ? *node : one_rank_),
       device_blocks_(placement.device_blocks(registry.num_blocks())),
       group_of_id_(registry.size()),
-      theta_(placement.storage, registry.size()) {
+      theta_(registry.size()) {
   const std::vector<model::GroupRef> groups = registry.groups();
   for (const model::GroupRef& group : groups) {
     layouts_.push_back(ArenaLayout::of(registry, registry.ids(group)));
     // Groups in the shared master are sliced; the edges on a GPU are each
     // rank's own (small next to the blocks) and stay whole.
-    const bool shared = sliced() && (kHostAccessibleMemory || group.kind == model::ParameterGroup::block);
-    slices_.push_back(GroupSlices::of(layouts_.back(), shared ? node_.size() : 1,
-                                      shared ? node_.rank() : 0));
+    const bool shared =
+        sliced() && (kHostAccessibleMemory || group.kind == model::ParameterGroup::block);
+    slices_.push_back(
+        GroupSlices::of(layouts_.back(), shared ? node_.size() : 1, shared ? node_.rank() : 0));
   }
   if (sliced()) {
     // On a GPU build only the offloaded blocks live in host memory: a
     // resident θ on each GPU could not be shared, nor updated by slices.
-    DISTZO_INPUT_REQUIRE(kHostAccessibleMemory || device_blocks_ == 0,
-                   "placement.share_host_master on a GPU build needs placement.mode: offload "
-                   "with resident_blocks: 0 (the shared master is the host copy the GPUs stream "
-                   "slices of); got " << device_blocks_ << " blocks resident on each GPU");
+    DISTZO_INPUT_REQUIRE(
+        kHostAccessibleMemory || device_blocks_ == 0,
+        "placement.share_host_master on a GPU build needs placement.mode: offload "
+        "with resident_blocks: 0 (the shared master is the host copy the GPUs stream "
+        "slices of); got "
+            << device_blocks_ << " blocks resident on each GPU");
     shared_ = node_.allocate_shared(shared_elements(layouts_) * bytes_per_element(storage()));
   }
-  const bool two_bytes = storage() != StorageDtype::fp32;
-  device_words_.resize(groups.size());  // set for the groups of a 2-byte θ only
-  host_words_.resize(groups.size());
+  device_arenas_.resize(groups.size());
+  host_arenas_.resize(groups.size());
   for (std::size_t g = 0; g < groups.size(); ++g) {
     const model::GroupRef& group = groups[g];
     const ArenaLayout& layout = layouts_[g];
@@ -145,42 +142,19 @@ ParameterStore::ParameterStore(const model::ParameterRegistry& registry,
     if (group.kind == model::ParameterGroup::block)
       max_block_elements_ = std::max(max_block_elements_, layout.elements);
     in_host_memory_.push_back(streamed);
-    if (streamed && two_bytes) {
-      device_arenas_.emplace_back();
-      host_arenas_.emplace_back();
-      if (sliced())
-        host_words_[g] =
-            PinnedHalfVec(static_cast<std::uint16_t*>(shared_arena(layout.elements)), layout.elements);
-      else
-        host_words_[g] = PinnedHalfVec(memory_label(MemoryRole::host_master, arena_name(group)),
-                                       layout.elements);
-    } else if (streamed) {
-      device_arenas_.emplace_back();
-      if (sliced())
-        host_arenas_.emplace_back(static_cast<real*>(shared_arena(layout.elements)), layout.elements);
-      else
-        host_arenas_.emplace_back(memory_label(MemoryRole::host_master, arena_name(group)),
-                                  layout.elements);
-    } else if (two_bytes) {
-      device_arenas_.emplace_back();
-      if (sliced())  // host backends only (checked above)
-        device_words_[g] =
-            HalfVec(static_cast<std::uint16_t*>(shared_arena(layout.elements)), layout.elements);
-      else
-        device_words_[g] =
-            HalfVec(memory_label(MemoryRole::weights, arena_name(group)), layout.elements);
-      host_arenas_.emplace_back();
-      bind_words(theta_.words, layout, device_words_[g]);
-    } else {
-      if (sliced())  // host backends only (checked above)
-        device_arenas_.emplace_back(static_cast<real*>(shared_arena(layout.elements)),
+    // A shared master lives in the node's allocation (the device arenas
+    // too, on host backends only: checked above).
+    if (streamed && sliced())
+      host_arenas_[g] = PinnedStoredVec(storage(), shared_arena(layout.elements), layout.elements);
+    else if (streamed)
+      host_arenas_[g] = PinnedStoredVec(memory_label(MemoryRole::host_master, arena_name(group)),
+                                        storage(), layout.elements);
+    else if (sliced())
+      device_arenas_[g] = StoredVec(storage(), shared_arena(layout.elements), layout.elements);
+    else
+      device_arenas_[g] = StoredVec(memory_label(MemoryRole::weights, arena_name(group)), storage(),
                                     layout.elements);
-      else
-        device_arenas_.emplace_back(memory_label(MemoryRole::weights, arena_name(group)),
-                                    layout.elements);
-      host_arenas_.emplace_back();
-      bind_tensors(theta_.f32, layout, device_arenas_.back());
-    }
+    if (!streamed) theta_.bind(layout, device_arenas_[g]);
   }
 #ifdef KOKKOS_ENABLE_CUDA
   // Pinned, so uploads and write-backs of slices are asynchronous DMA.
@@ -206,9 +180,12 @@ const GroupSlices& ParameterStore::slices(model::GroupRef group) const {
 
 std::size_t ParameterStore::index(model::GroupRef group) const {
   switch (group.kind) {
-    case model::ParameterGroup::embeddings: return 0;
-    case model::ParameterGroup::head: return layouts_.size() - 1;
-    case model::ParameterGroup::block: break;
+    case model::ParameterGroup::embeddings:
+      return 0;
+    case model::ParameterGroup::head:
+      return layouts_.size() - 1;
+    case model::ParameterGroup::block:
+      break;
   }
   DISTZO_REQUIRE(group.block >= 0 && group.block < num_blocks(),
                  "parameter store: no block " << group.block << " in a model of " << num_blocks());
@@ -224,68 +201,52 @@ const ArenaLayout& ParameterStore::layout(model::GroupRef group) const {
   return layouts_[index(group)];
 }
 
-const PinnedVec& ParameterStore::host_block(int block) const {
-  const PinnedVec& arena = host_arenas_[index(model::GroupRef::of_block(block))];
+const PinnedStoredVec& ParameterStore::host_arena(int block) const {
   DISTZO_REQUIRE(!on_device(block), "parameter store: block " << block << " lives on the device");
-  return arena;
-}
-
-const PinnedHalfVec& ParameterStore::host_block_words(int block) const {
-  const PinnedHalfVec& arena = host_words_[index(model::GroupRef::of_block(block))];
-  DISTZO_REQUIRE(!on_device(block), "parameter store: block " << block << " lives on the device");
-  return arena;
+  return host_arenas_[index(model::GroupRef::of_block(block))];
 }
 
 std::size_t ParameterStore::device_bytes() const {
   std::size_t n = 0;
-  for (const Vec& a : device_arenas_) n += a.extent(0) * sizeof(real);
-  for (const HalfVec& a : device_words_) n += a.extent(0) * sizeof(std::uint16_t);
+  for (const StoredVec& a : device_arenas_) n += a.bytes();
   return n;
 }
 
 std::size_t ParameterStore::host_bytes() const {
   std::size_t n = 0;
-  for (const PinnedVec& a : host_arenas_) n += a.extent(0) * sizeof(real);
-  for (const PinnedHalfVec& a : host_words_) n += a.extent(0) * sizeof(std::uint16_t);
+  for (const PinnedStoredVec& a : host_arenas_) n += a.bytes();
   return n;
+}
+
+void ParameterStore::copy_stored(std::size_t g, std::size_t offset, std::size_t count,
+                                 void* host_dst) const {
+  const HostStored dst(storage(), host_dst, count);
+  if (in_host_memory_[g])
+    deep_copy_stored(dst, host_arenas_[g].piece(offset, count));
+  else
+    deep_copy_stored(dst, device_arenas_[g].piece(offset, count));
 }
 
 void ParameterStore::read(std::uint32_t id, real* host_dst) const {
   const std::size_t g = index_of_id(id);
   const Segment& s = layouts_[g].segment(id);
-  const auto range = std::make_pair(s.offset, s.offset + s.count);
-  const HostUnmanaged dst(host_dst, s.count);
-  if (storage() != StorageDtype::fp32) {
-    std::vector<std::uint16_t> words(s.count);
-    copy_words(g, s, words.data());
-    for (std::size_t i = 0; i < s.count; ++i) host_dst[i] = storage::load(words[i], storage());
-  } else if (in_host_memory_[g])
-    Kokkos::deep_copy(dst, Kokkos::subview(host_arenas_[g], range));
-  else
-    Kokkos::deep_copy(dst, Kokkos::subview(device_arenas_[g], range));
+  std::vector<unsigned char> stored(s.count * bytes_per_element(storage()));
+  copy_stored(g, s.offset, s.count, stored.data());
+  StoredElements(storage(), stored.data()).decode_into(s.count, host_dst);
 }
 
 void ParameterStore::write(std::uint32_t id, const real* host_src) {
   const std::size_t g = index_of_id(id);
   const Segment& s = layouts_[g].segment(id);
-  const auto range = std::make_pair(s.offset, s.offset + s.count);
-  const ConstHostUnmanaged src(host_src, s.count);
-  if (storage() != StorageDtype::fp32) {
-    // Round to nearest: a float32 value is brought into 2 bytes once, the
-    // same way on every rank, with no random words to key.
-    std::vector<std::uint16_t> words(s.count);
-    for (std::size_t i = 0; i < s.count; ++i)
-      words[i] = static_cast<std::uint16_t>(
-          storage::store(host_src[i], storage(), Rounding::nearest, 0));
-    const HostWordsUnmanaged src_words(words.data(), s.count);
-    if (in_host_memory_[g])
-      Kokkos::deep_copy(Kokkos::subview(host_words_[g], range), src_words);
-    else
-      Kokkos::deep_copy(Kokkos::subview(device_words_[g], range), src_words);
-  } else if (in_host_memory_[g])
-    Kokkos::deep_copy(Kokkos::subview(host_arenas_[g], range), src);
+  // Round to nearest: a float32 value is brought into 2 bytes once, the
+  // same way on every rank, with no random words to key.
+  std::vector<unsigned char> stored(s.count * bytes_per_element(storage()));
+  storage::encode_nearest(host_src, s.count, storage(), stored.data());
+  const HostStored src(storage(), stored.data(), s.count);
+  if (in_host_memory_[g])
+    deep_copy_stored(host_arenas_[g].piece(s.offset, s.count), src);
   else
-    Kokkos::deep_copy(Kokkos::subview(device_arenas_[g], range), src);
+    deep_copy_stored(device_arenas_[g].piece(s.offset, s.count), src);
 }
 
 void ParameterStore::fill(const std::function<void(std::uint32_t id, real* dst)>& source) {
@@ -300,7 +261,7 @@ void ParameterStore::fill(const std::function<void(std::uint32_t id, real* dst)>
     write(p.id, buffer.data());
   }
   if (sliced()) {
-    Kokkos::fence();  // the deep copies into the shared master are done
+    fence_all("distzo: the shared master filled");
     node_.barrier();
   }
 }
@@ -317,55 +278,36 @@ void ParameterStore::visit(
 
 void ParameterStore::visit_stored(
     const std::function<void(std::uint32_t id, StoredElements data)>& sink) const {
-  if (storage() == StorageDtype::fp32) {
-    visit([&](std::uint32_t id, const real* data) { sink(id, data); });
-    return;
-  }
-  std::vector<std::uint16_t> words;
+  std::vector<unsigned char> stored;
   for (const auto& p : registry_.parameters()) {
     const std::size_t g = index_of_id(p.id);
     const Segment& s = layouts_[g].segment(p.id);
-    words.resize(s.count);
-    copy_words(g, s, words.data());
-    sink(p.id, StoredElements(storage(), words.data()));
+    stored.resize(s.count * bytes_per_element(storage()));
+    copy_stored(g, s.offset, s.count, stored.data());
+    sink(p.id, StoredElements(storage(), stored.data()));
   }
 }
 
-void ParameterStore::copy_words(std::size_t g, const Segment& s, std::uint16_t* host_dst) const {
-  const auto range = std::make_pair(s.offset, s.offset + s.count);
-  const HostWordsUnmanaged dst(host_dst, s.count);
-  if (in_host_memory_[g])
-    Kokkos::deep_copy(dst, Kokkos::subview(host_words_[g], range));
-  else
-    Kokkos::deep_copy(dst, Kokkos::subview(device_words_[g], range));
+unsigned char* ParameterStore::shared_elements_of(std::size_t g) const {
+  // A sliced group lives in node-shared host memory, which host code reads
+  // and writes directly.
+  return static_cast<unsigned char*>(in_host_memory_[g] ? host_arenas_[g].data()
+                                                        : device_arenas_[g].data());
 }
 
 void ParameterStore::visit_own_slices(const PieceSink& sink) const {
-  std::vector<real> buffer;
-  std::vector<std::uint16_t> words;
+  const std::size_t b = bytes_per_element(storage());
+  std::vector<unsigned char> stored;
   for (std::size_t g = 0; g < layouts_.size(); ++g) {
-    if (slices_[g].slices > 1 && storage() != StorageDtype::fp32) {
-      // A sliced group lives in node-shared host memory: hand out its words.
-      const std::uint16_t* words =
-          in_host_memory_[g] ? host_words_[g].data() : device_words_[g].data();
+    if (slices_[g].slices > 1) {
+      const unsigned char* arena = shared_elements_of(g);
       for (const SlicePiece& p : slices_[g].pieces)
-        sink(p.id, p.first_element, p.count, StoredElements(storage(), words + p.arena_offset));
-    } else if (slices_[g].slices > 1) {
-      // A sliced group lives in node-shared host memory: hand out pointers.
-      const real* arena = in_host_memory_[g] ? host_arenas_[g].data() : device_arenas_[g].data();
-      for (const SlicePiece& p : slices_[g].pieces)
-        sink(p.id, p.first_element, p.count, arena + p.arena_offset);
-    } else if (node_.rank() == 0 && storage() != StorageDtype::fp32) {
-      for (const Segment& seg : layouts_[g].segments) {
-        words.resize(seg.count);
-        copy_words(g, seg, words.data());
-        sink(seg.id, 0, seg.count, StoredElements(storage(), words.data()));
-      }
+        sink(p.id, p.first_element, p.count, StoredElements(storage(), arena + p.arena_offset * b));
     } else if (node_.rank() == 0) {
       for (const Segment& seg : layouts_[g].segments) {
-        buffer.resize(seg.count);
-        read(seg.id, buffer.data());
-        sink(seg.id, 0, seg.count, buffer.data());
+        stored.resize(seg.count * b);
+        copy_stored(g, seg.offset, seg.count, stored.data());
+        sink(seg.id, 0, seg.count, StoredElements(storage(), stored.data()));
       }
     }
   }
@@ -373,22 +315,17 @@ void ParameterStore::visit_own_slices(const PieceSink& sink) const {
 
 void ParameterStore::fill_own_slices(const PieceSource& source) {
   DISTZO_REQUIRE(sliced(), "parameter store: fill_own_slices needs a sliced store");
+  const std::size_t b = bytes_per_element(storage());
   std::vector<real> buffer;
   for (std::size_t g = 0; g < layouts_.size(); ++g) {
-    if (slices_[g].slices > 1 && storage() != StorageDtype::fp32) {
+    if (slices_[g].slices > 1) {
       // Rounded to nearest, as write() does.
-      std::uint16_t* words = in_host_memory_[g] ? host_words_[g].data() : device_words_[g].data();
+      unsigned char* arena = shared_elements_of(g);
       for (const SlicePiece& p : slices_[g].pieces) {
         buffer.resize(p.count);
         source(p.id, p.first_element, p.count, buffer.data());
-        for (std::size_t i = 0; i < p.count; ++i)
-          words[p.arena_offset + i] = static_cast<std::uint16_t>(
-              storage::store(buffer[i], storage(), Rounding::nearest, 0));
+        storage::encode_nearest(buffer.data(), p.count, storage(), arena + p.arena_offset * b);
       }
-    } else if (slices_[g].slices > 1) {
-      real* arena = in_host_memory_[g] ? host_arenas_[g].data() : device_arenas_[g].data();
-      for (const SlicePiece& p : slices_[g].pieces)
-        source(p.id, p.first_element, p.count, arena + p.arena_offset);
     } else {
       for (const Segment& seg : layouts_[g].segments) {
         buffer.resize(seg.count);
@@ -397,7 +334,7 @@ void ParameterStore::fill_own_slices(const PieceSource& source) {
       }
     }
   }
-  Kokkos::fence();
+  fence_all("distzo: this rank's slices of θ written");
   node_.barrier();  // every slice is in place before anyone reads θ
 }
 
@@ -410,21 +347,13 @@ std::string ParameterStore::digest(const ExecSpace& space) const {
   const Kokkos::DefaultHostExecutionSpace host;
   for (std::size_t g = 0; g < layouts_.size(); ++g) {
     for (const Segment& s : layouts_[g].segments) {
-      const auto range = std::make_pair(s.offset, s.offset + s.count);
-      if (storage() != StorageDtype::fp32 && in_host_memory_[g]) {
+      if (in_host_memory_[g])
         sums(s.id) = kernels::host_tensor_element_sum(
-            host, kernels::HostWords(host_words_[g].data() + s.offset, s.count), storage());
-      } else if (storage() != StorageDtype::fp32) {
-        kernels::tensor_element_sum(space, Kokkos::subview(device_words_[g], range), storage(), 0,
+            host, StoredElements(storage(), host_arenas_[g].piece(s.offset, s.count).data()),
+            s.count);
+      else
+        kernels::tensor_element_sum(space, device_arenas_[g].piece(s.offset, s.count), 0,
                                     Kokkos::subview(sums, s.id));
-      } else if (in_host_memory_[g]) {
-        sums(s.id) = kernels::host_tensor_element_sum(
-            host, kernels::HostTensor(host_arenas_[g].data() + s.offset, s.count));
-      } else {
-        kernels::tensor_element_sum(
-            space, Kokkos::subview(device_arenas_[g], std::make_pair(s.offset, s.offset + s.count)),
-            0, Kokkos::subview(sums, s.id));
-      }
     }
   }
   fence(space, "distzo: digest element sums ready for the host fold");
@@ -443,20 +372,13 @@ std::vector<std::uint64_t> ParameterStore::own_slice_sums(const ExecSpace& space
   std::size_t i = 0;
   for (std::size_t g = 0; g < layouts_.size(); ++g) {
     for (const SlicePiece& p : slices_[g].pieces) {
-      const auto range = std::make_pair(p.arena_offset, p.arena_offset + p.count);
       // A 2-byte θ's sums are over its words, as the digest's.
-      if (storage() != StorageDtype::fp32 && in_host_memory_[g]) {
+      if (in_host_memory_[g])
         sums(i) = kernels::host_tensor_element_sum(
-            host, kernels::HostWords(host_words_[g].data() + p.arena_offset, p.count), storage(),
-            p.first_element);
-      } else if (storage() != StorageDtype::fp32) {
-        kernels::tensor_element_sum(space, Kokkos::subview(device_words_[g], range), storage(),
-                                    p.first_element, Kokkos::subview(sums, i));
-      } else if (in_host_memory_[g])
-        sums(i) = kernels::host_tensor_element_sum(
-            host, Kokkos::subview(host_arenas_[g], range), p.first_element);
+            host, StoredElements(storage(), host_arenas_[g].piece(p.arena_offset, p.count).data()),
+            p.count, p.first_element);
       else
-        kernels::tensor_element_sum(space, Kokkos::subview(device_arenas_[g], range),
+        kernels::tensor_element_sum(space, device_arenas_[g].piece(p.arena_offset, p.count),
                                     p.first_element, Kokkos::subview(sums, i));
       ++i;
     }
@@ -466,24 +388,22 @@ std::vector<std::uint64_t> ParameterStore::own_slice_sums(const ExecSpace& space
 }
 
 void ParameterStore::corrupt_element(int owner) {
-  const bool sliced_somewhere =
-      std::any_of(slices_.begin(), slices_.end(), [](const GroupSlices& s) { return s.slices > 1; });
+  const bool sliced_somewhere = std::any_of(slices_.begin(), slices_.end(),
+                                            [](const GroupSlices& s) { return s.slices > 1; });
   for (std::size_t g = 0; g < layouts_.size(); ++g) {
     if (sliced_somewhere && slices_[g].slices == 1) continue;
     const GroupSlices theirs =
         GroupSlices::of(layouts_[g], slices_[g].slices, sliced_somewhere ? owner : 0);
     if (theirs.pieces.empty()) continue;
     const std::size_t at = theirs.pieces.front().arena_offset;
-    const auto word =
-        static_cast<std::uint16_t>(storage::store(real(12345), storage(), Rounding::nearest, 0));
-    if (storage() != StorageDtype::fp32 && in_host_memory_[g])
-      Kokkos::deep_copy(Kokkos::subview(host_words_[g], at), word);
-    else if (storage() != StorageDtype::fp32)
-      Kokkos::deep_copy(Kokkos::subview(device_words_[g], at), word);
-    else if (in_host_memory_[g])
-      Kokkos::deep_copy(Kokkos::subview(host_arenas_[g], at), real(12345));
+    const real value = 12345;
+    std::vector<unsigned char> stored(bytes_per_element(storage()));
+    storage::encode_nearest(&value, 1, storage(), stored.data());
+    const HostStored src(storage(), stored.data(), 1);
+    if (in_host_memory_[g])
+      deep_copy_stored(host_arenas_[g].piece(at, 1), src);
     else
-      Kokkos::deep_copy(Kokkos::subview(device_arenas_[g], at), real(12345));
+      deep_copy_stored(device_arenas_[g].piece(at, 1), src);
     return;
   }
 }

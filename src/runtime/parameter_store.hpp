@@ -27,17 +27,10 @@
 // nearest (a float32 model imported into a bf16 store is rounded once; a
 // value the format holds comes back as the same word), read() decodes
 // (exact). visit_stored and visit_own_slices hand out θ as stored (the words
-// of a 2-byte θ), for checkpoints in θ's own dtype. Every arena of a 2-byte
-// θ holds words: the offloaded blocks' host master and the node-shared
-// master included.
-
-#include "core/types.hpp"
-#include "model/weights.hpp"
-#include "model/parameter_registry.hpp"
-#include "runtime/arena_layout.hpp"
-#include "runtime/communicator.hpp"
-#include "runtime/placement.hpp"
-#include "runtime/theta_table.hpp"
+// of a 2-byte θ), for checkpoints in θ's own dtype. Every arena is a
+// StoredView (core/stored_view.hpp) of θ's dtype: the offloaded blocks' host
+// master and the node-shared master included; the store never asks which
+// format it holds.
 
 #include <cstddef>
 #include <cstdint>
@@ -45,6 +38,15 @@
 #include <memory>
 #include <string>
 #include <vector>
+
+#include "core/stored_view.hpp"
+#include "core/types.hpp"
+#include "model/parameter_registry.hpp"
+#include "model/weights.hpp"
+#include "runtime/arena_layout.hpp"
+#include "runtime/communicator.hpp"
+#include "runtime/placement.hpp"
+#include "runtime/theta_table.hpp"
 
 namespace distzo::runtime {
 
@@ -97,7 +99,7 @@ class ParameterStore {
   /// This rank's slice of a group's arena: the whole arena unless sliced();
   /// on GPU builds the edges (on each GPU) stay whole too.
   const GroupSlices& slices(model::GroupRef group) const;
-  /// The largest block arena (every OPT block has the same size).
+  /// The largest block arena.
   std::size_t max_block_elements() const { return max_block_elements_; }
 
   /// How θ is stored (placement().storage).
@@ -106,10 +108,8 @@ class ParameterStore {
   /// embeddings, the head and the device blocks. Entries of offloaded blocks
   /// are empty. A forward pass reads them through zo::FloatTheta.
   const ThetaTable& theta() const { return theta_; }
-  /// The host master of an offloaded block: floats (fp32 storage) or words
-  /// (bf16 / fp16).
-  const PinnedVec& host_block(int block) const;
-  const PinnedHalfVec& host_block_words(int block) const;
+  /// The host master of an offloaded block, as stored.
+  const PinnedStoredVec& host_arena(int block) const;
 
   /// Bytes of θ in the execution space / in host memory (padding included;
   /// 2 per element with a bf16 / fp16 storage).
@@ -175,8 +175,11 @@ class ParameterStore {
   /// Index of a group's arena: 0 embeddings, 1 + k block k, L + 1 head.
   std::size_t index(model::GroupRef group) const;
   std::size_t index_of_id(std::uint32_t id) const;
-  /// The words of segment `s` of group `g` (2-byte θ) into host memory.
-  void copy_words(std::size_t g, const Segment& s, std::uint16_t* host_dst) const;
+  /// Elements [offset, offset + count) of group g's arena, as stored, into
+  /// host memory (count * bytes_per_element(storage()) bytes).
+  void copy_stored(std::size_t g, std::size_t offset, std::size_t count, void* host_dst) const;
+  /// The first byte of a sliced group's arena, in node-shared host memory.
+  unsigned char* shared_elements_of(std::size_t g) const;
 
   /// The next `elements` of the node-shared allocation (shared master), in
   /// θ's storage (floats or 2-byte words).
@@ -187,16 +190,14 @@ class ParameterStore {
   SerialCommunicator one_rank_;  // `node` when none was given
   const Communicator& node_;
   std::shared_ptr<SharedMemory> shared_;  // the node's host master (shared master only)
-  std::size_t shared_used_ = 0;            // elements of shared_ handed out
-  std::vector<GroupSlices> slices_;        // per group, walk order
+  std::size_t shared_used_ = 0;           // elements of shared_ handed out
+  std::vector<GroupSlices> slices_;       // per group, walk order
   int device_blocks_ = 0;
   std::size_t max_block_elements_ = 0;
-  std::vector<ArenaLayout> layouts_;    // per group, walk order
-  std::vector<Vec> device_arenas_;      // per group (fp32); empty for offloaded blocks
-  std::vector<HalfVec> device_words_;   // per group (bf16 / fp16); empty for offloaded blocks
-  std::vector<PinnedVec> host_arenas_;  // per group (fp32); set for offloaded blocks only
-  std::vector<PinnedHalfVec> host_words_;  // per group (bf16 / fp16); offloaded blocks only
-  std::vector<bool> in_host_memory_;    // per group: an offloaded block
+  std::vector<ArenaLayout> layouts_;          // per group, walk order
+  std::vector<StoredVec> device_arenas_;      // per group; empty for offloaded blocks
+  std::vector<PinnedStoredVec> host_arenas_;  // per group; set for offloaded blocks only
+  std::vector<bool> in_host_memory_;          // per group: an offloaded block
   std::vector<std::size_t> group_of_id_;
   ThetaTable theta_;
 };

@@ -1,14 +1,32 @@
 #include "zo/float_theta.hpp"
 
+#include <utility>
+
 #include "core/error.hpp"
 #include "core/memory.hpp"
 #include "kernels/decode_storage.hpp"
 
 namespace distzo::zo {
 
+namespace {
+
+/// Scratch for the segment s of an arena of decoded floats (none when θ is
+/// read in place and `arena` is empty).
+Vec scratch_of(const Vec& arena, const runtime::Segment& s) {
+  if (arena.extent(0) == 0) return Vec();
+  return Kokkos::subview(arena, std::make_pair(s.offset, s.offset + s.count));
+}
+
+}  // namespace
+
 FloatTheta::FloatTheta(const runtime::ParameterStore& store, const LentScratch& lent)
     : store_(store), two_byte_gemm_inputs_(store.placement().two_byte_gemm_inputs) {
-  if (store.storage() == StorageDtype::fp32) return;
+  decoded_.resize(store.registry().size());
+  if (two_byte_gemm_inputs_) {
+    words_.dtype = store.storage();
+    words_.words.resize(store.registry().size());
+  }
+  if (!kernels::decodes_to_scratch(store.storage())) return;
   const auto arena = [&](model::GroupRef group, std::size_t elements) {
     return Vec(memory_label(MemoryRole::scratch, "decoded_" + group.name()), elements);
   };
@@ -21,12 +39,12 @@ FloatTheta::FloatTheta(const runtime::ParameterStore& store, const LentScratch& 
     for (const auto group : {model::GroupRef::embeddings(), model::GroupRef::head()})
       for (const runtime::Segment& s : store.layout(group).segments)
         if (registry[s.id].shape.size() != 2)
-          own_edge_vectors_[s.id] = Vec(memory_label(MemoryRole::scratch, "decoded_" + registry[s.id].name),
-                                        s.count);
+          own_edge_vectors_[s.id] =
+              Vec(memory_label(MemoryRole::scratch, "decoded_" + registry[s.id].name), s.count);
     lent_edges_ = &own_edge_vectors_;
   } else {
-    embeddings_ = arena(model::GroupRef::embeddings(),
-                        store.layout(model::GroupRef::embeddings()).elements);
+    embeddings_ =
+        arena(model::GroupRef::embeddings(), store.layout(model::GroupRef::embeddings()).elements);
     head_ = arena(model::GroupRef::head(), store.layout(model::GroupRef::head()).elements);
   }
   const std::size_t block_elements = two_byte_gemm_inputs_
@@ -41,23 +59,15 @@ FloatTheta::FloatTheta(const runtime::ParameterStore& store, const LentScratch& 
   } else if (store.num_blocks() > 0) {
     block_ = arena(model::GroupRef::of_block(0), block_elements);
   }
-  decoded_.resize(store.registry().size());
-  if (two_byte_gemm_inputs_) {
-    words_.dtype = store.storage();
-    words_.words.resize(store.registry().size());
-  }
 }
 
 void FloatTheta::decode(const ExecSpace& space, model::GroupRef group,
                         const runtime::ThetaTable& theta, const Vec& arena) {
-  const runtime::ArenaLayout& layout = store_.layout(group);
-  runtime::bind_tensors(decoded_, layout, arena);
-  for (const runtime::Segment& s : layout.segments)
-    kernels::decode_storage(space, theta.words.at(s.id), theta.dtype, decoded_[s.id]);
+  for (const runtime::Segment& s : store_.layout(group).segments)
+    decoded_[s.id] = kernels::as_float32(space, theta[s.id], scratch_of(arena, s));
 }
 
 model::GroupTensors FloatTheta::edges(const ExecSpace& space, const runtime::ThetaTable& theta) {
-  if (theta.dtype == StorageDtype::fp32) return theta.f32;
   if (lent_edges_ == nullptr) {
     decode(space, model::GroupRef::embeddings(), theta, embeddings_);
     decode(space, model::GroupRef::head(), theta, head_);
@@ -67,19 +77,17 @@ model::GroupTensors FloatTheta::edges(const ExecSpace& space, const runtime::The
   for (const auto group : {model::GroupRef::embeddings(), model::GroupRef::head()})
     for (const runtime::Segment& s : store_.layout(group).segments) {
       if (two_byte_gemm_inputs_ && registry[s.id].shape.size() == 2) {
-        words_.words[s.id] = theta.words.at(s.id);
+        words_.words[s.id] = theta[s.id].as<std::uint16_t>();
         continue;
       }
-      decoded_[s.id] = (*lent_edges_)[s.id];
-      kernels::decode_storage(space, theta.words.at(s.id), theta.dtype, decoded_[s.id]);
+      decoded_[s.id] = kernels::as_float32(space, theta[s.id], (*lent_edges_)[s.id]);
     }
   if (two_byte_gemm_inputs_) return model::GroupTensors(decoded_, &words_);
   return decoded_;
 }
 
 model::GroupTensors FloatTheta::block(const ExecSpace& space, int k,
-                                     const runtime::ThetaTable& theta) {
-  if (theta.dtype == StorageDtype::fp32) return theta.f32;
+                                      const runtime::ThetaTable& theta) {
   if (k > 0) {
     const runtime::ArenaLayout& previous = store_.layout(model::GroupRef::of_block(k - 1));
     runtime::unbind_tensors(decoded_, previous);
@@ -94,9 +102,9 @@ model::GroupTensors FloatTheta::block(const ExecSpace& space, int k,
   runtime::bind_vectors(decoded_, registry, ids, block_);
   for (std::uint32_t id : ids) {
     if (registry[id].shape.size() == 2)
-      words_.words[id] = theta.words.at(id);
+      words_.words[id] = theta[id].as<std::uint16_t>();
     else
-      kernels::decode_storage(space, theta.words.at(id), theta.dtype, decoded_[id]);
+      decoded_[id] = kernels::as_float32(space, theta[id], decoded_[id]);
   }
   return model::GroupTensors(decoded_, &words_);
 }

@@ -3,7 +3,7 @@
 // evaluation's loss head). A float32 store's tensors are read in place:
 // nothing is copied. A 2-byte store's (bf16 / fp16) are decoded group by
 // group into float scratch right before the group is used
-// (kernels::decode_storage): one copy of the edges, which the head reads
+// (kernels::as_float32): one copy of the edges, which the head reads
 // again after the blocks, and one block arena, reused block after block —
 // its own, or scratch lent by an owner that does not use it meanwhile (the
 // engine's perturbed weights between steps).

@@ -7,13 +7,12 @@
 // time, each right before its GEMM reads it (model::MatrixSource), into one
 // arena the size of the largest.
 
+#include <string>
+#include <utility>
+
 #include "core/error.hpp"
 #include "core/memory.hpp"
 #include "zo/perturbed_weights_kinds.hpp"
-
-#include <string>
-#include <type_traits>
-#include <utility>
 
 namespace distzo::zo {
 
@@ -35,8 +34,8 @@ class LocalWeights final : public PerturbedWeights {
       GroupW& w = edge_w_[i];
       size_tables(w);
       for (std::uint32_t id : edge_ids_) {
-        const std::string label =
-            memory_label(MemoryRole::scratch, "edge_w." + std::to_string(i) + "." + registry_[id].name);
+        const std::string label = memory_label(
+            MemoryRole::scratch, "edge_w." + std::to_string(i) + "." + registry_[id].name);
         const auto n = static_cast<std::size_t>(registry_[id].numel());
         if (two_byte_ && registry_[id].shape.size() == 2)
           w.words.words[id] = HalfVec(label, n);
@@ -44,19 +43,25 @@ class LocalWeights final : public PerturbedWeights {
           w.values[id] = Vec(label, n);
       }
     }
-    // Block scratch is one block arena per sign (or one for both), re-pointed
-    // at block k's ids.
+    // Block scratch: together, one block arena per sign re-pointed at block
+    // k's ids (with 2-byte GEMM inputs the matrices' words in the block's
+    // layout and the vectors packed apart); one at a time, the largest matrix
+    // in w's format and the vectors packed.
     if (registry_.num_blocks() > 0) {
-      const int signs = one_at_a_time_ ? 1 : 2;
-      for (int sign = 0; sign < signs; ++sign) {
+      const StorageDtype w_dtype = store.placement().gemm_inputs();
+      const std::size_t vectors = runtime::max_block_vector_elements(registry_);
+      if (one_at_a_time_) {
+        plus_.matrices = StoredVec(memory_label(MemoryRole::scratch, "block_w"), w_dtype,
+                                   runtime::max_block_matrix_elements(registry_));
+        plus_.values_arena = Vec(memory_label(MemoryRole::scratch, "block_w.vectors"), vectors);
+      }
+      for (int sign = 0; sign < (one_at_a_time_ ? 0 : 2); ++sign) {
         const std::string name = sign == 0 ? "block_w+" : "block_w-";
         GroupW& w = sign == 0 ? plus_ : minus_;
         if (two_byte_) {
-          w.words_arena = HalfVec(memory_label(MemoryRole::scratch, name),
-                                  one_at_a_time_ ? runtime::max_block_matrix_elements(registry_)
-                                                 : store.max_block_elements());
-          w.values_arena = Vec(memory_label(MemoryRole::scratch, name + ".vectors"),
-                               runtime::max_block_vector_elements(registry_));
+          w.matrices = StoredVec(memory_label(MemoryRole::scratch, name), w_dtype,
+                                 store.max_block_elements());
+          w.values_arena = Vec(memory_label(MemoryRole::scratch, name + ".vectors"), vectors);
         } else {
           w.values_arena = Vec(memory_label(MemoryRole::scratch, name), store.max_block_elements());
         }
@@ -114,20 +119,7 @@ class LocalWeights final : public PerturbedWeights {
                      const PendingUpdate& pending, const StepPerturbation& perturbation,
                      const Use& use) override {
     const std::vector<std::uint32_t>& ids = registry_.block_ids(k);
-    if (one_at_a_time_ && two_byte_) return perturb_block_by_tensor(space, k, theta, pending, perturbation, use);
-    if (one_at_a_time_) {
-      // One arena: each evaluation's w in turn, the update with the first.
-      bind(plus_, k);
-      bool with_update = pending.active;
-      for (std::size_t i = 0; i < plan_.owned.size(); ++i) {
-        const Evaluation& e = plan_.owned[i];
-        materialise_one(space, theta, ids, e, pending, with_update, perturbation, plus_);
-        with_update = false;
-        use(i, plus_.tensors());
-      }
-      unbind(plus_, k);
-      return;
-    }
+    if (one_at_a_time_) return perturb_block_by_tensor(space, k, theta, pending, perturbation, use);
     // Its w+ and w- serve both signs of a query.
     bind(plus_, k);
     bind(minus_, k);
@@ -135,7 +127,7 @@ class LocalWeights final : public PerturbedWeights {
       const int ip = find_evaluation(plan_.owned, q, +1), im = find_evaluation(plan_.owned, q, -1);
       for (std::uint32_t id : ids)
         materialise_tensor(space, theta, id, pending, with_update, perturbation, q,
-                                 ip >= 0 ? &plus_ : nullptr, im >= 0 ? &minus_ : nullptr);
+                           ip >= 0 ? &plus_ : nullptr, im >= 0 ? &minus_ : nullptr);
       if (ip >= 0) use(static_cast<std::size_t>(ip), plus_.tensors());
       if (im >= 0) use(static_cast<std::size_t>(im), minus_.tensors());
     });
@@ -144,7 +136,11 @@ class LocalWeights final : public PerturbedWeights {
   }
 
   LentScratch idle_scratch() const override {
-    return {edge_w_.empty() ? nullptr : &edge_w_[0].values, plus_.values_arena};
+    // One at a time, the block scratch is one matrix and the vectors: too
+    // small for a decoded block unless only the vectors are decoded.
+    const bool lend_block = !one_at_a_time_ || two_byte_;
+    return {edge_w_.empty() ? nullptr : &edge_w_[0].values,
+            lend_block ? plus_.values_arena : Vec()};
   }
 
   void node_barrier(const ExecSpace&) override {}
@@ -155,19 +151,20 @@ class LocalWeights final : public PerturbedWeights {
   std::size_t shared_exchange_bytes() const override { return 0; }
 
  private:
-  /// One at a time with 2-byte GEMM inputs: each evaluation's vectors at
-  /// once, its matrices one by one as the forward reads them (the pending
-  /// update with each tensor's first materialisation), into plus_'s arenas.
+  /// One at a time: each evaluation's vectors at once, its matrices one by
+  /// one as the forward reads them (the pending update with each tensor's
+  /// first materialisation), into plus_'s arenas; w's matrices as floats or,
+  /// with 2-byte GEMM inputs, words.
   void perturb_block_by_tensor(const ExecSpace& space, int k, const runtime::ThetaTable& theta,
                                const PendingUpdate& pending, const StepPerturbation& perturbation,
                                const Use& use) {
     const std::vector<std::uint32_t>& ids = registry_.block_ids(k);
     runtime::bind_vectors(plus_.values, registry_, ids, plus_.values_arena);
     for (std::uint32_t id : ids) updated_[id] = 0;
-    const auto materialise_for = [&](const Evaluation& e, std::uint32_t id, const auto& w) {
-      using Out = std::decay_t<decltype(w)>;
-      materialise(space, theta[id], id, 0, pending, pending.active && updated_[id] == 0, perturbation,
-                  e.query, e.sign > 0 ? w : Out(), e.sign < 0 ? w : Out());
+    const auto materialise_for = [&](const Evaluation& e, std::uint32_t id, const StoredVec& w) {
+      materialise(space, theta[id], id, 0, pending, pending.active && updated_[id] == 0,
+                  perturbation, e.query, e.sign > 0 ? w : StoredVec(),
+                  e.sign < 0 ? w : StoredVec());
       updated_[id] = 1;
     };
     for (std::size_t i = 0; i < plan_.owned.size(); ++i) {
@@ -177,34 +174,41 @@ class LocalWeights final : public PerturbedWeights {
       const model::MatrixSource source = [&](std::uint32_t id) {
         const model::ParameterInfo& p = registry_[id];
         const auto n = static_cast<std::size_t>(p.numel());
-        const HalfVec w = Kokkos::subview(plus_.words_arena, std::make_pair(std::size_t{0}, n));
+        const StoredVec w = plus_.matrices.piece(0, n);
         materialise_for(e, id, w);
-        return kernels::WeightMatrix(store_.storage(),
-                                     ConstHalfMat(w.data(), static_cast<std::size_t>(p.shape[0]),
-                                                  static_cast<std::size_t>(p.shape[1])));
+        return kernels::weight_matrix(w, static_cast<std::size_t>(p.shape[0]),
+                                      static_cast<std::size_t>(p.shape[1]));
       };
       use(i, model::GroupTensors(plus_.values, nullptr, &source));
     }
     // A matrix the forward did not read still takes its update.
     for (std::uint32_t id : ids)
       if (pending.active && updated_[id] == 0)
-        materialise(space, theta[id], id, 0, pending, true, perturbation, 0, Vec(), Vec());
+        materialise(space, theta[id], id, 0, pending, true, perturbation, 0, StoredVec(),
+                    StoredVec());
     runtime::unbind_tensors(plus_.values, store_.layout(model::GroupRef::of_block(k)));
   }
 
   /// w of a group for one sign or evaluation: by id, as floats (`values`),
   /// or with 2-byte GEMM inputs the matrices as words (`words`). A block's
-  /// tensors are bound into the arenas (words_arena in the block's layout,
-  /// the vectors packed into values_arena; without 2-byte inputs every
-  /// tensor into values_arena); the edges' are Views of their own.
+  /// tensors are bound into the arenas (together: with 2-byte inputs the
+  /// matrices' words into `matrices` in the block's layout and the vectors
+  /// packed into values_arena, else every tensor into values_arena; one at
+  /// a time: the matrix in use at the start of `matrices`, the vectors
+  /// packed); the edges' are Views of their own.
   struct GroupW {
-    HalfVec words_arena;
+    StoredVec matrices;  // in w's format
     Vec values_arena;
     model::TensorTable values;  // by id
     model::WordTable words;     // by id; no entries unless 2-byte
 
     model::GroupTensors tensors() const {
       return model::GroupTensors(values, words.words.empty() ? nullptr : &words);
+    }
+    /// Where the kernel writes tensor id's w: its words, or its floats.
+    StoredVec output(std::uint32_t id) const {
+      if (!words.has(id)) return values[id];
+      return StoredVec(words.dtype, words.words[id].data(), words.words[id].extent(0));
     }
   };
 
@@ -217,7 +221,7 @@ class LocalWeights final : public PerturbedWeights {
   void bind(GroupW& w, int k) {
     const runtime::ArenaLayout& layout = store_.layout(model::GroupRef::of_block(k));
     if (!two_byte_) return runtime::bind_tensors(w.values, layout, w.values_arena);
-    runtime::bind_words(w.words.words, layout, w.words_arena);
+    runtime::bind_words(w.words.words, layout, w.matrices.as<std::uint16_t>());
     for (std::uint32_t id : registry_.block_ids(k))
       if (registry_[id].shape.size() != 2) w.words.words[id] = HalfVec();
     runtime::bind_vectors(w.values, registry_, registry_.block_ids(k), w.values_arena);
@@ -235,15 +239,9 @@ class LocalWeights final : public PerturbedWeights {
                           std::uint32_t id, const PendingUpdate& pending, bool with_update,
                           const StepPerturbation& perturbation, int query, const GroupW* plus,
                           const GroupW* minus) {
-    const GroupW& any = plus != nullptr ? *plus : *minus;
-    if (any.words.has(id))
-      materialise(space, theta[id], id, 0, pending, with_update, perturbation, query,
-                  plus != nullptr ? plus->words.words[id] : HalfVec(),
-                  minus != nullptr ? minus->words.words[id] : HalfVec());
-    else
-      materialise(space, theta[id], id, 0, pending, with_update, perturbation, query,
-                  plus != nullptr ? plus->values[id] : Vec(),
-                  minus != nullptr ? minus->values[id] : Vec());
+    materialise(space, theta[id], id, 0, pending, with_update, perturbation, query,
+                plus != nullptr ? plus->output(id) : StoredVec(),
+                minus != nullptr ? minus->output(id) : StoredVec());
   }
 
   /// w of evaluation `e` alone over tensors `ids`, into `w`.
@@ -256,12 +254,12 @@ class LocalWeights final : public PerturbedWeights {
                          e.sign > 0 ? &w : nullptr, e.sign < 0 ? &w : nullptr);
   }
 
-  bool one_at_a_time_;                      // placement.perturbed_weights: one_at_a_time
-  bool two_byte_;                           // precision.gemm_inputs: storage
-  std::vector<std::uint32_t> edge_ids_;     // embeddings + head: live for the whole step
-  std::vector<GroupW> edge_w_;              // per owned evaluation (or one): the edge tensors' w
-  GroupW plus_, minus_;                     // one block's w±; w- not allocated one at a time
-  std::vector<char> updated_;               // by id: the pending update applied this step
+  bool one_at_a_time_;                   // placement.perturbed_weights: one_at_a_time
+  bool two_byte_;                        // precision.gemm_inputs: storage
+  std::vector<std::uint32_t> edge_ids_;  // embeddings + head: live for the whole step
+  std::vector<GroupW> edge_w_;           // per owned evaluation (or one): the edge tensors' w
+  GroupW plus_, minus_;                  // one block's w±; w- not allocated one at a time
+  std::vector<char> updated_;            // by id: the pending update applied this step
 };
 
 }  // namespace

@@ -6,8 +6,6 @@
 #include "zo/perturbed_weights_kinds.hpp"
 #include "zo/update_terms.hpp"
 
-#include <type_traits>
-
 namespace distzo::zo {
 
 PerturbedWeights::PerturbedWeights(runtime::ParameterStore& store, const EvaluationPlan& plan,
@@ -30,43 +28,19 @@ void PerturbedWeights::mark_rows(const ExecSpace& space, const model::Batch& bat
     kernels::mark_rows(space, embed_rows_used_, batch.tokens, batch.candidates);
 }
 
-template <class Outputs>
-void PerturbedWeights::materialise(const ExecSpace& space, const runtime::ThetaTensor& theta,
-                                        std::uint32_t id, std::uint64_t first,
-                                        const PendingUpdate& pending, bool with_update,
-                                        const StepPerturbation& perturbation, int query,
-                                        const Outputs& plus, const Outputs& minus) {
-  const kernels::UpdateTerms terms = with_update
-                                         ? update_terms(pending, registry_[id], store_.placement().rounding)
-                                         : kernels::UpdateTerms();
-  z_evaluations_ += static_cast<std::uint64_t>(theta.extent()) *
-                    static_cast<std::uint64_t>(terms.count + 1);
-  const PerturbationStream stream = perturbation.stream(query);
-  const real eps = static_cast<real>(perturbation.eps);
+void PerturbedWeights::materialise(const ExecSpace& space, const StoredVec& theta, std::uint32_t id,
+                                   std::uint64_t first, const PendingUpdate& pending,
+                                   bool with_update, const StepPerturbation& perturbation,
+                                   int query, const StoredVec& plus, const StoredVec& minus) {
+  const kernels::UpdateTerms terms =
+      with_update ? update_terms(pending, registry_[id], store_.placement().rounding)
+                  : kernels::UpdateTerms();
+  z_evaluations_ +=
+      static_cast<std::uint64_t>(theta.extent()) * static_cast<std::uint64_t>(terms.count + 1);
   const kernels::RowSelection rows = id == embed_id_ ? embed_rows_ : kernels::RowSelection();
-  if constexpr (std::is_same<Outputs, HalfVec>::value) {
-    DISTZO_REQUIRE(theta.dtype != StorageDtype::fp32,
-                   "perturbed weights: 2-byte w± of " << registry_[id].name
-                                                      << " asked of a float32 θ");
-    kernels::update_and_perturb(space, theta.words, theta.dtype, id, first, terms, stream, eps, plus,
-                                minus, rows);
-  } else if (theta.dtype == StorageDtype::fp32) {
-    kernels::update_and_perturb(space, theta.f32, id, first, terms, stream, eps, plus, minus, rows);
-  } else {
-    kernels::update_and_perturb(space, theta.words, theta.dtype, id, first, terms, stream, eps, plus,
-                                minus, rows);
-  }
+  kernels::update_and_perturb(space, theta, id, first, terms, perturbation.stream(query),
+                              static_cast<real>(perturbation.eps), plus, minus, rows);
 }
-
-template void PerturbedWeights::materialise<Vec>(const ExecSpace&, const runtime::ThetaTensor&,
-                                                std::uint32_t, std::uint64_t, const PendingUpdate&,
-                                                bool, const StepPerturbation&, int, const Vec&,
-                                                const Vec&);
-template void PerturbedWeights::materialise<HalfVec>(const ExecSpace&, const runtime::ThetaTensor&,
-                                                    std::uint32_t, std::uint64_t,
-                                                    const PendingUpdate&, bool,
-                                                    const StepPerturbation&, int, const HalfVec&,
-                                                    const HalfVec&);
 
 std::unique_ptr<PerturbedWeights> make_perturbed_weights(runtime::ParameterStore& store,
                                                          const EvaluationPlan& plan,
@@ -80,8 +54,9 @@ std::unique_ptr<PerturbedWeights> make_perturbed_weights(runtime::ParameterStore
   DISTZO_INPUT_REQUIRE(!store.placement().two_byte_gemm_inputs,
                        "precision.gemm_inputs: storage applies to a rank with its own θ; a "
                        "node-shared sliced master exchanges float32 w± slices");
-  DISTZO_REQUIRE(exchange.node != nullptr,
-                 "perturbed weights: a sliced store needs the node's ranks to exchange slices with");
+  DISTZO_REQUIRE(
+      exchange.node != nullptr,
+      "perturbed weights: a sliced store needs the node's ranks to exchange slices with");
   return make_node_sliced_weights(store, plan, config, task,
                                   runtime::make_slice_exchange(exchange.kind, *exchange.node));
 }

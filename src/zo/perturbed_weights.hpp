@@ -21,6 +21,13 @@
 // make_perturbed_weights picks one from the store; nothing above this seam
 // asks whether θ is sliced.
 
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <vector>
+
+#include "core/step_state.hpp"
 #include "core/types.hpp"
 #include "kernels/perturb_update.hpp"
 #include "model/batch.hpp"
@@ -32,13 +39,6 @@
 #include "runtime/slice_exchange.hpp"
 #include "zo/evaluation_plan.hpp"
 #include "zo/float_theta.hpp"
-#include "core/step_state.hpp"
-
-#include <cstddef>
-#include <cstdint>
-#include <functional>
-#include <memory>
-#include <vector>
 
 namespace distzo::zo {
 
@@ -115,15 +115,13 @@ class PerturbedWeights {
   void mark_rows(const ExecSpace& space, const model::Batch& batch);
   /// update_and_perturb over elements [first, first + theta.extent()) of
   /// parameter `id`; the update only if `with_update`, rounded into a 2-byte
-  /// θ as the store's placement says. w± as float32 (Outputs = Vec), or as
-  /// 2-byte words of θ's format (Outputs = HalfVec, precision.gemm_inputs:
-  /// storage; θ must be 2-byte). The one call of the kernel for every
-  /// storage of θ.
-  template <class Outputs>
-  void materialise(const ExecSpace& space, const runtime::ThetaTensor& theta, std::uint32_t id,
+  /// θ as the store's placement says. w± as float32, or as words of θ's
+  /// format (precision.gemm_inputs: storage). The one call of the kernel
+  /// for every storage of θ.
+  void materialise(const ExecSpace& space, const StoredVec& theta, std::uint32_t id,
                    std::uint64_t first, const PendingUpdate& pending, bool with_update,
-                   const StepPerturbation& perturbation, int query, const Outputs& plus,
-                   const Outputs& minus);
+                   const StepPerturbation& perturbation, int query, const StoredVec& plus,
+                   const StoredVec& minus);
   /// `materialise_query(query, with_update)` for each of `queries` in
   /// order: the pending update rides with the first only, so θ changes once.
   template <class MaterialiseQuery>
