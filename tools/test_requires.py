@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
-"""Tests of tools/requires.py and of the tools' use of it (standard library
-only: ctest runs this file as python_tools_requires; tools/test_tools.py runs
-these tests too).
+"""Tests of distzo_tools/requires.py and of the tools' use of it (standard
+library only: ctest runs this file as python_tools_requires; tools/test_tools.py
+runs these tests too).
 
     python3 tools/test_requires.py      # or: python -m pytest tools/test_requires.py
 
@@ -13,9 +13,13 @@ these tests too).
    import; digest_reference.py checks numpy and h5py only when it reads files
    (--known-answers needs neither); imported, a tool's check raises
    ModuleNotFoundError, which the tests skip on.
-3. Every third-party module a tool imports is in requires.PIP, and every tool
-   run as a script checks, before its imports, every third-party module its
-   module-level imports load, through the tools' own modules too.
+3. Every third-party module the package imports is in requires.PIP, and every
+   command module checks, before its imports, every third-party module its
+   module-level imports load, through the package's own modules too; the
+   packages Python imports before a command load none.
+4. Every command module has its wrapper tools/NAME.py and every wrapper runs
+   one; each, with every package missing, says the one pip line (or, needing
+   none, its usage) and exits.
 """
 
 from __future__ import annotations
@@ -26,12 +30,10 @@ import subprocess
 import sys
 import tempfile
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, HERE)
-import requires  # noqa: E402
+from distzo_tools import TOOLS, requires
 
 STDLIB = set(sys.stdlib_module_names) | {"__future__"} if hasattr(sys, "stdlib_module_names") else None
-TOOLS = sorted(f[:-3] for f in os.listdir(HERE) if f.endswith(".py"))
+PACKAGE = "distzo_tools"
 
 
 def _run(cmd, missing, **env):
@@ -58,7 +60,7 @@ def test_make_real_model_checks_first():
             fh.write(f'#!/bin/sh\nprintf "%s\\n" "$*" >> "{log}"\nexec "{sys.executable}" "$@"\n')
         os.chmod(python, 0o755)
         for model in ("smollm2", "gemma3-270m"):
-            r = _run(["bash", os.path.join(HERE, "make_real_model.sh"), "--model", model, out], "gguf",
+            r = _run(["bash", os.path.join(TOOLS, "make_real_model.sh"), "--model", model, out], "gguf",
                      PYTHON=python)
             _assert_pip_line(r, "gguf")
             assert "==>" not in r.stdout, r.stdout  # no step began
@@ -71,13 +73,13 @@ def test_make_real_model_checks_first():
 def test_python_tool_checks_first():
     with tempfile.TemporaryDirectory() as tmp:
         out = os.path.join(tmp, "out.h5")
-        r = _run([sys.executable, os.path.join(HERE, "gguf_to_h5.py"), os.path.join(tmp, "x.gguf"), out], "gguf")
+        r = _run([sys.executable, os.path.join(TOOLS, "gguf_to_h5.py"), os.path.join(tmp, "x.gguf"), out], "gguf")
         _assert_pip_line(r, "gguf")
         assert not os.path.exists(out)
-        r = _run([sys.executable, os.path.join(HERE, "gguf_to_h5.py"), "--help"], "gguf,yaml")
+        r = _run([sys.executable, os.path.join(TOOLS, "gguf_to_h5.py"), "--help"], "gguf,yaml")
         _assert_pip_line(r, "gguf")  # only what the tool needs: not pyyaml
         assert "pyyaml" not in r.stderr, r.stderr
-        digest = os.path.join(HERE, "digest_reference.py")
+        digest = os.path.join(TOOLS, "digest_reference.py")
         r = _run([sys.executable, digest, os.path.join(tmp, "model.h5")], "numpy")
         _assert_pip_line(r, "numpy")
         r = _run([sys.executable, digest, "--known-answers"], "numpy,h5py")
@@ -89,7 +91,7 @@ def test_imported_check_raises():
     os.environ[requires.MISSING_ENV] = "gguf,yaml"
     try:
         try:
-            requires.check(os.path.join(HERE, "gguf_to_h5.py"), "yaml", "gguf")
+            requires.check(os.path.join(TOOLS, "gguf_to_h5.py"), "yaml", "gguf")
         except ModuleNotFoundError as err:
             assert err.name == "yaml" and "-m pip install pyyaml gguf" in str(err), str(err)
         else:
@@ -103,61 +105,126 @@ def test_imported_check_raises():
                                                                + requires.install_command(["numpy"]))
 
 
-def _module_imports(tool):
-    """(the names the tool's module-level statements import, in order as (statement
-    index, name); every name it imports anywhere; the index of its
-    `if __name__ == "__main__": requires.check(__file__, ...)` and the modules checked)."""
-    with open(os.path.join(HERE, tool + ".py"), encoding="utf-8") as fh:
+def _package_modules() -> dict:
+    """{dotted name: file} of every module of the package (an __init__ under its package's name)."""
+    out = {}
+    for root, _, files in os.walk(os.path.join(TOOLS, PACKAGE)):
+        for f in files:
+            if f.endswith(".py"):
+                parts = os.path.relpath(os.path.join(root, f), TOOLS)[:-3].split(os.sep)
+                out[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = os.path.join(root, f)
+    return out
+
+
+MODULES = _package_modules()
+
+
+def _imported(node) -> list:
+    """The modules an import statement loads: `from P import M` loads P, and P.M where that is a module."""
+    if isinstance(node, ast.Import):
+        return [a.name for a in node.names]
+    if isinstance(node, ast.ImportFrom) and node.level == 0:
+        return [node.module] + [f"{node.module}.{a.name}" for a in node.names if f"{node.module}.{a.name}" in MODULES]
+    return []
+
+
+def _parents(module: str) -> list:
+    """The packages Python imports before `module`: distzo_tools, distzo_tools.convert, ..."""
+    parts = module.split(".")
+    return [".".join(parts[:i]) for i in range(1, len(parts))]
+
+
+def _third_party(names) -> set:
+    tops = {n.split(".")[0] for n in names}
+    return {n for n in tops if n not in STDLIB and n != PACKAGE}
+
+
+def _module_imports(module):
+    """(the modules its module-level statements import, as (statement index,
+    name); every module it imports anywhere; the index of its
+    `if __name__ == "__main__": requires.check(__file__, ...)` and the modules
+    checked; whether it is a command, with a module-level `if __name__ == "__main__"`)."""
+    with open(MODULES[module], encoding="utf-8") as fh:
         tree = ast.parse(fh.read())
-    top, everywhere, check = [], set(), (None, ())
+    top, everywhere, check, command = [], set(), (None, ()), False
     for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            everywhere.update(a.name.split(".")[0] for a in node.names)
-        elif isinstance(node, ast.ImportFrom) and node.level == 0:
-            everywhere.add(node.module.split(".")[0])
+        everywhere.update(_imported(node))
     for i, node in enumerate(tree.body):
-        if isinstance(node, ast.Import):
-            top += [(i, a.name.split(".")[0]) for a in node.names]
-        elif isinstance(node, ast.ImportFrom) and node.level == 0:
-            top.append((i, node.module.split(".")[0]))
-        elif isinstance(node, ast.If) and "__main__" in ast.unparse(node.test):
+        top += [(i, name) for name in _imported(node)]
+        if isinstance(node, ast.If) and "__main__" in ast.unparse(node.test):
+            command = True
             for call in ast.walk(node):
                 if isinstance(call, ast.Call) and ast.unparse(call.func) == "requires.check":
                     check = (i, tuple(a.value for a in call.args[1:]))
-    return top, everywhere, check
+    return top, everywhere, check, command
 
 
 def test_checks_cover_imports():
     if STDLIB is None:
         return  # Python < 3.10 has no sys.stdlib_module_names
-    info = {t: _module_imports(t) for t in TOOLS}
+    info = {m: _module_imports(m) for m in MODULES}
 
-    def third_party(names):
-        return {n for n in names if n not in STDLIB and n not in info}
+    for module, (_, everywhere, _, _) in info.items():
+        unknown = _third_party(everywhere) - set(requires.PIP)
+        assert not unknown, f"{module} imports {sorted(unknown)}, not in requires.PIP"
 
-    for tool, (_, everywhere, _) in info.items():
-        unknown = third_party(everywhere) - set(requires.PIP)
-        assert not unknown, f"{tool}.py imports {sorted(unknown)}, not in requires.PIP"
-
-    def loads(tool, seen=()):  # third-party modules a tool's module-level imports load
-        top = info[tool][0]
-        out = third_party(n for _, n in top)
-        for _, n in top:
-            if n in info and n not in seen:
-                out |= loads(n, seen + (tool,))
+    def loads(module, seen=()):  # third-party modules that importing `module` loads
+        out = set()
+        for name in _parents(module) + [module]:
+            if name in seen:
+                continue
+            top = info[name][0]
+            out |= _third_party(n for _, n in top)
+            for _, n in top:
+                if n in info:
+                    out |= loads(n, seen + (name,))
         return out
 
-    for tool, (top, _, (at, checked)) in info.items():
-        needed = loads(tool)
-        if not needed or tool == "requires":
+    for module, (top, _, (at, checked), command) in info.items():
+        if not command:
             continue
-        with open(os.path.join(HERE, tool + ".py"), encoding="utf-8") as fh:
-            if '__name__ == "__main__"' not in fh.read():
-                continue  # a module, not a command (distzo_h5.py)
-        assert at is not None, f"{tool}.py: no requires.check(__file__, ...) before its imports"
-        first = min(i for i, n in top if n in needed or (n in info and loads(n)))
-        assert at < first, f"{tool}.py: requires.check comes after its first third-party import"
-        assert needed <= set(checked), f"{tool}.py: requires.check misses {sorted(needed - set(checked))}"
+        for parent in _parents(module):
+            assert not loads(parent), f"{parent} loads {sorted(loads(parent))}, before {module} can check"
+        needed = loads(module)
+        if not needed:
+            continue
+        assert at is not None, f"{module}: no requires.check(__file__, ...) before its imports"
+        first = min(i for i, n in top if _third_party([n]) or (n in info and loads(n)))
+        assert at < first, f"{module}: requires.check comes after its first third-party import"
+        assert needed <= set(checked), f"{module}: requires.check misses {sorted(needed - set(checked))}"
+
+
+def _wrappers() -> dict:
+    """{NAME.py: the module it runs} of the command wrappers in tools/."""
+    out = {}
+    for f in sorted(os.listdir(TOOLS)):
+        if f.endswith(".py") and not f.startswith("test_"):
+            with open(os.path.join(TOOLS, f), encoding="utf-8") as fh:
+                calls = [n for n in ast.walk(ast.parse(fh.read()))
+                         if isinstance(n, ast.Call) and ast.unparse(n.func) == "runpy.run_module"]
+            assert len(calls) == 1, f"tools/{f}: not a wrapper that runs one module of {PACKAGE}"
+            out[f] = calls[0].args[0].value
+    return out
+
+
+def test_every_command_has_its_wrapper():
+    commands = {m for m in MODULES if _module_imports(m)[3]}
+    wrappers = _wrappers()
+    for f, module in wrappers.items():
+        assert module in commands, f"tools/{f} runs {module}, which is no command module"
+        assert module.rsplit(".", 1)[1] + ".py" == f, f"tools/{f} runs {module}: a wrapper has its module's name"
+    lacking = commands - set(wrappers.values())
+    assert not lacking, f"command modules without a wrapper in tools/: {sorted(lacking)}"
+
+
+def test_wrappers_check_first():
+    for f in _wrappers():
+        args = ["make_real_model.sh", "numpy"] if f == "requires.py" else ["--help"]
+        r = _run([sys.executable, os.path.join(TOOLS, f), *args], ",".join(requires.PIP))
+        if r.returncode == 0:  # a command of the standard library alone
+            assert r.stdout.startswith("usage: " + f), f"tools/{f} --help:\n{r.stdout}{r.stderr}"
+        else:
+            _assert_pip_line(r)
 
 
 def _run_all(tests) -> int:
@@ -177,7 +244,7 @@ def _run_all(tests) -> int:
 
 
 TESTS = [test_make_real_model_checks_first, test_python_tool_checks_first, test_imported_check_raises,
-         test_checks_cover_imports]
+         test_checks_cover_imports, test_every_command_has_its_wrapper, test_wrappers_check_first]
 
 if __name__ == "__main__":
     sys.exit(_run_all(TESTS))

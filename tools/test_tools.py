@@ -53,8 +53,7 @@ import sys
 import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, HERE)
-import requires  # noqa: E402
+from distzo_tools import requires
 
 if __name__ == "__main__":  # before the imports below: a missing package is one pip line
     requires.check(__file__, "numpy", "h5py")
@@ -62,9 +61,9 @@ if __name__ == "__main__":  # before the imports below: a missing package is one
 import h5py  # noqa: E402
 import numpy as np  # noqa: E402
 
-import distzo_h5  # noqa: E402
-import hf_to_h5  # noqa: E402
-from distzo_h5 import FormatError  # noqa: E402
+from distzo_tools import formats  # noqa: E402
+from distzo_tools.convert import hf_to_h5  # noqa: E402
+from distzo_tools.formats import FormatError  # noqa: E402
 from test_requires import (  # noqa: E402,F401  (collected here too)
     test_checks_cover_imports,
     test_imported_check_raises,
@@ -123,7 +122,7 @@ def _logits(model):
     positions (mezo_reference.position_ids_from_mask), as the fixtures do."""
     import torch
 
-    import mezo_reference
+    from distzo_tools.references import mezo_reference
 
     ids = torch.tensor([[2, 5, 9, 11, 7, 3], [1, 1, 2, 8, 4, 6]])
     mask = torch.tensor([[1, 1, 1, 1, 1, 1], [0, 0, 1, 1, 1, 1]])
@@ -209,7 +208,7 @@ def test_round_trips():
                 h5, again = _round_trip(model, tmp, **layout)
                 got = _logits(again)
                 assert np.array_equal(got, ref), f"{label}: logits differ by {np.abs(got - ref).max()}"
-                cfg, tensors = distzo_h5.read_model(h5)
+                cfg, tensors = formats.read_model(h5)
                 sd = model.state_dict()
                 for name, array in tensors.items():
                     assert np.array_equal(array, sd[name].numpy()), name
@@ -232,7 +231,7 @@ def test_llama_round_trips():
     _quiet_transformers()
     import torch
 
-    import mezo_reference
+    from distzo_tools.references import mezo_reference
 
     models = {
         "tied": _tiny_llama(seed=1, tie_word_embeddings=True),
@@ -254,8 +253,8 @@ def test_llama_round_trips():
                 h5, again = _round_trip(model, tmp, **layout)
                 got = _logits(again)
                 assert np.array_equal(got, ref), f"{kind}, {label}: logits differ by {np.abs(got - ref).max()}"
-                cfg, tensors = distzo_h5.read_model(h5)
-                assert isinstance(cfg, distzo_h5.LlamaConfig) and cfg.tie_word_embeddings == (kind != "untied")
+                cfg, tensors = formats.read_model(h5)
+                assert isinstance(cfg, formats.LlamaConfig) and cfg.tie_word_embeddings == (kind != "untied")
                 assert set(tensors) == set(sd) - ({"lm_head.weight"} if cfg.tie_word_embeddings else set())
                 for name, array in tensors.items():
                     assert np.array_equal(array, sd[name].numpy()), name
@@ -265,10 +264,10 @@ def test_llama_round_trips():
         # A file without hf_config_json: the way back writes a config.json from the attributes.
         with tempfile.TemporaryDirectory() as tmp:
             h5, _ = _round_trip(model, tmp, fmt="safetensors")
-            cfg, tensors = distzo_h5.read_model(h5)
+            cfg, tensors = formats.read_model(h5)
             cfg.hf_config_json = ""
             bare, back = os.path.join(tmp, "bare.h5"), os.path.join(tmp, "bare")
-            distzo_h5.write_model(bare, cfg, tensors)
+            formats.write_model(bare, cfg, tensors)
             hf_to_h5.h5_to_hf(bare, back, verbose=False)
             again = type(model).from_pretrained(back, attn_implementation="eager").eval()
             assert np.array_equal(_logits(again), ref), f"{kind}: config.json from the attributes"
@@ -302,11 +301,11 @@ def test_tokenizer_round_trip():
         hf, h5, out = (os.path.join(tmp, n) for n in ("hf", "m.h5", "out"))
         model.save_pretrained(hf)
         tok.save_pretrained(hf)
-        kept = distzo_h5.read_tokenizer_dir(hf)
+        kept = formats.read_tokenizer_dir(hf)
         assert "tokenizer.json" in kept and "tokenizer_config.json" in kept, sorted(kept)
         hf_to_h5.hf_to_h5(hf, h5, verbose=False)
         with h5py.File(h5, "r") as f:
-            assert distzo_h5.read_tokenizer_files(f) == kept
+            assert formats.read_tokenizer_files(f) == kept
         old_umask = os.umask(0o022)
         try:
             hf_to_h5.h5_to_hf(h5, out, verbose=False)
@@ -322,7 +321,7 @@ def test_tokenizer_round_trip():
             assert again(line).input_ids == tok(line).input_ids, line
         # A name that would leave the export directory is refused on the way back.
         with h5py.File(h5, "r+") as f:
-            distzo_h5.write_string_attr(f.attrs, distzo_h5.TOKENIZER_ATTR, json.dumps({"../x.json": "{}"}))
+            formats.write_string_attr(f.attrs, formats.TOKENIZER_ATTR, json.dumps({"../x.json": "{}"}))
         try:
             hf_to_h5.h5_to_hf(h5, os.path.join(tmp, "bad"), verbose=False)
             raise AssertionError("a tokenizer file named ../x.json was written")
@@ -332,29 +331,29 @@ def test_tokenizer_round_trip():
 
 
 def test_vader_corpora():
-    """make_dataset.read_vader reads each of the four rated corpora of the
+    """sources.read_vader reads each of the four rated corpora of the
     hutto tarball (a directory here) by the sign of the mean rating,
     dropping the near-neutral band, and refuses an unknown corpus."""
-    import make_dataset
+    from distzo_tools.datasets import sources
 
     rows = {"movies": [0.0, 2.5, -1.2, 0.4], "amazon": [-0.5, 0.6, -3.0, 0.2],
             "tweets": [1.0, -1.0, 0.5, -0.51], "nyt": [0.45, -0.55, 0.0, 2.0]}
     with tempfile.TemporaryDirectory() as tmp:
         for corpus, ratings in rows.items():
-            name = make_dataset.VADER_CORPORA[corpus]
+            name = sources.VADER_CORPORA[corpus]
             with open(os.path.join(tmp, name), "w", encoding="utf-8", newline="") as fh:
                 fh.write("\r\n".join(f"{i}\t{r}\t{corpus} snippet {i}" for i, r in enumerate(ratings)))
         for corpus, ratings in rows.items():
             for band in (0.0, 0.5):
-                examples, dropped = make_dataset.read_vader(tmp, corpus, band)
+                examples, dropped = sources.read_vader(tmp, corpus, band)
                 kept = [r for r in ratings if abs(r) > band]
                 assert dropped == len(ratings) - len(kept), (corpus, band, dropped)
                 assert [e.label for e in examples] == [int(r > 0) for r in kept], (corpus, band)
                 assert all(e.texts[0].startswith(corpus) for e in examples)
         try:
-            make_dataset.read_vader(tmp, "imdb")
+            sources.read_vader(tmp, "imdb")
             raise AssertionError("an unknown corpus was read")
-        except make_dataset.DatasetError as err:
+        except sources.DatasetError as err:
             assert "one of movies, amazon, tweets, nyt" in str(err), err
     print("vader corpora: OK")
 
@@ -368,7 +367,7 @@ def test_llama_kin_round_trips():
     import torch
     import transformers
 
-    import mezo_reference
+    from distzo_tools.references import mezo_reference
 
     kw = dict(vocab_size=50, hidden_size=16, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
               intermediate_size=24, max_position_embeddings=20, attn_implementation="eager")
@@ -389,10 +388,10 @@ def test_llama_kin_round_trips():
             h5, again = _round_trip(model, tmp, fmt="safetensors")
             assert type(again) is model_class, type(again)
             assert np.array_equal(_logits(again), ref), f"{arch}: logits differ by {np.abs(_logits(again) - ref).max()}"
-            cfg, tensors = distzo_h5.read_model(h5)
+            cfg, tensors = formats.read_model(h5)
             assert cfg.architecture == arch and cfg.hf_class == model_class.__name__
             assert set(tensors) == set(sd) - ({"lm_head.weight"} if cfg.tie_word_embeddings else set()), arch
-            assert list(tensors) == list(distzo_h5.expected_tensors(cfg)), f"{arch}: canonical order"
+            assert list(tensors) == list(formats.expected_tensors(cfg)), f"{arch}: canonical order"
             for name, array in tensors.items():
                 assert np.array_equal(array, sd[name].numpy()), name
             loaded = mezo_reference.load_model_h5(h5, attn_implementation="eager")
@@ -400,13 +399,13 @@ def test_llama_kin_round_trips():
             # Without hf_config_json the way back writes a config.json from the attributes.
             cfg.hf_config_json = ""
             bare, back = os.path.join(tmp, "bare.h5"), os.path.join(tmp, "bare")
-            distzo_h5.write_model(bare, cfg, tensors)
+            formats.write_model(bare, cfg, tensors)
             hf_to_h5.h5_to_hf(bare, back, verbose=False)
             again = model_class.from_pretrained(back, attn_implementation="eager").eval()
             assert np.array_equal(_logits(again), ref), f"{arch}: config.json from the attributes"
     # No sliding_window key: MistralConfig's 4096; null: no window.
-    assert distzo_h5.config_from_hf({"model_type": "mistral"}).sliding_window == 4096
-    assert distzo_h5.config_from_hf({"model_type": "mistral", "sliding_window": None}).sliding_window == 0
+    assert formats.config_from_hf({"model_type": "mistral"}).sliding_window == 4096
+    assert formats.config_from_hf({"model_type": "mistral", "sliding_window": None}).sliding_window == 0
     # What the kin do not share with Llama is refused, naming the key.
     for hf, needle in (
         ({"model_type": "qwen2", "use_sliding_window": True}, "use_sliding_window is true"),
@@ -455,7 +454,7 @@ def test_gemma3_round_trips():
     _quiet_transformers()
     import transformers
 
-    import mezo_reference
+    from distzo_tools.references import mezo_reference
 
     models = {
         "tied": _tiny_gemma3(seed=1, tie_word_embeddings=True),
@@ -475,12 +474,12 @@ def test_gemma3_round_trips():
                 assert type(again) is transformers.Gemma3ForCausalLM, type(again)
                 got = _logits(again)
                 assert np.array_equal(got, ref), f"{kind}, {label}: logits differ by {np.abs(got - ref).max()}"
-                cfg, tensors = distzo_h5.read_model(h5)
-                assert isinstance(cfg, distzo_h5.Gemma3Config) and cfg.tie_word_embeddings == (kind == "tied")
+                cfg, tensors = formats.read_model(h5)
+                assert isinstance(cfg, formats.Gemma3Config) and cfg.tie_word_embeddings == (kind == "tied")
                 assert (cfg.sliding_window_pattern, cfg.sliding_window, cfg.query_pre_attn_scalar) == (2, 16, 10.0)
                 assert (cfg.rope_theta, cfg.rope_local_base_freq) == (500000.0, 20000.0)
                 assert set(tensors) == set(sd) - ({"lm_head.weight"} if cfg.tie_word_embeddings else set())
-                assert list(tensors) == list(distzo_h5.expected_tensors(cfg)), f"{kind}: canonical order"
+                assert list(tensors) == list(formats.expected_tensors(cfg)), f"{kind}: canonical order"
                 for name, array in tensors.items():
                     assert np.array_equal(array, sd[name].numpy()), name
                 loaded = mezo_reference.load_model_h5(h5, attn_implementation="eager")
@@ -488,10 +487,10 @@ def test_gemma3_round_trips():
         # A file without hf_config_json: the way back writes a config.json from the attributes.
         with tempfile.TemporaryDirectory() as tmp:
             h5, _ = _round_trip(model, tmp, fmt="safetensors")
-            cfg, tensors = distzo_h5.read_model(h5)
+            cfg, tensors = formats.read_model(h5)
             cfg.hf_config_json = ""
             bare, back = os.path.join(tmp, "bare.h5"), os.path.join(tmp, "bare")
-            distzo_h5.write_model(bare, cfg, tensors)
+            formats.write_model(bare, cfg, tensors)
             hf_to_h5.h5_to_hf(bare, back, verbose=False)
             with open(os.path.join(back, "config.json")) as fh:
                 written = json.load(fh)
@@ -504,7 +503,7 @@ def test_gemma3_round_trips():
     t4 = _gemma3_hf(layer_types=None, rope_parameters=None, sliding_window_pattern=3, rope_theta=5e5,
                     rope_local_base_freq=2e4, rope_scaling=None, num_hidden_layers=7)
     theirs = transformers.Gemma3TextConfig.from_dict(t4)
-    ours = distzo_h5.config_from_hf(t4)
+    ours = formats.config_from_hf(t4)
     assert theirs.layer_types == ours.layer_types, (theirs.layer_types, ours.layer_types)
     assert theirs.rope_parameters["full_attention"]["rope_theta"] == ours.rope_theta
     assert theirs.rope_parameters["sliding_attention"]["rope_theta"] == ours.rope_local_base_freq
@@ -539,8 +538,8 @@ def test_gemma3_config():
     and the tensor list (numpy + h5py only)."""
     import dataclasses
 
-    cfg = distzo_h5.config_from_hf(_gemma3_hf())
-    assert isinstance(cfg, distzo_h5.Gemma3Config) and cfg.architecture == "gemma3_text"
+    cfg = formats.config_from_hf(_gemma3_hf())
+    assert isinstance(cfg, formats.Gemma3Config) and cfg.architecture == "gemma3_text"
     assert (cfg.sliding_window_pattern, cfg.sliding_window, cfg.query_pre_attn_scalar) == (3, 16, 24.0)
     assert (cfg.rope_theta, cfg.rope_local_base_freq, cfg.head_dim) == (5e5, 2e4, 12)
     assert cfg.layer_types == _gemma3_hf()["layer_types"]
@@ -549,29 +548,29 @@ def test_gemma3_config():
         changes = dict(layer_types=None, rope_parameters=None, rope_theta=5e5, rope_local_base_freq=2e4,
                        rope_scaling=None, _sliding_window_pattern=None)
         changes[pattern_key] = 3
-        t4 = distzo_h5.config_from_hf(_gemma3_hf(**changes))
+        t4 = formats.config_from_hf(_gemma3_hf(**changes))
         assert dataclasses.replace(t4, hf_config_json="") == dataclasses.replace(cfg, hf_config_json=""), t4
     # rope_parameters' bases win over flat ones; a missing entry falls back to them, then to the defaults
-    cfg = distzo_h5.config_from_hf(_gemma3_hf(
+    cfg = formats.config_from_hf(_gemma3_hf(
         rope_theta=1.0, rope_local_base_freq=3e4,
         rope_parameters={"full_attention": {"rope_type": "default", "rope_theta": 7e5}, "sliding_attention": None}))
     assert (cfg.rope_theta, cfg.rope_local_base_freq) == (7e5, 3e4)
     # Gemma3TextConfig's defaults: window 4096, every 6th layer full, bases 1e6 / 1e4, scalar 256, tied
-    cfg = distzo_h5.config_from_hf({"model_type": "gemma3_text"})
+    cfg = formats.config_from_hf({"model_type": "gemma3_text"})
     assert (cfg.num_hidden_layers, cfg.sliding_window, cfg.sliding_window_pattern) == (26, 4096, 6)
     assert (cfg.rope_theta, cfg.rope_local_base_freq) == (1e6, 1e4) and cfg.tie_word_embeddings
     assert (cfg.query_pre_attn_scalar, cfg.head_dim, cfg.num_key_value_heads) == (256.0, 256, 4)
     assert [k for k in range(26) if cfg.is_full_attention(k)] == [5, 11, 17, 23]
     # null window: none; every layer sliding (from the list, or a pattern beyond L): pattern L + 1
-    assert distzo_h5.config_from_hf(dict(_gemma3_hf(), sliding_window=None)).sliding_window == 0
-    assert distzo_h5.config_from_hf(_gemma3_hf(sliding_window=None)).sliding_window == 4096  # no key
-    all_sliding = distzo_h5.config_from_hf(_gemma3_hf(layer_types=["sliding_attention"] * 6))
+    assert formats.config_from_hf(dict(_gemma3_hf(), sliding_window=None)).sliding_window == 0
+    assert formats.config_from_hf(_gemma3_hf(sliding_window=None)).sliding_window == 4096  # no key
+    all_sliding = formats.config_from_hf(_gemma3_hf(layer_types=["sliding_attention"] * 6))
     assert all_sliding.sliding_window_pattern == 7 and not any(map(all_sliding.is_full_attention, range(6)))
-    assert distzo_h5.config_from_hf(_gemma3_hf(layer_types=None, sliding_window_pattern=10)).sliding_window_pattern == 7
-    all_full = distzo_h5.config_from_hf(_gemma3_hf(layer_types=["full_attention"] * 6))
+    assert formats.config_from_hf(_gemma3_hf(layer_types=None, sliding_window_pattern=10)).sliding_window_pattern == 7
+    all_full = formats.config_from_hf(_gemma3_hf(layer_types=["full_attention"] * 6))
     assert all_full.sliding_window_pattern == 1
     # transformers 4's hidden_act key, if that is the only one
-    assert distzo_h5.config_from_hf(_gemma3_hf(hidden_activation=None, hidden_act="gelu_pytorch_tanh"))
+    assert formats.config_from_hf(_gemma3_hf(hidden_activation=None, hidden_act="gelu_pytorch_tanh"))
 
     msgs = [
         _expect_config_error(_gemma3_hf(final_logit_softcapping=30.0), "final_logit_softcapping is 30.0"),
@@ -611,8 +610,8 @@ def test_gemma3_config():
         print("  rejected:", m)
 
     # The tensors: Gemma's list and shapes; lm_head only when untied.
-    cfg = distzo_h5.config_from_hf(_gemma3_hf(num_hidden_layers=2, layer_types=["sliding_attention", "full_attention"]))
-    shapes = distzo_h5.expected_tensors(cfg)
+    cfg = formats.config_from_hf(_gemma3_hf(num_hidden_layers=2, layer_types=["sliding_attention", "full_attention"]))
+    shapes = formats.expected_tensors(cfg)
     layer = [n[len("model.layers.1."):] for n in shapes if n.startswith("model.layers.1.")]
     assert layer == [
         "self_attn.q_proj.weight", "self_attn.k_proj.weight", "self_attn.v_proj.weight", "self_attn.o_proj.weight",
@@ -626,7 +625,7 @@ def test_gemma3_config():
     assert shapes["model.layers.0.mlp.down_proj.weight"] == (32, 48)
     assert list(shapes)[0] == "model.embed_tokens.weight" and list(shapes)[-1] == "model.norm.weight"
     assert len(shapes) == 2 + 2 * 13
-    untied = distzo_h5.expected_tensors(dataclasses.replace(cfg, tie_word_embeddings=False))
+    untied = formats.expected_tensors(dataclasses.replace(cfg, tie_word_embeddings=False))
     assert list(untied)[-1] == "lm_head.weight" and untied["lm_head.weight"] == (64, 32)
 
     # The model file: attribute types as docs/formats.md says; read back equal.
@@ -634,34 +633,34 @@ def test_gemma3_config():
     tensors = {n: rng.randn(*s).astype(np.float32) for n, s in shapes.items()}
     with tempfile.TemporaryDirectory() as tmp:
         path = os.path.join(tmp, "m.h5")
-        distzo_h5.write_model(path, cfg, tensors)
+        formats.write_model(path, cfg, tensors)
         with h5py.File(path, "r") as f:
             attrs = f.attrs
-            assert distzo_h5.read_string_attr(attrs, "architecture") == "gemma3_text"
-            for name in distzo_h5.GEMMA3_INT_ATTRS:
+            assert formats.read_string_attr(attrs, "architecture") == "gemma3_text"
+            for name in formats.GEMMA3_INT_ATTRS:
                 assert attrs[name].dtype == np.int64, name
-            for name in distzo_h5.GEMMA3_FLOAT_ATTRS:
+            for name in formats.GEMMA3_FLOAT_ATTRS:
                 assert attrs[name].dtype == np.float64, name
-            assert distzo_h5.read_string_attr(attrs, "hidden_activation") == "gelu_pytorch_tanh"
+            assert formats.read_string_attr(attrs, "hidden_activation") == "gelu_pytorch_tanh"
             assert "mlp_bias" not in attrs and "hidden_act" not in attrs
             assert (int(attrs["sliding_window"]), int(attrs["sliding_window_pattern"]), int(attrs["attention_bias"])) \
                 == (16, 2, 0)
             assert (float(attrs["rope_theta"]), float(attrs["rope_local_base_freq"]),
                     float(attrs["query_pre_attn_scalar"])) == (5e5, 2e4, 24.0)
-        back, got = distzo_h5.read_model(path)
+        back, got = formats.read_model(path)
         assert back == cfg and all(np.array_equal(got[n], tensors[n]) for n in tensors)
-        assert distzo_h5.hf_config_dict(back) == json.loads(cfg.hf_config_json)
+        assert formats.hf_config_dict(back) == json.loads(cfg.hf_config_json)
         # the way back from the attributes alone: transformers 5's form, integral scalar as an int
-        bare = distzo_h5.hf_config_dict(dataclasses.replace(back, hf_config_json=""))
+        bare = formats.hf_config_dict(dataclasses.replace(back, hf_config_json=""))
         assert bare["layer_types"] == ["sliding_attention", "full_attention"] and "sliding_window_pattern" not in bare
         assert bare["query_pre_attn_scalar"] == 24 and isinstance(bare["query_pre_attn_scalar"], int)
-        assert dataclasses.replace(distzo_h5.config_from_hf(bare), hf_config_json="") == \
+        assert dataclasses.replace(formats.config_from_hf(bare), hf_config_json="") == \
             dataclasses.replace(back, hf_config_json="")
         # an attribute that disagrees with hf_config_json is caught on the way back
         with h5py.File(path, "r+") as f:
             f.attrs.create("rope_local_base_freq", np.float64(1e4), dtype=np.float64)
         try:
-            distzo_h5.hf_config_dict(distzo_h5.read_model(path)[0])
+            formats.hf_config_dict(formats.read_model(path)[0])
         except FormatError as err:
             assert "rope_local_base_freq" in str(err), err
         else:
@@ -673,7 +672,7 @@ def test_gemma3_config():
                 original = int(f.attrs[name])
                 f.attrs.create(name, np.int64(value), dtype=np.int64)
             try:
-                distzo_h5.read_model(path)
+                formats.read_model(path)
             except FormatError as err:
                 assert needle in str(err), err
             else:
@@ -827,7 +826,7 @@ def _llama_hf(**changes):
 
 def _expect_config_error(hf, needle):
     try:
-        distzo_h5.config_from_hf(hf)
+        formats.config_from_hf(hf)
     except FormatError as err:
         assert needle in str(err), f"expected {needle!r} in {err}"
         return str(err)
@@ -837,32 +836,32 @@ def _expect_config_error(hf, needle):
 def test_llama_config():
     """config.json -> LlamaConfig: defaults, both RoPE forms, every refusal;
     the model file's attributes and their types (numpy + h5py only)."""
-    cfg = distzo_h5.config_from_hf(_llama_hf())
-    assert isinstance(cfg, distzo_h5.LlamaConfig)
+    cfg = formats.config_from_hf(_llama_hf())
+    assert isinstance(cfg, formats.LlamaConfig)
     assert (cfg.head_dim, cfg.num_key_value_heads, cfg.rope_theta) == (8, 2, 500000.0)
     assert cfg.tie_word_embeddings and not cfg.attention_bias and not cfg.mlp_bias
     # transformers 4 form: rope_theta (+ rope_scaling null)
-    cfg = distzo_h5.config_from_hf(_llama_hf(rope_parameters=None, rope_theta=123456.0, rope_scaling=None))
+    cfg = formats.config_from_hf(_llama_hf(rope_parameters=None, rope_theta=123456.0, rope_scaling=None))
     assert cfg.rope_theta == 123456.0
     # legacy "type" key inside rope_parameters; rope_parameters' theta wins over a top-level one
-    cfg = distzo_h5.config_from_hf(_llama_hf(rope_parameters={"type": "default", "rope_theta": 7.5e5}, rope_theta=1e4))
+    cfg = formats.config_from_hf(_llama_hf(rope_parameters={"type": "default", "rope_theta": 7.5e5}, rope_theta=1e4))
     assert cfg.rope_theta == 7.5e5
     # nothing about RoPE, num_key_value_heads, head_dim or the head: transformers' LlamaConfig defaults
-    cfg = distzo_h5.config_from_hf(
+    cfg = formats.config_from_hf(
         _llama_hf(rope_parameters=None, num_key_value_heads=None, head_dim=None, tie_word_embeddings=None,
                   rms_norm_eps=None)
     )
-    assert cfg.rope_theta == distzo_h5.LLAMA_DEFAULT_ROPE_THETA == 10000.0
+    assert cfg.rope_theta == formats.LLAMA_DEFAULT_ROPE_THETA == 10000.0
     assert (cfg.num_key_value_heads, cfg.head_dim, cfg.tie_word_embeddings, cfg.rms_norm_eps) == (4, 8, False, 1e-6)
     # an explicit head_dim with H * head_dim != hidden_size; biases
-    cfg = distzo_h5.config_from_hf(_llama_hf(head_dim=16, attention_bias=True, mlp_bias=True))
-    shapes = distzo_h5.expected_tensors(cfg)
+    cfg = formats.config_from_hf(_llama_hf(head_dim=16, attention_bias=True, mlp_bias=True))
+    shapes = formats.expected_tensors(cfg)
     assert shapes["model.layers.1.self_attn.q_proj.weight"] == (64, 32)
     assert shapes["model.layers.1.self_attn.k_proj.bias"] == (32,)
     assert shapes["model.layers.1.self_attn.o_proj.weight"] == (32, 64)
     assert shapes["model.layers.1.mlp.down_proj.bias"] == (32,)
     assert "lm_head.weight" not in shapes and list(shapes)[-1] == "model.norm.weight"
-    untied = distzo_h5.expected_tensors(distzo_h5.config_from_hf(_llama_hf(tie_word_embeddings=False)))
+    untied = formats.expected_tensors(formats.config_from_hf(_llama_hf(tie_word_embeddings=False)))
     assert list(untied)[-1] == "lm_head.weight" and untied["lm_head.weight"] == (64, 32)
     assert not any(n.endswith(".bias") for n in untied)
 
@@ -888,43 +887,43 @@ def test_llama_config():
         print("  rejected:", m)
 
     # The model file: attribute types and order as docs/formats.md says; read back equal.
-    cfg = distzo_h5.config_from_hf(_llama_hf(head_dim=16, attention_bias=True))
+    cfg = formats.config_from_hf(_llama_hf(head_dim=16, attention_bias=True))
     rng = np.random.RandomState(0)
-    tensors = {n: rng.randn(*s).astype(np.float32) for n, s in distzo_h5.expected_tensors(cfg).items()}
+    tensors = {n: rng.randn(*s).astype(np.float32) for n, s in formats.expected_tensors(cfg).items()}
     with tempfile.TemporaryDirectory() as tmp:
         path = os.path.join(tmp, "m.h5")
-        distzo_h5.write_model(path, cfg, tensors)
+        formats.write_model(path, cfg, tensors)
         with h5py.File(path, "r") as f:
             attrs = f.attrs
             # Fixed-length strings (no global heap), read back as bytes.
             assert h5py.check_string_dtype(attrs.get_id("architecture").dtype).length is not None
-            assert distzo_h5.read_string_attr(attrs, "architecture") == "llama"
+            assert formats.read_string_attr(attrs, "architecture") == "llama"
             assert int(attrs["format_version"]) == 1
-            for name in distzo_h5.LLAMA_INT_ATTRS:
+            for name in formats.LLAMA_INT_ATTRS:
                 assert attrs[name].dtype == np.int64, name
-            for name in distzo_h5.LLAMA_FLOAT_ATTRS:
+            for name in formats.LLAMA_FLOAT_ATTRS:
                 assert attrs[name].dtype == np.float64, name
-            assert distzo_h5.read_string_attr(attrs, "hidden_act") == "silu"
-            assert json.loads(distzo_h5.read_string_attr(attrs, "hf_config_json"))["model_type"] == "llama"
+            assert formats.read_string_attr(attrs, "hidden_act") == "silu"
+            assert json.loads(formats.read_string_attr(attrs, "hf_config_json"))["model_type"] == "llama"
             assert (int(attrs["head_dim"]), int(attrs["attention_bias"]), int(attrs["mlp_bias"])) == (16, 1, 0)
             assert float(attrs["rope_theta"]) == 500000.0 and float(attrs["rms_norm_eps"]) == 1e-5
             assert all(f[n].dtype == np.float32 for n in tensors)
-        back, got = distzo_h5.read_model(path)
+        back, got = formats.read_model(path)
         assert back == cfg and all(np.array_equal(got[n], tensors[n]) for n in tensors)
-        assert distzo_h5.hf_config_dict(back) == json.loads(cfg.hf_config_json)
+        assert formats.hf_config_dict(back) == json.loads(cfg.hf_config_json)
         # an attribute that disagrees with hf_config_json is caught on the way back
         with h5py.File(path, "r+") as f:
             f.attrs.create("rope_theta", np.float64(1e4), dtype=np.float64)
         try:
-            distzo_h5.hf_config_dict(distzo_h5.read_model(path)[0])
+            formats.hf_config_dict(formats.read_model(path)[0])
         except FormatError as err:
             assert "rope_theta" in str(err), err
         else:
             raise AssertionError("rope_theta disagreeing with hf_config_json was not caught")
         with h5py.File(path, "r+") as f:
-            distzo_h5.write_string_attr(f.attrs, "architecture", "gpt2")
+            formats.write_string_attr(f.attrs, "architecture", "gpt2")
         try:
-            distzo_h5.read_model(path)
+            formats.read_model(path)
         except FormatError as err:
             assert "architecture 'gpt2'" in str(err), err
         else:
@@ -1010,7 +1009,7 @@ def numpy_forward(cfg, t, input_ids, mask):
     x = g[d + "embed_tokens.weight"][input_ids]
     if cfg.has_projection:
         x = x @ g[d + "project_in.weight"].T
-    x = x + g[d + "embed_positions.weight"][pos + distzo_h5.POSITION_OFFSET]
+    x = x + g[d + "embed_positions.weight"][pos + formats.POSITION_OFFSET]
     hidden = [x]
     causal = np.tril(np.ones((T, T), bool))
     allowed = causal[None] & (mask[:, None, :] == 1) & (mask[:, :, None] == 1)  # (B, Tq, Tk)
@@ -1187,17 +1186,17 @@ def test_fixtures_against_numpy():
     for ref_path in refs:
         with h5py.File(ref_path, "r") as f:
             r = {k: f[k][()] for k in f}
-            model_file = distzo_h5.read_string_attr(f.attrs, "model")
-        cfg, t = distzo_h5.read_model(os.path.join(DATA, model_file))
-        if isinstance(cfg, distzo_h5.Gemma3Config):
+            model_file = formats.read_string_attr(f.attrs, "model")
+        cfg, t = formats.read_model(os.path.join(DATA, model_file))
+        if isinstance(cfg, formats.Gemma3Config):
             forward = numpy_gemma3_forward
-        elif isinstance(cfg, distzo_h5.LlamaConfig):
+        elif isinstance(cfg, formats.LlamaConfig):
             forward = numpy_llama_forward
         else:
             forward = numpy_forward
         logits, hidden, layer_last = forward(cfg, t, r["input_ids"], r["attention_mask"])
         real = r["attention_mask"] == 1
-        if not isinstance(cfg, distzo_h5.OptConfig):
+        if not isinstance(cfg, formats.OptConfig):
             assert np.array_equal(r["position_ids"], llama_positions(r["attention_mask"])), ref_path
         errs = {"logits": np.abs(logits - r["logits"])[real].max()}
         for k, h in enumerate(hidden):
@@ -1241,8 +1240,8 @@ def test_mezo_reference_llama():
     _quiet_transformers()
     import torch
 
-    import mezo_finetune
-    import mezo_reference
+    from distzo_tools.references import mezo_finetune
+    from distzo_tools.references import mezo_reference
 
     for model_path in sorted(glob.glob(os.path.join(DATA, "llama_*.model.h5"))
                              + glob.glob(os.path.join(DATA, "gemma3_*.model.h5"))):
@@ -1285,7 +1284,7 @@ def test_mezo_reference_llama():
 
 
 def test_digest_matches_inspect():
-    import digest_reference as dr
+    from distzo_tools.references import digest_reference as dr
 
     distzo = os.environ.get("DISTZO", os.path.join(os.path.dirname(HERE), "build", "distzo"))
     assert os.path.exists(distzo), f"no distzo binary at {distzo}: build it or set DISTZO"
@@ -1303,7 +1302,7 @@ def test_digest_matches_inspect():
             theirs = proc.stdout.strip()
             assert ours == theirs, f"{path}: python {ours}, distzo {theirs}"
             # the numpy path agrees with the plain definition
-            cfg, tensors = distzo_h5.read_model(path)
+            cfg, tensors = formats.read_model(path)
             plain = dr.fold(
                 (n, tensors[n].shape, dr.element_sum(tensors[n].reshape(-1).view(np.uint32).tolist()))
                 for n in dr.canonical_order(cfg)
@@ -1318,7 +1317,7 @@ def test_digest_matches_inspect():
 def test_demo_baselines_statistics():
     import torch
 
-    import demo_baselines as db
+    from distzo_tools.demo import demo_baselines as db
 
     labels = torch.tensor([0, 0, 1, 1])
     assert db.auc(torch.tensor([0.1, 0.2, 0.3, 0.4], dtype=torch.float64), labels) == 1.0
@@ -1363,8 +1362,8 @@ def test_quality_choices_and_resume_check():
     """quality_table refuses a declared choice that a made run beats on dev and
     joins a longer run's curve to its parent's; quality_runs' resume check fails
     on one differing metrics value."""
-    import quality_runs as qr
-    import quality_table as qt
+    from distzo_tools.quality import quality_runs as qr
+    from distzo_tools.quality import quality_table as qt
 
     with tempfile.TemporaryDirectory() as out:
         res = qt.Results(out)
@@ -1437,8 +1436,8 @@ def test_quality_choices_and_resume_check():
 def test_quality_long_runs():
     """A run carried on past step 1000: the table gives its dev-loss trend and the steps at which
     each fit reaches first-order fine-tuning's dev loss after one epoch, and the figure is drawn."""
-    import quality_runs as qr
-    import quality_table as qt
+    from distzo_tools.quality import quality_runs as qr
+    from distzo_tools.quality import quality_table as qt
 
     with tempfile.TemporaryDirectory() as out:
         res = qt.Results(out)
@@ -1465,7 +1464,7 @@ def test_quality_long_runs():
 
 def test_quality_cut_off_run_seconds():
     """A run made in two invocations (the first cut off) records the wall seconds of both."""
-    import quality_runs as qr
+    from distzo_tools.quality import quality_runs as qr
 
     with tempfile.TemporaryDirectory() as tmp:
         out, records = os.path.join(tmp, "out"), os.path.join(tmp, "records")
@@ -1506,8 +1505,8 @@ def test_quality_records():
     directory, and the table reads the copy as the run; quality_table --write finds
     each number a regenerated table would lose; listing the runs and reading the
     records need neither the model nor the tasks."""
-    import quality_runs as qr
-    import quality_table as qt
+    from distzo_tools.quality import quality_runs as qr
+    from distzo_tools.quality import quality_table as qt
 
     with tempfile.TemporaryDirectory() as tmp:
         out, records = os.path.join(tmp, "out"), os.path.join(tmp, "records")
@@ -1563,7 +1562,7 @@ def test_mezo_finetune_resume():
     _quiet_transformers()
     import yaml
 
-    import mezo_finetune
+    from distzo_tools.references import mezo_finetune
 
     with tempfile.TemporaryDirectory() as tmp:
         rng = np.random.default_rng(5)
@@ -1591,7 +1590,7 @@ def test_mezo_finetune_resume():
             with open(os.path.join(out, "metrics.csv"), encoding="utf-8") as fh:
                 met = [line.rsplit(",", 1)[0] for line in fh]  # all but step_seconds
             with h5py.File(model, "r") as f:
-                theta = {k: f[k][()] for k in distzo_h5.expected_tensors(distzo_h5.read_model(model)[0])}
+                theta = {k: f[k][()] for k in formats.expected_tensors(formats.read_model(model)[0])}
             return ev, met, theta
 
         straight = run(os.path.join(tmp, "straight"))
@@ -1641,15 +1640,15 @@ def test_two_byte_round_trips():
     """bf16 and fp16 HF checkpoints: HF -> distzo -> HF bit for bit (numpy + h5py only)."""
     rng = np.random.default_rng(5)
     config = _llama_hf_config()
-    cfg = distzo_h5.config_from_hf(config)
-    shapes = distzo_h5.expected_tensors(cfg)
+    cfg = formats.config_from_hf(config)
+    shapes = formats.expected_tensors(cfg)
     distzo = os.environ.get("DISTZO", os.path.join(os.path.dirname(HERE), "build", "distzo"))
-    import digest_reference as dr
+    from distzo_tools.references import digest_reference as dr
 
     for dtype in ("bf16", "fp16"):
         def make(shape):
             values = rng.standard_normal(shape).astype(np.float32)
-            return distzo_h5.Bf16Array.from_float32(values) if dtype == "bf16" else values.astype(np.float16)
+            return formats.Bf16Array.from_float32(values) if dtype == "bf16" else values.astype(np.float16)
 
         weights = {name: make(shape) for name, shape in shapes.items()}
         with tempfile.TemporaryDirectory() as tmp:
@@ -1661,13 +1660,13 @@ def test_two_byte_round_trips():
             hf_to_h5.hf_to_h5(hf_dir, h5, verbose=False)
             with h5py.File(h5, "r") as f:
                 for name in shapes:
-                    assert distzo_h5.stored_dtype(f[name]) == dtype, (name, distzo_h5.stored_dtype(f[name]))
+                    assert formats.stored_dtype(f[name]) == dtype, (name, formats.stored_dtype(f[name]))
                     if dtype == "fp16":
                         assert f[name].dtype == np.float16  # h5py's own float16
                     else:
                         assert f[name].dtype == np.float32  # h5py widens bfloat16, exactly
                         assert np.array_equal(f[name][()], weights[name].to_float32()), name
-            _, kept = distzo_h5.read_model(h5, keep_dtype=True)
+            _, kept = formats.read_model(h5, keep_dtype=True)
             for name, w in weights.items():
                 got = kept[name]
                 assert (np.array_equal(got.words, w.words) if dtype == "bf16"
@@ -1678,7 +1677,7 @@ def test_two_byte_round_trips():
             for name, w in weights.items():
                 a, b = again[name], w
                 if dtype == "bf16":
-                    assert isinstance(a, distzo_h5.Bf16Array) and np.array_equal(a.words, b.words), name
+                    assert isinstance(a, formats.Bf16Array) and np.array_equal(a.words, b.words), name
                 else:
                     assert a.dtype == np.float16 and np.array_equal(a.view(np.uint16), b.view(np.uint16)), name
             with open(os.path.join(back, "config.json")) as fh:
@@ -1692,7 +1691,7 @@ def test_two_byte_round_trips():
             hf_to_h5.hf_to_h5(hf_dir, wide, verbose=False, float32=True)
             with h5py.File(wide, "r") as f:
                 for name, w in weights.items():
-                    assert distzo_h5.stored_dtype(f[name]) == "fp32"
+                    assert formats.stored_dtype(f[name]) == "fp32"
                     ref = w.to_float32() if dtype == "bf16" else w.astype(np.float32)
                     assert np.array_equal(f[name][()], ref), name
             # The safetensors package, where installed, reads what we write:
@@ -1732,7 +1731,7 @@ def test_gguf_keeps_two_byte():
     h5py, gguf)."""
     import gguf
 
-    import gguf_to_h5
+    from distzo_tools.convert import gguf_to_h5
 
     rng = np.random.default_rng(3)
     V, C, F, L, H, KV = 32, 16, 24, 2, 4, 2
@@ -1761,10 +1760,10 @@ def test_gguf_keeps_two_byte():
                     src[name] = values.astype(np.float16)
                     w.add_tensor(name, src[name])
                 else:
-                    words = distzo_h5.Bf16Array.from_float32(values).words
+                    words = formats.Bf16Array.from_float32(values).words
                     raw = words.view(np.uint8).reshape(shape[0], -1)
                     w.add_tensor(name, raw, raw_shape=raw.shape, raw_dtype=gguf.GGMLQuantizationType.BF16)
-                    src[name] = distzo_h5.Bf16Array(words)
+                    src[name] = formats.Bf16Array(words)
 
             add("token_embd.weight", (V, C))
             for k in range(L):
@@ -1785,22 +1784,22 @@ def test_gguf_keeps_two_byte():
             want = "fp16" if kind == "F16" else "bf16"
 
             def bits(a):
-                return a.words if isinstance(a, distzo_h5.Bf16Array) else np.asarray(a).view(np.uint16 if a.dtype == np.float16 else np.uint32)
+                return a.words if isinstance(a, formats.Bf16Array) else np.asarray(a).view(np.uint16 if a.dtype == np.float16 else np.uint32)
 
-            _, kept = distzo_h5.read_model(h5, keep_dtype=True)
-            _, upcast = distzo_h5.read_model(wide, keep_dtype=True)
+            _, kept = formats.read_model(h5, keep_dtype=True)
+            _, upcast = formats.read_model(wide, keep_dtype=True)
             with h5py.File(h5, "r") as f, h5py.File(wide, "r") as g:
                 for name in kept:
                     expected = "fp32" if name.endswith("norm.weight") else want
-                    assert distzo_h5.stored_dtype(f[name]) == expected, (name, distzo_h5.stored_dtype(f[name]))
-                    assert distzo_h5.stored_dtype(g[name]) == "fp32", name
+                    assert formats.stored_dtype(f[name]) == expected, (name, formats.stored_dtype(f[name]))
+                    assert formats.stored_dtype(g[name]) == "fp32", name
             for gguf_name, hf_name in (("blk.1.ffn_up.weight", "model.layers.1.mlp.up_proj.weight"),
                                        ("token_embd.weight", "model.embed_tokens.weight"),
                                        ("blk.0.attn_norm.weight", "model.layers.0.input_layernorm.weight")):
                 assert np.array_equal(bits(kept[hf_name]), bits(src[gguf_name])), hf_name
             # q is un-permuted the same way in both dtypes: the upcast file is the same values.
             for name, a in kept.items():
-                values = a.to_float32() if isinstance(a, distzo_h5.Bf16Array) else np.asarray(a, dtype=np.float32)
+                values = a.to_float32() if isinstance(a, formats.Bf16Array) else np.asarray(a, dtype=np.float32)
                 assert np.array_equal(values, upcast[name]), name
     print("gguf_to_h5 keeps F16 / BF16: OK")
 
@@ -1871,7 +1870,7 @@ def test_gguf_dequantises_k_quants():
     independent numpy dequantiser of llama.cpp's layout, q/k rows un-permuted."""
     import gguf
 
-    import gguf_to_h5
+    from distzo_tools.convert import gguf_to_h5
 
     rng = np.random.default_rng(11)
     V, C, F, L, H, KV = 32, 256, 256, 1, 4, 2
@@ -1916,7 +1915,7 @@ def test_gguf_dequantises_k_quants():
         w.close()
 
         gguf_to_h5.gguf_to_h5(path, h5, verbose=False)
-        _, got = distzo_h5.read_model(h5)
+        _, got = formats.read_model(h5)
         for name, values in want.items():
             hf = gguf_to_h5.hf_name(name, L)
             if name.endswith("attn_q.weight"):
@@ -1936,8 +1935,8 @@ def test_gguf_reads_qwen():
     import torch
     import transformers
 
-    import gguf_to_h5
-    import mezo_reference
+    from distzo_tools.convert import gguf_to_h5
+    from distzo_tools.references import mezo_reference
 
     _quiet_transformers()
     rng = np.random.default_rng(5)
@@ -1992,7 +1991,7 @@ def test_gguf_reads_qwen():
 
             cfg = gguf_to_h5.gguf_to_h5(path, h5, verbose=False)
             assert cfg.architecture == arch, cfg
-            _, ours = distzo_h5.read_model(h5)
+            _, ours = formats.read_model(h5)
             # What from_pretrained(gguf_file=...) loads, without accelerate.
             from transformers.modeling_gguf_pytorch_utils import load_gguf_checkpoint
 
@@ -2031,8 +2030,8 @@ def test_gguf_reads_gemma3():
     import transformers
     from transformers.modeling_gguf_pytorch_utils import load_gguf_checkpoint
 
-    import gguf_to_h5
-    import mezo_reference
+    from distzo_tools.convert import gguf_to_h5
+    from distzo_tools.references import mezo_reference
 
     _quiet_transformers()
     rng = np.random.default_rng(7)
@@ -2091,11 +2090,11 @@ def test_gguf_reads_gemma3():
             w.close()
 
             cfg = gguf_to_h5.gguf_to_h5(path, h5, verbose=False)
-            assert isinstance(cfg, distzo_h5.Gemma3Config) and cfg.tie_word_embeddings, cfg
+            assert isinstance(cfg, formats.Gemma3Config) and cfg.tie_word_embeddings, cfg
             assert (cfg.sliding_window_pattern, cfg.rope_local_base_freq) == (pattern, local_base), (label, cfg)
             assert (cfg.rope_theta, cfg.sliding_window, cfg.query_pre_attn_scalar) == (1e6, 16, float(hd))
-            _, ours = distzo_h5.read_model(h5)
-            _, kept = distzo_h5.read_model(h5, keep_dtype=True)
+            _, ours = formats.read_model(h5)
+            _, kept = formats.read_model(h5, keep_dtype=True)
             want = np.float16 if qtype == gguf.GGMLQuantizationType.F16 else np.float32
             for name, array in kept.items():  # shifted norms are float32 whatever the file holds
                 assert array.dtype == (np.float32 if name.endswith("norm.weight") else want), (name, array.dtype)
