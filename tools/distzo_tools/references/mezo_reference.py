@@ -258,7 +258,7 @@ def mezo_step(
     parameter more memory, three draws fewer) instead of redrawing it from the
     seed each time as MeZO does to save memory; torch's generator gives the
     same z for the same seed, so the step's bits are the same either way
-    (tools/tests/test_mezo_finetune.py checks it).
+    (tools/tests/test_references.py checks it).
     """
     import torch
 

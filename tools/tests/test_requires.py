@@ -1,9 +1,7 @@
-#!/usr/bin/env python3
 """Tests of distzo_tools/requires.py and of the tools' use of it (standard
-library only: ctest runs this file as python_tools_requires; tools/test_tools.py
-runs these tests too).
+library only, no pytest needed: ctest runs this file as python_tools_requires).
 
-    python3 tools/test_requires.py      # or: python -m pytest tools/test_requires.py
+    cd tools && python3 -m tests.test_requires     # or: python3 -m pytest tools/tests/test_requires.py
 
 1. make_real_model.sh with a package missing (DISTZO_TOOLS_MISSING=gguf) exits
    2 with the one pip line, no traceback, runs no Python but the check (its
@@ -198,7 +196,7 @@ def _wrappers() -> dict:
     """{NAME.py: the module it runs} of the command wrappers in tools/."""
     out = {}
     for f in sorted(os.listdir(TOOLS)):
-        if f.endswith(".py") and not f.startswith("test_"):
+        if f.endswith(".py"):
             with open(os.path.join(TOOLS, f), encoding="utf-8") as fh:
                 calls = [n for n in ast.walk(ast.parse(fh.read()))
                          if isinstance(n, ast.Call) and ast.unparse(n.func) == "runpy.run_module"]
