@@ -8,7 +8,7 @@ Both read a distzo deck (model.path, data.train, data.eval = the dev set,
 data.micro_batch, data.shuffle_seed, optim.seed; --set SECTION.KEY=VALUE
 overrides, as in tools/mezo_finetune.py) and use MeZO's prompt-based
 classification exactly as distzo does: the last prompt token's logits over the
-candidate label words (tools/mezo_finetune.candidate_logits).
+candidate label words (mezo_finetune.candidate_logits).
 
 probe — linear probing (MeZO's Table 1 "LP"): the final hidden state of the
   last prompt token (after the model's final norm; (N, hidden) float64) of
