@@ -6,7 +6,7 @@
     datasets/    labelled text to distzo classification datasets
     quality/     the quality table: its runs, references and tables
     demo/        the demo's model, and what first-order training reaches
-    bench/       the PyTorch and llama.cpp yardsticks of perf/
+    bench/       perf/'s yardsticks (PyTorch, llama.cpp) and its random model
     requires     the packages a command needs, checked before any work
 
 A module that is a command runs as `python3 tools/NAME.py` (a wrapper beside
