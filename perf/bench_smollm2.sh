@@ -150,11 +150,10 @@ torch_forward=("$PY" tools/torch_forward_bench.py)
 
 # The step's width: the median over the deck's steps of each micro-batch's longest example.
 if [ -z "$step_seq" ]; then
-  step_seq=$("$PY" - "$deck" "$smollm2" <<'PY'
+  step_seq=$(PYTHONPATH="tools${PYTHONPATH:+:$PYTHONPATH}" "$PY" - "$deck" "$smollm2" <<'PY'
 import statistics, sys
 import h5py, yaml
-sys.path.insert(0, "tools")
-import mezo_finetune
+from distzo_tools.references import mezo_finetune
 deck, smollm2 = sys.argv[1:]
 d = yaml.safe_load(open(deck))
 train = d["data"]["train"].replace("out/smollm2/", smollm2.rstrip("/") + "/")

@@ -84,7 +84,7 @@ CXX=$(sed -n 's/^CMAKE_CXX_COMPILER:[A-Z]*=//p' "$BUILD_DIR/CMakeCache.txt")
 if [[ -z "$MODEL" ]]; then
   MODEL="$WORK/opt-$PRESET-random.h5"
   say "model: random $PRESET (seed $MODEL_SEED) -> $MODEL"
-  "$PYTHON" perf/make_random_opt.py "$MODEL" --preset "$PRESET" --seed "$MODEL_SEED" | tee "$WORK/model.txt"
+  "$PYTHON" tools/make_random_opt.py "$MODEL" --preset "$PRESET" --seed "$MODEL_SEED" | tee "$WORK/model.txt"
   MODEL_DESC="random OPT ($PRESET preset, transformers init, seed $MODEL_SEED): $(sed -n 's/^wrote [^:]*: //p' "$WORK/model.txt")"
 else
   MODEL_DESC="$MODEL (given with --model)"

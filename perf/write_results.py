@@ -333,7 +333,7 @@ def render(records: list[dict], meta: dict, smoke: bool) -> str:
     model_path = meta.get("model_path", "")
     if model_path:
         w(f"`$MODEL` is {meta.get('model_desc', model_path)}, written to a temporary file by "
-          "`perf/make_random_opt.py`; `$PYTHON` is the interpreter given to the run script.")
+          "`tools/make_random_opt.py`; `$PYTHON` is the interpreter given to the run script.")
         w("")
     w("```sh")
     seen, last_threads = set(), None

@@ -119,7 +119,7 @@ TEST(Checkpoint, RecordsTheDigestVersionAndKeepsTheDigest) {
   const io::ModelReader checkpoint(path);
   const io::ModelReader model(std::string(DISTZO_TEST_DATA) + "/opt_tiny_preln.model.h5");
   EXPECT_EQ(checkpoint.info().digest_version, digest_version_of(StorageDtype::fp32));
-  EXPECT_EQ(model.info().digest_version, 0) << "the fixture was written by tools/distzo_h5.py";
+  EXPECT_EQ(model.info().digest_version, 0) << "the fixture was written by tools/distzo_tools";
   EXPECT_EQ(checkpoint.digest(), model.digest()) << "the same tensors, the same digest";
   std::remove(path.c_str());
 }

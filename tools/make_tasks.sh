@@ -48,6 +48,12 @@ DIR=$(cd "${1:-$REPO/out/smollm2}" 2> /dev/null && pwd) ||
     { echo "make_tasks: error: ${1:-out/smollm2}: no such directory (run tools/make_real_model.sh first)" >&2; exit 1; }
 PY=${PYTHON:-python3}
 die() { echo "make_tasks: error: $*" >&2; exit 1; }
+# newer_than OUT IN...: OUT is newer than every IN (the code that makes it included).
+newer_than() {
+    local out=$1 in
+    shift
+    for in in "$@"; do [[ "$out" -nt "$in" ]] || return 1; done
+}
 "$PY" "$REPO/tools/requires.py" make_tasks.sh numpy h5py tokenizers || exit
 
 TOKENIZER=$DIR/tokenizer/tokenizer.json
@@ -68,7 +74,7 @@ task() {
         local prompt=$1 template=$2 label0=$3 label1=$4
         local out=$DIR/tasks/$name-$prompt
         shift 4
-        if [[ -e "$out/test.h5" && "$out/test.h5" -nt "$TOKENIZER" && "$out/test.h5" -nt "$REPO/tools/make_dataset.py" ]]; then
+        if [[ -e "$out/test.h5" && "$out/test.h5" -nt "$TOKENIZER" ]] && newer_than "$out/test.h5" "$REPO"/tools/distzo_tools/datasets/*.py; then
             echo "$out: present"
             continue
         fi

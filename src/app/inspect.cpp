@@ -203,7 +203,7 @@ void inspect(const std::string& path, bool digest_only, std::ostream& out) {
                     (m.digest_version < kDigestVersion
                          ? " (the oldest version that gives this file's digest: docs/formats.md)"
                          : "")
-              : std::string("none (an older distzo, or tools/distzo_h5.py)"))
+              : std::string("none (an older distzo, or tools/distzo_tools)"))
       << "\n\n";
   out << std::left << std::setw(5) << "id" << std::setw(52) << "name" << std::setw(14) << "shape"
       << std::setw(12) << "elements" << std::setw(7) << "dtype"

@@ -1,7 +1,7 @@
 #pragma once
 // A Hugging Face config.json of an OPT, Llama(-family) or Gemma 3 model,
 // read without its weights (for `distzo plan` and `distzo make-model`). Same
-// defaults and the same refusals as tools/distzo_h5.py's config_from_hf: keys
+// defaults and the same refusals as distzo_tools.formats.config_from_hf: keys
 // left out take OPTConfig's / LlamaConfig's / Gemma3TextConfig's defaults,
 // and the variants distzo does not
 // implement (rope scaling, other activations, ...) are errors naming the key.

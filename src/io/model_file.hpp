@@ -33,7 +33,7 @@ struct ModelInfo {
   // never tokenizes; it carries the files into every checkpoint unchanged.
   std::string hf_tokenizer_files;
   // The `digest_version` a file recorded (0: none, written before version 2
-  // or by tools/distzo_h5.py): the definition of the digests its writer
+  // or by tools/distzo_tools): the definition of the digests its writer
   // printed. Writers always record kDigestVersion (core/digest.hpp).
   std::int64_t digest_version = 0;
 };

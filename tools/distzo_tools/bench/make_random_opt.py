@@ -1,14 +1,13 @@
-#!/usr/bin/env python3
 """Write a seeded random OPT model as a distzo model file (for the benchmarks).
 
-    python perf/make_random_opt.py OUT.h5                    # OPT-125m shape, ~500 MB
-    python perf/make_random_opt.py OUT.h5 --preset small     # a few MB, for smoke tests
-    python perf/make_random_opt.py OUT.h5 --layers 2         # any field overridden
+    python tools/make_random_opt.py OUT.h5                    # OPT-125m shape, ~500 MB
+    python tools/make_random_opt.py OUT.h5 --preset small     # a few MB, for smoke tests
+    python tools/make_random_opt.py OUT.h5 --layers 2         # any field overridden
 
 The weights are transformers' own OPT initialisation (OPTForCausalLM(config)
 after torch.manual_seed(seed): N(0, init_std=0.02) matrices and embeddings,
 zero biases, unit LayerNorm), so the forward pass sees realistic magnitudes;
-the tensors go through tools/distzo_h5.py's ModelWriter (validated, atomic),
+the tensors go through distzo_tools.formats.ModelWriter (validated, atomic),
 with the config's JSON as hf_config_json. Speed does not depend on the values,
 but the losses the benchmarks print do, and they are reproducible.
 
@@ -23,9 +22,12 @@ import os
 import sys
 import time
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(HERE, "..", "tools"))
-import distzo_h5  # noqa: E402
+from distzo_tools import requires
+
+if __name__ == "__main__":  # before the imports below: a missing package is one pip line
+    requires.check(__file__, "numpy", "h5py", "torch", "transformers")
+
+from distzo_tools import formats  # noqa: E402
 
 PRESETS = {
     # facebook/opt-125m: pre-LN, no projection
@@ -37,7 +39,7 @@ PRESETS = {
 }
 
 
-def make_random_opt(path: str, preset: str = "opt-125m", seed: int = 1234, **overrides) -> distzo_h5.OptConfig:
+def make_random_opt(path: str, preset: str = "opt-125m", seed: int = 1234, **overrides) -> formats.OptConfig:
     import torch
     from transformers import OPTConfig, OPTForCausalLM
 
@@ -56,9 +58,9 @@ def make_random_opt(path: str, preset: str = "opt-125m", seed: int = 1234, **ove
     torch.manual_seed(seed)
     model = OPTForCausalLM(config).to(torch.float32)
     config_json = config.to_json_string()
-    cfg = distzo_h5.config_from_hf(json.loads(config_json), hf_config_json=config_json)
+    cfg = formats.config_from_hf(json.loads(config_json), hf_config_json=config_json)
     state = model.state_dict()
-    with distzo_h5.ModelWriter(path, cfg) as writer:
+    with formats.ModelWriter(path, cfg) as writer:
         for name in writer.expected:
             writer.add(name, state[name].detach().cpu().numpy())
     return cfg
@@ -80,7 +82,7 @@ def main(argv=None) -> int:
         overrides["word_embed_proj_dim"] = overrides["hidden_size"]
     t0 = time.perf_counter()
     cfg = make_random_opt(args.out, args.preset, args.seed, **overrides)
-    n = sum(int(__import__("numpy").prod(s)) for s in distzo_h5.expected_tensors(cfg).values())
+    n = sum(int(__import__("numpy").prod(s)) for s in formats.expected_tensors(cfg).values())
     print(f"wrote {args.out}: preset {args.preset}, seed {args.seed}, L={cfg.num_hidden_layers} "
           f"C={cfg.hidden_size} H={cfg.num_attention_heads} F={cfg.ffn_dim} V={cfg.vocab_size}, "
           f"{n} parameters, {os.path.getsize(args.out) / 2**20:.1f} MiB, {time.perf_counter() - t0:.1f} s")

@@ -1,0 +1,442 @@
+"""The references against distzo and the fixtures.
+
+1. The parameter digest of digest_reference (numpy path and plain definition
+   alike) equals `distzo inspect --digest` on every tests/data/*.model.h5 and
+   on a model distzo writes (needs a built distzo: $DISTZO, default
+   build/distzo; numpy + h5py only).
+2. An independent numpy OPT, Llama and Gemma 3 forward, reading only the
+   distzo model file, reproduces every tests/data/*.ref.h5 (logits at real
+   tokens, hidden states, losses), which checks both the fixtures and their
+   documentation; mezo_reference.load_model_h5 reproduces the Llama and
+   Gemma 3 fixtures' logits and loss (torch, transformers).
+3. mezo_finetune: a run cut and resumed, and one extended, end as the
+   straight run, bit for bit; --keep-z gives the same step; other settings
+   are refused (torch, transformers, pyyaml).
+"""
+
+from __future__ import annotations
+
+import copy
+import glob
+import os
+import subprocess
+import tempfile
+
+import pytest
+
+np = pytest.importorskip("numpy")
+h5py = pytest.importorskip("h5py")
+
+from distzo_tools import REPO, formats  # noqa: E402
+from tests.hf_models import quiet_transformers  # noqa: E402
+
+DATA = os.path.join(REPO, "tests", "data")
+
+
+def test_digest_matches_inspect():
+    from distzo_tools.references import digest_reference as dr
+
+    distzo = os.environ.get("DISTZO", os.path.join(REPO, "build", "distzo"))
+    assert os.path.exists(distzo), f"no distzo binary at {distzo}: build it or set DISTZO"
+    with tempfile.TemporaryDirectory() as tmp:
+        made = os.path.join(tmp, "made.h5")  # written by distzo: project_in/out, pre-LN
+        subprocess.run(
+            [distzo, "make-model", made, "--layers", "2", "--hidden", "16", "--heads", "2", "--ffn", "24",
+             "--vocab", "40", "--positions", "16", "--proj", "8", "--seed", "3"],
+            check=True, capture_output=True,
+        )
+        for path in sorted(glob.glob(os.path.join(DATA, "*.model.h5"))) + [made]:
+            ours = dr.file_digest(path)
+            proc = subprocess.run([distzo, "inspect", path, "--digest"], capture_output=True, text=True)
+            assert proc.returncode == 0, f"{path}: distzo inspect --digest failed: {proc.stderr.strip()}"
+            theirs = proc.stdout.strip()
+            assert ours == theirs, f"{path}: python {ours}, distzo {theirs}"
+            # the numpy path agrees with the plain definition
+            cfg, tensors = formats.read_model(path)
+            plain = dr.fold(
+                (n, tensors[n].shape, dr.element_sum(tensors[n].reshape(-1).view(np.uint32).tolist()))
+                for n in dr.canonical_order(cfg)
+            )
+            assert dr.hex_digest(plain) == ours, path
+        with h5py.File(made, "r") as f:
+            # float32 tensors: version 2, the oldest whose digest is theirs (3 agrees on them)
+            assert int(f.attrs["digest_version"]) == dr.FIRST_WORD == 2
+    print("digest reference == distzo inspect --digest: OK")
+
+
+# Independent OPT, Llama and Gemma 3 forwards in numpy (float64), from the distzo model file only.
+
+
+def _layer_norm(x, w, b, eps=1e-5):
+    mu = x.mean(-1, keepdims=True)
+    var = ((x - mu) ** 2).mean(-1, keepdims=True)
+    return (x - mu) / np.sqrt(var + eps) * w + b
+
+
+def _attend(q, kk, v, allowed):
+    """softmax(q kk^T) v per head, (B, heads, T, hd) each, over the allowed
+    (B, Tq, Tk) pairs; a query with no allowed key gets zeros."""
+    s = np.where(allowed[:, None], q @ kk.transpose(0, 1, 3, 2), -np.inf)
+    m = np.max(np.where(np.isfinite(s), s, -1e300), -1, keepdims=True)
+    w = np.where(allowed[:, None], np.exp(s - m), 0.0)
+    w = w / np.maximum(w.sum(-1, keepdims=True), 1e-300)
+    return w @ v
+
+
+def numpy_forward(cfg, t, input_ids, mask):
+    """Logits and hidden states at every position; pad queries attend to nothing
+    (their rows are left at zero attention), so only real positions are compared."""
+    d = "model.decoder."
+    B, T = input_ids.shape
+    H, nh = cfg.hidden_size, cfg.num_attention_heads
+    hd = H // nh
+    g = {k: v.astype(np.float64) for k, v in t.items()}
+    pos = np.cumsum(mask, 1) * mask - 1
+    x = g[d + "embed_tokens.weight"][input_ids]
+    if cfg.has_projection:
+        x = x @ g[d + "project_in.weight"].T
+    x = x + g[d + "embed_positions.weight"][pos + formats.POSITION_OFFSET]
+    hidden = [x]
+    causal = np.tril(np.ones((T, T), bool))
+    allowed = causal[None] & (mask[:, None, :] == 1) & (mask[:, :, None] == 1)  # (B, Tq, Tk)
+    for k in range(cfg.num_hidden_layers):
+        p = f"{d}layers.{k}."
+        lin = lambda v, n: v @ g[p + n + ".weight"].T + g[p + n + ".bias"]  # noqa: E731
+        res = x
+        h = _layer_norm(x, g[p + "self_attn_layer_norm.weight"], g[p + "self_attn_layer_norm.bias"]) if cfg.do_layer_norm_before else x
+        q = lin(h, "self_attn.q_proj").reshape(B, T, nh, hd).transpose(0, 2, 1, 3) * hd**-0.5
+        kk = lin(h, "self_attn.k_proj").reshape(B, T, nh, hd).transpose(0, 2, 1, 3)
+        v = lin(h, "self_attn.v_proj").reshape(B, T, nh, hd).transpose(0, 2, 1, 3)
+        a = _attend(q, kk, v, allowed).transpose(0, 2, 1, 3).reshape(B, T, H)
+        x = res + lin(a, "self_attn.out_proj")
+        if not cfg.do_layer_norm_before:
+            x = _layer_norm(x, g[p + "self_attn_layer_norm.weight"], g[p + "self_attn_layer_norm.bias"])
+        res = x
+        h = _layer_norm(x, g[p + "final_layer_norm.weight"], g[p + "final_layer_norm.bias"]) if cfg.do_layer_norm_before else x
+        x = res + lin(np.maximum(lin(h, "fc1"), 0.0), "fc2")
+        if not cfg.do_layer_norm_before:
+            x = _layer_norm(x, g[p + "final_layer_norm.weight"], g[p + "final_layer_norm.bias"])
+        hidden.append(x)
+    layer_last = x
+    if cfg.has_final_layer_norm:
+        x = _layer_norm(x, g[d + "final_layer_norm.weight"], g[d + "final_layer_norm.bias"])
+    if cfg.has_projection:
+        x = x @ g[d + "project_out.weight"].T
+    hidden[-1] = x
+    logits = x @ g[d + "embed_tokens.weight"].T  # tied head
+    return logits, hidden, layer_last
+
+
+def llama_positions(mask):
+    """distzo's positions: 0, 1, 2, ... over each row's real tokens, 1 at pads."""
+    return np.where(mask == 1, np.cumsum(mask, 1) - 1, 1)
+
+
+def _rope_angles(mask, base, hd):
+    """(B, 1, T, hd/2) rotary angles p * base^(-2i/hd) at llama_positions."""
+    return llama_positions(mask)[:, None, :, None] * base ** (-np.arange(0, hd, 2) / hd)
+
+
+def _rotate_half(x, angle):
+    """x (B, heads, T, hd) rotated by `angle`: channel i pairs with i + hd/2
+    (transformers' rotate_half), not with its neighbour."""
+    hd = x.shape[-1]
+    cos, sin = np.cos(angle), np.sin(angle)
+    x1, x2 = x[..., : hd // 2], x[..., hd // 2:]
+    return np.concatenate([x1 * cos - x2 * sin, x2 * cos + x1 * sin], -1)
+
+
+def numpy_llama_forward(cfg, t, input_ids, mask):
+    """LlamaForCausalLM as docs/formats.md describes it: RMSNorm, rotary
+    embeddings at llama_positions (channel i pairs with i + hd/2), grouped-query
+    attention (query head h reads key/value head h // (H / KV)), SwiGLU MLP
+    down(silu(gate(x)) * up(x)), final RMSNorm, lm_head or the tied embedding;
+    Llama's kin: Qwen2's q/k/v biases (cfg.qkv_bias), Qwen3's RMSNorm of each
+    q and k head before the rotation (cfg.qk_norm), Mistral's window (every
+    fixture's T is within it: checked)."""
+    B, T = input_ids.shape
+    nh, nkv, hd = cfg.num_attention_heads, cfg.num_key_value_heads, cfg.head_dim
+    g = {k: v.astype(np.float64) for k, v in t.items()}
+
+    def rms(x, w):
+        return x / np.sqrt((x * x).mean(-1, keepdims=True) + cfg.rms_norm_eps) * w
+
+    def lin(v, name, bias):
+        out = v @ g[name + ".weight"].T
+        return out + g[name + ".bias"] if bias else out
+
+    angle = _rope_angles(mask, cfg.rope_theta, hd)
+
+    def rope(x):
+        return _rotate_half(x, angle)
+
+    def heads(x, n):
+        return x.reshape(B, T, n, hd).transpose(0, 2, 1, 3)
+
+    x = g["model.embed_tokens.weight"][input_ids]
+    hidden = [x]
+    causal = np.tril(np.ones((T, T), bool))
+    allowed = causal[None] & (mask[:, None, :] == 1) & (mask[:, :, None] == 1)
+    window = getattr(cfg, "sliding_window", 0)
+    assert window == 0 or T <= window, f"T = {T} exceeds the sliding window {window}"
+
+    def head_norm(x, name):  # Qwen3: over each head's hd channels
+        return rms(x, g[name]) if cfg.qk_norm else x
+
+    for k in range(cfg.num_hidden_layers):
+        p = f"model.layers.{k}."
+        h = rms(x, g[p + "input_layernorm.weight"])
+        q = heads(lin(h, p + "self_attn.q_proj", cfg.qkv_bias), nh)
+        kk = heads(lin(h, p + "self_attn.k_proj", cfg.qkv_bias), nkv)
+        q = rope(head_norm(q, p + "self_attn.q_norm.weight")) * hd**-0.5
+        kk = rope(head_norm(kk, p + "self_attn.k_norm.weight"))
+        v = heads(lin(h, p + "self_attn.v_proj", cfg.qkv_bias), nkv)
+        group = nh // nkv
+        kk, v = np.repeat(kk, group, axis=1), np.repeat(v, group, axis=1)  # head h -> kv head h // group
+        a = _attend(q, kk, v, allowed).transpose(0, 2, 1, 3).reshape(B, T, nh * hd)
+        x = x + lin(a, p + "self_attn.o_proj", cfg.attention_bias)
+        h = rms(x, g[p + "post_attention_layernorm.weight"])
+        gate = lin(h, p + "mlp.gate_proj", cfg.mlp_bias)
+        x = x + lin(gate / (1 + np.exp(-gate)) * lin(h, p + "mlp.up_proj", cfg.mlp_bias), p + "mlp.down_proj", cfg.mlp_bias)
+        hidden.append(x)
+    layer_last = x
+    x = rms(x, g["model.norm.weight"])
+    hidden[-1] = x
+    head = g["model.embed_tokens.weight"] if cfg.tie_word_embeddings else g["lm_head.weight"]
+    return x @ head.T, hidden, layer_last
+
+
+def numpy_gemma3_forward(cfg, t, input_ids, mask):
+    """Gemma3ForCausalLM as docs/formats.md describes it: embeddings
+    embed_tokens[ids] * float32(sqrt(C)); per layer
+    h += post_attention_layernorm(o_proj(attention(input_layernorm(h)))) and
+    h += post_feedforward_layernorm(mlp(pre_feedforward_layernorm(h))), every
+    RMSNorm x / sqrt(mean(x²) + eps) * (1 + w); q and k RMS-normalised per
+    head (q_norm, k_norm) and then rotated as Llama's, with base rope_theta in
+    the full-attention layers ((k + 1) % sliding_window_pattern == 0) and
+    rope_local_base_freq in the others; scores scaled by
+    query_pre_attn_scalar^-1/2; grouped-query attention; the GeGLU MLP
+    down(gelu_tanh(gate(x)) * up(x)); the final norm; the head embed_tokens
+    (unscaled) when tied, else lm_head. The sliding layers' window hides
+    nothing within every fixture's T (checked)."""
+    B, T = input_ids.shape
+    nh, nkv, hd = cfg.num_attention_heads, cfg.num_key_value_heads, cfg.head_dim
+    g = {k: v.astype(np.float64) for k, v in t.items()}
+
+    def rms(x, w):  # Gemma's: scales by 1 + w
+        return x / np.sqrt((x * x).mean(-1, keepdims=True) + cfg.rms_norm_eps) * (1.0 + w)
+
+    def lin(v, name):
+        return v @ g[name + ".weight"].T
+
+    def heads(x, n):
+        return x.reshape(B, T, n, hd).transpose(0, 2, 1, 3)
+
+    def gelu_tanh(x):  # transformers' gelu_pytorch_tanh
+        return 0.5 * x * (1.0 + np.tanh(np.sqrt(2.0 / np.pi) * (x + 0.044715 * x**3)))
+
+    angles = {True: _rope_angles(mask, cfg.rope_theta, hd), False: _rope_angles(mask, cfg.rope_local_base_freq, hd)}
+    # the float32 factor of transformers' embed_scale buffer
+    x = g["model.embed_tokens.weight"][input_ids] * float(np.float32(np.sqrt(cfg.hidden_size)))
+    hidden = [x]
+    causal = np.tril(np.ones((T, T), bool))
+    allowed = causal[None] & (mask[:, None, :] == 1) & (mask[:, :, None] == 1)
+    assert cfg.sliding_window == 0 or T <= cfg.sliding_window, f"T = {T} exceeds the sliding window"
+    group = nh // nkv
+    for k in range(cfg.num_hidden_layers):
+        p = f"model.layers.{k}."
+        angle = angles[cfg.is_full_attention(k)]
+        h = rms(x, g[p + "input_layernorm.weight"])
+        q = heads(lin(h, p + "self_attn.q_proj"), nh)
+        kk = heads(lin(h, p + "self_attn.k_proj"), nkv)
+        v = heads(lin(h, p + "self_attn.v_proj"), nkv)
+        q = _rotate_half(rms(q, g[p + "self_attn.q_norm.weight"]), angle) * cfg.query_pre_attn_scalar**-0.5
+        kk = _rotate_half(rms(kk, g[p + "self_attn.k_norm.weight"]), angle)
+        kk, v = np.repeat(kk, group, axis=1), np.repeat(v, group, axis=1)  # head h -> kv head h // group
+        a = _attend(q, kk, v, allowed).transpose(0, 2, 1, 3).reshape(B, T, nh * hd)
+        x = x + rms(lin(a, p + "self_attn.o_proj"), g[p + "post_attention_layernorm.weight"])
+        h = rms(x, g[p + "pre_feedforward_layernorm.weight"])
+        m = lin(gelu_tanh(lin(h, p + "mlp.gate_proj")) * lin(h, p + "mlp.up_proj"), p + "mlp.down_proj")
+        x = x + rms(m, g[p + "post_feedforward_layernorm.weight"])
+        hidden.append(x)
+    layer_last = x
+    x = rms(x, g["model.norm.weight"])
+    hidden[-1] = x
+    head = g["model.embed_tokens.weight"] if cfg.tie_word_embeddings else g["lm_head.weight"]
+    return x @ head.T, hidden, layer_last
+
+
+def test_fixtures_against_numpy():
+    refs = sorted(glob.glob(os.path.join(DATA, "*.ref.h5")))
+    assert refs, f"no fixtures in {DATA}"
+    for ref_path in refs:
+        with h5py.File(ref_path, "r") as f:
+            r = {k: f[k][()] for k in f}
+            model_file = formats.read_string_attr(f.attrs, "model")
+        cfg, t = formats.read_model(os.path.join(DATA, model_file))
+        if isinstance(cfg, formats.Gemma3Config):
+            forward = numpy_gemma3_forward
+        elif isinstance(cfg, formats.LlamaConfig):
+            forward = numpy_llama_forward
+        else:
+            forward = numpy_forward
+        logits, hidden, layer_last = forward(cfg, t, r["input_ids"], r["attention_mask"])
+        real = r["attention_mask"] == 1
+        if not isinstance(cfg, formats.OptConfig):
+            assert np.array_equal(r["position_ids"], llama_positions(r["attention_mask"])), ref_path
+        errs = {"logits": np.abs(logits - r["logits"])[real].max()}
+        for k, h in enumerate(hidden):
+            errs[f"hidden_states_{k}"] = np.abs(h - r[f"hidden_states_{k}"])[real].max()
+        L = cfg.num_hidden_layers
+        errs[f"layer_output_{L - 1}"] = np.abs(layer_last - r[f"layer_output_{L - 1}"])[real].max()
+        for k in range(L - 1):
+            assert np.array_equal(r[f"layer_output_{k}"], r[f"hidden_states_{k + 1}"])
+        # losses from the float64 logits
+        lp = logits - logits.max(-1, keepdims=True)
+        lp = lp - np.log(np.exp(lp).sum(-1, keepdims=True))
+        tgt = r["labels"][:, 1:]
+        ok = tgt != -100
+        bi, ti = np.nonzero(ok)
+        nll = -lp[bi, ti, tgt[bi, ti]]
+        assert int(ok.sum()) == int(r["lm_token_count"])
+        assert ok[~real[:, :-1]].sum() == 0, "a pad position predicts a target"
+        lm_rel = abs(nll.mean() - r["lm_loss"]) / r["lm_loss"]
+        cl = logits[np.arange(len(r["cls_position"])), r["cls_position"]][:, r["candidates"]]
+        cl = cl - cl.max(-1, keepdims=True)
+        cl = cl - np.log(np.exp(cl).sum(-1, keepdims=True))
+        cls = -cl[np.arange(len(cl)), r["cls_gold"]].mean()
+        cls_rel = abs(cls - r["cls_loss"]) / r["cls_loss"]
+        assert np.array_equal(np.argmax(cl, -1), r["cls_predictions"])
+        assert np.array_equal(r["cls_position"], [np.nonzero(m)[0].max() for m in real])
+        worst = max(errs.values())
+        print(
+            f"  {os.path.basename(ref_path)}: max|numpy - HF| at real tokens {worst:.2e} "
+            f"({max(errs, key=errs.get)}); lm_loss rel {lm_rel:.1e}; cls_loss rel {cls_rel:.1e}"
+        )
+        assert worst < 2e-5, errs
+        assert lm_rel < 1e-6 and cls_rel < 1e-6
+    print("fixtures vs numpy forward: OK")
+
+
+def test_mezo_reference_llama():
+    """The PyTorch MeZO reference on the Llama and Gemma 3 fixtures:
+    load_model_h5 gives the fixture's logits and loss (positions from the
+    mask), the classification loss of mezo_finetune gives cls_logits, a
+    MeZO step runs and restores, and keep_z changes no bit of a step."""
+    quiet_transformers()
+    import torch
+
+    from distzo_tools.references import mezo_finetune
+    from distzo_tools.references import mezo_reference
+
+    for model_path in sorted(glob.glob(os.path.join(DATA, "llama_*.model.h5"))
+                             + glob.glob(os.path.join(DATA, "gemma3_*.model.h5"))):
+        with h5py.File(model_path.replace(".model.h5", ".ref.h5"), "r") as f:
+            r = {k: f[k][()] for k in f}
+        model = mezo_reference.load_model_h5(model_path, attn_implementation="eager")
+        real = r["attention_mask"] == 1
+        inputs = mezo_reference.causal_lm_inputs(r["input_ids"], r["attention_mask"], r["labels"].astype(np.int64))
+        with torch.no_grad():
+            out = model(**mezo_reference.with_positions(model, inputs))
+        err = np.abs(out.logits.numpy() - r["logits"])[real].max()
+        assert err < 1e-5, (model_path, err)
+        assert abs(float(out.loss) - r["lm_loss"]) < 1e-6 * r["lm_loss"], model_path
+        batch = {
+            "input_ids": torch.from_numpy(r["input_ids"]).long(),
+            "attention_mask": torch.from_numpy(r["attention_mask"]).long(),
+            "lengths": torch.from_numpy(r["cls_position"]).long() + 1,
+        }
+        right = r["attention_mask"][:, 0] == 1  # mezo_finetune's data is right-padded
+        with torch.no_grad():
+            cl = mezo_finetune.candidate_logits(model, batch, torch.from_numpy(r["candidates"]).long()).numpy()
+        assert np.abs(cl - r["cls_logits"])[right].max() < 1e-5, model_path
+        before = {n: p.clone() for n, p in model.named_parameters()}
+        step = mezo_reference.mezo_step(model, inputs, seed=7, eps=1e-3, lr=0.0)
+        assert np.isfinite([step.loss_plus, step.loss_minus]).all() and step.loss_plus != step.loss_minus
+        for n, p in model.named_parameters():  # lr 0: θ is restored up to the rounding of ±εz
+            assert torch.allclose(p, before[n], atol=1e-6), n
+        # keep_z (z drawn once a step) gives MeZO's redrawn-z step bit for bit, weight decay included
+        kept = copy.deepcopy(model)
+        redrawn = mezo_reference.mezo_step(model, inputs, seed=11, eps=1e-3, lr=1e-3, wd=0.1)
+        r = mezo_reference.mezo_step(kept, inputs, seed=11, eps=1e-3, lr=1e-3, wd=0.1, keep_z=True)
+        assert (r.loss_plus, r.loss_minus) == (redrawn.loss_plus, redrawn.loss_minus), model_path
+        for (n, p), (_, q) in zip(model.named_parameters(), kept.named_parameters()):
+            assert torch.equal(p, q), n
+        assert not mezo_reference.uses_weight_decay("model.norm.weight")
+        assert not mezo_reference.uses_weight_decay("model.layers.0.post_attention_layernorm.weight")
+        assert mezo_reference.uses_weight_decay("model.layers.0.mlp.up_proj.weight")
+        print(f"  {os.path.basename(model_path)}: load_model_h5 logits within {err:.1e} of the fixture")
+    print("MeZO reference on Llama and Gemma 3: OK")
+
+
+def test_mezo_finetune_resume():
+    """tools/mezo_finetune.py cut off after a checkpoint (a stray row past it)
+    and resumed, in place or into another directory, and extended to more
+    steps (constant lr), ends with the straight run's CSVs and θ, bit for bit;
+    other settings are refused."""
+    quiet_transformers()
+    import yaml
+
+    from distzo_tools.references import mezo_finetune
+
+    with tempfile.TemporaryDirectory() as tmp:
+        rng = np.random.default_rng(5)
+        for split, n in (("train", 12), ("dev", 6)):
+            lengths = rng.integers(3, 9, n)
+            ids = rng.integers(4, 96, (n, 8)) * (np.arange(8)[None, :] < lengths[:, None])
+            with h5py.File(os.path.join(tmp, f"{split}.h5"), "w") as f:
+                f.attrs["task"] = "classification"
+                f["input_ids"], f["lengths"] = ids.astype(np.int32), lengths.astype(np.int32)
+                f["labels"], f["candidates"] = (np.arange(n) % 2).astype(np.int32), np.array([5, 7], np.int32)
+        deck = os.path.join(tmp, "deck.yaml")
+        with open(deck, "w", encoding="utf-8") as fh:
+            yaml.safe_dump({"model": {"path": os.path.join(DATA, "opt_tiny_preln.model.h5")},
+                            "data": {"train": os.path.join(tmp, "train.h5"), "eval": os.path.join(tmp, "dev.h5"),
+                                     "micro_batch": 4, "shuffle_seed": 1},
+                            "optim": {"steps": 7, "lr": 1e-2, "eps": 1e-3, "seed": 3},
+                            "eval": {"interval": 2}}, fh)
+
+        def run(out, *extra):
+            model = os.path.join(out, "model.h5")
+            assert mezo_finetune.main([deck, "--out", out, "--checkpoint-interval", "2", "--save", model,
+                                       "--log-interval", "100", *extra]) == 0
+            with open(os.path.join(out, "eval.csv"), encoding="utf-8") as fh:
+                ev = fh.read()
+            with open(os.path.join(out, "metrics.csv"), encoding="utf-8") as fh:
+                met = [line.rsplit(",", 1)[0] for line in fh]  # all but step_seconds
+            with h5py.File(model, "r") as f:
+                theta = {k: f[k][()] for k in formats.expected_tensors(formats.read_model(model)[0])}
+            return ev, met, theta
+
+        straight = run(os.path.join(tmp, "straight"))
+        assert straight[0].count("\n") == 1 + 1 + 3 + 1  # header, step 0, 2 4 6, end 7
+
+        cut = os.path.join(tmp, "cut")  # 4 steps, then a row past its checkpoint, as if cut at step 5
+        run(cut, "--set", "optim.steps=4")
+        with open(os.path.join(cut, "metrics.csv"), "a", encoding="utf-8") as fh:
+            fh.write("5,0.1,0.1,0.1,0,0.01,1\n")
+        other = os.path.join(tmp, "other")  # another directory carries on from cut's checkpoint
+        for resumed in (run(other, "--resume-from", os.path.join(cut, mezo_finetune.CHECKPOINT)),
+                        run(cut, "--resume")):  # constant lr: extended to 7 steps from step 4
+            assert resumed[:2] == straight[:2], "the resumed CSVs differ from the straight run's"
+            for k, v in straight[2].items():
+                assert np.array_equal(v, resumed[2][k]), k
+        assert run(cut, "--resume")[:2] == straight[:2]  # at the end already: nothing made again
+
+        for extra, why in ((["--set", "optim.lr=0.02"], "lr 0.01 there, 0.02 here"),
+                           (["--threads", "1"], "threads 2 there, 1 here"),
+                           (["--set", "optim.steps=6"], "past optim.steps 6")):
+            try:
+                mezo_finetune.main([deck, "--out", cut, "--resume", *extra])
+                raise AssertionError(f"a resume with {extra} was accepted")
+            except SystemExit as e:
+                assert why in str(e), e
+        lin = os.path.join(tmp, "linear")
+        mezo_finetune.main([deck, "--out", lin, "--checkpoint-interval", "2", "--set", "optim.schedule=linear",
+                            "--set", "optim.steps=4"])
+        try:
+            mezo_finetune.main([deck, "--out", lin, "--resume", "--set", "optim.schedule=linear"])
+            raise AssertionError("a linear schedule extended to more steps was accepted")
+        except SystemExit as e:
+            assert "whose lr depends on the total" in str(e), e
+    print("mezo_finetune: cut and resumed, extended, refusals: OK")
