@@ -24,6 +24,17 @@ void check(std::size_t theta_elements, const Out& out, const char* which) {
                                         << " elements, θ holds " << theta_elements);
 }
 
+void check_rows(const RowSelection& rows, std::uint64_t first_element, std::size_t elements) {
+  DISTZO_REQUIRE(rows.used.extent(0) == 0 ||
+                     (rows.row_elements > 0 &&
+                      (first_element + elements + rows.row_elements - 1) / rows.row_elements <=
+                          rows.used.extent(0)),
+                 "update_and_perturb: a row selection of "
+                     << rows.used.extent(0) << " rows of " << rows.row_elements
+                     << " elements does not cover elements [" << first_element << ", "
+                     << first_element + elements << ")");
+}
+
 void check_terms(const UpdateTerms& update) {
   DISTZO_REQUIRE(update.count >= 0 && update.count <= kMaxQueries,
                  "update: " << update.count << " query terms, at most " << kMaxQueries);
@@ -31,21 +42,35 @@ void check_terms(const UpdateTerms& update) {
 
 }  // namespace
 
-/// θ as the kernel sees it: load(i) gives element i as float32. kExact
-/// (float32): θ' is written to words as computed; otherwise store(i, v, r)
-/// stores v rounded (with the word r when kStochastic) and returns the
-/// value θ now holds.
+/// θ as the kernel sees it: load(i) gives element i as float32, and
+/// store_item stores an item's θ' (float32 as computed; 2 bytes rounded,
+/// with store(i, v, r) storing v with the random word r and returning the
+/// value θ now holds).
 struct Fp32Theta {
   Vec words;
-  static constexpr bool kExact = true, kStochastic = false;
   std::size_t extent() const { return words.extent(0); }
   KOKKOS_FORCEINLINE_FUNCTION real load(std::uint64_t i) const { return words(i); }
+  /// Stores θ' of an item's lanes [base, base + N) that lie in [first,
+  /// last] as computed (plain stores the compiler vectorises).
+  template <int N>
+  KOKKOS_FORCEINLINE_FUNCTION void store_item(std::uint64_t base, std::uint64_t first,
+                                              std::uint64_t last, bool whole, real (&value)[N],
+                                              const UpdateTerms&, std::uint32_t,
+                                              std::uint64_t) const {
+    if (whole) {
+      for (int i = 0; i < N; ++i) words(base + i - first) = value[i];
+      return;
+    }
+    for (int i = 0; i < N; ++i) {
+      const std::uint64_t e = base + i;
+      if (e >= first && e <= last) words(e - first) = value[i];
+    }
+  }
 };
 
 template <StorageDtype kDtype, Rounding kRounding>
 struct HalfTheta {
   HalfVec words;
-  static constexpr bool kExact = false, kStochastic = kRounding == Rounding::stochastic;
   std::size_t extent() const { return words.extent(0); }
   KOKKOS_FORCEINLINE_FUNCTION real load(std::uint64_t i) const {
     return storage::load(words(i), kDtype);
@@ -54,6 +79,26 @@ struct HalfTheta {
     const std::uint32_t word = storage::store(v, kDtype, kRounding, r);
     words(i) = static_cast<std::uint16_t>(word);
     return storage::load(word, kDtype);
+  }
+  /// Stores θ' of an item's lanes in [first, last] rounded (stochastic
+  /// rounding: with the words of the pending step, Philox blocks block0 ..),
+  /// and leaves in `value` what θ now holds, so w± come from the value stored.
+  template <int N>
+  KOKKOS_FORCEINLINE_FUNCTION void store_item(std::uint64_t base, std::uint64_t first,
+                                              std::uint64_t last, bool whole, real (&value)[N],
+                                              const UpdateTerms& u, std::uint32_t param_id,
+                                              std::uint64_t block0) const {
+    std::uint32_t r[N] = {};
+    if constexpr (kRounding == Rounding::stochastic)
+      u.rounding_stream.words_n<N / 4>(param_id, block0, r);
+    if (whole) {
+      for (int i = 0; i < N; ++i) value[i] = store(base + i - first, value[i], r[i]);
+      return;
+    }
+    for (int i = 0; i < N; ++i) {
+      const std::uint64_t e = base + i;
+      if (e >= first && e <= last) value[i] = store(e - first, value[i], r[i]);
+    }
   }
 };
 
@@ -82,15 +127,8 @@ void fused_kernel(const ExecSpace& space, const Theta& theta, std::uint32_t para
   check_terms(update);
   check(theta.extent(), plus, "w+");
   check(theta.extent(), minus, "w-");
+  check_rows(rows, first_element, theta.extent());
   const bool all_rows = rows.used.extent(0) == 0;
-  DISTZO_REQUIRE(
-      all_rows || (rows.row_elements > 0 &&
-                   (first_element + theta.extent() + rows.row_elements - 1) / rows.row_elements <=
-                       rows.used.extent(0)),
-      "update_and_perturb: a row selection of "
-          << rows.used.extent(0) << " rows of " << rows.row_elements
-          << " elements does not cover elements [" << first_element << ", "
-          << first_element + theta.extent() << ")");
   if (theta.extent() == 0) return;
   const Theta t = theta;
   const Out p = plus, m = minus;
@@ -161,32 +199,7 @@ void fused_kernel(const ExecSpace& space, const Theta& theta, std::uint32_t para
             for (int i = 0; i < kElementsPerItem; ++i) step[i] = fp::add(step[i], fp::mul(a, z[i]));
           }
           for (int i = 0; i < kElementsPerItem; ++i) value[i] = fp::sub(value[i], step[i]);
-          if constexpr (Theta::kExact) {
-            // float32: θ' is stored as computed (plain stores the compiler vectorises).
-            if (whole) {
-              for (int i = 0; i < kElementsPerItem; ++i) t.words(base + i - first) = value[i];
-            } else {
-              for (int i = 0; i < kElementsPerItem; ++i) {
-                const std::uint64_t e = base + i;
-                if (e >= first && e <= last) t.words(e - first) = value[i];
-              }
-            }
-          } else {
-            // 2 bytes: θ' rounded (stochastic rounding: with the words of
-            // the pending step), and w± from the value stored.
-            std::uint32_t r[kElementsPerItem] = {};
-            if constexpr (Theta::kStochastic)
-              u.rounding_stream.words_n<kBlocksPerItem>(param_id, block0, r);
-            if (whole) {
-              for (int i = 0; i < kElementsPerItem; ++i)
-                value[i] = t.store(base + i - first, value[i], r[i]);
-            } else {
-              for (int i = 0; i < kElementsPerItem; ++i) {
-                const std::uint64_t e = base + i;
-                if (e >= first && e <= last) value[i] = t.store(e - first, value[i], r[i]);
-              }
-            }
-          }
+          t.store_item(base, first, last, whole, value, u, param_id, block0);
         }
         if (!any) return;
         if (!have_ez) s.zn<kBlocksPerItem>(param_id, block0, ez);

@@ -62,7 +62,7 @@ class Watchdog final : public Heartbeat {
   /// Unwinding from an error of this rank alone in a job of several (the
   /// job is about to be aborted), leaves the progress board unfreed:
   /// freeing it is collective. Otherwise, close().
-  ~Watchdog();
+  ~Watchdog() override;
   /// Collective: stops watching and frees the board. Call it where every
   /// rank stops together because of an error (a CollectiveError).
   void close();
