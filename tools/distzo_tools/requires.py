@@ -130,14 +130,21 @@ def _is_script(path: str) -> bool:
 
 def check(tool_file: str, *modules: str) -> None:
     """Check that `modules` are installed, for the tool at `tool_file` (its
-    __file__). If not: run as a script, print the pip line and exit 2;
-    imported, raise ModuleNotFoundError."""
+    __file__). If not: run as a script, print the pip line and exit 2 (with
+    -h / --help: the tool's docstring and the pip line, exit 0); imported,
+    raise ModuleNotFoundError."""
     lack = missing(modules)
     if not lack:
         return
     text = message(tool_file, lack, modules)
     if not _is_script(tool_file):
         raise ModuleNotFoundError(text, name=lack[0])
+    if any(a in ("-h", "--help") for a in sys.argv[1:]):
+        # Asked how to use it: the tool's own description (its module
+        # docstring), then what it needs; not an error.
+        doc = (sys.modules["__main__"].__doc__ or "").strip()
+        print((doc + "\n\n" if doc else "") + text)
+        sys.exit(0)
     print(text, file=sys.stderr)
     sys.exit(2)
 

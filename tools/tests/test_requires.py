@@ -51,6 +51,19 @@ def _assert_pip_line(r, *packages):
     assert all(p in lines[0] for p in packages), f"{packages} not all in {lines[0]}"
 
 
+def _assert_help_and_pip_line(r, *packages):
+    """--help of a tool whose packages are missing: its description, then
+    the one pip line, on stdout, exit 0."""
+    out = r.stdout + r.stderr
+    assert r.returncode == 0, f"exit status {r.returncode}, expected 0:\n{out}"
+    assert "Traceback" not in out, out
+    lines = [line.split() for line in r.stdout.splitlines() if "-m pip install" in line]
+    assert len(lines) == 1, f"expected one pip line:\n{out}"
+    assert all(p in lines[0] for p in packages), f"{packages} not all in {lines[0]}"
+    assert not r.stdout.lstrip().startswith("python3 -m pip") and "missing" in r.stdout, (
+        f"expected the tool's description before the pip line:\n{out}")
+
+
 def test_make_real_model_checks_first():
     with tempfile.TemporaryDirectory() as tmp:
         log, python, out = (os.path.join(tmp, n) for n in ("calls", "python3", "out"))
@@ -75,8 +88,8 @@ def test_python_tool_checks_first():
         _assert_pip_line(r, "gguf")
         assert not os.path.exists(out)
         r = _run([sys.executable, os.path.join(TOOLS, "gguf_to_h5.py"), "--help"], "gguf,yaml")
-        _assert_pip_line(r, "gguf")  # only what the tool needs: not pyyaml
-        assert "pyyaml" not in r.stderr, r.stderr
+        _assert_help_and_pip_line(r, "gguf")  # only what the tool needs: not pyyaml
+        assert "pyyaml" not in r.stdout, r.stdout
         digest = os.path.join(TOOLS, "digest_reference.py")
         r = _run([sys.executable, digest, os.path.join(tmp, "model.h5")], "numpy")
         _assert_pip_line(r, "numpy")
@@ -219,10 +232,13 @@ def test_wrappers_check_first():
     for f in _wrappers():
         args = ["make_real_model.sh", "numpy"] if f == "requires.py" else ["--help"]
         r = _run([sys.executable, os.path.join(TOOLS, f), *args], ",".join(requires.PIP))
-        if r.returncode == 0:  # a command of the standard library alone
-            assert r.stdout.startswith("usage: " + f), f"tools/{f} --help:\n{r.stdout}{r.stderr}"
-        else:
+        if f == "requires.py":
             _assert_pip_line(r)
+        elif "-m pip install" in r.stdout:
+            _assert_help_and_pip_line(r)
+        else:  # a command of the standard library alone
+            assert r.returncode == 0 and r.stdout.startswith("usage: " + f), (
+                f"tools/{f} --help:\n{r.stdout}{r.stderr}")
 
 
 def _run_all(tests) -> int:
