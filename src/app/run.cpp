@@ -28,6 +28,7 @@
 #include "core/process_limits.hpp"
 #include "runtime/mesh.hpp"
 #include "runtime/parameter_store.hpp"
+#include "runtime/slice_exchange.hpp"
 #include "runtime/watchdog.hpp"
 #include "zo/trainer.hpp"
 
@@ -249,7 +250,7 @@ void run(const RunOptions& options, const runtime::Communicator& world) {
     blas_threads = start_blas_threads(gemm);
     try {
       runtime::PlacementConfig placement = placement_config(deck, mesh.node().size());
-      const runtime::ExchangeKind exchange = exchange_kind(deck.placement.exchange);
+      const ExchangeKind exchange = deck.placement.exchange;
       if (placement.share_host_master && !runtime::exchange_unavailable(exchange).empty())
         throw Error(deck.origin.where("placement.exchange") +
                     runtime::exchange_unavailable(exchange));

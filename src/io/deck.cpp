@@ -183,28 +183,6 @@ std::string DeckOrigin::where(const std::string& key) const {
   return error_prefix(source, line(key), key);
 }
 
-const char* to_string(Placement placement) {
-  switch (placement) {
-    case Placement::resident:
-      return "resident";
-    case Placement::offload:
-      return "offload";
-  }
-  return "?";
-}
-
-const char* to_string(Schedule schedule) {
-  switch (schedule) {
-    case Schedule::constant:
-      return "constant";
-    case Schedule::linear:
-      return "linear";
-    case Schedule::cosine:
-      return "cosine";
-  }
-  return "?";
-}
-
 bool operator==(const Deck& a, const Deck& b) {
   for (const Field& f : fields())
     if (f.write(a) != f.write(b)) return false;

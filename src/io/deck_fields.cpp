@@ -1,23 +1,22 @@
 #include "io/deck_fields.hpp"
 
-#include "io/deck_reader.hpp"
-#include "io/deck_text.hpp"
-#include "kernels/perturb_update.hpp"
-
-#include "core/error.hpp"
-
 #include <cstdint>
 #include <limits>
 #include <type_traits>
 #include <utility>
 
+#include "core/error.hpp"
+#include "io/deck_reader.hpp"
+#include "io/deck_text.hpp"
+#include "kernels/perturb_update.hpp"
+
 namespace distzo::io::deck_detail {
 
 const std::vector<SectionInfo>& sections() {
   static const std::vector<SectionInfo> table = {
-      {"model", true},       {"data", true},    {"optim", true},     {"eval", false},
-      {"checkpoint", false}, {"output", true},  {"parallel", false}, {"placement", false},
-      {"precision", false},
+      {"model", true},     {"data", true},        {"optim", true},
+      {"eval", false},     {"checkpoint", false}, {"output", true},
+      {"parallel", false}, {"placement", false},  {"precision", false},
   };
   return table;
 }
@@ -54,10 +53,10 @@ Field integer(const char* section, const char* key, Member<S, Int> m, std::int64
   static_assert(std::is_integral<Int>::value && std::is_signed<Int>::value, "signed integers");
   Field f(section, key);
   f.type = sizeof(Int) == 8 ? "integer (int64)" : "integer";
-  f.allowed = (max < std::numeric_limits<Int>::max()
-                   ? std::to_string(min) + " to " + std::to_string(max)
-                   : ">= " + std::to_string(min)) +
-              also_allowed;
+  f.allowed =
+      (max < std::numeric_limits<Int>::max() ? std::to_string(min) + " to " + std::to_string(max)
+                                             : ">= " + std::to_string(min)) +
+      also_allowed;
   f.meaning = std::move(meaning);
   f.read = [key, m, min, max](const SectionReader& r, Deck& d) {
     r.read_int(key, m.of(d), min, max);
@@ -79,8 +78,8 @@ Field uint64(const char* section, const char* key, Member<S, std::uint64_t> m,
 }
 
 template <class S>
-Field number(const char* section, const char* key, Member<S, double> m, double min,
-             bool exclusive, std::string meaning, bool required = false) {
+Field number(const char* section, const char* key, Member<S, double> m, double min, bool exclusive,
+             std::string meaning, bool required = false) {
   Field f(section, key, required);
   f.type = "number";
   f.allowed = (exclusive ? "> " : ">= ") + format_double(min);
@@ -112,9 +111,12 @@ Field choice(const char* section, const char* key, Member<S, Enum> m,
              std::vector<std::pair<const char*, Enum>> choices, std::string meaning) {
   Field f(section, key);
   f.type = "enum";
-  for (const auto& c : choices) f.allowed += (f.allowed.empty() ? "`" : ", `") + std::string(c.first) + "`";
+  for (const auto& c : choices)
+    f.allowed += (f.allowed.empty() ? "`" : ", `") + std::string(c.first) + "`";
   f.meaning = std::move(meaning);
-  f.read = [key, m, choices](const SectionReader& r, Deck& d) { r.read_enum(key, m.of(d), choices); };
+  f.read = [key, m, choices](const SectionReader& r, Deck& d) {
+    r.read_enum(key, m.of(d), choices);
+  };
   f.write = [key, m, choices](const Deck& d) {
     for (const auto& c : choices)
       if (c.second == m.of(d)) return std::string(c.first);
@@ -219,9 +221,9 @@ const std::vector<Field>& fields() {
                          "optimisation steps; 0 only evaluates (once, writing no checkpoint)")),
         number("optim", "lr", member(o, &O::lr), 0.0, true, "peak learning rate η", true),
         choice("optim", "schedule", member(o, &O::schedule),
-               {{"constant", Schedule::constant},
-                {"linear", Schedule::linear},
-                {"cosine", Schedule::cosine}},
+               {{"constant", ScheduleKind::constant},
+                {"linear", ScheduleKind::linear},
+                {"cosine", ScheduleKind::cosine}},
                "learning-rate schedule after warm-up (linear and cosine decay to 0 at `steps`)"),
         integer("optim", "warmup_steps", member(o, &O::warmup_steps), 0,
                 "linear warm-up from 0 to `lr`", " and <= `optim.steps`"),
@@ -229,8 +231,7 @@ const std::vector<Field>& fields() {
         number("optim", "weight_decay", member(o, &O::weight_decay), 0.0, false,
                "decoupled weight decay λ"),
         integer("optim", "queries", member(o, &O::queries), 1,
-                "SPSA queries q per step (2q forward evaluations)", "",
-                kernels::kMaxQueries),
+                "SPSA queries q per step (2q forward evaluations)", "", kernels::kMaxQueries),
         choice("optim", "distribution", member(o, &O::distribution),
                {{"gaussian", Distribution::gaussian}, {"rademacher", Distribution::rademacher}},
                "distribution of the perturbation z"),
@@ -241,9 +242,10 @@ const std::vector<Field>& fields() {
                 "", 2),
         uint64("optim", "seed", member(o, &O::seed),
                "run seed: z is a pure function of (seed, step, query, parameter, element)"),
-        integer("optim", "max_nonfinite", member(o, &O::max_nonfinite), 1,
-                "this many consecutive non-finite losses abort the run (counted across a resume; no "
-                "checkpoint is written during such a streak)"),
+        integer(
+            "optim", "max_nonfinite", member(o, &O::max_nonfinite), 1,
+            "this many consecutive non-finite losses abort the run (counted across a resume; no "
+            "checkpoint is written during such a streak)"),
 
         integer("eval", "interval", member(e, &EvalSection::interval), 0,
                 "steps between evaluations; 0 = only before training and at the end"),
@@ -287,12 +289,11 @@ const std::vector<Field>& fields() {
                        "time, at least 600 s and at least the time to write θ at 100 MB/s"),
 
         choice("placement", "mode", member(pl, &PlacementSection::mode),
-               {{"resident", Placement::resident}, {"offload", Placement::offload}},
+               {{"resident", PlacementMode::resident}, {"offload", PlacementMode::offload}},
                "where θ lives: `resident` = every parameter in device memory; `offload` (ZO2) "
                "= transformer blocks in host memory, streamed through device slots one at a "
                "time (docs/placement.md)"),
-        integer("placement", "resident_blocks", member(pl, &PlacementSection::resident_blocks),
-                0,
+        integer("placement", "resident_blocks", member(pl, &PlacementSection::resident_blocks), 0,
                 "offload: blocks 0..K-1 stay in device memory, the others stream; K at or above "
                 "the model's block count means resident"),
         integer("placement", "prefetch", member(pl, &PlacementSection::prefetch), 1,
@@ -315,17 +316,17 @@ const std::vector<Field>& fields() {
                "slice (Placement II); `auto` = on when more than one rank of the run is on a "
                "node"),
         choice("placement", "exchange", member(pl, &PlacementSection::exchange),
-               {{"auto", SliceExchange::automatic},
-                {"shared_memory", SliceExchange::shared_memory},
-                {"mpi", SliceExchange::mpi},
-                {"nccl", SliceExchange::nccl}},
+               {{"auto", ExchangeKind::automatic},
+                {"shared_memory", ExchangeKind::shared_memory},
+                {"mpi", ExchangeKind::mpi},
+                {"nccl", ExchangeKind::nccl}},
                "how a node's ranks exchange their slices of the perturbed weights: "
                "`shared_memory` (host backends), `nccl` (GPUs, built with NCCL), `mpi`; `auto` "
                "= the first of these the build can do"),
 
         choice("placement", "perturbed_weights", member(pl, &PlacementSection::perturbed_weights),
-               {{"together", PerturbedWeights::together},
-                {"one_at_a_time", PerturbedWeights::one_at_a_time}},
+               {{"together", PerturbedWeightsSchedule::together},
+                {"one_at_a_time", PerturbedWeightsSchedule::one_at_a_time}},
                "how a rank holds w = θ ± εz: `together` = w+ and w- of a block and the edges' w "
                "of each of its evaluations at once (z once per query); `one_at_a_time` = one "
                "block arena and one copy of the edges, each evaluation's w in turn: less device "
@@ -333,7 +334,9 @@ const std::vector<Field>& fields() {
                "(docs/placement.md). The same results either way"),
 
         choice("precision", "storage", member(pr, &PrecisionSection::storage),
-               {{"fp32", StorageDtype::fp32}, {"bf16", StorageDtype::bf16}, {"fp16", StorageDtype::fp16}},
+               {{"fp32", StorageDtype::fp32},
+                {"bf16", StorageDtype::bf16},
+                {"fp16", StorageDtype::fp16}},
                "how θ's master copy is stored: `fp32` = 4 bytes per parameter; `bf16`, `fp16` = 2 "
                "(a model in another dtype is rounded to nearest once when loaded; the forward pass "
                "and the update compute in float32; tested on host backends; docs/perturbation.md); "

@@ -1,19 +1,11 @@
 #include "runtime/placement.hpp"
 
-#include "core/error.hpp"
-
 #include <algorithm>
 #include <cstdint>
 
-namespace distzo::runtime {
+#include "core/error.hpp"
 
-const char* to_string(PlacementMode mode) {
-  switch (mode) {
-    case PlacementMode::resident: return "resident";
-    case PlacementMode::offload: return "offload";
-  }
-  return "?";
-}
+namespace distzo::runtime {
 
 PlacementMode placement_mode(const std::string& name, const std::string& what) {
   for (PlacementMode mode : {PlacementMode::resident, PlacementMode::offload})
@@ -40,8 +32,9 @@ int PlacementConfig::stream_slots(int num_blocks) const {
 std::string PlacementConfig::slots_problem() const {
   const std::int64_t fewest = static_cast<std::int64_t>(prefetch) + 1;
   if (slots == 0 || slots >= fewest) return "";
-  return "slots = " + std::to_string(slots) + " is too few for prefetch " + std::to_string(prefetch) +
-         ": the block in use and " + std::string(prefetch == 1 ? "the upload" : "the uploads") +
+  return "slots = " + std::to_string(slots) + " is too few for prefetch " +
+         std::to_string(prefetch) + ": the block in use and " +
+         std::string(prefetch == 1 ? "the upload" : "the uploads") +
          " ahead of it need at least prefetch + 1 = " + std::to_string(fewest) +
          " (0 = prefetch + 2, which also keeps a write-back in flight)";
 }

@@ -7,16 +7,16 @@
 //             ring of device slots; the embeddings, the head and blocks
 //             0..K-1 stay on the device.
 
-#include "core/storage_dtype.hpp"
-
 #include <cstddef>
 #include <string>
 
+#include "core/placement_kinds.hpp"
+#include "core/storage_dtype.hpp"
+
 namespace distzo::runtime {
 
-enum class PlacementMode { resident, offload };
+using distzo::PlacementMode;
 
-const char* to_string(PlacementMode mode);
 /// The mode named "resident" or "offload"; throws distzo::Error naming
 /// `what` (the option or key) otherwise.
 PlacementMode placement_mode(const std::string& name, const std::string& what);
