@@ -338,6 +338,25 @@ TEST(Deck, DocsKeyTablesAreTheFieldTable) {
       << "docs/decks.md's key tables differ from `distzo help deck`";
 }
 
+TEST(Deck, TrajectoryKeysAreTheFieldTablesColumn) {
+  // The keys a resume compares (docs/decks.md, "Resuming checks the deck"),
+  // in deck order, "model" standing for the base model's digest.
+  EXPECT_EQ(
+      distzo::io::resume_keys(),
+      (std::vector<std::string>{
+          "model", "data.train", "data.micro_batch", "data.shuffle_seed", "optim.steps", "optim.lr",
+          "optim.schedule", "optim.warmup_steps", "optim.eps", "optim.weight_decay",
+          "optim.queries", "optim.distribution", "optim.seed", "parallel.data", "precision.storage",
+          "precision.rounding", "precision.gemm_inputs"}));
+  // allow_changes takes exactly these names.
+  for (const std::string& key : distzo::io::resume_keys())
+    EXPECT_NO_THROW(
+        parse_deck(deck_with("checkpoint:\n  allow_changes: [" + key + "]\n"), "d.yaml"))
+        << key;
+  EXPECT_DECK_ERROR(deck_with("checkpoint:\n  allow_changes: [optim.z_recipe]\n"),
+                    "deck.yaml:11: checkpoint.allow_changes: ", "optim.z_recipe");
+}
+
 // ---------------------------------------------------------------------------
 // Malformed decks
 

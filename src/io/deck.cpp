@@ -295,23 +295,12 @@ void check_mesh(const Deck& deck, int world_size) {
 }
 
 const std::vector<std::string>& resume_keys() {
-  static const std::vector<std::string> keys = {"model",
-                                                "data.train",
-                                                "data.micro_batch",
-                                                "data.shuffle_seed",
-                                                "optim.steps",
-                                                "optim.lr",
-                                                "optim.schedule",
-                                                "optim.warmup_steps",
-                                                "optim.eps",
-                                                "optim.weight_decay",
-                                                "optim.queries",
-                                                "optim.distribution",
-                                                "optim.seed",
-                                                "parallel.data",
-                                                "precision.storage",
-                                                "precision.rounding",
-                                                "precision.gemm_inputs"};
+  static const std::vector<std::string> keys = [] {
+    std::vector<std::string> names;
+    for (const Field& f : fields())
+      if (!f.resume_key.empty()) names.push_back(f.resume_key);
+    return names;
+  }();
   return keys;
 }
 

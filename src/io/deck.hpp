@@ -150,7 +150,8 @@ struct Deck {
 
 /// The keys whose change alters a run's trajectory, in deck order: a resume
 /// compares them with the checkpoint's deck ("model" and "data.train" stand
-/// for the digests of the base model and the training set).
+/// for the digests of the base model and the training set). The field
+/// table's trajectory column (io/deck_fields.cpp), read once.
 const std::vector<std::string>& resume_keys();
 
 /// The value of `section.key` as the resolved deck writes it.
