@@ -32,12 +32,10 @@ runtime::PlacementConfig placement_config(const io::Deck& deck, int ranks_on_nod
       p.share_host_master = false;
       break;
   }
-  if (p.share_host_master && p.two_byte_gemm_inputs)
-    throw Error(deck.origin.where("placement.share_host_master") +
-                "a node-shared master exchanges float32 w± slices and cannot be combined with "
-                "precision.gemm_inputs: storage; set share_host_master to false or auto");
   p.perturb_one_at_a_time =
       deck.placement.perturbed_weights == io::PerturbedWeightsSchedule::one_at_a_time;
+  const runtime::PlacementProblem shared = p.shared_master_problem();
+  if (!shared.key.empty()) throw Error(deck.origin.where(shared.key) + shared.why);
   p.storage = deck.precision.storage;
   p.rounding = deck.precision.rounding;
   return p;

@@ -16,7 +16,9 @@ namespace distzo::app {
 /// placement.{mode, resident_blocks, prefetch, slots, share_host_master,
 /// perturbed_weights} and precision.*; `auto` shares the host master when the
 /// node has more than one rank of the run. Throws distzo::Error naming the
-/// deck line when placement.slots is too few for prefetch.
+/// deck line when placement.slots is too few for prefetch, gemm_inputs
+/// storage has an fp32 θ, or the node-shared master cannot hold what the
+/// deck asks (runtime::PlacementConfig::shared_master_problem).
 runtime::PlacementConfig placement_config(const io::Deck& deck, int ranks_on_node = 1);
 
 /// "placement.resident_blocks, prefetch and slots apply to mode offload:

@@ -254,14 +254,6 @@ void run(const RunOptions& options, const runtime::Communicator& world) {
       if (placement.share_host_master && !runtime::exchange_unavailable(exchange).empty())
         throw Error(deck.origin.where("placement.exchange") +
                     runtime::exchange_unavailable(exchange));
-      if (placement.share_host_master && placement.perturb_one_at_a_time)
-        throw Error(deck.origin.where("placement.perturbed_weights") +
-                    "one_at_a_time needs a rank to materialise its own w, but this run shares "
-                    "one sliced θ master between the node's " +
-                    std::to_string(mesh.node().size()) +
-                    " ranks (placement.share_host_master), whose slices of every evaluation's w "
-                    "are exchanged at once: set placement.share_host_master: false, or "
-                    "perturbed_weights: together");
       store_owner =
           std::make_unique<runtime::ParameterStore>(model.registry, placement, &mesh.node());
       load_theta(*store_owner, *inputs.model, held, progress_seconds);

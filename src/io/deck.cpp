@@ -149,20 +149,10 @@ class DeckParser {
       fail(o.source, o.line("optim.warmup_steps"), "optim.warmup_steps",
            "out of range: must be <= optim.steps (" + std::to_string(deck.optim.steps) +
                "), found " + std::to_string(deck.optim.warmup_steps));
-    const std::int64_t evaluations = 2 * static_cast<std::int64_t>(deck.optim.queries);
-    const std::int64_t p = deck.parallel.perturbation;
-    if (evaluations % p != 0) {
-      std::string divisors;
-      for (std::int64_t d = 1; d <= evaluations; ++d) {
-        if (evaluations % d != 0) continue;
-        if (!divisors.empty()) divisors += ", ";
-        divisors += std::to_string(d);
-      }
-      fail(o.source, o.line("parallel.perturbation"), "parallel.perturbation",
-           "P must divide the 2q evaluations of a step: 2 * optim.queries = 2 * " +
-               std::to_string(deck.optim.queries) + " = " + std::to_string(evaluations) +
-               " is not a multiple of P = " + std::to_string(p) + "; allowed P: " + divisors);
-    }
+    const std::string split =
+        perturbation_problem(deck.optim.queries, deck.parallel.perturbation, "optim.queries");
+    if (!split.empty())
+      fail(o.source, o.line("parallel.perturbation"), "parallel.perturbation", split);
   }
 
   DeckOrigin origin_;
@@ -272,6 +262,20 @@ Deck load_deck(const std::string& path) {
   Deck deck = parse_deck(text.str(), path);
   validate_files(deck);
   return deck;
+}
+
+std::string perturbation_problem(int queries, int perturbation, const std::string& queries_name) {
+  const std::int64_t evaluations = 2 * static_cast<std::int64_t>(queries);
+  if (perturbation >= 1 && evaluations % perturbation == 0) return "";
+  std::string divisors;
+  for (std::int64_t d = 1; d <= evaluations; ++d) {
+    if (evaluations % d != 0) continue;
+    if (!divisors.empty()) divisors += ", ";
+    divisors += std::to_string(d);
+  }
+  return "P must divide the 2q evaluations of a step: 2 * " + queries_name + " = 2 * " +
+         std::to_string(queries) + " = " + std::to_string(evaluations) +
+         " is not a multiple of P = " + std::to_string(perturbation) + "; allowed P: " + divisors;
 }
 
 void check_mesh(const Deck& deck, int world_size) {

@@ -173,7 +173,7 @@ std::string deck_reference_markdown();
 
 /// Parses and validates deck text: syntax, keys, types, ranges, enums and
 /// the cross-field rules (optim.warmup_steps <= optim.steps,
-/// parallel.perturbation divides 2 * optim.queries). Touches no files:
+/// parallel.perturbation divides 2 * optim.queries: perturbation_problem). Touches no files:
 /// `source_name` is only used in messages. Throws distzo::Error.
 Deck parse_deck(const std::string& yaml_text, const std::string& source_name);
 
@@ -190,6 +190,13 @@ constexpr std::uintmax_t kMaxDeckBytes = 1 << 20;
 /// validate_files(). What `distzo run` calls on every rank. A file above
 /// kMaxDeckBytes is refused unread.
 Deck load_deck(const std::string& path);
+
+/// "" when P = `perturbation` ranks can share the 2q evaluations of a step of
+/// `queries` queries (P divides 2q), else why not and the P that can. The
+/// one statement of the rule: parse_deck checks parallel.perturbation with
+/// it, `distzo plan` its --perturbation. `queries_name` is what the reader
+/// calls q ("optim.queries" in a deck).
+std::string perturbation_problem(int queries, int perturbation, const std::string& queries_name);
 
 /// Throws unless parallel.perturbation * parallel.data == world_size; the
 /// message names both keys, their lines, the product and the rank count.

@@ -29,6 +29,21 @@ int PlacementConfig::stream_slots(int num_blocks) const {
   return static_cast<int>(std::min<std::int64_t>(ring, streamed_blocks(num_blocks)));
 }
 
+PlacementProblem PlacementConfig::shared_master_problem() const {
+  if (!share_host_master) return {};
+  if (perturb_one_at_a_time)
+    return {"placement.perturbed_weights",
+            "one_at_a_time needs a rank to materialise its own w, but a node-shared θ master "
+            "(placement.share_host_master) is sliced between the node's ranks, whose slices of "
+            "every evaluation's w are exchanged at once: set placement.share_host_master: false, "
+            "or perturbed_weights: together"};
+  if (two_byte_gemm_inputs)
+    return {"placement.share_host_master",
+            "a node-shared master exchanges float32 w± slices and cannot be combined with "
+            "precision.gemm_inputs: storage; set share_host_master to false or auto"};
+  return {};
+}
+
 std::string PlacementConfig::slots_problem() const {
   const std::int64_t fewest = static_cast<std::int64_t>(prefetch) + 1;
   if (slots == 0 || slots >= fewest) return "";
