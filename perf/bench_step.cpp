@@ -28,14 +28,21 @@
 // 2q forward passes over it; forward-tokens/s = tokens/s * 2q. --profile runs
 // one more step (pending update active) with time per kernel label.
 
-#include "bench_common.hpp"
-#include "kernel_profile.hpp"
+#include <mpi.h>
 
+#include <Kokkos_Core.hpp>
+#include <cmath>
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "bench_common.hpp"
 #include "core/memory.hpp"
 #include "core/perturbation.hpp"
 #include "core/step_state.hpp"
 #include "io/hf_config.hpp"
 #include "io/model_file.hpp"
+#include "kernel_profile.hpp"
 #include "model/init.hpp"
 #include "runtime/communicator.hpp"
 #include "runtime/mesh.hpp"
@@ -45,14 +52,6 @@
 #include "zo/engine.hpp"
 #include "zo/estimator.hpp"
 #include "zo/evaluation_plan.hpp"
-
-#include <Kokkos_Core.hpp>
-#include <mpi.h>
-
-#include <cmath>
-#include <iostream>
-#include <string>
-#include <vector>
 
 namespace {
 
@@ -68,7 +67,8 @@ const char* const kUsage =
     "                  [--distribution gaussian|rademacher] [--seed S] [--profile]\n"
     "                  [--placement resident|offload] [--resident-blocks K] [--prefetch N]\n"
     "                  [--mesh PxD] [--share auto|true|false] [--exchange auto|shared_memory|mpi]\n"
-    "                  [--storage fp32|bf16|fp16] [--rounding stochastic|nearest] [--gemm-paths N]\n"
+    "                  [--storage fp32|bf16|fp16] [--rounding stochastic|nearest] [--gemm-paths "
+    "N]\n"
     "                  [--perturbed-weights together|one_at_a_time] [--gemm-inputs fp32|storage]\n"
     "  ZO steps/s of Engine::run_step (causal LM, pending update applied every step);\n"
     "  --gemm-paths N: then N pairs of steps, one per host GEMM path (library, tiled);\n"
@@ -89,21 +89,22 @@ runtime::MeshLayout parse_mesh(const std::string& text) {
   const std::size_t x = text.find('x');
   const int p = x == std::string::npos ? 0 : factor(text.substr(0, x));
   const int d = x == std::string::npos ? 0 : factor(text.substr(x + 1));
-  DISTZO_INPUT_REQUIRE(p >= 1 && d >= 1, "--mesh expects PxD with P, D >= 1 (e.g. 2x1), got '"
-                                             << text << "'");
+  DISTZO_INPUT_REQUIRE(p >= 1 && d >= 1,
+                       "--mesh expects PxD with P, D >= 1 (e.g. 2x1), got '" << text << "'");
   return {p, d};
 }
 
 int run(int argc, char** argv) {
-  const app::Options args =
-      perf::parse_args("bench_step", argc, argv,
-                       {"batch", "seq", "reps", "queries", "warmup", "eps", "lr", "weight-decay",
-                        "distribution", "seed", "placement", "resident-blocks", "prefetch", "mesh",
-                        "share", "exchange", "storage", "rounding", "gemm-paths",
-                        "perturbed-weights", "gemm-inputs"},
-                       {"profile"}, kUsage);
+  const app::Options args = perf::parse_args(
+      "bench_step", argc, argv, {"batch",        "seq",      "reps",       "queries",
+                                 "warmup",       "eps",      "lr",         "weight-decay",
+                                 "distribution", "seed",     "placement",  "resident-blocks",
+                                 "prefetch",     "mesh",     "share",      "exchange",
+                                 "storage",      "rounding", "gemm-paths", "perturbed-weights",
+                                 "gemm-inputs"},
+      {"profile"}, kUsage);
   DISTZO_INPUT_REQUIRE(args.positional().size() == 1, "one MODEL.h5 or CONFIG.json expected\n\n"
-                                                     << kUsage);
+                                                          << kUsage);
   const std::string path = args.positional()[0];
   const int B = static_cast<int>(args.integer("--batch", 8));
   const int T = static_cast<int>(args.integer("--seq", 128));
@@ -117,13 +118,14 @@ int run(int argc, char** argv) {
   const Distribution dist = parse_distribution(args.text("--distribution", "gaussian"));
   const auto seed = static_cast<std::uint64_t>(args.integer("--seed", 1));
   DISTZO_INPUT_REQUIRE(B > 0 && T > 0 && reps > 0 && q >= 1,
-                       "--batch, --seq, --reps and --queries must be > 0\n\n" << kUsage);
+                       "--batch, --seq, --reps and --queries must be > 0\n\n"
+                           << kUsage);
 
   const auto world = runtime::MpiCommunicator::world();
   const runtime::MeshLayout layout = parse_mesh(args.text("--mesh", "1x1"));
   DISTZO_INPUT_REQUIRE(layout.world_size() == world->size(),
-                 "--mesh " << layout.perturbation_size << "x" << layout.data_size << " needs "
-                           << layout.world_size() << " MPI ranks, got " << world->size());
+                       "--mesh " << layout.perturbation_size << "x" << layout.data_size << " needs "
+                                 << layout.world_size() << " MPI ranks, got " << world->size());
   const runtime::Mesh mesh(*world, layout);
   const bool root = world->rank() == 0;
   std::ostream& out = root ? std::cout : perf::null_stream();
@@ -132,13 +134,14 @@ int run(int argc, char** argv) {
   const auto t_load = Clock::now();
   runtime::PlacementConfig placement;
   placement.mode = runtime::placement_mode(args.text("--placement", "resident"), "--placement");
-  const std::string mode = runtime::to_string(placement.mode);
+  const std::string mode = to_string(placement.mode);
   placement.resident_blocks = static_cast<int>(args.integer("--resident-blocks", 0));
   placement.prefetch = static_cast<int>(args.integer("--prefetch", 1));
   placement.storage = parse_storage_dtype(args.text("--storage", "fp32"));
   placement.rounding = parse_rounding(args.text("--rounding", "stochastic"));
   const std::string perturbed = args.text("--perturbed-weights", "together");
-  placement.perturb_one_at_a_time = runtime::perturbs_one_at_a_time(perturbed, "--perturbed-weights");
+  placement.perturb_one_at_a_time =
+      runtime::perturbs_one_at_a_time(perturbed, "--perturbed-weights");
   const std::string gemm_inputs = args.text("--gemm-inputs", "fp32");
   DISTZO_INPUT_REQUIRE(gemm_inputs == "fp32" || gemm_inputs == "storage",
                        "--gemm-inputs must be fp32 or storage, got '" << gemm_inputs << "'");
@@ -147,10 +150,9 @@ int run(int argc, char** argv) {
                        "--gemm-inputs storage needs --storage bf16 or fp16");
   const std::string share = args.text("--share", "auto");
   DISTZO_INPUT_REQUIRE(share == "auto" || share == "true" || share == "false",
-                 "--share must be auto, true or false, got '" << share << "'");
-  placement.share_host_master =
-      share == "true" ||
-      (share == "auto" && mesh.node().size() > 1 && !placement.two_byte_gemm_inputs);
+                       "--share must be auto, true or false, got '" << share << "'");
+  placement.share_host_master = share == "true" || (share == "auto" && mesh.node().size() > 1 &&
+                                                    !placement.two_byte_gemm_inputs);
   const std::string exchange_name = args.text("--exchange", "auto");
   DISTZO_INPUT_REQUIRE(
       exchange_name == "auto" || exchange_name == "shared_memory" || exchange_name == "mpi",
@@ -189,26 +191,22 @@ int run(int argc, char** argv) {
       zo::EvaluationPlan::make(q, layout.perturbation_size, mesh.coordinates().perturbation_rank),
       model::BatchShape{model::Task::causal_lm, B, T, 0}, zo::NodeExchange{&mesh.node(), exchange},
       space);
-  out << "model          : " << path << " (L=" << c.num_hidden_layers
-            << " C=" << c.hidden_size << " V=" << c.vocab_size << ", "
-            << m.registry.total_elements() << " parameters" << (random ? ", random" : "")
-            << "), placement " << mode << " K=" << store.device_blocks() << "/"
-            << store.num_blocks() << ", loaded in "
-            << fmt(seconds_since(t_load), 3) << " s\n"
-            << "mesh           : P=" << layout.perturbation_size << " x D=" << layout.data_size
-            << (store.sliced() ? ", shared master sliced over the node's "
-                               : ", every rank its own θ (")
-            << (store.sliced() ? std::to_string(mesh.node().size()) + " ranks, exchange " +
-                                     runtime::to_string(engine.weights().exchange()->kind())
-                               : std::string("replicated)"))
-            << "\n";
+  out << "model          : " << path << " (L=" << c.num_hidden_layers << " C=" << c.hidden_size
+      << " V=" << c.vocab_size << ", " << m.registry.total_elements() << " parameters"
+      << (random ? ", random" : "") << "), placement " << mode << " K=" << store.device_blocks()
+      << "/" << store.num_blocks() << ", loaded in " << fmt(seconds_since(t_load), 3) << " s\n"
+      << "mesh           : P=" << layout.perturbation_size << " x D=" << layout.data_size
+      << (store.sliced() ? ", shared master sliced over the node's " : ", every rank its own θ (")
+      << (store.sliced() ? std::to_string(mesh.node().size()) + " ranks, exchange " +
+                               to_string(engine.weights().exchange()->kind())
+                         : std::string("replicated)"))
+      << "\n";
 
   const runtime::Communicator& comm = mesh.world();
   PendingUpdate pending;
-  out << "workload       : batch " << B << " x seq " << T << ", q = " << q << " ("
-            << 2 * q << " forward passes per step), eps " << eps << ", lr " << lr << ", wd "
-            << wd << ", z " << to_string(dist) << "; " << warmup << " warm-up + " << reps
-            << " timed steps\n";
+  out << "workload       : batch " << B << " x seq " << T << ", q = " << q << " (" << 2 * q
+      << " forward passes per step), eps " << eps << ", lr " << lr << ", wd " << wd << ", z "
+      << to_string(dist) << "; " << warmup << " warm-up + " << reps << " timed steps\n";
 
   double first_loss = 0, last_loss = 0, last_g = 0;
   runtime::TransferBytes step_moved;  // θ's traffic in the last step
@@ -246,7 +244,8 @@ int run(int argc, char** argv) {
   }
   if (const int pairs = static_cast<int>(args.integer("--gemm-paths", 0)); pairs > 0) {
     int next = warmup + reps + (args.flag("--profile") ? 1 : 0);
-    perf::compare_gemm_paths("step", pairs, [&] { return step(next++); }, out, root);
+    perf::compare_gemm_paths(
+        "step", pairs, [&] { return step(next++); }, out, root);
   }
   const auto t_flush = Clock::now();
   engine.flush(pending);
@@ -260,32 +259,30 @@ int run(int argc, char** argv) {
   const Stats sps = Stats::of(perf::rates(1.0, seconds));
   const Stats tps = Stats::of(perf::rates(tokens, seconds));
   const Stats t_s = Stats::of(seconds);
-  out << "zo step        : " << fmt(sps.median, 5) << " steps/s (median; min "
-            << fmt(sps.min, 5) << ", max " << fmt(sps.max, 5) << "), " << fmt(t_s.median, 5)
-            << " s per step\n"
-            << "  tokens/s       : " << fmt(tps.median, 5) << " (B*T per step; min "
-            << fmt(tps.min, 5) << ", max " << fmt(tps.max, 5) << "); forward tokens/s "
-            << fmt(tps.median * 2 * q, 5) << "\n"
-            << "  flush          : " << fmt(flush_s * 1e3, 4)
-            << " ms (one apply_update pass over all parameters)\n"
-            << "  check          : loss step 0 = " << fmt(first_loss, 8) << ", last = "
-            << fmt(last_loss, 8) << ", last g = " << fmt(last_g, 5)
-            << (all_finite ? "" : "  (NON-FINITE loss or g!)") << "\n"
-            << "  placement      : " << mode << ", " << store.device_blocks() << " of "
-            << store.num_blocks() << " blocks resident; a step moves " << fmt(moved.to_device * 1e-9, 4)
-            << " GB up, " << fmt(moved.to_host * 1e-9, 4) << " GB back\n"
-            << "  device peak    : " << fmt((memory.device_peak + store_bytes) * 1e-9, 4)
-            << " GB (θ's resident arenas, then Kokkos Tools; weights "
-            << fmt((memory.peak_of(MemoryRole::weights) + store_bytes) * 1e-9, 4)
-            << ", scratch " << fmt(memory.peak_of(MemoryRole::scratch) * 1e-9, 4) << ", activations "
-            << fmt(memory.peak_of(MemoryRole::activations) * 1e-9, 4) << ")\n"
-            << "  storage        : θ in " << to_string(placement.storage) << " ("
-            << fmt(static_cast<double>(store.device_bytes() + store.host_bytes()) * 1e-9, 4)
-            << " GB)" << (placement.storage == StorageDtype::fp32
-                              ? std::string()
-                              : std::string(", updates stored with ") + to_string(placement.rounding) + " rounding")
-            << "; this rank's host memory (PSS) at the end: "
-            << fmt(static_cast<double>(proportional_set_size()) * 1e-9, 4) << " GB\n";
+  out << "zo step        : " << fmt(sps.median, 5) << " steps/s (median; min " << fmt(sps.min, 5)
+      << ", max " << fmt(sps.max, 5) << "), " << fmt(t_s.median, 5) << " s per step\n"
+      << "  tokens/s       : " << fmt(tps.median, 5) << " (B*T per step; min " << fmt(tps.min, 5)
+      << ", max " << fmt(tps.max, 5) << "); forward tokens/s " << fmt(tps.median * 2 * q, 5) << "\n"
+      << "  flush          : " << fmt(flush_s * 1e3, 4)
+      << " ms (one apply_update pass over all parameters)\n"
+      << "  check          : loss step 0 = " << fmt(first_loss, 8)
+      << ", last = " << fmt(last_loss, 8) << ", last g = " << fmt(last_g, 5)
+      << (all_finite ? "" : "  (NON-FINITE loss or g!)") << "\n"
+      << "  placement      : " << mode << ", " << store.device_blocks() << " of "
+      << store.num_blocks() << " blocks resident; a step moves " << fmt(moved.to_device * 1e-9, 4)
+      << " GB up, " << fmt(moved.to_host * 1e-9, 4) << " GB back\n"
+      << "  device peak    : " << fmt((memory.device_peak + store_bytes) * 1e-9, 4)
+      << " GB (θ's resident arenas, then Kokkos Tools; weights "
+      << fmt((memory.peak_of(MemoryRole::weights) + store_bytes) * 1e-9, 4) << ", scratch "
+      << fmt(memory.peak_of(MemoryRole::scratch) * 1e-9, 4) << ", activations "
+      << fmt(memory.peak_of(MemoryRole::activations) * 1e-9, 4) << ")\n"
+      << "  storage        : θ in " << to_string(placement.storage) << " ("
+      << fmt(static_cast<double>(store.device_bytes() + store.host_bytes()) * 1e-9, 4) << " GB)"
+      << (placement.storage == StorageDtype::fp32
+              ? std::string()
+              : std::string(", updates stored with ") + to_string(placement.rounding) + " rounding")
+      << "; this rank's host memory (PSS) at the end: "
+      << fmt(static_cast<double>(proportional_set_size()) * 1e-9, 4) << " GB\n";
 
   const std::vector<std::pair<std::string, std::string>> fields = {
       {"model", path},
@@ -330,9 +327,7 @@ int run(int argc, char** argv) {
 int main(int argc, char** argv) {
   MPI_Init(&argc, &argv);
   int status = 0;
-  {
-    status = distzo::perf::run_main("bench_step", kUsage, argc, argv, run);
-  }
+  { status = distzo::perf::run_main("bench_step", kUsage, argc, argv, run); }
   // A failure on one rank must not leave the others waiting in a collective.
   int size = 1;
   MPI_Comm_size(MPI_COMM_WORLD, &size);

@@ -1,12 +1,7 @@
 // Input decks: values and defaults, the resolved round trip, and one test per
 // kind of malformed deck, each checked for its "<source>:<line>: <key>: "
 // prefix and the fragment that tells the user what to fix.
-#include "core/error.hpp"
-#include "io/checkpoint.hpp"
-#include "io/deck.hpp"
-
 #include <gtest/gtest.h>
-
 #include <unistd.h>
 
 #include <filesystem>
@@ -14,9 +9,14 @@
 #include <sstream>
 #include <string>
 
+#include "core/error.hpp"
+#include "io/checkpoint.hpp"
+#include "io/deck.hpp"
+
 namespace distzo_test_deck {
 
 namespace fs = std::filesystem;
+using distzo::ScheduleKind;
 using distzo::io::check_mesh;
 using distzo::io::Deck;
 using distzo::io::deck_keys;
@@ -24,7 +24,6 @@ using distzo::io::Distribution;
 using distzo::io::load_deck;
 using distzo::io::parse_deck;
 using distzo::io::resolved_yaml;
-using distzo::io::Schedule;
 using distzo::io::validate_files;
 
 const std::string kData = DISTZO_TEST_DATA;
@@ -80,11 +79,11 @@ std::string parse_error(const std::string& text) {
   EXPECT_EQ((message).find(fragment), std::string::npos) << "message: " << (message)
 
 /// Parsing `text` fails with a message starting `prefix` and holding `fragment`.
-#define EXPECT_DECK_ERROR(text, prefix, fragment) \
-  do {                                            \
+#define EXPECT_DECK_ERROR(text, prefix, fragment)   \
+  do {                                              \
     const std::string message_ = parse_error(text); \
-    EXPECT_STARTS_WITH(message_, prefix);         \
-    EXPECT_CONTAINS(message_, fragment);          \
+    EXPECT_STARTS_WITH(message_, prefix);           \
+    EXPECT_CONTAINS(message_, fragment);            \
   } while (0)
 
 // Lines 1-6 of most decks below, so their own lines start at 7.
@@ -118,7 +117,7 @@ TEST(Deck, FullDeckParsesEveryValue) {
   EXPECT_EQ(d.data.batch_width, distzo::model::BatchWidth::full);
   EXPECT_EQ(d.optim.steps, 20000);
   EXPECT_EQ(d.optim.lr, 1.0e-6);
-  EXPECT_EQ(d.optim.schedule, Schedule::cosine);
+  EXPECT_EQ(d.optim.schedule, ScheduleKind::cosine);
   EXPECT_EQ(d.optim.warmup_steps, 500);
   EXPECT_EQ(d.optim.eps, 2.0e-3);
   EXPECT_EQ(d.optim.weight_decay, 0.01);
@@ -139,13 +138,13 @@ TEST(Deck, FullDeckParsesEveryValue) {
   EXPECT_EQ(d.parallel.data, 2);
   EXPECT_EQ(d.parallel.check_interval, 0);
   EXPECT_EQ(d.parallel.watchdog, 1800);
-  EXPECT_EQ(d.placement.mode, distzo::io::Placement::offload);
+  EXPECT_EQ(d.placement.mode, distzo::PlacementMode::offload);
   EXPECT_EQ(d.placement.resident_blocks, 4);
   EXPECT_EQ(d.placement.prefetch, 2);
   EXPECT_EQ(d.placement.slots, 3);
   EXPECT_EQ(d.placement.share_host_master, distzo::io::ShareHostMaster::off);
-  EXPECT_EQ(d.placement.exchange, distzo::io::SliceExchange::mpi);
-  EXPECT_EQ(d.placement.perturbed_weights, distzo::io::PerturbedWeights::one_at_a_time);
+  EXPECT_EQ(d.placement.exchange, distzo::ExchangeKind::mpi);
+  EXPECT_EQ(d.placement.perturbed_weights, distzo::io::PerturbedWeightsSchedule::one_at_a_time);
   EXPECT_EQ(d.precision.storage, distzo::StorageDtype::bf16);
   EXPECT_EQ(d.precision.rounding, distzo::Rounding::nearest);
   EXPECT_EQ(d.precision.gemm_inputs, distzo::io::GemmInputs::storage);
@@ -171,7 +170,7 @@ TEST(Deck, MinimalDeckGetsDefaults) {
   EXPECT_EQ(d.data.batch_width, distzo::model::BatchWidth::trimmed);
   EXPECT_EQ(d.optim.steps, 10);
   EXPECT_EQ(d.optim.lr, 1e-5);
-  EXPECT_EQ(d.optim.schedule, Schedule::constant);
+  EXPECT_EQ(d.optim.schedule, ScheduleKind::constant);
   EXPECT_EQ(d.optim.warmup_steps, 0);
   EXPECT_EQ(d.optim.eps, 1e-3);
   EXPECT_EQ(d.optim.weight_decay, 0.0);
@@ -191,11 +190,11 @@ TEST(Deck, MinimalDeckGetsDefaults) {
   EXPECT_EQ(d.parallel.data, 1);
   EXPECT_EQ(d.parallel.check_interval, 100);
   EXPECT_EQ(d.parallel.watchdog, distzo::io::kWatchdogAuto);
-  EXPECT_EQ(d.placement.mode, distzo::io::Placement::resident);
+  EXPECT_EQ(d.placement.mode, distzo::PlacementMode::resident);
   EXPECT_EQ(d.placement.resident_blocks, 0);
   EXPECT_EQ(d.placement.prefetch, 1);
   EXPECT_EQ(d.placement.share_host_master, distzo::io::ShareHostMaster::automatic);
-  EXPECT_EQ(d.placement.exchange, distzo::io::SliceExchange::automatic);
+  EXPECT_EQ(d.placement.exchange, distzo::ExchangeKind::automatic);
   EXPECT_EQ(d.precision.storage, distzo::StorageDtype::fp32);
   EXPECT_EQ(d.precision.rounding, distzo::Rounding::stochastic);
 
@@ -233,14 +232,13 @@ TEST(Deck, ResolvedYamlRoundTrips) {
       parse_deck(read_text(kData + "/decks/full.yaml"), "full.yaml"),
       parse_deck(deck_with(""), "min.yaml"),
       // Strings that need quoting and doubles that print with 17 digits.
-      parse_deck(
-          "model:\n  path: \"dir with: colon/#hash 'q' \\\"dq\\\" \\\\ näme.h5\"\n"
-          "data:\n  train: ' leading space'\n  eval: \"123\"\n"
-          "optim:\n  steps: 3\n  lr: 0.30000000000000004\n  eps: 1e-300\n"
-          "  weight_decay: 1.7976931348623157e308\n"
-          "checkpoint:\n  resume: 'null'\n"
-          "output:\n  dir: \"true\"\n",
-          "odd.yaml"),
+      parse_deck("model:\n  path: \"dir with: colon/#hash 'q' \\\"dq\\\" \\\\ näme.h5\"\n"
+                 "data:\n  train: ' leading space'\n  eval: \"123\"\n"
+                 "optim:\n  steps: 3\n  lr: 0.30000000000000004\n  eps: 1e-300\n"
+                 "  weight_decay: 1.7976931348623157e308\n"
+                 "checkpoint:\n  resume: 'null'\n"
+                 "output:\n  dir: \"true\"\n",
+                 "odd.yaml"),
   };
   for (const Deck& d : decks) {
     const std::string text = resolved_yaml(d);
@@ -322,8 +320,7 @@ TEST(Deck, DocsExampleParsesAndNamesEveryKey) {
   const std::size_t end = docs.find("```", begin + 8);
   ASSERT_NE(end, std::string::npos);
   EXPECT_NO_THROW(parse_deck(docs.substr(begin + 8, end - begin - 8), "docs/decks.md"));
-  for (const std::string& key : deck_keys())
-    EXPECT_CONTAINS(docs, "`" + key + "`");
+  for (const std::string& key : deck_keys()) EXPECT_CONTAINS(docs, "`" + key + "`");
 }
 
 TEST(Deck, DocsKeyTablesAreTheFieldTable) {
@@ -341,25 +338,45 @@ TEST(Deck, DocsKeyTablesAreTheFieldTable) {
       << "docs/decks.md's key tables differ from `distzo help deck`";
 }
 
+TEST(Deck, TrajectoryKeysAreTheFieldTablesColumn) {
+  // The keys a resume compares (docs/decks.md, "Resuming checks the deck"),
+  // in deck order, "model" standing for the base model's digest.
+  EXPECT_EQ(
+      distzo::io::resume_keys(),
+      (std::vector<std::string>{
+          "model", "data.train", "data.micro_batch", "data.shuffle_seed", "optim.steps", "optim.lr",
+          "optim.schedule", "optim.warmup_steps", "optim.eps", "optim.weight_decay",
+          "optim.queries", "optim.distribution", "optim.seed", "parallel.data", "precision.storage",
+          "precision.rounding", "precision.gemm_inputs"}));
+  // allow_changes takes exactly these names.
+  for (const std::string& key : distzo::io::resume_keys())
+    EXPECT_NO_THROW(
+        parse_deck(deck_with("checkpoint:\n  allow_changes: [" + key + "]\n"), "d.yaml"))
+        << key;
+  EXPECT_DECK_ERROR(deck_with("checkpoint:\n  allow_changes: [optim.z_recipe]\n"),
+                    "deck.yaml:11: checkpoint.allow_changes: ", "optim.z_recipe");
+}
+
 // ---------------------------------------------------------------------------
 // Malformed decks
 
 TEST(DeckError, DuplicateKey) {
-  EXPECT_DECK_ERROR(deck_with("  steps: 20\n"), "deck.yaml:10: optim.steps: ",
-                    "duplicate key (first given at line 8)");
+  EXPECT_DECK_ERROR(deck_with("  steps: 20\n"),
+                    "deck.yaml:10: optim.steps: ", "duplicate key (first given at line 8)");
 }
 
 TEST(DeckError, DuplicateSection) {
-  EXPECT_DECK_ERROR(deck_with("model:\n  path: other.h5\n"), "deck.yaml:10: model: ",
-                    "duplicate section (first given at line 1)");
+  EXPECT_DECK_ERROR(deck_with("model:\n  path: other.h5\n"),
+                    "deck.yaml:10: model: ", "duplicate section (first given at line 1)");
 }
 
 TEST(DeckError, UnknownKeySuggestsTheClosest) {
   const std::string m = parse_error(deck_with("  setps: 5\n"));
   EXPECT_STARTS_WITH(m, "deck.yaml:10: optim.setps: ");
   EXPECT_CONTAINS(m, "unknown key (did you mean \"steps\"?)");
-  EXPECT_CONTAINS(m, "allowed keys in optim: steps, lr, schedule, warmup_steps, eps, "
-                     "weight_decay, queries, distribution, z_recipe, seed, max_nonfinite");
+  EXPECT_CONTAINS(m,
+                  "allowed keys in optim: steps, lr, schedule, warmup_steps, eps, "
+                  "weight_decay, queries, distribution, z_recipe, seed, max_nonfinite");
   EXPECT_DECK_ERROR(deck_with("parallel:\n  perturbations: 2\n"),
                     "deck.yaml:11: parallel.perturbations: ", "did you mean \"perturbation\"?");
 }
@@ -381,18 +398,18 @@ TEST(DeckError, WrongTypes) {
                     "expected an integer in [1, 32], found the string \"abc\"");
   EXPECT_DECK_ERROR(deck_with("  queries: 1.5\n"), "deck.yaml:10: optim.queries: ",
                     "expected an integer in [1, 32], found the number 1.5");
-  EXPECT_DECK_ERROR(deck_with("  queries: true\n"), "deck.yaml:10: optim.queries: ",
-                    "found the boolean true");
-  EXPECT_DECK_ERROR(deck_with("  queries: [1, 2]\n"), "deck.yaml:10: optim.queries: ",
-                    "found a list");
-  EXPECT_DECK_ERROR(deck_with("  queries: \"2\"\n"), "deck.yaml:10: optim.queries: ",
-                    "found the quoted string \"2\"");
-  EXPECT_DECK_ERROR(deck_with("  queries:\n"), "deck.yaml:10: optim.queries: ",
-                    "found nothing (an empty value)");
-  EXPECT_DECK_ERROR(deck_with("  eps: yes\n"), "deck.yaml:10: optim.eps: ",
-                    "expected a number > 0, found the boolean yes");
-  EXPECT_DECK_ERROR(deck_with("  eps: .inf\n"), "deck.yaml:10: optim.eps: ",
-                    "found the non-finite number .inf");
+  EXPECT_DECK_ERROR(deck_with("  queries: true\n"),
+                    "deck.yaml:10: optim.queries: ", "found the boolean true");
+  EXPECT_DECK_ERROR(deck_with("  queries: [1, 2]\n"),
+                    "deck.yaml:10: optim.queries: ", "found a list");
+  EXPECT_DECK_ERROR(deck_with("  queries: \"2\"\n"),
+                    "deck.yaml:10: optim.queries: ", "found the quoted string \"2\"");
+  EXPECT_DECK_ERROR(deck_with("  queries:\n"),
+                    "deck.yaml:10: optim.queries: ", "found nothing (an empty value)");
+  EXPECT_DECK_ERROR(deck_with("  eps: yes\n"),
+                    "deck.yaml:10: optim.eps: ", "expected a number > 0, found the boolean yes");
+  EXPECT_DECK_ERROR(deck_with("  eps: .inf\n"),
+                    "deck.yaml:10: optim.eps: ", "found the non-finite number .inf");
   EXPECT_DECK_ERROR(deck_with("  seed: 0x10\n"), "deck.yaml:10: optim.seed: ",
                     "expected an integer in [0, 18446744073709551615], found the string \"0x10\"");
   EXPECT_DECK_ERROR(deck_with("  schedule: {kind: cosine}\n"), "deck.yaml:10: optim.schedule: ",
@@ -426,28 +443,29 @@ TEST(DeckError, OutOfRange) {
   // The fused kernel carries at most 32 queries' update terms.
   EXPECT_DECK_ERROR(deck_with("  queries: 33\n"), "deck.yaml:10: optim.queries: ",
                     "out of range: expected an integer in [1, 32], found 33");
-  EXPECT_DECK_ERROR(deck_with("  queries: 3000000000\n"), "deck.yaml:10: optim.queries: ",
-                    "out of range");
+  EXPECT_DECK_ERROR(deck_with("  queries: 3000000000\n"),
+                    "deck.yaml:10: optim.queries: ", "out of range");
   EXPECT_DECK_ERROR(deck_with("  warmup_steps: -1\n"), "deck.yaml:10: optim.warmup_steps: ",
                     "out of range: expected an integer in [0, 9223372036854775807], found -1");
   EXPECT_DECK_ERROR(deck_with("  seed: -1\n"), "deck.yaml:10: optim.seed: ",
                     "out of range: expected an integer in [0, 18446744073709551615], found -1");
-  EXPECT_DECK_ERROR(deck_with("  seed: 18446744073709551616\n"), "deck.yaml:10: optim.seed: ",
-                    "out of range");
-  EXPECT_DECK_ERROR(deck_with("  eps: 0\n"), "deck.yaml:10: optim.eps: ",
-                    "out of range: expected a number > 0, found 0");
+  EXPECT_DECK_ERROR(deck_with("  seed: 18446744073709551616\n"),
+                    "deck.yaml:10: optim.seed: ", "out of range");
+  EXPECT_DECK_ERROR(deck_with("  eps: 0\n"),
+                    "deck.yaml:10: optim.eps: ", "out of range: expected a number > 0, found 0");
   EXPECT_DECK_ERROR(deck_with("  weight_decay: -0.1\n"), "deck.yaml:10: optim.weight_decay: ",
                     "out of range: expected a number >= 0, found -0.1");
   EXPECT_DECK_ERROR(deck_with("  eps: 1e400\n"), "deck.yaml:10: optim.eps: ", "out of range");
   EXPECT_DECK_ERROR(deck_with("checkpoint:\n  keep: 0\n"), "deck.yaml:11: checkpoint.keep: ",
                     "out of range: expected an integer in [1, 2147483647], found 0");
-  EXPECT_DECK_ERROR(kHead + "optim:\n  steps: 10\n  lr: -1e-5\n", "deck.yaml:9: optim.lr: ",
-                    "out of range: expected a number > 0, found -1e-5");
+  EXPECT_DECK_ERROR(kHead + "optim:\n  steps: 10\n  lr: -1e-5\n",
+                    "deck.yaml:9: optim.lr: ", "out of range: expected a number > 0, found -1e-5");
   EXPECT_DECK_ERROR(
       "model:\n  path: ''\ndata:\n  train: t\noptim:\n  steps: 1\n  lr: 1\noutput:\n  dir: o\n",
       "deck.yaml:2: model.path: ", "expected a non-empty path, found the empty string");
   EXPECT_DECK_ERROR(
-      "model:\n  path: \"m\\0.h5\"\ndata:\n  train: t\noptim:\n  steps: 1\n  lr: 1\noutput:\n  dir: o\n",
+      "model:\n  path: \"m\\0.h5\"\ndata:\n  train: t\noptim:\n  steps: 1\n  lr: 1\noutput:\n  "
+      "dir: o\n",
       "deck.yaml:2: model.path: ", "the path holds a NUL byte");
 }
 
@@ -473,24 +491,25 @@ TEST(DeckError, Placement) {
   EXPECT_DECK_ERROR(deck_with("checkpoint:\n  allow_changes: [optim.lrr]\n"),
                     "deck.yaml:11: checkpoint.allow_changes: ",
                     "\"optim.lrr\" is not a key a resume checks; allowed: model, data.train");
-  EXPECT_TRUE(parse_deck(deck_with("checkpoint:\n  allow_changes:\n"), "d.yaml").checkpoint.allow_changes.empty());
+  EXPECT_TRUE(parse_deck(deck_with("checkpoint:\n  allow_changes:\n"), "d.yaml")
+                  .checkpoint.allow_changes.empty());
   EXPECT_DECK_ERROR(deck_with("checkpoint:\n  allow_changes: optim.lr\n"),
                     "deck.yaml:11: checkpoint.allow_changes: ", "expected a list of keys");
   EXPECT_DECK_ERROR(deck_with("placement:\n  share_host_master: yes\n"),
-                    "deck.yaml:11: placement.share_host_master: ",
-                    "unknown value \"yes\"");
-  EXPECT_DECK_ERROR(deck_with("placement:\n  exchange: nvlink\n"), "deck.yaml:11: placement.exchange: ",
-                    "allowed: auto, shared_memory, mpi, nccl");
+                    "deck.yaml:11: placement.share_host_master: ", "unknown value \"yes\"");
+  EXPECT_DECK_ERROR(
+      deck_with("placement:\n  exchange: nvlink\n"),
+      "deck.yaml:11: placement.exchange: ", "allowed: auto, shared_memory, mpi, nccl");
   EXPECT_DECK_ERROR(deck_with("placement:\n  resident: 2\n"), "deck.yaml:11: placement.resident: ",
                     "unknown key (did you mean \"resident_blocks\"?)");
   // A K beyond the model's blocks is not a deck error: it means resident.
-  EXPECT_NO_THROW(parse_deck(deck_with("placement:\n  mode: offload\n  resident_blocks: 1000\n"),
-                             "ok"));
+  EXPECT_NO_THROW(
+      parse_deck(deck_with("placement:\n  mode: offload\n  resident_blocks: 1000\n"), "ok"));
 }
 
 TEST(DeckError, WarmupLongerThanTraining) {
-  EXPECT_DECK_ERROR(deck_with("  warmup_steps: 11\n"), "deck.yaml:10: optim.warmup_steps: ",
-                    "must be <= optim.steps (10), found 11");
+  EXPECT_DECK_ERROR(deck_with("  warmup_steps: 11\n"),
+                    "deck.yaml:10: optim.warmup_steps: ", "must be <= optim.steps (10), found 11");
 }
 
 TEST(DeckError, UnknownEnumValue) {
@@ -498,16 +517,18 @@ TEST(DeckError, UnknownEnumValue) {
                     "unknown value \"cosin\" (did you mean \"cosine\"?); allowed: constant, "
                     "linear, cosine");
   const std::string m = parse_error(deck_with("  distribution: uniform\n"));
-  EXPECT_STARTS_WITH(m, "deck.yaml:10: optim.distribution: unknown value \"uniform\"; "
-                        "allowed: gaussian, rademacher");
+  EXPECT_STARTS_WITH(m,
+                     "deck.yaml:10: optim.distribution: unknown value \"uniform\"; "
+                     "allowed: gaussian, rademacher");
 }
 
 TEST(DeckError, MissingRequiredKey) {
   EXPECT_DECK_ERROR(kHead + "optim:\n  steps: 10\n", "deck.yaml:7: optim.lr: ",
                     "missing required key in the optim section (which starts at line 7)");
-  EXPECT_DECK_ERROR("model:\n  path: m\ndata:\n  eval: e\noptim:\n  steps: 1\n  lr: 1\n"
-                    "output:\n  dir: o\n",
-                    "deck.yaml:3: data.train: ", "missing required key");
+  EXPECT_DECK_ERROR(
+      "model:\n  path: m\ndata:\n  eval: e\noptim:\n  steps: 1\n  lr: 1\n"
+      "output:\n  dir: o\n",
+      "deck.yaml:3: data.train: ", "missing required key");
 }
 
 TEST(DeckError, MissingRequiredSection) {
@@ -547,8 +568,9 @@ TEST(DeckError, MissingFile) {
     validate_files(d);
     ADD_FAILURE() << "expected an error";
   } catch (const distzo::Error& e) {
-    EXPECT_STARTS_WITH(std::string(e.what()), "deck.yaml:2: model.path: expected a regular "
-                                              "file, found a directory");
+    EXPECT_STARTS_WITH(std::string(e.what()),
+                       "deck.yaml:2: model.path: expected a regular "
+                       "file, found a directory");
   }
   d.model.path = model;
   d.output.dir = model;
@@ -569,16 +591,15 @@ TEST(DeckError, MissingFile) {
     load_deck((tmp.path() / "nope.yaml").string());
     ADD_FAILURE() << "expected an error";
   } catch (const distzo::Error& e) {
-    EXPECT_STARTS_WITH(std::string(e.what()),
-                       (tmp.path() / "nope.yaml").string() + ": cannot read the deck: no such file");
+    EXPECT_STARTS_WITH(std::string(e.what()), (tmp.path() / "nope.yaml").string() +
+                                                  ": cannot read the deck: no such file");
   }
 }
 
 TEST(DeckError, SyntaxError) {
   EXPECT_DECK_ERROR(deck_with("  queries: [1, 2\nparallel:\n  data: 1\n"),
                     "deck.yaml:11: invalid YAML: ", "end of sequence flow not found");
-  EXPECT_DECK_ERROR(deck_with("  eps: 1e-3\n\tseed: 1\n"), "deck.yaml:11: invalid YAML: ",
-                    "tab");
+  EXPECT_DECK_ERROR(deck_with("  eps: 1e-3\n\tseed: 1\n"), "deck.yaml:11: invalid YAML: ", "tab");
 }
 
 TEST(DeckError, PerturbationMustDivideTwoQ) {
@@ -619,10 +640,10 @@ TEST(DeckError, MeshMismatch) {
 TEST(DeckError, SectionMustBeAMap) {
   EXPECT_DECK_ERROR(deck_with("eval: 5\n"), "deck.yaml:10: eval: ",
                     "must be a map of keys (interval, max_examples), found the integer 5");
-  EXPECT_DECK_ERROR(deck_with("parallel:\n  - 2\n  - 3\n"), "deck.yaml:10: parallel: ",
-                    "found a list");
-  EXPECT_DECK_ERROR(deck_with("checkpoint:\n"), "deck.yaml:10: checkpoint: ",
-                    "found nothing (an empty value)");
+  EXPECT_DECK_ERROR(deck_with("parallel:\n  - 2\n  - 3\n"),
+                    "deck.yaml:10: parallel: ", "found a list");
+  EXPECT_DECK_ERROR(deck_with("checkpoint:\n"),
+                    "deck.yaml:10: checkpoint: ", "found nothing (an empty value)");
 }
 
 TEST(DeckError, EmptyDocument) {
@@ -635,10 +656,10 @@ TEST(DeckError, DocumentMustBeOneMap) {
   EXPECT_DECK_ERROR("- model\n- data\n", "deck.yaml:1: deck: ",
                     "must be a map of sections (model, data, optim, eval, checkpoint, output, "
                     "parallel, placement, precision), found a list");
-  EXPECT_DECK_ERROR(deck_with("---\nmodel:\n  path: x\n"), "deck.yaml:11: deck: ",
-                    "a deck is one YAML document, found a second one");
-  EXPECT_DECK_ERROR(deck_with("[a, b]: 1\n"), "deck.yaml:10: deck: ",
-                    "section names must be plain words, found a list");
+  EXPECT_DECK_ERROR(deck_with("---\nmodel:\n  path: x\n"),
+                    "deck.yaml:11: deck: ", "a deck is one YAML document, found a second one");
+  EXPECT_DECK_ERROR(deck_with("[a, b]: 1\n"),
+                    "deck.yaml:10: deck: ", "section names must be plain words, found a list");
 }
 
 TEST(DeckError, ErrorsAreDistzoErrors) {

@@ -4,8 +4,18 @@
 // would hide a missing wait), use-after-release made visible by poisoned
 // slots, and the ZO step offloaded ≡ resident bit for bit.
 
-#include "core/fault_injection.hpp"
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <cstdio>
+#include <map>
+#include <string>
+#include <type_traits>
+#include <vector>
+
 #include "core/digest.hpp"
+#include "core/fault_injection.hpp"
 #include "core/fp.hpp"
 #include "io/hdf5_file.hpp"
 #include "io/model_file.hpp"
@@ -14,16 +24,6 @@
 #include "support/tiny_model.hpp"
 #include "zo/engine.hpp"
 #include "zo/model_walk.hpp"
-
-#include <gtest/gtest.h>
-
-#include <cmath>
-#include <cstdio>
-#include <map>
-#include <string>
-#include <type_traits>
-#include <unistd.h>
-#include <vector>
 
 namespace {
 
@@ -110,8 +110,7 @@ TEST(ParameterStore, EveryPlacementHoldsTheSameTheta) {
     }
     const std::size_t block_bytes = m.store->layout(model::GroupRef::of_block(0)).bytes(m.store->storage());
     EXPECT_EQ(m.store->host_bytes(), static_cast<std::size_t>(L - K) * block_bytes);
-    EXPECT_EQ(m.store->device_bytes() + m.store->host_bytes(),
-              resident.store->device_bytes());
+    EXPECT_EQ(m.store->device_bytes() + m.store->host_bytes(), resident.store->device_bytes());
   }
 }
 
@@ -198,7 +197,7 @@ int find(const std::vector<StreamOp>& t, StreamOp::Kind kind, int block, int fro
 /// which the first K are resident.
 void check_schedule(const std::vector<StreamOp>& t, int K, int L, int prefetch, int slots,
                     bool modified, bool poison) {
-  std::map<int, int> occupant_of_slot;   // slot -> last block uploaded into it
+  std::map<int, int> occupant_of_slot;     // slot -> last block uploaded into it
   std::map<int, Lane> free_lane_of_block;  // block -> where its slot was freed
   int uploads = 0, writebacks = 0;
   for (int k = 0; k < L; ++k) {
@@ -331,6 +330,22 @@ TEST(BlockStreamer, MisuseIsAnError) {
   EXPECT_THROW(runtime::BlockStreamer(*few.store, ExecSpace()), Error);
 }
 
+TEST(Placement, ASharedMasterTakesNeitherOneAtATimeNorTwoByteGemmInputs) {
+  PlacementConfig p;
+  p.perturb_one_at_a_time = true;
+  EXPECT_EQ(p.shared_master_problem().key, "");  // each rank its own θ
+  p.share_host_master = true;
+  EXPECT_EQ(p.shared_master_problem().key, "placement.perturbed_weights");
+  EXPECT_NE(p.shared_master_problem().why.find("set placement.share_host_master: false, or "
+                                               "perturbed_weights: together"),
+            std::string::npos);
+  p.perturb_one_at_a_time = false;
+  EXPECT_EQ(p.shared_master_problem().key, "");
+  p.storage = StorageDtype::bf16;
+  p.two_byte_gemm_inputs = true;
+  EXPECT_EQ(p.shared_master_problem().key, "placement.share_host_master");
+}
+
 TEST(Placement, PerturbedWeightsAreNamed) {
   EXPECT_TRUE(runtime::perturbs_one_at_a_time("one_at_a_time", "--perturbed-weights"));
   EXPECT_FALSE(runtime::perturbs_one_at_a_time("together", "--perturbed-weights"));
@@ -367,8 +382,8 @@ TEST(BlockStreamer, PoisonedSlotsExposeUseAfterRelease) {
     runtime::BlockStreamer streamer(*m.store, ExecSpace());
     UseAfterReleasePass pass(m.registry.block_ids(0).front());
     zo::walk(streamer, pass);
-    EXPECT_EQ(pass.nan_seen(), poison) << (poison ? "poisoning did not expose the stale read"
-                                                  : "NaN without poisoning");
+    EXPECT_EQ(pass.nan_seen(), poison)
+        << (poison ? "poisoning did not expose the stale read" : "NaN without poisoning");
   }
 }
 
@@ -408,11 +423,13 @@ TEST(Offload, StepsAreBitIdenticalToResident) {
       for (int q : {1, 2}) {
         TinyModel resident(deep_config(L, arch));
         const auto want = train(resident, task, q, 5);
-        for (const auto& [p, poison] : std::vector<std::pair<PlacementConfig, bool>>{
-                 {offload(0, 1), true}, {offload(1, 1), true}, {offload(L - 1, 2), true},
-                 {offload(0, 3), false}}) {
-          SCOPED_TRACE(std::string(model::architecture_name(arch)) + " K=" +
-                       std::to_string(p.resident_blocks) + " q=" + std::to_string(q));
+        for (const auto& [p, poison] :
+             std::vector<std::pair<PlacementConfig, bool>>{{offload(0, 1), true},
+                                                           {offload(1, 1), true},
+                                                           {offload(L - 1, 2), true},
+                                                           {offload(0, 3), false}}) {
+          SCOPED_TRACE(std::string(model::architecture_name(arch)) +
+                       " K=" + std::to_string(p.resident_blocks) + " q=" + std::to_string(q));
           TinyModel m(deep_config(L, arch), 1234, p);
           const fault::ScopedInjection armed(poisoning(poison));
           EXPECT_EQ(train(m, task, q, 5), want);

@@ -1,24 +1,14 @@
 #include "app/deck_config.hpp"
 
-#include "core/error.hpp"
-
 #include <algorithm>
+
+#include "core/error.hpp"
 
 namespace distzo::app {
 
-zo::ScheduleKind schedule_kind(io::Schedule schedule) {
-  switch (schedule) {
-    case io::Schedule::constant: return zo::ScheduleKind::constant;
-    case io::Schedule::linear: return zo::ScheduleKind::linear;
-    case io::Schedule::cosine: return zo::ScheduleKind::cosine;
-  }
-  DISTZO_FAIL("unknown schedule " << static_cast<int>(schedule));
-}
-
 runtime::PlacementConfig placement_config(const io::Deck& deck, int ranks_on_node) {
   runtime::PlacementConfig p;
-  p.mode = deck.placement.mode == io::Placement::offload ? runtime::PlacementMode::offload
-                                                         : runtime::PlacementMode::resident;
+  p.mode = deck.placement.mode;
   p.resident_blocks = deck.placement.resident_blocks;
   p.prefetch = deck.placement.prefetch;
   p.slots = deck.placement.slots;
@@ -35,15 +25,17 @@ runtime::PlacementConfig placement_config(const io::Deck& deck, int ranks_on_nod
     case io::ShareHostMaster::automatic:
       p.share_host_master = ranks_on_node > 1 && !p.two_byte_gemm_inputs;
       break;
-    case io::ShareHostMaster::on: p.share_host_master = true; break;
-    case io::ShareHostMaster::off: p.share_host_master = false; break;
+    case io::ShareHostMaster::on:
+      p.share_host_master = true;
+      break;
+    case io::ShareHostMaster::off:
+      p.share_host_master = false;
+      break;
   }
-  if (p.share_host_master && p.two_byte_gemm_inputs)
-    throw Error(deck.origin.where("placement.share_host_master") +
-                "a node-shared master exchanges float32 w± slices and cannot be combined with "
-                "precision.gemm_inputs: storage; set share_host_master to false or auto");
   p.perturb_one_at_a_time =
-      deck.placement.perturbed_weights == io::PerturbedWeights::one_at_a_time;
+      deck.placement.perturbed_weights == io::PerturbedWeightsSchedule::one_at_a_time;
+  const runtime::PlacementProblem shared = p.shared_master_problem();
+  if (!shared.key.empty()) throw Error(deck.origin.where(shared.key) + shared.why);
   p.storage = deck.precision.storage;
   p.rounding = deck.precision.rounding;
   return p;
@@ -53,25 +45,15 @@ std::string ignored_placement_keys(const io::Deck& deck) {
   const bool set = deck.origin.written("placement.resident_blocks") ||
                    deck.origin.written("placement.prefetch") ||
                    deck.origin.written("placement.slots");
-  if (deck.placement.mode != io::Placement::resident || !set) return "";
+  if (deck.placement.mode != PlacementMode::resident || !set) return "";
   return "placement.resident_blocks, prefetch and slots apply to mode offload: ignored";
-}
-
-runtime::ExchangeKind exchange_kind(io::SliceExchange exchange) {
-  switch (exchange) {
-    case io::SliceExchange::automatic: return runtime::ExchangeKind::automatic;
-    case io::SliceExchange::shared_memory: return runtime::ExchangeKind::shared_memory;
-    case io::SliceExchange::mpi: return runtime::ExchangeKind::mpi;
-    case io::SliceExchange::nccl: return runtime::ExchangeKind::nccl;
-  }
-  DISTZO_FAIL("unknown slice exchange " << static_cast<int>(exchange));
 }
 
 zo::TrainerConfig trainer_config(const io::Deck& deck, bool evaluate, ZRecipe recipe) {
   const auto& opt = deck.optim;
   zo::TrainerConfig c;
   c.steps = opt.steps;
-  c.schedule = {schedule_kind(opt.schedule), opt.lr, opt.warmup_steps, opt.steps};
+  c.schedule = {opt.schedule, opt.lr, opt.warmup_steps, opt.steps};
   c.eps = opt.eps;
   c.weight_decay = opt.weight_decay;
   c.queries = opt.queries;

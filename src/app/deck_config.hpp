@@ -2,29 +2,24 @@
 // The deck's values as the layers' own configurations: io reads decks and
 // knows nothing of runtime or zo, which know nothing of decks; the app maps.
 
+#include <cstdint>
+#include <string>
+
 #include "io/checkpoint.hpp"
 #include "io/deck.hpp"
 #include "runtime/placement.hpp"
-#include "runtime/slice_exchange.hpp"
-
-#include <string>
 #include "runtime/watchdog.hpp"
-#include "zo/lr_schedule.hpp"
 #include "zo/trainer.hpp"
 
-#include <cstdint>
-
 namespace distzo::app {
-
-zo::ScheduleKind schedule_kind(io::Schedule schedule);
 
 /// placement.{mode, resident_blocks, prefetch, slots, share_host_master,
 /// perturbed_weights} and precision.*; `auto` shares the host master when the
 /// node has more than one rank of the run. Throws distzo::Error naming the
-/// deck line when placement.slots is too few for prefetch.
+/// deck line when placement.slots is too few for prefetch, gemm_inputs
+/// storage has an fp32 θ, or the node-shared master cannot hold what the
+/// deck asks (runtime::PlacementConfig::shared_master_problem).
 runtime::PlacementConfig placement_config(const io::Deck& deck, int ranks_on_node = 1);
-
-runtime::ExchangeKind exchange_kind(io::SliceExchange exchange);
 
 /// "placement.resident_blocks, prefetch and slots apply to mode offload:
 /// ignored" when the deck sets any of them with mode resident, else "".

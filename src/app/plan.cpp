@@ -11,6 +11,7 @@
 #include "app/deck_config.hpp"
 #include "app/format.hpp"
 #include "app/options.hpp"
+#include "app/run_inputs.hpp"
 #include "app/run_outputs.hpp"
 #include "app/sliced_schedule.hpp"
 #include "core/error.hpp"
@@ -63,21 +64,14 @@ void check_plan_inputs(const PlanInputs& in) {
       std::numeric_limits<int>::max())
     fail("micro-batch x sequence length = " + std::to_string(in.batch.micro_batch) + " x " +
          std::to_string(in.batch.seq_len) + " exceeds the 2147483647 rows a batch may have");
-  if (in.batch.seq_len > in.config.max_position_embeddings)
-    fail("a sequence of " + std::to_string(in.batch.seq_len) + " tokens exceeds the model's " +
-         std::to_string(in.config.max_position_embeddings) + " positions");
-  if (in.config.sliding_window > 0 && in.batch.seq_len > in.config.sliding_window)
-    fail("a sequence of " + std::to_string(in.batch.seq_len) +
-         " tokens exceeds the model's sliding window of " +
-         std::to_string(in.config.sliding_window) +
-         " positions (distzo has no windowed attention; pass --seq " +
-         std::to_string(in.config.sliding_window) + " or less)");
+  const std::string too_long = in.config.sequence_problem(in.batch.seq_len);
+  if (!too_long.empty())
+    fail(too_long + " (pass --seq " + std::to_string(in.config.longest_sequence()) + " or less)");
   if (in.queries < 1 || in.queries > kernels::kMaxQueries)
     fail("q = " + std::to_string(in.queries) + " queries: allowed 1 to " +
          std::to_string(kernels::kMaxQueries));
-  if (in.perturbation < 1 || (2 * in.queries) % in.perturbation != 0)
-    fail("P = " + std::to_string(in.perturbation) +
-         " does not divide 2q = " + std::to_string(2 * in.queries));
+  const std::string split = io::perturbation_problem(in.queries, in.perturbation, "q");
+  if (!split.empty()) fail("--perturbation: " + split);
   if (in.batch.task == model::Task::classification && in.batch.candidates < 1)
     fail("a classification head needs at least one candidate word");
 }
@@ -282,8 +276,9 @@ PlanInputs inputs_from_deck(const std::string& path, std::vector<std::string>& n
     // As a run resolves it: left out, precision.storage is the model file's.
     if (!deck.origin.written("precision.storage")) deck.precision.storage = model.theta_dtype();
   }
-  const PlanInputs in =
-      plan_inputs(deck, config, io::load_dataset(deck.data.train, config.vocab_size));
+  const io::Dataset train = io::load_dataset(deck.data.train, config.vocab_size);
+  check_sequences_fit(deck.data.train, train.seq_len, config);
+  const PlanInputs in = plan_inputs(deck, config, train);
   // (With 2-byte GEMM inputs auto shares nothing, and true is refused.)
   if (deck.parallel.perturbation * deck.parallel.data > 1 &&
       deck.placement.share_host_master != io::ShareHostMaster::off &&
@@ -305,12 +300,9 @@ PlanInputs inputs_from_config(const std::string& path, const Options& o,
   in.config = io::read_hf_config(path);
   in.batch.micro_batch =
       static_cast<int>(std::min<std::int64_t>(o.integer("--batch", 1, 1), INT32_MAX));
-  // The longest sequence the model runs: its positions, and a Mistral or
-  // Gemma 3 model's sliding window (distzo has no windowed attention).
-  std::int64_t positions = in.config.max_position_embeddings;
-  if (in.config.sliding_window > 0) positions = std::min(positions, in.config.sliding_window);
   in.batch.seq_len = static_cast<int>(std::min<std::int64_t>(
-      o.integer("--seq", std::min<std::int64_t>(2048, positions), 1), INT32_MAX));
+      o.integer("--seq", std::min<std::int64_t>(2048, in.config.longest_sequence()), 1),
+      INT32_MAX));
   if (o.integer("--batch", 1, 1) > INT32_MAX || o.integer("--seq", 1, 1) > INT32_MAX)
     throw Error("plan: --batch and --seq go up to 2147483647");
   const std::string task = o.text("--task", "causal_lm");

@@ -7,12 +7,12 @@ namespace distzo::app {
 ResumeChanges resume_changes(const io::Deck& saved_deck, const io::TrainingState& saved,
                              const io::Deck& deck, const std::vector<std::string>& allowed,
                              const ResumeDigests& now) {
-  const bool constant_lr = saved_deck.optim.schedule == io::Schedule::constant &&
-                           deck.optim.schedule == io::Schedule::constant;
+  const bool constant_lr = saved_deck.optim.schedule == ScheduleKind::constant &&
+                           deck.optim.schedule == ScheduleKind::constant;
   ResumeChanges changes;
   // `what` names the value (", the digest of train.h5"); equal values pass.
-  const auto compare = [&](const std::string& key, const std::string& before, const std::string& now,
-                           const std::string& what = "") {
+  const auto compare = [&](const std::string& key, const std::string& before,
+                           const std::string& now, const std::string& what = "") {
     if (before == now) return;
     const std::string change =
         key + ": " + before + " in the checkpoint, " + now + " in the deck" + what;

@@ -28,6 +28,7 @@
 #include "core/process_limits.hpp"
 #include "runtime/mesh.hpp"
 #include "runtime/parameter_store.hpp"
+#include "runtime/slice_exchange.hpp"
 #include "runtime/watchdog.hpp"
 #include "zo/trainer.hpp"
 
@@ -249,18 +250,10 @@ void run(const RunOptions& options, const runtime::Communicator& world) {
     blas_threads = start_blas_threads(gemm);
     try {
       runtime::PlacementConfig placement = placement_config(deck, mesh.node().size());
-      const runtime::ExchangeKind exchange = exchange_kind(deck.placement.exchange);
+      const ExchangeKind exchange = deck.placement.exchange;
       if (placement.share_host_master && !runtime::exchange_unavailable(exchange).empty())
         throw Error(deck.origin.where("placement.exchange") +
                     runtime::exchange_unavailable(exchange));
-      if (placement.share_host_master && placement.perturb_one_at_a_time)
-        throw Error(deck.origin.where("placement.perturbed_weights") +
-                    "one_at_a_time needs a rank to materialise its own w, but this run shares "
-                    "one sliced θ master between the node's " +
-                    std::to_string(mesh.node().size()) +
-                    " ranks (placement.share_host_master), whose slices of every evaluation's w "
-                    "are exchanged at once: set placement.share_host_master: false, or "
-                    "perturbed_weights: together");
       store_owner =
           std::make_unique<runtime::ParameterStore>(model.registry, placement, &mesh.node());
       load_theta(*store_owner, *inputs.model, held, progress_seconds);

@@ -34,7 +34,8 @@ void check_resume(Inputs& in, const runtime::Communicator& world) {
   // The base model: rank 0 reads the deck's model once and digests it.
   if (!in.state.base_model_digest.empty() && world.rank() == 0) {
     const io::ModelReader base(deck.model.path);
-    now.model = base.info().config == in.model->info().config ? base.digest() : "another architecture";
+    now.model =
+        base.info().config == in.model->info().config ? base.digest() : "another architecture";
   }
   now.model = runtime::broadcast_string(world, now.model);
   if (!in.state.train_digest.empty()) now.train = io::dataset_digest(in.train);
@@ -52,11 +53,12 @@ void check_resume(Inputs& in, const runtime::Communicator& world) {
           "says so; leave precision.storage out of the deck to keep the checkpoint's storage)";
   }
   DISTZO_INPUT_REQUIRE(changes.refused.empty(),
-                       deck.origin.source << ": resuming " << in.resume
-                                          << " with changes that alter the run it continues:" << list
-                                          << "\nSet them back, or list the keys changed on purpose "
-                                             "in checkpoint.allow_changes"
-                                          << storage_hint);
+                       deck.origin.source
+                           << ": resuming " << in.resume
+                           << " with changes that alter the run it continues:" << list
+                           << "\nSet them back, or list the keys changed on purpose "
+                              "in checkpoint.allow_changes"
+                           << storage_hint);
 }
 
 /// precision.storage left out of the deck: the storage of the file θ is
@@ -100,6 +102,15 @@ void note_conversion(Inputs& in) {
 
 }  // namespace
 
+void check_sequences_fit(const std::string& file, std::int64_t seq_len,
+                         const model::ModelConfig& config) {
+  const std::string too_long = config.sequence_problem(seq_len);
+  DISTZO_INPUT_REQUIRE(too_long.empty(), file << ": " << too_long
+                                              << " (tokenize the dataset with "
+                                                 "tools/make_dataset.py --max-len "
+                                              << config.longest_sequence() << " or less)");
+}
+
 Inputs load_inputs(const std::string& deck_path, const runtime::Communicator& world) {
   Inputs in;
   in.deck = io::load_deck(deck_path);
@@ -115,23 +126,24 @@ Inputs load_inputs(const std::string& deck_path, const runtime::Communicator& wo
     in.state = io::read_training_state(in.resume);
     // The recipe of z is the checkpoint's: a run in progress is never
     // stranded by a new default. Only an explicit, different choice is an error.
-    DISTZO_INPUT_REQUIRE(!deck.origin.written("optim.z_recipe") || opt.z_recipe == to_int(in.state.z.recipe),
-                         deck.origin.where("optim.z_recipe")
-                             << "the checkpoint " << in.resume << " was written with z recipe "
-                             << to_int(in.state.z.recipe) << ", the deck asks for " << opt.z_recipe
-                             << "; a run continues with the z it started with (leave the key out "
-                                "to resume, or start a new run for recipe "
-                             << opt.z_recipe << ")");
+    DISTZO_INPUT_REQUIRE(
+        !deck.origin.written("optim.z_recipe") || opt.z_recipe == to_int(in.state.z.recipe),
+        deck.origin.where("optim.z_recipe")
+            << "the checkpoint " << in.resume << " was written with z recipe "
+            << to_int(in.state.z.recipe) << ", the deck asks for " << opt.z_recipe
+            << "; a run continues with the z it started with (leave the key out "
+               "to resume, or start a new run for recipe "
+            << opt.z_recipe << ")");
     // The same for the batch width: a checkpoint from before trimming
     // continues at the full width it ran at.
-    DISTZO_INPUT_REQUIRE(!deck.origin.written("data.batch_width") ||
-                             deck.data.batch_width == in.state.batch_width,
-                         deck.origin.where("data.batch_width")
-                             << "the checkpoint " << in.resume << " ran its batches at width '"
-                             << model::to_string(in.state.batch_width) << "', the deck asks for '"
-                             << model::to_string(deck.data.batch_width)
-                             << "'; a run continues at the width it started with (leave the key "
-                                "out to resume, or start a new run)");
+    DISTZO_INPUT_REQUIRE(
+        !deck.origin.written("data.batch_width") || deck.data.batch_width == in.state.batch_width,
+        deck.origin.where("data.batch_width")
+            << "the checkpoint " << in.resume << " ran its batches at width '"
+            << model::to_string(in.state.batch_width) << "', the deck asks for '"
+            << model::to_string(deck.data.batch_width)
+            << "'; a run continues at the width it started with (leave the key "
+               "out to resume, or start a new run)");
     // The deck as run: deck.resolved.yaml and the checkpoints record it.
     in.deck.optim.z_recipe = to_int(in.state.z.recipe);
     in.deck.data.batch_width = in.state.batch_width;
@@ -147,20 +159,11 @@ Inputs load_inputs(const std::string& deck_path, const runtime::Communicator& wo
   in.train = io::load_dataset(deck.data.train, vocab);
   if (!deck.data.eval.empty())
     in.eval = std::make_unique<io::Dataset>(io::load_dataset(deck.data.eval, vocab));
-  for (const io::Dataset* d : {static_cast<const io::Dataset*>(&in.train), static_cast<const io::Dataset*>(in.eval.get())}) {
+  for (const io::Dataset* d : {static_cast<const io::Dataset*>(&in.train),
+                               static_cast<const io::Dataset*>(in.eval.get())}) {
     if (!d) continue;
     const std::string& file = d == &in.train ? deck.data.train : deck.data.eval;
-    DISTZO_INPUT_REQUIRE(d->seq_len <= config.max_position_embeddings,
-                         file << ": sequences of " << d->seq_len << " tokens exceed the model's "
-                              << config.max_position_embeddings << " positions");
-    DISTZO_INPUT_REQUIRE(config.sliding_window == 0 || d->seq_len <= config.sliding_window,
-                         file << ": sequences of "
-                             << d->seq_len << " tokens exceed the model's sliding window of "
-                             << config.sliding_window
-                             << " positions: distzo has no windowed attention, so it runs "
-                                "sequences the window does not cut (tokenize the dataset with "
-                                "tools/make_dataset.py --max-len "
-                             << config.sliding_window << " or less)");
+    check_sequences_fit(file, d->seq_len, config);
     DISTZO_REQUIRE(d->task == in.train.task && d->candidates == in.train.candidates &&
                        d->seq_len == in.train.seq_len,
                    "data.eval must have the task, candidates and sequence length of data.train");

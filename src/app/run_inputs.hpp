@@ -3,28 +3,37 @@
 // the checkpoint it resumes (chosen and read back by rank 0), the model and
 // the datasets.
 
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
 #include "io/checkpoint.hpp"
 #include "io/dataset.hpp"
 #include "io/deck.hpp"
 #include "io/model_file.hpp"
+#include "model/model_config.hpp"
 #include "runtime/communicator.hpp"
-
-#include <memory>
-#include <string>
-#include <vector>
 
 namespace distzo::app {
 
 /// Everything a run reads.
 struct Inputs {
   io::Deck deck;
-  std::string resume;  // checkpoint to continue from, or empty
-  std::vector<std::string> notes;  // for run.log (rank 0): a checkpoint passed over, ...
+  std::string resume;                      // checkpoint to continue from, or empty
+  std::vector<std::string> notes;          // for run.log (rank 0): a checkpoint passed over, ...
   std::unique_ptr<io::ModelReader> model;  // the model file or the checkpoint resumed
   io::TrainingState state;
   io::Dataset train;
   std::unique_ptr<io::Dataset> eval;
 };
+
+/// Throws distzo::Error unless the sequences of the dataset `file`, of
+/// `seq_len` tokens, fit `config` (model::ModelConfig::sequence_problem),
+/// saying how to make them fit: what `distzo run` and `distzo plan DECK`
+/// check of data.train and data.eval.
+void check_sequences_fit(const std::string& file, std::int64_t seq_len,
+                         const model::ModelConfig& config);
 
 /// Loads and checks the deck at `deck_path` and all it names, on every rank
 /// of `world` (collective: rank 0 chooses the checkpoint, the others hear

@@ -152,8 +152,7 @@ std::string describe_run(const std::string& deck_path, const io::Deck& deck,
                     ? "up to "  // each micro-batch at its longest example (data.batch_width)
                     : "",
                 static_cast<long long>(train.seq_len), io::to_string(train.task), opt.queries,
-                to_string(opt.distribution), opt.z_recipe, opt.eps, opt.lr,
-                io::to_string(opt.schedule),
+                to_string(opt.distribution), opt.z_recipe, opt.eps, opt.lr, to_string(opt.schedule),
                 resume.empty() ? "" : (", resuming from " + resume).c_str());
   return line;
 }
@@ -201,7 +200,7 @@ std::string describe_placement(const runtime::ParameterStore& store, const io::D
     if (exchange.slices() > 1)
       os << ", each updating and perturbing 1/" << exchange.slices() << " of every "
          << (edges_sliced ? "group" : "block") << ", slices exchanged by "
-         << runtime::to_string(exchange.kind());
+         << to_string(exchange.kind());
   } else if (deck.origin.written("placement.exchange")) {
     os << " (placement.exchange applies to a shared master: ignored)";
   }

@@ -149,20 +149,10 @@ class DeckParser {
       fail(o.source, o.line("optim.warmup_steps"), "optim.warmup_steps",
            "out of range: must be <= optim.steps (" + std::to_string(deck.optim.steps) +
                "), found " + std::to_string(deck.optim.warmup_steps));
-    const std::int64_t evaluations = 2 * static_cast<std::int64_t>(deck.optim.queries);
-    const std::int64_t p = deck.parallel.perturbation;
-    if (evaluations % p != 0) {
-      std::string divisors;
-      for (std::int64_t d = 1; d <= evaluations; ++d) {
-        if (evaluations % d != 0) continue;
-        if (!divisors.empty()) divisors += ", ";
-        divisors += std::to_string(d);
-      }
-      fail(o.source, o.line("parallel.perturbation"), "parallel.perturbation",
-           "P must divide the 2q evaluations of a step: 2 * optim.queries = 2 * " +
-               std::to_string(deck.optim.queries) + " = " + std::to_string(evaluations) +
-               " is not a multiple of P = " + std::to_string(p) + "; allowed P: " + divisors);
-    }
+    const std::string split =
+        perturbation_problem(deck.optim.queries, deck.parallel.perturbation, "optim.queries");
+    if (!split.empty())
+      fail(o.source, o.line("parallel.perturbation"), "parallel.perturbation", split);
   }
 
   DeckOrigin origin_;
@@ -181,28 +171,6 @@ int DeckOrigin::line(const std::string& key) const {
 
 std::string DeckOrigin::where(const std::string& key) const {
   return error_prefix(source, line(key), key);
-}
-
-const char* to_string(Placement placement) {
-  switch (placement) {
-    case Placement::resident:
-      return "resident";
-    case Placement::offload:
-      return "offload";
-  }
-  return "?";
-}
-
-const char* to_string(Schedule schedule) {
-  switch (schedule) {
-    case Schedule::constant:
-      return "constant";
-    case Schedule::linear:
-      return "linear";
-    case Schedule::cosine:
-      return "cosine";
-  }
-  return "?";
 }
 
 bool operator==(const Deck& a, const Deck& b) {
@@ -296,6 +264,20 @@ Deck load_deck(const std::string& path) {
   return deck;
 }
 
+std::string perturbation_problem(int queries, int perturbation, const std::string& queries_name) {
+  const std::int64_t evaluations = 2 * static_cast<std::int64_t>(queries);
+  if (perturbation >= 1 && evaluations % perturbation == 0) return "";
+  std::string divisors;
+  for (std::int64_t d = 1; d <= evaluations; ++d) {
+    if (evaluations % d != 0) continue;
+    if (!divisors.empty()) divisors += ", ";
+    divisors += std::to_string(d);
+  }
+  return "P must divide the 2q evaluations of a step: 2 * " + queries_name + " = 2 * " +
+         std::to_string(queries) + " = " + std::to_string(evaluations) +
+         " is not a multiple of P = " + std::to_string(perturbation) + "; allowed P: " + divisors;
+}
+
 void check_mesh(const Deck& deck, int world_size) {
   const DeckOrigin& o = deck.origin;
   const ParallelSection& p = deck.parallel;
@@ -317,23 +299,12 @@ void check_mesh(const Deck& deck, int world_size) {
 }
 
 const std::vector<std::string>& resume_keys() {
-  static const std::vector<std::string> keys = {"model",
-                                                "data.train",
-                                                "data.micro_batch",
-                                                "data.shuffle_seed",
-                                                "optim.steps",
-                                                "optim.lr",
-                                                "optim.schedule",
-                                                "optim.warmup_steps",
-                                                "optim.eps",
-                                                "optim.weight_decay",
-                                                "optim.queries",
-                                                "optim.distribution",
-                                                "optim.seed",
-                                                "parallel.data",
-                                                "precision.storage",
-                                                "precision.rounding",
-                                                "precision.gemm_inputs"};
+  static const std::vector<std::string> keys = [] {
+    std::vector<std::string> names;
+    for (const Field& f : fields())
+      if (!f.resume_key.empty()) names.push_back(f.resume_key);
+    return names;
+  }();
   return keys;
 }
 

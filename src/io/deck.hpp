@@ -12,22 +12,27 @@
 // Paths in a deck are used as written: a relative path is relative to the
 // working directory of the process (as in most HPC codes), not to the deck.
 
-#include "core/perturbation.hpp"
-#include "core/storage_dtype.hpp"
-#include "model/batch.hpp"
-
 #include <cstdint>
 #include <map>
 #include <string>
 #include <vector>
 
+#include "core/lr_schedule_kind.hpp"
+#include "core/perturbation.hpp"
+#include "core/placement_kinds.hpp"
+#include "core/storage_dtype.hpp"
+#include "model/batch.hpp"
+
 namespace distzo::io {
 
-/// Learning-rate schedule after warm-up (the app maps it onto zo's schedules).
-enum class Schedule { constant, linear, cosine };
-const char* to_string(Schedule schedule);
-/// The perturbation's distribution is z's own type (core/perturbation.hpp).
+/// Values that the layers above io implement are those layers' own enums,
+/// defined in core/ where io sees them too: Distribution
+/// (core/perturbation.hpp), ScheduleKind (core/lr_schedule_kind.hpp),
+/// PlacementMode and ExchangeKind (core/placement_kinds.hpp).
 using distzo::Distribution;
+using distzo::ExchangeKind;
+using distzo::PlacementMode;
+using distzo::ScheduleKind;
 
 struct ModelSection {
   std::string path;  // HDF5 model file (required)
@@ -44,7 +49,7 @@ struct DataSection {
 struct OptimSection {
   std::int64_t steps = 0;  // required, >= 0
   double lr = 0.0;         // required, > 0
-  Schedule schedule = Schedule::constant;
+  ScheduleKind schedule = ScheduleKind::constant;
   std::int64_t warmup_steps = 0;  // >= 0 and <= steps
   double eps = 1e-3;              // perturbation scale, > 0
   double weight_decay = 0.0;      // >= 0
@@ -61,15 +66,14 @@ struct EvalSection {
 };
 
 struct CheckpointSection {
-  std::int64_t interval = 0;  // steps between checkpoints; 0 = at the end only
-  int keep = 2;               // newest checkpoints kept, >= 1
-  std::string resume;         // "" = fresh start, a ckpt path, or "latest"
+  std::int64_t interval = 0;               // steps between checkpoints; 0 = at the end only
+  int keep = 2;                            // newest checkpoints kept, >= 1
+  std::string resume;                      // "" = fresh start, a ckpt path, or "latest"
   std::vector<std::string> allow_changes;  // trajectory keys a resume may change (resume_keys())
 };
 
-
 struct OutputSection {
-  std::string dir;                // required; created by the runner
+  std::string dir;                 // required; created by the runner
   std::int64_t log_interval = 10;  // steps between progress lines, >= 1
 };
 
@@ -83,30 +87,24 @@ struct ParallelSection {
 constexpr double kWatchdogAuto = 0;
 constexpr double kWatchdogOff = -1;
 
-/// Where θ lives (the app maps it onto runtime::PlacementConfig).
-enum class Placement { resident, offload };
-const char* to_string(Placement placement);
-
-/// Placement II: one θ master per node, sliced across the node's ranks.
+/// Placement II: one θ master per node, sliced across the node's ranks
+/// (`automatic`: when the node has more than one rank of the run; the app
+/// resolves it into runtime::PlacementConfig::share_host_master).
 enum class ShareHostMaster { automatic, on, off };
-/// How the node's ranks exchange slices of the perturbed weights.
-enum class SliceExchange { automatic, shared_memory, mpi, nccl };
 /// Whether a rank's perturbed weights are held for all its evaluations at
-/// once or one evaluation at a time (runtime::PlacementConfig).
-enum class PerturbedWeights { together, one_at_a_time };
+/// once or one evaluation at a time (runtime::PlacementConfig::perturb_one_at_a_time).
+enum class PerturbedWeightsSchedule { together, one_at_a_time };
 
 struct PlacementSection {
-  Placement mode = Placement::resident;
+  PlacementMode mode = PlacementMode::resident;
   int resident_blocks = 0;  // offload: blocks 0..K-1 stay on the device; K >= L means resident
   int prefetch = 1;         // offload: block uploads in flight ahead of the block in use
   int slots = 0;            // offload: device slots, 0 = prefetch + 2
   ShareHostMaster share_host_master = ShareHostMaster::automatic;  // auto: > 1 rank on a node
-  SliceExchange exchange = SliceExchange::automatic;
-  PerturbedWeights perturbed_weights = PerturbedWeights::together;
+  ExchangeKind exchange = ExchangeKind::automatic;
+  PerturbedWeightsSchedule perturbed_weights = PerturbedWeightsSchedule::together;
 };
 
-/// Where a deck came from, for error messages raised after parsing
-/// (a mesh mismatch, a file that vanished, ...).
 /// How θ's master copy is stored (core/storage_dtype.hpp's own types).
 using distzo::Rounding;
 using distzo::StorageDtype;
@@ -122,6 +120,8 @@ struct PrecisionSection {
   GemmInputs gemm_inputs = GemmInputs::fp32;
 };
 
+/// Where a deck came from, for error messages raised after parsing
+/// (a mesh mismatch, a file that vanished, ...).
 struct DeckOrigin {
   std::string source;  // the name given to parse_deck (the path, for load_deck)
   /// 1-based line of every section ("optim") and key ("optim.lr") written in
@@ -150,7 +150,8 @@ struct Deck {
 
 /// The keys whose change alters a run's trajectory, in deck order: a resume
 /// compares them with the checkpoint's deck ("model" and "data.train" stand
-/// for the digests of the base model and the training set).
+/// for the digests of the base model and the training set). The field
+/// table's trajectory column (io/deck_fields.cpp), read once.
 const std::vector<std::string>& resume_keys();
 
 /// The value of `section.key` as the resolved deck writes it.
@@ -172,7 +173,7 @@ std::string deck_reference_markdown();
 
 /// Parses and validates deck text: syntax, keys, types, ranges, enums and
 /// the cross-field rules (optim.warmup_steps <= optim.steps,
-/// parallel.perturbation divides 2 * optim.queries). Touches no files:
+/// parallel.perturbation divides 2 * optim.queries: perturbation_problem). Touches no files:
 /// `source_name` is only used in messages. Throws distzo::Error.
 Deck parse_deck(const std::string& yaml_text, const std::string& source_name);
 
@@ -189,6 +190,13 @@ constexpr std::uintmax_t kMaxDeckBytes = 1 << 20;
 /// validate_files(). What `distzo run` calls on every rank. A file above
 /// kMaxDeckBytes is refused unread.
 Deck load_deck(const std::string& path);
+
+/// "" when P = `perturbation` ranks can share the 2q evaluations of a step of
+/// `queries` queries (P divides 2q), else why not and the P that can. The
+/// one statement of the rule: parse_deck checks parallel.perturbation with
+/// it, `distzo plan` its --perturbation. `queries_name` is what the reader
+/// calls q ("optim.queries" in a deck).
+std::string perturbation_problem(int queries, int perturbation, const std::string& queries_name);
 
 /// Throws unless parallel.perturbation * parallel.data == world_size; the
 /// message names both keys, their lines, the product and the rank count.

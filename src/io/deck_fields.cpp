@@ -1,23 +1,22 @@
 #include "io/deck_fields.hpp"
 
-#include "io/deck_reader.hpp"
-#include "io/deck_text.hpp"
-#include "kernels/perturb_update.hpp"
-
-#include "core/error.hpp"
-
 #include <cstdint>
 #include <limits>
 #include <type_traits>
 #include <utility>
 
+#include "core/error.hpp"
+#include "io/deck_reader.hpp"
+#include "io/deck_text.hpp"
+#include "kernels/perturb_update.hpp"
+
 namespace distzo::io::deck_detail {
 
 const std::vector<SectionInfo>& sections() {
   static const std::vector<SectionInfo> table = {
-      {"model", true},       {"data", true},    {"optim", true},     {"eval", false},
-      {"checkpoint", false}, {"output", true},  {"parallel", false}, {"placement", false},
-      {"precision", false},
+      {"model", true},     {"data", true},        {"optim", true},
+      {"eval", false},     {"checkpoint", false}, {"output", true},
+      {"parallel", false}, {"placement", false},  {"precision", false},
   };
   return table;
 }
@@ -54,10 +53,10 @@ Field integer(const char* section, const char* key, Member<S, Int> m, std::int64
   static_assert(std::is_integral<Int>::value && std::is_signed<Int>::value, "signed integers");
   Field f(section, key);
   f.type = sizeof(Int) == 8 ? "integer (int64)" : "integer";
-  f.allowed = (max < std::numeric_limits<Int>::max()
-                   ? std::to_string(min) + " to " + std::to_string(max)
-                   : ">= " + std::to_string(min)) +
-              also_allowed;
+  f.allowed =
+      (max < std::numeric_limits<Int>::max() ? std::to_string(min) + " to " + std::to_string(max)
+                                             : ">= " + std::to_string(min)) +
+      also_allowed;
   f.meaning = std::move(meaning);
   f.read = [key, m, min, max](const SectionReader& r, Deck& d) {
     r.read_int(key, m.of(d), min, max);
@@ -79,8 +78,8 @@ Field uint64(const char* section, const char* key, Member<S, std::uint64_t> m,
 }
 
 template <class S>
-Field number(const char* section, const char* key, Member<S, double> m, double min,
-             bool exclusive, std::string meaning, bool required = false) {
+Field number(const char* section, const char* key, Member<S, double> m, double min, bool exclusive,
+             std::string meaning, bool required = false) {
   Field f(section, key, required);
   f.type = "number";
   f.allowed = (exclusive ? "> " : ">= ") + format_double(min);
@@ -112,9 +111,12 @@ Field choice(const char* section, const char* key, Member<S, Enum> m,
              std::vector<std::pair<const char*, Enum>> choices, std::string meaning) {
   Field f(section, key);
   f.type = "enum";
-  for (const auto& c : choices) f.allowed += (f.allowed.empty() ? "`" : ", `") + std::string(c.first) + "`";
+  for (const auto& c : choices)
+    f.allowed += (f.allowed.empty() ? "`" : ", `") + std::string(c.first) + "`";
   f.meaning = std::move(meaning);
-  f.read = [key, m, choices](const SectionReader& r, Deck& d) { r.read_enum(key, m.of(d), choices); };
+  f.read = [key, m, choices](const SectionReader& r, Deck& d) {
+    r.read_enum(key, m.of(d), choices);
+  };
   f.write = [key, m, choices](const Deck& d) {
     for (const auto& c : choices)
       if (c.second == m.of(d)) return std::string(c.first);
@@ -143,17 +145,18 @@ Field number_or_word(const char* section, const char* key, Member<S, double> m,
   return f;
 }
 
-/// A list of names, each one of `names` (a table that outlives the field).
+/// A list of names, each one of `names()`: asked for when a deck is read,
+/// so that the names may be derived from this very table (resume_keys()).
 template <class S>
 Field key_list(const char* section, const char* key, Member<S, std::vector<std::string>> m,
-               const std::vector<std::string>& names, std::string allowed, std::string meaning) {
+               const std::vector<std::string>& (*names)(), std::string allowed,
+               std::string meaning) {
   Field f(section, key);
   f.type = "list";
   f.allowed = std::move(allowed);
   f.meaning = std::move(meaning);
-  const std::vector<std::string>* allowed_names = &names;
-  f.read = [key, m, allowed_names](const SectionReader& r, Deck& d) {
-    r.read_name_list(key, m.of(d), *allowed_names);
+  f.read = [key, m, names](const SectionReader& r, Deck& d) {
+    r.read_name_list(key, m.of(d), names());
   };
   f.write = [m](const Deck& d) {
     std::string out = "[";
@@ -167,6 +170,14 @@ Field key_list(const char* section, const char* key, Member<S, std::vector<std::
 /// own bound is not the whole rule (another key's value limits it too).
 Field allowing(std::string allowed, Field f) {
   f.allowed = std::move(allowed);
+  return f;
+}
+
+/// `f` as a key of the run's trajectory: a resume compares its value with the
+/// checkpoint's deck (resume_keys()), under `name` when the comparison is of
+/// something the value names (the base model's digest), else "section.key".
+Field trajectory(Field f, std::string name = "") {
+  f.resume_key = name.empty() ? std::string(f.section) + "." + f.key : std::move(name);
   return f;
 }
 
@@ -198,16 +209,19 @@ const std::vector<Field>& fields() {
     const auto pl = &Deck::placement;
     const auto pr = &Deck::precision;
     return std::vector<Field>{
-        path("model", "path", member(m, &ModelSection::path), true, "an existing file",
-             "HDF5 model file (docs/formats.md)"),
+        trajectory(path("model", "path", member(m, &ModelSection::path), true, "an existing file",
+                        "HDF5 model file (docs/formats.md)"),
+                   "model"),
 
-        path("data", "train", member(d, &D::train), true, "an existing file", "training set"),
+        trajectory(
+            path("data", "train", member(d, &D::train), true, "an existing file", "training set")),
         path("data", "eval", member(d, &D::eval), false, "empty or an existing file",
              "evaluation set; empty (or left out) = no evaluation"),
-        integer("data", "micro_batch", member(d, &D::micro_batch), 1,
-                "examples per replica and step; the global batch is `micro_batch` x "
-                "`parallel.data`"),
-        uint64("data", "shuffle_seed", member(d, &D::shuffle_seed), "seed of the example order"),
+        trajectory(integer("data", "micro_batch", member(d, &D::micro_batch), 1,
+                           "examples per replica and step; the global batch is `micro_batch` x "
+                           "`parallel.data`")),
+        trajectory(uint64("data", "shuffle_seed", member(d, &D::shuffle_seed),
+                          "seed of the example order")),
         choice("data", "batch_width", member(d, &D::batch_width),
                {{"trimmed", model::BatchWidth::trimmed}, {"full", model::BatchWidth::full}},
                "positions a micro-batch runs at: `trimmed` = its longest example, `full` = the "
@@ -215,35 +229,41 @@ const std::vector<Field>& fields() {
                "(as before trimming existed; the same losses up to rounding, other bits). A "
                "resumed run keeps its checkpoint's width"),
 
-        required(integer("optim", "steps", member(o, &O::steps), 0,
-                         "optimisation steps; 0 only evaluates (once, writing no checkpoint)")),
-        number("optim", "lr", member(o, &O::lr), 0.0, true, "peak learning rate η", true),
-        choice("optim", "schedule", member(o, &O::schedule),
-               {{"constant", Schedule::constant},
-                {"linear", Schedule::linear},
-                {"cosine", Schedule::cosine}},
-               "learning-rate schedule after warm-up (linear and cosine decay to 0 at `steps`)"),
-        integer("optim", "warmup_steps", member(o, &O::warmup_steps), 0,
-                "linear warm-up from 0 to `lr`", " and <= `optim.steps`"),
-        number("optim", "eps", member(o, &O::eps), 0.0, true, "perturbation scale ε"),
-        number("optim", "weight_decay", member(o, &O::weight_decay), 0.0, false,
-               "decoupled weight decay λ"),
-        integer("optim", "queries", member(o, &O::queries), 1,
-                "SPSA queries q per step (2q forward evaluations)", "",
-                kernels::kMaxQueries),
-        choice("optim", "distribution", member(o, &O::distribution),
-               {{"gaussian", Distribution::gaussian}, {"rademacher", Distribution::rademacher}},
-               "distribution of the perturbation z"),
+        trajectory(required(
+            integer("optim", "steps", member(o, &O::steps), 0,
+                    "optimisation steps; 0 only evaluates (once, writing no checkpoint)"))),
+        trajectory(
+            number("optim", "lr", member(o, &O::lr), 0.0, true, "peak learning rate η", true)),
+        trajectory(choice(
+            "optim", "schedule", member(o, &O::schedule),
+            {{"constant", ScheduleKind::constant},
+             {"linear", ScheduleKind::linear},
+             {"cosine", ScheduleKind::cosine}},
+            "learning-rate schedule after warm-up (linear and cosine decay to 0 at `steps`)")),
+        trajectory(integer("optim", "warmup_steps", member(o, &O::warmup_steps), 0,
+                           "linear warm-up from 0 to `lr`", " and <= `optim.steps`")),
+        trajectory(number("optim", "eps", member(o, &O::eps), 0.0, true, "perturbation scale ε")),
+        trajectory(number("optim", "weight_decay", member(o, &O::weight_decay), 0.0, false,
+                          "decoupled weight decay λ")),
+        trajectory(integer("optim", "queries", member(o, &O::queries), 1,
+                           "SPSA queries q per step (2q forward evaluations)", "",
+                           kernels::kMaxQueries)),
+        trajectory(
+            choice("optim", "distribution", member(o, &O::distribution),
+                   {{"gaussian", Distribution::gaussian}, {"rademacher", Distribution::rademacher}},
+                   "distribution of the perturbation z")),
         integer("optim", "z_recipe", member(o, &O::z_recipe), 1,
                 "how a Gaussian z is computed from its Philox words (docs/perturbation.md): 2 = "
                 "binary32, the same bits on every backend; 1 = double with libm, as runs before "
                 "recipe 2. A resumed run keeps its checkpoint's recipe",
                 "", 2),
-        uint64("optim", "seed", member(o, &O::seed),
-               "run seed: z is a pure function of (seed, step, query, parameter, element)"),
-        integer("optim", "max_nonfinite", member(o, &O::max_nonfinite), 1,
-                "this many consecutive non-finite losses abort the run (counted across a resume; no "
-                "checkpoint is written during such a streak)"),
+        trajectory(
+            uint64("optim", "seed", member(o, &O::seed),
+                   "run seed: z is a pure function of (seed, step, query, parameter, element)")),
+        integer(
+            "optim", "max_nonfinite", member(o, &O::max_nonfinite), 1,
+            "this many consecutive non-finite losses abort the run (counted across a resume; no "
+            "checkpoint is written during such a streak)"),
 
         integer("eval", "interval", member(e, &EvalSection::interval), 0,
                 "steps between evaluations; 0 = only before training and at the end"),
@@ -256,7 +276,7 @@ const std::vector<Field>& fields() {
                 "newest checkpoints of this run kept in `output.dir` (another run's are never "
                 "deleted)"),
         key_list("checkpoint", "allow_changes", member(c, &CheckpointSection::allow_changes),
-                 resume_keys(), "keys of the trajectory (below)",
+                 &resume_keys, "keys of the trajectory (below)",
                  "the keys a resume may change on purpose (each is logged); any other change "
                  "from the checkpoint's deck is an error"),
         path("checkpoint", "resume", member(c, &CheckpointSection::resume), false,
@@ -275,8 +295,8 @@ const std::vector<Field>& fields() {
         integer("parallel", "perturbation", member(p, &ParallelSection::perturbation), 1,
                 "P: ranks that share the 2q forward evaluations of one step",
                 ", divides 2 x `optim.queries`"),
-        integer("parallel", "data", member(p, &ParallelSection::data), 1,
-                "D: data-parallel replicas, each with its own micro-batch"),
+        trajectory(integer("parallel", "data", member(p, &ParallelSection::data), 1,
+                           "D: data-parallel replicas, each with its own micro-batch")),
         integer("parallel", "check_interval", member(p, &ParallelSection::check_interval), 0,
                 "steps between replica digest checks; 0 = never"),
         number_or_word("parallel", "watchdog", member(p, &ParallelSection::watchdog),
@@ -287,12 +307,11 @@ const std::vector<Field>& fields() {
                        "time, at least 600 s and at least the time to write θ at 100 MB/s"),
 
         choice("placement", "mode", member(pl, &PlacementSection::mode),
-               {{"resident", Placement::resident}, {"offload", Placement::offload}},
+               {{"resident", PlacementMode::resident}, {"offload", PlacementMode::offload}},
                "where θ lives: `resident` = every parameter in device memory; `offload` (ZO2) "
                "= transformer blocks in host memory, streamed through device slots one at a "
                "time (docs/placement.md)"),
-        integer("placement", "resident_blocks", member(pl, &PlacementSection::resident_blocks),
-                0,
+        integer("placement", "resident_blocks", member(pl, &PlacementSection::resident_blocks), 0,
                 "offload: blocks 0..K-1 stay in device memory, the others stream; K at or above "
                 "the model's block count means resident"),
         integer("placement", "prefetch", member(pl, &PlacementSection::prefetch), 1,
@@ -315,44 +334,49 @@ const std::vector<Field>& fields() {
                "slice (Placement II); `auto` = on when more than one rank of the run is on a "
                "node"),
         choice("placement", "exchange", member(pl, &PlacementSection::exchange),
-               {{"auto", SliceExchange::automatic},
-                {"shared_memory", SliceExchange::shared_memory},
-                {"mpi", SliceExchange::mpi},
-                {"nccl", SliceExchange::nccl}},
+               {{"auto", ExchangeKind::automatic},
+                {"shared_memory", ExchangeKind::shared_memory},
+                {"mpi", ExchangeKind::mpi},
+                {"nccl", ExchangeKind::nccl}},
                "how a node's ranks exchange their slices of the perturbed weights: "
                "`shared_memory` (host backends), `nccl` (GPUs, built with NCCL), `mpi`; `auto` "
                "= the first of these the build can do"),
 
         choice("placement", "perturbed_weights", member(pl, &PlacementSection::perturbed_weights),
-               {{"together", PerturbedWeights::together},
-                {"one_at_a_time", PerturbedWeights::one_at_a_time}},
+               {{"together", PerturbedWeightsSchedule::together},
+                {"one_at_a_time", PerturbedWeightsSchedule::one_at_a_time}},
                "how a rank holds w = θ ± εz: `together` = w+ and w- of a block and the edges' w "
                "of each of its evaluations at once (z once per query); `one_at_a_time` = one "
                "block arena and one copy of the edges, each evaluation's w in turn: less device "
                "memory for z computed once per evaluation, and again for the head "
                "(docs/placement.md). The same results either way"),
 
-        choice("precision", "storage", member(pr, &PrecisionSection::storage),
-               {{"fp32", StorageDtype::fp32}, {"bf16", StorageDtype::bf16}, {"fp16", StorageDtype::fp16}},
-               "how θ's master copy is stored: `fp32` = 4 bytes per parameter; `bf16`, `fp16` = 2 "
-               "(a model in another dtype is rounded to nearest once when loaded; the forward pass "
-               "and the update compute in float32; tested on host backends; docs/perturbation.md); "
-               "checkpoints hold θ in it. Left out: the dtype of the file θ is loaded from — the "
-               "one holding most of the model file's elements (fp32 for a float32 file, bf16 for a "
-               "bf16 import), a resumed checkpoint's storage — said in run.log"),
-        choice("precision", "rounding", member(pr, &PrecisionSection::rounding),
-               {{"stochastic", Rounding::stochastic}, {"nearest", Rounding::nearest}},
-               "how an updated θ is stored in 2 bytes: `stochastic` keeps updates below half an "
-               "ulp in expectation, `nearest` loses them; ignored with `storage: fp32`"),
-        choice("precision", "gemm_inputs", member(pr, &PrecisionSection::gemm_inputs),
-               {{"fp32", GemmInputs::fp32}, {"storage", GemmInputs::storage}},
-               "what the dense layers multiply: `fp32` = float32 weights and activations; "
-               "`storage` = every matrix's w± as 2-byte words of θ's storage dtype (rounded to "
-               "nearest) and the GEMM inputs rounded to it, float32 accumulation — half the "
-               "device memory of w± (with `perturbed_weights: one_at_a_time` a block's matrices "
-               "a tensor at a time), the tensor-core path under CUDA (cublasGemmEx), a slow naive "
-               "reference kernel on host backends. Needs `storage: bf16` or `fp16` and a rank's "
-               "own θ (no node-shared master); changes the numerics (docs/perturbation.md)"),
+        trajectory(choice(
+            "precision", "storage", member(pr, &PrecisionSection::storage),
+            {{"fp32", StorageDtype::fp32},
+             {"bf16", StorageDtype::bf16},
+             {"fp16", StorageDtype::fp16}},
+            "how θ's master copy is stored: `fp32` = 4 bytes per parameter; `bf16`, `fp16` = 2 "
+            "(a model in another dtype is rounded to nearest once when loaded; the forward pass "
+            "and the update compute in float32; tested on host backends; docs/perturbation.md); "
+            "checkpoints hold θ in it. Left out: the dtype of the file θ is loaded from — the "
+            "one holding most of the model file's elements (fp32 for a float32 file, bf16 for a "
+            "bf16 import), a resumed checkpoint's storage — said in run.log")),
+        trajectory(choice(
+            "precision", "rounding", member(pr, &PrecisionSection::rounding),
+            {{"stochastic", Rounding::stochastic}, {"nearest", Rounding::nearest}},
+            "how an updated θ is stored in 2 bytes: `stochastic` keeps updates below half an "
+            "ulp in expectation, `nearest` loses them; ignored with `storage: fp32`")),
+        trajectory(choice(
+            "precision", "gemm_inputs", member(pr, &PrecisionSection::gemm_inputs),
+            {{"fp32", GemmInputs::fp32}, {"storage", GemmInputs::storage}},
+            "what the dense layers multiply: `fp32` = float32 weights and activations; "
+            "`storage` = every matrix's w± as 2-byte words of θ's storage dtype (rounded to "
+            "nearest) and the GEMM inputs rounded to it, float32 accumulation — half the "
+            "device memory of w± (with `perturbed_weights: one_at_a_time` a block's matrices "
+            "a tensor at a time), the tensor-core path under CUDA (cublasGemmEx), a slow naive "
+            "reference kernel on host backends. Needs `storage: bf16` or `fp16` and a rank's "
+            "own θ (no node-shared master); changes the numerics (docs/perturbation.md)")),
     };
   }();
   return table;

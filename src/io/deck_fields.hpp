@@ -24,6 +24,10 @@ struct Field {
   std::string type;     // docs: "integer", "number", "path", ...
   std::string allowed;  // docs: the values accepted
   std::string meaning;  // docs
+  /// The name a resume compares this key under when it alters the run's
+  /// trajectory (resume_keys(): "section.key", or "model" for the base
+  /// model's digest); empty for every other key.
+  std::string resume_key;
   std::function<void(const SectionReader&, Deck&)> read;
   /// The value as a YAML scalar that reads back exactly; two decks are equal
   /// when every field writes the same text.

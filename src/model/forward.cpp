@@ -1,13 +1,13 @@
 #include "model/forward.hpp"
 
+#include <algorithm>
+
 #include "core/error.hpp"
 #include "core/memory.hpp"
 #include "kernels/activations.hpp"
 #include "kernels/attention.hpp"
 #include "kernels/layernorm.hpp"
 #include "kernels/linear.hpp"
-
-#include <algorithm>
 
 namespace distzo::model {
 
@@ -47,8 +47,7 @@ Mat attention_output(const ModelConfig& config, ForwardScratch& s, const ExecSpa
     kernels::rotary_embedding(space, s.k, rotation.cos, rotation.sin, kv_heads, T);
   }
   const Mat heads_out = s.projected_as(s.q.extent(0), s.q.extent(1));
-  kernels::attention_heads(space, heads_out, s.q, s.k, s.v, mask, heads, kv_heads, scale,
-                           s.scores);
+  kernels::attention_heads(space, heads_out, s.q, s.k, s.v, mask, heads, kv_heads, scale, s.scores);
   kernels::merge_heads(space, s.attended, heads_out, heads, T);
   const Mat out = s.projected_as(N, static_cast<std::size_t>(config.hidden_size));
   kernels::linear(space, out, s.attended, w.matrix(R::out_weight), ConstVec(), s.gemm_input);
@@ -66,16 +65,11 @@ DecoderForward::DecoderForward(const ModelConfig& config, int batch, int seq_len
                                StorageDtype gemm_inputs)
     : config_(config), arch_(architecture_spec(config.architecture)) {
   config_.validate();
-  DISTZO_REQUIRE(batch > 0 && seq_len > 0,
-                 "forward: batch and sequence length must be positive, got " << batch << " x "
-                                                                             << seq_len);
-  DISTZO_REQUIRE(seq_len <= config.max_position_embeddings,
-                 "forward: sequence length " << seq_len << " exceeds max_position_embeddings "
-                                             << config.max_position_embeddings);
-  DISTZO_REQUIRE(config.sliding_window == 0 || seq_len <= config.sliding_window,
-                 "forward: sequence length " << seq_len << " exceeds the sliding window of "
-                                             << config.sliding_window
-                                             << " positions (distzo has no windowed attention)");
+  DISTZO_REQUIRE(
+      batch > 0 && seq_len > 0,
+      "forward: batch and sequence length must be positive, got " << batch << " x " << seq_len);
+  const std::string too_long = config.sequence_problem(seq_len);
+  DISTZO_REQUIRE(too_long.empty(), "forward: " << too_long);
   ForwardScratch& s = capacity_;
   s.batch = batch;
   s.seq_len = seq_len;
@@ -96,9 +90,10 @@ DecoderForward::DecoderForward(const ModelConfig& config, int batch, int seq_len
   s.q = Mat(label("forward.q"), N * H, hd);
   s.k = Mat(label("forward.k"), N * KV, hd);
   s.v = Mat(label("forward.v"), N * KV, hd);
-  s.scores = Vec(label("forward.scores"),
-                 kernels::attention_scores_floats(static_cast<std::size_t>(batch), static_cast<int>(H),
-                                                  static_cast<int>(KV), static_cast<std::size_t>(seq_len)));
+  s.scores = Vec(
+      label("forward.scores"),
+      kernels::attention_scores_floats(static_cast<std::size_t>(batch), static_cast<int>(H),
+                                       static_cast<int>(KV), static_cast<std::size_t>(seq_len)));
   s.attended = Mat(label("forward.attended"), N, H * hd);
   s.projected = Mat(label("forward.projected"), N, std::max(C, H * hd));
   s.ffn = Mat(label("forward.ffn"), N, F);
@@ -129,9 +124,9 @@ View prefix_rows(const View& buffer, std::size_t rows) {
 
 void DecoderForward::set_seq_len(int seq_len) {
   const ForwardScratch& c = capacity_;
-  DISTZO_REQUIRE(seq_len >= 1 && seq_len <= c.seq_len,
-                 "forward: a batch of " << seq_len << " positions does not fit buffers for "
-                                        << c.seq_len);
+  DISTZO_REQUIRE(
+      seq_len >= 1 && seq_len <= c.seq_len,
+      "forward: a batch of " << seq_len << " positions does not fit buffers for " << c.seq_len);
   ForwardScratch& s = scratch_;
   s.batch = c.batch;
   s.seq_len = seq_len;
@@ -163,21 +158,21 @@ std::uint64_t DecoderForward::scratch_bytes(const ModelConfig& config, int batch
   // What the constructor allocates, term by term.
   const auto u = [](std::int64_t v) { return static_cast<std::uint64_t>(v); };
   const std::uint64_t N = u(batch) * u(seq_len), C = u(config.hidden_size),
-                      E = u(config.embedding_dim()), F = u(config.ffn_dim),
-                      Q = u(config.q_width()), K = u(config.kv_width());
+                      E = u(config.embedding_dim()), F = u(config.ffn_dim), Q = u(config.q_width()),
+                      K = u(config.kv_width());
   const ArchitectureSpec& arch = architecture_spec(config.architecture);
   const std::uint64_t half = u(config.head_dim) / 2;
   const auto f = [](std::uint64_t elements) { return view_bytes(elements, sizeof(real)); };
-  return view_bytes(N, sizeof(int))                                      // positions
-         + (config.has_projection() ? 2 * f(N * E) : 0) + f(N * C)        // embedded, hidden_out, normed
-         + f(N * Q) + 2 * f(N * K)                                        // q, k, v
-         + f(kernels::attention_scores_floats(                            // scores
+  return view_bytes(N, sizeof(int))                                 // positions
+         + (config.has_projection() ? 2 * f(N * E) : 0) + f(N * C)  // embedded, hidden_out, normed
+         + f(N * Q) + 2 * f(N * K)                                  // q, k, v
+         + f(kernels::attention_scores_floats(                      // scores
                u(batch), static_cast<int>(config.num_attention_heads),
-               static_cast<int>(config.num_key_value_heads), u(seq_len)))
-         + f(N * Q) + f(N * std::max(C, Q))                               // attended, projected
-         + (arch.gated_mlp ? 2 : 1) * f(N * F)                            // ffn (, gate)
-         + u(arch.rotary_bases) * 2 * f(N * half)                          // cos, sin (per base)
-         + (gemm_inputs != StorageDtype::fp32                             // gemm_input
+               static_cast<int>(config.num_key_value_heads), u(seq_len))) +
+         f(N * Q) + f(N * std::max(C, Q))          // attended, projected
+         + (arch.gated_mlp ? 2 : 1) * f(N * F)     // ffn (, gate)
+         + u(arch.rotary_bases) * 2 * f(N * half)  // cos, sin (per base)
+         + (gemm_inputs != StorageDtype::fp32      // gemm_input
                 ? view_bytes(N * std::max({C, Q, F}), sizeof(std::uint16_t))
                 : 0);
 }
@@ -187,8 +182,8 @@ void DecoderForward::embed(const ExecSpace& space, const WeightView& edge, Const
   arch_.embed(config_, scratch_, space, edge, tokens, mask, h);
 }
 
-void DecoderForward::block(const ExecSpace& space, const WeightView& w, int layer,
-                           ConstIntMat mask, const Mat& h) {
+void DecoderForward::block(const ExecSpace& space, const WeightView& w, int layer, ConstIntMat mask,
+                           const Mat& h) {
   arch_.block(config_, scratch_, space, w, layer, mask, h);
 }
 

@@ -1,29 +1,36 @@
 #include "model/model_config.hpp"
 
-#include "core/error.hpp"
-#include "model/architecture.hpp"
-
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <sstream>
 #include <string>
 
+#include "core/error.hpp"
+#include "model/architecture.hpp"
+
 namespace distzo::model {
 
 namespace {
-constexpr Architecture kArchitectures[] = {Architecture::opt, Architecture::llama,
-                                           Architecture::qwen2, Architecture::qwen3,
+constexpr Architecture kArchitectures[] = {Architecture::opt,     Architecture::llama,
+                                           Architecture::qwen2,   Architecture::qwen3,
                                            Architecture::mistral, Architecture::gemma3};
 }  // namespace
 
 const char* architecture_name(Architecture a) {
   switch (a) {
-    case Architecture::opt: return "opt";
-    case Architecture::llama: return "llama";
-    case Architecture::qwen2: return "qwen2";
-    case Architecture::qwen3: return "qwen3";
-    case Architecture::mistral: return "mistral";
-    case Architecture::gemma3: return "gemma3_text";
+    case Architecture::opt:
+      return "opt";
+    case Architecture::llama:
+      return "llama";
+    case Architecture::qwen2:
+      return "qwen2";
+    case Architecture::qwen3:
+      return "qwen3";
+    case Architecture::mistral:
+      return "mistral";
+    case Architecture::gemma3:
+      return "gemma3_text";
   }
   return "?";
 }
@@ -59,8 +66,7 @@ std::string describe(const ModelConfig& c, const std::string& line_break) {
   if (c.num_key_value_heads != c.num_attention_heads)
     os << " / " << c.num_key_value_heads << " key-value heads";
   os << " (head_dim " << c.head_dim << "), " << (opt ? "ffn " : "intermediate ") << c.ffn_dim
-     << ", vocab " << c.vocab_size << ", max positions " << c.max_position_embeddings
-     << line_break;
+     << ", vocab " << c.vocab_size << ", max positions " << c.max_position_embeddings << line_break;
   if (opt) {
     os << (c.do_layer_norm_before ? "pre-LN" : "post-LN") << ", word_embed_proj_dim "
        << c.word_embed_proj_dim << (c.has_projection() ? " (project_in/out)" : "");
@@ -76,7 +82,9 @@ std::string describe(const ModelConfig& c, const std::string& line_break) {
        << "), sliding_window_pattern " << P;
   } else {
     os << "RMSNorm (eps " << c.rms_norm_eps << "), rotary base " << c.rope_theta << ", SwiGLU"
-       << (c.attention_bias ? ", attention biases" : c.qkv_bias() ? ", q/k/v biases" : "")
+       << (c.attention_bias ? ", attention biases"
+           : c.qkv_bias()   ? ", q/k/v biases"
+                            : "")
        << (c.mlp_bias ? ", MLP biases" : "") << (c.qk_norm() ? ", q/k RMSNorm" : "");
     if (c.sliding_window > 0) os << ", sliding window " << c.sliding_window;
   }
@@ -86,8 +94,7 @@ std::string describe(const ModelConfig& c, const std::string& line_break) {
 
 bool ModelConfig::operator==(const ModelConfig& o) const {
   return architecture == o.architecture && hidden_size == o.hidden_size &&
-         num_hidden_layers == o.num_hidden_layers &&
-         num_attention_heads == o.num_attention_heads &&
+         num_hidden_layers == o.num_hidden_layers && num_attention_heads == o.num_attention_heads &&
          num_key_value_heads == o.num_key_value_heads && head_dim == o.head_dim &&
          ffn_dim == o.ffn_dim && vocab_size == o.vocab_size &&
          max_position_embeddings == o.max_position_embeddings &&
@@ -107,13 +114,30 @@ double ModelConfig::attention_scale() const {
   return 1.0 / std::sqrt(static_cast<double>(head_dim));
 }
 
+std::int64_t ModelConfig::longest_sequence() const {
+  return sliding_window > 0 ? std::min(max_position_embeddings, sliding_window)
+                            : max_position_embeddings;
+}
+
+std::string ModelConfig::sequence_problem(std::int64_t seq_len) const {
+  const std::string sequences =
+      "sequences of " + std::to_string(seq_len) + " tokens exceed the model's ";
+  if (seq_len > max_position_embeddings)
+    return sequences + std::to_string(max_position_embeddings) + " positions";
+  if (sliding_window > 0 && seq_len > sliding_window)
+    return sequences + "sliding window of " + std::to_string(sliding_window) +
+           " positions: distzo has no windowed attention, so it runs sequences the window does "
+           "not cut";
+  return "";
+}
+
 void ModelConfig::validate() const {
   const char* arch = architecture_spec(architecture).display_name;
   // Kernels index rows and columns with int: every size fits one.
   auto positive = [&](const char* key, std::int64_t value) {
-    DISTZO_INPUT_REQUIRE(value > 0 && value <= std::numeric_limits<int>::max(),
-                         arch << " config: " << key << " must be in [1, 2147483647], got "
-                              << value);
+    DISTZO_INPUT_REQUIRE(
+        value > 0 && value <= std::numeric_limits<int>::max(),
+        arch << " config: " << key << " must be in [1, 2147483647], got " << value);
   };
   positive("hidden_size", hidden_size);
   positive("num_hidden_layers", num_hidden_layers);
@@ -140,13 +164,13 @@ void ModelConfig::validate() const {
   if (architecture == Architecture::opt) {
     positive("word_embed_proj_dim", word_embed_proj_dim);
     DISTZO_INPUT_REQUIRE(hidden_size % num_attention_heads == 0,
-                         "OPT config: hidden_size (" << hidden_size
-                             << ") must be divisible by num_attention_heads ("
+                         "OPT config: hidden_size ("
+                             << hidden_size << ") must be divisible by num_attention_heads ("
                              << num_attention_heads << ")");
-    DISTZO_INPUT_REQUIRE(num_key_value_heads == num_attention_heads &&
-                             head_dim == hidden_size / num_attention_heads,
-                         "OPT config: OPT has num_key_value_heads = num_attention_heads and "
-                         "head_dim = hidden_size / num_attention_heads");
+    DISTZO_INPUT_REQUIRE(
+        num_key_value_heads == num_attention_heads && head_dim == hidden_size / num_attention_heads,
+        "OPT config: OPT has num_key_value_heads = num_attention_heads and "
+        "head_dim = hidden_size / num_attention_heads");
     DISTZO_INPUT_REQUIRE(activation_function == "relu",
                          "OPT config: activation_function '"
                              << activation_function
@@ -182,16 +206,17 @@ void ModelConfig::validate() const {
                        arch << " config: sliding_window " << sliding_window
                             << ": only Mistral and Gemma 3 models carry one here");
   if (!gemma3) return;
-  DISTZO_INPUT_REQUIRE(sliding_window_pattern >= 1 && sliding_window_pattern <= num_hidden_layers + 1,
-                       arch << " config: sliding_window_pattern must be in [1, num_hidden_layers + 1 = "
-                            << num_hidden_layers + 1 << "] (every pattern-th layer attends fully), got "
-                            << sliding_window_pattern);
-  DISTZO_INPUT_REQUIRE(std::isfinite(rope_local_base_freq) && rope_local_base_freq > 1,
-                       arch << " config: rope_local_base_freq must be greater than 1, got "
-                            << rope_local_base_freq);
-  DISTZO_INPUT_REQUIRE(std::isfinite(query_pre_attn_scalar) && query_pre_attn_scalar > 0,
-                       arch << " config: query_pre_attn_scalar must be positive, got "
-                            << query_pre_attn_scalar);
+  DISTZO_INPUT_REQUIRE(
+      sliding_window_pattern >= 1 && sliding_window_pattern <= num_hidden_layers + 1,
+      arch << " config: sliding_window_pattern must be in [1, num_hidden_layers + 1 = "
+           << num_hidden_layers + 1 << "] (every pattern-th layer attends fully), got "
+           << sliding_window_pattern);
+  DISTZO_INPUT_REQUIRE(
+      std::isfinite(rope_local_base_freq) && rope_local_base_freq > 1,
+      arch << " config: rope_local_base_freq must be greater than 1, got " << rope_local_base_freq);
+  DISTZO_INPUT_REQUIRE(
+      std::isfinite(query_pre_attn_scalar) && query_pre_attn_scalar > 0,
+      arch << " config: query_pre_attn_scalar must be positive, got " << query_pre_attn_scalar);
   DISTZO_INPUT_REQUIRE(!attention_bias && !mlp_bias,
                        arch << " config: attention_bias is true: no released Gemma 3 model has "
                                "projection biases, and distzo implements none");

@@ -40,15 +40,15 @@ struct ModelConfig {
                                              // Gemma 3 hidden_activation "gelu_pytorch_tanh"
 
   // OPT only.
-  std::int64_t word_embed_proj_dim = 0;      // E; != C means project_in/project_out (opt-350m)
-  bool do_layer_norm_before = true;          // pre-LN; opt-350m is post-LN
+  std::int64_t word_embed_proj_dim = 0;  // E; != C means project_in/project_out (opt-350m)
+  bool do_layer_norm_before = true;      // pre-LN; opt-350m is post-LN
 
   // Llama and Gemma 3.
   double rms_norm_eps = 1e-6;
-  double rope_theta = 10000.0;               // the rotary base (default rope type only);
-                                             // Gemma 3: of its full-attention layers
-  bool attention_bias = false;               // q, k, v and o projections
-  bool mlp_bias = false;                     // gate, up and down projections
+  double rope_theta = 10000.0;  // the rotary base (default rope type only);
+                                // Gemma 3: of its full-attention layers
+  bool attention_bias = false;  // q, k, v and o projections
+  bool mlp_bias = false;        // gate, up and down projections
   // Mistral and Gemma 3: a query attends to the keys of the last
   // sliding_window positions (0 = no window; Gemma 3: in its sliding
   // layers). distzo runs sequences of at most that many tokens, where the
@@ -59,8 +59,8 @@ struct ModelConfig {
   // Layer k is a full-attention layer iff (k + 1) % sliding_window_pattern
   // == 0, else a sliding-window one (HF layer_types; released models: 6).
   std::int64_t sliding_window_pattern = 0;
-  double rope_local_base_freq = 0;           // the rotary base of the sliding layers
-  double query_pre_attn_scalar = 0;          // scores scale by query_pre_attn_scalar^-1/2
+  double rope_local_base_freq = 0;   // the rotary base of the sliding layers
+  double query_pre_attn_scalar = 0;  // scores scale by query_pre_attn_scalar^-1/2
 
   /// OPT offsets learned positions by 2 (a fairseq legacy).
   static constexpr int kPositionOffset = 2;
@@ -69,7 +69,7 @@ struct ModelConfig {
   std::int64_t embedding_dim() const {
     return architecture == Architecture::opt ? word_embed_proj_dim : hidden_size;
   }
-  std::int64_t q_width() const { return num_attention_heads * head_dim; }    // H*hd
+  std::int64_t q_width() const { return num_attention_heads * head_dim; }   // H*hd
   std::int64_t kv_width() const { return num_key_value_heads * head_dim; }  // KV*hd
   /// Biases on q, k and v: with attention_bias (then o_proj's too), and
   /// always in Qwen2 (whose o_proj has none).
@@ -95,9 +95,16 @@ struct ModelConfig {
   }
   /// OPT: a final LayerNorm exists only for pre-LN models (as in Hugging
   /// Face); the others always end with RMSNorm.
-  bool has_final_norm() const {
-    return architecture != Architecture::opt || do_layer_norm_before;
-  }
+  bool has_final_norm() const { return architecture != Architecture::opt || do_layer_norm_before; }
+  /// The longest sequence distzo runs on the model, in tokens: its
+  /// positions, or its sliding window when shorter.
+  std::int64_t longest_sequence() const;
+  /// "" when sequences of `seq_len` tokens fit the model, else what they
+  /// exceed: its positions, or its sliding window (distzo has no windowed
+  /// attention, so it runs only sequences the window does not cut). The one
+  /// statement of the rule; the dataset checks, `distzo plan` and the
+  /// forward pass each say where the length came from and what to change.
+  std::string sequence_problem(std::int64_t seq_len) const;
 
   /// The same architecture: every field equal.
   bool operator==(const ModelConfig& o) const;

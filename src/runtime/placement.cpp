@@ -1,19 +1,11 @@
 #include "runtime/placement.hpp"
 
-#include "core/error.hpp"
-
 #include <algorithm>
 #include <cstdint>
 
-namespace distzo::runtime {
+#include "core/error.hpp"
 
-const char* to_string(PlacementMode mode) {
-  switch (mode) {
-    case PlacementMode::resident: return "resident";
-    case PlacementMode::offload: return "offload";
-  }
-  return "?";
-}
+namespace distzo::runtime {
 
 PlacementMode placement_mode(const std::string& name, const std::string& what) {
   for (PlacementMode mode : {PlacementMode::resident, PlacementMode::offload})
@@ -37,11 +29,27 @@ int PlacementConfig::stream_slots(int num_blocks) const {
   return static_cast<int>(std::min<std::int64_t>(ring, streamed_blocks(num_blocks)));
 }
 
+PlacementProblem PlacementConfig::shared_master_problem() const {
+  if (!share_host_master) return {};
+  if (perturb_one_at_a_time)
+    return {"placement.perturbed_weights",
+            "one_at_a_time needs a rank to materialise its own w, but a node-shared θ master "
+            "(placement.share_host_master) is sliced between the node's ranks, whose slices of "
+            "every evaluation's w are exchanged at once: set placement.share_host_master: false, "
+            "or perturbed_weights: together"};
+  if (two_byte_gemm_inputs)
+    return {"placement.share_host_master",
+            "a node-shared master exchanges float32 w± slices and cannot be combined with "
+            "precision.gemm_inputs: storage; set share_host_master to false or auto"};
+  return {};
+}
+
 std::string PlacementConfig::slots_problem() const {
   const std::int64_t fewest = static_cast<std::int64_t>(prefetch) + 1;
   if (slots == 0 || slots >= fewest) return "";
-  return "slots = " + std::to_string(slots) + " is too few for prefetch " + std::to_string(prefetch) +
-         ": the block in use and " + std::string(prefetch == 1 ? "the upload" : "the uploads") +
+  return "slots = " + std::to_string(slots) + " is too few for prefetch " +
+         std::to_string(prefetch) + ": the block in use and " +
+         std::string(prefetch == 1 ? "the upload" : "the uploads") +
          " ahead of it need at least prefetch + 1 = " + std::to_string(fewest) +
          " (0 = prefetch + 2, which also keeps a write-back in flight)";
 }

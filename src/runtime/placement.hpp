@@ -7,16 +7,16 @@
 //             ring of device slots; the embeddings, the head and blocks
 //             0..K-1 stay on the device.
 
-#include "core/storage_dtype.hpp"
-
 #include <cstddef>
 #include <string>
 
+#include "core/placement_kinds.hpp"
+#include "core/storage_dtype.hpp"
+
 namespace distzo::runtime {
 
-enum class PlacementMode { resident, offload };
+using distzo::PlacementMode;
 
-const char* to_string(PlacementMode mode);
 /// The mode named "resident" or "offload"; throws distzo::Error naming
 /// `what` (the option or key) otherwise.
 PlacementMode placement_mode(const std::string& name, const std::string& what);
@@ -25,6 +25,13 @@ PlacementMode placement_mode(const std::string& name, const std::string& what);
 /// deck's placement.perturbed_weights, an option's value) are one at a time;
 /// throws distzo::Error naming `what` for any other name.
 bool perturbs_one_at_a_time(const std::string& name, const std::string& what);
+
+/// A setting that the others of a PlacementConfig rule out: the deck key at
+/// fault ("placement.perturbed_weights") and why, with what to set instead.
+struct PlacementProblem {
+  std::string key;  // empty: no problem
+  std::string why;
+};
 
 struct PlacementConfig {
   PlacementMode mode = PlacementMode::resident;
@@ -71,6 +78,12 @@ struct PlacementConfig {
   int stream_slots(int num_blocks) const;
   /// "" when `slots` is 0 or at least prefetch + 1, else what is wrong.
   std::string slots_problem() const;
+  /// What a node-shared master (share_host_master) cannot hold, none
+  /// without one: its slices of every evaluation's w are materialised and
+  /// exchanged at once, in float32, so neither one evaluation's w at a time
+  /// nor 2-byte GEMM inputs. The one statement of the rule: the deck's
+  /// placement (run and plan) and the perturbed weights check it.
+  PlacementProblem shared_master_problem() const;
 };
 
 /// Elements an arena segment is aligned to: 16 floats = 64 bytes, a cache

@@ -9,7 +9,6 @@ namespace distzo::runtime {
 
 namespace {
 
-
 void require_slices(const Vec& buffer, int slices) {
   DISTZO_REQUIRE(buffer.extent(0) % static_cast<std::size_t>(slices) == 0,
                  "slice exchange: a buffer of " << buffer.extent(0) << " elements is not " << slices
@@ -53,8 +52,10 @@ class MpiExchange final : public SliceExchange {
         node_.allgather_in_place(b.data(), per);
       } else {
         if (staging_.extent(0) < b.extent(0))
-          staging_ = HostVec(memory_label(MemoryRole::host_master, "exchange_staging"), b.extent(0));
-        const HostVec stage = Kokkos::subview(staging_, std::make_pair(std::size_t{0}, b.extent(0)));
+          staging_ =
+              HostVec(memory_label(MemoryRole::host_master, "exchange_staging"), b.extent(0));
+        const HostVec stage =
+            Kokkos::subview(staging_, std::make_pair(std::size_t{0}, b.extent(0)));
         Kokkos::deep_copy(space, stage, b);
         fence(space, "distzo: slice staged for the MPI all-gather");
         node_.allgather_in_place(stage.data(), per);
@@ -68,16 +69,6 @@ class MpiExchange final : public SliceExchange {
 };
 
 }  // namespace
-
-const char* to_string(ExchangeKind kind) {
-  switch (kind) {
-    case ExchangeKind::automatic: return "auto";
-    case ExchangeKind::shared_memory: return "shared_memory";
-    case ExchangeKind::mpi: return "mpi";
-    case ExchangeKind::nccl: return "nccl";
-  }
-  return "?";
-}
 
 void SliceExchange::barrier(const ExecSpace& space) {
   fence(space, "distzo: this rank's slice work done, before the node barrier");
@@ -96,14 +87,18 @@ std::string exchange_unavailable(ExchangeKind kind) {
 std::unique_ptr<SliceExchange> make_slice_exchange(ExchangeKind kind, const Communicator& node) {
   if (kind == ExchangeKind::automatic)
     kind = kHostAccessibleMemory ? ExchangeKind::shared_memory
-                       : (nccl_available() ? ExchangeKind::nccl : ExchangeKind::mpi);
+                                 : (nccl_available() ? ExchangeKind::nccl : ExchangeKind::mpi);
   const std::string unavailable = exchange_unavailable(kind);
   DISTZO_INPUT_REQUIRE(unavailable.empty(), unavailable);
   switch (kind) {
-    case ExchangeKind::shared_memory: return std::make_unique<SharedMemoryExchange>(node);
-    case ExchangeKind::mpi: return std::make_unique<MpiExchange>(node);
-    case ExchangeKind::nccl: return make_nccl_exchange(node);
-    case ExchangeKind::automatic: break;
+    case ExchangeKind::shared_memory:
+      return std::make_unique<SharedMemoryExchange>(node);
+    case ExchangeKind::mpi:
+      return std::make_unique<MpiExchange>(node);
+    case ExchangeKind::nccl:
+      return make_nccl_exchange(node);
+    case ExchangeKind::automatic:
+      break;
   }
   DISTZO_FAIL("unknown exchange kind " << static_cast<int>(kind));
 }

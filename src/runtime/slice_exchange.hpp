@@ -15,18 +15,18 @@
 // Every operation is collective over the node's ranks, in the same order on
 // every rank.
 
-#include "core/types.hpp"
-#include "runtime/communicator.hpp"
-
 #include <cstddef>
 #include <memory>
 #include <string>
 #include <vector>
 
+#include "core/placement_kinds.hpp"
+#include "core/types.hpp"
+#include "runtime/communicator.hpp"
+
 namespace distzo::runtime {
 
-enum class ExchangeKind { automatic, shared_memory, mpi, nccl };
-const char* to_string(ExchangeKind kind);
+using distzo::ExchangeKind;
 
 class SliceExchange {
  public:

@@ -3,14 +3,12 @@
 // get_{constant,linear,cosine}_schedule_with_warmup, so decks port over.
 
 #include <cstdint>
-#include <string>
+
+#include "core/lr_schedule_kind.hpp"
 
 namespace distzo::zo {
 
-enum class ScheduleKind { constant, linear, cosine };
-
-ScheduleKind parse_schedule(const std::string& name);  // throws on unknown names
-const char* to_string(ScheduleKind kind);
+using distzo::ScheduleKind;
 
 struct LrSchedule {
   ScheduleKind kind = ScheduleKind::constant;

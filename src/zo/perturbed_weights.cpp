@@ -48,15 +48,10 @@ std::unique_ptr<PerturbedWeights> make_perturbed_weights(runtime::ParameterStore
                                                          model::Task task,
                                                          const NodeExchange& exchange) {
   if (!store.sliced()) return make_local_weights(store, plan, config, task);
-  DISTZO_INPUT_REQUIRE(!store.placement().perturb_one_at_a_time,
-                       "placement.perturbed_weights: one_at_a_time applies to a rank with its own "
-                       "θ; a node-shared sliced master exchanges every evaluation's w at once");
-  DISTZO_INPUT_REQUIRE(!store.placement().two_byte_gemm_inputs,
-                       "precision.gemm_inputs: storage applies to a rank with its own θ; a "
-                       "node-shared sliced master exchanges float32 w± slices");
-  DISTZO_REQUIRE(
-      exchange.node != nullptr,
-      "perturbed weights: a sliced store needs the node's ranks to exchange slices with");
+  const runtime::PlacementProblem shared = store.placement().shared_master_problem();
+  DISTZO_INPUT_REQUIRE(shared.key.empty(), shared.key << ": " << shared.why);
+  DISTZO_REQUIRE(exchange.node != nullptr,
+                 "perturbed weights: a sliced store needs the node's ranks to exchange slices with");
   return make_node_sliced_weights(store, plan, config, task,
                                   runtime::make_slice_exchange(exchange.kind, *exchange.node));
 }

@@ -72,6 +72,13 @@ for deck_file in bad_decks/*.yaml; do
   pass "$name: $(head -c 160 "$name.err")"
 done
 [ "$n" -ge 10 ] || fail "only $n malformed decks"
+# distzo plan checks the rules across keys in the run's words.
+for name in 09-p-does-not-divide-2q 23-longer-than-sliding-window; do
+  set +e; "$DISTZO" plan "bad_decks/$name.yaml" > "$name.plan" 2>&1; status=$?; set -e
+  [ "$status" -ne 0 ] && grep -qF -- "${expect[$name]}" "$name.plan" ||
+    fail "plan $name: expected '${expect[$name]}', got: $(cat "$name.plan")"
+done
+pass "distzo plan refuses a P that does not divide 2q and sequences longer than the sliding window, as the run does"
 
 # The usage text is distzo's own, whatever the Kokkos version does with --help.
 "$DISTZO" --help > help.out

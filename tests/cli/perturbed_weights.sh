@@ -89,7 +89,11 @@ set +e; "${LAUNCH[@]}" "$DISTZO" run sliced.yaml > sliced.log 2>&1; status=$?; s
   grep -qF "placement.perturbed_weights: one_at_a_time needs a rank to materialise its own w" sliced.log ||
   fail "one_at_a_time with a shared master: status $status, $(cat sliced.log)"
 [ ! -e sliced/metrics.csv ] || fail "the refused run wrote metrics"
-pass "one_at_a_time with a sliced node-shared master is refused, naming the deck line"
+set +e; "$DISTZO" plan sliced.yaml > sliced_plan.log 2>&1; status=$?; set -e
+[ "$status" -ne 0 ] && grep -qF "sliced.yaml:" sliced_plan.log &&
+  grep -qF "placement.perturbed_weights: one_at_a_time needs a rank to materialise its own w" sliced_plan.log ||
+  fail "plan of one_at_a_time with a shared master: status $status, $(cat sliced_plan.log)"
+pass "one_at_a_time with a sliced node-shared master is refused by run and plan, naming the deck line"
 LAUNCH=()
 
 # The plan predicts every measured role to the byte, for both modes.

@@ -141,8 +141,8 @@ gib=$(awk -v b="$(total 5)" 'BEGIN { printf "%.9f", (b + 1000) / 1073741824 }')
 k=$(sed -n 's/.*the largest resident_blocks that fits is K = \([0-9]*\).*/\1/p' fit.txt)
 [ "$k" = 5 ] || fail "plan --device-gib: expected K = 5 for a device of total(K=5) + 1000 B, got: $(tail -n 1 fit.txt)"
 [ "$(total 6)" -gt "$(awk -v g="$gib" 'BEGIN { printf "%.0f", g * 1073741824 }')" ] || fail "K = 6 would fit too"
-for bad in "--seq 33:exceeds the model's 32 positions" "--placement swap:--placement must be resident or offload" \
-            "--frobnicate 1:unknown option '--frobnicate'" "--perturbation 3:does not divide 2q"; do
+for bad in "--seq 33:exceed the model's 32 positions (pass --seq 32 or less)" "--placement swap:--placement must be resident or offload" \
+            "--frobnicate 1:unknown option '--frobnicate'" "--perturbation 3:--perturbation: P must divide the 2q evaluations of a step: 2 * q = 2 * 1 = 2"; do
   set +e; "$DISTZO" plan tiny.json ${bad%%:*} > bad.out 2>&1; status=$?; set -e
   [ "$status" -ne 0 ] && grep -qF -- "${bad#*:}" bad.out || fail "plan ${bad%%:*}: $(cat bad.out)"
 done

@@ -7,8 +7,18 @@
 // placement and both exchanges — and each rank must have evaluated z for
 // about 2q/S of the parameters per step, not 2q of them.
 
-#include "core/fault_injection.hpp"
+#include <gtest/gtest.h>
+#include <mpi.h>
+#include <unistd.h>
+
+#include <Kokkos_Core.hpp>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
 #include "core/error.hpp"
+#include "core/fault_injection.hpp"
 #include "io/checkpoint.hpp"
 #include "io/model_file.hpp"
 #include "runtime/mpi_communicator.hpp"
@@ -18,16 +28,6 @@
 #include "support/tokenizer_files.hpp"
 #include "zo/engine.hpp"
 #include "zo/evaluation_plan.hpp"
-
-#include <Kokkos_Core.hpp>
-#include <gtest/gtest.h>
-#include <mpi.h>
-
-#include <cstdio>
-#include <cstdlib>
-#include <string>
-#include <unistd.h>
-#include <vector>
 
 namespace {
 
@@ -52,15 +52,13 @@ struct Case {
   model::ModelConfig config() const { return tiny_config_for(architecture); }
   std::string name() const {
     return std::string(to_string(storage)) + " " + model::architecture_name(architecture) + " " +
-           (task == model::Task::causal_lm ? "causal_lm" : "classification") + " q=" +
-           std::to_string(queries) + " " + runtime::to_string(mode) + " K=" +
-           std::to_string(resident_blocks) + " " + runtime::to_string(exchange);
+           (task == model::Task::causal_lm ? "causal_lm" : "classification") +
+           " q=" + std::to_string(queries) + " " + to_string(mode) +
+           " K=" + std::to_string(resident_blocks) + " " + to_string(exchange);
   }
 };
 
-StepPerturbation perturbation(std::int64_t step) {
-  return {ZSpec{17}, step, 1e-3};
-}
+StepPerturbation perturbation(std::int64_t step) { return {ZSpec{17}, step, 1e-3}; }
 
 std::vector<double> gradient(const zo::LossTable& losses) {
   std::vector<double> g(static_cast<std::size_t>(losses.queries()));
@@ -104,7 +102,8 @@ void run_case(const runtime::Communicator& node, const Case& c) {
     const zo::LossTable got = sliced.run_step(batch, perturbation(step), pending_sliced);
     for (const zo::Evaluation& e : plan.owned) {
       EXPECT_EQ(got.at(e).sum, expected.at(e).sum) << "step " << step << ", evaluation " << e.index;
-      EXPECT_EQ(got.at(e).count, expected.at(e).count) << "step " << step << ", evaluation " << e.index;
+      EXPECT_EQ(got.at(e).count, expected.at(e).count)
+          << "step " << step << ", evaluation " << e.index;
     }
 
     // z work: 2q per parameter unsliced; here 2q per parameter of this
@@ -154,7 +153,8 @@ TEST(SlicesMpi, ShardedStepEqualsOneRankBitForBit) {
       exchanges.push_back(ExchangeKind::nccl);
     for (ExchangeKind exchange : exchanges)
       for (model::Task task : {causal, classification})
-        for (int queries : {1, 2}) run_case(*node, {task, queries, PlacementMode::offload, 0, exchange});
+        for (int queries : {1, 2})
+          run_case(*node, {task, queries, PlacementMode::offload, 0, exchange});
     run_case(*node, {classification, 1, PlacementMode::offload, 0, ExchangeKind::mpi, llama});
   } else if (node->size() <= 2) {  // every combination
     for (model::Task task : {causal, classification})
@@ -168,17 +168,17 @@ TEST(SlicesMpi, ShardedStepEqualsOneRankBitForBit) {
       run_case(*node, {causal, 2, PlacementMode::resident, 0, exchange, llama});
       run_case(*node, {classification, 1, PlacementMode::offload, 1, exchange, llama});
     }
-    for (const model::Architecture kin : {model::Architecture::qwen2, model::Architecture::qwen3,
-                                          model::Architecture::mistral,
-                                          model::Architecture::gemma3}) {  // Llama's kin, Gemma 3
+    for (const model::Architecture kin :
+         {model::Architecture::qwen2, model::Architecture::qwen3, model::Architecture::mistral,
+          model::Architecture::gemma3}) {  // Llama's kin, Gemma 3
       run_case(*node, {causal, 2, PlacementMode::resident, 0, ExchangeKind::shared_memory, kin});
       run_case(*node, {classification, 1, PlacementMode::offload, 1, ExchangeKind::mpi, kin});
     }
     for (StorageDtype storage : {StorageDtype::bf16, StorageDtype::fp16}) {  // θ in 2 bytes
-      run_case(*node, {causal, 2, PlacementMode::resident, 0, ExchangeKind::shared_memory, opt,
-                       storage});
-      run_case(*node, {classification, 1, PlacementMode::offload, 1, ExchangeKind::mpi, opt,
-                       storage});
+      run_case(*node,
+               {causal, 2, PlacementMode::resident, 0, ExchangeKind::shared_memory, opt, storage});
+      run_case(*node,
+               {classification, 1, PlacementMode::offload, 1, ExchangeKind::mpi, opt, storage});
     }
   } else {
     // Oversubscribed ranks make every node barrier cost a time slice: a
@@ -187,7 +187,8 @@ TEST(SlicesMpi, ShardedStepEqualsOneRankBitForBit) {
     run_case(*node, {classification, 1, PlacementMode::offload, 0, ExchangeKind::mpi});
     run_case(*node, {classification, 2, PlacementMode::offload, 1, ExchangeKind::shared_memory});
     run_case(*node, {causal, 1, PlacementMode::resident, 0, ExchangeKind::mpi});
-    run_case(*node, {classification, 2, PlacementMode::offload, 0, ExchangeKind::shared_memory, llama});
+    run_case(*node,
+             {classification, 2, PlacementMode::offload, 0, ExchangeKind::shared_memory, llama});
     run_case(*node, {causal, 2, PlacementMode::offload, 0, ExchangeKind::shared_memory, opt,
                      StorageDtype::bf16});
     run_case(*node, {causal, 1, PlacementMode::offload, 0, ExchangeKind::mpi, qwen3});
@@ -223,16 +224,17 @@ TEST(SlicesMpi, ParallelCheckpointInTheStorageDtype) {
     io::TrainingState state;
     state.storage = storage;
     state.deck_yaml = "optim:\n  steps: 1\n";
-    const std::string stem = "/tmp/distzo_test_slices_" + std::to_string(pid) + "_" + to_string(storage);
+    const std::string stem =
+        "/tmp/distzo_test_slices_" + std::to_string(pid) + "_" + to_string(storage);
     const std::string parallel = stem + "_parallel.h5", serial = stem + "_serial.h5";
     io::write_checkpoint_parallel(
         parallel, info, mpi_node->comm(),
         [&](const io::SliceSink& sink) { m.store->visit_own_slices(sink); }, state);
     const std::string digest = m.digest();  // every rank sees the whole shared master
     if (node->rank() == 0) {
-      io::write_checkpoint(serial, info,
-                           [&](const io::TensorSink& sink) { reference.store->visit_stored(sink); },
-                           state);
+      io::write_checkpoint(
+          serial, info, [&](const io::TensorSink& sink) { reference.store->visit_stored(sink); },
+          state);
       const io::ModelReader a(parallel), b(serial);
       EXPECT_TRUE(a.all_in(storage));
       EXPECT_EQ(a.digest(), digest) << "in the file and in memory";
@@ -240,7 +242,8 @@ TEST(SlicesMpi, ParallelCheckpointInTheStorageDtype) {
       EXPECT_EQ(a.info().digest_version, digest_version_of(storage));
       EXPECT_EQ(a.info().hf_tokenizer_files, info.hf_tokenizer_files);
       EXPECT_EQ(b.info().hf_tokenizer_files, info.hf_tokenizer_files);
-      const io::Hdf5File fa(parallel, io::Hdf5File::Mode::read), fb(serial, io::Hdf5File::Mode::read);
+      const io::Hdf5File fa(parallel, io::Hdf5File::Mode::read),
+          fb(serial, io::Hdf5File::Mode::read);
       for (const auto& p : m.registry.parameters()) {
         EXPECT_EQ(fa.dataset_info(p.name).dtype, fb.dataset_info(p.name).dtype) << p.name;
         if (storage == StorageDtype::fp32)
