@@ -164,15 +164,20 @@ TEST(Checkpoint, TokenizerFilesAreAJsonObjectOfStrings) {
   };
   EXPECT_EQ(names("{}"), "");
   EXPECT_EQ(names(" { }\n"), "");
-  // Escaped quotes inside a name and a text; lengths as JSON writes them.
-  EXPECT_EQ(names(R"({"a.json": "{\"x\": 1}", "b\"c":""})"), R"(a.json:10 b\"c:0 )");
+  // Escaped quotes inside a name and a text; names decoded, lengths as JSON
+  // writes them (a surrogate pair is 12 bytes of JSON, 'é' 2 of UTF-8).
+  EXPECT_EQ(names(R"({"a.json": "{\"x\": 1}", "b\"c":""})"), R"(a.json:10 b"c:0 )");
+  EXPECT_EQ(names("{\"t\": \"\\ud83d\\ude00\xC3\xA9\"}"), "t:14 ");
   for (const char* bad : {"", "[]", R"({"a": 1})", R"({"a" "b"})", R"({"a": "b")",
-                          R"({"a": "b"} x)", R"({"a": "b",})", R"({"a": "b)"}) {
+                          R"({"a": "b"} x)", R"({"a": "b",})", R"({"a": "b)",
+                          R"({"a": "", "a": ""})", R"({"a": "\q"})", "{\"a\": \"\n\"}"}) {
     SCOPED_TRACE(bad);
     EXPECT_ERROR_CONTAINS("f.h5: hf_tokenizer_files is not a JSON object",
                           io::tokenizer_files(bad, "f.h5"));
   }
-  for (const char* bad : {R"({"../x.json": ""})", R"({".hidden": ""})", R"({"": ""})"}) {
+  // A name is judged decoded: escapes spell no way out of the directory.
+  for (const char* bad : {R"({"../x.json": ""})", R"({".hidden": ""})", R"({"": ""})",
+                          R"({"\u002e\u002e\u002fx.json": ""})", R"({"a\/b": ""})"}) {
     SCOPED_TRACE(bad);
     EXPECT_ERROR_CONTAINS("which is not a plain file name", io::tokenizer_files(bad, "f.h5"));
   }

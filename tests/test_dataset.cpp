@@ -1,33 +1,31 @@
-// Dataset files (docs/datasets.md): round trip, every validation error, batch
-// contents against hand-computed cases, the deterministic data order, and the
-// synthetic datasets. Known answers for the data order and the synthetic
-// recipes come from an independent Python implementation of the documented
-// recipes (Philox checked against Random123's vectors there too).
-#include "io/dataset.hpp"
-#include "io/hdf5_file.hpp"
-#include "io/synthetic.hpp"
-
-#include "core/error.hpp"
-
-#include <Kokkos_Core.hpp>
+// Dataset files (docs/datasets.md): round trip, every validation error, the
+// deterministic data order, and the synthetic datasets. Known answers for the data order and the
+// synthetic recipes come from an independent Python implementation of the documented recipes
+// (Philox checked against Random123's vectors there too).
 #include <gtest/gtest.h>
 
+#include <Kokkos_Core.hpp>
 #include <algorithm>
 #include <cstdio>
 #include <functional>
 #include <string>
 #include <vector>
 
+#include "core/error.hpp"
+#include "io/dataset.hpp"
+#include "io/hdf5_file.hpp"
+#include "io/synthetic.hpp"
+#include "support/small_datasets.hpp"
+
 namespace distzo_test_dataset {
 
 using distzo::Error;
-using distzo::io::Batch;
-using distzo::io::BatchBuilder;
 using distzo::io::DataOrder;
 using distzo::io::Dataset;
 using distzo::io::Hdf5File;
-using distzo::io::kIgnoreLabel;
 using distzo::io::Task;
+using distzo::test_support::small_causal;
+using distzo::test_support::small_classification;
 
 std::string temp_path(const std::string& name) {
   return ::testing::TempDir() + "distzo_test_dataset_" + name + ".h5";
@@ -45,37 +43,6 @@ void expect_error(const std::function<void()>& fn, const std::vector<std::string
   }
   ADD_FAILURE() << "no distzo::Error thrown (expected one mentioning '" << fragments.front()
                 << "')";
-}
-
-// 3 examples, T = 4, pad 0.
-//   ex0: 5 6 7 . (len 3) targets at t=2          -> labels row: -  7  -  -
-//   ex1: 8 9 10 11 (len 4) targets at t=1,2,3    -> labels row: 9 10 11  -
-//   ex2: 4 12 . . (len 2) target at t=1          -> labels row: 12 -  -  -
-Dataset small_causal() {
-  Dataset d;
-  d.task = Task::causal_lm;
-  d.pad_token_id = 0;
-  d.description = "hand-made";
-  d.num_examples = 3;
-  d.seq_len = 4;
-  d.input_ids = {5, 6, 7, 0, /**/ 8, 9, 10, 11, /**/ 4, 12, 0, 0};
-  d.lengths = {3, 4, 2};
-  d.target_mask = {0, 0, 1, 0, /**/ 0, 1, 1, 1, /**/ 0, 1, 0, 0};
-  return d;
-}
-
-// 3 examples, T = 4, pad 1, candidates {20, 21, 22}.
-Dataset small_classification() {
-  Dataset d;
-  d.task = Task::classification;
-  d.pad_token_id = 1;
-  d.num_examples = 3;
-  d.seq_len = 4;
-  d.input_ids = {7, 8, 1, 1, /**/ 9, 10, 11, 12, /**/ 13, 14, 15, 1};
-  d.lengths = {2, 4, 3};
-  d.candidates = {20, 21, 22};
-  d.labels = {2, 0, 1};
-  return d;
 }
 
 /// Writes the fields of `d` without validating (to build broken files), with
@@ -360,178 +327,6 @@ TEST(DatasetFile, ReportsHowManyViolations) {
   expect_error([&] { distzo::io::validate_dataset(d, 16, "mem"); },
                {"mem: input_ids", "example 0", "position 0", "99",
                 "(2 tokens outside the vocabulary in all)"});
-}
-
-// ---------------------------------------------------------------- batches
-
-template <class View>
-std::vector<int> to_host(const View& v) {
-  auto h = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), v);
-  return std::vector<int>(h.data(), h.data() + h.size());
-}
-
-TEST(BatchBuilder, CausalLmHandComputed) {
-  const Dataset d = small_causal();
-  BatchBuilder builder(d, 3, distzo::model::BatchWidth::full);  // the layout at the dataset's T
-  const Batch& b = builder.fill({1, 0});  // third row is padding
-
-  EXPECT_EQ(b.task, Task::causal_lm);
-  EXPECT_EQ(b.tokens.extent(0), 3u);
-  EXPECT_EQ(b.tokens.extent(1), 4u);
-  EXPECT_EQ(to_host(b.tokens), (std::vector<int>{8, 9, 10, 11, /**/ 5, 6, 7, 0, /**/ 0, 0, 0, 0}));
-  EXPECT_EQ(to_host(b.mask), (std::vector<int>{1, 1, 1, 1, /**/ 1, 1, 1, 0, /**/ 0, 0, 0, 0}));
-  const int X = kIgnoreLabel;
-  EXPECT_EQ(to_host(b.targets), (std::vector<int>{9, 10, 11, X, /**/ X, 7, X, X, /**/ X, X, X, X}));
-  EXPECT_EQ(b.num_examples, 2);
-  EXPECT_EQ(b.num_tokens, 4 + 3);
-  EXPECT_EQ(b.num_targets, 3 + 1);
-  EXPECT_EQ(b.rows.extent(0), 0u);
-
-  // Refill the same views: a full batch, with a repeat.
-  const Batch& again = builder.fill({2, 2, 0});
-  EXPECT_EQ(again.tokens.data(), b.tokens.data());
-  EXPECT_EQ(to_host(again.tokens),
-            (std::vector<int>{4, 12, 0, 0, /**/ 4, 12, 0, 0, /**/ 5, 6, 7, 0}));
-  EXPECT_EQ(to_host(again.mask), (std::vector<int>{1, 1, 0, 0, /**/ 1, 1, 0, 0, /**/ 1, 1, 1, 0}));
-  EXPECT_EQ(to_host(again.targets),
-            (std::vector<int>{12, X, X, X, /**/ 12, X, X, X, /**/ X, 7, X, X}));
-  EXPECT_EQ(again.num_examples, 3);
-  EXPECT_EQ(again.num_tokens, 2 + 2 + 3);
-  EXPECT_EQ(again.num_targets, 3);
-
-  // An empty fill is all padding.
-  builder.fill(distzo::ExecSpace(), {});
-  distzo::ExecSpace().fence();
-  EXPECT_EQ(to_host(builder.batch().targets), std::vector<int>(12, X));
-  EXPECT_EQ(builder.batch().num_examples, 0);
-  EXPECT_EQ(builder.batch().num_targets, 0);
-}
-
-TEST(BatchBuilder, ClassificationHandComputed) {
-  const Dataset d = small_classification();
-  BatchBuilder builder(d, 3, distzo::model::BatchWidth::full);  // the layout at the dataset's T
-  const Batch& b = builder.fill({2, 0});
-  EXPECT_EQ(b.task, Task::classification);
-  EXPECT_EQ(to_host(b.tokens), (std::vector<int>{13, 14, 15, 1, /**/ 7, 8, 1, 1, /**/ 1, 1, 1, 1}));
-  EXPECT_EQ(to_host(b.mask), (std::vector<int>{1, 1, 1, 0, /**/ 1, 1, 0, 0, /**/ 0, 0, 0, 0}));
-  // rows = b*T + length-1; the padding row points at its own first position.
-  EXPECT_EQ(to_host(b.rows), (std::vector<int>{0 * 4 + 2, 1 * 4 + 1, 2 * 4}));
-  EXPECT_EQ(to_host(b.gold), (std::vector<int>{1, 2, kIgnoreLabel}));
-  EXPECT_EQ(to_host(b.candidates), (std::vector<int>{20, 21, 22}));
-  EXPECT_EQ(b.num_examples, 2);
-  EXPECT_EQ(b.num_tokens, 3 + 2);
-  EXPECT_EQ(b.num_targets, 2);
-  EXPECT_EQ(b.targets.extent(0), 0u);
-}
-
-/// 3 examples of lengths 3, 11 and 9 right-padded to T = 20 (pad 0): every
-/// position after the first a target (causal LM), or labels 0, 1, 0.
-Dataset wide_dataset(Task task) {
-  Dataset d;
-  d.task = task;
-  d.pad_token_id = 0;
-  d.num_examples = 3;
-  d.seq_len = 20;
-  d.lengths = {3, 11, 9};
-  for (std::int64_t i = 0; i < d.num_examples; ++i)
-    for (std::int64_t t = 0; t < d.seq_len; ++t) {
-      const bool real = t < d.lengths[static_cast<std::size_t>(i)];
-      d.input_ids.push_back(real ? static_cast<std::int32_t>(2 + 5 * i + t) : 0);
-      if (task == Task::causal_lm) d.target_mask.push_back(real && t > 0 ? 1 : 0);
-    }
-  if (task == Task::classification) {
-    d.candidates = {30, 31};
-    d.labels = {0, 1, 0};
-  }
-  return d;
-}
-
-/// `d` with every example cut to its first `width` positions (all its
-/// tokens must fit).
-Dataset cut_to(const Dataset& d, int width) {
-  Dataset c = d;
-  c.seq_len = width;
-  c.input_ids.clear();
-  c.target_mask.clear();
-  for (std::int64_t i = 0; i < d.num_examples; ++i)
-    for (std::int64_t t = 0; t < width; ++t) {
-      c.input_ids.push_back(d.token(i, t));
-      if (!d.target_mask.empty())
-        c.target_mask.push_back(d.target_mask[static_cast<std::size_t>(i * d.seq_len + t)]);
-    }
-  return c;
-}
-
-TEST(BatchBuilder, TrimmedWidthIsTheLongestExample) {
-  const Dataset d = wide_dataset(Task::causal_lm);
-  BatchBuilder trimmed(d, 2);  // the default width
-  BatchBuilder full(d, 2, distzo::model::BatchWidth::full);
-  const std::vector<std::pair<std::vector<std::int64_t>, int>> cases = {
-      {{0}, 3}, {{0, 2}, 9}, {{1, 0}, 11}, {{}, 1}, {{2, 2}, 9}};
-  const int* tokens = nullptr;
-  for (const auto& [examples, width] : cases) {
-    EXPECT_EQ(trimmed.width_of(examples), width);
-    const Batch& b = trimmed.fill(examples);
-    EXPECT_EQ(b.seq_len, width);
-    EXPECT_EQ(b.tokens.extent(1), static_cast<std::size_t>(width));
-    EXPECT_EQ(b.mask.extent(1), static_cast<std::size_t>(width));
-    EXPECT_EQ(b.targets.extent(0), static_cast<std::size_t>(2 * width));
-    // The same buffers at every width: nothing is reallocated.
-    if (tokens == nullptr) tokens = b.tokens.data();
-    EXPECT_EQ(b.tokens.data(), tokens);
-    EXPECT_EQ(full.fill(examples).seq_len, 20);
-  }
-  // An example as long as the dataset's T runs at T.
-  const Dataset narrow = cut_to(d, 11);
-  EXPECT_EQ(BatchBuilder(narrow, 2).width_of({1}), 11);
-  EXPECT_EQ(BatchBuilder(narrow, 2).width_of({0, 2}), 9);
-}
-
-TEST(BatchBuilder, TrimmedBatchIsTheBatchOfADatasetCutToItsWidth) {
-  // What the engine's bit-for-bit guarantee at a width rests on: a trimmed
-  // fill holds exactly what the same examples of a dataset of that width
-  // hold, rows at b*T' for classification, targets (B*T').
-  for (const Task task : {Task::causal_lm, Task::classification}) {
-    const Dataset d = wide_dataset(task);
-    BatchBuilder trimmed(d, 3);
-    for (const std::vector<std::int64_t>& examples :
-         std::vector<std::vector<std::int64_t>>{{1, 0, 2}, {0, 2}, {0}}) {
-      const Batch& a = trimmed.fill(examples);
-      const Dataset c = cut_to(d, a.seq_len);
-      BatchBuilder exact(c, 3, distzo::model::BatchWidth::full);
-      const Batch& b = exact.fill(examples);
-      ASSERT_EQ(a.seq_len, b.seq_len);
-      EXPECT_EQ(to_host(a.tokens), to_host(b.tokens));
-      EXPECT_EQ(to_host(a.mask), to_host(b.mask));
-      EXPECT_EQ(to_host(a.targets), to_host(b.targets));
-      EXPECT_EQ(to_host(a.rows), to_host(b.rows));
-      EXPECT_EQ(to_host(a.gold), to_host(b.gold));
-      EXPECT_EQ(a.num_tokens, b.num_tokens);
-      EXPECT_EQ(a.num_targets, b.num_targets);
-    }
-    // A width asked for (a replica's global batch's) lays the batch out at it.
-    const Batch& a = trimmed.fill(distzo::ExecSpace(), {0, 2}, 15);
-    distzo::ExecSpace().fence();
-    const Dataset cut = cut_to(d, 15);  // the builder refers to it
-    BatchBuilder exact(cut, 3, distzo::model::BatchWidth::full);
-    const Batch& b = exact.fill({0, 2});
-    EXPECT_EQ(a.seq_len, 15);
-    EXPECT_EQ(to_host(a.tokens), to_host(b.tokens));
-    EXPECT_EQ(to_host(a.targets), to_host(b.targets));
-    EXPECT_EQ(to_host(a.rows), to_host(b.rows));
-    expect_error([&] { trimmed.fill(distzo::ExecSpace(), {0, 2}, 8); },
-                 {"width 8 is outside [9, 20]"});
-    expect_error([&] { trimmed.fill(distzo::ExecSpace(), {0}, 21); }, {"width 21"});
-  }
-}
-
-TEST(BatchBuilder, RejectsBadIndices) {
-  const Dataset d = small_causal();
-  BatchBuilder builder(d, 2);
-  expect_error([&] { builder.fill({0, 1, 2}); }, {"3 examples", "micro-batch of 2"});
-  expect_error([&] { builder.fill({0, 3}); }, {"example index 3", "[0, 3)"});
-  expect_error([&] { builder.fill({-1}); }, {"example index -1"});
-  expect_error([&] { BatchBuilder(d, 0); }, {"micro_batch"});
 }
 
 // ---------------------------------------------------------------- data order

@@ -1,12 +1,12 @@
 // Held-out evaluation: accuracy on a hand-made case whose answer is known by
 // construction, across micro-batch sizes (including a filler tail).
 
+#include <gtest/gtest.h>
+
 #include "app/evaluation.hpp"
 #include "io/synthetic.hpp"
 #include "runtime/communicator.hpp"
 #include "support/tiny_model.hpp"
-
-#include <gtest/gtest.h>
 
 namespace {
 
@@ -21,7 +21,7 @@ TEST(Evaluation, AccuracyOnAHandMadeCase) {
   {
     zo::Engine ex(m.config, *m.store, zo::EvaluationPlan::make(1, 1, 0),
                   model::BatchShape{data.task, 1, static_cast<int>(data.seq_len), 2});
-    io::BatchBuilder one(data, 1);
+    model::BatchBuilder one(data, 1);
     for (std::int64_t i = 0; i < data.num_examples; ++i)
       predicted.push_back(ex.evaluate(one.fill({i})).predictions.at(0));
   }
@@ -33,7 +33,7 @@ TEST(Evaluation, AccuracyOnAHandMadeCase) {
   for (int micro_batch : {1, 2, 3, 7, 8}) {
     zo::Engine ex(m.config, *m.store, zo::EvaluationPlan::make(1, 1, 0),
                   model::BatchShape{data.task, micro_batch, static_cast<int>(data.seq_len), 2});
-    io::BatchBuilder builder(data, micro_batch);
+    model::BatchBuilder builder(data, micro_batch);
     const runtime::SerialCommunicator world;
     const app::EvalSummary all = app::evaluate(ex, builder, data, 0, micro_batch, world);
     EXPECT_EQ(all.examples, 7);
@@ -50,7 +50,7 @@ TEST(Evaluation, CausalLmHasNoAccuracy) {
   const io::Dataset data = io::make_synthetic_causal_lm(5, 8, m.config.vocab_size, 3);
   zo::Engine ex(m.config, *m.store, zo::EvaluationPlan::make(1, 1, 0),
                 model::BatchShape{data.task, 2, 8, 0});
-  io::BatchBuilder builder(data, 2);
+  model::BatchBuilder builder(data, 2);
   const app::EvalSummary s = app::evaluate(ex, builder, data, 0, 2, runtime::SerialCommunicator());
   EXPECT_LT(s.accuracy, 0);
   EXPECT_GT(s.loss, 0);

@@ -1,12 +1,13 @@
 // The mesh layout as plain data: coordinates are a bijection between world
 // ranks and (data rank, perturbation rank), perturbation the inner axis.
 
-#include "core/error.hpp"
-#include "runtime/mesh.hpp"
-
 #include <gtest/gtest.h>
 
+#include <cstdint>
 #include <set>
+
+#include "core/error.hpp"
+#include "runtime/mesh.hpp"
 
 namespace {
 
@@ -40,6 +41,10 @@ TEST(Mesh, SerialWorldIsAOneByOneMesh) {
   EXPECT_EQ(mesh.data_group().size(), 1);
   EXPECT_EQ(mesh.node().size(), 1);
   EXPECT_THROW(runtime::Mesh(world, runtime::MeshLayout{2, 1}), Error);
+  std::uint64_t sums[2] = {3, 5};
+  world.allreduce_sum(sums, 2);  // one rank: the sums are its values
+  EXPECT_EQ(sums[0], 3u);
+  EXPECT_EQ(sums[1], 5u);
 }
 
 }  // namespace

@@ -11,6 +11,7 @@
 #include "io/dataset.hpp"
 #include "io/hf_config.hpp"
 #include "io/synthetic.hpp"
+#include "model/batch_builder.hpp"
 #include "support/expect_error.hpp"
 #include "support/tiny_model.hpp"
 #include "zo/engine.hpp"
@@ -104,9 +105,9 @@ TEST(Plan, PredictsWhatARunAllocates) {
       runtime::ParameterStore store(registry, c.placement);
       zo::Engine engine(config, store, zo::EvaluationPlan::make(c.queries, c.perturbation, 0),
                         in.batch);
-      io::BatchBuilder train(data, B);
-      std::unique_ptr<io::BatchBuilder> eval;
-      if (c.eval_set) eval = std::make_unique<io::BatchBuilder>(data, B);
+      model::BatchBuilder train(data, B);
+      std::unique_ptr<model::BatchBuilder> eval;
+      if (c.eval_set) eval = std::make_unique<model::BatchBuilder>(data, B);
       used = MemoryAccounting::usage();
       EXPECT_EQ(plan.host_master, store.host_bytes());
     }

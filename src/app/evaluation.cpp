@@ -6,7 +6,7 @@
 
 namespace distzo::app {
 
-EvalSummary evaluate(zo::Engine& engine, io::BatchBuilder& builder, const io::Dataset& data,
+EvalSummary evaluate(zo::Engine& engine, model::BatchBuilder& builder, const io::Dataset& data,
                      std::int64_t limit, int micro_batch, const runtime::Communicator& world,
                      const std::function<void(const EvalProgress&)>& progress) {
   const std::int64_t n = limit > 0 ? std::min(limit, data.num_examples) : data.num_examples;

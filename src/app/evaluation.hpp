@@ -5,6 +5,7 @@
 #include <functional>
 
 #include "io/dataset.hpp"
+#include "model/batch_builder.hpp"
 #include "runtime/communicator.hpp"
 #include "zo/engine.hpp"
 
@@ -33,7 +34,7 @@ struct EvalProgress {
 /// liveness tick, progress lines): output only, nothing it does changes
 /// the summary.
 EvalSummary evaluate(
-    zo::Engine& engine, io::BatchBuilder& builder, const io::Dataset& data, std::int64_t limit,
+    zo::Engine& engine, model::BatchBuilder& builder, const io::Dataset& data, std::int64_t limit,
     int micro_batch, const runtime::Communicator& world,
     const std::function<void(const EvalProgress&)>& progress = [](const EvalProgress&) {});
 

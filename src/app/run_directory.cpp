@@ -304,7 +304,7 @@ RunCheckpoints::Written RunCheckpoints::write(
   }
   if (writers_.node != nullptr) {
     io::write_checkpoint_parallel(
-        path, model, writers_.node->comm(),
+        path, model, *writers_.node,
         [&](const io::SliceSink& sink) {
           store.visit_own_slices(
               [&](std::uint32_t id, std::uint64_t first, std::size_t count, StoredElements data) {

@@ -12,6 +12,7 @@
 #include "io/dataset.hpp"
 #include "io/deck.hpp"
 #include "io/model_file.hpp"
+#include "model/batch_builder.hpp"
 #include "model/model_config.hpp"
 #include "runtime/communicator.hpp"
 
@@ -45,11 +46,11 @@ Inputs load_inputs(const std::string& deck_path, const runtime::Communicator& wo
 struct Batches {
   Batches(const Inputs& in, int micro_batch)
       : train(in.train, micro_batch, in.deck.data.batch_width),
-        eval(in.eval ? std::make_unique<io::BatchBuilder>(*in.eval, micro_batch,
-                                                          in.deck.data.batch_width)
+        eval(in.eval ? std::make_unique<model::BatchBuilder>(*in.eval, micro_batch,
+                                                             in.deck.data.batch_width)
                      : nullptr) {}
-  io::BatchBuilder train;
-  std::unique_ptr<io::BatchBuilder> eval;
+  model::BatchBuilder train;
+  std::unique_ptr<model::BatchBuilder> eval;
 };
 
 }  // namespace distzo::app

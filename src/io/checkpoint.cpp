@@ -6,11 +6,13 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
+#include <memory>
 
 #include "core/error.hpp"
 #include "core/unlinked_on_signal.hpp"
 #include "core/version.hpp"
 #include "io/deck.hpp"
+#include "runtime/mpi_communicator.hpp"
 
 namespace distzo::io {
 
@@ -123,21 +125,19 @@ void write_checkpoint(const std::string& path, const ModelInfo& model, const Ten
   }
 }
 
-void write_checkpoint_parallel(const std::string& path, const ModelInfo& model, MPI_Comm comm,
-                               const SliceSource& slices, const TrainingState& state) {
-  int rank = 0;
-  MPI_Comm_rank(comm, &rank);
+void write_checkpoint_parallel(const std::string& path, const ModelInfo& model,
+                               const runtime::MpiCommunicator& comm, const SliceSource& slices,
+                               const TrainingState& state) {
+  // Only the writers make these collectives (rank 0's node, not the other
+  // nodes): a watchdog counting every rank's collectives must not see them.
+  const std::unique_ptr<runtime::MpiCommunicator> writers = comm.unwatched();
   // Every rank sees the same file system: they refuse together.
   require_free_space(path, checkpoint_bytes(model, state), "checkpoint");
   // One temporary name for all: rank 0's.
-  std::string tmp = temporary_path_for(path);
-  int length = static_cast<int>(tmp.size());
-  MPI_Bcast(&length, 1, MPI_INT, 0, comm);
-  tmp.resize(static_cast<std::size_t>(length));
-  MPI_Bcast(tmp.data(), length, MPI_CHAR, 0, comm);
+  const std::string tmp = runtime::broadcast_string(*writers, temporary_path_for(path));
 
   const UnlinkedOnSignal in_flight(tmp);  // on every writer: any may be signalled
-  Hdf5File file(tmp, comm);
+  Hdf5File file(tmp, *writers);
   try {
     write_model_slices(file, as_checkpoint(model), state.storage, slices);
     write_training_state(file, state);
@@ -145,7 +145,7 @@ void write_checkpoint_parallel(const std::string& path, const ModelInfo& model, 
     // This rank failed alone (a full disk met by its own writes): the others
     // are inside collective writes it will not join, so it leaves the file
     // unclosed and removes it (any rank may: one file system) before main
-    // aborts the job; the temporary file was left behind every time before.
+    // aborts the job.
     file.abandon();
     std::remove(tmp.c_str());
     throw Error("checkpoint " + path + " was not written: " + e.what() +
@@ -158,14 +158,12 @@ void write_checkpoint_parallel(const std::string& path, const ModelInfo& model, 
   } catch (const Error& e) {
     problem = e.what();
   }
-  int ok = problem.empty() ? 1 : 0, all_ok = 0;
-  MPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_LAND, comm);
-  if (all_ok) {
-    if (rank == 0) commit_temporary(tmp, path);
-    MPI_Barrier(comm);  // the file is in place before anyone reports it
+  if (writers->all_true(problem.empty())) {
+    if (writers->rank() == 0) commit_temporary(tmp, path);
+    writers->barrier();  // the file is in place before anyone reports it
     return;
   }
-  if (rank == 0) discard_temporary(tmp);
+  if (writers->rank() == 0) discard_temporary(tmp);
   throw Error("checkpoint " + path + " was not written" +
               (problem.empty()
                    ? std::string(": another rank of the node failed to write its slices")

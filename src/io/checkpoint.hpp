@@ -15,15 +15,19 @@
 // half-written ckpt-STEP.h5; by one rank, or by the ranks of a node together
 // (write_checkpoint_parallel), into the same layout.
 
+#include <cstdint>
+#include <string>
+#include <vector>
+
 #include "core/perturbation.hpp"
 #include "core/step_state.hpp"
 #include "core/storage_dtype.hpp"
 #include "io/model_file.hpp"
 #include "model/batch.hpp"
 
-#include <cstdint>
-#include <string>
-#include <vector>
+namespace distzo::runtime {
+class MpiCommunicator;
+}  // namespace distzo::runtime
 
 namespace distzo::io {
 
@@ -49,8 +53,8 @@ struct TrainingState {
   // tensor, so the ranks that write slices can compute it slice by slice;
   // empty in checkpoints written before it existed.
   std::string parameter_digest;
-  int nonfinite_streak = 0;  // consecutive non-finite steps before `step`; 0 when absent
-  std::string run_id;        // the run that wrote it (app/run_directory.hpp); "" when absent
+  int nonfinite_streak = 0;       // consecutive non-finite steps before `step`; 0 when absent
+  std::string run_id;             // the run that wrote it (app/run_directory.hpp); "" when absent
   std::string base_model_digest;  // parameter digest of the model the run started from
   std::string train_digest;       // io::dataset_digest of the training set
   std::string writer_version;     // distzo's version that wrote it; "" when not recorded
@@ -69,18 +73,20 @@ struct TrainingState {
 
 /// Writes θ (from `tensors`, in canonical order, each in its stored form)
 /// and the training state.
-void write_checkpoint(const std::string& path, const ModelInfo& model,
-                      const TensorSource& tensors, const TrainingState& state);
+void write_checkpoint(const std::string& path, const ModelInfo& model, const TensorSource& tensors,
+                      const TrainingState& state);
 
 /// The same file, written by the ranks of `comm` together through parallel
 /// HDF5 (MPI-IO, collective writes): each writes the pieces of θ `slices`
 /// gives it (Placement II: its slices of the shared master), in
-/// state.storage, so a large model is not funnelled through one rank. Collective; the file is renamed
-/// into place only after every rank's part is known to be written (a
-/// collective check of the close status), else every rank throws and the
-/// previous checkpoint stays.
-void write_checkpoint_parallel(const std::string& path, const ModelInfo& model, MPI_Comm comm,
-                               const SliceSource& slices, const TrainingState& state);
+/// state.storage, so a large model is not funnelled through one rank.
+/// Collective over `comm` (its collectives are not counted by a watchdog:
+/// MpiCommunicator::unwatched); the file is renamed into place only after
+/// every rank's part is known to be written (a collective check of the close
+/// status), else every rank throws and the previous checkpoint stays.
+void write_checkpoint_parallel(const std::string& path, const ModelInfo& model,
+                               const runtime::MpiCommunicator& comm, const SliceSource& slices,
+                               const TrainingState& state);
 
 /// Reads the training state of a checkpoint (its tensors: ModelReader).
 TrainingState read_training_state(const std::string& path);

@@ -14,6 +14,7 @@
 #include "core/error.hpp"
 #include "io/hdf5_file.hpp"
 #include "io/hdf5_internal.hpp"
+#include "runtime/communicator.hpp"
 
 namespace distzo::io {
 
@@ -119,7 +120,7 @@ void Hdf5File::write_from(const std::string& name, const std::vector<std::int64_
   auto dset = create_dataset(id(), path_, name, shape, file_type, parallel_);
   // A parallel file: the dataset is made by all, its (small) data written by
   // rank 0; the checksum attribute is collective, with rank 0's value.
-  if (parallel_) MPI_Bcast(&checksum, 1, MPI_UINT64_T, 0, comm_);
+  if (parallel_) comm_->broadcast(&checksum, sizeof(checksum), 0);
   if (!parallel_ || rank_ == 0) {
     errno = 0;
     DISTZO_INPUT_REQUIRE(H5Dwrite(dset.get(), mem_type, H5S_ALL, H5S_ALL, H5P_DEFAULT, data) >= 0,
@@ -132,9 +133,7 @@ void Hdf5File::write_range_checksums() {
   std::vector<std::uint64_t> sums;
   for (const auto& [name, sum] : range_sums_) sums.push_back(sum);
   // Every rank wrote (a possibly empty range of) every dataset: one map, one order.
-  if (parallel_ && !sums.empty())
-    MPI_Allreduce(MPI_IN_PLACE, sums.data(), static_cast<int>(sums.size()), MPI_UINT64_T, MPI_SUM,
-                  comm_);
+  if (parallel_ && !sums.empty()) comm_->allreduce_sum(sums.data(), static_cast<int>(sums.size()));
   std::size_t i = 0;
   for (const auto& entry : range_sums_) {
     auto dset = check(H5Dopen2(id(), entry.first.c_str(), H5P_DEFAULT), H5Dclose,

@@ -13,6 +13,7 @@
 #include "core/file_system.hpp"
 #include "io/hdf5_internal.hpp"
 #include "kernels/digest.hpp"
+#include "runtime/mpi_communicator.hpp"
 
 namespace distzo::io {
 
@@ -159,16 +160,16 @@ Hdf5File::Hdf5File(const std::string& path, Mode mode) : path_(path) {
   }
 }
 
-Hdf5File::Hdf5File(const std::string& path, MPI_Comm comm)
+Hdf5File::Hdf5File(const std::string& path, const runtime::MpiCommunicator& comm)
     : path_(path), parallel_(true), writing_(true) {
   silence_hdf5_error_stack();
   DISTZO_REQUIRE(parallel_available(),
                  "cannot write '" << path << "' in parallel: this HDF5 was built without MPI");
 #ifdef H5_HAVE_PARALLEL
-  MPI_Comm_rank(comm, &rank_);
-  comm_ = comm;
+  rank_ = comm.rank();
+  comm_ = &comm;
   auto fapl = create_access_properties(path);
-  H5Pset_fapl_mpio(fapl.get(), comm, MPI_INFO_NULL);
+  H5Pset_fapl_mpio(fapl.get(), comm.comm(), MPI_INFO_NULL);
   auto fcpl = create_file_properties(path);
   file_ = check(H5Fcreate(path.c_str(), H5F_ACC_TRUNC, fcpl.get(), fapl.get()), close_file,
                 "cannot create HDF5 file '" + path + "' (MPI-IO)");

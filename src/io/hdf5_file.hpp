@@ -4,7 +4,6 @@
 // formats need: root-level datasets and attributes of a few scalar types.
 
 #include <hdf5.h>
-#include <mpi.h>
 
 #include <cstdint>
 #include <map>
@@ -14,6 +13,11 @@
 
 #include "core/storage_dtype.hpp"
 #include "core/unlinked_on_signal.hpp"
+
+namespace distzo::runtime {
+class Communicator;
+class MpiCommunicator;
+}  // namespace distzo::runtime
 
 namespace distzo::io {
 
@@ -76,12 +80,14 @@ class Hdf5File {
   enum class Mode { read, create };
   Hdf5File(const std::string& path, Mode mode);
   /// Creates `path` collectively over the ranks of `comm` with the MPI-IO
-  /// driver (parallel HDF5). Every call on the file is then made by every
-  /// rank in the same order with the same arguments — attributes, dataset
-  /// creation, whole-dataset writes (rank 0's data is written) — except the
-  /// data of write_float_range, which is each rank's own. Throws
-  /// distzo::Error if HDF5 was built without MPI.
-  Hdf5File(const std::string& path, MPI_Comm comm);
+  /// driver (parallel HDF5, which takes the MPI communicator itself; the
+  /// file's own collectives go through `comm`, which must outlive the file).
+  /// Every call on the file is then made by every rank in the same order
+  /// with the same arguments — attributes, dataset creation, whole-dataset
+  /// writes (rank 0's data is written) — except the data of
+  /// write_float_range, which is each rank's own. Throws distzo::Error if
+  /// HDF5 was built without MPI.
+  Hdf5File(const std::string& path, const runtime::MpiCommunicator& comm);
   /// Whether this HDF5 can create a file over MPI-IO.
   static bool parallel_available();
 
@@ -196,8 +202,8 @@ class Hdf5File {
   // object "\n" attribute -> value: the variable-length strings, read by
   // check_structure's child.
   std::map<std::string, std::string> variable_strings_;
-  int rank_ = 0;                   // in the communicator of a parallel file
-  MPI_Comm comm_ = MPI_COMM_NULL;  // of a parallel file (not owned)
+  int rank_ = 0;                                 // in the communicator of a parallel file
+  const runtime::Communicator* comm_ = nullptr;  // of a parallel file (not owned)
   // Datasets written by write_float_range: this rank's part of each checksum.
   std::map<std::string, std::uint64_t> range_sums_;
 };

@@ -1,69 +1,71 @@
 #include "io/hf_config.hpp"
 
-#include "core/error.hpp"
-#include "model/architecture.hpp"
-
-#include <yaml-cpp/yaml.h>
-
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <sstream>
+#include <string>
+#include <utility>
 #include <vector>
+
+#include "core/error.hpp"
+#include "io/json.hpp"
+#include "model/architecture.hpp"
 
 namespace distzo::io {
 
 namespace {
 
-/// A JSON value as yaml-cpp reads it (JSON is YAML 1.2 flow style).
+/// A config.json's root object, read key by key with Hugging Face's defaults.
 class JsonConfig {
  public:
   JsonConfig(const std::string& text, std::string source) : source_(std::move(source)) {
     try {
-      root_ = YAML::Load(text);
-    } catch (const YAML::Exception& e) {
-      DISTZO_INPUT_FAIL(source_ << ": not valid JSON: " << e.msg);
+      root_ = parse_json(text);
+    } catch (const Error& e) {
+      DISTZO_INPUT_FAIL(source_ << ": " << e.what());
     }
-    DISTZO_INPUT_REQUIRE(root_.IsMap(), source_ << ": expected a JSON object (a config.json)");
+    DISTZO_INPUT_REQUIRE(root_.is_object(), source_ << ": expected a JSON object (a config.json)");
   }
 
-  bool present(const char* key) const { return root_[key] && !root_[key].IsNull(); }
+  bool present(const char* key) const { return node(key) != nullptr; }
   /// The key is there, null or not.
-  bool has(const char* key) const { return static_cast<bool>(root_[key]); }
+  bool has(const char* key) const { return root_.find(key) != nullptr; }
 
   std::int64_t integer(const char* key, std::int64_t fallback) const {
-    if (!present(key)) return fallback;
-    try {
-      return root_[key].as<std::int64_t>();
-    } catch (const YAML::Exception&) {
-      DISTZO_INPUT_FAIL(source_ << ": " << key << " must be an integer, found '" << root_[key].Scalar()
-                          << "'");
-    }
+    const JsonValue* value = node(key);
+    if (value == nullptr) return fallback;
+    const std::optional<std::int64_t> n = value->integer();
+    DISTZO_INPUT_REQUIRE(n.has_value(), source_ << ": " << key << " must be an integer, found "
+                                                << value->describe());
+    return *n;
   }
 
   bool boolean(const char* key, bool fallback) const {
-    if (!present(key)) return fallback;
-    try {
-      return root_[key].as<bool>();
-    } catch (const YAML::Exception&) {
-      DISTZO_INPUT_FAIL(source_ << ": " << key << " must be true or false");
-    }
+    const JsonValue* value = node(key);
+    if (value == nullptr) return fallback;
+    const std::optional<bool> b = value->boolean();
+    DISTZO_INPUT_REQUIRE(b.has_value(), source_ << ": " << key << " must be true or false, found "
+                                                << value->describe());
+    return *b;
   }
 
   double real(const char* key, double fallback) const {
-    if (!present(key)) return fallback;
-    return number(root_[key], key);
+    const JsonValue* value = node(key);
+    return value == nullptr ? fallback : number(*value, key);
   }
 
   std::string text(const char* key, const std::string& fallback) const {
-    return present(key) ? root_[key].as<std::string>() : fallback;
+    const JsonValue* value = node(key);
+    return value == nullptr ? fallback : string(*value, key);
   }
 
-  /// The value of `key` (null or absent: an undefined node).
-  YAML::Node node(const char* key) const {
-    return present(key) ? root_[key] : YAML::Node(YAML::NodeType::Undefined);
+  /// The value of `key`; nullptr when absent or null.
+  const JsonValue* node(const char* key) const {
+    const JsonValue* value = root_.find(key);
+    return value == nullptr || value->is_null() ? nullptr : value;
   }
-  const std::string& source() const { return source_; }
 
   /// The rotary base: `rope_parameters` {"rope_type": "default", "rope_theta": b}
   /// (transformers 5) or `rope_theta` (transformers 4); any other rope type,
@@ -71,7 +73,7 @@ class JsonConfig {
   double rope_theta() const {
     for (const char* key : {"rope_parameters", "rope_scaling"}) {
       if (!present(key)) continue;
-      const double theta = default_rope(root_[key], key);
+      const double theta = default_rope(*node(key), key);
       if (theta > 0) return theta;
     }
     return real("rope_theta", 10000.0);
@@ -80,47 +82,47 @@ class JsonConfig {
   /// A rope_parameters entry {"rope_type": "default", "rope_theta": b}: b
   /// (0 if the entry names none). Any other rope type or any scaling
   /// parameter is refused, naming `key`.
-  double default_rope(const YAML::Node& rope, const std::string& key) const {
-    DISTZO_INPUT_REQUIRE(rope.IsMap(), source_ << ": " << key << " must be a JSON object");
+  double default_rope(const JsonValue& rope, const std::string& key) const {
+    DISTZO_INPUT_REQUIRE(rope.is_object(), source_ << ": " << key << " must be a JSON object");
     std::string type = "default";
-    for (const char* type_key : {"rope_type", "type"})
-      if (rope[type_key] && !rope[type_key].IsNull()) type = rope[type_key].as<std::string>();
+    for (const char* type_key : {"rope_type", "type"}) {
+      const JsonValue* value = rope.find(type_key);
+      if (value != nullptr && !value->is_null()) type = string(*value, key + "." + type_key);
+    }
     DISTZO_INPUT_REQUIRE(type == "default",
                          source_ << ": " << key << " has rope_type '" << type
                                  << "': distzo implements only the default rotary embedding "
                                     "(no scaling: not linear, dynamic, yarn, longrope or llama3)");
-    for (const auto& entry : rope) {
-      const std::string name = entry.first.as<std::string>();
+    for (const auto& entry : rope.members()) {
+      const std::string& name = entry.first;
       DISTZO_INPUT_REQUIRE(name == "rope_type" || name == "type" || name == "rope_theta",
                            source_ << ": " << key << "." << name
                                    << " is set: distzo implements only the default rotary "
                                       "embedding, without scaling parameters");
     }
-    if (rope["rope_theta"] && !rope["rope_theta"].IsNull())
-      return number(rope["rope_theta"], key + ".rope_theta");
+    const JsonValue* theta = rope.find("rope_theta");
+    if (theta != nullptr && !theta->is_null()) return number(*theta, key + ".rope_theta");
     return 0;
   }
 
  private:
-  double number(const YAML::Node& node, const std::string& key) const {
-    try {
-      return node.as<double>();
-    } catch (const YAML::Exception&) {
-      DISTZO_INPUT_FAIL(source_ << ": " << key << " must be a number, found '" << node.Scalar()
-                                << "'");
-    }
+  double number(const JsonValue& value, const std::string& key) const {
+    const std::optional<double> x = value.number();
+    DISTZO_INPUT_REQUIRE(x.has_value(),
+                         source_ << ": " << key << " must be a number, found " << value.describe());
+    return *x;
   }
 
- public:
+  std::string string(const JsonValue& value, const std::string& key) const {
+    std::optional<std::string> text = value.string();
+    DISTZO_INPUT_REQUIRE(text.has_value(),
+                         source_ << ": " << key << " must be a string, found " << value.describe());
+    return std::move(*text);
+  }
 
- private:
   std::string source_;
-  YAML::Node root_;
+  JsonValue root_;
 };
-
-}  // namespace
-
-namespace {
 
 /// LlamaConfig's keys and defaults (transformers' LlamaConfig), for the
 /// Llama family: Qwen2Config, Qwen3Config and MistralConfig have the same
@@ -134,9 +136,8 @@ model::ModelConfig parse_llama(const JsonConfig& j, const std::string& source,
   c.num_hidden_layers = j.integer("num_hidden_layers", 32);
   c.num_attention_heads = j.integer("num_attention_heads", 32);
   c.num_key_value_heads = j.integer("num_key_value_heads", c.num_attention_heads);
-  c.head_dim = j.integer("head_dim", c.num_attention_heads > 0
-                                         ? c.hidden_size / c.num_attention_heads
-                                         : 0);
+  c.head_dim =
+      j.integer("head_dim", c.num_attention_heads > 0 ? c.hidden_size / c.num_attention_heads : 0);
   c.ffn_dim = j.integer("intermediate_size", 11008);
   c.vocab_size = j.integer("vocab_size", 32000);
   c.max_position_embeddings = j.integer("max_position_embeddings", 2048);
@@ -211,17 +212,15 @@ model::ModelConfig parse_gemma3(const JsonConfig& j, const std::string& source) 
   DISTZO_INPUT_REQUIRE(!j.present("rope_scaling"),
                        source << ": rope_scaling is set: distzo implements only the default "
                                  "rotary embedding (Gemma 3 270M and 1B have none)");
-  const YAML::Node rope = j.node("rope_parameters");
-  if (rope) {
-    DISTZO_INPUT_REQUIRE(rope.IsMap(), source << ": rope_parameters must be a JSON object");
-    for (const auto& entry : rope) {
-      const std::string type = entry.first.as<std::string>();
+  if (const JsonValue* rope = j.node("rope_parameters")) {
+    DISTZO_INPUT_REQUIRE(rope->is_object(), source << ": rope_parameters must be a JSON object");
+    for (const auto& [type, entry] : rope->members()) {
       DISTZO_INPUT_REQUIRE(type == "full_attention" || type == "sliding_attention",
                            source << ": rope_parameters." << type
                                   << ": Gemma 3's rope_parameters has one entry per layer type, "
                                      "full_attention and sliding_attention");
-      if (entry.second.IsNull()) continue;
-      const double theta = j.default_rope(entry.second, "rope_parameters." + type);
+      if (entry.is_null()) continue;
+      const double theta = j.default_rope(entry, "rope_parameters." + type);
       if (theta > 0) (type == "full_attention" ? c.rope_theta : c.rope_local_base_freq) = theta;
     }
   }
@@ -229,23 +228,23 @@ model::ModelConfig parse_gemma3(const JsonConfig& j, const std::string& source) 
   // layer_types: "sliding_attention" / "full_attention" per layer, or from
   // sliding_window_pattern (default 6) as Gemma3TextConfig makes it.
   const std::int64_t L = c.num_hidden_layers;
-  const YAML::Node types = j.node("layer_types");
-  if (!types) {
+  const JsonValue* types = j.node("layer_types");
+  if (types == nullptr) {
     c.sliding_window_pattern =
         j.integer("sliding_window_pattern", j.integer("_sliding_window_pattern", 6));
-    DISTZO_INPUT_REQUIRE(c.sliding_window_pattern >= 1,
-                         source << ": sliding_window_pattern must be >= 1, got "
-                                << c.sliding_window_pattern);
+    DISTZO_INPUT_REQUIRE(
+        c.sliding_window_pattern >= 1,
+        source << ": sliding_window_pattern must be >= 1, got " << c.sliding_window_pattern);
     // Beyond L + 1 every layer is a sliding one, as with L + 1.
     c.sliding_window_pattern = std::min(c.sliding_window_pattern, L + 1);
     return c;
   }
-  DISTZO_INPUT_REQUIRE(types.IsSequence() && static_cast<std::int64_t>(types.size()) == L,
-                       source << ": layer_types must be a list of num_hidden_layers (" << L
-                              << ") entries");
+  DISTZO_INPUT_REQUIRE(
+      types->is_array() && static_cast<std::int64_t>(types->elements().size()) == L,
+      source << ": layer_types must be a list of num_hidden_layers (" << L << ") entries");
   std::vector<bool> full;
-  for (const auto& t : types) {
-    const std::string type = t.IsScalar() ? t.as<std::string>() : std::string("?");
+  for (const JsonValue& t : types->elements()) {
+    const std::string type = t.string().value_or(t.describe());
     DISTZO_INPUT_REQUIRE(type == "full_attention" || type == "sliding_attention",
                          source << ": layer_types holds '" << type
                                 << "': Gemma 3's layers are full_attention or sliding_attention");
@@ -273,8 +272,8 @@ model::ModelConfig parse_gemma3(const JsonConfig& j, const std::string& source) 
 model::ModelConfig parse_hf_config(const std::string& json_text, const std::string& source) {
   const JsonConfig j(json_text, source);
   DISTZO_INPUT_REQUIRE(j.present("model_type"),
-                 source << ": no model_type key: not a Hugging Face config.json (one says "
-                           "\"model_type\": \"opt\" or \"llama\")");
+                       source << ": no model_type key: not a Hugging Face config.json (one says "
+                                 "\"model_type\": \"opt\" or \"llama\")");
   const std::string type = j.text("model_type", "");
   model::Architecture architecture = model::Architecture::opt;
   DISTZO_INPUT_REQUIRE(model::architecture_from_name(type, architecture),
@@ -295,10 +294,11 @@ model::ModelConfig parse_hf_config(const std::string& json_text, const std::stri
     return c;
   }
   DISTZO_INPUT_REQUIRE(j.boolean("enable_bias", true),
-                 source << ": enable_bias is false: distzo needs the linear biases");
-  DISTZO_INPUT_REQUIRE(j.boolean("layer_norm_elementwise_affine", true),
-                 source << ": layer_norm_elementwise_affine is false: distzo needs layer-norm "
-                           "weights and biases");
+                       source << ": enable_bias is false: distzo needs the linear biases");
+  DISTZO_INPUT_REQUIRE(
+      j.boolean("layer_norm_elementwise_affine", true),
+      source << ": layer_norm_elementwise_affine is false: distzo needs layer-norm "
+                "weights and biases");
   model::ModelConfig c;
   c.hidden_size = j.integer("hidden_size", 768);
   c.num_hidden_layers = j.integer("num_hidden_layers", 12);
@@ -308,9 +308,10 @@ model::ModelConfig parse_hf_config(const std::string& json_text, const std::stri
   c.max_position_embeddings = j.integer("max_position_embeddings", 2048);
   c.word_embed_proj_dim = j.integer("word_embed_proj_dim", c.hidden_size);
   c.do_layer_norm_before = j.boolean("do_layer_norm_before", true);
-  DISTZO_INPUT_REQUIRE(!(c.do_layer_norm_before && j.boolean("_remove_final_layer_norm", false)),
-                 source << ": _remove_final_layer_norm is true: models without the final layer "
-                           "norm (pre-v4.20 fine-tunes) are not supported");
+  DISTZO_INPUT_REQUIRE(
+      !(c.do_layer_norm_before && j.boolean("_remove_final_layer_norm", false)),
+      source << ": _remove_final_layer_norm is true: models without the final layer "
+                "norm (pre-v4.20 fine-tunes) are not supported");
   c.tie_word_embeddings = j.boolean("tie_word_embeddings", true);
   c.activation_function = j.text("activation_function", "relu");
   model::complete_opt(c);
@@ -325,9 +326,10 @@ model::ModelConfig parse_hf_config(const std::string& json_text, const std::stri
 namespace {
 std::string read_text(const std::string& path) {
   std::error_code ec;
-  DISTZO_INPUT_REQUIRE(std::filesystem::is_regular_file(path, ec),
-                 path << ": cannot read the config: "
-                      << (std::filesystem::exists(path, ec) ? "not a regular file" : "no such file"));
+  DISTZO_INPUT_REQUIRE(
+      std::filesystem::is_regular_file(path, ec),
+      path << ": cannot read the config: "
+           << (std::filesystem::exists(path, ec) ? "not a regular file" : "no such file"));
   std::ifstream in(path);
   std::ostringstream text;
   text << in.rdbuf();
@@ -343,10 +345,9 @@ bool is_hf_config_file(const std::string& path) {
   constexpr std::uintmax_t kMaxConfigBytes = 1 << 20;
   if (std::filesystem::file_size(path, ec) > kMaxConfigBytes || ec) return false;
   try {
-    const YAML::Node root = YAML::Load(read_text(path));
-    return root.IsMap() && root["model_type"];
-  } catch (const std::exception&) {
-    return false;  // not YAML or JSON: whoever reads it as a deck says so
+    return parse_json(read_text(path)).find("model_type") != nullptr;
+  } catch (const Error&) {
+    return false;  // not JSON: whoever reads it as a deck says so
   }
 }
 
@@ -356,18 +357,17 @@ model::ModelConfig read_hf_config(const std::string& path) {
 
 const ConfigFields& config_fields(model::Architecture a) {
   using model::ModelConfig;
-  static const ConfigFields opt{
-      {{"hidden_size", &ModelConfig::hidden_size},
-       {"num_hidden_layers", &ModelConfig::num_hidden_layers},
-       {"num_attention_heads", &ModelConfig::num_attention_heads},
-       {"ffn_dim", &ModelConfig::ffn_dim},
-       {"vocab_size", &ModelConfig::vocab_size},
-       {"max_position_embeddings", &ModelConfig::max_position_embeddings},
-       {"word_embed_proj_dim", &ModelConfig::word_embed_proj_dim}},
-      {{"do_layer_norm_before", &ModelConfig::do_layer_norm_before},
-       {"tie_word_embeddings", &ModelConfig::tie_word_embeddings}},
-      {},
-      "activation_function"};
+  static const ConfigFields opt{{{"hidden_size", &ModelConfig::hidden_size},
+                                 {"num_hidden_layers", &ModelConfig::num_hidden_layers},
+                                 {"num_attention_heads", &ModelConfig::num_attention_heads},
+                                 {"ffn_dim", &ModelConfig::ffn_dim},
+                                 {"vocab_size", &ModelConfig::vocab_size},
+                                 {"max_position_embeddings", &ModelConfig::max_position_embeddings},
+                                 {"word_embed_proj_dim", &ModelConfig::word_embed_proj_dim}},
+                                {{"do_layer_norm_before", &ModelConfig::do_layer_norm_before},
+                                 {"tie_word_embeddings", &ModelConfig::tie_word_embeddings}},
+                                {},
+                                "activation_function"};
   static const ConfigFields llama{
       {{"hidden_size", &ModelConfig::hidden_size},
        {"num_hidden_layers", &ModelConfig::num_hidden_layers},
@@ -398,10 +398,14 @@ const ConfigFields& config_fields(model::Architecture a) {
     return f;
   }();
   switch (a) {
-    case model::Architecture::opt: return opt;
-    case model::Architecture::mistral: return mistral;
-    case model::Architecture::gemma3: return gemma3;
-    default: return llama;  // Qwen2 and Qwen3: Llama's fields, the variant from the architecture
+    case model::Architecture::opt:
+      return opt;
+    case model::Architecture::mistral:
+      return mistral;
+    case model::Architecture::gemma3:
+      return gemma3;
+    default:
+      return llama;  // Qwen2 and Qwen3: Llama's fields, the variant from the architecture
   }
 }
 
@@ -422,7 +426,8 @@ std::string hf_config_json(const model::ModelConfig& c) {
   }
   for (const auto& [key, member] : fields.bools)
     os << "  \"" << key << "\": " << (c.*member ? "true" : "false") << ",\n";
-  for (const auto& [key, member] : fields.reals) os << "  \"" << key << "\": " << c.*member << ",\n";
+  for (const auto& [key, member] : fields.reals)
+    os << "  \"" << key << "\": " << c.*member << ",\n";
   os << "  \"" << fields.activation_key << "\": \"" << c.activation_function << "\",\n";
   if (opt) os << "  \"enable_bias\": true,\n";
   if (c.architecture == model::Architecture::gemma3) {
@@ -430,7 +435,8 @@ std::string hf_config_json(const model::ModelConfig& c) {
     // transformers 4 wrote them; layer_types spells the pattern out.
     os << "  \"layer_types\": [";
     for (std::int64_t k = 0; k < c.num_hidden_layers; ++k)
-      os << (k ? ", " : "") << (c.sliding_layer(k) ? "\"sliding_attention\"" : "\"full_attention\"");
+      os << (k ? ", " : "")
+         << (c.sliding_layer(k) ? "\"sliding_attention\"" : "\"full_attention\"");
     os << "],\n";
   }
   os << "  \"torch_dtype\": \"float32\"\n}\n";

@@ -6,11 +6,11 @@
 // and the variants distzo does not
 // implement (rope scaling, other activations, ...) are errors naming the key.
 
-#include "model/model_config.hpp"
-
 #include <cstdint>
 #include <string>
 #include <vector>
+
+#include "model/model_config.hpp"
 
 namespace distzo::io {
 
@@ -19,7 +19,8 @@ namespace distzo::io {
 /// the model file's attributes (io/model_file.cpp; booleans as 0/1) and for
 /// the config.json distzo writes (hf_config_json).
 template <class T>
-using ConfigMember = T model::ModelConfig::*;  // (an alias: nvcc's host pass warns on the spelled-out form)
+using ConfigMember =
+    T model::ModelConfig::*;  // (an alias: nvcc's host pass warns on the spelled-out form)
 struct ConfigFields {
   std::vector<std::pair<const char*, ConfigMember<std::int64_t>>> ints;
   std::vector<std::pair<const char*, ConfigMember<bool>>> bools;
@@ -29,9 +30,9 @@ struct ConfigFields {
 };
 const ConfigFields& config_fields(model::Architecture architecture);
 
-/// Parses config.json text; `source` names it in errors.
+/// Parses config.json text (io/json.hpp); `source` names it in errors.
 model::ModelConfig parse_hf_config(const std::string& json_text, const std::string& source);
-/// Whether `path` holds a config (a JSON/YAML map with a model_type key)
+/// Whether `path` holds a config (a JSON object with a model_type key)
 /// rather than, say, a deck: what `distzo plan` goes by, not the file name.
 bool is_hf_config_file(const std::string& path);
 

@@ -1,14 +1,15 @@
 #include "io/model_file.hpp"
 
-#include "core/digest.hpp"
-#include "core/error.hpp"
-#include "io/hf_config.hpp"
-
 #include <algorithm>
 #include <cmath>
 #include <iomanip>
 #include <set>
 #include <sstream>
+
+#include "core/digest.hpp"
+#include "core/error.hpp"
+#include "io/hf_config.hpp"
+#include "io/json.hpp"
 
 namespace distzo::io {
 
@@ -18,58 +19,28 @@ using model::ModelConfig;
 }  // namespace
 
 std::vector<TokenizerFile> tokenizer_files(const std::string& json, const std::string& source) {
-  // A scan of {"name": "text", ...} only: the files' texts (tokenizer.json is
-  // megabytes) are skipped, not parsed.
-  std::vector<TokenizerFile> files;
-  std::size_t i = 0;
-  const auto fail = [&](const char* expected) {
+  const auto refuse = [&](const std::string& why) {
     DISTZO_INPUT_FAIL(source << ": hf_tokenizer_files is not a JSON object of file name -> text ("
-                             << expected << " expected at byte " << i << ")");
+                             << why << ")");
   };
-  const auto skip_space = [&] {
-    while (i < json.size() && (json[i] == ' ' || json[i] == '\n' || json[i] == '\r' || json[i] == '\t'))
-      ++i;
-  };
-  // A JSON string at i; returns its bytes between the quotes, escapes as written.
-  const auto string_at = [&](std::size_t& begin) {
-    if (i >= json.size() || json[i] != '"') fail("a string");
-    begin = ++i;
-    for (; i < json.size() && json[i] != '"'; ++i)
-      if (json[i] == '\\') ++i;
-    if (i >= json.size()) fail("the end of a string");
-    return i++ - begin;
-  };
-  skip_space();
-  if (i >= json.size() || json[i] != '{') fail("'{'");
-  ++i;
-  skip_space();
-  if (i < json.size() && json[i] == '}') return files;
-  for (;;) {
-    std::size_t begin = 0;
-    const std::size_t name_bytes = string_at(begin);
-    TokenizerFile file{json.substr(begin, name_bytes), 0};
-    // The way back writes each under its name: a plain file name only.
-    if (file.name.empty() || file.name[0] == '.' || file.name.find('/') != std::string::npos)
-      DISTZO_INPUT_FAIL(source << ": hf_tokenizer_files names '" << file.name
-                               << "', which is not a plain file name");
-    skip_space();
-    if (i >= json.size() || json[i] != ':') fail("':'");
-    ++i;
-    skip_space();
-    file.json_bytes = string_at(begin);
-    files.push_back(std::move(file));
-    skip_space();
-    if (i < json.size() && json[i] == ',') {
-      ++i;
-      skip_space();
-      continue;
-    }
-    if (i >= json.size() || json[i] != '}') fail("',' or '}'");
-    ++i;
-    skip_space();
-    if (i != json.size()) fail("the end");
-    return files;
+  JsonValue root;
+  try {
+    root = parse_json(json);
+  } catch (const Error& e) {
+    refuse(e.what());
   }
+  if (!root.is_object()) refuse("it is " + root.describe());
+  std::vector<TokenizerFile> files;
+  for (const auto& [name, text] : root.members()) {
+    // The way back writes each under its name (decoded: "\u002e" is a '.'):
+    // a plain file name only.
+    if (name.empty() || name[0] == '.' || name.find('/') != std::string::npos)
+      DISTZO_INPUT_FAIL(source << ": hf_tokenizer_files names '" << name
+                               << "', which is not a plain file name");
+    if (!text.is_string()) refuse("the text of '" + name + "' is " + text.describe());
+    files.push_back({name, text.written_bytes()});
+  }
+  return files;
 }
 
 model::ModelConfig read_model_config(const Hdf5File& file) {
@@ -147,12 +118,11 @@ ModelReader::ModelReader(const std::string& path) : file_(path, Hdf5File::Mode::
   std::set<std::string> expected;
   for (const auto& p : info_.registry.parameters()) expected.insert(p.name);
   for (const auto& d : datasets)
-    DISTZO_INPUT_REQUIRE(
-        expected.count(d.name) != 0,
-        path << ": unexpected tensor '" << d.name << "' for this "
-             << model::architecture_name(info_.config.architecture)
-             << " config (an untied lm_head or a non-canonical name? "
-                "tools/hf_to_h5.py normalises Hugging Face checkpoints)");
+    DISTZO_INPUT_REQUIRE(expected.count(d.name) != 0,
+                         path << ": unexpected tensor '" << d.name << "' for this "
+                              << model::architecture_name(info_.config.architecture)
+                              << " config (an untied lm_head or a non-canonical name? "
+                                 "tools/hf_to_h5.py normalises Hugging Face checkpoints)");
   for (const auto& p : info_.registry.parameters()) {
     DISTZO_INPUT_REQUIRE(file_.has_dataset(p.name), path << ": missing tensor '" << p.name
                                                          << "', shape "
@@ -191,7 +161,8 @@ StorageDtype ModelReader::theta_dtype() const {
   // fp32 first: a tie goes to the wider format.
   StorageDtype best = StorageDtype::fp32;
   for (const StorageDtype d : {StorageDtype::bf16, StorageDtype::fp16})
-    if (c.elements[static_cast<std::size_t>(d)] > c.elements[static_cast<std::size_t>(best)]) best = d;
+    if (c.elements[static_cast<std::size_t>(d)] > c.elements[static_cast<std::size_t>(best)])
+      best = d;
   return best;
 }
 
@@ -313,9 +284,9 @@ void write_model_tensors(Hdf5File& file, const ModelInfo& info, const TensorSour
   write_model_attributes(file, info, dtype);
   tensors([&](std::uint32_t id, StoredElements data) {
     const model::ParameterInfo& p = info.registry[id];
-    DISTZO_REQUIRE(data.dtype == dtype, "write_model_tensors: tensor " << p.name << " in "
-                                            << to_string(data.dtype) << ", the file's tensors in "
-                                            << to_string(dtype));
+    DISTZO_REQUIRE(data.dtype == dtype, "write_model_tensors: tensor "
+                                            << p.name << " in " << to_string(data.dtype)
+                                            << ", the file's tensors in " << to_string(dtype));
     if (data.dtype == StorageDtype::fp32)
       file.write_floats(p.name, p.shape, data.values());
     else
@@ -341,10 +312,11 @@ void write_model_slices(Hdf5File& file, const ModelInfo& info, StorageDtype dtyp
   slices([&](std::uint32_t id, std::uint64_t first, std::size_t count, StoredElements data) {
     DISTZO_REQUIRE(id >= next && id < parameters.size(),
                    "write_model_slices: pieces must come in increasing tensor order, one per "
-                   "tensor; got tensor " << id << " after " << next);
-    DISTZO_REQUIRE(data.dtype == dtype, "write_model_slices: a piece of "
-                                            << to_string(data.dtype) << " in a file of "
-                                            << to_string(dtype));
+                   "tensor; got tensor "
+                       << id << " after " << next);
+    DISTZO_REQUIRE(data.dtype == dtype, "write_model_slices: a piece of " << to_string(data.dtype)
+                                                                          << " in a file of "
+                                                                          << to_string(dtype));
     nothing_until(id);
     if (dtype == StorageDtype::fp32)
       file.write_float_range(parameters[id].name, first, count, data.values());

@@ -6,16 +6,16 @@
 // out of, whatever holds θ (runtime::ParameterStore) without being whole in
 // the execution space, and `distzo inspect` touches no device memory at all.
 
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
 #include "core/storage_dtype.hpp"
 #include "core/types.hpp"
 #include "io/hdf5_file.hpp"
 #include "model/model_config.hpp"
 #include "model/parameter_registry.hpp"
-
-#include <cstdint>
-#include <functional>
-#include <string>
-#include <vector>
 
 namespace distzo::io {
 
@@ -45,14 +45,14 @@ struct TokenizerFile {
   std::size_t json_bytes = 0;
 };
 /// The files of an hf_tokenizer_files value, in its order; throws InputError
-/// naming `source` unless the value is a JSON object of strings whose names
-/// are plain file names (no '/', not starting with '.').
+/// naming `source` unless the value is a JSON object (io/json.hpp) of strings
+/// whose names, decoded, are plain file names (no '/', not starting with '.').
 std::vector<TokenizerFile> tokenizer_files(const std::string& json, const std::string& source);
 
 /// Reads and validates the root attributes; errors name the file and key.
 model::ModelConfig read_model_config(const Hdf5File& file);
 void write_model_config(Hdf5File& file, const model::ModelConfig& config,
-                      const std::string& hf_config_json);
+                        const std::string& hf_config_json);
 
 /// An open model file whose tensor list has been checked against the
 /// architecture: exactly the tensors it needs, each with the expected shape,

@@ -1,10 +1,11 @@
 #pragma once
 // One micro-batch on the device, as the forward pass and the losses consume
-// it. io/ fills it from a dataset (io::BatchBuilder); the engine never sees files.
-
-#include "core/types.hpp"
+// it. model::BatchBuilder (model/batch_builder.hpp) fills it from a dataset in
+// host memory; the engine never sees files.
 
 #include <cstdint>
+
+#include "core/types.hpp"
 
 namespace distzo::model {
 
@@ -16,7 +17,8 @@ enum class Task { causal_lm, classification };
 
 /// How many positions a micro-batch runs at (data.batch_width).
 ///   full:    the dataset's T, every batch (runs before trimming existed);
-///   trimmed: the batch's longest example (at most T). Padding positions past every example's length
+///   trimmed: the batch's longest example (at most T). Padding positions past every example's
+///   length
 ///            change no real position's result (attention is causal and the
 ///            padding comes last), so trimming removes work, not information;
 ///            the bits of a trimmed batch are those of its width, not T's.

@@ -54,6 +54,8 @@ class Communicator {
   virtual void allgather(const std::uint64_t* send, int count, std::uint64_t* recv) const = 0;
   /// Sum over ranks, element-wise, in place.
   virtual void allreduce_sum(double* values, int count) const = 0;
+  /// Same, for 64-bit unsigned values, modulo 2^64 (checksums).
+  virtual void allreduce_sum(std::uint64_t* values, int count) const = 0;
   /// Logical AND over ranks (a collective decision, e.g. "every rank is fine").
   virtual bool all_true(bool value) const = 0;
   virtual void barrier() const = 0;
@@ -109,6 +111,7 @@ class SerialCommunicator final : public Communicator {
   void allgather(const double* send, int count, double* recv) const override;
   void allgather(const std::uint64_t* send, int count, std::uint64_t* recv) const override;
   void allreduce_sum(double*, int) const override {}
+  void allreduce_sum(std::uint64_t*, int) const override {}
   bool all_true(bool value) const override { return value; }
   void barrier() const override {}
   void broadcast(void*, std::size_t, int) const override {}

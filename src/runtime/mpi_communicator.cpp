@@ -1,7 +1,6 @@
 #include "runtime/mpi_communicator.hpp"
 
-#include "core/error.hpp"
-#include "core/file_system.hpp"
+#include <unistd.h>
 
 #include <algorithm>
 #include <climits>
@@ -10,8 +9,9 @@
 #include <cstdlib>
 #include <cstring>
 #include <deque>
-#include <unistd.h>
 
+#include "core/error.hpp"
+#include "core/file_system.hpp"
 
 namespace distzo::runtime {
 
@@ -21,7 +21,8 @@ void check_mpi(int code, const char* what) {
   char text[MPI_MAX_ERROR_STRING];
   int length = 0;
   MPI_Error_string(code, text, &length);
-  DISTZO_FAIL("MPI error in " << what << ": " << std::string(text, static_cast<std::size_t>(length)));
+  DISTZO_FAIL("MPI error in " << what << ": "
+                              << std::string(text, static_cast<std::size_t>(length)));
 }
 /// MPI counts are int: larger messages go in pieces of at most this many.
 constexpr std::size_t kMaxCount = std::size_t{1} << 30;
@@ -169,6 +170,12 @@ void MpiCommunicator::allreduce_sum(double* values, int count) const {
             "MPI_Allreduce(sum)");
 }
 
+void MpiCommunicator::allreduce_sum(std::uint64_t* values, int count) const {
+  announce();
+  check_mpi(MPI_Allreduce(MPI_IN_PLACE, values, count, MPI_UINT64_T, MPI_SUM, comm_),
+            "MPI_Allreduce(sum, uint64)");
+}
+
 bool MpiCommunicator::all_true(bool value) const {
   announce();
   int local = value ? 1 : 0, global = 0;
@@ -238,11 +245,13 @@ std::shared_ptr<SharedMemory> MpiCommunicator::allocate_shared(std::size_t bytes
   double free = rank_ == 0 ? free_bytes("/dev/shm") : -1;  // negative: unknown
   broadcast(&free, sizeof(free), 0);
   DISTZO_INPUT_REQUIRE(free < 0 || free >= static_cast<double>(bytes),
-                 "Placement II needs " << bytes << " more bytes of node-shared memory (θ's master "
-                     "or the slice exchange buffers) but "
-                     "/dev/shm has " << static_cast<std::uint64_t>(free)
-                     << " free: enlarge it (containers: --shm-size) or set "
-                        "placement.share_host_master: false");
+                       "Placement II needs " << bytes
+                                             << " more bytes of node-shared memory (θ's master "
+                                                "or the slice exchange buffers) but "
+                                                "/dev/shm has "
+                                             << static_cast<std::uint64_t>(free)
+                                             << " free: enlarge it (containers: --shm-size) or set "
+                                                "placement.share_host_master: false");
   return std::make_shared<SharedWindow>(comm_, rank_, bytes);
 }
 
@@ -250,6 +259,10 @@ std::unique_ptr<Communicator> MpiCommunicator::split(int color, int key) const {
   MPI_Comm out;
   check_mpi(MPI_Comm_split(comm_, color, key, &out), "MPI_Comm_split");
   return std::make_unique<MpiCommunicator>(out, true, hook_);
+}
+
+std::unique_ptr<MpiCommunicator> MpiCommunicator::unwatched() const {
+  return std::make_unique<MpiCommunicator>(comm_, false);
 }
 
 std::unique_ptr<Communicator> MpiCommunicator::split_node() const {

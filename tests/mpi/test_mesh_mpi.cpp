@@ -2,14 +2,15 @@
 // 2 x 2 mesh): group sizes and ranks follow the layout, and an all-gather in
 // each group sees exactly the expected world ranks in order.
 
-#include "core/error.hpp"
-#include "runtime/mesh.hpp"
-#include "runtime/mpi_communicator.hpp"
-
 #include <gtest/gtest.h>
 #include <mpi.h>
 
+#include <cstdint>
 #include <vector>
+
+#include "core/error.hpp"
+#include "runtime/mesh.hpp"
+#include "runtime/mpi_communicator.hpp"
 
 namespace {
 
@@ -45,6 +46,28 @@ TEST(MeshMpi, GroupsFollowTheLayout) {
   EXPECT_EQ(sum, 4.0);
   EXPECT_TRUE(world->all_true(true));
   EXPECT_FALSE(world->all_true(world->rank() != 3));
+}
+
+/// The checksum all-reduce: element-wise sums modulo 2^64, and an unwatched
+/// communicator's collectives are not seen by the hook of the one it came from.
+TEST(MeshMpi, Uint64SumsWrapAndUnwatchedCollectivesAreNotCounted) {
+  const auto world = runtime::MpiCommunicator::world();
+  ASSERT_EQ(world->size(), 4) << "run with mpiexec -n 4";
+  int counted = 0;
+  world->on_collective([&] { ++counted; });
+  std::uint64_t sums[2] = {static_cast<std::uint64_t>(world->rank()) + 1, std::uint64_t{1} << 63};
+  world->allreduce_sum(sums, 2);
+  EXPECT_EQ(sums[0], 1u + 2u + 3u + 4u);
+  EXPECT_EQ(sums[1], 0u) << "4 * 2^63 modulo 2^64";
+  EXPECT_EQ(counted, 1);
+  const auto quiet = world->unwatched();
+  EXPECT_EQ(quiet->rank(), world->rank());
+  EXPECT_EQ(quiet->size(), 4);
+  EXPECT_EQ(runtime::broadcast_string(*quiet, world->rank() == 0 ? "rank 0's" : ""), "rank 0's");
+  EXPECT_TRUE(quiet->all_true(true));
+  quiet->barrier();
+  EXPECT_EQ(counted, 1) << "none of the unwatched collectives reached the hook";
+  world->on_collective({});
 }
 
 TEST(MeshMpi, MismatchedLayoutIsRejected) {
