@@ -26,6 +26,7 @@
 #include "core/error.hpp"
 #include "core/memory.hpp"
 #include "core/process_limits.hpp"
+#include "runtime/faults.hpp"
 #include "runtime/mesh.hpp"
 #include "runtime/parameter_store.hpp"
 #include "runtime/watchdog.hpp"
@@ -285,6 +286,7 @@ void run(const RunOptions& options, const runtime::Communicator& world) {
   });
   runtime::ParameterStore& store = *store_owner;
   zo::Engine& engine = *engine_owner;
+  if (options.faults.poison_released_slots) runtime::poison_released_slots(engine.streamer());
 
   const bool root = world.rank() == 0;
   // The run's identity: a resumed run keeps its checkpoint's, a fresh one

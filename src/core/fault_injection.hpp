@@ -13,8 +13,9 @@ struct Injection {
   /// (a stray write). The divergence and slice guards must stop the run.
   /// -1: none.
   int corrupt_theta_rank = -1;
-  /// The block streamer fills every device slot with NaN as it releases it,
-  /// so a read after release shows up as a non-finite loss.
+  /// `distzo run` fills every device slot of its streamer with NaN as it
+  /// is released (runtime::poison_released_slots), so a read after release
+  /// shows up as a non-finite loss.
   bool poison_released_slots = false;
   /// After this step the rank stops making progress, as in a library call
   /// that never returns, and an exit handler that waits forever is
@@ -44,12 +45,5 @@ class ScopedInjection {
  private:
   Injection saved_;
 };
-
-/// The injection with only the streamer's poisoning armed.
-inline Injection poisoned_slots() {
-  Injection f;
-  f.poison_released_slots = true;
-  return f;
-}
 
 }  // namespace distzo::fault

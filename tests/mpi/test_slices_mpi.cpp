@@ -7,10 +7,10 @@
 // placement and both exchanges — and each rank must have evaluated z for
 // about 2q/S of the parameters per step, not 2q of them.
 
-#include "core/fault_injection.hpp"
 #include "core/error.hpp"
 #include "io/checkpoint.hpp"
 #include "io/model_file.hpp"
+#include "runtime/faults.hpp"
 #include "runtime/mpi_communicator.hpp"
 #include "runtime/nccl_exchange.hpp"
 #include "runtime/slice_exchange.hpp"
@@ -90,10 +90,10 @@ void run_case(const runtime::Communicator& node, const Case& c) {
   placement.resident_blocks = c.resident_blocks;
   placement.share_host_master = true;
   placement.storage = c.storage;
-  const fault::ScopedInjection armed(fault::poisoned_slots());
   TinyModel shared(c.config(), 1234, placement, &node);
   const zo::EvaluationPlan plan = zo::EvaluationPlan::make(c.queries, P, p);
   zo::Engine sliced(shared.config, *shared.store, plan, shape, zo::NodeExchange{&node, c.exchange});
+  runtime::poison_released_slots(sliced.streamer());
   ASSERT_EQ(shared.digest(), reference.digest()) << "the shared master was filled differently";
 
   PendingUpdate pending_plain, pending_sliced;
