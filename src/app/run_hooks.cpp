@@ -9,6 +9,7 @@
 #include "app/deck_config.hpp"
 #include "app/stop_signal.hpp"
 #include "core/fault_injection.hpp"
+#include "runtime/faults.hpp"
 
 namespace distzo::app {
 
@@ -103,6 +104,11 @@ void RunHooks::evaluate(std::int64_t step, const char* when) {
 }
 
 StopReason RunHooks::stop_requested() { return stop_signal_received(); }
+
+void RunHooks::before_replica_check(std::int64_t) {
+  if (fault::injected().corrupt_theta_rank == mesh_.world().rank())
+    runtime::corrupt_one_element(engine_.store());
+}
 
 void RunHooks::checkpoint_skipped(std::int64_t step, int streak) {
   out_.print(describe_checkpoint_skipped(step, streak));

@@ -30,6 +30,9 @@ class RunHooks final : public zo::TrainerHooks {
   void step_done(const zo::StepReport& r) override;
   void evaluate(std::int64_t step, const char* when) override;
   StopReason stop_requested() override;
+  /// --debug-corrupt-rank=R: rank R corrupts one element of θ
+  /// (runtime::corrupt_one_element) before every replica check.
+  void before_replica_check(std::int64_t step) override;
   void checkpoint_skipped(std::int64_t step, int streak) override;
   void checkpoint(const zo::TrainerState& state) override;
 

@@ -8,10 +8,10 @@
 namespace distzo::fault {
 
 struct Injection {
-  /// This world rank overwrites one element of θ before each replica check:
-  /// in its own θ, or, with a node-shared master, in the next rank's slice
-  /// (a stray write). The divergence and slice guards must stop the run.
-  /// -1: none.
+  /// This world rank overwrites one element of θ before each replica check
+  /// (the run's trainer hook calls runtime::corrupt_one_element): in its own
+  /// θ, or, with a node-shared master, in the next rank's slice (a stray
+  /// write). The divergence and slice guards must stop the run. -1: none.
   int corrupt_theta_rank = -1;
   /// `distzo run` fills every device slot of its streamer with NaN as it
   /// is released (runtime::poison_released_slots), so a read after release

@@ -78,6 +78,7 @@ class Engine {
   PerturbedWeights& weights() { return *weights_; }
   const PerturbedWeights& weights() const { return *weights_; }
   const runtime::ParameterStore& store() const { return store_; }
+  runtime::ParameterStore& store() { return store_; }
 
  private:
   class StepPass;

@@ -146,7 +146,6 @@ class LocalWeights final : public PerturbedWeights {
   void node_barrier(const ExecSpace&) override {}
   void record_own_slices(const ExecSpace&) override {}
   bool own_slices_intact(const ExecSpace&) override { return true; }
-  void corrupt_parameter() override { store_.corrupt_element(0); }
   const runtime::SliceExchange* exchange() const override { return nullptr; }
   std::size_t shared_exchange_bytes() const override { return 0; }
 

@@ -120,10 +120,6 @@ class NodeSlicedWeights final : public PerturbedWeights {
     return store_.own_slice_sums(space) == own_slice_record_;
   }
 
-  void corrupt_parameter() override {
-    store_.corrupt_element((exchange_->slice() + 1) % exchange_->slices());
-  }
-
   const runtime::SliceExchange* exchange() const override { return exchange_.get(); }
 
   std::size_t shared_exchange_bytes() const override {

@@ -91,9 +91,6 @@ class PerturbedWeights {
   /// record nothing and are always intact.
   virtual void record_own_slices(const ExecSpace& space) = 0;
   virtual bool own_slices_intact(const ExecSpace& space) = 0;
-  /// The element of θ that a corrupted replica or a stray write would hit:
-  /// one of θ, or one in the next rank's slice of a shared master.
-  virtual void corrupt_parameter() = 0;
 
   /// The exchange between the node's ranks (node-sliced), else nullptr.
   virtual const runtime::SliceExchange* exchange() const = 0;
