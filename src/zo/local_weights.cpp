@@ -21,8 +21,8 @@ namespace {
 class LocalWeights final : public PerturbedWeights {
  public:
   LocalWeights(runtime::ParameterStore& store, const EvaluationPlan& plan,
-               const model::ModelConfig& config, model::Task task)
-      : PerturbedWeights(store, plan, config, task),
+               const model::ModelConfig& config, model::Task task, MaterialisationObserver observer)
+      : PerturbedWeights(store, plan, config, task, std::move(observer)),
         one_at_a_time_(store.placement().perturb_one_at_a_time),
         two_byte_(store.placement().two_byte_gemm_inputs) {
     edge_ids_ = registry_.embedding_ids();
@@ -266,8 +266,9 @@ class LocalWeights final : public PerturbedWeights {
 std::unique_ptr<PerturbedWeights> make_local_weights(runtime::ParameterStore& store,
                                                      const EvaluationPlan& plan,
                                                      const model::ModelConfig& config,
-                                                     model::Task task) {
-  return std::make_unique<LocalWeights>(store, plan, config, task);
+                                                     model::Task task,
+                                                     MaterialisationObserver observer) {
+  return std::make_unique<LocalWeights>(store, plan, config, task, std::move(observer));
 }
 
 }  // namespace distzo::zo

@@ -32,8 +32,9 @@ class NodeSlicedWeights final : public PerturbedWeights {
  public:
   NodeSlicedWeights(runtime::ParameterStore& store, const EvaluationPlan& plan,
                     const model::ModelConfig& config, model::Task task,
-                    std::unique_ptr<runtime::SliceExchange> exchange)
-      : PerturbedWeights(store, plan, config, task),
+                    std::unique_ptr<runtime::SliceExchange> exchange,
+                    MaterialisationObserver observer)
+      : PerturbedWeights(store, plan, config, task, std::move(observer)),
         exchange_(std::move(exchange)),
         node_evaluations_(node_evaluations(plan.queries, plan.group_size,
                                            node_group_ranks(exchange_->node(), plan.group_rank))),
@@ -205,8 +206,10 @@ class NodeSlicedWeights final : public PerturbedWeights {
 
 std::unique_ptr<PerturbedWeights> make_node_sliced_weights(
     runtime::ParameterStore& store, const EvaluationPlan& plan, const model::ModelConfig& config,
-    model::Task task, std::unique_ptr<runtime::SliceExchange> exchange) {
-  return std::make_unique<NodeSlicedWeights>(store, plan, config, task, std::move(exchange));
+    model::Task task, std::unique_ptr<runtime::SliceExchange> exchange,
+    MaterialisationObserver observer) {
+  return std::make_unique<NodeSlicedWeights>(store, plan, config, task, std::move(exchange),
+                                             std::move(observer));
 }
 
 }  // namespace distzo::zo
