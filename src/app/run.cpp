@@ -199,7 +199,6 @@ void print_summary(RunOutputs& out, const RunHooks& hooks, const zo::TrainSummar
 void run(const RunOptions& options, const runtime::Communicator& world) {
   const Clock::time_point started = Clock::now();
   install_stop_handlers(world.rank() == 0);
-  fault::inject(options.faults);  // none unless a test asked for them
   // Kokkos Tools sees every allocation of the run from here on.
   struct Accounting {
     Accounting() { MemoryAccounting::start(); }
@@ -314,7 +313,7 @@ void run(const RunOptions& options, const runtime::Communicator& world) {
   zo::TrainerState state = trainer_state(inputs.state, config);
   const std::int64_t first_step = state.step;
   runtime::Watchdog watchdog(world, watchdog_settings);
-  RunHooks hooks(inputs, engine, *batches, mesh, out, watchdog);
+  RunHooks hooks(inputs, engine, *batches, mesh, out, watchdog, options.faults);
   const zo::TrainSummary summary = run_trainer(engine, mesh, config, hooks, state, watchdog, out);
 
   print_summary(out, hooks, summary, opt.steps - first_step, started, engine, mesh,
