@@ -159,6 +159,17 @@ zo::TrainSummary run_trainer(zo::Engine& engine, const runtime::Mesh& mesh,
   }
 }
 
+/// Collective: the digest of the base model as `file` holds it: θ's own
+/// when θ holds every tensor in the file's dtype (loaded word for word), else
+/// the file's (θ holds them converted), so that a resume compares it with
+/// the deck's model file either way.
+std::string base_model_digest(const io::ModelReader& file, const zo::Engine& engine,
+                              const runtime::Communicator& world) {
+  return file.all_in(engine.store().storage())
+             ? engine.parameter_digest()
+             : broadcast_string(world, world.rank() == 0 ? file.digest() : "");
+}
+
 /// Collective: rank 0 locks output.dir (the returned object holds the lock),
 /// claims it for the run and writes the resolved deck; null on other ranks.
 std::unique_ptr<RunDirectory> claim_directory(const runtime::Communicator& world, Inputs& inputs) {
@@ -292,15 +303,8 @@ void run(const RunOptions& options, const runtime::Communicator& world) {
   // (or one resumed from a checkpoint without it) gets rank 0's new id.
   inputs.state.run_id =
       broadcast_string(world, inputs.state.run_id.empty() ? new_run_id() : inputs.state.run_id);
-  // The digest of the base model as the file holds it: θ's own when θ holds
-  // every tensor in the file's dtype (loaded word for word), else the file's
-  // (θ holds them converted), so that a resume compares it with the deck's
-  // model file either way.
   if (resume.empty())
-    inputs.state.base_model_digest =
-        inputs.model->all_in(store.storage())
-            ? engine.parameter_digest()
-            : runtime::broadcast_string(world, world.rank() == 0 ? inputs.model->digest() : "");
+    inputs.state.base_model_digest = base_model_digest(*inputs.model, engine, world);
   const std::unique_ptr<RunDirectory> directory = claim_directory(world, inputs);
   RunOutputs out(deck.output.dir, root, resume.empty() ? -1 : inputs.state.step, progress_seconds);
   out.log_held(held);  // loading θ, when it took long enough to print
