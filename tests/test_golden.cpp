@@ -13,7 +13,6 @@
 // positions are not compared: Hugging Face fills them with values that carry
 // no meaning (fully masked softmax rows).
 
-#include "core/fault_injection.hpp"
 #include "app/forward_logits.hpp"
 #include "io/hdf5_file.hpp"
 #include "io/model_file.hpp"
@@ -21,6 +20,7 @@
 #include "kernels/losses.hpp"
 #include "model/forward.hpp"
 #include "runtime/block_streamer.hpp"
+#include "runtime/faults.hpp"
 #include "runtime/parameter_store.hpp"
 #include "zo/model_walk.hpp"
 
@@ -89,8 +89,6 @@ TEST_P(Golden, MatchesHuggingFace) {
   const io::ModelInfo& m = reader.info();
   runtime::PlacementConfig placement;
   if (std::get<1>(GetParam())) placement.mode = runtime::PlacementMode::offload;
-  const fault::ScopedInjection armed(std::get<1>(GetParam()) ? fault::poisoned_slots()
-                                                             : fault::Injection());
   runtime::ParameterStore store(m.registry, placement);
   store.fill([&](std::uint32_t id, real* dst) { reader.read(id, dst); });
   const io::Hdf5File ref(base + ".ref.h5", io::Hdf5File::Mode::read);
@@ -130,6 +128,7 @@ TEST_P(Golden, MatchesHuggingFace) {
     EXPECT_LT(c.max_abs, 1e-4) << name << " (stage " << stage << ")";
   };
   runtime::BlockStreamer streamer(store, space);
+  if (std::get<1>(GetParam())) runtime::poison_released_slots(streamer);
   zo::FloatTheta theta(store);
   zo::ForwardPass pass(forward, theta, h, tokens, attention_mask, observe);
   zo::walk(streamer, pass);

@@ -15,11 +15,11 @@
 #include <vector>
 
 #include "core/digest.hpp"
-#include "core/fault_injection.hpp"
 #include "core/fp.hpp"
 #include "io/hdf5_file.hpp"
 #include "io/model_file.hpp"
 #include "runtime/block_streamer.hpp"
+#include "runtime/faults.hpp"
 #include "runtime/parameter_store.hpp"
 #include "support/tiny_model.hpp"
 #include "zo/engine.hpp"
@@ -54,9 +54,9 @@ PlacementConfig offload(int resident_blocks = 0, int prefetch = 1) {
   return p;
 }
 
-/// Arms the streamer's poisoning of released slots (or nothing).
-fault::Injection poisoning(bool poison) {
-  return poison ? fault::poisoned_slots() : fault::Injection();
+/// Has the streamer fill its released slots with NaN (or nothing).
+void poison_if(bool poison, runtime::BlockStreamer& streamer) {
+  if (poison) runtime::poison_released_slots(streamer);
 }
 
 TEST(ArenaLayout, SegmentsAreAlignedAndConsecutive) {
@@ -258,7 +258,7 @@ void check_schedule(const std::vector<StreamOp>& t, int K, int L, int prefetch, 
     } else {
       EXPECT_EQ(wb, -1) << "an unchanged block was written back";
     }
-    const int poisoned = find(t, StreamOp::Kind::poison, k);
+    const int poisoned = find(t, StreamOp::Kind::on_release, k);
     EXPECT_EQ(poisoned >= 0, poison);
     if (poison && modified) {
       EXPECT_GT(poisoned, wb);
@@ -284,8 +284,8 @@ TEST(BlockStreamer, ScheduleFollowsZo2) {
             PlacementConfig placement = offload(K, prefetch);
             if (fewest_slots) placement.slots = prefetch + 1;
             TinyModel m(deep_config(L), 1, placement);
-            const fault::ScopedInjection armed(poisoning(poison));
             runtime::BlockStreamer streamer(*m.store, ExecSpace());
+            poison_if(poison, streamer);
             EXPECT_EQ(streamer.slots(), std::min(prefetch + (fewest_slots ? 1 : 2), L - K));
             streamer.record_trace(true);
             for (int pass = 0; pass < 3; ++pass) {  // slots are reused across passes
@@ -378,8 +378,8 @@ class UseAfterReleasePass final : public zo::WalkPass {
 TEST(BlockStreamer, PoisonedSlotsExposeUseAfterRelease) {
   for (bool poison : {false, true}) {
     TinyModel m(deep_config(3), 1, offload(0, 1));
-    const fault::ScopedInjection armed(poisoning(poison));
     runtime::BlockStreamer streamer(*m.store, ExecSpace());
+    poison_if(poison, streamer);
     UseAfterReleasePass pass(m.registry.block_ids(0).front());
     zo::walk(streamer, pass);
     EXPECT_EQ(pass.nan_seen(), poison)
@@ -389,17 +389,18 @@ TEST(BlockStreamer, PoisonedSlotsExposeUseAfterRelease) {
 
 /// Steps of the engine with lazy updates (as the trainer runs them): the
 /// local loss table of every step, and (loss sum, count) of an evaluation
-/// after the last.
+/// after the last; `poison`: released slots are filled with NaN.
 struct Trained {
   std::vector<zo::LossTable> steps;
   zo::LossSum evaluation;
   bool operator==(const Trained& o) const { return steps == o.steps && evaluation == o.evaluation; }
 };
 
-Trained train(TinyModel& m, model::Task task, int q, int steps) {
+Trained train(TinyModel& m, model::Task task, int q, int steps, bool poison = false) {
   const model::Batch batch = make_batch(task, B, T, kLengths);
   zo::Engine ex(m.config, *m.store, zo::EvaluationPlan::make(q, 1, 0),
                 model::BatchShape{task, B, T, 2});
+  poison_if(poison, ex.streamer());
   PendingUpdate pending;
   Trained out;
   for (int s = 0; s < steps; ++s) {
@@ -431,8 +432,7 @@ TEST(Offload, StepsAreBitIdenticalToResident) {
           SCOPED_TRACE(std::string(model::architecture_name(arch)) +
                        " K=" + std::to_string(p.resident_blocks) + " q=" + std::to_string(q));
           TinyModel m(deep_config(L, arch), 1234, p);
-          const fault::ScopedInjection armed(poisoning(poison));
-          EXPECT_EQ(train(m, task, q, 5), want);
+          EXPECT_EQ(train(m, task, q, 5, poison), want);
           EXPECT_EQ(m.digest(), resident.digest());
         }
       }

@@ -26,6 +26,7 @@
 #include "core/error.hpp"
 #include "core/memory.hpp"
 #include "core/process_limits.hpp"
+#include "runtime/faults.hpp"
 #include "runtime/mesh.hpp"
 #include "runtime/parameter_store.hpp"
 #include "runtime/slice_exchange.hpp"
@@ -159,6 +160,17 @@ zo::TrainSummary run_trainer(zo::Engine& engine, const runtime::Mesh& mesh,
   }
 }
 
+/// Collective: the digest of the base model as `file` holds it: θ's own
+/// when θ holds every tensor in the file's dtype (loaded word for word), else
+/// the file's (θ holds them converted), so that a resume compares it with
+/// the deck's model file either way.
+std::string base_model_digest(const io::ModelReader& file, const zo::Engine& engine,
+                              const runtime::Communicator& world) {
+  return file.all_in(engine.store().storage())
+             ? engine.parameter_digest()
+             : broadcast_string(world, world.rank() == 0 ? file.digest() : "");
+}
+
 /// Collective: rank 0 locks output.dir (the returned object holds the lock),
 /// claims it for the run and writes the resolved deck; null on other ranks.
 std::unique_ptr<RunDirectory> claim_directory(const runtime::Communicator& world, Inputs& inputs) {
@@ -199,7 +211,6 @@ void print_summary(RunOutputs& out, const RunHooks& hooks, const zo::TrainSummar
 void run(const RunOptions& options, const runtime::Communicator& world) {
   const Clock::time_point started = Clock::now();
   install_stop_handlers(world.rank() == 0);
-  fault::inject(options.faults);  // none unless a test asked for them
   // Kokkos Tools sees every allocation of the run from here on.
   struct Accounting {
     Accounting() { MemoryAccounting::start(); }
@@ -278,21 +289,15 @@ void run(const RunOptions& options, const runtime::Communicator& world) {
   });
   runtime::ParameterStore& store = *store_owner;
   zo::Engine& engine = *engine_owner;
+  if (options.faults.poison_released_slots) runtime::poison_released_slots(engine.streamer());
 
   const bool root = world.rank() == 0;
   // The run's identity: a resumed run keeps its checkpoint's, a fresh one
   // (or one resumed from a checkpoint without it) gets rank 0's new id.
   inputs.state.run_id =
       broadcast_string(world, inputs.state.run_id.empty() ? new_run_id() : inputs.state.run_id);
-  // The digest of the base model as the file holds it: θ's own when θ holds
-  // every tensor in the file's dtype (loaded word for word), else the file's
-  // (θ holds them converted), so that a resume compares it with the deck's
-  // model file either way.
   if (resume.empty())
-    inputs.state.base_model_digest =
-        inputs.model->all_in(store.storage())
-            ? engine.parameter_digest()
-            : runtime::broadcast_string(world, world.rank() == 0 ? inputs.model->digest() : "");
+    inputs.state.base_model_digest = base_model_digest(*inputs.model, engine, world);
   const std::unique_ptr<RunDirectory> directory = claim_directory(world, inputs);
   RunOutputs out(deck.output.dir, root, resume.empty() ? -1 : inputs.state.step, progress_seconds);
   out.log_held(held);  // loading θ, when it took long enough to print
@@ -305,7 +310,7 @@ void run(const RunOptions& options, const runtime::Communicator& world) {
   zo::TrainerState state = trainer_state(inputs.state, config);
   const std::int64_t first_step = state.step;
   runtime::Watchdog watchdog(world, watchdog_settings);
-  RunHooks hooks(inputs, engine, *batches, mesh, out, watchdog);
+  RunHooks hooks(inputs, engine, *batches, mesh, out, watchdog, options.faults);
   const zo::TrainSummary summary = run_trainer(engine, mesh, config, hooks, state, watchdog, out);
 
   print_summary(out, hooks, summary, opt.steps - first_step, started, engine, mesh,

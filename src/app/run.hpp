@@ -4,7 +4,7 @@
 #include <string>
 #include <vector>
 
-#include "core/fault_injection.hpp"
+#include "app/run_faults.hpp"
 #include "runtime/communicator.hpp"
 
 namespace distzo::app {
@@ -13,8 +13,8 @@ struct RunOptions {
   std::string deck_path;
   /// Test-only (--debug-corrupt-rank=R, --debug-poison-slots,
   /// --debug-hang-after-step=N, --debug-slow-checkpoint-ms=MS): the faults
-  /// the run arms before it starts, so its guards can be tested.
-  fault::Injection faults;
+  /// the run installs, so its guards can be tested.
+  RunFaults faults;
 };
 
 RunOptions parse_run_options(const std::vector<std::string>& args);

@@ -8,12 +8,12 @@
 
 #include "app/deck_config.hpp"
 #include "app/stop_signal.hpp"
-#include "core/fault_injection.hpp"
+#include "runtime/faults.hpp"
 
 namespace distzo::app {
 
 RunHooks::RunHooks(Inputs& in, zo::Engine& engine, Batches& batches, const runtime::Mesh& mesh,
-                   RunOutputs& out, runtime::Heartbeat& heartbeat)
+                   RunOutputs& out, runtime::Heartbeat& heartbeat, const RunFaults& faults)
     : in_(in),
       model_(in.model->info()),
       deck_(in.deck),
@@ -22,6 +22,7 @@ RunHooks::RunHooks(Inputs& in, zo::Engine& engine, Batches& batches, const runti
       mesh_(mesh),
       out_(out),
       heartbeat_(heartbeat),
+      faults_(faults),
       order_(in.train.num_examples, deck_.data.shuffle_seed),
       first_step_(in.state.step),
       zero_g_(deck_.optim.eps),
@@ -39,7 +40,7 @@ const model::Batch& RunHooks::batch(std::int64_t step) {
 }
 
 namespace {
-/// fault::Injection::hang_after_step: an exit handler that never returns,
+/// RunFaults::hang_after_step: an exit handler that never returns,
 /// then no progress, ever.
 [[noreturn]] void hang_forever() {
   std::atexit([] {
@@ -71,7 +72,7 @@ void RunHooks::step_done(const zo::StepReport& r) {
   out_.step(row);
   last_step_moved_ = r.moved;
 
-  if (r.step == fault::injected().hang_after_step) hang_forever();
+  if (r.step == faults_.hang_after_step) hang_forever();
   if (r.step == first_step_ + 1)  // the clock of the ETA starts with the first step
     train_start_ = Clock::now() - std::chrono::duration_cast<Clock::duration>(
                                       std::chrono::duration<double>(r.seconds));
@@ -104,6 +105,11 @@ void RunHooks::evaluate(std::int64_t step, const char* when) {
 
 StopReason RunHooks::stop_requested() { return stop_signal_received(); }
 
+void RunHooks::before_replica_check(std::int64_t) {
+  if (faults_.corrupt_theta_rank == mesh_.world().rank())
+    runtime::corrupt_one_element(engine_.store());
+}
+
 void RunHooks::checkpoint_skipped(std::int64_t step, int streak) {
   out_.print(describe_checkpoint_skipped(step, streak));
 }
@@ -125,7 +131,7 @@ void RunHooks::checkpoint(const zo::TrainerState& state) {
       checkpoints_.write(model_, store, saved, [&](std::uint32_t id, std::uint64_t first) {
         heartbeat_.alive();
         meter.update(bytes.through(id, first), bytes.total());
-        if (const int ms = fault::injected().slow_checkpoint_ms; ms > 0)
+        if (const int ms = faults_.slow_checkpoint_ms; ms > 0)
           std::this_thread::sleep_for(std::chrono::milliseconds(ms));
       });
   meter.update(bytes.total(), bytes.total());

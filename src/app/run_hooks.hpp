@@ -8,6 +8,7 @@
 
 #include "app/evaluation.hpp"
 #include "app/run_directory.hpp"
+#include "app/run_faults.hpp"
 #include "app/run_inputs.hpp"
 #include "app/run_outputs.hpp"
 #include "app/step_diagnostics.hpp"
@@ -22,14 +23,18 @@ class RunHooks final : public zo::TrainerHooks {
  public:
   /// Collective over the mesh (it settles who writes checkpoints).
   /// `in.state` is the training state a checkpoint records: the hooks keep
-  /// its seed log and step.
+  /// its seed log and step. `faults`: those of the run's tests that the
+  /// hooks install (a corrupted θ, a hang, slow checkpoints).
   RunHooks(Inputs& in, zo::Engine& engine, Batches& batches, const runtime::Mesh& mesh,
-           RunOutputs& out, runtime::Heartbeat& heartbeat);
+           RunOutputs& out, runtime::Heartbeat& heartbeat, const RunFaults& faults);
 
   const model::Batch& batch(std::int64_t step) override;
   void step_done(const zo::StepReport& r) override;
   void evaluate(std::int64_t step, const char* when) override;
   StopReason stop_requested() override;
+  /// --debug-corrupt-rank=R: rank R corrupts one element of θ
+  /// (runtime::corrupt_one_element) before every replica check.
+  void before_replica_check(std::int64_t step) override;
   void checkpoint_skipped(std::int64_t step, int streak) override;
   void checkpoint(const zo::TrainerState& state) override;
 
@@ -50,6 +55,7 @@ class RunHooks final : public zo::TrainerHooks {
   const runtime::Mesh& mesh_;
   RunOutputs& out_;
   runtime::Heartbeat& heartbeat_;
+  RunFaults faults_;
   io::DataOrder order_;
   std::int64_t first_step_;
   Clock::time_point train_start_ = Clock::now();

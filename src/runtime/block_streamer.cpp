@@ -3,7 +3,6 @@
 #include <algorithm>
 
 #include "core/error.hpp"
-#include "core/fault_injection.hpp"
 #include "core/fence.hpp"
 #include "core/memory.hpp"
 
@@ -34,8 +33,8 @@ const char* to_string(StreamOp::Kind kind) {
       return "compute_end";
     case K::writeback:
       return "writeback";
-    case K::poison:
-      return "poison";
+    case K::on_release:
+      return "on_release";
     case K::pass_end:
       return "pass_end";
   }
@@ -47,8 +46,7 @@ BlockStreamer::BlockStreamer(ParameterStore& store, const ExecSpace& compute)
       instances_(StreamInstances::make(compute)),
       first_streamed_(store.device_blocks()),
       num_blocks_(store.num_blocks()),
-      prefetch_(store.placement().prefetch),
-      poison_(fault::injected().poison_released_slots) {
+      prefetch_(store.placement().prefetch) {
   DISTZO_REQUIRE(prefetch_ >= 1, "block streamer: prefetch must be >= 1, got " << prefetch_);
   DISTZO_REQUIRE(store.placement().slots_problem().empty(),
                  "block streamer: " << store.placement().slots_problem());
@@ -76,7 +74,7 @@ void BlockStreamer::upload(int block) {
                                 << block << " would overwrite block " << s.occupant
                                 << " while it is in use (slot " << slot_of(block) << ")");
   // The slot's previous occupant must be done with: its compute read it, its
-  // write-back read it, its poisoning wrote it.
+  // write-back read it, its on_release work may have written it.
   s.free.enqueue_wait(instances_.upload);
   if (s.occupant >= 0)
     note({StreamOp::Kind::wait, block, slot_of(block), Lane::upload, s.free_lane, s.occupant});
@@ -112,7 +110,7 @@ const ThetaTable& BlockStreamer::acquire(int block) {
   DISTZO_REQUIRE(in_pass_, "block streamer: acquire(" << block << ") outside a pass");
   DISTZO_REQUIRE(block >= 0 && block < num_blocks_,
                  "block streamer: no block " << block << " in a model of " << num_blocks_);
-  // A released slot may already be written back, poisoned or refilled.
+  // A released slot may already be written back, overwritten or refilled.
   DISTZO_REQUIRE(block > last_acquired_, "block streamer: acquire("
                                              << block << ") after block " << last_acquired_
                                              << ": a pass acquires blocks in increasing order");
@@ -152,7 +150,7 @@ void BlockStreamer::release(int block, bool modified) {
   s.tensors.unbind(layout);
   s.in_use = false;
   const StreamEvent computed = StreamEvent::record(instances_.compute);
-  if (!modified && !poison_) {
+  if (!modified && !on_release_) {
     s.free = computed;
     s.free_lane = Lane::compute;
     return;
@@ -168,11 +166,9 @@ void BlockStreamer::release(int block, bool modified) {
     pass_.to_host += count * bytes_per_element(store_.storage());
     note({StreamOp::Kind::writeback, block, j, Lane::writeback});
   }
-  if (poison_) {
-    // All bits set is a NaN in every storage format (an all-ones exponent
-    // with a nonzero mantissa), so the bytes are filled whatever θ's dtype.
-    Kokkos::deep_copy(instances_.writeback, s.arena.raw(), static_cast<unsigned char>(0xFF));
-    note({StreamOp::Kind::poison, block, j, Lane::writeback});
+  if (on_release_) {
+    on_release_(instances_.writeback, s.arena);
+    note({StreamOp::Kind::on_release, block, j, Lane::writeback});
   }
   s.free = StreamEvent::record(instances_.writeback);
   s.free_lane = Lane::writeback;

@@ -28,10 +28,12 @@
 // there has one instance and its fences do nothing, so a missing wait or an
 // early slot reuse would go unseen; the streamer therefore keeps a trace of
 // what it enqueued, on which instance, after which waits (tests assert the
-// order), and can fill every released slot with NaN so that any use after
-// release becomes a non-finite loss.
+// order), and runs the work a caller installs on every released slot
+// (on_release: runtime/faults.hpp fills slots with NaN there, so that any use
+// after release becomes a non-finite loss).
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -55,7 +57,7 @@ struct StreamOp {
     compute,      // `block` handed to the walk (acquire)
     compute_end,  // the walk is done enqueuing work on `block` (release)
     writeback,    // slot → host master of `block`, on the write-back lane
-    poison,       // slot filled with NaN after release, on the write-back lane
+    on_release,   // the on_release work on the slot, on the write-back lane
     pass_end,     // end_pass(): the host waited for every upload and write-back
   };
   Kind kind;
@@ -106,6 +108,15 @@ class BlockStreamer {
   const std::vector<StreamOp>& trace() const { return trace_; }
   void clear_trace() { trace_.clear(); }
 
+  /// Work on a slot whose block was released: `work(writeback, slot)`
+  /// enqueues on the write-back instance, after the block's write-back (if
+  /// any); the slot is free for the next upload only once that work is
+  /// done. `slot` is the slot's whole arena.
+  using SlotWork = std::function<void(const ExecSpace& writeback, const StoredVec& slot)>;
+  /// Runs `work` at every release of a streamed block from now on (an empty
+  /// one: none).
+  void on_release(SlotWork work) { on_release_ = std::move(work); }
+
  private:
   struct Slot {
     StoredVec arena;                 // (max block elements) of θ's dtype, device
@@ -128,7 +139,7 @@ class BlockStreamer {
   int first_streamed_ = 0;  // K
   int num_blocks_ = 0;      // L
   int prefetch_ = 1;
-  bool poison_ = false;
+  SlotWork on_release_;
   std::vector<Slot> slots_;
   int next_upload_ = 0;     // the next streamed block whose upload is not enqueued yet
   int last_acquired_ = -1;  // blocks are acquired in increasing order within a pass

@@ -387,25 +387,4 @@ std::vector<std::uint64_t> ParameterStore::own_slice_sums(const ExecSpace& space
   return std::vector<std::uint64_t>(sums.data(), sums.data() + pieces);
 }
 
-void ParameterStore::corrupt_element(int owner) {
-  const bool sliced_somewhere = std::any_of(slices_.begin(), slices_.end(),
-                                            [](const GroupSlices& s) { return s.slices > 1; });
-  for (std::size_t g = 0; g < layouts_.size(); ++g) {
-    if (sliced_somewhere && slices_[g].slices == 1) continue;
-    const GroupSlices theirs =
-        GroupSlices::of(layouts_[g], slices_[g].slices, sliced_somewhere ? owner : 0);
-    if (theirs.pieces.empty()) continue;
-    const std::size_t at = theirs.pieces.front().arena_offset;
-    const real value = 12345;
-    std::vector<unsigned char> stored(bytes_per_element(storage()));
-    storage::encode_nearest(&value, 1, storage(), stored.data());
-    const HostStored src(storage(), stored.data(), 1);
-    if (in_host_memory_[g])
-      deep_copy_stored(host_arenas_[g].piece(at, 1), src);
-    else
-      deep_copy_stored(device_arenas_[g].piece(at, 1), src);
-    return;
-  }
-}
-
 }  // namespace distzo::runtime

@@ -165,12 +165,6 @@ class ParameterStore {
   /// to catch another rank writing into them (sliced store). Fences `space`.
   std::vector<std::uint64_t> own_slice_sums(const ExecSpace& space = ExecSpace()) const;
 
-  /// The fault the divergence and slice guards must catch
-  /// (core/fault_injection.hpp): overwrites the first element of rank
-  /// `owner`'s slice of the first sliced group; when nothing is sliced, the
-  /// first element of θ (owner 0 holds all of it).
-  void corrupt_element(int owner);
-
  private:
   /// Index of a group's arena: 0 embeddings, 1 + k block k, L + 1 head.
   std::size_t index(model::GroupRef group) const;

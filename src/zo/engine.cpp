@@ -99,12 +99,12 @@ class Engine::FlushPass final : public WalkPass {
 
 Engine::Engine(const model::ModelConfig& config, runtime::ParameterStore& store,
                const EvaluationPlan& plan, const model::BatchShape& shape, const NodeExchange& node,
-               const ExecSpace& space)
+               const ExecSpace& space, MaterialisationObserver observer)
     : registry_(store.registry()),
       store_(store),
       plan_(plan),
       shape_(shape),
-      weights_(make_perturbed_weights(store, plan, config, shape.task, node)),
+      weights_(make_perturbed_weights(store, plan, config, shape.task, node, std::move(observer))),
       streamer_(store, space),
       float_theta_(store, weights_->idle_scratch()),
       forward_(config, shape.micro_batch, shape.seq_len, store.placement().gemm_inputs()),

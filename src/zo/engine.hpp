@@ -46,9 +46,11 @@ class Engine {
   /// batch runs at its own width, model/forward.hpp) on the store's θ
   /// through a block streamer of its own, whose compute instance is
   /// `space`. A sliced store needs `node` (collective over its ranks).
+  /// `observer` sees every materialisation of the perturbed weights.
   Engine(const model::ModelConfig& config, runtime::ParameterStore& store,
          const EvaluationPlan& plan, const model::BatchShape& shape,
-         const NodeExchange& node = NodeExchange(), const ExecSpace& space = ExecSpace());
+         const NodeExchange& node = NodeExchange(), const ExecSpace& space = ExecSpace(),
+         MaterialisationObserver observer = MaterialisationObserver());
 
   /// Runs this rank's evaluations of one step on `batch`. `pending` (if
   /// active) is applied to θ on the way and then marked inactive. Returns
@@ -78,6 +80,7 @@ class Engine {
   PerturbedWeights& weights() { return *weights_; }
   const PerturbedWeights& weights() const { return *weights_; }
   const runtime::ParameterStore& store() const { return store_; }
+  runtime::ParameterStore& store() { return store_; }
 
  private:
   class StepPass;

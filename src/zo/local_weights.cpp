@@ -21,8 +21,8 @@ namespace {
 class LocalWeights final : public PerturbedWeights {
  public:
   LocalWeights(runtime::ParameterStore& store, const EvaluationPlan& plan,
-               const model::ModelConfig& config, model::Task task)
-      : PerturbedWeights(store, plan, config, task),
+               const model::ModelConfig& config, model::Task task, MaterialisationObserver observer)
+      : PerturbedWeights(store, plan, config, task, std::move(observer)),
         one_at_a_time_(store.placement().perturb_one_at_a_time),
         two_byte_(store.placement().two_byte_gemm_inputs) {
     edge_ids_ = registry_.embedding_ids();
@@ -146,7 +146,6 @@ class LocalWeights final : public PerturbedWeights {
   void node_barrier(const ExecSpace&) override {}
   void record_own_slices(const ExecSpace&) override {}
   bool own_slices_intact(const ExecSpace&) override { return true; }
-  void corrupt_parameter() override { store_.corrupt_element(0); }
   const runtime::SliceExchange* exchange() const override { return nullptr; }
   std::size_t shared_exchange_bytes() const override { return 0; }
 
@@ -267,8 +266,9 @@ class LocalWeights final : public PerturbedWeights {
 std::unique_ptr<PerturbedWeights> make_local_weights(runtime::ParameterStore& store,
                                                      const EvaluationPlan& plan,
                                                      const model::ModelConfig& config,
-                                                     model::Task task) {
-  return std::make_unique<LocalWeights>(store, plan, config, task);
+                                                     model::Task task,
+                                                     MaterialisationObserver observer) {
+  return std::make_unique<LocalWeights>(store, plan, config, task, std::move(observer));
 }
 
 }  // namespace distzo::zo

@@ -32,8 +32,9 @@ class NodeSlicedWeights final : public PerturbedWeights {
  public:
   NodeSlicedWeights(runtime::ParameterStore& store, const EvaluationPlan& plan,
                     const model::ModelConfig& config, model::Task task,
-                    std::unique_ptr<runtime::SliceExchange> exchange)
-      : PerturbedWeights(store, plan, config, task),
+                    std::unique_ptr<runtime::SliceExchange> exchange,
+                    MaterialisationObserver observer)
+      : PerturbedWeights(store, plan, config, task, std::move(observer)),
         exchange_(std::move(exchange)),
         node_evaluations_(node_evaluations(plan.queries, plan.group_size,
                                            node_group_ranks(exchange_->node(), plan.group_rank))),
@@ -118,10 +119,6 @@ class NodeSlicedWeights final : public PerturbedWeights {
   bool own_slices_intact(const ExecSpace& space) override {
     exchange_->barrier(space);  // every rank's writes are done
     return store_.own_slice_sums(space) == own_slice_record_;
-  }
-
-  void corrupt_parameter() override {
-    store_.corrupt_element((exchange_->slice() + 1) % exchange_->slices());
   }
 
   const runtime::SliceExchange* exchange() const override { return exchange_.get(); }
@@ -209,8 +206,10 @@ class NodeSlicedWeights final : public PerturbedWeights {
 
 std::unique_ptr<PerturbedWeights> make_node_sliced_weights(
     runtime::ParameterStore& store, const EvaluationPlan& plan, const model::ModelConfig& config,
-    model::Task task, std::unique_ptr<runtime::SliceExchange> exchange) {
-  return std::make_unique<NodeSlicedWeights>(store, plan, config, task, std::move(exchange));
+    model::Task task, std::unique_ptr<runtime::SliceExchange> exchange,
+    MaterialisationObserver observer) {
+  return std::make_unique<NodeSlicedWeights>(store, plan, config, task, std::move(exchange),
+                                             std::move(observer));
 }
 
 }  // namespace distzo::zo

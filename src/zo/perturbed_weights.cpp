@@ -1,5 +1,7 @@
 #include "zo/perturbed_weights.hpp"
 
+#include <utility>
+
 #include "core/error.hpp"
 #include "core/memory.hpp"
 #include "kernels/embedding.hpp"
@@ -9,12 +11,14 @@
 namespace distzo::zo {
 
 PerturbedWeights::PerturbedWeights(runtime::ParameterStore& store, const EvaluationPlan& plan,
-                                   const model::ModelConfig& config, model::Task task)
+                                   const model::ModelConfig& config, model::Task task,
+                                   MaterialisationObserver observer)
     : registry_(store.registry()),
       store_(store),
       plan_(plan),
       queries_(queries_of(plan.owned)),
-      embed_id_(store.registry().id_of(model::ParameterRole::embed_tokens)) {
+      embed_id_(store.registry().id_of(model::ParameterRole::embed_tokens)),
+      observer_(std::move(observer)) {
   if (task == model::Task::classification) {
     embed_rows_used_ = IntVec(memory_label(MemoryRole::scratch, "embed_rows_used"),
                               static_cast<std::size_t>(config.vocab_size));
@@ -35,25 +39,23 @@ void PerturbedWeights::materialise(const ExecSpace& space, const StoredVec& thet
   const kernels::UpdateTerms terms =
       with_update ? update_terms(pending, registry_[id], store_.placement().rounding)
                   : kernels::UpdateTerms();
-  z_evaluations_ +=
-      static_cast<std::uint64_t>(theta.extent()) * static_cast<std::uint64_t>(terms.count + 1);
+  if (observer_) observer_({id, first, theta.extent(), terms.count + 1});
   const kernels::RowSelection rows = id == embed_id_ ? embed_rows_ : kernels::RowSelection();
   kernels::update_and_perturb(space, theta, id, first, terms, perturbation.stream(query),
                               static_cast<real>(perturbation.eps), plus, minus, rows);
 }
 
-std::unique_ptr<PerturbedWeights> make_perturbed_weights(runtime::ParameterStore& store,
-                                                         const EvaluationPlan& plan,
-                                                         const model::ModelConfig& config,
-                                                         model::Task task,
-                                                         const NodeExchange& exchange) {
-  if (!store.sliced()) return make_local_weights(store, plan, config, task);
+std::unique_ptr<PerturbedWeights> make_perturbed_weights(
+    runtime::ParameterStore& store, const EvaluationPlan& plan, const model::ModelConfig& config,
+    model::Task task, const NodeExchange& exchange, MaterialisationObserver observer) {
+  if (!store.sliced()) return make_local_weights(store, plan, config, task, std::move(observer));
   const runtime::PlacementProblem shared = store.placement().shared_master_problem();
   DISTZO_INPUT_REQUIRE(shared.key.empty(), shared.key << ": " << shared.why);
   DISTZO_REQUIRE(exchange.node != nullptr,
                  "perturbed weights: a sliced store needs the node's ranks to exchange slices with");
   return make_node_sliced_weights(store, plan, config, task,
-                                  runtime::make_slice_exchange(exchange.kind, *exchange.node));
+                                  runtime::make_slice_exchange(exchange.kind, *exchange.node),
+                                  std::move(observer));
 }
 
 }  // namespace distzo::zo

@@ -42,6 +42,21 @@
 
 namespace distzo::zo {
 
+/// One call of the fused kernel as the perturbed weights enqueue it:
+/// elements [first, first + elements) of parameter `id`, each with z of
+/// `z_streams` streams (the pending update's queries when the update rides
+/// along, and this evaluation's query).
+struct Materialisation {
+  std::uint32_t id = 0;
+  std::uint64_t first = 0;
+  std::uint64_t elements = 0;
+  int z_streams = 1;
+};
+/// Sees every materialisation as it is enqueued: instrumentation from
+/// outside (mpi_test_slices measures Placement II's 2q/S claim with it).
+/// Empty: none.
+using MaterialisationObserver = std::function<void(const Materialisation&)>;
+
 class PerturbedWeights {
  public:
   /// Called once w of an owned evaluation of a group is ready: `owned`
@@ -91,9 +106,6 @@ class PerturbedWeights {
   /// record nothing and are always intact.
   virtual void record_own_slices(const ExecSpace& space) = 0;
   virtual bool own_slices_intact(const ExecSpace& space) = 0;
-  /// The element of θ that a corrupted replica or a stray write would hit:
-  /// one of θ, or one in the next rank's slice of a shared master.
-  virtual void corrupt_parameter() = 0;
 
   /// The exchange between the node's ranks (node-sliced), else nullptr.
   virtual const runtime::SliceExchange* exchange() const = 0;
@@ -101,14 +113,10 @@ class PerturbedWeights {
   /// see them allocated), else 0.
   virtual std::size_t shared_exchange_bytes() const = 0;
 
-  /// Elements of z this rank has evaluated, each Gaussian or sign counted
-  /// once per stream (the pending update's q and this step's), since
-  /// construction: the instrumentation behind Placement II's 2q/S claim.
-  std::uint64_t z_evaluations() const { return z_evaluations_; }
-
  protected:
   PerturbedWeights(runtime::ParameterStore& store, const EvaluationPlan& plan,
-                   const model::ModelConfig& config, model::Task task);
+                   const model::ModelConfig& config, model::Task task,
+                   MaterialisationObserver observer);
 
   /// Marks the embed_tokens rows the batch reads (classification), so that
   /// only they get w±.
@@ -117,7 +125,7 @@ class PerturbedWeights {
   /// parameter `id`; the update only if `with_update`, rounded into a 2-byte
   /// θ as the store's placement says. w± as float32, or as words of θ's
   /// format (precision.gemm_inputs: storage). The one call of the kernel
-  /// for every storage of θ.
+  /// for every storage of θ; the observer sees each.
   void materialise(const ExecSpace& space, const StoredVec& theta, std::uint32_t id,
                    std::uint64_t first, const PendingUpdate& pending, bool with_update,
                    const StepPerturbation& perturbation, int query, const StoredVec& plus,
@@ -147,7 +155,7 @@ class PerturbedWeights {
   kernels::RowSelection embed_rows_;  // views embed_rows_used_; empty = all rows
 
  private:
-  std::uint64_t z_evaluations_ = 0;
+  MaterialisationObserver observer_;
 };
 
 /// Where the perturbed weights of a sliced store come from: the node's ranks
@@ -161,10 +169,10 @@ struct NodeExchange {
 /// The perturbed weights of `plan`'s evaluations over `store`: node-sliced
 /// when the store is sliced (collective over `exchange.node`: every rank of
 /// the node allocates the exchange buffers in the same order), else local.
-std::unique_ptr<PerturbedWeights> make_perturbed_weights(runtime::ParameterStore& store,
-                                                         const EvaluationPlan& plan,
-                                                         const model::ModelConfig& config,
-                                                         model::Task task,
-                                                         const NodeExchange& exchange);
+/// `observer` sees every materialisation they enqueue.
+std::unique_ptr<PerturbedWeights> make_perturbed_weights(
+    runtime::ParameterStore& store, const EvaluationPlan& plan, const model::ModelConfig& config,
+    model::Task task, const NodeExchange& exchange,
+    MaterialisationObserver observer = MaterialisationObserver());
 
 }  // namespace distzo::zo

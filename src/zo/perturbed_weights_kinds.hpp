@@ -11,13 +11,15 @@ namespace distzo::zo {
 std::unique_ptr<PerturbedWeights> make_local_weights(runtime::ParameterStore& store,
                                                      const EvaluationPlan& plan,
                                                      const model::ModelConfig& config,
-                                                     model::Task task);
+                                                     model::Task task,
+                                                     MaterialisationObserver observer);
 
 /// The node's ranks split the materialisation of every evaluation the node
 /// runs by slices of a shared θ and exchange the slices through `exchange`
 /// (node_sliced_weights.cpp). Collective over the node.
 std::unique_ptr<PerturbedWeights> make_node_sliced_weights(
     runtime::ParameterStore& store, const EvaluationPlan& plan, const model::ModelConfig& config,
-    model::Task task, std::unique_ptr<runtime::SliceExchange> exchange);
+    model::Task task, std::unique_ptr<runtime::SliceExchange> exchange,
+    MaterialisationObserver observer);
 
 }  // namespace distzo::zo

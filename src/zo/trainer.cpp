@@ -4,7 +4,6 @@
 #include <sstream>
 
 #include "core/error.hpp"
-#include "core/fault_injection.hpp"
 
 namespace distzo::zo {
 
@@ -44,6 +43,7 @@ bool Trainer::maybe_checkpoint(TrainerState& state, int streak, const char* phas
 }
 
 void Trainer::check_replicas(std::int64_t step) {
+  hooks_.before_replica_check(step);
   const runtime::Communicator& world = mesh_.world();
   // A shared master: no other rank may have written into this rank's slice.
   const std::string overwritten =
@@ -144,8 +144,6 @@ TrainSummary Trainer::run(TrainerState& state) {
     }
     if (c.check_interval > 0 && done % c.check_interval == 0) {
       engine_.record_own_slices();
-      if (fault::injected().corrupt_theta_rank == mesh_.world().rank())
-        engine_.weights().corrupt_parameter();
       check_replicas(done);
     }
     if (done == c.steps) break;

@@ -83,6 +83,10 @@ class TrainerHooks {
   /// `streak` steps were non-finite, and the previous checkpoint stays the
   /// newest good one.
   virtual void checkpoint_skipped(std::int64_t step, int streak) = 0;
+  /// The replicas are about to compare θ after `step` steps (each rank has
+  /// recorded its own slices of a shared master): where a fault test
+  /// corrupts θ to show that the check stops the run.
+  virtual void before_replica_check(std::int64_t /*step*/) {}
   /// Whether this rank was asked to stop (a signal), and why; the answer
   /// travels with the step's gathered losses, so all ranks stop after the
   /// same step.

@@ -18,9 +18,9 @@
 #include <vector>
 
 #include "core/error.hpp"
-#include "core/fault_injection.hpp"
 #include "io/checkpoint.hpp"
 #include "io/model_file.hpp"
+#include "runtime/faults.hpp"
 #include "runtime/mpi_communicator.hpp"
 #include "runtime/nccl_exchange.hpp"
 #include "runtime/slice_exchange.hpp"
@@ -58,7 +58,21 @@ struct Case {
   }
 };
 
-StepPerturbation perturbation(std::int64_t step) { return {ZSpec{17}, step, 1e-3}; }
+/// Elements of z an engine's perturbed weights make, each Gaussian or sign
+/// counted once per stream (the pending update's q and this step's), as its
+/// materialisations report them.
+struct ZCount {
+  std::uint64_t elements = 0;
+  zo::MaterialisationObserver observer() {
+    return [this](const zo::Materialisation& m) {
+      elements += m.elements * static_cast<std::uint64_t>(m.z_streams);
+    };
+  }
+};
+
+StepPerturbation perturbation(std::int64_t step) {
+  return {ZSpec{17}, step, 1e-3};
+}
 
 std::vector<double> gradient(const zo::LossTable& losses) {
   std::vector<double> g(static_cast<std::size_t>(losses.queries()));
@@ -80,24 +94,26 @@ void run_case(const runtime::Communicator& node, const Case& c) {
   resident.storage = c.storage;
   TinyModel reference(c.config(), 1234, resident);
   const model::BatchShape shape{c.task, B, T, 2};
+  ZCount z_plain_made, z_made;
   zo::Engine plain(reference.config, *reference.store, zo::EvaluationPlan::make(c.queries, 1, 0),
-                   shape);
+                   shape, zo::NodeExchange(), ExecSpace(), z_plain_made.observer());
 
   runtime::PlacementConfig placement;
   placement.mode = c.mode;
   placement.resident_blocks = c.resident_blocks;
   placement.share_host_master = true;
   placement.storage = c.storage;
-  const fault::ScopedInjection armed(fault::poisoned_slots());
   TinyModel shared(c.config(), 1234, placement, &node);
   const zo::EvaluationPlan plan = zo::EvaluationPlan::make(c.queries, P, p);
-  zo::Engine sliced(shared.config, *shared.store, plan, shape, zo::NodeExchange{&node, c.exchange});
+  zo::Engine sliced(shared.config, *shared.store, plan, shape, zo::NodeExchange{&node, c.exchange},
+                    ExecSpace(), z_made.observer());
+  runtime::poison_released_slots(sliced.streamer());
   ASSERT_EQ(shared.digest(), reference.digest()) << "the shared master was filled differently";
 
   PendingUpdate pending_plain, pending_sliced;
   for (std::int64_t step = 0; step < kSteps; ++step) {
-    const std::uint64_t z_before = sliced.weights().z_evaluations();
-    const std::uint64_t z_plain_before = plain.weights().z_evaluations();
+    const std::uint64_t z_before = z_made.elements;
+    const std::uint64_t z_plain_before = z_plain_made.elements;
     const zo::LossTable expected = plain.run_step(batch, perturbation(step), pending_plain);
     const zo::LossTable got = sliced.run_step(batch, perturbation(step), pending_sliced);
     for (const zo::Evaluation& e : plan.owned) {
@@ -111,8 +127,8 @@ void run_case(const runtime::Communicator& node, const Case& c) {
     // boundary per group.
     const double N = static_cast<double>(reference.registry.total_elements());
     const double groups = reference.registry.num_blocks() + 2;
-    const double z = static_cast<double>(sliced.weights().z_evaluations() - z_before);
-    const double z_plain = static_cast<double>(plain.weights().z_evaluations() - z_plain_before);
+    const double z = static_cast<double>(z_made.elements - z_before);
+    const double z_plain = static_cast<double>(z_plain_made.elements - z_plain_before);
     if (step > 0) {  // with the previous step's update pending
       EXPECT_EQ(z_plain, 2.0 * c.queries * N);
       EXPECT_LE(z, 2.0 * c.queries * (N / S + 16 * groups));
