@@ -21,15 +21,7 @@
 //
 // Not a benchmark (no timings): a measurement that perf/RESULTS.md quotes.
 
-#include "bench_common.hpp"
-
-#include "core/storage_dtype.hpp"
-#include "io/model_file.hpp"
-#include "kernels/perturb_update.hpp"
-#include "zo/update_terms.hpp"
-
 #include <Kokkos_Core.hpp>
-
 #include <cmath>
 #include <fstream>
 #include <iomanip>
@@ -37,6 +29,12 @@
 #include <sstream>
 #include <string>
 #include <vector>
+
+#include "bench_common.hpp"
+#include "core/storage_dtype.hpp"
+#include "io/model_file.hpp"
+#include "kernels/perturb_update.hpp"
+#include "zo/update_terms.hpp"
 
 namespace {
 
@@ -85,7 +83,8 @@ std::vector<StepUpdate> read_updates(const std::string& path) {
     DISTZO_INPUT_REQUIRE(cells.size() == header.size(),
                          path << ": a row of " << cells.size() << " cells under a header of "
                               << header.size() << ": '" << line << "'");
-    updates.push_back({std::stoll(cells[step_col]), std::stod(cells[g_col]), std::stod(cells[lr_col])});
+    updates.push_back(
+        {std::stoll(cells[step_col]), std::stod(cells[g_col]), std::stod(cells[lr_col])});
   }
   DISTZO_INPUT_REQUIRE(!updates.empty(), path << ": no steps");
   return updates;
@@ -103,7 +102,8 @@ struct Master {
 /// The float value of element i of tensor k (host copies).
 std::vector<std::vector<double>> values(const Master& m) {
   std::vector<std::vector<double>> out;
-  for (std::size_t k = 0; k < (m.dtype == StorageDtype::fp32 ? m.f32.size() : m.words.size()); ++k) {
+  for (std::size_t k = 0; k < (m.dtype == StorageDtype::fp32 ? m.f32.size() : m.words.size());
+       ++k) {
     std::vector<double> v;
     if (m.dtype == StorageDtype::fp32) {
       auto h = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), m.f32[k]);
@@ -123,8 +123,8 @@ std::uint64_t same_elements(const ExecSpace& space, const V& a, const V& b) {
   std::uint64_t n = 0;
   Kokkos::parallel_reduce(
       "distzo::perf::same_elements",
-      Kokkos::RangePolicy<ExecSpace, Kokkos::IndexType<std::int64_t>>(space, 0,
-                                                                      static_cast<std::int64_t>(a.extent(0))),
+      Kokkos::RangePolicy<ExecSpace, Kokkos::IndexType<std::int64_t>>(
+          space, 0, static_cast<std::int64_t>(a.extent(0))),
       KOKKOS_LAMBDA(const std::int64_t i, std::uint64_t& sum) {
         if (fp::to_bits(static_cast<float>(a(i))) == fp::to_bits(static_cast<float>(b(i)))) ++sum;
       },
@@ -133,13 +133,14 @@ std::uint64_t same_elements(const ExecSpace& space, const V& a, const V& b) {
 }
 
 int run(int argc, char** argv) {
-  const app::Options args =
-      perf::parse_args("rounding_study", argc, argv, {"model", "metrics", "steps", "seed"}, {}, kUsage);
+  const app::Options args = perf::parse_args("rounding_study", argc, argv,
+                                             {"model", "metrics", "steps", "seed"}, {}, kUsage);
   DISTZO_INPUT_REQUIRE(args.positional().empty(), "no positional arguments expected\n\n" << kUsage);
   const std::string model_path = args.text("--model", "");
   const std::string metrics_path = args.text("--metrics", "");
   DISTZO_INPUT_REQUIRE(!model_path.empty() && !metrics_path.empty(),
-                       "--model and --metrics are required\n\n" << kUsage);
+                       "--model and --metrics are required\n\n"
+                           << kUsage);
   std::vector<StepUpdate> updates = read_updates(metrics_path);
   const long long steps = args.integer("--steps", static_cast<long long>(updates.size()));
   DISTZO_INPUT_REQUIRE(steps > 0 && steps <= static_cast<long long>(updates.size()),
@@ -158,14 +159,16 @@ int run(int argc, char** argv) {
 
   ExecSpace space;
   const double scales[] = {1.0, 0.1, 0.01};
-  std::cout << "\n" << std::left << std::setw(8) << "lr x" << std::setw(8) << "dtype"
-            << std::setw(12) << "rounding" << std::right << std::setw(12) << "unchanged"
-            << std::setw(10) << "kept" << std::setw(10) << "error\n";
+  std::cout << "\n"
+            << std::left << std::setw(8) << "lr x" << std::setw(8) << "dtype" << std::setw(12)
+            << "rounding" << std::right << std::setw(12) << "unchanged" << std::setw(10) << "kept"
+            << std::setw(10) << "error\n";
   for (double scale : scales) {
     std::vector<Master> masters;
     masters.push_back(Master{});
     for (StorageDtype d : {StorageDtype::bf16, StorageDtype::fp16})
-      for (Rounding r : {Rounding::nearest, Rounding::stochastic}) masters.push_back(Master{d, r, {}, {}, 0});
+      for (Rounding r : {Rounding::nearest, Rounding::stochastic})
+        masters.push_back(Master{d, r, {}, {}, 0});
     for (Master& m : masters) {
       for (const auto& p : registry.parameters()) {
         const auto n = static_cast<std::size_t>(p.numel());
@@ -179,7 +182,8 @@ int run(int argc, char** argv) {
           HalfVec w("theta16." + p.name, n);
           auto hw = Kokkos::create_mirror_view(w);
           for (std::size_t i = 0; i < n; ++i)
-            hw(i) = static_cast<std::uint16_t>(storage::store(host(i), m.dtype, Rounding::nearest, 0));
+            hw(i) =
+                static_cast<std::uint16_t>(storage::store(host(i), m.dtype, Rounding::nearest, 0));
           Kokkos::deep_copy(w, hw);
           m.words.push_back(w);
         }
@@ -195,7 +199,8 @@ int run(int argc, char** argv) {
       for (Master& m : masters) {
         std::uint64_t same = 0;
         for (const auto& p : registry.parameters()) {
-          const kernels::UpdateTerms terms = zo::update_terms(pending, p, m.rounding);
+          const kernels::UpdateTerms terms =
+              zo::update_terms(perturbation.z, pending, p, m.rounding);
           if (m.dtype == StorageDtype::fp32) {
             const Vec before("before", m.f32[p.id].extent(0));
             Kokkos::deep_copy(space, before, m.f32[p.id]);

@@ -1,12 +1,12 @@
 #include "zo/engine.hpp"
 
+#include <utility>
+
 #include "core/error.hpp"
 #include "core/fence.hpp"
 #include "core/memory.hpp"
 #include "zo/model_walk.hpp"
 #include "zo/update_terms.hpp"
-
-#include <utility>
 
 namespace distzo::zo {
 
@@ -34,23 +34,22 @@ class Engine::StepPass final : public WalkPass {
   }
 
   bool block(const ExecSpace& space, int k, const runtime::ThetaTable& theta) override {
-    e_.weights_->perturb_block(space, k, theta, pending_, perturbation_,
-                               [&](std::size_t i, const model::GroupTensors& w) {
-                                 e_.forward_.block(space, model::make_block_view(e_.registry_, w, k),
-                                                   k, batch_.mask, e_.hidden_[i]);
-                               });
+    e_.weights_->perturb_block(
+        space, k, theta, pending_, perturbation_, [&](std::size_t i, const model::GroupTensors& w) {
+          e_.forward_.block(space, model::make_block_view(e_.registry_, w, k), k, batch_.mask,
+                            e_.hidden_[i]);
+        });
     return pending_.active;
   }
 
   void head(const ExecSpace& space, const runtime::ThetaTable& edges) override {
-    e_.weights_->head_edges(space, edges, perturbation_,
-                            [&](std::size_t i, const model::GroupTensors& w) {
-                              const model::WeightView edge = model::make_edge_view(e_.registry_, w);
-                              const Mat hidden = e_.forward_.final_hidden(space, edge, e_.hidden_[i]);
-                              e_.head_.loss(space, edge, hidden, batch_,
-                                            Kokkos::subview(e_.sums_, i, Kokkos::ALL()),
-                                            e_.forward_.gemm_input());
-                            });
+    e_.weights_->head_edges(
+        space, edges, perturbation_, [&](std::size_t i, const model::GroupTensors& w) {
+          const model::WeightView edge = model::make_edge_view(e_.registry_, w);
+          const Mat hidden = e_.forward_.final_hidden(space, edge, e_.hidden_[i]);
+          e_.head_.loss(space, edge, hidden, batch_, Kokkos::subview(e_.sums_, i, Kokkos::ALL()),
+                        e_.forward_.gemm_input());
+        });
   }
 
  private:
@@ -64,8 +63,8 @@ class Engine::StepPass final : public WalkPass {
 /// this rank's slice of every group (with one slice: all of θ).
 class Engine::FlushPass final : public WalkPass {
  public:
-  FlushPass(const runtime::ParameterStore& store, const PendingUpdate& pending)
-      : store_(store), pending_(pending) {}
+  FlushPass(const runtime::ParameterStore& store, const ZSpec& z, const PendingUpdate& pending)
+      : store_(store), z_(z), pending_(pending) {}
 
   bool own_slices() const override { return true; }
 
@@ -87,7 +86,7 @@ class Engine::FlushPass final : public WalkPass {
     for (const runtime::SlicePiece& p : store_.slices(group).pieces) {
       const runtime::ThetaTensor piece = theta[p.id].piece(p.first_element, p.count);
       const kernels::UpdateTerms terms =
-          update_terms(pending_, store_.registry()[p.id], store_.placement().rounding);
+          update_terms(z_, pending_, store_.registry()[p.id], store_.placement().rounding);
       if (piece.dtype == StorageDtype::fp32)
         kernels::apply_update(space, piece.f32, p.id, p.first_element, terms);
       else
@@ -96,14 +95,15 @@ class Engine::FlushPass final : public WalkPass {
   }
 
   const runtime::ParameterStore& store_;
+  const ZSpec& z_;
   const PendingUpdate& pending_;
 };
 
 // ---------------------------------------------------------------------------
 
 Engine::Engine(const model::ModelConfig& config, runtime::ParameterStore& store,
-               const EvaluationPlan& plan, const model::BatchShape& shape,
-               const NodeExchange& node, const ExecSpace& space)
+               const EvaluationPlan& plan, const model::BatchShape& shape, const NodeExchange& node,
+               const ExecSpace& space)
     : registry_(store.registry()),
       store_(store),
       plan_(plan),
@@ -136,8 +136,8 @@ void Engine::fit_to(const model::Batch& batch) {
   DISTZO_REQUIRE(batch.micro_batch == shape_.micro_batch && batch.seq_len >= 1 &&
                      batch.seq_len <= shape_.seq_len,
                  "engine built for batches of " << shape_.micro_batch << " x (up to) "
-                                                << shape_.seq_len << ", got "
-                                                << batch.micro_batch << " x " << batch.seq_len);
+                                                << shape_.seq_len << ", got " << batch.micro_batch
+                                                << " x " << batch.seq_len);
   forward_.set_seq_len(batch.seq_len);
   const auto rows = static_cast<std::size_t>(forward_.rows());
   for (std::size_t i = 0; i < hidden_.size(); ++i)
@@ -161,9 +161,9 @@ LossTable Engine::run_step(const model::Batch& batch, const StepPerturbation& pe
   return losses;
 }
 
-void Engine::flush(PendingUpdate& pending) {
+void Engine::flush(const ZSpec& z, PendingUpdate& pending) {
   if (!pending.active) return;
-  FlushPass pass(store_, pending);
+  FlushPass pass(store_, z, pending);
   run_pass(pass, true);
   pending.active = false;
 }

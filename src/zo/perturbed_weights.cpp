@@ -36,9 +36,10 @@ void PerturbedWeights::materialise(const ExecSpace& space, const runtime::ThetaT
                                         const PendingUpdate& pending, bool with_update,
                                         const StepPerturbation& perturbation, int query,
                                         const Outputs& plus, const Outputs& minus) {
-  const kernels::UpdateTerms terms = with_update
-                                         ? update_terms(pending, registry_[id], store_.placement().rounding)
-                                         : kernels::UpdateTerms();
+  const kernels::UpdateTerms terms =
+      with_update
+          ? update_terms(perturbation.z, pending, registry_[id], store_.placement().rounding)
+          : kernels::UpdateTerms();
   z_evaluations_ += static_cast<std::uint64_t>(theta.extent()) *
                     static_cast<std::uint64_t>(terms.count + 1);
   const PerturbationStream stream = perturbation.stream(query);
