@@ -213,8 +213,9 @@ int run(int argc, char** argv) {
   bool all_finite = true;
   // One training step: run_step (applying the pending update on the way),
   // the estimate, and the update it leaves pending for the next step.
+  const ZSpec z{seed, dist, kDefaultZRecipe};
   auto step = [&](int s) {
-    const StepPerturbation p{ZSpec{seed, dist, kDefaultZRecipe}, s, eps};
+    const StepPerturbation p{z, s, eps};
     const auto t0 = Clock::now();
     const runtime::TransferBytes before = engine.streamer().total_bytes();
     const zo::LossTable local = engine.run_step(batch, p, pending);
@@ -248,7 +249,7 @@ int run(int argc, char** argv) {
         "step", pairs, [&] { return step(next++); }, out, root);
   }
   const auto t_flush = Clock::now();
-  engine.flush(pending);
+  engine.flush(z, pending);
   space.fence();
   const double flush_s = seconds_since(t_flush);
 

@@ -21,15 +21,7 @@
 //
 // Not a benchmark (no timings): a measurement that perf/RESULTS.md quotes.
 
-#include "bench_common.hpp"
-
-#include "core/storage_dtype.hpp"
-#include "io/model_file.hpp"
-#include "kernels/perturb_update.hpp"
-#include "zo/update_terms.hpp"
-
 #include <Kokkos_Core.hpp>
-
 #include <cmath>
 #include <fstream>
 #include <iomanip>
@@ -37,6 +29,12 @@
 #include <sstream>
 #include <string>
 #include <vector>
+
+#include "bench_common.hpp"
+#include "core/storage_dtype.hpp"
+#include "io/model_file.hpp"
+#include "kernels/perturb_update.hpp"
+#include "zo/update_terms.hpp"
 
 namespace {
 
@@ -85,7 +83,8 @@ std::vector<StepUpdate> read_updates(const std::string& path) {
     DISTZO_INPUT_REQUIRE(cells.size() == header.size(),
                          path << ": a row of " << cells.size() << " cells under a header of "
                               << header.size() << ": '" << line << "'");
-    updates.push_back({std::stoll(cells[step_col]), std::stod(cells[g_col]), std::stod(cells[lr_col])});
+    updates.push_back(
+        {std::stoll(cells[step_col]), std::stod(cells[g_col]), std::stod(cells[lr_col])});
   }
   DISTZO_INPUT_REQUIRE(!updates.empty(), path << ": no steps");
   return updates;
@@ -131,13 +130,14 @@ std::uint64_t same_elements(const ExecSpace& space, const StoredVec& a, const St
 }
 
 int run(int argc, char** argv) {
-  const app::Options args =
-      perf::parse_args("rounding_study", argc, argv, {"model", "metrics", "steps", "seed"}, {}, kUsage);
+  const app::Options args = perf::parse_args("rounding_study", argc, argv,
+                                             {"model", "metrics", "steps", "seed"}, {}, kUsage);
   DISTZO_INPUT_REQUIRE(args.positional().empty(), "no positional arguments expected\n\n" << kUsage);
   const std::string model_path = args.text("--model", "");
   const std::string metrics_path = args.text("--metrics", "");
   DISTZO_INPUT_REQUIRE(!model_path.empty() && !metrics_path.empty(),
-                       "--model and --metrics are required\n\n" << kUsage);
+                       "--model and --metrics are required\n\n"
+                           << kUsage);
   std::vector<StepUpdate> updates = read_updates(metrics_path);
   const long long steps = args.integer("--steps", static_cast<long long>(updates.size()));
   DISTZO_INPUT_REQUIRE(steps > 0 && steps <= static_cast<long long>(updates.size()),
@@ -156,9 +156,10 @@ int run(int argc, char** argv) {
 
   ExecSpace space;
   const double scales[] = {1.0, 0.1, 0.01};
-  std::cout << "\n" << std::left << std::setw(8) << "lr x" << std::setw(8) << "dtype"
-            << std::setw(12) << "rounding" << std::right << std::setw(12) << "unchanged"
-            << std::setw(10) << "kept" << std::setw(10) << "error\n";
+  std::cout << "\n"
+            << std::left << std::setw(8) << "lr x" << std::setw(8) << "dtype" << std::setw(12)
+            << "rounding" << std::right << std::setw(12) << "unchanged" << std::setw(10) << "kept"
+            << std::setw(10) << "error\n";
   for (double scale : scales) {
     std::vector<Master> masters;
     masters.push_back(Master{});
@@ -185,7 +186,7 @@ int run(int argc, char** argv) {
       for (Master& m : masters) {
         std::uint64_t same = 0;
         for (const auto& p : registry.parameters()) {
-          const kernels::UpdateTerms terms = zo::update_terms(pending, p, m.rounding);
+          const kernels::UpdateTerms terms = zo::update_terms(perturbation.z, pending, p, m.rounding);
           const StoredVec before("before", m.dtype, m.theta[p.id].extent());
           deep_copy_stored(space, before, m.theta[p.id]);
           kernels::apply_update(space, m.theta[p.id], p.id, 0, terms);

@@ -58,9 +58,12 @@ double naive_loss(const TinyModel& m, const model::Batch& batch, const StepPertu
   return kernels::read_loss(space, sums).mean();
 }
 
+/// The tests' run of z: every step's, and the pending update's.
+ZSpec run_z(Distribution d = Distribution::gaussian) { return {2024, d, kDefaultZRecipe}; }
+
 StepPerturbation perturbation(std::int64_t step, double eps = 1e-2,
                               Distribution d = Distribution::gaussian) {
-  return {ZSpec{2024, d, kDefaultZRecipe}, step, eps};
+  return {run_z(d), step, eps};
 }
 
 class EngineTask : public ::testing::TestWithParam<model::Task> {};
@@ -123,14 +126,14 @@ TEST(Engine, UpdateFollowsTheMezoRule) {
   const std::vector<std::vector<float>> before = m.host_theta();
   zo::Engine ex(m.config, *m.store, zo::EvaluationPlan::make(2, 1, 0),
                 model::BatchShape{model::Task::classification, B, T, 2});
+  const ZSpec z{99};
   PendingUpdate u;
   u.active = true;
-  u.z.seed = 99;
   u.step = 17;
   u.lr = 0.05;
   u.weight_decay = 0.1;
   u.g = {1.5, -0.75};
-  ex.flush(u);
+  ex.flush(z, u);
   EXPECT_FALSE(u.active);
 
   double max_err = 0;
@@ -146,8 +149,7 @@ TEST(Engine, UpdateFollowsTheMezoRule) {
       for (int q = 0; q < 2; ++q)
         grad +=
             u.g[q] *
-            PerturbationStream::make(99, 17, q, Distribution::gaussian, u.z.recipe).z(info.id, e) /
-            2;
+            PerturbationStream::make(99, 17, q, Distribution::gaussian, z.recipe).z(info.id, e) / 2;
       const double want = t0[e] - u.lr * (grad + wd * t0[e]);
       max_err = std::max(max_err, std::fabs(t1[e] - want));
     }
@@ -172,7 +174,7 @@ std::vector<zo::LossTable> train(TinyModel& m, const zo::EvaluationPlan& plan,
       g.push_back((table.mean(q, +1) - table.mean(q, -1)) / (2 * p.eps));
     pending = PendingUpdate::after(p, g, 1e-3, 0.01);
   }
-  ex.flush(pending);
+  ex.flush(run_z(), pending);
   return tables;
 }
 
@@ -299,8 +301,8 @@ TEST(Engine, NarrowBatchesInWideBuffersGiveTheBitsOfTheirOwnWidth) {
         pending_wide = PendingUpdate::after(p, g, 1e-3, 0.01);
         pending_exact = pending_wide;
         if (s + 1 == widths.size()) {
-          in_wide.flush(pending_wide);
-          in_exact.flush(pending_exact);
+          in_wide.flush(run_z(), pending_wide);
+          in_exact.flush(run_z(), pending_exact);
         }
         ASSERT_EQ(wide.digest(), exact.digest()) << "θ after step " << s;
       }
@@ -359,7 +361,7 @@ TEST(Engine, LossFallsOnALearnableBatch) {
     // steps depends on the last bits of the forward pass.
     pending = PendingUpdate::after(p, est.g, 0.01, 0.0);
   }
-  ex.flush(pending);
+  ex.flush(run_z(), pending);
   const double final_loss = ex.evaluate(batch).loss_sum / 3;
   EXPECT_LT(final_loss, 0.7 * initial) << "initial " << initial << ", final " << final_loss;
 }

@@ -401,17 +401,18 @@ Trained train(TinyModel& m, model::Task task, int q, int steps, bool poison = fa
   zo::Engine ex(m.config, *m.store, zo::EvaluationPlan::make(q, 1, 0),
                 model::BatchShape{task, B, T, 2});
   poison_if(poison, ex.streamer());
+  const ZSpec z{11};
   PendingUpdate pending;
   Trained out;
   for (int s = 0; s < steps; ++s) {
-    const StepPerturbation p{ZSpec{11}, s, 1e-3};
+    const StepPerturbation p{z, s, 1e-3};
     out.steps.push_back(ex.run_step(batch, p, pending));
     const zo::LossTable& t = out.steps.back();
     std::vector<double> g;
     for (int i = 0; i < q; ++i) g.push_back((t.mean(i, +1) - t.mean(i, -1)) / (2 * p.eps));
     pending = PendingUpdate::after(p, g, 1e-2, 0.01);
   }
-  ex.flush(pending);
+  ex.flush(z, pending);
   const zo::EvalOutcome eval = ex.evaluate(batch);
   out.evaluation = {eval.loss_sum, eval.count};
   return out;

@@ -6,6 +6,12 @@
 // representable, offloaded blocks stream 2-byte words (the same θ as
 // resident), and a node-shared master holds words too.
 
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <cstring>
+#include <vector>
+
 #include "core/digest.hpp"
 #include "core/step_state.hpp"
 #include "core/storage_dtype.hpp"
@@ -15,12 +21,6 @@
 #include "support/expect_error.hpp"
 #include "support/tiny_model.hpp"
 #include "zo/engine.hpp"
-
-#include <gtest/gtest.h>
-
-#include <cstdint>
-#include <cstring>
-#include <vector>
 
 namespace {
 
@@ -47,10 +47,11 @@ std::uint32_t bits(float x) {
 }
 
 /// A float32 store holding `values` (by id).
-std::unique_ptr<runtime::ParameterStore> float_store(const TinyModel& m,
-                                                     const std::vector<std::vector<float>>& values) {
+std::unique_ptr<runtime::ParameterStore> float_store(
+    const TinyModel& m, const std::vector<std::vector<float>>& values) {
   auto store = std::make_unique<runtime::ParameterStore>(m.registry, PlacementConfig());
-  store->fill([&](std::uint32_t id, real* dst) { std::copy(values[id].begin(), values[id].end(), dst); });
+  store->fill(
+      [&](std::uint32_t id, real* dst) { std::copy(values[id].begin(), values[id].end(), dst); });
   return store;
 }
 
@@ -134,18 +135,19 @@ TEST_P(StoreDtype, EvaluationReadsTheDecodedValues) {
 
 /// Two ZO steps (seed 7, eps 1e-3, lr 1e-3, projected gradients `g` per
 /// query, weight decay `wd`) and a flush of the last update.
-void two_steps_and_flush(zo::Engine& engine, const model::Batch& batch, const std::vector<double>& g,
-                         double wd) {
+void two_steps_and_flush(zo::Engine& engine, const model::Batch& batch,
+                         const std::vector<double>& g, double wd) {
+  const ZSpec z{7, Distribution::gaussian, ZRecipe::v2};
   PendingUpdate pending;
   for (std::int64_t step = 0; step < 2; ++step) {
     StepPerturbation perturbation;
-    perturbation.z = ZSpec{7, Distribution::gaussian, ZRecipe::v2};
+    perturbation.z = z;
     perturbation.step = step;
     perturbation.eps = 1e-3;
     engine.run_step(batch, perturbation, pending);
     pending = PendingUpdate::after(perturbation, g, 1e-3, wd);
   }
-  engine.flush(pending);
+  engine.flush(z, pending);
 }
 
 /// Two steps and a flush on a 2-byte θ: θ moves, every value stays one the
@@ -222,24 +224,28 @@ TEST_P(StoreDtype, SharedMasterHoldsWords) {
   const TinyModel m(tiny_config(), 1234, shared, &node);
   const TinyModel resident(tiny_config(), 1234, stored_in(GetParam()));
   EXPECT_EQ(m.digest(), resident.digest());
-  EXPECT_EQ(2 * m.store->shared_bytes(), TinyModel(tiny_config(), 1234, [] {
-                                            PlacementConfig p;
-                                            p.share_host_master = true;
-                                            return p;
-                                          }()).store->shared_bytes());
+  EXPECT_EQ(2 * m.store->shared_bytes(), TinyModel(tiny_config(), 1234,
+                                                   [] {
+                                                     PlacementConfig p;
+                                                     p.share_host_master = true;
+                                                     return p;
+                                                   }())
+                                             .store->shared_bytes());
   // The slices hand out θ's words (what a checkpoint writes) and take back
   // floats.
   std::vector<std::vector<float>> pieces(m.registry.size());
-  m.store->visit_own_slices([&](std::uint32_t id, std::uint64_t, std::size_t count, StoredElements data) {
-    ASSERT_EQ(data.dtype, GetParam());
-    for (std::size_t i = 0; i < count; ++i)
-      pieces[id].push_back(storage::load(data.words()[i], GetParam()));
-  });
+  m.store->visit_own_slices(
+      [&](std::uint32_t id, std::uint64_t, std::size_t count, StoredElements data) {
+        ASSERT_EQ(data.dtype, GetParam());
+        for (std::size_t i = 0; i < count; ++i)
+          pieces[id].push_back(storage::load(data.words()[i], GetParam()));
+      });
   EXPECT_EQ(pieces, resident.host_theta());
-  m.store->fill_own_slices([&](std::uint32_t id, std::uint64_t first, std::size_t count, real* dst) {
-    std::copy(pieces[id].begin() + static_cast<std::ptrdiff_t>(first),
-              pieces[id].begin() + static_cast<std::ptrdiff_t>(first + count), dst);
-  });
+  m.store->fill_own_slices(
+      [&](std::uint32_t id, std::uint64_t first, std::size_t count, real* dst) {
+        std::copy(pieces[id].begin() + static_cast<std::ptrdiff_t>(first),
+                  pieces[id].begin() + static_cast<std::ptrdiff_t>(first + count), dst);
+      });
   EXPECT_EQ(m.digest(), resident.digest());
   EXPECT_EQ(m.store->own_slice_sums().size(), m.registry.size());
 }

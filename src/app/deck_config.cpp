@@ -49,7 +49,7 @@ std::string ignored_placement_keys(const io::Deck& deck) {
   return "placement.resident_blocks, prefetch and slots apply to mode offload: ignored";
 }
 
-zo::TrainerConfig trainer_config(const io::Deck& deck, bool evaluate, ZRecipe recipe) {
+zo::TrainerConfig trainer_config(const io::Deck& deck, bool evaluate, const ZSpec& z) {
   const auto& opt = deck.optim;
   zo::TrainerConfig c;
   c.steps = opt.steps;
@@ -57,7 +57,7 @@ zo::TrainerConfig trainer_config(const io::Deck& deck, bool evaluate, ZRecipe re
   c.eps = opt.eps;
   c.weight_decay = opt.weight_decay;
   c.queries = opt.queries;
-  c.z = {opt.seed, opt.distribution, recipe};
+  c.z = z;
   c.max_nonfinite = opt.max_nonfinite;
   c.eval_interval = deck.eval.interval;
   c.checkpoint_interval = deck.checkpoint.interval;
@@ -66,11 +66,10 @@ zo::TrainerConfig trainer_config(const io::Deck& deck, bool evaluate, ZRecipe re
   return c;
 }
 
-zo::TrainerState trainer_state(const io::TrainingState& saved, const zo::TrainerConfig& c) {
+zo::TrainerState trainer_state(const io::TrainingState& saved) {
   zo::TrainerState s;
   s.step = saved.step;
   s.pending = saved.pending;
-  s.pending.z = c.z;
   s.nonfinite_streak = saved.nonfinite_streak;
   return s;
 }

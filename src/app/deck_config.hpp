@@ -26,13 +26,13 @@ runtime::PlacementConfig placement_config(const io::Deck& deck, int ranks_on_nod
 std::string ignored_placement_keys(const io::Deck& deck);
 
 /// optim.*, eval.interval, checkpoint.interval and parallel.check_interval;
-/// `evaluate`: the run has an eval set; `recipe`: z's, as the run uses it
-/// (a resume keeps its checkpoint's).
-zo::TrainerConfig trainer_config(const io::Deck& deck, bool evaluate, ZRecipe recipe);
+/// `evaluate`: the run has an eval set; `z`: the run's (Inputs::state.z:
+/// the deck's seed and distribution, a resume's recipe).
+zo::TrainerConfig trainer_config(const io::Deck& deck, bool evaluate, const ZSpec& z);
 
 /// Where the trainer continues from: a checkpoint's training state (a fresh
-/// run's is empty), with the run's seed, distribution and recipe from `c`.
-zo::TrainerState trainer_state(const io::TrainingState& saved, const zo::TrainerConfig& c);
+/// run's is empty).
+zo::TrainerState trainer_state(const io::TrainingState& saved);
 
 /// The reverse, into the training state a checkpoint records: the step, the
 /// non-finite streak and the pending update of `state`.

@@ -119,7 +119,7 @@ Inputs load_inputs(const std::string& deck_path, const runtime::Communicator& wo
   const auto& opt = deck.optim;
   in.resume = resume_choice(deck, world, in.notes);
   in.model = std::make_unique<io::ModelReader>(in.resume.empty() ? deck.model.path : in.resume);
-  in.state.z = {opt.seed, opt.distribution, z_recipe_from_int(opt.z_recipe)};
+  ZRecipe recipe = z_recipe_from_int(opt.z_recipe);
   in.state.queries = opt.queries;
   in.state.batch_width = deck.data.batch_width;
   if (!in.resume.empty()) {
@@ -145,7 +145,8 @@ Inputs load_inputs(const std::string& deck_path, const runtime::Communicator& wo
             << "'; a run continues at the width it started with (leave the key "
                "out to resume, or start a new run)");
     // The deck as run: deck.resolved.yaml and the checkpoints record it.
-    in.deck.optim.z_recipe = to_int(in.state.z.recipe);
+    recipe = in.state.z.recipe;
+    in.deck.optim.z_recipe = to_int(recipe);
     in.deck.data.batch_width = in.state.batch_width;
     DISTZO_INPUT_REQUIRE(in.state.step <= opt.steps,
                          deck.origin.where("optim.steps")
@@ -153,6 +154,11 @@ Inputs load_inputs(const std::string& deck_path, const runtime::Communicator& wo
                              << ", beyond optim.steps = " << opt.steps
                              << ": there is nothing to continue (raise optim.steps)");
   }
+  // The run's z, built here once: the deck's seed and distribution (a
+  // resume may change them on purpose, checkpoint.allow_changes) with the
+  // recipe of the run it continues. The trainer draws it; the checkpoints
+  // record it.
+  in.state.z = {opt.seed, opt.distribution, recipe};
   resolve_storage(in);
   const model::ModelConfig& config = in.model->info().config;
   const std::int64_t vocab = config.vocab_size;

@@ -284,7 +284,6 @@ TrainingState read_training_state(const std::string& path) {
     s.nonfinite_streak = static_cast<int>(file.read_int_attribute("nonfinite_streak"));
 
   s.pending.active = file.read_int_attribute("pending_active") != 0;
-  s.pending.z = s.z;
   s.pending.step = file.read_int_attribute("pending_step");
   s.pending.lr = file.read_double_attribute("pending_lr");
   s.pending.weight_decay = file.read_double_attribute("pending_weight_decay");

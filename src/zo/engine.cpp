@@ -63,8 +63,8 @@ class Engine::StepPass final : public WalkPass {
 /// this rank's slice of every group (with one slice: all of θ).
 class Engine::FlushPass final : public WalkPass {
  public:
-  FlushPass(const runtime::ParameterStore& store, const PendingUpdate& pending)
-      : store_(store), pending_(pending) {}
+  FlushPass(const runtime::ParameterStore& store, const ZSpec& z, const PendingUpdate& pending)
+      : store_(store), z_(z), pending_(pending) {}
 
   bool own_slices() const override { return true; }
 
@@ -85,13 +85,14 @@ class Engine::FlushPass final : public WalkPass {
   void update(const ExecSpace& space, const runtime::ThetaTable& theta, model::GroupRef group) {
     for (const runtime::SlicePiece& p : store_.slices(group).pieces) {
       const kernels::UpdateTerms terms =
-          update_terms(pending_, store_.registry()[p.id], store_.placement().rounding);
+          update_terms(z_, pending_, store_.registry()[p.id], store_.placement().rounding);
       kernels::apply_update(space, theta[p.id].piece(p.first_element, p.count), p.id,
                             p.first_element, terms);
     }
   }
 
   const runtime::ParameterStore& store_;
+  const ZSpec& z_;
   const PendingUpdate& pending_;
 };
 
@@ -157,9 +158,9 @@ LossTable Engine::run_step(const model::Batch& batch, const StepPerturbation& pe
   return losses;
 }
 
-void Engine::flush(PendingUpdate& pending) {
+void Engine::flush(const ZSpec& z, PendingUpdate& pending) {
   if (!pending.active) return;
-  FlushPass pass(store_, pending);
+  FlushPass pass(store_, z, pending);
   run_pass(pass, true);
   pending.active = false;
 }

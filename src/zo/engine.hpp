@@ -11,6 +11,12 @@
 // or offloaded, runtime/) changes where θ and the slots live. Neither
 // changes these passes.
 
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/step_state.hpp"
 #include "model/batch.hpp"
 #include "model/forward.hpp"
 #include "model/loss_head.hpp"
@@ -21,13 +27,7 @@
 #include "zo/estimator.hpp"
 #include "zo/evaluation_plan.hpp"
 #include "zo/float_theta.hpp"
-#include "core/step_state.hpp"
 #include "zo/perturbed_weights.hpp"
-
-#include <cstdint>
-#include <memory>
-#include <string>
-#include <vector>
 
 namespace distzo::zo {
 
@@ -59,9 +59,10 @@ class Engine {
   LossTable run_step(const model::Batch& batch, const StepPerturbation& perturbation,
                      PendingUpdate& pending);
 
-  /// Applies `pending` to every tensor of θ (before eval and checkpoints),
-  /// streaming offloaded blocks through the same kernel.
-  void flush(PendingUpdate& pending);
+  /// Applies `pending`, an update of the run whose z is `z`, to every
+  /// tensor of θ (before eval and checkpoints), streaming offloaded blocks
+  /// through the same kernel.
+  void flush(const ZSpec& z, PendingUpdate& pending);
 
   /// Forward pass at θ (which must be flushed) and its loss. Fences.
   EvalOutcome evaluate(const model::Batch& batch);
@@ -74,7 +75,6 @@ class Engine {
   /// collective over the node; nothing to record (intact) unless θ is sliced.
   void record_own_slices() { weights_->record_own_slices(streamer_.instances().compute); }
   bool own_slices_intact() { return weights_->own_slices_intact(streamer_.instances().compute); }
-
 
   runtime::BlockStreamer& streamer() { return streamer_; }
   PerturbedWeights& weights() { return *weights_; }
@@ -107,7 +107,7 @@ class Engine {
   model::LossHead head_;
   std::vector<Mat> hidden_buffers_;  // per owned evaluation: (B*T, C)
   std::vector<Mat> hidden_;          // their (B*T', C) prefixes for the batch in hand
-  Kokkos::View<double**, Kokkos::LayoutRight, MemSpace> sums_;  // (owned evaluations, 2)
+  Kokkos::View<double**, Kokkos::LayoutRight, MemSpace> sums_;          // (owned evaluations, 2)
   Kokkos::View<double**, Kokkos::LayoutRight, PinnedSpace> sums_host_;  // its host mirror
 };
 

@@ -37,7 +37,7 @@ void PerturbedWeights::materialise(const ExecSpace& space, const StoredVec& thet
                                    bool with_update, const StepPerturbation& perturbation,
                                    int query, const StoredVec& plus, const StoredVec& minus) {
   const kernels::UpdateTerms terms =
-      with_update ? update_terms(pending, registry_[id], store_.placement().rounding)
+      with_update ? update_terms(perturbation.z, pending, registry_[id], store_.placement().rounding)
                   : kernels::UpdateTerms();
   if (observer_) observer_({id, first, theta.extent(), terms.count + 1});
   const kernels::RowSelection rows = id == embed_id_ ? embed_rows_ : kernels::RowSelection();

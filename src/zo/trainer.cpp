@@ -36,7 +36,7 @@ bool Trainer::maybe_checkpoint(TrainerState& state, int streak, const char* phas
     hooks_.checkpoint_skipped(state.step, streak);
     return false;
   }
-  engine_.flush(state.pending);
+  engine_.flush(config_.z, state.pending);
   heartbeat_.phase(phase, phase_step);
   hooks_.checkpoint(state);
   return true;
@@ -81,7 +81,7 @@ TrainSummary Trainer::run(TrainerState& state) {
   TrainSummary summary;
 
   if (c.evaluate && first_step == 0) {
-    engine_.flush(pending);
+    engine_.flush(c.z, pending);
     heartbeat_.phase("the evaluation before training");
     hooks_.evaluate(0, "start");
   }
@@ -148,7 +148,7 @@ TrainSummary Trainer::run(TrainerState& state) {
     }
     if (done == c.steps) break;
     if (c.evaluate && c.eval_interval > 0 && done % c.eval_interval == 0) {
-      engine_.flush(pending);
+      engine_.flush(c.z, pending);
       heartbeat_.phase("the evaluation after step", done);
       hooks_.evaluate(done, "");
     }
@@ -157,7 +157,7 @@ TrainSummary Trainer::run(TrainerState& state) {
   }
 
   // The end: every pending update applied, then the final checks and outputs.
-  engine_.flush(pending);
+  engine_.flush(c.z, pending);
   engine_.record_own_slices();
   if (mesh_.world().size() > 1) check_replicas(c.steps);
   // optim.steps: 0 only evaluates: once, and θ, unchanged, is not written.

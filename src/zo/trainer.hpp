@@ -41,7 +41,7 @@ struct TrainerConfig {
   double eps = 1e-3;
   double weight_decay = 0;
   int queries = 1;
-  ZSpec z;                               // seed, distribution and recipe of the run's z
+  ZSpec z;                               // the run's z: every step's, and the pending update's
   int max_nonfinite = 5;                 // consecutive non-finite steps that stop the run
   std::int64_t eval_interval = 0;        // 0: before training and at the end only
   std::int64_t checkpoint_interval = 0;  // 0: at the end only

@@ -142,6 +142,16 @@ if "$DISTZO" run v_batch.yaml > v6.log 2>&1; then fail "a resume with another mi
 grep -q "data.micro_batch: 16 in the checkpoint, 8 in the deck" v6.log && grep -q "optim.schedule: constant in the checkpoint, cosine in the deck" v6.log ||
   fail "micro_batch/schedule change message: $(cat v6.log)"
 pass "resume refuses a changed lr, training set, base model, micro_batch or schedule, naming both values; checkpoint.allow_changes lets one through, noted"
+# A resume that changes the seed on purpose draws the deck's z from there on,
+# and its checkpoints record that seed: the next resume reads them back.
+deck v_seed 40 v 'checkpoint:' '  resume: latest' '  allow_changes: [optim.seed]'
+sed -i 's/lr: 1.0e-3/lr: 5.0e-4/; s/queries: 1/queries: 1\n  seed: 7/' v_seed.yaml
+"$DISTZO" run v_seed.yaml > v7.log 2>&1 || { cat v7.log; fail "a resume with an allowed seed change failed"; }
+"$DISTZO" inspect v/ckpt-000040.h5 | grep -q "seed 7, q = 1" || fail "the checkpoint does not record seed 7: $("$DISTZO" inspect v/ckpt-000040.h5)"
+deck v_seed_again 50 v 'checkpoint:' '  resume: latest'
+sed -i 's/lr: 1.0e-3/lr: 5.0e-4/; s/queries: 1/queries: 1\n  seed: 7/' v_seed_again.yaml
+"$DISTZO" run v_seed_again.yaml > v8.log 2>&1 || { cat v8.log; fail "the checkpoint of a run resumed with another seed does not resume"; }
+pass "a resume with an allowed seed change records the new seed, and resumes again from it"
 
 # optim.steps: 0 only evaluates: one evaluation, no checkpoint of the
 # unchanged model, the accuracy said as such (it evaluated twice and wrote a

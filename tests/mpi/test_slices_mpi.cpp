@@ -70,9 +70,9 @@ struct ZCount {
   }
 };
 
-StepPerturbation perturbation(std::int64_t step) {
-  return {ZSpec{17}, step, 1e-3};
-}
+/// The tests' run of z: every step's, and the pending update's.
+const ZSpec kZ{17};
+StepPerturbation perturbation(std::int64_t step) { return {kZ, step, 1e-3}; }
 
 std::vector<double> gradient(const zo::LossTable& losses) {
   std::vector<double> g(static_cast<std::size_t>(losses.queries()));
@@ -140,8 +140,8 @@ void run_case(const runtime::Communicator& node, const Case& c) {
     pending_sliced = pending_plain;
   }
   EXPECT_EQ(sliced.parameter_digest(), plain.parameter_digest()) << "θ with the update pending";
-  plain.flush(pending_plain);
-  sliced.flush(pending_sliced);
+  plain.flush(kZ, pending_plain);
+  sliced.flush(kZ, pending_sliced);
   EXPECT_EQ(sliced.parameter_digest(), plain.parameter_digest()) << "θ after the flush";
   EXPECT_NE(plain.parameter_digest(), TinyModel(c.config(), 1234, resident).digest())
       << "θ never moved";
