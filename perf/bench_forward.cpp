@@ -11,10 +11,14 @@
 // next-token loss at θ, which must match the PyTorch baseline's. --profile
 // adds one more forward with time per kernel label (kernel_profile.hpp).
 
-#include "bench_common.hpp"
-#include "kernel_profile.hpp"
+#include <Kokkos_Core.hpp>
+#include <iostream>
+#include <string>
+#include <vector>
 
+#include "bench_common.hpp"
 #include "io/model_file.hpp"
+#include "kernel_profile.hpp"
 #include "kernels/linear.hpp"
 #include "kernels/losses.hpp"
 #include "model/forward.hpp"
@@ -22,12 +26,6 @@
 #include "runtime/block_streamer.hpp"
 #include "runtime/parameter_store.hpp"
 #include "zo/model_walk.hpp"
-
-#include <Kokkos_Core.hpp>
-
-#include <iostream>
-#include <string>
-#include <vector>
 
 namespace {
 
@@ -95,7 +93,9 @@ int run(int argc, char** argv) {
 
   // Stage times of one forward pass (the walk's ForwardPass); each stage ends
   // with a fence so the split is meaningful on asynchronous backends too.
-  struct Split { double embed, blocks, final_hidden, logits, total; };
+  struct Split {
+    double embed, blocks, final_hidden, logits, total;
+  };
   auto forward_once = [&]() {
     Split s{};
     const auto t0 = Clock::now();
@@ -104,9 +104,12 @@ int run(int argc, char** argv) {
     auto observe = [&](int stage, const Mat&) {
       space.fence();
       const double dt = seconds_since(t);
-      if (stage < 0) s.embed = dt;
-      else if (stage < L) s.blocks += dt;
-      else s.final_hidden = dt;
+      if (stage < 0)
+        s.embed = dt;
+      else if (stage < L)
+        s.blocks += dt;
+      else
+        s.final_hidden = dt;
       t = Clock::now();
     };
     zo::ForwardPass pass(forward, theta, h, batch.tokens, batch.mask, observe);
@@ -121,8 +124,8 @@ int run(int argc, char** argv) {
   };
 
   std::cout << "workload       : batch " << B << " x seq " << T << " = " << N
-            << " tokens per forward, logits (" << N << ", " << c.vocab_size << "); "
-            << warmup << " warm-up + " << reps << " timed repetitions\n";
+            << " tokens per forward, logits (" << N << ", " << c.vocab_size << "); " << warmup
+            << " warm-up + " << reps << " timed repetitions\n";
   for (int i = 0; i < warmup; ++i) forward_once();
   std::vector<double> total, embed, blk, fin, head;
   for (int i = 0; i < reps; ++i) {
@@ -144,16 +147,16 @@ int run(int argc, char** argv) {
   const Stats gflops = Stats::of(perf::rates(flops * 1e-9, total));
   const Stats t_ms = Stats::of(total);
   std::cout << "forward        : " << fmt(tps.median, 5) << " tokens/s (median; min "
-            << fmt(tps.min, 5) << ", max " << fmt(tps.max, 5) << "), "
-            << fmt(t_ms.median * 1e3, 5) << " ms per forward\n"
-            << "  split (median ms): embed " << fmt(Stats::of(embed).median * 1e3, 4)
-            << ", blocks " << fmt(Stats::of(blk).median * 1e3, 5) << ", final hidden "
+            << fmt(tps.min, 5) << ", max " << fmt(tps.max, 5) << "), " << fmt(t_ms.median * 1e3, 5)
+            << " ms per forward\n"
+            << "  split (median ms): embed " << fmt(Stats::of(embed).median * 1e3, 4) << ", blocks "
+            << fmt(Stats::of(blk).median * 1e3, 5) << ", final hidden "
             << fmt(Stats::of(fin).median * 1e3, 4) << ", logits "
             << fmt(Stats::of(head).median * 1e3, 5) << "\n"
             << "  dense FLOPs    : " << fmt(flops * 1e-9, 5) << " GFLOP per forward -> "
             << fmt(gflops.median, 4) << " GFLOP/s\n"
-            << "  check          : mean next-token loss at theta = "
-            << fmt(loss.mean(), 8) << " over " << loss.count << " targets\n";
+            << "  check          : mean next-token loss at theta = " << fmt(loss.mean(), 8)
+            << " over " << loss.count << " targets\n";
 
   // GEMM check: the MLP's first linear (OPT's fc1, Llama's gate_proj),
   // (N, C) x (F, C)^T -> (N, F).
@@ -195,8 +198,8 @@ int run(int argc, char** argv) {
   }
 
   if (const int pairs = static_cast<int>(args.integer("--gemm-paths", 0)); pairs > 0)
-    perf::compare_gemm_paths("forward", pairs, [&] { return forward_once().total; }, std::cout,
-                             true);
+    perf::compare_gemm_paths(
+        "forward", pairs, [&] { return forward_once().total; }, std::cout, true);
 
   const std::vector<std::pair<std::string, std::string>> fields = {
       {"model", path},
@@ -218,4 +221,6 @@ int run(int argc, char** argv) {
 
 }  // namespace
 
-int main(int argc, char** argv) { return distzo::perf::run_main("bench_forward", kUsage, argc, argv, run); }
+int main(int argc, char** argv) {
+  return distzo::perf::run_main("bench_forward", kUsage, argc, argv, run);
+}

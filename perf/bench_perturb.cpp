@@ -31,17 +31,15 @@
 // deep_copy baseline and the no-RNG kernel one, so "vs copy" at 2 threads
 // compares a 2-thread kernel with a 1-thread copy.
 
-#include "bench_common.hpp"
-
-#include "core/perturbation.hpp"
-#include "kernels/perturb_update.hpp"
-
 #include <Kokkos_Core.hpp>
-
 #include <functional>
 #include <iostream>
 #include <string>
 #include <vector>
+
+#include "bench_common.hpp"
+#include "core/perturbation.hpp"
+#include "kernels/perturb_update.hpp"
 
 namespace {
 
@@ -169,9 +167,8 @@ int run(int argc, char** argv) {
   {
     const kernels::UpdateTerms u = pending(Distribution::gaussian, ZRecipe::v2);
     lines.push_back({"apply_update (flush), gaussian", "apply_update_gaussian", 8,
-                     time_reps(space, warmup, reps, [&] {
-                       kernels::apply_update(space, theta, param_id, 0, u);
-                     })});
+                     time_reps(space, warmup, reps,
+                               [&] { kernels::apply_update(space, theta, param_id, 0, u); })});
   }
   {
     // θ stored in bf16: the same arithmetic, 2-byte reads and writes of θ;
@@ -181,8 +178,9 @@ int run(int argc, char** argv) {
     const HalfVec t16 = theta16;
     const StoredVec stored16(StorageDtype::bf16, theta16.data(), n);
     Kokkos::parallel_for(
-        "distzo::perf::theta_to_bf16", Kokkos::RangePolicy<ExecSpace, Kokkos::IndexType<std::int64_t>>(
-                                           space, 0, static_cast<std::int64_t>(n)),
+        "distzo::perf::theta_to_bf16",
+        Kokkos::RangePolicy<ExecSpace, Kokkos::IndexType<std::int64_t>>(
+            space, 0, static_cast<std::int64_t>(n)),
         KOKKOS_LAMBDA(const std::int64_t i) {
           t16(i) = static_cast<std::uint16_t>(
               storage::store(t(i), StorageDtype::bf16, Rounding::nearest, 0));
@@ -193,16 +191,14 @@ int run(int argc, char** argv) {
       u.rounding_stream = RoundingStream::make(2024, 41);
       const std::string how = rounding == Rounding::nearest ? "nearest" : "stochastic";
       lines.push_back({"bf16 θ (" + how + "), update + w+ + w-, gaussian",
-                       "bf16_" + how + "_fused_gaussian", 12,
-                       time_reps(space, warmup, reps, [&] {
+                       "bf16_" + how + "_fused_gaussian", 12, time_reps(space, warmup, reps, [&] {
                          kernels::update_and_perturb(space, stored16, param_id, 0, u, gauss, eps,
                                                      plus, minus);
                        })});
       lines.push_back({"bf16 θ (" + how + "), apply_update (flush), gaussian",
                        "bf16_" + how + "_apply_update_gaussian", 4,
-                       time_reps(space, warmup, reps, [&] {
-                         kernels::apply_update(space, stored16, param_id, 0, u);
-                       })});
+                       time_reps(space, warmup, reps,
+                                 [&] { kernels::apply_update(space, stored16, param_id, 0, u); })});
     }
   }
   {
@@ -226,9 +222,10 @@ int run(int argc, char** argv) {
   }
 
   const Stats base = Stats::of(perf::rates(16.0 * n * 1e-9, lines[0].seconds));
-  std::cout << "\n" << std::left << std::setw(52) << "kernel" << std::right << std::setw(6)
-            << "B/el" << std::setw(11) << "GB/s med" << std::setw(20) << "min-max" << std::setw(11)
-            << "Gel/s" << std::setw(12) << "vs copy\n";
+  std::cout << "\n"
+            << std::left << std::setw(52) << "kernel" << std::right << std::setw(6) << "B/el"
+            << std::setw(11) << "GB/s med" << std::setw(20) << "min-max" << std::setw(11) << "Gel/s"
+            << std::setw(12) << "vs copy\n";
   double g_fused = 0, r_fused = 0;
   for (const Line& l : lines) {
     const Stats gbs = Stats::of(perf::rates(l.bytes_per_element * n * 1e-9, l.seconds));
@@ -238,8 +235,8 @@ int run(int argc, char** argv) {
     if (l.metric == "fused_rademacher") r_fused = els.median;
     std::cout << std::left << std::setw(52) << l.name << std::right << std::setw(6)
               << l.bytes_per_element << std::setw(11) << fmt(gbs.median, 4) << std::setw(20)
-              << (fmt(gbs.min, 4) + " - " + fmt(gbs.max, 4)) << std::setw(11)
-              << fmt(els.median, 4) << std::setw(11) << fmt(ratio, 3) << "\n";
+              << (fmt(gbs.min, 4) + " - " + fmt(gbs.max, 4)) << std::setw(11) << fmt(els.median, 4)
+              << std::setw(11) << fmt(ratio, 3) << "\n";
     perf::print_result("perturb", l.metric, gbs,
                        {{"unit", "GB/s"},
                         {"bytes_per_element", fmt(l.bytes_per_element, 3)},
@@ -249,8 +246,8 @@ int run(int argc, char** argv) {
                         {"vs_deep_copy", fmt(ratio, 4)},
                         {"description", l.name}});
   }
-  std::cout << "\ngaussian vs rademacher (fused update + w+ + w-): "
-            << fmt(g_fused, 4) << " vs " << fmt(r_fused, 4) << " Gelem/s, gaussian is "
+  std::cout << "\ngaussian vs rademacher (fused update + w+ + w-): " << fmt(g_fused, 4) << " vs "
+            << fmt(r_fused, 4) << " Gelem/s, gaussian is "
             << fmt(g_fused > 0 ? r_fused / g_fused : 0, 3) << "x slower\n"
             << "(16 B/el counted: read θ + write θ + write w+ + write w-; with write-allocate "
                "the hardware moves up to 24 B/el)\n";
@@ -259,4 +256,6 @@ int run(int argc, char** argv) {
 
 }  // namespace
 
-int main(int argc, char** argv) { return distzo::perf::run_main("bench_perturb", kUsage, argc, argv, run); }
+int main(int argc, char** argv) {
+  return distzo::perf::run_main("bench_perturb", kUsage, argc, argv, run);
+}

@@ -8,17 +8,15 @@
 //
 //   bench_transfer [--mib M] [--reps R] [--warmup W]
 
-#include "bench_common.hpp"
-
-#include "core/fence.hpp"
-#include "core/stream_event.hpp"
-
 #include <Kokkos_Core.hpp>
-
 #include <functional>
 #include <iostream>
 #include <string>
 #include <vector>
+
+#include "bench_common.hpp"
+#include "core/fence.hpp"
+#include "core/stream_event.hpp"
 
 namespace {
 
@@ -52,8 +50,8 @@ int run(int argc, char** argv) {
   Kokkos::deep_copy(host_up, real(1));
   Kokkos::deep_copy(dev_a, real(2));
   Kokkos::fence();
-  std::cout << "workload       : " << mib << " MiB per copy (" << fmt(gb, 4) << " GB), "
-            << warmup << " warm-up + " << reps << " timed; instances "
+  std::cout << "workload       : " << mib << " MiB per copy (" << fmt(gb, 4) << " GB), " << warmup
+            << " warm-up + " << reps << " timed; instances "
             << (lanes.distinct ? "distinct (upload, write-back)" : "all the default one") << "\n";
 
   auto time = [&](const std::function<void()>& body, const std::function<void()>& wait) {
@@ -107,4 +105,6 @@ int run(int argc, char** argv) {
 
 }  // namespace
 
-int main(int argc, char** argv) { return distzo::perf::run_main("bench_transfer", kUsage, argc, argv, run); }
+int main(int argc, char** argv) {
+  return distzo::perf::run_main("bench_transfer", kUsage, argc, argv, run);
+}

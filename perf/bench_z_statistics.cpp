@@ -9,15 +9,13 @@
 // Memory: 4 B per sample (float32, sorted in place for the KS statistic):
 // 400 MB at the default 10^8.
 
-#include "bench_common.hpp"
-
-#include "core/perturbation.hpp"
-#include "support/normal_statistics.hpp"
-
 #include <Kokkos_Core.hpp>
-
 #include <iostream>
 #include <vector>
+
+#include "bench_common.hpp"
+#include "core/perturbation.hpp"
+#include "support/normal_statistics.hpp"
 
 namespace {
 
@@ -41,7 +39,8 @@ int run(int argc, char** argv) {
   const auto host = Kokkos::create_mirror_view(z);
   bool all_ok = true;
   for (const ZRecipe recipe : {ZRecipe::v1, ZRecipe::v2}) {
-    const PerturbationStream s = PerturbationStream::make(seed, 42, 0, Distribution::gaussian, recipe);
+    const PerturbationStream s =
+        PerturbationStream::make(seed, 42, 0, Distribution::gaussian, recipe);
     const auto t0 = perf::Clock::now();
     fill_perturbation(space, z, s, 3, 2);  // off the block grid, as the test
     space.fence();
@@ -51,8 +50,9 @@ int run(int argc, char** argv) {
     const double max_abs = std::sqrt((recipe == ZRecipe::v1 ? 64.0 : 60.0) * std::log(2.0));
     std::cout << "recipe " << to_int(recipe) << ": " << n << " samples generated in "
               << perf::fmt(generate_s, 4) << " s\n";
-    perf::print_result("z_statistics", "generate_s", perf::Stats::of({generate_s}),
-                       {{"recipe", std::to_string(to_int(recipe))}, {"samples", std::to_string(n)}});
+    perf::print_result(
+        "z_statistics", "generate_s", perf::Stats::of({generate_s}),
+        {{"recipe", std::to_string(to_int(recipe))}, {"samples", std::to_string(n)}});
     for (const distzo_test::NormalCheck& c : distzo_test::normal_checks(sample, max_abs)) {
       std::cout << "  " << std::left << std::setw(34) << c.name << std::right << std::setw(14)
                 << perf::fmt(c.value, 6) << "  < " << std::setw(12) << perf::fmt(c.bound, 6)

@@ -12,16 +12,15 @@
 // On the Serial backend kernels are synchronous, so begin-to-end is the
 // kernel's run time; on an asynchronous backend it is only the launch cost.
 
-#include "bench_common.hpp"
-
 #include <Kokkos_Core.hpp>
-
 #include <algorithm>
 #include <cstdint>
 #include <map>
 #include <string>
 #include <utility>
 #include <vector>
+
+#include "bench_common.hpp"
 
 namespace distzo::perf {
 
@@ -67,7 +66,8 @@ class KernelProfile {
   /// Entries by total time, largest first.
   static std::vector<Entry> entries() {
     std::vector<Entry> out;
-    for (const auto& kv : state().table) out.push_back({kv.first, kv.second.first, kv.second.second});
+    for (const auto& kv : state().table)
+      out.push_back({kv.first, kv.second.first, kv.second.second});
     std::sort(out.begin(), out.end(),
               [](const Entry& a, const Entry& b) { return a.seconds > b.seconds; });
     return out;

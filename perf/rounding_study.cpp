@@ -95,7 +95,7 @@ struct Master {
   StorageDtype dtype = StorageDtype::fp32;
   Rounding rounding = Rounding::nearest;
   std::vector<StoredVec> theta;  // by id
-  double unchanged = 0;  // element updates lost, summed over steps (fraction per step)
+  double unchanged = 0;          // element updates lost, summed over steps (fraction per step)
 };
 
 /// The float value of element i of tensor k (host copies).
@@ -118,8 +118,8 @@ std::uint64_t same_elements(const ExecSpace& space, const StoredVec& a, const St
   const StoredVec::Bytes x = a.raw(), y = b.raw();
   Kokkos::parallel_reduce(
       "distzo::perf::same_elements",
-      Kokkos::RangePolicy<ExecSpace, Kokkos::IndexType<std::int64_t>>(space, 0,
-                                                                      static_cast<std::int64_t>(a.extent())),
+      Kokkos::RangePolicy<ExecSpace, Kokkos::IndexType<std::int64_t>>(
+          space, 0, static_cast<std::int64_t>(a.extent())),
       KOKKOS_LAMBDA(const std::int64_t i, std::uint64_t& sum) {
         bool same = true;
         for (std::size_t k = 0; k < bytes; ++k) same = same && x(i * bytes + k) == y(i * bytes + k);
@@ -164,7 +164,8 @@ int run(int argc, char** argv) {
     std::vector<Master> masters;
     masters.push_back(Master{});
     for (StorageDtype d : {StorageDtype::bf16, StorageDtype::fp16})
-      for (Rounding r : {Rounding::nearest, Rounding::stochastic}) masters.push_back(Master{d, r, {}, 0});
+      for (Rounding r : {Rounding::nearest, Rounding::stochastic})
+        masters.push_back(Master{d, r, {}, 0});
     for (Master& m : masters) {
       for (const auto& p : registry.parameters()) {
         const auto n = static_cast<std::size_t>(p.numel());
@@ -186,7 +187,8 @@ int run(int argc, char** argv) {
       for (Master& m : masters) {
         std::uint64_t same = 0;
         for (const auto& p : registry.parameters()) {
-          const kernels::UpdateTerms terms = zo::update_terms(perturbation.z, pending, p, m.rounding);
+          const kernels::UpdateTerms terms =
+              zo::update_terms(perturbation.z, pending, p, m.rounding);
           const StoredVec before("before", m.dtype, m.theta[p.id].extent());
           deep_copy_stored(space, before, m.theta[p.id]);
           kernels::apply_update(space, m.theta[p.id], p.id, 0, terms);

@@ -5,7 +5,8 @@
 #           tests that run a cluster of their own (slurm_requeue on one
 #           node, slurm_two_nodes on two; the packages' own services are not
 #           configured or used), and python3-h5py, for the test of
-#           tools/hf_to_h5.py's round trip (mpi_hf_round_trip).
+#           tools/hf_to_h5.py's round trip (mpi_hf_round_trip), and
+#           clang-format and clang-tidy, for scripts/check-style.sh (CI).
 set -euo pipefail
 with_test=0
 for arg in "$@"; do
@@ -23,7 +24,7 @@ packages=(
   libyaml-cpp-dev
   googletest libgtest-dev
 )
-((with_test)) && packages+=(slurm-wlm munge python3-h5py)
+((with_test)) && packages+=(slurm-wlm munge python3-h5py clang-format clang-tidy)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

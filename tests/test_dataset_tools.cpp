@@ -4,14 +4,14 @@
 // file's description attribute); the .txt holds LABEL<TAB>ids per example
 // from tokenizer.encode(prompt).ids, and "# candidates:" / "# pad_token_id:".
 
-#include "io/dataset.hpp"
-
 #include <gtest/gtest.h>
 
 #include <fstream>
 #include <sstream>
 #include <string>
 #include <vector>
+
+#include "io/dataset.hpp"
 
 namespace {
 
@@ -50,7 +50,8 @@ TEST(DatasetTools, PythonWrittenDatasetMatchesTokenizerIds) {
   for (std::int64_t i = 0; i < d.num_examples; ++i) {
     ASSERT_EQ(d.lengths[i], static_cast<int>(ids[i].size())) << "example " << i;
     for (std::int64_t t = 0; t < d.seq_len; ++t)
-      EXPECT_EQ(d.token(i, t), t < d.lengths[i] ? ids[i][t] : pad) << "example " << i << ", t " << t;
+      EXPECT_EQ(d.token(i, t), t < d.lengths[i] ? ids[i][t] : pad)
+          << "example " << i << ", t " << t;
     EXPECT_EQ(d.labels[i], labels[i]) << "example " << i;
   }
 }

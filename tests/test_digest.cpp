@@ -6,10 +6,6 @@
 // any split of a tensor add up to the whole (so no thread count, chunking
 // or reduction order can change it). Placements: tests/test_placement.cpp.
 
-#include "core/digest.hpp"
-#include "core/fp.hpp"
-#include "kernels/digest.hpp"
-
 #include <gtest/gtest.h>
 
 #include <cstdint>
@@ -17,6 +13,10 @@
 #include <random>
 #include <string>
 #include <vector>
+
+#include "core/digest.hpp"
+#include "core/fp.hpp"
+#include "kernels/digest.hpp"
 
 namespace {
 
@@ -164,9 +164,10 @@ TEST(Digest, SlicesAddUpToTheWhole) {
   // result independent of threads, chunking and backend.
   const std::vector<float> x = random_tensor(50000, 3);
   const std::uint64_t whole = device_sum(x);
-  for (const std::vector<std::size_t>& cuts :
-       {std::vector<std::size_t>{0, 50000}, {0, 1, 50000}, {0, 1000, 1024, 49999, 50000},
-        {0, 333, 12345, 25000, 37777, 50000}}) {
+  for (const std::vector<std::size_t>& cuts : {std::vector<std::size_t>{0, 50000},
+                                               {0, 1, 50000},
+                                               {0, 1000, 1024, 49999, 50000},
+                                               {0, 333, 12345, 25000, 37777, 50000}}) {
     std::uint64_t device_parts = 0, host_parts = 0;
     for (std::size_t c = cuts.size() - 1; c > 0; --c) {  // last slice first
       const std::vector<float> slice(x.begin() + cuts[c - 1], x.begin() + cuts[c]);

@@ -1,7 +1,5 @@
 // core/fp.hpp: the operations really are separate roundings in this build
 // (no contraction into fma), and fp::exp is accurate and exact at its edges.
-#include "core/fp.hpp"
-
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -9,6 +7,8 @@
 #include <cstdio>
 #include <cstring>
 #include <limits>
+
+#include "core/fp.hpp"
 
 namespace {
 

@@ -13,6 +13,18 @@
 // positions are not compared: Hugging Face fills them with values that carry
 // no meaning (fully masked softmax rows).
 
+#include <dirent.h>
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <map>
+#include <string>
+#include <tuple>
+#include <vector>
+
 #include "app/forward_logits.hpp"
 #include "io/hdf5_file.hpp"
 #include "io/model_file.hpp"
@@ -22,21 +34,8 @@
 #include "runtime/block_streamer.hpp"
 #include "runtime/faults.hpp"
 #include "runtime/parameter_store.hpp"
-#include "zo/model_walk.hpp"
-
 #include "support/expect_error.hpp"
-
-#include <gtest/gtest.h>
-
-#include <algorithm>
-#include <cctype>
-#include <cmath>
-#include <dirent.h>
-#include <map>
-#include <string>
-#include <tuple>
-#include <unistd.h>
-#include <vector>
+#include "zo/model_walk.hpp"
 
 namespace {
 
@@ -48,7 +47,8 @@ std::vector<std::string> reference_names() {
   if (DIR* dir = opendir(DISTZO_TEST_DATA)) {
     while (dirent* e = readdir(dir)) {
       std::string n = e->d_name;
-      if (n.size() > suffix.size() && n.compare(n.size() - suffix.size(), suffix.size(), suffix) == 0)
+      if (n.size() > suffix.size() &&
+          n.compare(n.size() - suffix.size(), suffix.size(), suffix) == 0)
         names.push_back(n.substr(0, n.size() - suffix.size()));
     }
     closedir(dir);
@@ -259,9 +259,8 @@ TEST(GoldenFixtures, PresentForEveryArchitecture) {
       << "expected pre-LN, post-LN and projected OPT fixtures in " << DISTZO_TEST_DATA;
   EXPECT_GE(count[model::Architecture::llama], 3)
       << "expected GQA, untied and biased Llama fixtures in " << DISTZO_TEST_DATA;
-  for (const model::Architecture a :
-       {model::Architecture::qwen2, model::Architecture::qwen3, model::Architecture::mistral,
-        model::Architecture::gemma3})
+  for (const model::Architecture a : {model::Architecture::qwen2, model::Architecture::qwen3,
+                                      model::Architecture::mistral, model::Architecture::gemma3})
     EXPECT_GE(count[a], 1) << "no " << model::architecture_name(a) << " fixture in "
                            << DISTZO_TEST_DATA << " (tools/make_reference.py writes one)";
 }

@@ -12,7 +12,6 @@
 #include "core/error.hpp"
 #include "kernels/activations.hpp"
 #include "kernels/host_gemm.hpp"
-
 #include "support/kernel_check.hpp"
 
 namespace {

@@ -14,7 +14,6 @@
 #include "kernels/attention.hpp"
 #include "kernels/embedding.hpp"
 #include "kernels/host_gemm.hpp"
-
 #include "support/kernel_check.hpp"
 
 namespace {
@@ -114,8 +113,9 @@ TEST(KernelsAttention, SplitAndMergeHeadsAreExactReorderings) {
   k::merge_heads(space(), back, hm, heads, seq);
   const HostMat round_trip = to_host(back);
   for (std::size_t r = 0; r < batch * seq; ++r)
-    for (std::size_t c = 0; c < channels; ++c) EXPECT_EQ(float_bits(round_trip(r, c)), float_bits(x(r, c)));
-  EXPECT_THROW(k::split_heads(space(), hm, to_device(x), ConstVec(), 5, seq), Error);  // 5 ∤ 12
+    for (std::size_t c = 0; c < channels; ++c)
+      EXPECT_EQ(float_bits(round_trip(r, c)), float_bits(x(r, c)));
+  EXPECT_THROW(k::split_heads(space(), hm, to_device(x), ConstVec(), 5, seq), Error);    // 5 ∤ 12
   EXPECT_THROW(k::split_heads(space(), hm, to_device(x), ConstVec(), heads, 3), Error);  // 3 ∤ 10
   EXPECT_THROW(k::merge_heads(space(), back, Mat("small", 6, hd), heads, seq), Error);
 }
@@ -194,7 +194,8 @@ TEST(KernelsAttention, ShapeErrorsThrow) {
   EXPECT_THROW(k::attention_heads(space(), o, h, h, h, mask, 3, 3, 1.0f, scores), Error);
   // Fewer floats than one pair's 1 x 3 x 3 scores.
   EXPECT_THROW(k::attention_heads(space(), o, h, h, h, mask, 2, 2, 1.0f, Vec("s", 8)), Error);
-  EXPECT_THROW(k::attention_heads(space(), Mat("o", 12, 3), h, h, h, mask, 2, 2, 1.0f, scores), Error);
+  EXPECT_THROW(k::attention_heads(space(), Mat("o", 12, 3), h, h, h, mask, 2, 2, 1.0f, scores),
+               Error);
 }
 
 // ---------------------------------- rotary embedding and grouped-query heads (Llama)
@@ -240,7 +241,8 @@ TEST(KernelsRotary, MatchesRotateHalfDefinitionAtMaskPositions) {
   EXPECT_THROW(k::rotary_embedding(space(), bad, cos, sin, heads, static_cast<int>(seq)), Error);
   Mat xr = to_device(x);
   EXPECT_THROW(k::rotary_embedding(space(), xr, cos, sin, heads + 1, static_cast<int>(seq)), Error);
-  EXPECT_THROW(k::rotary_tables(space(), cos, Mat("s", batch * seq, half + 1), pos, 10000.0), Error);
+  EXPECT_THROW(k::rotary_tables(space(), cos, Mat("s", batch * seq, half + 1), pos, 10000.0),
+               Error);
   EXPECT_THROW(k::rotary_tables(space(), cos, sin, pos, 1.0), Error);
 }
 
@@ -250,9 +252,8 @@ TEST(KernelsAttention, GroupedQueryHeadsReadTheirSharedKeyValueHead) {
   // (transformers' repeat_kv).
   const int heads = 6, kv_heads = 2;
   const std::size_t seq = 9, hd = 8, group = heads / kv_heads;
-  const HostIntMat mask = int_mat({{1, 1, 1, 1, 1, 1, 1, 1, 1},
-                                   {0, 0, 1, 1, 1, 1, 1, 1, 1},
-                                   {1, 1, 1, 1, 1, 0, 0, 0, 0}});
+  const HostIntMat mask = int_mat(
+      {{1, 1, 1, 1, 1, 1, 1, 1, 1}, {0, 0, 1, 1, 1, 1, 1, 1, 1}, {1, 1, 1, 1, 1, 0, 0, 0, 0}});
   const std::size_t batch = mask.extent(0), rows = batch * seq;
   const HostMat q = random_host(rows, heads * hd, 181);
   const HostMat kk = random_host(rows, kv_heads * hd, 182);
@@ -286,9 +287,9 @@ TEST(KernelsAttention, GroupedQueryHeadsReadTheirSharedKeyValueHead) {
   k::attention_heads(space(), oh_rep, qh, kh_rep, vh_rep, to_device(mask), heads, heads, scale,
                      scores);
   EXPECT_TRUE(all_close(to_host(oh), as_ref(to_host(oh_rep)), 4 * kFloatU, 4 * kFloatU));
-  EXPECT_THROW(k::attention_heads(space(), oh, qh, kh, vh, to_device(mask), heads, 4, scale,
-                                  scores),
-               Error);  // 4 does not divide 6
+  EXPECT_THROW(
+      k::attention_heads(space(), oh, qh, kh, vh, to_device(mask), heads, 4, scale, scores),
+      Error);  // 4 does not divide 6
 }
 
 TEST(KernelsAttention, PairsGiveTheSameBitsAtAnyThreadCountAndSlotCount) {

@@ -8,7 +8,6 @@
 #include <vector>
 
 #include "kernels/kernels.hpp"
-
 #include "support/kernel_check.hpp"
 
 namespace {

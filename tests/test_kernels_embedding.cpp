@@ -9,7 +9,6 @@
 
 #include "core/error.hpp"
 #include "kernels/embedding.hpp"
-
 #include "support/kernel_check.hpp"
 
 namespace {

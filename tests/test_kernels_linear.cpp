@@ -14,7 +14,6 @@
 #include "core/fp.hpp"
 #include "core/storage_dtype.hpp"
 #include "kernels/linear.hpp"
-
 #include "support/kernel_check.hpp"
 
 namespace {
@@ -209,7 +208,8 @@ TEST(KernelsLinear, TwoByteInputsAreTheRoundedProductsSummedInOrder) {
         ASSERT_EQ(fp::to_bits(got(r, o)), fp::to_bits(sum)) << "y(" << r << ", " << o << ")";
 #endif
         // cuBLAS sums in its own order: within a dot product's bound.
-        ASSERT_NEAR(got(r, o), exact, 1e-5 * (1.0 + std::fabs(exact))) << "y(" << r << ", " << o << ")";
+        ASSERT_NEAR(got(r, o), exact, 1e-5 * (1.0 + std::fabs(exact)))
+            << "y(" << r << ", " << o << ")";
       }
 
     // A float32 matrix through the same entry point is the float linear.

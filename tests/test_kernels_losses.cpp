@@ -11,7 +11,6 @@
 
 #include "core/error.hpp"
 #include "kernels/losses.hpp"
-
 #include "support/kernel_check.hpp"
 
 namespace {

@@ -9,7 +9,6 @@
 
 #include "core/error.hpp"
 #include "kernels/layernorm.hpp"
-
 #include "support/kernel_check.hpp"
 
 namespace {

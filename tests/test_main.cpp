@@ -1,6 +1,7 @@
 // Entry point of every unit-test binary: Kokkos lives for the whole run.
-#include <Kokkos_Core.hpp>
 #include <gtest/gtest.h>
+
+#include <Kokkos_Core.hpp>
 
 int main(int argc, char** argv) {
   ::testing::InitGoogleTest(&argc, argv);

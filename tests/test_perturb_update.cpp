@@ -4,9 +4,6 @@
 // perturbed in place; a slice is perturbed exactly like the whole; a fused
 // update and a flushed update give bit-identical θ.
 
-#include "kernels/perturb_update.hpp"
-#include "kernels/host_gemm.hpp"
-
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -16,6 +13,9 @@
 #include <sstream>
 #include <string>
 #include <vector>
+
+#include "kernels/host_gemm.hpp"
+#include "kernels/perturb_update.hpp"
 
 namespace {
 
@@ -111,37 +111,37 @@ TEST(PerturbUpdate, MatchesThePythonReferenceBitForBit) {
 /// Both Gaussian recipes and Rademacher: the kernel must be the same
 /// function of (θ, z) whatever makes z.
 const std::pair<Distribution, ZRecipe> kKinds[] = {{Distribution::gaussian, ZRecipe::v2},
-                                                    {Distribution::gaussian, ZRecipe::v1},
-                                                    {Distribution::rademacher, ZRecipe::v2}};
+                                                   {Distribution::gaussian, ZRecipe::v1},
+                                                   {Distribution::rademacher, ZRecipe::v2}};
 
 TEST(PerturbUpdate, MatchesHostReference) {
- for (const auto& [dist, recipe] : kKinds) {
-  const std::size_t n = 1003;  // not a multiple of 4
-  const std::uint32_t id = 5;
-  const std::uint64_t first = 6;  // starts mid-block
-  ExecSpace space;
-  Vec theta = make_theta(n, 0.1f), plus("plus", n), minus("minus", n);
-  const std::vector<float> before = to_host(theta);
-  const kernels::UpdateTerms u = two_query_update(dist, recipe);
-  const PerturbationStream s = stream(7, 42, 0, dist, recipe);
-  const float eps = 1e-3f;
-  kernels::update_and_perturb(space, theta, id, first, u, s, eps, plus, minus);
+  for (const auto& [dist, recipe] : kKinds) {
+    const std::size_t n = 1003;  // not a multiple of 4
+    const std::uint32_t id = 5;
+    const std::uint64_t first = 6;  // starts mid-block
+    ExecSpace space;
+    Vec theta = make_theta(n, 0.1f), plus("plus", n), minus("minus", n);
+    const std::vector<float> before = to_host(theta);
+    const kernels::UpdateTerms u = two_query_update(dist, recipe);
+    const PerturbationStream s = stream(7, 42, 0, dist, recipe);
+    const float eps = 1e-3f;
+    kernels::update_and_perturb(space, theta, id, first, u, s, eps, plus, minus);
 
-  const std::vector<float> t = to_host(theta), p = to_host(plus), m = to_host(minus);
-  double max_err = 0;
-  for (std::size_t i = 0; i < n; ++i) {
-    const std::uint64_t e = first + i;
-    // Reference in double from the scalar generator, then compared with a
-    // tolerance of a few float ulps of |θ| (the kernel works in float).
-    double ref = before[i] - double(u.decay) * before[i];
-    for (int q = 0; q < u.count; ++q) ref -= double(u.coefficient[q]) * u.stream[q].z(id, e);
-    const double z = s.z(id, e);
-    max_err = std::max({max_err, std::fabs(t[i] - ref), std::fabs(p[i] - (ref + eps * z)),
-                        std::fabs(m[i] - (ref - eps * z))});
+    const std::vector<float> t = to_host(theta), p = to_host(plus), m = to_host(minus);
+    double max_err = 0;
+    for (std::size_t i = 0; i < n; ++i) {
+      const std::uint64_t e = first + i;
+      // Reference in double from the scalar generator, then compared with a
+      // tolerance of a few float ulps of |θ| (the kernel works in float).
+      double ref = before[i] - double(u.decay) * before[i];
+      for (int q = 0; q < u.count; ++q) ref -= double(u.coefficient[q]) * u.stream[q].z(id, e);
+      const double z = s.z(id, e);
+      max_err = std::max({max_err, std::fabs(t[i] - ref), std::fabs(p[i] - (ref + eps * z)),
+                          std::fabs(m[i] - (ref - eps * z))});
+    }
+    EXPECT_LT(max_err, 1e-6) << "max abs error against the double reference, " << to_string(dist)
+                             << " recipe " << to_int(recipe);
   }
-  EXPECT_LT(max_err, 1e-6) << "max abs error against the double reference, "
-                           << to_string(dist) << " recipe " << to_int(recipe);
- }
 }
 
 TEST(PerturbUpdate, NeverPerturbsThetaInPlace) {
@@ -161,30 +161,32 @@ TEST(PerturbUpdate, NeverPerturbsThetaInPlace) {
 }
 
 TEST(PerturbUpdate, SliceEqualsWhole) {
- for (const auto& [dist, recipe] : kKinds) {
-  ExecSpace space;
-  const std::size_t n = 999;
-  const kernels::UpdateTerms u = two_query_update(dist, recipe);
-  const PerturbationStream s = stream(3, 9, 1, dist, recipe);
-  Vec whole = make_theta(n, 0.2f), whole_plus("wp", n);
-  kernels::update_and_perturb(space, whole, 11, 0, u, s, 1e-3f, whole_plus, Vec());
-  const std::vector<float> w = to_host(whole), wp = to_host(whole_plus);
+  for (const auto& [dist, recipe] : kKinds) {
+    ExecSpace space;
+    const std::size_t n = 999;
+    const kernels::UpdateTerms u = two_query_update(dist, recipe);
+    const PerturbationStream s = stream(3, 9, 1, dist, recipe);
+    Vec whole = make_theta(n, 0.2f), whole_plus("wp", n);
+    kernels::update_and_perturb(space, whole, 11, 0, u, s, 1e-3f, whole_plus, Vec());
+    const std::vector<float> w = to_host(whole), wp = to_host(whole_plus);
 
-  // Three uneven slices, processed in reverse order.
-  const std::size_t cuts[] = {0, 333, 334, 999};
-  const std::vector<float> init = to_host(make_theta(n, 0.2f));
-  for (int part = 2; part >= 0; --part) {
-    const std::size_t a = cuts[part], b = cuts[part + 1];
-    Vec slice("slice", b - a), slice_plus("slice_plus", b - a);
-    auto h = Kokkos::create_mirror_view(slice);
-    for (std::size_t i = a; i < b; ++i) h(i - a) = init[i];
-    Kokkos::deep_copy(slice, h);
-    kernels::update_and_perturb(space, slice, 11, a, u, s, 1e-3f, slice_plus, Vec());
-    const std::vector<float> st = to_host(slice), sp = to_host(slice_plus);
-    EXPECT_TRUE(same_bits(st, std::vector<float>(w.begin() + a, w.begin() + b))) << "part " << part;
-    EXPECT_TRUE(same_bits(sp, std::vector<float>(wp.begin() + a, wp.begin() + b))) << "part " << part;
+    // Three uneven slices, processed in reverse order.
+    const std::size_t cuts[] = {0, 333, 334, 999};
+    const std::vector<float> init = to_host(make_theta(n, 0.2f));
+    for (int part = 2; part >= 0; --part) {
+      const std::size_t a = cuts[part], b = cuts[part + 1];
+      Vec slice("slice", b - a), slice_plus("slice_plus", b - a);
+      auto h = Kokkos::create_mirror_view(slice);
+      for (std::size_t i = a; i < b; ++i) h(i - a) = init[i];
+      Kokkos::deep_copy(slice, h);
+      kernels::update_and_perturb(space, slice, 11, a, u, s, 1e-3f, slice_plus, Vec());
+      const std::vector<float> st = to_host(slice), sp = to_host(slice_plus);
+      EXPECT_TRUE(same_bits(st, std::vector<float>(w.begin() + a, w.begin() + b)))
+          << "part " << part;
+      EXPECT_TRUE(same_bits(sp, std::vector<float>(wp.begin() + a, wp.begin() + b)))
+          << "part " << part;
+    }
   }
- }
 }
 
 TEST(PerturbUpdate, HostThreadsGiveTheBitsOfOneThread) {
@@ -214,9 +216,7 @@ TEST(PerturbUpdate, FusedAndFlushedUpdatesAreBitIdentical) {
   const std::size_t n = 4097;
   const kernels::UpdateTerms u = two_query_update();
   Vec fused = make_theta(n, -0.3f), flushed = make_theta(n, -0.3f), plus("plus", n);
-  kernels::update_and_perturb(space, fused, 2, 0, u,
-                              stream(7, 42, 0), 1e-3f,
-                              plus, Vec());
+  kernels::update_and_perturb(space, fused, 2, 0, u, stream(7, 42, 0), 1e-3f, plus, Vec());
   kernels::apply_update(space, flushed, 2, 0, u);
   EXPECT_TRUE(same_bits(to_host(fused), to_host(flushed)));
 }
@@ -264,8 +264,7 @@ TEST(PerturbUpdate, RejectsMismatchedScratch) {
   ExecSpace space;
   Vec theta("theta", 10), small("small", 9);
   EXPECT_THROW(kernels::update_and_perturb(space, theta, 0, 0, kernels::UpdateTerms(),
-                                           stream(0, 0, 0),
-                                           1e-3f, small, Vec()),
+                                           stream(0, 0, 0), 1e-3f, small, Vec()),
                Error);
 }
 

@@ -6,10 +6,6 @@
 // ulp, round to nearest loses every one while stochastic rounding keeps them
 // on average.
 
-#include "kernels/perturb_update.hpp"
-
-#include "support/kernel_check.hpp"
-
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -18,6 +14,9 @@
 #include <sstream>
 #include <string>
 #include <vector>
+
+#include "kernels/perturb_update.hpp"
+#include "support/kernel_check.hpp"
 
 namespace {
 
@@ -91,13 +90,13 @@ TEST(PerturbUpdateHalf, MatchesThePythonReferenceBitForBit) {
     // The element inside a larger range, so the chunked path is the one exercised.
     const std::uint64_t before = element >= 5 ? 5 : 0;
     const std::size_t n = static_cast<std::size_t>(before) + 1 + 200;
-    std::vector<std::uint16_t> words(n, static_cast<std::uint16_t>(
-                                            storage::store(0.5f, dtype, Rounding::nearest, 0)));
+    std::vector<std::uint16_t> words(
+        n, static_cast<std::uint16_t>(storage::store(0.5f, dtype, Rounding::nearest, 0)));
     words[before] = static_cast<std::uint16_t>(theta_word);
     const HalfVec theta = to_device(words);
     Vec plus("plus", n), minus("minus", n);
-    kernels::update_and_perturb(space, stored(theta, dtype), kParam, element - before, u, now, 1e-3f, plus,
-                                minus);
+    kernels::update_and_perturb(space, stored(theta, dtype), kParam, element - before, u, now,
+                                1e-3f, plus, minus);
     EXPECT_EQ(words_of(theta)[before], new_word) << "θ' of " << line;
     EXPECT_EQ(fp::to_bits(floats_of(plus)[before]), plus_bits) << "w+ of " << line;
     EXPECT_EQ(fp::to_bits(floats_of(minus)[before]), minus_bits) << "w- of " << line;
@@ -129,7 +128,8 @@ TEST(PerturbUpdateHalf, IsTheFloat32UpdateThenTheStorageRounding) {
 
       const HalfVec theta = to_device(before);
       Vec plus("plus", n), minus("minus", n);
-      kernels::update_and_perturb(space, stored(theta, dtype), kParam, first, u, now, eps, plus, minus);
+      kernels::update_and_perturb(space, stored(theta, dtype), kParam, first, u, now, eps, plus,
+                                  minus);
       const std::vector<std::uint16_t> after = words_of(theta);
       const std::vector<float> p = floats_of(plus), m = floats_of(minus);
       int changed = 0;
@@ -179,8 +179,8 @@ TEST(PerturbUpdateHalf, TwoByteOutputsAreTheFloatOutputsRoundedToNearest) {
         }
         const HalfVec theta_f = to_device(before), theta_w = to_device(before);
         Vec plus("plus", n), minus("minus", n);
-        kernels::update_and_perturb(space, stored(theta_f, dtype), kParam, first, u, now, eps, plus, minus,
-                                    rows);
+        kernels::update_and_perturb(space, stored(theta_f, dtype), kParam, first, u, now, eps, plus,
+                                    minus, rows);
         const std::vector<std::uint16_t> marker(n, 0x7E01u);  // a NaN no rounding gives
         HalfVec plus16 = to_device(marker), minus16 = to_device(marker);
         kernels::update_and_perturb(space, stored(theta_w, dtype), kParam, first, u, now, eps,
@@ -197,8 +197,10 @@ TEST(PerturbUpdateHalf, TwoByteOutputsAreTheFloatOutputsRoundedToNearest) {
             continue;
           }
           ++written;
-          ASSERT_EQ(p16[i], storage::store(p[i], dtype, Rounding::nearest, 0u)) << "w+ " << first + i;
-          ASSERT_EQ(m16[i], storage::store(m[i], dtype, Rounding::nearest, 0u)) << "w- " << first + i;
+          ASSERT_EQ(p16[i], storage::store(p[i], dtype, Rounding::nearest, 0u))
+              << "w+ " << first + i;
+          ASSERT_EQ(m16[i], storage::store(m[i], dtype, Rounding::nearest, 0u))
+              << "w- " << first + i;
         }
         EXPECT_GT(written, static_cast<int>(n / 4));
       }
@@ -216,7 +218,8 @@ TEST(PerturbUpdateHalf, SliceEqualsWholeAndFlushEqualsFused) {
     const std::vector<std::uint16_t> init = initial_words(n, dtype);
     const HalfVec whole = to_device(init);
     Vec whole_plus("wp", n);
-    kernels::update_and_perturb(space, stored(whole, dtype), 11, 0, u, now, 1e-3f, whole_plus, Vec());
+    kernels::update_and_perturb(space, stored(whole, dtype), 11, 0, u, now, 1e-3f, whole_plus,
+                                Vec());
     const std::vector<std::uint16_t> w = words_of(whole);
     const std::vector<float> wp = floats_of(whole_plus);
 
@@ -227,9 +230,11 @@ TEST(PerturbUpdateHalf, SliceEqualsWholeAndFlushEqualsFused) {
     const std::size_t cuts[] = {0, 333, 334, 999};  // uneven, done in reverse order
     for (int part = 2; part >= 0; --part) {
       const std::size_t a = cuts[part], b = cuts[part + 1];
-      const HalfVec slice = to_device(std::vector<std::uint16_t>(init.begin() + a, init.begin() + b));
+      const HalfVec slice =
+          to_device(std::vector<std::uint16_t>(init.begin() + a, init.begin() + b));
       Vec slice_plus("sp", b - a);
-      kernels::update_and_perturb(space, stored(slice, dtype), 11, a, u, now, 1e-3f, slice_plus, Vec());
+      kernels::update_and_perturb(space, stored(slice, dtype), 11, a, u, now, 1e-3f, slice_plus,
+                                  Vec());
       EXPECT_EQ(words_of(slice), std::vector<std::uint16_t>(w.begin() + a, w.begin() + b))
           << to_string(dtype) << " part " << part;
       const std::vector<float> sp = floats_of(slice_plus);
@@ -257,12 +262,13 @@ TEST(PerturbUpdateHalf, NearestLosesUpdatesBelowHalfAnUlpStochasticKeepsThemOnAv
     for (Rounding rounding : kRoundings) {
       kernels::UpdateTerms u;
       u.count = 1;
-      u.stream[0] = PerturbationStream::make(kSeed, kPendingStep, 0, Distribution::rademacher,
-                                             ZRecipe::v2);
+      u.stream[0] =
+          PerturbationStream::make(kSeed, kPendingStep, 0, Distribution::rademacher, ZRecipe::v2);
       u.coefficient[0] = a;
       u.rounding = rounding;
       u.rounding_stream = RoundingStream::make(kSeed, kPendingStep);
-      const std::uint16_t start = static_cast<std::uint16_t>(storage::store(1.5f, dtype, rounding, 0));
+      const std::uint16_t start =
+          static_cast<std::uint16_t>(storage::store(1.5f, dtype, rounding, 0));
       const HalfVec theta = to_device(std::vector<std::uint16_t>(n, start));
       kernels::apply_update(space, stored(theta, dtype), kParam, 0, u);
       const std::vector<std::uint16_t> after = words_of(theta);

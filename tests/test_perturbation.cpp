@@ -3,29 +3,29 @@
 // for both Gaussian recipes, recipe 2's error against the exact transform and
 // its largest |z|, independence from chunking and order, distinct streams,
 // and the statistics of both distributions.
-#include "core/error.hpp"
-#include "core/fence.hpp"
-#include "core/perturbation.hpp"
-#include "core/types.hpp"
-#include "support/normal_statistics.hpp"
-
-#include <Kokkos_Core.hpp>
 #include <gtest/gtest.h>
 
+#include <Kokkos_Core.hpp>
 #include <algorithm>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
 #include <fstream>
-#include <sstream>
 #include <limits>
 #include <numeric>
 #include <random>
+#include <sstream>
 #include <string>
 #include <type_traits>
 #include <utility>
 #include <vector>
+
+#include "core/error.hpp"
+#include "core/fence.hpp"
+#include "core/perturbation.hpp"
+#include "core/types.hpp"
+#include "support/normal_statistics.hpp"
 
 namespace distzo_test_perturbation {
 
@@ -101,8 +101,8 @@ std::vector<real> scalar_in_kernel(const PerturbationStream& s, std::uint32_t pa
 
 // Fills [0, n) chunk by chunk, each chunk into its subview of one output,
 // visiting the chunks in the given order.
-std::vector<real> fill_in_chunks(const PerturbationStream& s, std::uint32_t param_id,
-                                 std::size_t n, const std::vector<std::size_t>& bounds,
+std::vector<real> fill_in_chunks(const PerturbationStream& s, std::uint32_t param_id, std::size_t n,
+                                 const std::vector<std::size_t>& bounds,
                                  const std::vector<std::size_t>& order) {
   distzo::ExecSpace space;
   distzo::Vec out("distzo::test::z_chunks", n);
@@ -152,8 +152,8 @@ constexpr KnownAnswer kKnownAnswers[] = {
      -0.145649567f, -1},
     {0x123456789abcdefull, 0x3e8ull, 0x3u, 0x11u, 0x400000002ull, 0x76d3886cu, 0x667a1eb2u,
      0xbf92e6fcu, -1.14767408f, -1},
-    {0x123456789abcdefull, 0x3e8ull, 0x3u, 0x11u, 0xffffffffffffffffull, 0x76d3886cu,
-     0x667a1eb2u, 0xbf2392f5u, -0.638961136f, -1},
+    {0x123456789abcdefull, 0x3e8ull, 0x3u, 0x11u, 0xffffffffffffffffull, 0x76d3886cu, 0x667a1eb2u,
+     0xbf2392f5u, -0.638961136f, -1},
     {0x2aull, 0x100000007ull, 0xffffffffu, 0xffffffffu, 0x75bcd15ull, 0x443f1ff6u, 0x976407aeu,
      0xbf5fc722u, -0.874132276f, -1},
     {0xffffffffffffffffull, 0xffffffffffffffffull, 0x1u, 0x2u, 0x5ull, 0x76ceaf17u, 0x6ad0910bu,
@@ -216,8 +216,8 @@ TEST(Perturbation, KnownAnswersRecipe1) {
 }
 
 TEST(Perturbation, KnownRawBlock) {
-  const PerturbationStream s = PerturbationStream::make(0x0123456789ABCDEFull, 1000, 3,
-                                                        Distribution::gaussian, ZRecipe::v2);
+  const PerturbationStream s =
+      PerturbationStream::make(0x0123456789ABCDEFull, 1000, 3, Distribution::gaussian, ZRecipe::v2);
   const distzo::PhiloxBlock w = s.bits(17, 5);
   EXPECT_EQ(w.v[0], 0x66e34086u);
   EXPECT_EQ(w.v[1], 0x42245a28u);
@@ -251,8 +251,8 @@ TEST(Perturbation, BulkFillEqualsScalarFunction) {
       const std::vector<real> bulk = fill(s, 4, first, n);
       // Same backend: the scalar function in a kernel gives the same bits.
       expect_bitwise_equal(bulk, scalar_in_kernel(s, 4, first, n),
-                           std::string("fill vs scalar in kernel, ") + d.name() +
-                               ", first " + std::to_string(first));
+                           std::string("fill vs scalar in kernel, ") + d.name() + ", first " +
+                               std::to_string(first));
       // Host evaluation: identical on host backends and, with recipe 2, on
       // every backend; recipe 1 within a float ulp across backends.
       for (std::size_t i = 0; i < n; ++i) {
@@ -272,8 +272,8 @@ TEST(Perturbation, EmptyFillIsANoOpAndOverflowIsAnError) {
       PerturbationStream::make(1, 2, 3, Distribution::gaussian, ZRecipe::v2);
   distzo::ExecSpace space;
   distzo::Vec empty("distzo::test::empty", 0);
-  EXPECT_NO_THROW(distzo::fill_perturbation(space, empty, s, 0,
-                                            std::numeric_limits<std::uint64_t>::max()));
+  EXPECT_NO_THROW(
+      distzo::fill_perturbation(space, empty, s, 0, std::numeric_limits<std::uint64_t>::max()));
   distzo::Vec two("distzo::test::two", 2);
   EXPECT_THROW(
       distzo::fill_perturbation(space, two, s, 0, std::numeric_limits<std::uint64_t>::max()),
@@ -285,15 +285,14 @@ TEST(Perturbation, SubrangeEqualsTheSameRangeOfTheWholeTensor) {
   for (const Kind& d : kKinds) {
     const PerturbationStream s = make(99, 123456, 0, d);
     const std::vector<real> whole = fill(s, 31, 0, n);
-    const std::pair<std::size_t, std::size_t> ranges[] = {
-        {7, 778}, {1, 2}, {5, 7}, {9, 12}, {13, 14}, {0, 1001}, {998, 1001}, {3, 5}};
+    const std::pair<std::size_t, std::size_t> ranges[] = {{7, 778}, {1, 2},    {5, 7},      {9, 12},
+                                                          {13, 14}, {0, 1001}, {998, 1001}, {3, 5}};
     for (const auto& [a, b] : ranges) {
       const std::vector<real> part = fill(s, 31, a, b - a);
       const std::vector<real> want(whole.begin() + static_cast<std::ptrdiff_t>(a),
                                    whole.begin() + static_cast<std::ptrdiff_t>(b));
-      expect_bitwise_equal(part, want,
-                           d.name() + " range [" + std::to_string(a) +
-                               ", " + std::to_string(b) + ")");
+      expect_bitwise_equal(
+          part, want, d.name() + " range [" + std::to_string(a) + ", " + std::to_string(b) + ")");
     }
   }
 }
@@ -398,7 +397,9 @@ TEST_P(GaussianRecipe, MomentsChiSquareAndKolmogorovSmirnov) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Recipes, GaussianRecipe, ::testing::Values(ZRecipe::v1, ZRecipe::v2),
-                         [](const auto& info) { return "v" + std::to_string(distzo::to_int(info.param)); });
+                         [](const auto& info) {
+                           return "v" + std::to_string(distzo::to_int(info.param));
+                         });
 
 TEST(Perturbation, RademacherIsBalancedSigns) {
   const std::size_t n = 1000000;
@@ -449,7 +450,8 @@ std::vector<KatRow> read_kat() {
     if (r.pair) {
       is >> std::hex >> r.a >> r.b >> r.bits >> r.odd_bits;
     } else {
-      is >> std::dec >> r.seed >> r.step >> r.query >> r.param_id >> r.element >> std::hex >> r.bits;
+      is >> std::dec >> r.seed >> r.step >> r.query >> r.param_id >> r.element >> std::hex >>
+          r.bits;
     }
     EXPECT_FALSE(is.fail()) << "unreadable line: " << line;
     rows.push_back(r);
@@ -533,8 +535,8 @@ TEST(Recipe2, ErrorAgainstTheExactTransformIsBelow1e6) {
     const long double theta = pi * (static_cast<long double>(v >> 30) / 2.0L +
                                     static_cast<long double>(t) / 8388608.0L / 4.0L);
     const long double r = std::sqrt(-2.0L * std::log(u1));
-    const long double err = std::max(std::fabs(even - r * std::cos(theta)),
-                                     std::fabs(odd - r * std::sin(theta)));
+    const long double err =
+        std::max(std::fabs(even - r * std::cos(theta)), std::fabs(odd - r * std::sin(theta)));
     if (err > max_err) {
       max_err = err;
       worst_a = a;

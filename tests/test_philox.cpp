@@ -1,14 +1,14 @@
 // Philox-4x32 against the Random123 known-answer vectors, on the host and in a
 // kernel on the default execution space.
+#include <gtest/gtest.h>
+
+#include <Kokkos_Core.hpp>
+#include <cstdint>
+#include <type_traits>
+
 #include "core/fence.hpp"
 #include "core/philox.hpp"
 #include "core/types.hpp"
-
-#include <Kokkos_Core.hpp>
-#include <gtest/gtest.h>
-
-#include <cstdint>
-#include <type_traits>
 
 namespace distzo_test_philox {
 
@@ -27,17 +27,29 @@ struct Kat {
 // Random123 tests/kat_vectors, the "philox4x32 7" and "philox4x32 10" lines:
 // name rounds ctr[4] key[2] expected[4], all hex words.
 constexpr Kat kKats[] = {
-    {7, {{0x00000000, 0x00000000, 0x00000000, 0x00000000}}, {{0x00000000, 0x00000000}},
+    {7,
+     {{0x00000000, 0x00000000, 0x00000000, 0x00000000}},
+     {{0x00000000, 0x00000000}},
      {{0x5f6fb709, 0x0d893f64, 0x4f121f81, 0x4f730a48}}},
-    {7, {{0xffffffff, 0xffffffff, 0xffffffff, 0xffffffff}}, {{0xffffffff, 0xffffffff}},
+    {7,
+     {{0xffffffff, 0xffffffff, 0xffffffff, 0xffffffff}},
+     {{0xffffffff, 0xffffffff}},
      {{0x5207ddc2, 0x45165e59, 0x4d8ee751, 0x8c52f662}}},
-    {7, {{0x243f6a88, 0x85a308d3, 0x13198a2e, 0x03707344}}, {{0xa4093822, 0x299f31d0}},
+    {7,
+     {{0x243f6a88, 0x85a308d3, 0x13198a2e, 0x03707344}},
+     {{0xa4093822, 0x299f31d0}},
      {{0x4dfccaba, 0x190a87f0, 0xc47362ba, 0xb6b5242a}}},
-    {10, {{0x00000000, 0x00000000, 0x00000000, 0x00000000}}, {{0x00000000, 0x00000000}},
+    {10,
+     {{0x00000000, 0x00000000, 0x00000000, 0x00000000}},
+     {{0x00000000, 0x00000000}},
      {{0x6627e8d5, 0xe169c58d, 0xbc57ac4c, 0x9b00dbd8}}},
-    {10, {{0xffffffff, 0xffffffff, 0xffffffff, 0xffffffff}}, {{0xffffffff, 0xffffffff}},
+    {10,
+     {{0xffffffff, 0xffffffff, 0xffffffff, 0xffffffff}},
+     {{0xffffffff, 0xffffffff}},
      {{0x408f276d, 0x41c83b0e, 0xa20bc7c6, 0x6d5451fd}}},
-    {10, {{0x243f6a88, 0x85a308d3, 0x13198a2e, 0x03707344}}, {{0xa4093822, 0x299f31d0}},
+    {10,
+     {{0x243f6a88, 0x85a308d3, 0x13198a2e, 0x03707344}},
+     {{0xa4093822, 0x299f31d0}},
      {{0xd16cfe09, 0x94fdcceb, 0x5001e420, 0x24126ea1}}},
 };
 constexpr int kNumKats = sizeof(kKats) / sizeof(kKats[0]);
@@ -142,16 +154,17 @@ void expect_bulk_matches_single_calls(Bulk bulk, const char* what) {
   const PhiloxKey keys[2] = {{{0x27cac5a1u, 0xbf36e5ecu}}, {{0x76d3886cu, 0x667a1eb2u}}};
   PhiloxKey k[K];
   for (int i = 0; i < K; ++i) k[i] = keys[i];
-  for (const std::uint64_t first : {0ull, 5ull, 0xFFFFFFF7ull, 0x1FFFFFFF0ull,
-                                    0xFFFFFFFFFFFFFFFFull - N + 1}) {
+  for (const std::uint64_t first :
+       {0ull, 5ull, 0xFFFFFFF7ull, 0x1FFFFFFF0ull, 0xFFFFFFFFFFFFFFFFull - N + 1}) {
     std::uint32_t out[K][4][N];
     bulk(first, 17u, 0x5A56414Cu, k, out);
     for (int key = 0; key < K; ++key)
       for (int i = 0; i < N; ++i) {
         const std::uint64_t b = first + static_cast<std::uint64_t>(i);
-        const PhiloxBlock want = distzo::philox4x32_10(
-            {{static_cast<std::uint32_t>(b), static_cast<std::uint32_t>(b >> 32), 17u, 0x5A56414Cu}},
-            k[key]);
+        const PhiloxBlock want =
+            distzo::philox4x32_10({{static_cast<std::uint32_t>(b),
+                                    static_cast<std::uint32_t>(b >> 32), 17u, 0x5A56414Cu}},
+                                  k[key]);
         for (int w = 0; w < 4; ++w)
           ASSERT_EQ(out[key][w][i], want.v[w])
               << what << " N=" << N << " K=" << K << ": first " << first << ", block " << i
@@ -177,8 +190,7 @@ TEST(Philox, BulkFormMatchesSingleCalls) {
 #if defined(DISTZO_PHILOX_AVX2)
   expect_bulk_matches_single_calls<64, 2>(distzo::philox_detail::philox4x32_10_n_avx2<64, 2>,
                                           "avx2");
-  expect_bulk_matches_single_calls<8, 1>(distzo::philox_detail::philox4x32_10_n_avx2<8, 1>,
-                                         "avx2");
+  expect_bulk_matches_single_calls<8, 1>(distzo::philox_detail::philox4x32_10_n_avx2<8, 1>, "avx2");
   expect_bulk_matches_single_calls<24, 2>(distzo::philox_detail::philox4x32_10_n_avx2<24, 2>,
                                           "avx2");
 #endif

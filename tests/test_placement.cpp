@@ -108,7 +108,8 @@ TEST(ParameterStore, EveryPlacementHoldsTheSameTheta) {
       const std::uint32_t id = m.registry.block_ids(k).front();
       EXPECT_EQ(m.store->theta()[id].extent() != 0, k < K) << "block " << k;
     }
-    const std::size_t block_bytes = m.store->layout(model::GroupRef::of_block(0)).bytes(m.store->storage());
+    const std::size_t block_bytes =
+        m.store->layout(model::GroupRef::of_block(0)).bytes(m.store->storage());
     EXPECT_EQ(m.store->host_bytes(), static_cast<std::size_t>(L - K) * block_bytes);
     EXPECT_EQ(m.store->device_bytes() + m.store->host_bytes(), resident.store->device_bytes());
   }
@@ -294,7 +295,8 @@ TEST(BlockStreamer, ScheduleFollowsZo2) {
               zo::walk(streamer, p);
               check_schedule(streamer.trace(), K, L, prefetch, streamer.slots(), modified, poison);
             }
-            const std::size_t block_bytes = m.store->layout(model::GroupRef::of_block(0)).bytes(m.store->storage());
+            const std::size_t block_bytes =
+                m.store->layout(model::GroupRef::of_block(0)).bytes(m.store->storage());
             EXPECT_EQ(streamer.last_pass_bytes().to_device, (L - K) * block_bytes);
             EXPECT_EQ(streamer.last_pass_bytes().to_host, modified ? (L - K) * block_bytes : 0u);
             EXPECT_EQ(streamer.total_bytes().to_device, 3 * (L - K) * block_bytes);

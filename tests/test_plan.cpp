@@ -4,6 +4,10 @@
 // splits, placements and a projected model; the config.json reader; and
 // `distzo inspect`, which must not allocate in the execution space.
 
+#include <gtest/gtest.h>
+
+#include <sstream>
+
 #include "app/inspect.hpp"
 #include "app/plan.hpp"
 #include "app/sliced_schedule.hpp"
@@ -15,10 +19,6 @@
 #include "support/expect_error.hpp"
 #include "support/tiny_model.hpp"
 #include "zo/engine.hpp"
-
-#include <gtest/gtest.h>
-
-#include <sstream>
 
 namespace {
 
@@ -43,8 +43,8 @@ runtime::PlacementConfig offload(int k, int prefetch) {
 }
 
 /// θ placed as `placement` says, stored in 2 bytes.
-runtime::PlacementConfig stored_in(StorageDtype dtype,
-                                   runtime::PlacementConfig placement = runtime::PlacementConfig()) {
+runtime::PlacementConfig stored_in(
+    StorageDtype dtype, runtime::PlacementConfig placement = runtime::PlacementConfig()) {
   placement.storage = dtype;
   return placement;
 }
@@ -74,21 +74,23 @@ TEST(Plan, PredictsWhatARunAllocates) {
       {model::Task::classification, 2, 2, stored_in(StorageDtype::fp16), 0, false, true},
       {model::Task::causal_lm, 2, 4, stored_in(StorageDtype::bf16, offload(1, 2)), 8, true},
       {model::Task::causal_lm, 2, 1, one_at_a_time(runtime::PlacementConfig()), 0, true},
-      {model::Task::classification, 2, 1, one_at_a_time(stored_in(StorageDtype::bf16, offload(0, 1))), 0, true, true},
+      {model::Task::classification, 2, 1,
+       one_at_a_time(stored_in(StorageDtype::bf16, offload(0, 1))), 0, true, true},
       {model::Task::causal_lm, 1, 2, one_at_a_time(stored_in(StorageDtype::fp16)), 8, false},
       {model::Task::causal_lm, 1, 1, two_byte_gemm(stored_in(StorageDtype::bf16)), 0, true},
-      {model::Task::classification, 2, 2, two_byte_gemm(stored_in(StorageDtype::fp16, offload(1, 2))), 0, false, true},
-      {model::Task::causal_lm, 2, 1, two_byte_gemm(one_at_a_time(stored_in(StorageDtype::bf16, offload(0, 1)))), 8, true, true},
+      {model::Task::classification, 2, 2,
+       two_byte_gemm(stored_in(StorageDtype::fp16, offload(1, 2))), 0, false, true},
+      {model::Task::causal_lm, 2, 1,
+       two_byte_gemm(one_at_a_time(stored_in(StorageDtype::bf16, offload(0, 1)))), 8, true, true},
   };
   for (const Case& c : cases) {
     model::ModelConfig config =
         c.llama ? test_support::tiny_llama_config() : tiny_config(true, c.proj);
     config.num_hidden_layers = 5;
     const int B = 4, T = 9;
-    const io::Dataset data =
-        c.task == model::Task::causal_lm
-            ? io::make_synthetic_causal_lm(16, T, config.vocab_size, 1)
-            : io::make_synthetic_classification(16, T, config.vocab_size, 1);
+    const io::Dataset data = c.task == model::Task::causal_lm
+                                 ? io::make_synthetic_causal_lm(16, T, config.vocab_size, 1)
+                                 : io::make_synthetic_classification(16, T, config.vocab_size, 1);
     app::PlanInputs in;
     in.config = config;
     in.placement = c.placement;
@@ -114,9 +116,9 @@ TEST(Plan, PredictsWhatARunAllocates) {
     const MemoryUsage after = MemoryAccounting::usage();
     MemoryAccounting::stop();
 
-    SCOPED_TRACE("task " + std::to_string(static_cast<int>(c.task)) + " q=" +
-                 std::to_string(c.queries) + " P=" + std::to_string(c.perturbation) + " K=" +
-                 std::to_string(c.placement.resident_blocks));
+    SCOPED_TRACE("task " + std::to_string(static_cast<int>(c.task)) +
+                 " q=" + std::to_string(c.queries) + " P=" + std::to_string(c.perturbation) +
+                 " K=" + std::to_string(c.placement.resident_blocks));
     // The formula is exact: every role's high-water mark to the byte.
     EXPECT_EQ(used.peak_of(MemoryRole::weights), plan.weights);
     EXPECT_EQ(used.peak_of(MemoryRole::scratch), plan.scratch);
@@ -193,7 +195,8 @@ TEST(Plan, SlicedScheduleFollowsTheFormula) {
                       2 * (8.0 * 16) * block_params * 2 / bw.gemm_flops;
   EXPECT_DOUBLE_EQ(s.block_seconds, std::max(A / 4 / bw.pcie, work));
   EXPECT_DOUBLE_EQ(s.step_seconds, 4 * s.block_seconds);
-  const double zo2 = std::max(A / bw.pcie, 6 * A / bw.hbm + 2 * 256.0 * block_params * 4 / bw.gemm_flops);
+  const double zo2 =
+      std::max(A / bw.pcie, 6 * A / bw.hbm + 2 * 256.0 * block_params * 4 / bw.gemm_flops);
   EXPECT_DOUBLE_EQ(s.zo2_step_seconds, 4 * zo2);
   EXPECT_GT(s.speedup(), 1.0);
 
@@ -239,12 +242,15 @@ TEST(HfConfig, ReadsOptAndRefusesWhatDistzoDoesNotImplement) {
   EXPECT_EQ(back.word_embed_proj_dim, c.word_embed_proj_dim);
   EXPECT_EQ(back.do_layer_norm_before, c.do_layer_norm_before);
 
-  EXPECT_NE(hf_config_error(R"({"model_type": "gpt2"})").find("model_type is 'gpt2'"), std::string::npos);
-  EXPECT_NE(hf_config_error(R"({"model_type": "opt", "tie_word_embeddings": false})").find("tie_word_embeddings"),
+  EXPECT_NE(hf_config_error(R"({"model_type": "gpt2"})").find("model_type is 'gpt2'"),
+            std::string::npos);
+  EXPECT_NE(hf_config_error(R"({"model_type": "opt", "tie_word_embeddings": false})")
+                .find("tie_word_embeddings"),
             std::string::npos);
   EXPECT_NE(hf_config_error(R"({"model_type": "opt", "activation_function": "gelu"})").find("gelu"),
             std::string::npos);
-  EXPECT_NE(hf_config_error(R"({"model_type": "opt", "hidden_size": "big"})").find("hidden_size must be an integer"),
+  EXPECT_NE(hf_config_error(R"({"model_type": "opt", "hidden_size": "big"})")
+                .find("hidden_size must be an integer"),
             std::string::npos);
   EXPECT_NE(hf_config_error("[1, 2]").find("expected a JSON object"), std::string::npos);
   EXPECT_NE(hf_config_error("{\"model_type\": ").find("not valid JSON"), std::string::npos);
@@ -281,18 +287,25 @@ TEST(HfConfig, ReadsLlamaWithEitherRopeFormAndRefusesRopeScaling) {
   EXPECT_EQ(io::parse_hf_config(io::hf_config_json(c), "back.json"), c);
   EXPECT_EQ(io::parse_hf_config(io::hf_config_json(v5), "back.json"), v5);
 
-  EXPECT_NE(hf_config_error(R"({"model_type": "llama", "rope_scaling": {"rope_type": "llama3", "factor": 8.0}})")
-                .find("rope_type 'llama3'"),
+  EXPECT_NE(
+      hf_config_error(
+          R"({"model_type": "llama", "rope_scaling": {"rope_type": "llama3", "factor": 8.0}})")
+          .find("rope_type 'llama3'"),
+      std::string::npos);
+  EXPECT_NE(
+      hf_config_error(
+          R"({"model_type": "llama", "rope_parameters": {"rope_type": "default", "factor": 2.0}})")
+          .find("rope_parameters.factor"),
+      std::string::npos);
+  EXPECT_NE(
+      hf_config_error(R"({"model_type": "llama", "hidden_act": "gelu"})").find("hidden_act 'gelu'"),
+      std::string::npos);
+  EXPECT_NE(hf_config_error(R"({"model_type": "llama", "num_key_value_heads": 5})")
+                .find("multiple of num_key_value_heads"),
             std::string::npos);
-  EXPECT_NE(hf_config_error(R"({"model_type": "llama", "rope_parameters": {"rope_type": "default", "factor": 2.0}})")
-                .find("rope_parameters.factor"),
-            std::string::npos);
-  EXPECT_NE(hf_config_error(R"({"model_type": "llama", "hidden_act": "gelu"})").find("hidden_act 'gelu'"),
-            std::string::npos);
-  EXPECT_NE(hf_config_error(R"({"model_type": "llama", "num_key_value_heads": 5})").find("multiple of num_key_value_heads"),
-            std::string::npos);
-  EXPECT_NE(hf_config_error(R"({"model_type": "llama", "pretraining_tp": 2})").find("pretraining_tp"),
-            std::string::npos);
+  EXPECT_NE(
+      hf_config_error(R"({"model_type": "llama", "pretraining_tp": 2})").find("pretraining_tp"),
+      std::string::npos);
 }
 
 TEST(HfConfig, ReadsLlamasKinAndRefusesWhatTheyDoNotShare) {
@@ -344,8 +357,9 @@ TEST(HfConfig, ReadsLlamasKinAndRefusesWhatTheyDoNotShare) {
   EXPECT_NE(hf_config_error(R"({"model_type": "qwen2", "attention_bias": true})")
                 .find("biases on q, k and v only"),
             std::string::npos);
-  EXPECT_NE(hf_config_error(R"({"model_type": "gemma2"})").find("distzo supports opt, llama, qwen2"),
-            std::string::npos);
+  EXPECT_NE(
+      hf_config_error(R"({"model_type": "gemma2"})").find("distzo supports opt, llama, qwen2"),
+      std::string::npos);
   // A sequence longer than the window is refused before anything runs.
   app::PlanInputs in;
   in.config = mistral;
@@ -374,7 +388,8 @@ TEST(HfConfig, ReadsGemma3InEitherFormAndRefusesWhatItDoesNotImplement) {
          "final_logit_softcapping": null, "use_bidirectional_attention": false)";
   const model::ModelConfig v4 = io::parse_hf_config(
       "{" + shape + R"(, "rope_theta": 1000000.0, "rope_local_base_freq": 10000.0,
-         "rope_scaling": null, "_sliding_window_pattern": 6, )" + layer_types + "}",
+         "rope_scaling": null, "_sliding_window_pattern": 6, )" +
+          layer_types + "}",
       "config.json");
   EXPECT_EQ(v4.architecture, model::Architecture::gemma3);
   EXPECT_EQ(v4.sliding_window_pattern, 6);
@@ -388,11 +403,11 @@ TEST(HfConfig, ReadsGemma3InEitherFormAndRefusesWhatItDoesNotImplement) {
   EXPECT_EQ(v4.attention_scale(), 1.0 / 16);
   EXPECT_EQ(model::ParameterRegistry::for_model(v4).total_elements(), 268098176);
   // transformers 5: rope_parameters per layer type; a pattern instead of the list.
-  const model::ModelConfig v5 = io::parse_hf_config(
-      "{" + shape + R"(, "sliding_window_pattern": 6, "rope_parameters": {
+  const model::ModelConfig v5 =
+      io::parse_hf_config("{" + shape + R"(, "sliding_window_pattern": 6, "rope_parameters": {
          "full_attention": {"rope_type": "default", "rope_theta": 1000000.0},
          "sliding_attention": {"rope_type": "default", "rope_theta": 10000.0}}})",
-      "config.json");
+                          "config.json");
   EXPECT_EQ(v5, v4);
   EXPECT_EQ(io::parse_hf_config(io::hf_config_json(v4), "back.json"), v4);
   const std::string described = model::describe(v4, "; ");
@@ -400,13 +415,15 @@ TEST(HfConfig, ReadsGemma3InEitherFormAndRefusesWhatItDoesNotImplement) {
             std::string::npos)
       << described;
   // Defaults: Gemma3TextConfig's (4096-position window, pattern 6, tied).
-  const model::ModelConfig defaults = io::parse_hf_config(R"({"model_type": "gemma3_text"})", "c.json");
+  const model::ModelConfig defaults =
+      io::parse_hf_config(R"({"model_type": "gemma3_text"})", "c.json");
   EXPECT_EQ(defaults.sliding_window, 4096);
   EXPECT_EQ(defaults.sliding_window_pattern, 6);
   EXPECT_EQ(defaults.query_pre_attn_scalar, 256);
 
   const auto refusal = [](const std::string& keys) {
-    return hf_config_error(R"({"model_type": "gemma3_text", "num_hidden_layers": 3, )" + keys + "}");
+    return hf_config_error(R"({"model_type": "gemma3_text", "num_hidden_layers": 3, )" + keys +
+                           "}");
   };
   EXPECT_NE(refusal(R"("final_logit_softcapping": 30.0)").find("final_logit_softcapping is set"),
             std::string::npos);
@@ -416,22 +433,26 @@ TEST(HfConfig, ReadsGemma3InEitherFormAndRefusesWhatItDoesNotImplement) {
   EXPECT_NE(refusal(R"("attention_bias": true)").find("no released Gemma 3"), std::string::npos);
   EXPECT_NE(refusal(R"("hidden_activation": "gelu")").find("hidden_activation 'gelu'"),
             std::string::npos);
-  EXPECT_NE(refusal(R"("rope_scaling": {"rope_type": "linear", "factor": 8.0})").find("rope_scaling is set"),
+  EXPECT_NE(refusal(R"("rope_scaling": {"rope_type": "linear", "factor": 8.0})")
+                .find("rope_scaling is set"),
             std::string::npos);
-  EXPECT_NE(refusal(R"("rope_parameters": {"full_attention": {"rope_type": "linear", "factor": 8.0}})")
-                .find("rope_type 'linear'"),
-            std::string::npos);
+  EXPECT_NE(
+      refusal(R"("rope_parameters": {"full_attention": {"rope_type": "linear", "factor": 8.0}})")
+          .find("rope_type 'linear'"),
+      std::string::npos);
   EXPECT_NE(refusal(R"("rope_parameters": {"rope_type": "default", "rope_theta": 5.0})")
                 .find("one entry per layer type"),
             std::string::npos);
-  EXPECT_NE(refusal(R"("layer_types": ["full_attention", "sliding_attention", "sliding_attention"])")
-                .find("one repeating pattern"),
-            std::string::npos);
+  EXPECT_NE(
+      refusal(R"("layer_types": ["full_attention", "sliding_attention", "sliding_attention"])")
+          .find("one repeating pattern"),
+      std::string::npos);
   EXPECT_NE(refusal(R"("layer_types": ["sliding_attention", "full_attention"])").find("3) entries"),
             std::string::npos);
-  EXPECT_NE(refusal(R"("layer_types": ["sliding_attention", "chunked_attention", "full_attention"])")
-                .find("'chunked_attention'"),
-            std::string::npos);
+  EXPECT_NE(
+      refusal(R"("layer_types": ["sliding_attention", "chunked_attention", "full_attention"])")
+          .find("'chunked_attention'"),
+      std::string::npos);
   // No full layer at all: the pattern is L + 1.
   EXPECT_EQ(io::parse_hf_config(R"({"model_type": "gemma3_text", "num_hidden_layers": 2,
                                    "layer_types": ["sliding_attention", "sliding_attention"]})",
@@ -458,8 +479,8 @@ TEST(Inspect, AllocatesNothingInTheExecutionSpace) {
   EXPECT_EQ(digest.str().size(), 17u);  // 16 hex digits and a newline
   // The digest is a reduction on the host execution space, whose backend
   // may keep a reduction buffer in host memory (role other); nothing else.
-  for (MemoryRole role : {MemoryRole::weights, MemoryRole::scratch, MemoryRole::activations,
-                          MemoryRole::host_master})
+  for (MemoryRole role :
+       {MemoryRole::weights, MemoryRole::scratch, MemoryRole::activations, MemoryRole::host_master})
     EXPECT_EQ(u.peak_of(role), 0u) << "inspect allocated " << to_string(role) << " memory";
   EXPECT_EQ(u.device_peak, 0u);
 }

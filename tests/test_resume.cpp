@@ -1,13 +1,13 @@
 // Resume compatibility (app/resume.hpp) as a pure function of two decks and
 // the digests: what a resume may change, what it refuses, what it notes.
-#include "app/resume.hpp"
-#include "io/checkpoint.hpp"
-#include "io/deck.hpp"
-
 #include <gtest/gtest.h>
 
 #include <string>
 #include <vector>
+
+#include "app/resume.hpp"
+#include "io/checkpoint.hpp"
+#include "io/deck.hpp"
 
 namespace {
 
@@ -16,10 +16,11 @@ using namespace distzo;
 /// A deck of 10 steps with `optim` lines (the rest of its optim section) and
 /// `more` sections after it.
 io::Deck deck(const std::string& optim = "  lr: 1e-3\n", const std::string& more = "") {
-  return io::parse_deck("model:\n  path: m.h5\ndata:\n  train: t.h5\n  micro_batch: 16\n"
-                        "output:\n  dir: out\noptim:\n  steps: 10\n" +
-                            optim + more,
-                        "deck.yaml");
+  return io::parse_deck(
+      "model:\n  path: m.h5\ndata:\n  train: t.h5\n  micro_batch: 16\n"
+      "output:\n  dir: out\noptim:\n  steps: 10\n" +
+          optim + more,
+      "deck.yaml");
 }
 
 /// A checkpoint's training state that records both digests.
@@ -40,8 +41,8 @@ TEST(Resume, TheSameDeckAndFilesChangeNothing) {
 }
 
 TEST(Resume, AChangedTrajectoryKeyIsRefusedWithBothValues) {
-  const app::ResumeChanges c = app::resume_changes(deck("  lr: 1e-3\n"), saved_state(),
-                                                   deck("  lr: 5e-4\n"), {}, kSame);
+  const app::ResumeChanges c =
+      app::resume_changes(deck("  lr: 1e-3\n"), saved_state(), deck("  lr: 5e-4\n"), {}, kSame);
   ASSERT_EQ(c.refused.size(), 1u);
   EXPECT_EQ(c.refused[0], "optim.lr: 0.001 in the checkpoint, 5e-04 in the deck");
   EXPECT_TRUE(c.allowed.empty());
@@ -51,7 +52,8 @@ TEST(Resume, AKeyInAllowChangesIsNotedInstead) {
   const app::ResumeChanges c =
       app::resume_changes(deck("  lr: 1e-3\n  seed: 1\n"), saved_state(),
                           deck("  lr: 5e-4\n  seed: 2\n"), {"optim.lr"}, kSame);
-  EXPECT_EQ(c.allowed, std::vector<std::string>{"optim.lr: 0.001 in the checkpoint, 5e-04 in the deck"});
+  EXPECT_EQ(c.allowed,
+            std::vector<std::string>{"optim.lr: 0.001 in the checkpoint, 5e-04 in the deck"});
   EXPECT_EQ(c.refused, std::vector<std::string>{"optim.seed: 1 in the checkpoint, 2 in the deck"});
 }
 
@@ -60,7 +62,8 @@ TEST(Resume, KeysThatDoNotChangeTheTrajectoryMayChange) {
   const io::Deck after = deck("  lr: 1e-3\n  queries: 2\n", "parallel:\n  perturbation: 2\n");
   const app::ResumeChanges c = app::resume_changes(before, saved_state(), after, {}, kSame);
   // optim.queries is the trajectory's, parallel.perturbation is not.
-  EXPECT_EQ(c.refused, std::vector<std::string>{"optim.queries: 1 in the checkpoint, 2 in the deck"});
+  EXPECT_EQ(c.refused,
+            std::vector<std::string>{"optim.queries: 1 in the checkpoint, 2 in the deck"});
 }
 
 TEST(Resume, HowThetaIsStoredIsPartOfTheTrajectory) {
@@ -68,10 +71,12 @@ TEST(Resume, HowThetaIsStoredIsPartOfTheTrajectory) {
   const io::Deck bf16_sr = deck("  lr: 1e-3\n", "precision:\n  storage: bf16\n");
   const io::Deck bf16_rn =
       deck("  lr: 1e-3\n", "precision:\n  storage: bf16\n  rounding: nearest\n");
-  EXPECT_EQ(app::resume_changes(bf16_sr, saved_state(), f32, {}, kSame).refused,
-            std::vector<std::string>{"precision.storage: bf16 in the checkpoint, fp32 in the deck"});
-  EXPECT_EQ(app::resume_changes(f32, saved_state(), bf16_sr, {"precision.storage"}, kSame).allowed,
-            std::vector<std::string>{"precision.storage: fp32 in the checkpoint, bf16 in the deck"});
+  EXPECT_EQ(
+      app::resume_changes(bf16_sr, saved_state(), f32, {}, kSame).refused,
+      std::vector<std::string>{"precision.storage: bf16 in the checkpoint, fp32 in the deck"});
+  EXPECT_EQ(
+      app::resume_changes(f32, saved_state(), bf16_sr, {"precision.storage"}, kSame).allowed,
+      std::vector<std::string>{"precision.storage: fp32 in the checkpoint, bf16 in the deck"});
   EXPECT_EQ(app::resume_changes(bf16_sr, saved_state(), bf16_rn, {}, kSame).refused,
             std::vector<std::string>{
                 "precision.rounding: stochastic in the checkpoint, nearest in the deck"});
@@ -94,14 +99,15 @@ TEST(Resume, MoreStepsContinueAConstantLrOnly) {
 
 TEST(Resume, TheBaseModelAndTrainingSetAreComparedByDigest) {
   const io::Deck d = deck();
-  const app::ResumeChanges c =
-      app::resume_changes(d, saved_state(), d, {"data.train"}, {"another architecture", "00000000000000cc"});
+  const app::ResumeChanges c = app::resume_changes(d, saved_state(), d, {"data.train"},
+                                                   {"another architecture", "00000000000000cc"});
   EXPECT_EQ(c.refused, std::vector<std::string>{
                            "model: 00000000000000aa in the checkpoint, another architecture in the "
                            "deck (the parameter digest of the base model, m.h5)"});
-  EXPECT_EQ(c.allowed, std::vector<std::string>{
-                           "data.train: 00000000000000bb in the checkpoint, 00000000000000cc in the "
-                           "deck (the digest of the training set, t.h5)"});
+  EXPECT_EQ(c.allowed,
+            std::vector<std::string>{
+                "data.train: 00000000000000bb in the checkpoint, 00000000000000cc in the "
+                "deck (the digest of the training set, t.h5)"});
 }
 
 TEST(Resume, ACheckpointWithoutDigestsIsNotComparedByThem) {

@@ -2,14 +2,14 @@
 // one slice, every cut is on the 16-element grid (so a Philox block is never
 // split), the slices are equal and the exchange buffer holds them all.
 
+#include <gtest/gtest.h>
+
+#include <vector>
+
 #include "core/error.hpp"
 #include "model/parameter_registry.hpp"
 #include "runtime/arena_layout.hpp"
 #include "support/tiny_model.hpp"
-
-#include <gtest/gtest.h>
-
-#include <vector>
 
 namespace {
 
@@ -29,7 +29,8 @@ TEST(SlicePlan, EveryElementInExactlyOneSliceOnTheGrid) {
         const GroupSlices g = GroupSlices::of(layout, S, s);
         EXPECT_EQ(g.slice_elements % 16, 0u);
         EXPECT_GE(g.buffer_elements, layout.elements);
-        EXPECT_LT(g.buffer_elements - layout.elements, static_cast<std::size_t>(S) * 16 + g.slice_elements);
+        EXPECT_LT(g.buffer_elements - layout.elements,
+                  static_cast<std::size_t>(S) * 16 + g.slice_elements);
         EXPECT_EQ(g.begin, previous_end) << "slices are contiguous, in rank order";
         previous_end = g.end;
         for (const runtime::SlicePiece& p : g.pieces) {
@@ -45,8 +46,8 @@ TEST(SlicePlan, EveryElementInExactlyOneSliceOnTheGrid) {
       EXPECT_EQ(previous_end, layout.elements);
       for (const runtime::Segment& seg : layout.segments)
         for (std::size_t i = 0; i < seg.count; ++i)
-          ASSERT_EQ(seen[seg.offset + i], 1) << group.name() << " S=" << S << " tensor " << seg.id
-                                             << " element " << i;
+          ASSERT_EQ(seen[seg.offset + i], 1)
+              << group.name() << " S=" << S << " tensor " << seg.id << " element " << i;
     }
   }
 }
@@ -60,7 +61,8 @@ TEST(SlicePlan, OneSliceIsTheWholeArena) {
   EXPECT_EQ(g.end, layout.elements);
   EXPECT_EQ(g.pieces.size(), layout.segments.size());
   std::size_t elements = 0;
-  for (std::uint32_t id : registry.block_ids(0)) elements += static_cast<std::size_t>(registry[id].numel());
+  for (std::uint32_t id : registry.block_ids(0))
+    elements += static_cast<std::size_t>(registry[id].numel());
   EXPECT_EQ(g.tensor_elements(), elements);
 }
 

@@ -5,15 +5,9 @@
 // properties of stochastic rounding (always one of the two neighbours, exact
 // values unchanged, P(hi) exactly the fraction over every value of the
 // random bits that matter, unbiased mean); the random word's block form.
-#include "core/error.hpp"
-#include "core/fence.hpp"
-#include "core/perturbation.hpp"
-#include "core/storage_dtype.hpp"
-#include "core/types.hpp"
-
-#include <Kokkos_Core.hpp>
 #include <gtest/gtest.h>
 
+#include <Kokkos_Core.hpp>
 #include <algorithm>
 #include <cmath>
 #include <cstddef>
@@ -26,6 +20,12 @@
 #include <string>
 #include <type_traits>
 #include <vector>
+
+#include "core/error.hpp"
+#include "core/fence.hpp"
+#include "core/perturbation.hpp"
+#include "core/storage_dtype.hpp"
+#include "core/types.hpp"
 
 namespace distzo_test_storage {
 
@@ -91,7 +91,8 @@ const Format kFormats[] = {kBf16, kFp16};
 /// The positive finite values of a format, by word: increasing.
 std::vector<double> positive_values(const Format& f) {
   std::vector<double> v;
-  for (std::uint32_t w = 0; w <= f.max_finite(); ++w) v.push_back(f.value(static_cast<std::uint16_t>(w)));
+  for (std::uint32_t w = 0; w <= f.max_finite(); ++w)
+    v.push_back(f.value(static_cast<std::uint16_t>(w)));
   return v;
 }
 
@@ -207,13 +208,19 @@ KOKKOS_INLINE_FUNCTION void evaluate(const KatRow& r, std::uint32_t& first, std:
 /// The words a row should give.
 void expected(const KatRow& r, std::uint32_t& first, std::uint32_t& second) {
   switch (r.kind) {
-    case Kind::decode: first = second = r.x; break;
+    case Kind::decode:
+      first = second = r.x;
+      break;
     case Kind::round:
       first = r.nearest;
       second = r.stochastic;
       break;
-    case Kind::bits: first = second = r.word; break;
-    case Kind::store: first = second = r.stochastic; break;
+    case Kind::bits:
+      first = second = r.word;
+      break;
+    case Kind::store:
+      first = second = r.stochastic;
+      break;
   }
 }
 
@@ -234,16 +241,17 @@ std::vector<std::uint32_t> evaluate_in_a_kernel(const std::vector<KatRow>& rows)
   distzo::fence(space, "distzo::test: storage KAT results ready for the host");
   const auto host = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), out);
   std::vector<std::uint32_t> got(2 * rows.size());
-  for (std::size_t i = 0; i < rows.size(); ++i) got[2 * i] = host(i, 0), got[2 * i + 1] = host(i, 1);
+  for (std::size_t i = 0; i < rows.size(); ++i)
+    got[2 * i] = host(i, 0), got[2 * i + 1] = host(i, 1);
   return got;
 }
 
 std::string describe(const KatRow& r) {
   std::ostringstream os;
   static const char* kinds[] = {"decode", "round", "bits", "store"};
-  os << kinds[static_cast<int>(r.kind)] << " " << distzo::to_string(r.dtype) << std::hex
-     << " x " << r.x << " r " << r.r << " word " << r.word << std::dec << " seed " << r.seed
-     << " step " << r.step << " param " << r.param_id << " element " << r.element;
+  os << kinds[static_cast<int>(r.kind)] << " " << distzo::to_string(r.dtype) << std::hex << " x "
+     << r.x << " r " << r.r << " word " << r.word << std::dec << " seed " << r.seed << " step "
+     << r.step << " param " << r.param_id << " element " << r.element;
   return os.str();
 }
 
@@ -346,7 +354,8 @@ TEST(StorageDtype, NearestPicksTheNearerNeighbourTiesToEven) {
   std::mt19937_64 rng(20261201);
   std::vector<std::uint32_t> xs;
   for (int i = 0; i < (1 << 20); ++i) xs.push_back(random_float_bits(rng));
-  for (std::uint64_t b = 0; b < (std::uint64_t{1} << 32); b += 4099) xs.push_back(static_cast<std::uint32_t>(b));
+  for (std::uint64_t b = 0; b < (std::uint64_t{1} << 32); b += 4099)
+    xs.push_back(static_cast<std::uint32_t>(b));
   for (const Format& f : kFormats) {
     const std::vector<double> table = positive_values(f);
     std::size_t checked = 0, ties = 0;
@@ -386,12 +395,15 @@ TEST(StorageDtype, StochasticIsAlwaysOneOfTheTwoNeighboursAndOddInX) {
       if (ax < f.beyond()) {
         const Neighbours n = neighbours(f, table, ax);
         lo = n.lo_word;
-        hi = n.lo == ax ? n.lo_word : std::min<std::uint16_t>(static_cast<std::uint16_t>(n.lo_word + 1), f.max_finite());
+        hi = n.lo == ax ? n.lo_word
+                        : std::min<std::uint16_t>(static_cast<std::uint16_t>(n.lo_word + 1),
+                                                  f.max_finite());
       }
       ASSERT_TRUE(got == (sign | lo) || got == (sign | hi))
-          << f.name << std::hex << " x bits " << b << " r " << r << ": got " << got << ", lo "
-          << lo << ", hi " << hi;
-      ASSERT_NE(got & 0x7FFFu, static_cast<unsigned>(f.inf())) << f.name << ": a finite x became inf, bits " << std::hex << b;
+          << f.name << std::hex << " x bits " << b << " r " << r << ": got " << got << ", lo " << lo
+          << ", hi " << hi;
+      ASSERT_NE(got & 0x7FFFu, static_cast<unsigned>(f.inf()))
+          << f.name << ": a finite x became inf, bits " << std::hex << b;
       // Rounding -x is rounding x with the sign flipped: SR is symmetric about 0.
       ASSERT_EQ(f.stochastic(bits_float(b ^ 0x80000000u), r), got ^ 0x8000u);
     }
@@ -408,8 +420,8 @@ void expect_exact_probability(const Format& f, const std::vector<double>& table,
   const double ax = std::fabs(static_cast<double>(x));
   const Neighbours n = neighbours(f, table, ax);
   const double scaled = (ax - n.lo) / (n.hi - n.lo) * std::ldexp(1.0, width);  // exact: powers of 2
-  ASSERT_EQ(scaled, std::floor(scaled)) << f.name << " x " << x << ": the dropped part is wider than "
-                                        << width << " bits";
+  ASSERT_EQ(scaled, std::floor(scaled))
+      << f.name << " x " << x << ": the dropped part is wider than " << width << " bits";
   std::uint64_t ups = 0;
   std::uint32_t noise = 0x9E3779B9u;
   const std::uint16_t lo_word = f.stochastic(x, 0xFFFFFFFFu);  // r = max: lo whenever F < 2^32
@@ -442,7 +454,8 @@ TEST(StorageDtype, StochasticRoundsUpWithExactlyTheDroppedFraction) {
     expect_exact_probability(kBf16, bf16, bits_float(b), 16);
   for (int i = 0; i < 40; ++i) {
     // |x| in [2^-14, 2^15): normal fp16 results.
-    const std::uint32_t e = 113 + static_cast<std::uint32_t>(rng() % 29);  // below 2^15: no saturation
+    const std::uint32_t e =
+        113 + static_cast<std::uint32_t>(rng() % 29);  // below 2^15: no saturation
     const std::uint32_t b = (static_cast<std::uint32_t>(rng()) & 0x807FFFFFu) | (e << 23);
     expect_exact_probability(kFp16, fp16, bits_float(b), 13);
   }
@@ -512,7 +525,8 @@ TEST(StorageDtype, StochasticMeanOverRandomWordsIsX) {
     for (float x : xs) {
       const Neighbours nb = neighbours(f, table, std::fabs(static_cast<double>(x)));
       double sum = 0;
-      for (std::uint64_t i = 0; i < n; ++i) sum += static_cast<double>(f.decode(f.stochastic(x, words[i])));
+      for (std::uint64_t i = 0; i < n; ++i)
+        sum += static_cast<double>(f.decode(f.stochastic(x, words[i])));
       const double mean = sum / static_cast<double>(n);
       EXPECT_LE(std::fabs(mean - static_cast<double>(x)), bound * (nb.hi - nb.lo))
           << f.name << " x " << x << ": mean " << mean << ", neighbours " << nb.lo << " and "
@@ -524,7 +538,8 @@ TEST(StorageDtype, StochasticMeanOverRandomWordsIsX) {
 TEST(StorageDtype, RoundingWordsBlockFormEqualsTheScalarForm) {
   const RoundingStream s = RoundingStream::make(0x0123456789ABCDEFull, 1000);
   const std::uint64_t top_block = (std::numeric_limits<std::uint64_t>::max() >> 2) - 31;
-  for (std::uint64_t first : {std::uint64_t{0}, std::uint64_t{12345}, (std::uint64_t{1} << 32) - 3, top_block}) {
+  for (std::uint64_t first :
+       {std::uint64_t{0}, std::uint64_t{12345}, (std::uint64_t{1} << 32) - 3, top_block}) {
     std::uint32_t out32[4 * 32], out1[4];
     s.words_n<32>(17, first, out32);
     for (std::uint64_t i = 0; i < 32; ++i) {

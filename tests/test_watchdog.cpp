@@ -2,7 +2,6 @@
 // lets rank 0 name a rank stopped inside a collective that every rank began.
 
 #include <gtest/gtest.h>
-
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>

@@ -13,33 +13,43 @@
 // 129x75x33 agree. distzo's host GEMM does not rely on that
 // (src/kernels/host_gemm.hpp).
 #include <cblas.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <stdint.h>
 extern void openblas_set_num_threads(int);
 extern char* openblas_get_config(void);
 extern char* openblas_get_corename(void);
 static uint64_t s = 88172645463325252ull;
-static float rnd(void) { s ^= s << 13; s ^= s >> 7; s ^= s << 17; return (float)((s >> 40) / 16777216.0) - 0.5f; }
-static long run(int threads, int ta, int tb, int m, int n, int k, const float* a, const float* b, float* c) {
+static float rnd(void) {
+  s ^= s << 13;
+  s ^= s >> 7;
+  s ^= s << 17;
+  return (float)((s >> 40) / 16777216.0) - 0.5f;
+}
+static long run(int threads, int ta, int tb, int m, int n, int k, const float* a, const float* b,
+                float* c) {
   openblas_set_num_threads(threads);
   int lda = ta ? m : k, ldb = tb ? k : n;
   for (long i = 0; i < (long)m * n; ++i) c[i] = 0.f;
-  cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, m, n, k, 1.0f, a, lda, b, ldb, 0.0f, c, n);
+  cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, m, n,
+              k, 1.0f, a, lda, b, ldb, 0.0f, c, n);
   return 0;
 }
 int main(void) {
   printf("OpenBLAS: %s, core %s\n", openblas_get_config(), openblas_get_corename());
-  int shapes[][3] = {{37, 53, 61}, {129, 75, 33}, {100, 101, 103}, {255, 257, 129},
-                     {768, 128, 128}, {768, 384, 128}, {768, 512, 128}, {768, 128, 512}, {768, 8192, 128},
-                     {256, 256, 64}, {64, 64, 256}, {128, 128, 64}, {128, 64, 128},
-                     {1024, 768, 768}, {1024, 3072, 768}, {1024, 768, 3072}, {1000, 999, 777}, {333, 4097, 515}};
+  int shapes[][3] = {{37, 53, 61},     {129, 75, 33},    {100, 101, 103},   {255, 257, 129},
+                     {768, 128, 128},  {768, 384, 128},  {768, 512, 128},   {768, 128, 512},
+                     {768, 8192, 128}, {256, 256, 64},   {64, 64, 256},     {128, 128, 64},
+                     {128, 64, 128},   {1024, 768, 768}, {1024, 3072, 768}, {1024, 768, 3072},
+                     {1000, 999, 777}, {333, 4097, 515}};
   int ns = sizeof shapes / sizeof shapes[0], total = 0, differ = 0;
   for (int i = 0; i < ns; ++i) {
     int m = shapes[i][0], n = shapes[i][1], k = shapes[i][2];
-    float* a = malloc(sizeof(float) * m * k); float* b = malloc(sizeof(float) * k * n);
-    float* c1 = malloc(sizeof(float) * m * n); float* c2 = malloc(sizeof(float) * m * n);
+    float* a = malloc(sizeof(float) * m * k);
+    float* b = malloc(sizeof(float) * k * n);
+    float* c1 = malloc(sizeof(float) * m * n);
+    float* c2 = malloc(sizeof(float) * m * n);
     for (long j = 0; j < (long)m * k; ++j) a[j] = rnd();
     for (long j = 0; j < (long)k * n; ++j) b[j] = rnd();
     for (int t = 0; t < 4; ++t) {
@@ -47,12 +57,18 @@ int main(void) {
       run(1, ta, tb, m, n, k, a, b, c1);
       for (int th = 2; th <= 4; th += 2) {
         run(th, ta, tb, m, n, k, a, b, c2);
-        long nd = 0; for (long j = 0; j < (long)m * n; ++j) nd += memcmp(&c1[j], &c2[j], 4) != 0;
-        ++total; differ += nd != 0;
-        printf("%5dx%5dx%5d %c%c threads 1 vs %d: %ld of %ld elements differ\n", m, n, k, ta ? 'T' : 'N', tb ? 'T' : 'N', th, nd, (long)m * n);
+        long nd = 0;
+        for (long j = 0; j < (long)m * n; ++j) nd += memcmp(&c1[j], &c2[j], 4) != 0;
+        ++total;
+        differ += nd != 0;
+        printf("%5dx%5dx%5d %c%c threads 1 vs %d: %ld of %ld elements differ\n", m, n, k,
+               ta ? 'T' : 'N', tb ? 'T' : 'N', th, nd, (long)m * n);
       }
     }
-    free(a); free(b); free(c1); free(c2);
+    free(a);
+    free(b);
+    free(c1);
+    free(c2);
   }
   printf("SUMMARY: %d of %d (shape, transpose, thread) comparisons differ\n", differ, total);
   return 0;

@@ -1,5 +1,8 @@
 #include "app/make_model.hpp"
 
+#include <iostream>
+#include <vector>
+
 #include "app/format.hpp"
 #include "app/options.hpp"
 #include "core/error.hpp"
@@ -7,9 +10,6 @@
 #include "io/model_file.hpp"
 #include "model/architecture.hpp"
 #include "model/init.hpp"
-
-#include <iostream>
-#include <vector>
 
 namespace distzo::app {
 
@@ -27,17 +27,18 @@ const char* make_model_usage() { return kUsage; }
 
 int make_model(const std::vector<std::string>& args) {
   const Options o("make-model", args,
-                  {"--config", "--layers", "--hidden", "--heads", "--ffn", "--vocab",
-                   "--positions", "--proj", "--seed", "--std"},
+                  {"--config", "--layers", "--hidden", "--heads", "--ffn", "--vocab", "--positions",
+                   "--proj", "--seed", "--std"},
                   {"--post-ln"}, kUsage);
   const std::string out = o.single("output file");
   require_output_directory("make-model", out);
   model::ModelConfig c;
   if (o.has("--config")) {
-    for (const char* shape : {"--layers", "--hidden", "--heads", "--ffn", "--vocab", "--positions",
-                              "--proj"})
-      DISTZO_INPUT_REQUIRE(!o.has(shape), "make-model: " << shape << " and --config exclude each other\n"
-                                                   << kUsage);
+    for (const char* shape :
+         {"--layers", "--hidden", "--heads", "--ffn", "--vocab", "--positions", "--proj"})
+      DISTZO_INPUT_REQUIRE(!o.has(shape), "make-model: " << shape
+                                                         << " and --config exclude each other\n"
+                                                         << kUsage);
     c = io::read_hf_config(o.text("--config", ""));
   } else {
     DISTZO_INPUT_REQUIRE(o.has("--layers"),
@@ -81,11 +82,10 @@ int make_model(const std::vector<std::string>& args) {
     });
   });
   const double params = static_cast<double>(info.registry.total_elements());
-  std::cout << "wrote " << out << ": "
-            << model::architecture_spec(c.architecture).display_name << ", "
-            << c.num_hidden_layers << " layers, hidden "
-            << c.hidden_size << ", " << static_cast<long long>(params) << " parameters ("
-            << human_bytes(4 * params) << " as float32), seed " << seed << ", std " << std << "\n";
+  std::cout << "wrote " << out << ": " << model::architecture_spec(c.architecture).display_name
+            << ", " << c.num_hidden_layers << " layers, hidden " << c.hidden_size << ", "
+            << static_cast<long long>(params) << " parameters (" << human_bytes(4 * params)
+            << " as float32), seed " << seed << ", std " << std << "\n";
   return 0;
 }
 

@@ -1,11 +1,10 @@
 #include "app/make_synthetic.hpp"
 
-#include "app/options.hpp"
+#include <iostream>
 
+#include "app/options.hpp"
 #include "core/error.hpp"
 #include "io/synthetic.hpp"
-
-#include <iostream>
 
 namespace distzo::app {
 
@@ -19,8 +18,8 @@ const char* const kUsage =
 const char* make_synthetic_usage() { return kUsage; }
 
 int make_synthetic(const std::vector<std::string>& args) {
-  const Options o("make-synthetic", args, {"--task", "--examples", "--seq-len", "--vocab", "--seed"},
-                  {}, kUsage);
+  const Options o("make-synthetic", args,
+                  {"--task", "--examples", "--seq-len", "--vocab", "--seed"}, {}, kUsage);
   const std::string out = o.single("output file");
   DISTZO_INPUT_REQUIRE(o.has("--task"), "make-synthetic: missing --task\n" << kUsage);
   const std::string task = o.text("--task", "");
@@ -34,7 +33,8 @@ int make_synthetic(const std::vector<std::string>& args) {
   else if (task == "causal_lm")
     d = io::make_synthetic_causal_lm(examples, seq_len, vocab, seed);
   else
-    DISTZO_INPUT_FAIL("make-synthetic: --task must be classification or causal_lm, got '" << task << "'");
+    DISTZO_INPUT_FAIL("make-synthetic: --task must be classification or causal_lm, got '" << task
+                                                                                          << "'");
   io::write_dataset(out, d);
   std::cout << "wrote " << out << ": " << examples << " " << task << " examples of up to "
             << seq_len << " tokens (vocab " << vocab << ", seed " << seed << ")\n";

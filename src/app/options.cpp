@@ -1,11 +1,11 @@
 #include "app/options.hpp"
 
-#include "core/error.hpp"
-
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <limits>
+
+#include "core/error.hpp"
 
 namespace distzo::app {
 
@@ -20,9 +20,9 @@ void require(bool ok, const std::string& message) {
 void require_output_directory(const char* command, const std::string& path) {
   const std::filesystem::path parent = std::filesystem::path(path).parent_path();
   std::error_code ec;
-  require(parent.empty() || std::filesystem::is_directory(parent, ec),
-          std::string(command) + ": no directory '" + parent.string() + "' to write " + path +
-              " into");
+  require(
+      parent.empty() || std::filesystem::is_directory(parent, ec),
+      std::string(command) + ": no directory '" + parent.string() + "' to write " + path + " into");
 }
 
 Options::Options(std::string command, const std::vector<std::string>& args,
@@ -69,8 +69,8 @@ std::int64_t Options::integer(const std::string& key, std::int64_t fallback,
     if (used == it->second.size() && v >= min) return v;
   } catch (const std::exception&) {
   }
-  throw Error(command_ + ": " + key + " expects an integer >= " + std::to_string(min) +
-              ", got '" + it->second + "'\n" + usage_);
+  throw Error(command_ + ": " + key + " expects an integer >= " + std::to_string(min) + ", got '" +
+              it->second + "'\n" + usage_);
 }
 
 std::int64_t Options::required_integer(const std::string& key, std::int64_t min) const {
@@ -119,8 +119,7 @@ double Options::positive(const std::string& key, double fallback) const {
   if (it == values_.end()) return fallback;
   const double v = finite_number(it->second);
   if (std::isfinite(v) && v > 0) return v;
-  throw Error(command_ + ": " + key + " expects a number > 0, got '" + it->second + "'\n" +
-              usage_);
+  throw Error(command_ + ": " + key + " expects a number > 0, got '" + it->second + "'\n" + usage_);
 }
 
 }  // namespace distzo::app

@@ -119,8 +119,9 @@ MemoryPlan plan_memory(const PlanInputs& in) {
   // the largest matrix in w's format and the vectors packed.
   const std::uint64_t vectors = view_bytes(u(runtime::max_block_vector_elements(r)), kFloat);
   const std::uint64_t block_w =
-      one     ? view_bytes(u(runtime::max_block_matrix_elements(r)),
-                           bytes_per_element(in.placement.gemm_inputs())) + vectors
+      one ? view_bytes(u(runtime::max_block_matrix_elements(r)),
+                       bytes_per_element(in.placement.gemm_inputs())) +
+                vectors
       : words ? view_bytes(u(block0.elements), sizeof(std::uint16_t)) + vectors
               : block0.bytes(StorageDtype::fp32);
   // One at a time without 2-byte GEMM inputs that scratch is too small to

@@ -6,15 +6,15 @@
 // same quantities through Kokkos Tools (core/memory.hpp) and the block
 // streamer's byte counters, and tests hold the two together.
 
+#include <cstdint>
+#include <string>
+#include <vector>
+
 #include "io/dataset.hpp"
 #include "io/deck.hpp"
 #include "model/batch.hpp"
 #include "model/model_config.hpp"
 #include "runtime/placement.hpp"
-
-#include <cstdint>
-#include <string>
-#include <vector>
 
 namespace distzo::app {
 
@@ -23,8 +23,8 @@ struct PlanInputs {
   model::ModelConfig config;
   runtime::PlacementConfig placement;
   model::BatchShape batch{model::Task::causal_lm, 1, 1, 0};  // B x T, K candidates
-  int queries = 1;        // q
-  int perturbation = 1;   // P: a rank owns 2q/P evaluations
+  int queries = 1;                                           // q
+  int perturbation = 1;                                      // P: a rank owns 2q/P evaluations
   bool eval_set = false;  // a run with an eval set holds a second batch
 };
 
@@ -34,7 +34,7 @@ struct MemoryPlan {
   std::uint64_t scratch = 0;      // w± of one block, the edges' w±, row marks
   std::uint64_t activations = 0;  // forward scratch, hidden states, head, batches, loss sums
   std::uint64_t device_total() const { return weights + scratch + activations; }
-  std::uint64_t host_master = 0;      // offloaded blocks' master copy
+  std::uint64_t host_master = 0;         // offloaded blocks' master copy
   std::uint64_t to_device_per_step = 0;  // uploads of a step (with an update pending)
   std::uint64_t to_host_per_step = 0;    // write-backs of a step
   // The terms, for the printed breakdown.

@@ -6,11 +6,11 @@
 // parallel.perturbation and placement may change: results do not depend on
 // them. A pure function of values, so tests need neither MPI nor files.
 
-#include "io/checkpoint.hpp"
-#include "io/deck.hpp"
-
 #include <string>
 #include <vector>
+
+#include "io/checkpoint.hpp"
+#include "io/deck.hpp"
 
 namespace distzo::app {
 

@@ -1,13 +1,13 @@
 #include "app/sliced_schedule.hpp"
 
+#include <algorithm>
+#include <cstdio>
+#include <sstream>
+
 #include "app/format.hpp"
 #include "core/error.hpp"
 #include "model/parameter_registry.hpp"
 #include "runtime/arena_layout.hpp"
-
-#include <algorithm>
-#include <cstdio>
-#include <sstream>
 
 namespace distzo::app {
 
@@ -17,10 +17,10 @@ SlicedSchedule sliced_schedule(const PlanInputs& in, int gpus, const Bandwidths&
   DISTZO_INPUT_REQUIRE(gpus % in.perturbation == 0,
                        "plan: P = " << in.perturbation << " must divide the " << gpus
                                     << " GPUs of a node (the rest are data replicas)");
-  DISTZO_INPUT_REQUIRE(in.placement.mode == runtime::PlacementMode::offload &&
-                           in.placement.resident_blocks == 0,
-                       "plan: the sliced schedule streams every block from the node's shared "
-                       "master: give --placement offload (with --resident-blocks 0)");
+  DISTZO_INPUT_REQUIRE(
+      in.placement.mode == runtime::PlacementMode::offload && in.placement.resident_blocks == 0,
+      "plan: the sliced schedule streams every block from the node's shared "
+      "master: give --placement offload (with --resident-blocks 0)");
   const model::ParameterRegistry r = model::ParameterRegistry::for_model(in.config);
   const int L = r.num_blocks();
   double block_params = 0;
@@ -69,21 +69,22 @@ std::string describe_sliced_schedule(const PlanInputs& in, const SlicedSchedule&
      << (s.evaluations == 1 ? "" : "s") << " of the micro-batch " << in.batch.micro_batch << " x "
      << in.batch.seq_len << " tokens per GPU; ZO2: " << 2 * in.queries << " of the global batch "
      << in.batch.micro_batch * s.data << " x " << in.batch.seq_len << ")\n"
-     << "  per step and GPU  PCIe " << human_bytes(s.pcie_up) << " up + " << human_bytes(s.pcie_down)
-     << " back (1/" << s.gpus << " of every block), NVLink " << human_bytes(s.nvlink)
-     << " in (all-gather of " << s.node_evaluations << " w± buffers per block)\n"
+     << "  per step and GPU  PCIe " << human_bytes(s.pcie_up) << " up + "
+     << human_bytes(s.pcie_down) << " back (1/" << s.gpus << " of every block), NVLink "
+     << human_bytes(s.nvlink) << " in (all-gather of " << s.node_evaluations
+     << " w± buffers per block)\n"
      << "  bandwidths        PCIe " << bw.pcie * 1e-9 << " GB/s, NVLink " << bw.nvlink * 1e-9
      << " GB/s, HBM " << bw.hbm * 1e-12 << " TB/s, GEMM " << bw.gemm_flops * 1e-12
      << " TFLOP/s (--pcie-gbs, --nvlink-gbs, --hbm-tbs, --gemm-tflops)\n"
      << "  predicted         " << ms(s.block_seconds) << " per block (bound by " << s.bound << "), "
      << ms(s.step_seconds) << " per step\n"
-     << "  ZO2 on one GPU    " << ms(s.zo2_block_seconds) << " per block, " << ms(s.zo2_step_seconds)
-     << " per step at the same global batch\n";
+     << "  ZO2 on one GPU    " << ms(s.zo2_block_seconds) << " per block, "
+     << ms(s.zo2_step_seconds) << " per step at the same global batch\n";
   char line[160];
-  std::snprintf(line, sizeof(line), "  speed-up          %.2fx at equal global batch, %.2fx per GPU\n",
-                s.speedup(), s.speedup() / s.gpus);
-  os << line
-     << "  (a formula from the bandwidths above, not a measurement; docs/placement.md)\n";
+  std::snprintf(line, sizeof(line),
+                "  speed-up          %.2fx at equal global batch, %.2fx per GPU\n", s.speedup(),
+                s.speedup() / s.gpus);
+  os << line << "  (a formula from the bandwidths above, not a measurement; docs/placement.md)\n";
   return os.str();
 }
 

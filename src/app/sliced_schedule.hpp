@@ -21,26 +21,26 @@
 // ZO2, on the global batch of D·N tokens: max(A / BW_pcie,
 // (2 + 2q)·A / BW_hbm + 2·D·N·P_b·2q / R) per block.
 
-#include "app/plan.hpp"
-
 #include <string>
+
+#include "app/plan.hpp"
 
 namespace distzo::app {
 
 struct Bandwidths {
-  double pcie = 55e9;         // bytes/s per direction, pinned host memory (PCIe 5)
-  double nvlink = 370e9;      // bytes/s an all-gather achieves per GPU (NVLink 4)
-  double hbm = 4.3e12;        // bytes/s
-  double gemm_flops = 700e12; // achieved FLOP/s
+  double pcie = 55e9;          // bytes/s per direction, pinned host memory (PCIe 5)
+  double nvlink = 370e9;       // bytes/s an all-gather achieves per GPU (NVLink 4)
+  double hbm = 4.3e12;         // bytes/s
+  double gemm_flops = 700e12;  // achieved FLOP/s
 };
 
 struct SlicedSchedule {
-  int gpus = 1;            // n
-  int data = 1;            // D = n / P: replicas on the node
-  int evaluations = 2;     // e: per GPU
-  int node_evaluations = 2;  // e_node = 2q
-  double pcie_up = 0, pcie_down = 0, nvlink = 0;  // bytes per step per GPU
-  double block_seconds = 0, step_seconds = 0;     // predicted, distzo
+  int gpus = 1;                                        // n
+  int data = 1;                                        // D = n / P: replicas on the node
+  int evaluations = 2;                                 // e: per GPU
+  int node_evaluations = 2;                            // e_node = 2q
+  double pcie_up = 0, pcie_down = 0, nvlink = 0;       // bytes per step per GPU
+  double block_seconds = 0, step_seconds = 0;          // predicted, distzo
   double zo2_block_seconds = 0, zo2_step_seconds = 0;  // predicted, ZO2 on one GPU
   const char* bound = "";  // what limits a block: "PCIe" or "update + NVLink + GEMM"
   double speedup() const { return zo2_step_seconds / step_seconds; }

@@ -4,10 +4,10 @@
 // gradient is exactly 0 (read from the trainer's step reports: the first one
 // warns, the count goes on the run's last line).
 
-#include "zo/trainer.hpp"
-
 #include <cstdint>
 #include <string>
+
+#include "zo/trainer.hpp"
 
 namespace distzo::app {
 

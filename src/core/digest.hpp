@@ -20,13 +20,12 @@
 // Not cryptographic: it catches accidental change (a diverged replica, a
 // corrupted or mixed-up file), not an adversary.
 
-#include "core/storage_dtype.hpp"
-
 #include <Kokkos_Core.hpp>
-
 #include <cstdint>
 #include <string>
 #include <vector>
+
+#include "core/storage_dtype.hpp"
 
 namespace distzo {
 

@@ -1,17 +1,18 @@
 #include "core/forked_call.hpp"
 
-#include "core/error.hpp"
-
-#include <cerrno>
-#include <chrono>
-#include <cstdio>
-#include <cstring>
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+
+#include "core/error.hpp"
 
 namespace distzo {
 

@@ -24,7 +24,6 @@ struct ForkedCall {
 /// the child is killed with the parent, should the parent die first.
 /// `call` must not take locks another thread of the parent may hold (the
 /// child has one thread): a library used only by the calling thread is fine.
-ForkedCall call_in_forked_child(const std::function<bool(std::string&)>& call,
-                                int timeout_seconds);
+ForkedCall call_in_forked_child(const std::function<bool(std::string&)>& call, int timeout_seconds);
 
 }  // namespace distzo

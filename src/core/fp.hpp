@@ -17,7 +17,6 @@
 //     it vectorise).
 
 #include <Kokkos_Core.hpp>
-
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -118,8 +117,8 @@ KOKKOS_FORCEINLINE_FUNCTION float exp(float x) {
   const float nf = sub(add(mul(c, kLog2e), kRound), kRound);
   const int n = static_cast<int>(nf);
   const float r = sub(sub(c, mul(nf, kLn2Hi)), mul(nf, kLn2Lo));
-  const float p = mul_add(mul_add(mul_add(mul_add(mul_add(kP5, r, kP4), r, kP3), r, kP2), r, kP1), r,
-                          kP0);
+  const float p =
+      mul_add(mul_add(mul_add(mul_add(mul_add(kP5, r, kP4), r, kP3), r, kP2), r, kP1), r, kP0);
   const float er = add(add(mul(mul(r, r), p), r), 1.0f);
   const int half = n >> 1;  // 2^n = 2^half · 2^(n - half), each factor normal
   const float y = mul(mul(er, detail::pow2(half)), detail::pow2(n - half));

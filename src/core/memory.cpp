@@ -1,8 +1,8 @@
 #include "core/memory.hpp"
 
-#include "core/types.hpp"
-
 #include <Kokkos_Core.hpp>
+
+#include "core/types.hpp"
 
 #ifdef KOKKOS_ENABLE_CUDA
 #include <cuda_runtime.h>

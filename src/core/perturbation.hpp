@@ -65,18 +65,17 @@
 // distinct (param_id, block) are distinct Philox counters, hence independent
 // draws.
 
+#include <Kokkos_Core.hpp>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <string>
+
 #include "core/error.hpp"
 #include "core/fp.hpp"
 #include "core/math.hpp"
 #include "core/philox.hpp"
 #include "core/types.hpp"
-
-#include <Kokkos_Core.hpp>
-
-#include <cstdint>
-#include <cstring>
-#include <limits>
-#include <string>
 
 namespace distzo {
 
@@ -86,8 +85,10 @@ enum class Distribution { gaussian, rademacher };
 /// "gaussian" | "rademacher" (the spelling used in decks and checkpoints).
 inline const char* to_string(Distribution d) {
   switch (d) {
-    case Distribution::gaussian: return "gaussian";
-    case Distribution::rademacher: return "rademacher";
+    case Distribution::gaussian:
+      return "gaussian";
+    case Distribution::rademacher:
+      return "rademacher";
   }
   return "unknown";
 }
@@ -130,8 +131,7 @@ namespace perturbation_detail {
 constexpr double kTwoPowMinus32 = 1.0 / 4294967296.0;
 constexpr double kTwoPi = 6.283185307179586;  // 0x1.921fb54442d18p+2
 
-KOKKOS_INLINE_FUNCTION void box_muller_v1(std::uint32_t a, std::uint32_t b, real& even,
-                                          real& odd) {
+KOKKOS_INLINE_FUNCTION void box_muller_v1(std::uint32_t a, std::uint32_t b, real& even, real& odd) {
   const double u1 = (static_cast<double>(a) + 1.0) * kTwoPowMinus32;
   const double u2 = static_cast<double>(b) * kTwoPowMinus32;
   const double r = math::sqrt(-2.0 * math::log(u1));
@@ -164,7 +164,8 @@ KOKKOS_FORCEINLINE_FUNCTION float radius_v2(std::uint32_t a) {
   const std::uint32_t bits = fp::to_bits(x);
   const std::uint32_t mantissa = bits & 0x7FFFFFu;
   const std::uint32_t big = mantissa > kSqrt2Mantissa ? 1u : 0u;  // m > sqrt 2: halve it
-  const std::int32_t e = static_cast<std::int32_t>(bits >> 23) - 127 + static_cast<std::int32_t>(big);
+  const std::int32_t e =
+      static_cast<std::int32_t>(bits >> 23) - 127 + static_cast<std::int32_t>(big);
   const float m = fp::from_bits(mantissa | (0x3F800000u - (big << 23)));
   const float f = div(sub(m, 1.0f), add(m, 1.0f));
   const float s = mul(f, f);
@@ -220,11 +221,10 @@ struct PerturbationStream {
   KOKKOS_INLINE_FUNCTION static PerturbationStream make(std::uint64_t seed, std::uint64_t step,
                                                         std::uint32_t query, Distribution dist,
                                                         ZRecipe recipe) {
-    const PhiloxKey seed_key{{static_cast<std::uint32_t>(seed),
-                              static_cast<std::uint32_t>(seed >> 32)}};
-    const PhiloxBlock ctr{{static_cast<std::uint32_t>(step),
-                           static_cast<std::uint32_t>(step >> 32), query,
-                           kPerturbationKeyTag}};
+    const PhiloxKey seed_key{
+        {static_cast<std::uint32_t>(seed), static_cast<std::uint32_t>(seed >> 32)}};
+    const PhiloxBlock ctr{{static_cast<std::uint32_t>(step), static_cast<std::uint32_t>(step >> 32),
+                           query, kPerturbationKeyTag}};
     const PhiloxBlock d = philox4x32_10(ctr, seed_key);
     PerturbationStream s{};
     s.key.k[0] = d.v[0];
@@ -259,8 +259,8 @@ struct PerturbationStream {
   /// regenerates the pending update's z and makes this step's in one pass).
   template <int N, int K>
   KOKKOS_INLINE_FUNCTION static void zn_streams(const PerturbationStream (&streams)[K],
-                                                std::uint32_t param_id,
-                                                std::uint64_t first_block, real* const (&outs)[K]) {
+                                                std::uint32_t param_id, std::uint64_t first_block,
+                                                real* const (&outs)[K]) {
     PhiloxKey keys[K];
     for (int k = 0; k < K; ++k) keys[k] = streams[k].key;
     std::uint32_t w[K][4][N];
@@ -295,8 +295,7 @@ struct PerturbationStream {
   }
 
   /// Elements 4*block .. 4*block+3 of parameter `param_id`.
-  KOKKOS_INLINE_FUNCTION void z4(std::uint32_t param_id, std::uint64_t block,
-                                 real out[4]) const {
+  KOKKOS_INLINE_FUNCTION void z4(std::uint32_t param_id, std::uint64_t block, real out[4]) const {
     zn<1>(param_id, block, out);
   }
 
@@ -322,9 +321,8 @@ KOKKOS_INLINE_FUNCTION real perturbation_z(std::uint64_t seed, std::uint64_t ste
 /// out(i) = s.z(param_id, first_element + i) for every i, enqueued on `space`
 /// (no fence). Works for any first_element, aligned to a block of 4 or not:
 /// each Philox block is evaluated once and writes the lanes inside the range.
-inline void fill_perturbation(const ExecSpace& space, const Vec& out,
-                              const PerturbationStream& s, std::uint32_t param_id,
-                              std::uint64_t first_element) {
+inline void fill_perturbation(const ExecSpace& space, const Vec& out, const PerturbationStream& s,
+                              std::uint32_t param_id, std::uint64_t first_element) {
   const std::uint64_t n = out.extent(0);
   if (n == 0) return;
   DISTZO_REQUIRE(first_element <= std::numeric_limits<std::uint64_t>::max() - (n - 1),

@@ -14,7 +14,6 @@
 // Random123 known-answer vectors (tests/test_philox.cpp).
 
 #include <Kokkos_Core.hpp>
-
 #include <cstdint>
 
 // Host builds with AVX-512 or AVX2 (-march=native on a recent x86,
@@ -270,8 +269,8 @@ inline void philox4x32_10_n_avx2(std::uint64_t first, std::uint32_t c2, std::uin
 /// block first + i under key k. The same values as N*K calls of
 /// philox4x32_10; the bulk form for host kernels, which vectorise it.
 template <int N, int K>
-KOKKOS_INLINE_FUNCTION void philox4x32_10_n(std::uint64_t first, std::uint32_t c2,
-                                            std::uint32_t c3, const PhiloxKey (&keys)[K],
+KOKKOS_INLINE_FUNCTION void philox4x32_10_n(std::uint64_t first, std::uint32_t c2, std::uint32_t c3,
+                                            const PhiloxKey (&keys)[K],
                                             std::uint32_t (&out)[K][4][N]) {
 #if defined(DISTZO_PHILOX_AVX512)
   if constexpr (N % 16 == 0) {

@@ -1,11 +1,12 @@
 #include "core/process_limits.hpp"
 
-#include <algorithm>
-#include <fstream>
 #include <pthread.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
 #include <unistd.h>
+
+#include <algorithm>
+#include <fstream>
 
 namespace distzo {
 
@@ -13,8 +14,8 @@ std::string raise_open_files_limit() {
   rlimit files{};
   if (getrlimit(RLIMIT_NOFILE, &files) != 0 || files.rlim_cur >= kOpenFilesNeeded) return "";
   constexpr rlim_t kRaisedTo = 1024;  // plenty, and what select()-era code still expects
-  const rlim_t wanted = files.rlim_max == RLIM_INFINITY ? kRaisedTo
-                                                        : std::min<rlim_t>(files.rlim_max, kRaisedTo);
+  const rlim_t wanted =
+      files.rlim_max == RLIM_INFINITY ? kRaisedTo : std::min<rlim_t>(files.rlim_max, kRaisedTo);
   const rlim_t was = files.rlim_cur;
   files.rlim_cur = wanted;
   if (wanted >= static_cast<rlim_t>(kOpenFilesNeeded) && setrlimit(RLIMIT_NOFILE, &files) == 0)
@@ -54,8 +55,8 @@ double thread_stack_bytes() {
 bool address_space_available(double bytes) {
   if (bytes <= 0) return true;
   const auto length = static_cast<std::size_t>(bytes);
-  void* reserved = mmap(nullptr, length, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
-                        -1, 0);
+  void* reserved =
+      mmap(nullptr, length, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
   if (reserved == MAP_FAILED) return false;
   munmap(reserved, length);
   return true;

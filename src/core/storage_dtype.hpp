@@ -76,17 +76,16 @@
 // `step` is the step whose update is being stored (the pending update's step),
 // so replaying a step stores the same bits, on every rank and slice.
 
-#include "core/error.hpp"
-#include "core/fp.hpp"
-#include "core/perturbation.hpp"
-#include "core/philox.hpp"
-
 #include <Kokkos_Core.hpp>
-
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <string>
+
+#include "core/error.hpp"
+#include "core/fp.hpp"
+#include "core/perturbation.hpp"
+#include "core/philox.hpp"
 
 namespace distzo {
 
@@ -96,9 +95,12 @@ enum class StorageDtype : std::uint8_t { fp32, bf16, fp16 };
 /// "fp32" | "bf16" | "fp16" (the spelling used in decks and checkpoints).
 inline const char* to_string(StorageDtype d) {
   switch (d) {
-    case StorageDtype::fp32: return "fp32";
-    case StorageDtype::bf16: return "bf16";
-    case StorageDtype::fp16: return "fp16";
+    case StorageDtype::fp32:
+      return "fp32";
+    case StorageDtype::bf16:
+      return "bf16";
+    case StorageDtype::fp16:
+      return "fp16";
   }
   return "unknown";
 }
@@ -115,12 +117,13 @@ struct StoredElements {
   StoredElements(StorageDtype stored_dtype, const void* elements)
       : dtype(stored_dtype), data(elements) {}
   const float* values() const {
-    DISTZO_REQUIRE(dtype == StorageDtype::fp32, "stored elements: float32 values asked of "
-                                                    << to_string(dtype) << " words");
+    DISTZO_REQUIRE(dtype == StorageDtype::fp32,
+                   "stored elements: float32 values asked of " << to_string(dtype) << " words");
     return static_cast<const float*>(data);
   }
   const std::uint16_t* words() const {
-    DISTZO_REQUIRE(dtype != StorageDtype::fp32, "stored elements: 2-byte words asked of float32 values");
+    DISTZO_REQUIRE(dtype != StorageDtype::fp32,
+                   "stored elements: 2-byte words asked of float32 values");
     return static_cast<const std::uint16_t*>(data);
   }
   /// The float32 values of the first n elements into out (exact).
@@ -148,8 +151,10 @@ enum class Rounding : std::uint8_t { nearest, stochastic };
 /// "nearest" | "stochastic".
 inline const char* to_string(Rounding r) {
   switch (r) {
-    case Rounding::nearest: return "nearest";
-    case Rounding::stochastic: return "stochastic";
+    case Rounding::nearest:
+      return "nearest";
+    case Rounding::stochastic:
+      return "stochastic";
   }
   return "unknown";
 }
@@ -214,7 +219,7 @@ KOKKOS_FORCEINLINE_FUNCTION std::uint16_t round_nearest(Bracket b) {
 /// hi if r < F, else lo; never hi = inf (`inf` is the format's magnitude word
 /// of infinity): the largest finite stays.
 KOKKOS_FORCEINLINE_FUNCTION std::uint16_t round_stochastic(Bracket b, std::uint32_t r,
-                                                          std::uint16_t inf) {
+                                                           std::uint16_t inf) {
   const bool up = r < b.fraction && ((b.lo & 0x7FFFu) + 1u) != inf;
   return static_cast<std::uint16_t>(b.lo + (up ? 1u : 0u));
 }
@@ -261,7 +266,8 @@ KOKKOS_INLINE_FUNCTION std::uint16_t fp16_nearest(float x) {
   const std::uint32_t bits = fp::to_bits(x);
   const std::uint32_t a = bits & 0x7FFFFFFFu;
   if (a > kFloatInf) return fp16_nan(bits);
-  if (a >= kFp16BeyondAsFloat) return static_cast<std::uint16_t>(((bits >> 16) & 0x8000u) | kFp16Inf);
+  if (a >= kFp16BeyondAsFloat)
+    return static_cast<std::uint16_t>(((bits >> 16) & 0x8000u) | kFp16Inf);
   return round_nearest(bracket_fp16(bits));
 }
 
@@ -293,9 +299,12 @@ KOKKOS_INLINE_FUNCTION std::uint32_t store(float x, StorageDtype dtype, Rounding
                                            std::uint32_t r) {
   const bool sr = rounding == Rounding::stochastic;
   switch (dtype) {
-    case StorageDtype::bf16: return sr ? bf16_stochastic(x, r) : bf16_nearest(x);
-    case StorageDtype::fp16: return sr ? fp16_stochastic(x, r) : fp16_nearest(x);
-    case StorageDtype::fp32: break;
+    case StorageDtype::bf16:
+      return sr ? bf16_stochastic(x, r) : bf16_nearest(x);
+    case StorageDtype::fp16:
+      return sr ? fp16_stochastic(x, r) : fp16_nearest(x);
+    case StorageDtype::fp32:
+      break;
   }
   return fp::to_bits(x);
 }
@@ -303,9 +312,12 @@ KOKKOS_INLINE_FUNCTION std::uint32_t store(float x, StorageDtype dtype, Rounding
 /// The float a stored word means (exact).
 KOKKOS_INLINE_FUNCTION float load(std::uint32_t word, StorageDtype dtype) {
   switch (dtype) {
-    case StorageDtype::bf16: return decode_bf16(static_cast<std::uint16_t>(word));
-    case StorageDtype::fp16: return decode_fp16(static_cast<std::uint16_t>(word));
-    case StorageDtype::fp32: break;
+    case StorageDtype::bf16:
+      return decode_bf16(static_cast<std::uint16_t>(word));
+    case StorageDtype::fp16:
+      return decode_fp16(static_cast<std::uint16_t>(word));
+    case StorageDtype::fp32:
+      break;
   }
   return fp::from_bits(word);
 }
@@ -342,7 +354,8 @@ inline void StoredElements::decode_into(std::size_t n, float* out) const {
 
 static_assert(kRoundingKeyTag != kPerturbationKeyTag && kRoundingKeyTag != kPerturbationBlockTag &&
                   kRoundingBlockTag != kPerturbationKeyTag &&
-                  kRoundingBlockTag != kPerturbationBlockTag && kRoundingKeyTag != kRoundingBlockTag,
+                  kRoundingBlockTag != kPerturbationBlockTag &&
+                  kRoundingKeyTag != kRoundingBlockTag,
               "every use of Philox needs its own domain-separation tags");
 
 /// The key of the rounding words of one (seed, step): a plain 8-byte struct,
@@ -352,10 +365,10 @@ struct RoundingStream {
 
   /// The stream key: philox((lo(step), hi(step), 0, "RKEY"), (lo(seed), hi(seed))), d0 and d1.
   KOKKOS_INLINE_FUNCTION static RoundingStream make(std::uint64_t seed, std::uint64_t step) {
-    const PhiloxKey seed_key{{static_cast<std::uint32_t>(seed),
-                              static_cast<std::uint32_t>(seed >> 32)}};
-    const PhiloxBlock ctr{{static_cast<std::uint32_t>(step),
-                           static_cast<std::uint32_t>(step >> 32), 0u, kRoundingKeyTag}};
+    const PhiloxKey seed_key{
+        {static_cast<std::uint32_t>(seed), static_cast<std::uint32_t>(seed >> 32)}};
+    const PhiloxBlock ctr{{static_cast<std::uint32_t>(step), static_cast<std::uint32_t>(step >> 32),
+                           0u, kRoundingKeyTag}};
     const PhiloxBlock d = philox4x32_10(ctr, seed_key);
     RoundingStream s{};
     s.key.k[0] = d.v[0];
@@ -366,8 +379,7 @@ struct RoundingStream {
   /// The four words of block `block` (elements 4*block .. 4*block+3) of `param_id`.
   KOKKOS_INLINE_FUNCTION PhiloxBlock bits(std::uint32_t param_id, std::uint64_t block) const {
     const PhiloxBlock ctr{{static_cast<std::uint32_t>(block),
-                           static_cast<std::uint32_t>(block >> 32), param_id,
-                           kRoundingBlockTag}};
+                           static_cast<std::uint32_t>(block >> 32), param_id, kRoundingBlockTag}};
     return philox4x32_10(ctr, key);
   }
 

@@ -1,9 +1,9 @@
 #include "core/stream_event.hpp"
 
+#include <type_traits>
+
 #include "core/error.hpp"
 #include "core/fence.hpp"
-
-#include <type_traits>
 
 #ifdef KOKKOS_ENABLE_CUDA
 #include <cuda_runtime.h>

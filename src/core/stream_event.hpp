@@ -11,9 +11,9 @@
 // its work before the enqueueing call returns, so recording fences the
 // instance (a no-op there) and waiting has nothing to wait for.
 
-#include "core/types.hpp"
-
 #include <memory>
+
+#include "core/types.hpp"
 
 namespace distzo {
 

@@ -6,7 +6,6 @@
 // HDF5 datasets can be copied without transposition.
 
 #include <Kokkos_Core.hpp>
-
 #include <cstdint>
 
 namespace distzo {

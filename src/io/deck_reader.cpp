@@ -182,8 +182,8 @@ std::string path_length_problem(const std::string& path) {
     const std::size_t end = slash == std::string::npos ? path.size() : slash;
     if (end - start > kMaxName)
       return "the path has a name of " + std::to_string(end - start) + " bytes, longer than " +
-             "a file system allows (" + std::to_string(kMaxName) + "): " +
-             quoted(path.substr(start, end - start));
+             "a file system allows (" + std::to_string(kMaxName) +
+             "): " + quoted(path.substr(start, end - start));
     if (slash == std::string::npos) return "";
     start = slash + 1;
   }

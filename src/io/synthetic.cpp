@@ -1,10 +1,10 @@
 #include "io/synthetic.hpp"
 
-#include "core/error.hpp"
-#include "core/philox.hpp"
-
 #include <algorithm>
 #include <limits>
+
+#include "core/error.hpp"
+#include "core/philox.hpp"
 
 namespace distzo::io {
 

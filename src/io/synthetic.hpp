@@ -4,9 +4,9 @@
 // arithmetic only, so the same seed gives the same bytes on every platform.
 // The recipes are spelled out in docs/datasets.md ("Synthetic datasets").
 
-#include "io/dataset.hpp"
-
 #include <cstdint>
+
+#include "io/dataset.hpp"
 
 namespace distzo::io {
 

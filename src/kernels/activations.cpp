@@ -63,9 +63,7 @@ namespace {
 
 /// silu(g) * u. fp::exp: a polynomial the host loop vectorises (libm's expf
 /// is a call per element), the same bits on every backend.
-KOKKOS_INLINE_FUNCTION real silu_times(real g, real u) {
-  return g / (real(1) + fp::exp(-g)) * u;
-}
+KOKKOS_INLINE_FUNCTION real silu_times(real g, real u) { return g / (real(1) + fp::exp(-g)) * u; }
 
 /// gelu_tanh(g) * u, every operation rounded on its own (fp::), so every
 /// backend gives the same bits. 2 sqrt(2/pi) = 1.5957691216057308.
@@ -93,35 +91,36 @@ void silu_mul(const ExecSpace& space, const Mat& gate, const ConstMat& up, const
   const auto cols = static_cast<std::int64_t>(gate.extent(1));
   if (bg.extent(0) == 0 && bu.extent(0) == 0) {
     // No biases (Llama's default), no branch inside: the loop vectorises.
-    for_each_in_rows("distzo::silu_mul", space, rows, cols,
-                     KOKKOS_LAMBDA(const std::int64_t r, const std::int64_t c) {
-                       gg(r, c) = silu_times(gg(r, c), uu(r, c));
-                     });
+    for_each_in_rows(
+        "distzo::silu_mul", space, rows, cols,
+        KOKKOS_LAMBDA(const std::int64_t r, const std::int64_t c) {
+          gg(r, c) = silu_times(gg(r, c), uu(r, c));
+        });
     return;
   }
   const bool gate_bias = bg.extent(0) != 0, up_bias = bu.extent(0) != 0;
-  for_each_in_rows("distzo::silu_mul", space, rows, cols,
-                   KOKKOS_LAMBDA(const std::int64_t r, const std::int64_t c) {
-                     const real g = gate_bias ? gg(r, c) + bgg(c) : gg(r, c);
-                     const real u = up_bias ? uu(r, c) + buu(c) : uu(r, c);
-                     gg(r, c) = silu_times(g, u);
-                   });
+  for_each_in_rows(
+      "distzo::silu_mul", space, rows, cols,
+      KOKKOS_LAMBDA(const std::int64_t r, const std::int64_t c) {
+        const real g = gate_bias ? gg(r, c) + bgg(c) : gg(r, c);
+        const real u = up_bias ? uu(r, c) + buu(c) : uu(r, c);
+        gg(r, c) = silu_times(g, u);
+      });
 }
 
 void gelu_tanh_mul(const ExecSpace& space, const Mat& gate, const ConstMat& up) {
   DISTZO_REQUIRE(gate.extent(0) == up.extent(0) && gate.extent(1) == up.extent(1),
-                 "distzo::kernels::gelu_tanh_mul: gate is (" << gate.extent(0) << ", "
-                                                             << gate.extent(1) << "), up is ("
-                                                             << up.extent(0) << ", "
-                                                             << up.extent(1) << ")");
+                 "distzo::kernels::gelu_tanh_mul: gate is ("
+                     << gate.extent(0) << ", " << gate.extent(1) << "), up is (" << up.extent(0)
+                     << ", " << up.extent(1) << ")");
   if (gate.size() == 0) return;
   const Mat gg = gate;
   const ConstMat uu = up;
-  for_each_in_rows("distzo::gelu_tanh_mul", space, gate.extent(0),
-                   static_cast<std::int64_t>(gate.extent(1)),
-                   KOKKOS_LAMBDA(const std::int64_t r, const std::int64_t c) {
-                     gg(r, c) = gelu_tanh_times(gg(r, c), uu(r, c));
-                   });
+  for_each_in_rows(
+      "distzo::gelu_tanh_mul", space, gate.extent(0), static_cast<std::int64_t>(gate.extent(1)),
+      KOKKOS_LAMBDA(const std::int64_t r, const std::int64_t c) {
+        gg(r, c) = gelu_tanh_times(gg(r, c), uu(r, c));
+      });
 }
 
 }  // namespace distzo::kernels

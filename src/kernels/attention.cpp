@@ -37,7 +37,8 @@ void attention(const ExecSpace& space, const Mat& out, const ConstMat& q, const 
   // of its row and the head_dim output sums in scratch.
   // League index = (b * heads + h) * T + i.
   const int league = batch * heads * seq;
-  const std::size_t scratch_bytes = ScratchReal::shmem_size(seq) + ScratchReal::shmem_size(head_dim);
+  const std::size_t scratch_bytes =
+      ScratchReal::shmem_size(seq) + ScratchReal::shmem_size(head_dim);
   Kokkos::parallel_for(
       "distzo::attention",
       TeamPolicy(space, league, Kokkos::AUTO).set_scratch_size(0, Kokkos::PerTeam(scratch_bytes)),

@@ -1,17 +1,16 @@
 // The fast attention path (kernels/attention.hpp): head-major reordering,
 // two GEMMs per (batch row, key/value head) and the masked softmax between
 // them.
-#include "kernels/attention.hpp"
+#include <algorithm>
+#include <cstdint>
 
 #include "core/error.hpp"
-#include "core/math.hpp"
 #include "core/fp.hpp"
+#include "core/math.hpp"
+#include "kernels/attention.hpp"
 #include "kernels/common.hpp"
 #include "kernels/host_gemm.hpp"
 #include "kernels/linear.hpp"
-
-#include <algorithm>
-#include <cstdint>
 
 namespace distzo::kernels {
 
@@ -42,9 +41,8 @@ struct HeadShape {
         KOKKOS_LAMBDA(const TeamMember& member) {
           const std::int64_t row = member.league_rank();  // (b*H + h)*T + t
           const std::int64_t t = row % T, h = row / T % H, b = row / T / H;
-          Kokkos::parallel_for(Kokkos::TeamThreadRange(member, hd), [&](const std::int64_t d) {
-            f(row, b * T + t, h * hd + d, d);
-          });
+          Kokkos::parallel_for(Kokkos::TeamThreadRange(member, hd),
+                               [&](const std::int64_t d) { f(row, b * T + t, h * hd + d, d); });
         });
   }
 };
@@ -83,7 +81,7 @@ struct HeadPairs {
   ConstIntMat mask;
   real scale;
   std::int64_t heads, kv_heads, group, seq, head_dim;
-  real* scores;           // slots of group*T*T floats
+  real* scores;            // slots of group*T*T floats
   std::int64_t first = 0;  // the round's first pair
 
   std::int64_t batch_row(std::int64_t pair) const { return pair / kv_heads; }
@@ -109,7 +107,8 @@ void host_pair(const void* context, std::int64_t task) {
                   p.q.data() + u(p.q_row(pair)) * ldq, ldq, p.k.data() + u(p.kv_row(pair)) * ldk,
                   ldk, real(0), s, u(p.seq));
   const std::int64_t b = p.batch_row(pair);
-  for (std::int64_t r = 0; r < rows; ++r) masked_softmax_row(s + r * p.seq, r % p.seq, p.seq, p.mask, b);
+  for (std::int64_t r = 0; r < rows; ++r)
+    masked_softmax_row(s + r * p.seq, r % p.seq, p.seq, p.mask, b);
   host_tiled_gemm(false, false, u(rows), u(p.head_dim), u(p.seq), real(1), s, u(p.seq),
                   p.v.data() + u(p.kv_row(pair)) * ldv, ldv, real(0),
                   p.out.data() + u(p.q_row(pair)) * ldo, ldo);
@@ -154,11 +153,12 @@ void split_heads(const ExecSpace& space, const Mat& out, const ConstMat& x, cons
   const HeadShape shape("split_heads", x.extent(0), x.extent(1), heads, seq);
   DISTZO_REQUIRE(out.extent(0) == static_cast<std::size_t>(shape.head_major_rows()) &&
                      out.extent(1) == static_cast<std::size_t>(shape.head_dim),
-                 "distzo::kernels::split_heads: out is (" << out.extent(0) << ", " << out.extent(1)
-                     << "), expected (" << shape.head_major_rows() << ", " << shape.head_dim << ")");
+                 "distzo::kernels::split_heads: out is ("
+                     << out.extent(0) << ", " << out.extent(1) << "), expected ("
+                     << shape.head_major_rows() << ", " << shape.head_dim << ")");
   DISTZO_REQUIRE(bias.extent(0) == 0 || bias.extent(0) == x.extent(1),
-                 "distzo::kernels::split_heads: bias has " << bias.extent(0) << " entries, expected "
-                                                           << x.extent(1) << " (or 0)");
+                 "distzo::kernels::split_heads: bias has "
+                     << bias.extent(0) << " entries, expected " << x.extent(1) << " (or 0)");
   if (x.size() == 0) return;
   const Mat o = out;
   const ConstMat xx = x;
@@ -167,17 +167,16 @@ void split_heads(const ExecSpace& space, const Mat& out, const ConstMat& x, cons
   shape.for_each_element(
       "distzo::split_heads", space,
       KOKKOS_LAMBDA(const std::int64_t row, const std::int64_t r, const std::int64_t c,
-                    const std::int64_t d) {
-        o(row, d) = has_bias ? xx(r, c) + bb(c) : xx(r, c);
-      });
+                    const std::int64_t d) { o(row, d) = has_bias ? xx(r, c) + bb(c) : xx(r, c); });
 }
 
 void merge_heads(const ExecSpace& space, const Mat& out, const ConstMat& x, int heads, int seq) {
   const HeadShape shape("merge_heads", out.extent(0), out.extent(1), heads, seq);
   DISTZO_REQUIRE(x.extent(0) == static_cast<std::size_t>(shape.head_major_rows()) &&
                      x.extent(1) == static_cast<std::size_t>(shape.head_dim),
-                 "distzo::kernels::merge_heads: x is (" << x.extent(0) << ", " << x.extent(1)
-                     << "), expected (" << shape.head_major_rows() << ", " << shape.head_dim << ")");
+                 "distzo::kernels::merge_heads: x is ("
+                     << x.extent(0) << ", " << x.extent(1) << "), expected ("
+                     << shape.head_major_rows() << ", " << shape.head_dim << ")");
   if (out.size() == 0) return;
   const Mat o = out;
   const ConstMat xx = x;
@@ -190,20 +189,21 @@ void merge_heads(const ExecSpace& space, const Mat& out, const ConstMat& x, int 
 void rotary_tables(const ExecSpace& space, const Mat& cos, const Mat& sin, const ConstIntMat& pos,
                    double theta) {
   const std::size_t tokens = pos.extent(0) * pos.extent(1), half = cos.extent(1);
-  DISTZO_REQUIRE(cos.extent(0) == tokens && sin.extent(0) == tokens && sin.extent(1) == half &&
-                     half > 0,
-                 "distzo::kernels::rotary_tables: cos is (" << cos.extent(0) << ", " << half
-                     << "), sin (" << sin.extent(0) << ", " << sin.extent(1)
-                     << "), expected (B*T, hd/2) with B*T = " << tokens);
-  DISTZO_REQUIRE(theta > 1, "distzo::kernels::rotary_tables: the base must exceed 1, got " << theta);
+  DISTZO_REQUIRE(
+      cos.extent(0) == tokens && sin.extent(0) == tokens && sin.extent(1) == half && half > 0,
+      "distzo::kernels::rotary_tables: cos is ("
+          << cos.extent(0) << ", " << half << "), sin (" << sin.extent(0) << ", " << sin.extent(1)
+          << "), expected (B*T, hd/2) with B*T = " << tokens);
+  DISTZO_REQUIRE(theta > 1,
+                 "distzo::kernels::rotary_tables: the base must exceed 1, got " << theta);
   const Mat c = cos, s = sin;
   const ConstIntMat p = pos;
   const std::int64_t T = static_cast<std::int64_t>(pos.extent(1));
   const float base = static_cast<float>(theta), dim = static_cast<float>(2 * half);
   Kokkos::parallel_for(
-      "distzo::rotary_tables", MDRangePolicy2(space, {0, 0},
-                                              {static_cast<std::int64_t>(tokens),
-                                               static_cast<std::int64_t>(half)}),
+      "distzo::rotary_tables",
+      MDRangePolicy2(space, {0, 0},
+                     {static_cast<std::int64_t>(tokens), static_cast<std::int64_t>(half)}),
       KOKKOS_LAMBDA(const std::int64_t token, const std::int64_t i) {
         // transformers: inv_freq = 1.0 / (base ** (arange(0, dim, 2).float() / dim)) in
         // float32, then the angle as a float32 product.
@@ -220,22 +220,24 @@ void rotary_embedding(const ExecSpace& space, const Mat& x, const ConstMat& cos,
   DISTZO_REQUIRE(heads > 0 && seq > 0 && tokens % static_cast<std::size_t>(seq) == 0 &&
                      x.extent(0) == tokens * static_cast<std::size_t>(heads) &&
                      x.extent(1) == 2 * half && sin.extent(0) == tokens && sin.extent(1) == half,
-                 "distzo::kernels::rotary_embedding: x is (" << x.extent(0) << ", " << x.extent(1)
-                     << "), tables (" << tokens << ", " << half << ") and (" << sin.extent(0)
-                     << ", " << sin.extent(1) << "): expected x (B*H*T, hd) and tables (B*T, hd/2) for "
-                     << heads << " heads and T = " << seq);
+                 "distzo::kernels::rotary_embedding: x is ("
+                     << x.extent(0) << ", " << x.extent(1) << "), tables (" << tokens << ", "
+                     << half << ") and (" << sin.extent(0) << ", " << sin.extent(1)
+                     << "): expected x (B*H*T, hd) and tables (B*T, hd/2) for " << heads
+                     << " heads and T = " << seq);
   if (x.size() == 0) return;
   const Mat xx = x;
   const ConstMat c = cos, s = sin;
   const std::int64_t H = heads, T = seq, h = static_cast<std::int64_t>(half);
-  for_each_in_rows("distzo::rotary_embedding", space, x.extent(0), h,
-                  KOKKOS_LAMBDA(const std::int64_t row, const std::int64_t i) {
-                    const std::int64_t token = row / T / H * T + row % T;  // b*T + t
-                    const float x1 = xx(row, i), x2 = xx(row, i + h);
-                    const float cs = c(token, i), sn = s(token, i);
-                    xx(row, i) = x1 * cs - x2 * sn;
-                    xx(row, i + h) = x2 * cs + x1 * sn;
-                  });
+  for_each_in_rows(
+      "distzo::rotary_embedding", space, x.extent(0), h,
+      KOKKOS_LAMBDA(const std::int64_t row, const std::int64_t i) {
+        const std::int64_t token = row / T / H * T + row % T;  // b*T + t
+        const float x1 = xx(row, i), x2 = xx(row, i + h);
+        const float cs = c(token, i), sn = s(token, i);
+        xx(row, i) = x1 * cs - x2 * sn;
+        xx(row, i + h) = x2 * cs + x1 * sn;
+      });
 }
 
 std::size_t attention_slots(std::size_t floats, std::size_t pairs, std::size_t group,
@@ -246,8 +248,9 @@ std::size_t attention_slots(std::size_t floats, std::size_t pairs, std::size_t g
 
 std::size_t attention_scores_floats(std::size_t batch, int heads, int kv_heads, std::size_t seq) {
   DISTZO_REQUIRE(heads > 0 && kv_heads > 0 && heads % kv_heads == 0,
-                 "distzo::kernels::attention_scores_floats: " << heads << " query heads and "
-                     << kv_heads << " key/value heads: the second must divide the first");
+                 "distzo::kernels::attention_scores_floats: "
+                     << heads << " query heads and " << kv_heads
+                     << " key/value heads: the second must divide the first");
   const std::size_t per_pair = static_cast<std::size_t>(heads / kv_heads) * seq * seq;
   const std::size_t pairs = batch * static_cast<std::size_t>(kv_heads);
   return std::min(pairs * per_pair, std::max(per_pair, attention_scores_budget));
@@ -267,26 +270,26 @@ void attention_heads(const ExecSpace& space, const Mat& out, const ConstMat& q, 
   const auto shaped = [&](const auto& t, std::size_t r) {
     return t.extent(0) == r && t.extent(1) == head_dim;
   };
-  DISTZO_REQUIRE(shaped(k, kv_rows) && shaped(v, kv_rows) && shaped(out, rows) &&
-                     q.extent(0) == rows,
-                 "distzo::kernels::attention_heads: q and out must be (B*H*T, hd) = ("
-                     << rows << ", " << head_dim << "), k and v (B*KV*T, hd) = (" << kv_rows
-                     << ", " << head_dim << ") for " << heads << " heads, " << kv_heads
-                     << " key/value heads and a (" << batch << ", " << seq << ") mask; got q ("
-                     << q.extent(0) << ", " << q.extent(1) << "), k (" << k.extent(0) << ", "
-                     << k.extent(1) << "), v (" << v.extent(0) << ", " << v.extent(1)
-                     << "), out (" << out.extent(0) << ", " << out.extent(1) << ")");
+  DISTZO_REQUIRE(
+      shaped(k, kv_rows) && shaped(v, kv_rows) && shaped(out, rows) && q.extent(0) == rows,
+      "distzo::kernels::attention_heads: q and out must be (B*H*T, hd) = ("
+          << rows << ", " << head_dim << "), k and v (B*KV*T, hd) = (" << kv_rows << ", "
+          << head_dim << ") for " << heads << " heads, " << kv_heads << " key/value heads and a ("
+          << batch << ", " << seq << ") mask; got q (" << q.extent(0) << ", " << q.extent(1)
+          << "), k (" << k.extent(0) << ", " << k.extent(1) << "), v (" << v.extent(0) << ", "
+          << v.extent(1) << "), out (" << out.extent(0) << ", " << out.extent(1) << ")");
   const std::size_t group = static_cast<std::size_t>(heads / kv_heads);
   const std::size_t pairs = batch * static_cast<std::size_t>(kv_heads);
   const std::size_t slots = attention_slots(scores.extent(0), pairs, group, seq);
   DISTZO_REQUIRE(rows == 0 || slots >= 1,
-                 "distzo::kernels::attention_heads: scores holds " << scores.extent(0)
-                     << " floats, fewer than one (batch row, key/value head) pair's "
-                     << group << " x " << seq << " x " << seq);
+                 "distzo::kernels::attention_heads: scores holds "
+                     << scores.extent(0)
+                     << " floats, fewer than one (batch row, key/value head) pair's " << group
+                     << " x " << seq << " x " << seq);
   if (rows == 0 || head_dim == 0) return;
   const auto i64 = [](std::size_t x) { return static_cast<std::int64_t>(x); };
-  HeadPairs p{out,       q,     k, v, mask, scale, heads, kv_heads, i64(group), i64(seq),
-              i64(head_dim), scores.data()};
+  HeadPairs p{out,   q,        k,          v,        mask,          scale,
+              heads, kv_heads, i64(group), i64(seq), i64(head_dim), scores.data()};
   bool on_host_threads = false;
   if constexpr (Kokkos::SpaceAccessibility<ExecSpace, Kokkos::HostSpace>::accessible) {
     on_host_threads = host_tiled_gemm_available() && gemm_path() == GemmPath::tiled;

@@ -78,7 +78,8 @@ template <class Index>
 void for_each_index(const char* label, const ExecSpace& space, std::int64_t n,
                     std::int64_t elements, const Index& f) {
   if constexpr (Kokkos::SpaceAccessibility<ExecSpace, Kokkos::HostSpace>::accessible) {
-    if (n > 1 && detail::use_host_threads(elements)) return detail::host_for_each(label, space, n, f);
+    if (n > 1 && detail::use_host_threads(elements))
+      return detail::host_for_each(label, space, n, f);
   }
   Kokkos::parallel_for(label, RangePolicy64(space, 0, n), f);
 }

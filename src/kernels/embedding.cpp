@@ -65,9 +65,9 @@ void add_positional(const ExecSpace& space, const Mat& x, const ConstIntMat& pos
                  "distzo::kernels::add_positional: x has " << x.extent(0) << " rows, pos is ("
                                                            << batch << ", " << seq << ")");
   DISTZO_REQUIRE(static_cast<std::int64_t>(table.cols()) == dim,
-                 "distzo::kernels::add_positional: x has "
-                     << dim << " columns, table is (" << table.rows() << ", " << table.cols()
-                     << ")");
+                 "distzo::kernels::add_positional: x has " << dim << " columns, table is ("
+                                                           << table.rows() << ", " << table.cols()
+                                                           << ")");
   const Mat xx = x;
   const ConstIntMat p = pos;
   const MatrixReader tab = table.reader();
@@ -122,8 +122,9 @@ void mark_rows(const ExecSpace& space, const IntVec& used, const ConstIntMat& to
 }
 
 void publish_rows(const ExecSpace& space, const Vec& slice, const ConstIntVec& used) {
-  DISTZO_REQUIRE(slice.extent(0) >= used.extent(0),
-                 "publish_rows: a slice of " << slice.extent(0) << " for " << used.extent(0) << " rows");
+  DISTZO_REQUIRE(slice.extent(0) >= used.extent(0), "publish_rows: a slice of "
+                                                        << slice.extent(0) << " for "
+                                                        << used.extent(0) << " rows");
   const Vec out = slice;
   const ConstIntVec u = used;
   Kokkos::parallel_for(
@@ -133,9 +134,9 @@ void publish_rows(const ExecSpace& space, const Vec& slice, const ConstIntVec& u
 
 void union_rows(const ExecSpace& space, const IntVec& used, const ConstVec& buffer, int slices) {
   const std::int64_t per = static_cast<std::int64_t>(buffer.extent(0)) / slices;
-  DISTZO_REQUIRE(slices >= 1 && per >= static_cast<std::int64_t>(used.extent(0)),
-                 "union_rows: " << slices << " slices of " << per << " for " << used.extent(0)
-                                << " rows");
+  DISTZO_REQUIRE(
+      slices >= 1 && per >= static_cast<std::int64_t>(used.extent(0)),
+      "union_rows: " << slices << " slices of " << per << " for " << used.extent(0) << " rows");
   const IntVec u = used;
   const ConstVec in = buffer;
   Kokkos::parallel_for(

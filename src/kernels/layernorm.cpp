@@ -27,9 +27,9 @@ void check_norm(const char* kernel, const Mat& y, const ConstMat& x, const Const
 void layernorm(const ExecSpace& space, const Mat& y, const ConstMat& x, const ConstVec& gamma,
                const ConstVec& beta, real eps) {
   check_norm("layernorm", y, x, gamma, eps);
-  DISTZO_REQUIRE(beta.extent(0) == x.extent(1),
-                 "distzo::kernels::layernorm: beta has " << beta.extent(0) << " entries, expected "
-                                                         << x.extent(1));
+  DISTZO_REQUIRE(beta.extent(0) == x.extent(1), "distzo::kernels::layernorm: beta has "
+                                                    << beta.extent(0) << " entries, expected "
+                                                    << x.extent(1));
   const int rows = static_cast<int>(x.extent(0));
   const int cols = static_cast<int>(x.extent(1));
   if (rows == 0 || cols == 0) return;

@@ -207,8 +207,8 @@ void round_to_words(const ExecSpace& space, const ConstMat& x, StorageDtype dtyp
                  "round_to_words: a 16-bit format (bf16 or fp16) is needed, not fp32");
   const std::size_t rows = x.extent(0), cols = x.extent(1);
   DISTZO_REQUIRE(words.extent(0) >= rows * cols, "round_to_words: " << words.extent(0)
-                                                                     << " words for a (" << rows
-                                                                     << ", " << cols << ") matrix");
+                                                                    << " words for a (" << rows
+                                                                    << ", " << cols << ") matrix");
   const ConstMat xx = x;
   const HalfVec ww = words;
   const std::int64_t c = static_cast<std::int64_t>(cols);
@@ -216,8 +216,8 @@ void round_to_words(const ExecSpace& space, const ConstMat& x, StorageDtype dtyp
       "distzo::linear::round_to_words",
       MDRangePolicy2(space, {0, 0}, {static_cast<std::int64_t>(rows), c}),
       KOKKOS_LAMBDA(const std::int64_t r, const std::int64_t i) {
-        ww(r * c + i) = static_cast<std::uint16_t>(
-            storage::store(xx(r, i), dtype, Rounding::nearest, 0u));
+        ww(r * c + i) =
+            static_cast<std::uint16_t>(storage::store(xx(r, i), dtype, Rounding::nearest, 0u));
       });
 }
 

@@ -111,10 +111,10 @@ void candidate_logits(const ExecSpace& space, const Mat& out, const ConstMat& hi
   const int rows = static_cast<int>(hidden.extent(0));
   const int dim = static_cast<int>(hidden.extent(1));
   const int n_cand = static_cast<int>(candidates.extent(0));
-  DISTZO_REQUIRE(table.cols() == hidden.extent(1),
-                 "distzo::kernels::candidate_logits: hidden has "
-                     << dim << " columns, table is (" << table.rows() << ", " << table.cols()
-                     << ")");
+  DISTZO_REQUIRE(table.cols() == hidden.extent(1), "distzo::kernels::candidate_logits: hidden has "
+                                                       << dim << " columns, table is ("
+                                                       << table.rows() << ", " << table.cols()
+                                                       << ")");
   DISTZO_REQUIRE(out.extent(0) == hidden.extent(0) && out.extent(1) == candidates.extent(0),
                  "distzo::kernels::candidate_logits: out is ("
                      << out.extent(0) << ", " << out.extent(1) << "), expected (" << rows << ", "

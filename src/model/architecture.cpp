@@ -4,12 +4,15 @@ namespace distzo::model {
 
 const ArchitectureSpec& architecture_spec(Architecture a) {
   switch (a) {
-    case Architecture::opt: return opt_architecture();
+    case Architecture::opt:
+      return opt_architecture();
     case Architecture::llama:
     case Architecture::qwen2:
     case Architecture::qwen3:
-    case Architecture::mistral: return llama_family_architecture(a);
-    case Architecture::gemma3: return gemma3_architecture();
+    case Architecture::mistral:
+      return llama_family_architecture(a);
+    case Architecture::gemma3:
+      return gemma3_architecture();
   }
   return opt_architecture();
 }

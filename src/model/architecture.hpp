@@ -7,11 +7,11 @@
 // checkpoints and digests — is shared and never asks which architecture
 // it runs.
 
+#include <vector>
+
 #include "core/types.hpp"
 #include "model/model_config.hpp"
 #include "model/parameter_registry.hpp"
-
-#include <vector>
 
 namespace distzo::model {
 
@@ -37,8 +37,8 @@ struct TensorSpec {
   ParameterGroup group;
   const char* name;
   std::vector<std::int64_t> (*shape)(const ModelConfig&);
-  bool weight_decay;                       // MeZO: no decay on biases and norm weights
-  bool (*present)(const ModelConfig&);     // nullptr: always present
+  bool weight_decay;                    // MeZO: no decay on biases and norm weights
+  bool (*present)(const ModelConfig&);  // nullptr: always present
 };
 
 /// h (N, C) from the token ids (and the positions of the mask).
@@ -56,12 +56,12 @@ using FinalHiddenFn = Mat (*)(const ModelConfig&, ForwardScratch&, const ExecSpa
 
 struct ArchitectureSpec {
   Architecture id;
-  const char* display_name;   // "OPT", "Llama", "Qwen2", ..., "Gemma 3"
-  const char* hf_class;       // "OPTForCausalLM", "LlamaForCausalLM", ..., "Gemma3ForCausalLM"
+  const char* display_name;  // "OPT", "Llama", "Qwen2", ..., "Gemma 3"
+  const char* hf_class;      // "OPTForCausalLM", "LlamaForCausalLM", ..., "Gemma3ForCausalLM"
   std::vector<TensorSpec> tensors;  // embeddings, then one block's (for every k), then the head
-  bool gated_mlp;             // the MLP needs a second (N, F) buffer (SwiGLU, GeGLU)
-  int rotary_bases;           // rotary position embeddings: cos/sin tables (N, hd/2) for
-                              // 0 (OPT), 1 (Llama) or 2 (Gemma 3: global, local) bases
+  bool gated_mlp;                   // the MLP needs a second (N, F) buffer (SwiGLU, GeGLU)
+  int rotary_bases;                 // rotary position embeddings: cos/sin tables (N, hd/2) for
+                                    // 0 (OPT), 1 (Llama) or 2 (Gemma 3: global, local) bases
   EmbedFn embed;
   BlockFn block;
   FinalHiddenFn final_hidden;

@@ -28,16 +28,16 @@ namespace distzo::model {
 /// functions use what they need.
 struct ForwardScratch {
   int batch = 0, seq_len = 0;
-  IntMat positions;  // (B, T)
-  Mat embedded;      // (N, E), OPT with E != C
-  Mat normed;        // (N, C)
-  Mat q, k, v;       // (B*H*T, hd), (B*KV*T, hd) x 2: head-major (kernels/attention.hpp)
-  Vec scores;        // attention's scores, flat (kernels::attention_scores_floats)
-  Mat attended;      // (N, H*hd)
-  Mat projected;     // (N, max(C, H*hd)): projection outputs; reshaped per use
-  Mat ffn;           // (N, F)
-  Mat ffn_gate;      // (N, F), gated MLPs only
-  Mat hidden_out;    // (N, E), OPT with E != C
+  IntMat positions;        // (B, T)
+  Mat embedded;            // (N, E), OPT with E != C
+  Mat normed;              // (N, C)
+  Mat q, k, v;             // (B*H*T, hd), (B*KV*T, hd) x 2: head-major (kernels/attention.hpp)
+  Vec scores;              // attention's scores, flat (kernels::attention_scores_floats)
+  Mat attended;            // (N, H*hd)
+  Mat projected;           // (N, max(C, H*hd)): projection outputs; reshaped per use
+  Mat ffn;                 // (N, F)
+  Mat ffn_gate;            // (N, F), gated MLPs only
+  Mat hidden_out;          // (N, E), OPT with E != C
   Mat rope_cos, rope_sin;  // (N, hd/2), rotary architectures: the angles of each token
   Mat rope_local_cos, rope_local_sin;  // (N, hd/2), Gemma 3's sliding layers (their own base)
   // precision.gemm_inputs: storage: a GEMM's input rounded to 2-byte words,
@@ -101,8 +101,8 @@ class DecoderForward {
   const HalfVec& gemm_input() const { return scratch_.gemm_input; }
 
   /// h (N, C) from the tokens: the architecture's embedding.
-  void embed(const ExecSpace& space, const WeightView& edge, ConstIntMat tokens,
-             ConstIntMat mask, const Mat& h);
+  void embed(const ExecSpace& space, const WeightView& edge, ConstIntMat tokens, ConstIntMat mask,
+             const Mat& h);
   /// Decoder layer `layer` (its weights `w`) applied to h (N, C) in place.
   void block(const ExecSpace& space, const WeightView& w, int layer, ConstIntMat mask,
              const Mat& h);
@@ -110,8 +110,7 @@ class DecoderForward {
   /// h or scratch owned by this object (valid until the next call).
   Mat final_hidden(const ExecSpace& space, const WeightView& edge, const Mat& h);
   /// logits (N, V) = final_hidden · lm_headᵀ.
-  void logits(const ExecSpace& space, const WeightView& edge, ConstMat hidden,
-              const Mat& logits);
+  void logits(const ExecSpace& space, const WeightView& edge, ConstMat hidden, const Mat& logits);
 
  private:
   ModelConfig config_;

@@ -8,6 +8,8 @@
 // turn q and k with rope_local_base_freq, full-attention layers with
 // rope_theta. distzo's sequences never exceed the window, where the two
 // kinds see the same keys and differ only in their rotary base.
+#include <cmath>
+
 #include "kernels/activations.hpp"
 #include "kernels/attention.hpp"
 #include "kernels/embedding.hpp"
@@ -15,8 +17,6 @@
 #include "kernels/linear.hpp"
 #include "model/architecture.hpp"
 #include "model/forward.hpp"
-
-#include <cmath>
 
 namespace distzo::model {
 
@@ -54,8 +54,7 @@ void gemma3_block(const ModelConfig& config, ForwardScratch& s, const ExecSpace&
 
   // h += post_norm(down_proj(gelu_tanh(gate_proj(x)) * up_proj(x))), x = pre_norm(h).
   kernels::rmsnorm(space, s.normed, h, w.vec(R::ffn_norm_weight), eps, one);
-  kernels::linear(space, s.ffn_gate, s.normed, w.matrix(R::gate_weight), ConstVec(),
-                  s.gemm_input);
+  kernels::linear(space, s.ffn_gate, s.normed, w.matrix(R::gate_weight), ConstVec(), s.gemm_input);
   kernels::linear(space, s.ffn, s.normed, w.matrix(R::up_weight), ConstVec(), s.gemm_input);
   kernels::gelu_tanh_mul(space, s.ffn_gate, s.ffn);
   const Mat out = s.projected_as(N, static_cast<std::size_t>(config.hidden_size));
@@ -84,40 +83,52 @@ ArchitectureSpec gemma3() {
       "Gemma3ForCausalLM",
       {
           {R::embed_tokens, G::embeddings, "model.embed_tokens.weight",
-           [](const ModelConfig& c) { return Shape{c.vocab_size, c.hidden_size}; }, decay, nullptr},
+           [](const ModelConfig& c) {
+             return Shape{c.vocab_size, c.hidden_size};
+           },
+           decay, nullptr},
 #define DISTZO_GEMMA3_LAYER "model.layers.{k}."
           {R::q_weight, G::block, DISTZO_GEMMA3_LAYER "self_attn.q_proj.weight",
-           [](const ModelConfig& c) { return Shape{c.q_width(), c.hidden_size}; }, decay, nullptr},
-          {R::k_weight, G::block, DISTZO_GEMMA3_LAYER "self_attn.k_proj.weight",
-           kv_by_hidden, decay, nullptr},
-          {R::v_weight, G::block, DISTZO_GEMMA3_LAYER "self_attn.v_proj.weight",
-           kv_by_hidden, decay, nullptr},
+           [](const ModelConfig& c) {
+             return Shape{c.q_width(), c.hidden_size};
+           },
+           decay, nullptr},
+          {R::k_weight, G::block, DISTZO_GEMMA3_LAYER "self_attn.k_proj.weight", kv_by_hidden,
+           decay, nullptr},
+          {R::v_weight, G::block, DISTZO_GEMMA3_LAYER "self_attn.v_proj.weight", kv_by_hidden,
+           decay, nullptr},
           {R::out_weight, G::block, DISTZO_GEMMA3_LAYER "self_attn.o_proj.weight",
-           [](const ModelConfig& c) { return Shape{c.hidden_size, c.q_width()}; }, decay, nullptr},
-          {R::q_norm_weight, G::block, DISTZO_GEMMA3_LAYER "self_attn.q_norm.weight",
-           head, no_decay, nullptr},
-          {R::k_norm_weight, G::block, DISTZO_GEMMA3_LAYER "self_attn.k_norm.weight",
-           head, no_decay, nullptr},
+           [](const ModelConfig& c) {
+             return Shape{c.hidden_size, c.q_width()};
+           },
+           decay, nullptr},
+          {R::q_norm_weight, G::block, DISTZO_GEMMA3_LAYER "self_attn.q_norm.weight", head,
+           no_decay, nullptr},
+          {R::k_norm_weight, G::block, DISTZO_GEMMA3_LAYER "self_attn.k_norm.weight", head,
+           no_decay, nullptr},
           {R::gate_weight, G::block, DISTZO_GEMMA3_LAYER "mlp.gate_proj.weight",
            shapes::ffn_by_hidden, decay, nullptr},
-          {R::up_weight, G::block, DISTZO_GEMMA3_LAYER "mlp.up_proj.weight",
-           shapes::ffn_by_hidden, decay, nullptr},
+          {R::up_weight, G::block, DISTZO_GEMMA3_LAYER "mlp.up_proj.weight", shapes::ffn_by_hidden,
+           decay, nullptr},
           {R::down_weight, G::block, DISTZO_GEMMA3_LAYER "mlp.down_proj.weight",
            shapes::hidden_by_ffn, decay, nullptr},
           {R::attn_norm_weight, G::block, DISTZO_GEMMA3_LAYER "input_layernorm.weight",
            shapes::hidden, no_decay, nullptr},
-          {R::attn_post_norm_weight, G::block, DISTZO_GEMMA3_LAYER "post_attention_layernorm.weight",
-           shapes::hidden, no_decay, nullptr},
+          {R::attn_post_norm_weight, G::block,
+           DISTZO_GEMMA3_LAYER "post_attention_layernorm.weight", shapes::hidden, no_decay,
+           nullptr},
           {R::ffn_norm_weight, G::block, DISTZO_GEMMA3_LAYER "pre_feedforward_layernorm.weight",
            shapes::hidden, no_decay, nullptr},
           {R::ffn_post_norm_weight, G::block,
            DISTZO_GEMMA3_LAYER "post_feedforward_layernorm.weight", shapes::hidden, no_decay,
            nullptr},
 #undef DISTZO_GEMMA3_LAYER
-          {R::final_norm_weight, G::head, "model.norm.weight",
-           shapes::hidden, no_decay, nullptr},
+          {R::final_norm_weight, G::head, "model.norm.weight", shapes::hidden, no_decay, nullptr},
           {R::lm_head, G::head, "lm_head.weight",
-           [](const ModelConfig& c) { return Shape{c.vocab_size, c.hidden_size}; }, decay, untied},
+           [](const ModelConfig& c) {
+             return Shape{c.vocab_size, c.hidden_size};
+           },
+           decay, untied},
       },
       /*gated_mlp=*/true,
       /*rotary_bases=*/2,

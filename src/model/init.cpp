@@ -1,10 +1,10 @@
 #include "model/init.hpp"
 
+#include <limits>
+
 #include "core/fence.hpp"
 #include "core/memory.hpp"
 #include "core/perturbation.hpp"
-
-#include <limits>
 
 namespace distzo::model {
 

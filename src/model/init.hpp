@@ -7,10 +7,10 @@
 // A parameter's values depend on (seed, its id) only, so a model can be
 // generated one tensor at a time, wherever θ is going to live.
 
-#include "model/weights.hpp"
-#include "model/parameter_registry.hpp"
-
 #include <cstdint>
+
+#include "model/parameter_registry.hpp"
+#include "model/weights.hpp"
 
 namespace distzo::model {
 

@@ -18,7 +18,6 @@
 #include "model/architecture.hpp"
 #include "model/forward.hpp"
 
-
 namespace distzo::model {
 
 namespace {
@@ -47,14 +46,11 @@ void llama_block(const ModelConfig& config, ForwardScratch& s, const ExecSpace& 
 
   // MLP: h += down_proj(silu(gate_proj(x)) * up_proj(x)), x = rmsnorm(h).
   kernels::rmsnorm(space, s.normed, h, w.vec(R::ffn_norm_weight), eps);
-  kernels::linear(space, s.ffn_gate, s.normed, w.matrix(R::gate_weight), ConstVec(),
-                  s.gemm_input);
-  kernels::linear(space, s.ffn, s.normed, w.matrix(R::up_weight), ConstVec(),
-                  s.gemm_input);
+  kernels::linear(space, s.ffn_gate, s.normed, w.matrix(R::gate_weight), ConstVec(), s.gemm_input);
+  kernels::linear(space, s.ffn, s.normed, w.matrix(R::up_weight), ConstVec(), s.gemm_input);
   kernels::silu_mul(space, s.ffn_gate, s.ffn, w.vec(R::gate_bias), w.vec(R::up_bias));
   const Mat out = s.projected_as(N, static_cast<std::size_t>(config.hidden_size));
-  kernels::linear(space, out, s.ffn_gate, w.matrix(R::down_weight), ConstVec(),
-                  s.gemm_input);
+  kernels::linear(space, out, s.ffn_gate, w.matrix(R::down_weight), ConstVec(), s.gemm_input);
   kernels::add_bias_residual(space, h, out, w.vec(R::down_bias));
 }
 
@@ -84,49 +80,58 @@ ArchitectureSpec llama_family(Architecture id, const char* display_name, const c
       hf_class,
       {
           {R::embed_tokens, G::embeddings, "model.embed_tokens.weight",
-           [](const ModelConfig& c) { return Shape{c.vocab_size, c.hidden_size}; }, decay, nullptr},
+           [](const ModelConfig& c) {
+             return Shape{c.vocab_size, c.hidden_size};
+           },
+           decay, nullptr},
 #define DISTZO_LLAMA_LAYER "model.layers.{k}."
           {R::q_weight, G::block, DISTZO_LLAMA_LAYER "self_attn.q_proj.weight",
-           [](const ModelConfig& c) { return Shape{c.q_width(), c.hidden_size}; }, decay, nullptr},
+           [](const ModelConfig& c) {
+             return Shape{c.q_width(), c.hidden_size};
+           },
+           decay, nullptr},
           {R::q_bias, G::block, DISTZO_LLAMA_LAYER "self_attn.q_proj.bias",
            [](const ModelConfig& c) { return Shape{c.q_width()}; }, no_decay, qkv_bias},
-          {R::k_weight, G::block, DISTZO_LLAMA_LAYER "self_attn.k_proj.weight",
-           kv_by_hidden, decay, nullptr},
-          {R::k_bias, G::block, DISTZO_LLAMA_LAYER "self_attn.k_proj.bias",
-           kv, no_decay, qkv_bias},
-          {R::v_weight, G::block, DISTZO_LLAMA_LAYER "self_attn.v_proj.weight",
-           kv_by_hidden, decay, nullptr},
-          {R::v_bias, G::block, DISTZO_LLAMA_LAYER "self_attn.v_proj.bias",
-           kv, no_decay, qkv_bias},
+          {R::k_weight, G::block, DISTZO_LLAMA_LAYER "self_attn.k_proj.weight", kv_by_hidden, decay,
+           nullptr},
+          {R::k_bias, G::block, DISTZO_LLAMA_LAYER "self_attn.k_proj.bias", kv, no_decay, qkv_bias},
+          {R::v_weight, G::block, DISTZO_LLAMA_LAYER "self_attn.v_proj.weight", kv_by_hidden, decay,
+           nullptr},
+          {R::v_bias, G::block, DISTZO_LLAMA_LAYER "self_attn.v_proj.bias", kv, no_decay, qkv_bias},
           {R::out_weight, G::block, DISTZO_LLAMA_LAYER "self_attn.o_proj.weight",
-           [](const ModelConfig& c) { return Shape{c.hidden_size, c.q_width()}; }, decay, nullptr},
-          {R::out_bias, G::block, DISTZO_LLAMA_LAYER "self_attn.o_proj.bias",
-           shapes::hidden, no_decay, attention_bias},
-          {R::q_norm_weight, G::block, DISTZO_LLAMA_LAYER "self_attn.q_norm.weight",
-           head, no_decay, qk_norm},
-          {R::k_norm_weight, G::block, DISTZO_LLAMA_LAYER "self_attn.k_norm.weight",
-           head, no_decay, qk_norm},
+           [](const ModelConfig& c) {
+             return Shape{c.hidden_size, c.q_width()};
+           },
+           decay, nullptr},
+          {R::out_bias, G::block, DISTZO_LLAMA_LAYER "self_attn.o_proj.bias", shapes::hidden,
+           no_decay, attention_bias},
+          {R::q_norm_weight, G::block, DISTZO_LLAMA_LAYER "self_attn.q_norm.weight", head, no_decay,
+           qk_norm},
+          {R::k_norm_weight, G::block, DISTZO_LLAMA_LAYER "self_attn.k_norm.weight", head, no_decay,
+           qk_norm},
           {R::gate_weight, G::block, DISTZO_LLAMA_LAYER "mlp.gate_proj.weight",
            shapes::ffn_by_hidden, decay, nullptr},
-          {R::gate_bias, G::block, DISTZO_LLAMA_LAYER "mlp.gate_proj.bias",
-           shapes::ffn, no_decay, mlp_bias},
-          {R::up_weight, G::block, DISTZO_LLAMA_LAYER "mlp.up_proj.weight",
-           shapes::ffn_by_hidden, decay, nullptr},
-          {R::up_bias, G::block, DISTZO_LLAMA_LAYER "mlp.up_proj.bias",
-           shapes::ffn, no_decay, mlp_bias},
+          {R::gate_bias, G::block, DISTZO_LLAMA_LAYER "mlp.gate_proj.bias", shapes::ffn, no_decay,
+           mlp_bias},
+          {R::up_weight, G::block, DISTZO_LLAMA_LAYER "mlp.up_proj.weight", shapes::ffn_by_hidden,
+           decay, nullptr},
+          {R::up_bias, G::block, DISTZO_LLAMA_LAYER "mlp.up_proj.bias", shapes::ffn, no_decay,
+           mlp_bias},
           {R::down_weight, G::block, DISTZO_LLAMA_LAYER "mlp.down_proj.weight",
            shapes::hidden_by_ffn, decay, nullptr},
-          {R::down_bias, G::block, DISTZO_LLAMA_LAYER "mlp.down_proj.bias",
-           shapes::hidden, no_decay, mlp_bias},
+          {R::down_bias, G::block, DISTZO_LLAMA_LAYER "mlp.down_proj.bias", shapes::hidden,
+           no_decay, mlp_bias},
           {R::attn_norm_weight, G::block, DISTZO_LLAMA_LAYER "input_layernorm.weight",
            shapes::hidden, no_decay, nullptr},
           {R::ffn_norm_weight, G::block, DISTZO_LLAMA_LAYER "post_attention_layernorm.weight",
            shapes::hidden, no_decay, nullptr},
 #undef DISTZO_LLAMA_LAYER
-          {R::final_norm_weight, G::head, "model.norm.weight",
-           shapes::hidden, no_decay, nullptr},
+          {R::final_norm_weight, G::head, "model.norm.weight", shapes::hidden, no_decay, nullptr},
           {R::lm_head, G::head, "lm_head.weight",
-           [](const ModelConfig& c) { return Shape{c.vocab_size, c.hidden_size}; }, decay, untied},
+           [](const ModelConfig& c) {
+             return Shape{c.vocab_size, c.hidden_size};
+           },
+           decay, untied},
       },
       /*gated_mlp=*/true,
       /*rotary_bases=*/1,
@@ -148,10 +153,14 @@ const ArchitectureSpec& llama_family_architecture(Architecture a) {
   static const ArchitectureSpec mistral =
       llama_family(Architecture::mistral, "Mistral", "MistralForCausalLM");
   switch (a) {
-    case Architecture::qwen2: return qwen2;
-    case Architecture::qwen3: return qwen3;
-    case Architecture::mistral: return mistral;
-    default: return llama;
+    case Architecture::qwen2:
+      return qwen2;
+    case Architecture::qwen3:
+      return qwen3;
+    case Architecture::mistral:
+      return mistral;
+    default:
+      return llama;
   }
 }
 

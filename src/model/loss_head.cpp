@@ -10,12 +10,14 @@ namespace distzo::model {
 LossHead::LossHead(const ModelConfig& config, const BatchShape& shape) : task_(shape.task) {
   const int batch = shape.micro_batch, seq_len = shape.seq_len, candidates = shape.candidates;
   if (task_ == Task::causal_lm) {
-    logits_ = Mat(memory_label(MemoryRole::activations, "head.logits"), static_cast<std::size_t>(batch) * seq_len,
-                  config.vocab_size);
+    logits_ = Mat(memory_label(MemoryRole::activations, "head.logits"),
+                  static_cast<std::size_t>(batch) * seq_len, config.vocab_size);
   } else {
     DISTZO_REQUIRE(candidates > 0, "classification needs at least one candidate label word");
-    selected_ = Mat(memory_label(MemoryRole::activations, "head.selected"), batch, config.embedding_dim());
-    cand_logits_ = Mat(memory_label(MemoryRole::activations, "head.candidate_logits"), batch, candidates);
+    selected_ =
+        Mat(memory_label(MemoryRole::activations, "head.selected"), batch, config.embedding_dim());
+    cand_logits_ =
+        Mat(memory_label(MemoryRole::activations, "head.candidate_logits"), batch, candidates);
     predictions_ = IntVec(memory_label(MemoryRole::activations, "head.predictions"), batch);
   }
 }
@@ -36,8 +38,7 @@ void LossHead::loss(const ExecSpace& space, const WeightView& edge, ConstMat hid
     // Only the K candidate rows of the tied head are needed (MeZO's
     // "train as classification"), not the (B*T, V) logits.
     kernels::gather_rows(space, selected_, hidden, batch.rows);
-    kernels::candidate_logits(space, cand_logits_, selected_, edge.lm_head(),
-                              batch.candidates);
+    kernels::candidate_logits(space, cand_logits_, selected_, edge.lm_head(), batch.candidates);
     kernels::classification_loss(space, sums, predictions_, cand_logits_, batch.gold);
   }
 }

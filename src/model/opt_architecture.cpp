@@ -10,7 +10,6 @@
 #include "model/architecture.hpp"
 #include "model/forward.hpp"
 
-
 namespace distzo::model {
 
 namespace {
@@ -61,11 +60,9 @@ void opt_block(const ModelConfig& config, ForwardScratch& s, const ExecSpace& sp
                        kLayerNormEps);
     ffn_in = s.normed;
   }
-  kernels::linear(space, s.ffn, ffn_in, w.matrix(R::fc1_weight), ConstVec(),
-                  s.gemm_input);
+  kernels::linear(space, s.ffn, ffn_in, w.matrix(R::fc1_weight), ConstVec(), s.gemm_input);
   kernels::bias_relu(space, s.ffn, w.vec(R::fc1_bias));
-  kernels::linear(space, projected, s.ffn, w.matrix(R::fc2_weight), ConstVec(),
-                  s.gemm_input);
+  kernels::linear(space, projected, s.ffn, w.matrix(R::fc2_weight), ConstVec(), s.gemm_input);
   kernels::add_bias_residual(space, h, projected, w.vec(R::fc2_bias));
   if (!pre_ln) {
     kernels::layernorm(space, s.normed, h, w.vec(R::ffn_norm_weight), w.vec(R::ffn_norm_bias),
@@ -105,57 +102,61 @@ const ArchitectureSpec& opt_architecture() {
       "OPTForCausalLM",
       {
           {R::embed_tokens, G::embeddings, "model.decoder.embed_tokens.weight",
-           [](const ModelConfig& c) { return Shape{c.vocab_size, c.word_embed_proj_dim}; }, decay,
-           nullptr},
+           [](const ModelConfig& c) {
+             return Shape{c.vocab_size, c.word_embed_proj_dim};
+           },
+           decay, nullptr},
           {R::embed_positions, G::embeddings, "model.decoder.embed_positions.weight",
            [](const ModelConfig& c) {
              return Shape{c.max_position_embeddings + ModelConfig::kPositionOffset, c.hidden_size};
            },
            decay, nullptr},
           {R::project_in, G::embeddings, "model.decoder.project_in.weight",
-           [](const ModelConfig& c) { return Shape{c.hidden_size, c.word_embed_proj_dim}; }, decay,
-           has_projection},
+           [](const ModelConfig& c) {
+             return Shape{c.hidden_size, c.word_embed_proj_dim};
+           },
+           decay, has_projection},
 #define DISTZO_OPT_LAYER "model.decoder.layers.{k}."
-          {R::q_weight, G::block, DISTZO_OPT_LAYER "self_attn.q_proj.weight",
-           square, decay, nullptr},
-          {R::q_bias, G::block, DISTZO_OPT_LAYER "self_attn.q_proj.bias",
-           shapes::hidden, no_decay, nullptr},
-          {R::k_weight, G::block, DISTZO_OPT_LAYER "self_attn.k_proj.weight",
-           square, decay, nullptr},
-          {R::k_bias, G::block, DISTZO_OPT_LAYER "self_attn.k_proj.bias",
-           shapes::hidden, no_decay, nullptr},
-          {R::v_weight, G::block, DISTZO_OPT_LAYER "self_attn.v_proj.weight",
-           square, decay, nullptr},
-          {R::v_bias, G::block, DISTZO_OPT_LAYER "self_attn.v_proj.bias",
-           shapes::hidden, no_decay, nullptr},
-          {R::out_weight, G::block, DISTZO_OPT_LAYER "self_attn.out_proj.weight",
-           square, decay, nullptr},
-          {R::out_bias, G::block, DISTZO_OPT_LAYER "self_attn.out_proj.bias",
-           shapes::hidden, no_decay, nullptr},
+          {R::q_weight, G::block, DISTZO_OPT_LAYER "self_attn.q_proj.weight", square, decay,
+           nullptr},
+          {R::q_bias, G::block, DISTZO_OPT_LAYER "self_attn.q_proj.bias", shapes::hidden, no_decay,
+           nullptr},
+          {R::k_weight, G::block, DISTZO_OPT_LAYER "self_attn.k_proj.weight", square, decay,
+           nullptr},
+          {R::k_bias, G::block, DISTZO_OPT_LAYER "self_attn.k_proj.bias", shapes::hidden, no_decay,
+           nullptr},
+          {R::v_weight, G::block, DISTZO_OPT_LAYER "self_attn.v_proj.weight", square, decay,
+           nullptr},
+          {R::v_bias, G::block, DISTZO_OPT_LAYER "self_attn.v_proj.bias", shapes::hidden, no_decay,
+           nullptr},
+          {R::out_weight, G::block, DISTZO_OPT_LAYER "self_attn.out_proj.weight", square, decay,
+           nullptr},
+          {R::out_bias, G::block, DISTZO_OPT_LAYER "self_attn.out_proj.bias", shapes::hidden,
+           no_decay, nullptr},
           {R::attn_norm_weight, G::block, DISTZO_OPT_LAYER "self_attn_layer_norm.weight",
            shapes::hidden, no_decay, nullptr},
           {R::attn_norm_bias, G::block, DISTZO_OPT_LAYER "self_attn_layer_norm.bias",
            shapes::hidden, no_decay, nullptr},
-          {R::fc1_weight, G::block, DISTZO_OPT_LAYER "fc1.weight",
-           shapes::ffn_by_hidden, decay, nullptr},
-          {R::fc1_bias, G::block, DISTZO_OPT_LAYER "fc1.bias",
-           shapes::ffn, no_decay, nullptr},
-          {R::fc2_weight, G::block, DISTZO_OPT_LAYER "fc2.weight",
-           shapes::hidden_by_ffn, decay, nullptr},
-          {R::fc2_bias, G::block, DISTZO_OPT_LAYER "fc2.bias",
-           shapes::hidden, no_decay, nullptr},
-          {R::ffn_norm_weight, G::block, DISTZO_OPT_LAYER "final_layer_norm.weight",
-           shapes::hidden, no_decay, nullptr},
-          {R::ffn_norm_bias, G::block, DISTZO_OPT_LAYER "final_layer_norm.bias",
-           shapes::hidden, no_decay, nullptr},
+          {R::fc1_weight, G::block, DISTZO_OPT_LAYER "fc1.weight", shapes::ffn_by_hidden, decay,
+           nullptr},
+          {R::fc1_bias, G::block, DISTZO_OPT_LAYER "fc1.bias", shapes::ffn, no_decay, nullptr},
+          {R::fc2_weight, G::block, DISTZO_OPT_LAYER "fc2.weight", shapes::hidden_by_ffn, decay,
+           nullptr},
+          {R::fc2_bias, G::block, DISTZO_OPT_LAYER "fc2.bias", shapes::hidden, no_decay, nullptr},
+          {R::ffn_norm_weight, G::block, DISTZO_OPT_LAYER "final_layer_norm.weight", shapes::hidden,
+           no_decay, nullptr},
+          {R::ffn_norm_bias, G::block, DISTZO_OPT_LAYER "final_layer_norm.bias", shapes::hidden,
+           no_decay, nullptr},
 #undef DISTZO_OPT_LAYER
-          {R::final_norm_weight, G::head, "model.decoder.final_layer_norm.weight",
-           shapes::hidden, no_decay, has_final_norm},
-          {R::final_norm_bias, G::head, "model.decoder.final_layer_norm.bias",
-           shapes::hidden, no_decay, has_final_norm},
+          {R::final_norm_weight, G::head, "model.decoder.final_layer_norm.weight", shapes::hidden,
+           no_decay, has_final_norm},
+          {R::final_norm_bias, G::head, "model.decoder.final_layer_norm.bias", shapes::hidden,
+           no_decay, has_final_norm},
           {R::project_out, G::head, "model.decoder.project_out.weight",
-           [](const ModelConfig& c) { return Shape{c.word_embed_proj_dim, c.hidden_size}; }, decay,
-           has_projection},
+           [](const ModelConfig& c) {
+             return Shape{c.word_embed_proj_dim, c.hidden_size};
+           },
+           decay, has_projection},
       },
       /*gated_mlp=*/false,
       /*rotary_bases=*/0,

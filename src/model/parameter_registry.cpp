@@ -1,9 +1,9 @@
 #include "model/parameter_registry.hpp"
 
+#include <sstream>
+
 #include "core/error.hpp"
 #include "model/architecture.hpp"
-
-#include <sstream>
 
 namespace distzo::model {
 
@@ -25,9 +25,8 @@ std::string format_shape(const std::vector<std::int64_t>& shape) {
   return os.str();
 }
 
-void ParameterRegistry::add(std::string name, std::vector<std::int64_t> shape,
-                            ParameterGroup group, ParameterRole role, int block,
-                            bool weight_decay) {
+void ParameterRegistry::add(std::string name, std::vector<std::int64_t> shape, ParameterGroup group,
+                            ParameterRole role, int block, bool weight_decay) {
   ParameterInfo info;
   info.id = static_cast<std::uint32_t>(parameters_.size());
   info.name = std::move(name);
@@ -37,9 +36,15 @@ void ParameterRegistry::add(std::string name, std::vector<std::int64_t> shape,
   info.block = block;
   info.weight_decay = weight_decay;
   switch (group) {
-    case ParameterGroup::embeddings: embedding_ids_.push_back(info.id); break;
-    case ParameterGroup::block: block_ids_.at(block).push_back(info.id); break;
-    case ParameterGroup::head: head_ids_.push_back(info.id); break;
+    case ParameterGroup::embeddings:
+      embedding_ids_.push_back(info.id);
+      break;
+    case ParameterGroup::block:
+      block_ids_.at(block).push_back(info.id);
+      break;
+    case ParameterGroup::head:
+      head_ids_.push_back(info.id);
+      break;
   }
   parameters_.push_back(std::move(info));
 }
@@ -99,9 +104,12 @@ std::uint32_t ParameterRegistry::id_of(const std::string& name) const {
 
 std::string GroupRef::name() const {
   switch (kind) {
-    case ParameterGroup::embeddings: return "embeddings";
-    case ParameterGroup::head: return "head";
-    case ParameterGroup::block: break;
+    case ParameterGroup::embeddings:
+      return "embeddings";
+    case ParameterGroup::head:
+      return "head";
+    case ParameterGroup::block:
+      break;
   }
   return "block " + std::to_string(block);
 }
@@ -115,9 +123,12 @@ std::vector<GroupRef> ParameterRegistry::groups() const {
 
 const std::vector<std::uint32_t>& ParameterRegistry::ids(GroupRef group) const {
   switch (group.kind) {
-    case ParameterGroup::embeddings: return embedding_ids_;
-    case ParameterGroup::head: return head_ids_;
-    case ParameterGroup::block: break;
+    case ParameterGroup::embeddings:
+      return embedding_ids_;
+    case ParameterGroup::head:
+      return head_ids_;
+    case ParameterGroup::block:
+      break;
   }
   return block_ids(group.block);
 }

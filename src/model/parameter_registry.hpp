@@ -6,11 +6,11 @@
 // perturbation z(seed, step, query, id, element) is the same wherever and in
 // whatever order a tensor is visited (DESIGN.md invariant 1).
 
-#include "model/model_config.hpp"
-
 #include <cstdint>
 #include <string>
 #include <vector>
+
+#include "model/model_config.hpp"
 
 namespace distzo::model {
 
@@ -29,13 +29,32 @@ enum class ParameterRole {
   final_norm_weight,  // (C)
   final_norm_bias,    // OPT: (C)
   lm_head,            // (V, C) when not tied
-  q_weight, q_bias, k_weight, k_bias, v_weight, v_bias, out_weight, out_bias,
-  attn_norm_weight, attn_norm_bias,
-  fc1_weight, fc1_bias, fc2_weight, fc2_bias,          // OPT's MLP
-  gate_weight, gate_bias, up_weight, up_bias, down_weight, down_bias,  // Llama's SwiGLU MLP
-  ffn_norm_weight, ffn_norm_bias,
-  q_norm_weight, k_norm_weight,  // Qwen3, Gemma 3: (hd), RMSNorm of each q and k head
-  attn_post_norm_weight, ffn_post_norm_weight,  // Gemma 3: (C), the norms after attention and MLP
+  q_weight,
+  q_bias,
+  k_weight,
+  k_bias,
+  v_weight,
+  v_bias,
+  out_weight,
+  out_bias,
+  attn_norm_weight,
+  attn_norm_bias,
+  fc1_weight,
+  fc1_bias,
+  fc2_weight,
+  fc2_bias,  // OPT's MLP
+  gate_weight,
+  gate_bias,
+  up_weight,
+  up_bias,
+  down_weight,
+  down_bias,  // Llama's SwiGLU MLP
+  ffn_norm_weight,
+  ffn_norm_bias,
+  q_norm_weight,
+  k_norm_weight,  // Qwen3, Gemma 3: (hd), RMSNorm of each q and k head
+  attn_post_norm_weight,
+  ffn_post_norm_weight,  // Gemma 3: (C), the norms after attention and MLP
 };
 constexpr std::size_t kParameterRoleCount =
     static_cast<std::size_t>(ParameterRole::ffn_post_norm_weight) + 1;
@@ -54,12 +73,12 @@ struct GroupRef {
 
 struct ParameterInfo {
   std::uint32_t id = 0;
-  std::string name;                  // Hugging Face state-dict key
-  std::vector<std::int64_t> shape;   // PyTorch shape, row-major
+  std::string name;                 // Hugging Face state-dict key
+  std::vector<std::int64_t> shape;  // PyTorch shape, row-major
   ParameterGroup group = ParameterGroup::block;
   ParameterRole role = ParameterRole::q_weight;
-  int block = -1;                    // layer index for group == block, else -1
-  bool weight_decay = true;          // MeZO: no decay on biases and norm weights
+  int block = -1;            // layer index for group == block, else -1
+  bool weight_decay = true;  // MeZO: no decay on biases and norm weights
 
   std::int64_t numel() const;
 };

@@ -5,9 +5,9 @@
 namespace distzo::model {
 
 void WeightView::bind(const ParameterInfo& p, const Vec& tensor) {
-  DISTZO_REQUIRE(static_cast<std::int64_t>(tensor.extent(0)) == p.numel(),
-                 "tensor " << p.name << " holds " << tensor.extent(0) << " elements, expected "
-                           << p.numel());
+  DISTZO_REQUIRE(
+      static_cast<std::int64_t>(tensor.extent(0)) == p.numel(),
+      "tensor " << p.name << " holds " << tensor.extent(0) << " elements, expected " << p.numel());
   const std::size_t r = index(p.role);
   if (p.shape.size() == 2)
     mats_[r] = kernels::WeightMatrix(ConstMat(tensor.data(), static_cast<std::size_t>(p.shape[0]),
@@ -19,12 +19,12 @@ void WeightView::bind(const ParameterInfo& p, const Vec& tensor) {
 void WeightView::bind_words(const ParameterInfo& p, StorageDtype dtype, const HalfVec& words) {
   DISTZO_REQUIRE(p.shape.size() == 2 && dtype != StorageDtype::fp32,
                  "tensor " << p.name << ": only a matrix is read as 2-byte (bf16 / fp16) words");
-  DISTZO_REQUIRE(static_cast<std::int64_t>(words.extent(0)) == p.numel(),
-                 "tensor " << p.name << " holds " << words.extent(0) << " words, expected "
-                           << p.numel());
-  mats_[index(p.role)] = kernels::WeightMatrix(
-      dtype, ConstHalfMat(words.data(), static_cast<std::size_t>(p.shape[0]),
-                          static_cast<std::size_t>(p.shape[1])));
+  DISTZO_REQUIRE(
+      static_cast<std::int64_t>(words.extent(0)) == p.numel(),
+      "tensor " << p.name << " holds " << words.extent(0) << " words, expected " << p.numel());
+  mats_[index(p.role)] =
+      kernels::WeightMatrix(dtype, ConstHalfMat(words.data(), static_cast<std::size_t>(p.shape[0]),
+                                                static_cast<std::size_t>(p.shape[1])));
 }
 
 void WeightView::bind_source(const ParameterInfo& p, const MatrixSource& source) {

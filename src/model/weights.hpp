@@ -12,16 +12,16 @@
 // precision.gemm_inputs: storage a matrix may be 2-byte words instead of
 // floats (matrix() says which), or be materialised only when it is read.
 
+#include <array>
+#include <cstdint>
+#include <functional>
+#include <vector>
+
 #include "core/error.hpp"
 #include "core/storage_dtype.hpp"
 #include "core/types.hpp"
 #include "kernels/weight_matrix.hpp"
 #include "model/parameter_registry.hpp"
-
-#include <array>
-#include <cstdint>
-#include <functional>
-#include <vector>
 
 namespace distzo::model {
 
@@ -53,7 +53,8 @@ struct GroupTensors {
   const MatrixSource* source = nullptr;
 
   GroupTensors() = default;
-  GroupTensors(const TensorTable& v, const WordTable* w = nullptr,  // NOLINT(google-explicit-constructor)
+  GroupTensors(const TensorTable& v,
+               const WordTable* w = nullptr,  // NOLINT(google-explicit-constructor)
                const MatrixSource* s = nullptr)
       : values(&v), words(w), source(s) {}
 };

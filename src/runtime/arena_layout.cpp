@@ -1,9 +1,9 @@
 #include "runtime/arena_layout.hpp"
 
+#include <algorithm>
+
 #include "core/error.hpp"
 #include "runtime/placement.hpp"
-
-#include <algorithm>
 
 namespace distzo::runtime {
 
@@ -12,9 +12,9 @@ ArenaLayout ArenaLayout::of(const model::ParameterRegistry& registry,
   ArenaLayout layout;
   layout.first_id = ids.empty() ? 0 : ids.front();
   for (std::size_t i = 0; i < ids.size(); ++i) {
-    DISTZO_REQUIRE(ids[i] == layout.first_id + i,
-                   "arena layout: the ids of a group must be consecutive, got " << ids[i]
-                                                                                << " at " << i);
+    DISTZO_REQUIRE(
+        ids[i] == layout.first_id + i,
+        "arena layout: the ids of a group must be consecutive, got " << ids[i] << " at " << i);
     Segment s;
     s.id = ids[i];
     s.offset = layout.elements;
@@ -31,7 +31,6 @@ const Segment& ArenaLayout::segment(std::uint32_t id) const {
                                             << ".." << first_id + segments.size() << ")");
   return segments[id - first_id];
 }
-
 
 GroupSlices GroupSlices::of(const ArenaLayout& layout, int slices, int slice) {
   DISTZO_REQUIRE(slices >= 1 && slice >= 0 && slice < slices,

@@ -17,14 +17,14 @@
 // exchange an all-gather of S equal pieces (what NCCL offers); the last
 // slices may lie wholly or partly in the padding beyond the arena.
 
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
 #include "core/storage_dtype.hpp"
 #include "core/types.hpp"
 #include "model/parameter_registry.hpp"
 #include "runtime/placement.hpp"
-
-#include <cstddef>
-#include <cstdint>
-#include <vector>
 
 namespace distzo::runtime {
 
@@ -48,7 +48,6 @@ struct ArenaLayout {
   /// Bytes of the arena with θ stored as `dtype`.
   std::size_t bytes(StorageDtype dtype) const { return elements * bytes_per_element(dtype); }
 };
-
 
 /// The part of one tensor that lies in a slice.
 struct SlicePiece {

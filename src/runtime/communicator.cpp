@@ -1,13 +1,13 @@
 #include "runtime/communicator.hpp"
 
-#include "core/error.hpp"
-
 #include <algorithm>
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <new>
+
+#include "core/error.hpp"
 
 namespace distzo::runtime {
 

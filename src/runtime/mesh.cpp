@@ -5,16 +5,16 @@
 namespace distzo::runtime {
 
 MeshCoordinates MeshLayout::coordinates(int world_rank) const {
-  DISTZO_REQUIRE(perturbation_size >= 1 && data_size >= 1,
-                 "mesh: P and D must be at least 1, got P=" << perturbation_size << ", D=" << data_size);
+  DISTZO_REQUIRE(
+      perturbation_size >= 1 && data_size >= 1,
+      "mesh: P and D must be at least 1, got P=" << perturbation_size << ", D=" << data_size);
   DISTZO_REQUIRE(world_rank >= 0 && world_rank < world_size(),
                  "mesh: rank " << world_rank << " outside a " << perturbation_size << " x "
                                << data_size << " mesh");
   return {world_rank % perturbation_size, world_rank / perturbation_size};
 }
 
-Mesh::Mesh(const Communicator& world, const MeshLayout& layout)
-    : world_(world), layout_(layout) {
+Mesh::Mesh(const Communicator& world, const MeshLayout& layout) : world_(world), layout_(layout) {
   DISTZO_REQUIRE(world.size() == layout.world_size(),
                  "mesh: P x D = " << layout.perturbation_size << " x " << layout.data_size << " = "
                                   << layout.world_size() << " ranks, but the job has "

@@ -13,9 +13,9 @@
 // MeshLayout is plain data (testable in one process); Mesh owns the
 // communicators split from the world.
 
-#include "runtime/communicator.hpp"
-
 #include <memory>
+
+#include "runtime/communicator.hpp"
 
 namespace distzo::runtime {
 
@@ -30,7 +30,9 @@ struct MeshLayout {
 
   int world_size() const { return perturbation_size * data_size; }
   MeshCoordinates coordinates(int world_rank) const;
-  int world_rank(MeshCoordinates c) const { return c.data_rank * perturbation_size + c.perturbation_rank; }
+  int world_rank(MeshCoordinates c) const {
+    return c.data_rank * perturbation_size + c.perturbation_rank;
+  }
 };
 
 class Mesh {

@@ -3,10 +3,10 @@
 #include "core/error.hpp"
 
 #if defined(DISTZO_HAVE_NCCL) && defined(KOKKOS_ENABLE_CUDA)
+#include <nccl.h>
+
 #include "core/fence.hpp"
 #include "core/memory.hpp"
-
-#include <nccl.h>
 #endif
 
 namespace distzo::runtime {
@@ -16,8 +16,9 @@ namespace distzo::runtime {
 namespace {
 
 void check_nccl(ncclResult_t result, const char* what) {
-  DISTZO_REQUIRE(result == ncclSuccess, "NCCL error in " << what << ": " << ncclGetErrorString(result)
-                                                         << " (NCCL needs one GPU per rank of a node)");
+  DISTZO_REQUIRE(result == ncclSuccess, "NCCL error in "
+                                            << what << ": " << ncclGetErrorString(result)
+                                            << " (NCCL needs one GPU per rank of a node)");
 }
 
 class NcclExchange final : public SliceExchange {

@@ -3,9 +3,9 @@
 // -DDISTZO_ENABLE_NCCL=ON on a CUDA build; elsewhere asking for it is an
 // error that says how to get it.
 
-#include "runtime/slice_exchange.hpp"
-
 #include <memory>
+
+#include "runtime/slice_exchange.hpp"
 
 namespace distzo::runtime {
 

@@ -87,7 +87,7 @@ class Watchdog final : public Heartbeat {
  private:
   using Clock = std::chrono::steady_clock;
   void watch();
-  void arrive();  // a collective begins
+  void arrive();                         // a collective begins
   void fire(double idle, double limit);  // aborts the job (world_.abort)
   /// A phase, and how many collectives had begun in it.
   struct Point {
@@ -111,10 +111,10 @@ class Watchdog final : public Heartbeat {
   std::atomic<Clock::rep> last_tick_;  // Clock ticks of the last progress or liveness
   mutable std::mutex mutex_;
   const Communicator& world_;
-  Point phase_;                       // the current phase
-  std::int64_t phase_start_ = 0;      // count_ when it began
-  std::int64_t count_ = 0;            // collectives begun
-  std::vector<Point> recent_;         // where the last kRecent ones were, by count % kRecent
+  Point phase_;                   // the current phase
+  std::int64_t phase_start_ = 0;  // count_ when it began
+  std::int64_t count_ = 0;        // collectives begun
+  std::vector<Point> recent_;     // where the last kRecent ones were, by count % kRecent
   static constexpr std::size_t kRecentSteps = 64;
   // The last kRecentSteps step intervals, a ring of which min(steps_seen_,
   // kRecentSteps) are filled. A fixed array: the watching thread copies it

@@ -7,8 +7,8 @@ namespace distzo::zo {
 EvaluationPlan EvaluationPlan::make(int queries, int group_size, int group_rank) {
   DISTZO_REQUIRE(queries >= 1, "a ZO step needs at least one query, got " << queries);
   DISTZO_REQUIRE(group_size >= 1 && (2 * queries) % group_size == 0,
-                 "perturbation parallelism P=" << group_size << " must divide the 2q="
-                                               << 2 * queries
+                 "perturbation parallelism P=" << group_size
+                                               << " must divide the 2q=" << 2 * queries
                                                << " forward evaluations of a step (q=" << queries
                                                << " queries, two signs each)");
   DISTZO_REQUIRE(group_rank >= 0 && group_rank < group_size,

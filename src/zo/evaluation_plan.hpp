@@ -27,10 +27,10 @@ int find_evaluation(const std::vector<Evaluation>& evaluations, int query, int s
 std::vector<int> queries_of(const std::vector<Evaluation>& evaluations);
 
 struct EvaluationPlan {
-  int queries = 1;                   // q
-  int group_size = 1;                // P
-  int group_rank = 0;                // this rank's position in its perturbation group
-  std::vector<Evaluation> owned;     // in increasing index order
+  int queries = 1;                // q
+  int group_size = 1;             // P
+  int group_rank = 0;             // this rank's position in its perturbation group
+  std::vector<Evaluation> owned;  // in increasing index order
 
   /// Throws distzo::Error unless P divides 2q and 0 <= rank < P.
   static EvaluationPlan make(int queries, int group_size, int group_rank);

@@ -57,7 +57,7 @@ class FloatTheta {
                                    // 2-byte GEMM inputs), 2-byte stores only
   model::TensorTable decoded_;     // by id, into the arenas above
   model::TensorTable own_edge_vectors_;  // 2-byte GEMM inputs without lent edges: by id
-  model::WordTable words_;         // by id: θ's words of the matrices in use (2-byte GEMM inputs)
+  model::WordTable words_;  // by id: θ's words of the matrices in use (2-byte GEMM inputs)
 };
 
 }  // namespace distzo::zo

@@ -7,14 +7,14 @@
 // slot) and releases it, saying whether the pass changed θ_k, so the
 // streamer knows to write it back.
 
+#include <functional>
+
 #include "core/types.hpp"
 #include "model/forward.hpp"
 #include "model/weights.hpp"
 #include "runtime/block_streamer.hpp"
 #include "runtime/theta_table.hpp"
 #include "zo/float_theta.hpp"
-
-#include <functional>
 
 namespace distzo::zo {
 

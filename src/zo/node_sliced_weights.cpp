@@ -4,12 +4,12 @@
 // own evaluations. The arithmetic per element is the local kernel's, on the
 // same z (slices start on Philox blocks), so every result is bit-identical.
 
+#include <string>
+#include <utility>
+
 #include "core/error.hpp"
 #include "kernels/embedding.hpp"
 #include "zo/perturbed_weights_kinds.hpp"
-
-#include <string>
-#include <utility>
 
 namespace distzo::zo {
 
@@ -41,13 +41,13 @@ class NodeSlicedWeights final : public PerturbedWeights {
         node_queries_(queries_of(node_evaluations_)) {
     const runtime::GroupSlices& embed = store_.slices(model::GroupRef::embeddings());
     DISTZO_REQUIRE(exchange_->slices() == embed.slices && exchange_->slice() == embed.slice,
-                   "perturbed weights: the exchange's slice " << exchange_->slice() << " of "
-                       << exchange_->slices() << " is not the store's " << embed.slice << " of "
-                       << embed.slices);
+                   "perturbed weights: the exchange's slice "
+                       << exchange_->slice() << " of " << exchange_->slices()
+                       << " is not the store's " << embed.slice << " of " << embed.slices);
     for (const Evaluation& e : plan_.owned)
-      DISTZO_REQUIRE(find_evaluation(node_evaluations_, e.query, e.sign) >= 0,
-                     "perturbed weights: evaluation " << e.index
-                                                      << " is owned here but not run on the node");
+      DISTZO_REQUIRE(
+          find_evaluation(node_evaluations_, e.query, e.sign) >= 0,
+          "perturbed weights: evaluation " << e.index << " is owned here but not run on the node");
     allocate_buffers();
   }
 
@@ -61,9 +61,9 @@ class NodeSlicedWeights final : public PerturbedWeights {
     if (embed_rows_used_.extent(0) != 0 && sliced) {
       // The rows any rank of the node reads: the union of the marks.
       const std::size_t per = row_buffer_.extent(0) / static_cast<std::size_t>(embed.slices);
-      kernels::publish_rows(
-          space, piece_of(row_buffer_, per * static_cast<std::size_t>(embed.slice), per),
-          embed_rows_used_);
+      kernels::publish_rows(space,
+                            piece_of(row_buffer_, per * static_cast<std::size_t>(embed.slice), per),
+                            embed_rows_used_);
       exchange_->all_gather(space, {row_buffer_});
       kernels::union_rows(space, embed_rows_used_, row_buffer_, embed.slices);
     }
@@ -102,7 +102,8 @@ class NodeSlicedWeights final : public PerturbedWeights {
       const Evaluation& e = plan_.owned[i];
       model::TensorTable& w = block_w_[i];
       runtime::bind_tensors(
-          w, layout, buffers[static_cast<std::size_t>(find_evaluation(node_evaluations_, e.query, e.sign))]);
+          w, layout,
+          buffers[static_cast<std::size_t>(find_evaluation(node_evaluations_, e.query, e.sign))]);
       use(i, w);
       runtime::unbind_tensors(w, layout);
     }
@@ -180,26 +181,28 @@ class NodeSlicedWeights final : public PerturbedWeights {
     const int im = find_evaluation(node_evaluations_, query, -1);
     for (const runtime::SlicePiece& p : slice.pieces) {
       const Vec plus =
-          ip >= 0 ? piece_of(buffers[static_cast<std::size_t>(ip)], p.arena_offset, p.count) : Vec();
+          ip >= 0 ? piece_of(buffers[static_cast<std::size_t>(ip)], p.arena_offset, p.count)
+                  : Vec();
       const Vec minus =
-          im >= 0 ? piece_of(buffers[static_cast<std::size_t>(im)], p.arena_offset, p.count) : Vec();
+          im >= 0 ? piece_of(buffers[static_cast<std::size_t>(im)], p.arena_offset, p.count)
+                  : Vec();
       materialise(space, theta[p.id].piece(p.first_element, p.count), p.id, p.first_element,
                   pending, with_update, perturbation, query, plus, minus);
     }
   }
 
   std::unique_ptr<runtime::SliceExchange> exchange_;  // over the node's ranks
-  std::vector<Evaluation> node_evaluations_;  // every evaluation the node's ranks run
-  std::vector<int> node_queries_;             // their queries, increasing
+  std::vector<Evaluation> node_evaluations_;          // every evaluation the node's ranks run
+  std::vector<int> node_queries_;                     // their queries, increasing
   // Buffers are indexed like node_evaluations_; a block buffer is reused two
   // blocks later (the exchange of the block between is the barrier that
   // frees it).
   std::vector<Vec> embed_buffers_, head_buffers_;  // per node evaluation: the edge arenas
   std::vector<Vec> block_buffers_[2];              // per node evaluation, for even / odd blocks
   Vec row_buffer_;                                 // S slices of row marks (classification)
-  std::vector<model::TensorTable> edge_w_;   // per owned evaluation, into the edge buffers
-  std::vector<model::TensorTable> block_w_;  // per owned evaluation, into the block buffers
-  std::vector<std::uint64_t> own_slice_record_;  // record_own_slices()
+  std::vector<model::TensorTable> edge_w_;         // per owned evaluation, into the edge buffers
+  std::vector<model::TensorTable> block_w_;        // per owned evaluation, into the block buffers
+  std::vector<std::uint64_t> own_slice_record_;    // record_own_slices()
 };
 
 }  // namespace

@@ -37,8 +37,9 @@ void PerturbedWeights::materialise(const ExecSpace& space, const StoredVec& thet
                                    bool with_update, const StepPerturbation& perturbation,
                                    int query, const StoredVec& plus, const StoredVec& minus) {
   const kernels::UpdateTerms terms =
-      with_update ? update_terms(perturbation.z, pending, registry_[id], store_.placement().rounding)
-                  : kernels::UpdateTerms();
+      with_update
+          ? update_terms(perturbation.z, pending, registry_[id], store_.placement().rounding)
+          : kernels::UpdateTerms();
   if (observer_) observer_({id, first, theta.extent(), terms.count + 1});
   const kernels::RowSelection rows = id == embed_id_ ? embed_rows_ : kernels::RowSelection();
   kernels::update_and_perturb(space, theta, id, first, terms, perturbation.stream(query),
@@ -51,8 +52,9 @@ std::unique_ptr<PerturbedWeights> make_perturbed_weights(
   if (!store.sliced()) return make_local_weights(store, plan, config, task, std::move(observer));
   const runtime::PlacementProblem shared = store.placement().shared_master_problem();
   DISTZO_INPUT_REQUIRE(shared.key.empty(), shared.key << ": " << shared.why);
-  DISTZO_REQUIRE(exchange.node != nullptr,
-                 "perturbed weights: a sliced store needs the node's ranks to exchange slices with");
+  DISTZO_REQUIRE(
+      exchange.node != nullptr,
+      "perturbed weights: a sliced store needs the node's ranks to exchange slices with");
   return make_node_sliced_weights(store, plan, config, task,
                                   runtime::make_slice_exchange(exchange.kind, *exchange.node),
                                   std::move(observer));

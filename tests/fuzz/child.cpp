@@ -26,7 +26,8 @@ void on_stop(int) { g_stop = 1; }
 
 // A file's first `head` and last `tail` bytes: distzo's message comes first,
 // a crash's report last, and an error may quote a megabyte in between.
-std::string ends_of(const std::string& path, std::size_t head = 64 * 1024, std::size_t tail = 192 * 1024) {
+std::string ends_of(const std::string& path, std::size_t head = 64 * 1024,
+                    std::size_t tail = 192 * 1024) {
   std::ifstream in(path, std::ios::binary);
   in.seekg(0, std::ios::end);
   const auto size = static_cast<std::size_t>(std::max<std::streamoff>(0, in.tellg()));
@@ -39,11 +40,13 @@ std::string ends_of(const std::string& path, std::size_t head = 64 * 1024, std::
   in.read(&text[0], static_cast<std::streamsize>(head));
   in.seekg(static_cast<std::streamoff>(size - tail));
   in.read(&text[head], static_cast<std::streamsize>(tail));
-  return text.insert(head, "\n[distzo_fuzz: " + std::to_string(size - head - tail) + " bytes left out]\n");
+  return text.insert(
+      head, "\n[distzo_fuzz: " + std::to_string(size - head - tail) + " bytes left out]\n");
 }
 
-[[noreturn]] void exec_child(const std::string& distzo, const std::vector<std::string>& args, const std::string& dir,
-                             const Limits& limits, const std::string& log_prefix, const sigset_t& parent_mask,
+[[noreturn]] void exec_child(const std::string& distzo, const std::vector<std::string>& args,
+                             const std::string& dir, const Limits& limits,
+                             const std::string& log_prefix, const sigset_t& parent_mask,
                              pid_t parent) {
   setpgid(0, 0);
   // Outside the harness's process group a Ctrl-C does not reach it, so it
@@ -51,11 +54,13 @@ std::string ends_of(const std::string& path, std::size_t head = 64 * 1024, std::
   // leaves no hung distzo behind).
   prctl(PR_SET_PDEATHSIG, SIGKILL);
   if (getppid() != parent) _exit(126);  // the harness died before prctl
-  sigprocmask(SIG_SETMASK, &parent_mask, nullptr);  // exec keeps the mask; distzo expects none blocked
+  sigprocmask(SIG_SETMASK, &parent_mask,
+              nullptr);  // exec keeps the mask; distzo expects none blocked
   const int in = open("/dev/null", O_RDONLY);
   const int out = open((log_prefix + ".stdout").c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
   const int err = open((log_prefix + ".stderr").c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  if (in < 0 || out < 0 || err < 0 || dup2(in, 0) < 0 || dup2(out, 1) < 0 || dup2(err, 2) < 0) _exit(126);
+  if (in < 0 || out < 0 || err < 0 || dup2(in, 0) < 0 || dup2(out, 1) < 0 || dup2(err, 2) < 0)
+    _exit(126);
   if (chdir(dir.c_str()) != 0) {
     std::fprintf(stderr, "distzo_fuzz: cannot enter %s: %s\n", dir.c_str(), std::strerror(errno));
     _exit(126);
@@ -94,7 +99,8 @@ std::string backtrace_of(pid_t pid, const std::string& log_prefix, const sigset_
     const int in = open("/dev/null", O_RDONLY);
     if (out < 0 || in < 0 || dup2(in, 0) < 0 || dup2(out, 1) < 0 || dup2(out, 2) < 0) _exit(126);
     const std::string target = std::to_string(pid);
-    execlp("gdb", "gdb", "-batch", "-p", target.c_str(), "-ex", "thread apply all bt 40", static_cast<char*>(nullptr));
+    execlp("gdb", "gdb", "-batch", "-p", target.c_str(), "-ex", "thread apply all bt 40",
+           static_cast<char*>(nullptr));
     _exit(127);
   }
   // gdb reads distzo's symbols in a second or two; a gdb stuck itself is not waited for.
@@ -107,7 +113,9 @@ std::string backtrace_of(pid_t pid, const std::string& log_prefix, const sigset_
   return ends_of(path);
 }
 
-bool contains(const std::string& text, const char* what) { return text.find(what) != std::string::npos; }
+bool contains(const std::string& text, const char* what) {
+  return text.find(what) != std::string::npos;
+}
 
 }  // namespace
 
@@ -120,16 +128,16 @@ void install_stop_handlers() {
   sigaction(SIGTERM, &action, nullptr);
 }
 
-Outcome run_distzo(const std::string& distzo, const std::vector<std::string>& args, const std::string& dir,
-                   const Limits& limits, const std::string& log_prefix) {
+Outcome run_distzo(const std::string& distzo, const std::vector<std::string>& args,
+                   const std::string& dir, const Limits& limits, const std::string& log_prefix) {
   // SIGCHLD stays blocked while the child runs, so sigtimedwait sees its end.
   sigset_t chld, parent_mask;
   sigemptyset(&chld);
   sigaddset(&chld, SIGCHLD);
   sigprocmask(SIG_BLOCK, &chld, &parent_mask);
   const auto start = std::chrono::steady_clock::now();
-  const auto deadline =
-      start + std::chrono::duration_cast<std::chrono::steady_clock::duration>(std::chrono::duration<double>(limits.timeout_s));
+  const auto deadline = start + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                                    std::chrono::duration<double>(limits.timeout_s));
   Outcome outcome;
   const pid_t harness = getpid();
   const pid_t pid = fork();
@@ -151,7 +159,8 @@ Outcome run_distzo(const std::string& distzo, const std::vector<std::string>& ar
       waitpid(pid, &status, 0);
       break;
     }
-    const auto left = std::min<std::chrono::nanoseconds>(deadline - now, std::chrono::milliseconds(100));
+    const auto left =
+        std::min<std::chrono::nanoseconds>(deadline - now, std::chrono::milliseconds(100));
     const timespec wait{0, static_cast<long>(left.count())};
     sigtimedwait(&chld, nullptr, &wait);
   }
@@ -181,7 +190,8 @@ std::string finding(const Outcome& o, const Limits& limits) {
     why << "exit status 2 without a \"distzo: error\" message";
   } else if ((o.exit_status == 75 || o.exit_status == 76) && !contains(o.stderr_text, "distzo")) {
     why << "exit status " << o.exit_status << " without a message from distzo";
-  } else if (o.exit_status != 0 && o.exit_status != 2 && o.exit_status != 75 && o.exit_status != 76) {
+  } else if (o.exit_status != 0 && o.exit_status != 2 && o.exit_status != 75 &&
+             o.exit_status != 76) {
     why << "exit status " << o.exit_status;
   }
   return why.str();

@@ -8,7 +8,7 @@
 namespace distzo::fuzz {
 
 struct Limits {
-  double timeout_s = 20;          // longer is a hang
+  double timeout_s = 20;         // longer is a hang
   std::uint64_t memory_mib = 0;  // the process's memory; 0 = no limit
   // How memory_mib is enforced: RLIMIT_AS, or for a distzo built with
   // AddressSanitizer (whose shadow memory reserves terabytes of address
@@ -23,7 +23,7 @@ struct Outcome {
   int exit_status = 0;
   double seconds = 0;
   std::string stdout_text, stderr_text;  // their first 64 KiB and last 192 KiB each
-  std::string hang_backtrace;            // where a hung process was: gdb's backtrace of every thread
+  std::string hang_backtrace;  // where a hung process was: gdb's backtrace of every thread
 };
 
 /// Runs `distzo args...` in `dir`, in a process group of its own (a hang is
@@ -31,8 +31,8 @@ struct Outcome {
 /// and OpenMP thread, no core file and `limits`. stdout and stderr go through
 /// `log_prefix`.stdout / .stderr. A process that outlives the timeout is
 /// shown to gdb (where there is one) before it is killed.
-Outcome run_distzo(const std::string& distzo, const std::vector<std::string>& args, const std::string& dir,
-                   const Limits& limits, const std::string& log_prefix);
+Outcome run_distzo(const std::string& distzo, const std::vector<std::string>& args,
+                   const std::string& dir, const Limits& limits, const std::string& log_prefix);
 
 /// Why `outcome` is a finding, or "" when distzo behaved: it exited 0, or 2
 /// with its "distzo: error" message (src/app/main.cpp), or 75 (stopped) or 76

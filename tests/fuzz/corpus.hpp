@@ -3,12 +3,12 @@
 // in) is made from the seeds with one file mutated, and which distzo command
 // runs on it.
 
-#include "child.hpp"
-#include "random.hpp"
-
 #include <filesystem>
 #include <string>
 #include <vector>
+
+#include "child.hpp"
+#include "random.hpp"
 
 namespace distzo::fuzz {
 
@@ -27,14 +27,16 @@ struct Corpus {
   // resume.yaml and resume_named.yaml, and run/ with the checkpoints of a
   // 2-step run (ckpt-000001.h5, ckpt-000002.h5).
   fs::path base;
-  std::vector<fs::path> models;  // every tests/data/*.model.h5; NAME.ref.h5 beside each is its input.h5
-  std::vector<fs::path> decks;   // the base decks and tests/data/decks/*.yaml
+  std::vector<fs::path>
+      models;  // every tests/data/*.model.h5; NAME.ref.h5 beside each is its input.h5
+  std::vector<fs::path> decks;  // the base decks and tests/data/decks/*.yaml
 };
 
 /// Writes the corpus under `dir` from `seeds_dir` (tests/data), running
 /// `distzo make-synthetic` and a 2-step checkpointed run; exits with the
 /// reason when distzo fails on them.
-Corpus make_corpus(const std::string& distzo, const fs::path& seeds_dir, const fs::path& dir, const Limits& limits);
+Corpus make_corpus(const std::string& distzo, const fs::path& seeds_dir, const fs::path& dir,
+                   const Limits& limits);
 
 struct Case {
   std::vector<std::string> args;  // distzo's arguments; paths relative to the case directory

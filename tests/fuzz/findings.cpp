@@ -27,17 +27,20 @@ std::string first_frame(const std::string& backtrace) {
   const std::size_t main_thread = backtrace.find("\nThread 1 ");  // gdb lists it last
   std::istringstream lines(backtrace.substr(main_thread == std::string::npos ? 0 : main_thread));
   for (std::string line; std::getline(lines, line);) {
-    if (line.find("libc.so") != std::string::npos || line.find("libucs") != std::string::npos) continue;
+    if (line.find("libc.so") != std::string::npos || line.find("libucs") != std::string::npos)
+      continue;
     const std::size_t start = line.find_first_not_of(' ');
     if (start == std::string::npos) continue;
     std::string function;
     if (line[start] == '#' && line.find(" in ") != std::string::npos) {
       function = line.substr(line.find(" in ") + 4);
-    } else if (std::isdigit(static_cast<unsigned char>(line[start])) && line.find("+0x") != std::string::npos) {
+    } else if (std::isdigit(static_cast<unsigned char>(line[start])) &&
+               line.find("+0x") != std::string::npos) {
       function = line.substr(line.find('(') + 1);
       function = function.substr(0, function.find('+'));
     }
-    for (std::size_t at; (at = function.find("(anonymous namespace)")) != std::string::npos;) function.erase(at, 21);
+    for (std::size_t at; (at = function.find("(anonymous namespace)")) != std::string::npos;)
+      function.erase(at, 21);
     function = function.substr(0, function.find_first_of("( "));
     if (!function.empty() && function != "??") return function;
   }
@@ -76,7 +79,8 @@ std::string shell_quoted(const std::string& word) {
   return quoted + "'";
 }
 
-std::string repro_script(const std::string& distzo, const Case& c, const Limits& limits, const std::string& reason) {
+std::string repro_script(const std::string& distzo, const Case& c, const Limits& limits,
+                         const std::string& reason) {
   std::ostringstream sh;
   sh << "#!/usr/bin/env bash\n"
      << "# distzo_fuzz finding: " << reason << "\n"
@@ -89,7 +93,8 @@ std::string repro_script(const std::string& distzo, const Case& c, const Limits&
      << "cp -r \"$(dirname \"$0\")/input/.\" \"$work\"\n"
      << "cd \"$work\"\n"
      << "export OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1\n";
-  if (limits.memory_mib > 0) {  // as the harness does it: ASan cannot start under an address-space limit
+  if (limits.memory_mib >
+      0) {  // as the harness does it: ASan cannot start under an address-space limit
     sh << "if [ -n \"${ASAN_OPTIONS:-}\" ]; then\n"
        << "  export ASAN_OPTIONS=\"$ASAN_OPTIONS:soft_rss_limit_mb=" << limits.memory_mib << "\"\n"
        << "else\n"
@@ -98,7 +103,8 @@ std::string repro_script(const std::string& distzo, const Case& c, const Limits&
   }
   sh << "timeout --signal=KILL " << limits.timeout_s << " \"$distzo\"";
   for (const auto& a : c.args) sh << " " << shell_quoted(a);
-  sh << "\nstatus=$?\necho \"exit status $status (137: killed, e.g. by the timeout; files in $work)\"\n";
+  sh << "\nstatus=$?\necho \"exit status $status (137: killed, e.g. by the timeout; files in "
+        "$work)\"\n";
   return sh.str();
 }
 
@@ -130,17 +136,25 @@ std::string finding(const Case& c, const Outcome& outcome, const Limits& limits)
   return reason;
 }
 
-Findings::Findings(fs::path dir, std::string distzo, Limits limits, std::size_t max_kept, std::size_t per_kind)
-    : dir_(std::move(dir)), distzo_(std::move(distzo)), limits_(limits), max_kept_(max_kept), per_kind_(per_kind) {
+Findings::Findings(fs::path dir, std::string distzo, Limits limits, std::size_t max_kept,
+                   std::size_t per_kind)
+    : dir_(std::move(dir)),
+      distzo_(std::move(distzo)),
+      limits_(limits),
+      max_kept_(max_kept),
+      per_kind_(per_kind) {
   fs::create_directories(dir_);
   for (const auto& entry : fs::directory_iterator(dir_)) {  // an earlier run's findings stay
     const std::string n = entry.path().filename().string();
-    if (!n.empty() && std::all_of(n.begin(), n.end(), [](char ch) { return std::isdigit(static_cast<unsigned char>(ch)); }))
+    if (!n.empty() && std::all_of(n.begin(), n.end(), [](char ch) {
+          return std::isdigit(static_cast<unsigned char>(ch));
+        }))
       next_number_ = std::max<std::size_t>(next_number_, std::stoul(n) + 1);
   }
 }
 
-fs::path Findings::record(const fs::path& case_dir, const Case& c, const Outcome& o, const std::string& reason) {
+fs::path Findings::record(const fs::path& case_dir, const Case& c, const Outcome& o,
+                          const std::string& reason) {
   ++count_;
   const std::size_t seen = ++kinds_[kind_of(c, o, reason)];
   if (seen > per_kind_ || kept_ >= max_kept_) return {};
@@ -158,7 +172,8 @@ fs::path Findings::record(const fs::path& case_dir, const Case& c, const Outcome
   if (!o.hang_backtrace.empty()) write_text(dir / "hang_backtrace", o.hang_backtrace);
   if (!c.must_pass_over.empty()) write_text(dir / "must_pass_over", c.must_pass_over + "\n");
   write_text(dir / "repro.sh", repro_script(distzo_, c, limits_, reason));
-  fs::permissions(dir / "repro.sh", fs::perms::owner_exec | fs::perms::group_exec | fs::perms::others_exec,
+  fs::permissions(dir / "repro.sh",
+                  fs::perms::owner_exec | fs::perms::group_exec | fs::perms::others_exec,
                   fs::perm_options::add);
   return dir;
 }
@@ -179,13 +194,15 @@ std::size_t replay_regressions(const std::string& distzo, const fs::path& dir, c
     }
     Case c;
     c.args = read_args(regression / "args");
-    if (fs::exists(regression / "must_pass_over")) c.must_pass_over = first_line(regression / "must_pass_over");
+    if (fs::exists(regression / "must_pass_over"))
+      c.must_pass_over = first_line(regression / "must_pass_over");
     if (c.args.empty()) {
       std::cout << "FAIL " << regression.filename().string() << ": its args file is empty\n";
       ++failing;
       continue;
     }
-    const Outcome o = run_distzo(distzo, c.args, work.string(), limits, (work.parent_path() / "replay").string());
+    const Outcome o =
+        run_distzo(distzo, c.args, work.string(), limits, (work.parent_path() / "replay").string());
     const std::string reason = finding(c, o, limits);
     std::string command = "distzo";
     for (const auto& a : c.args) command += " " + a;
@@ -193,13 +210,14 @@ std::size_t replay_regressions(const std::string& distzo, const fs::path& dir, c
       std::cout << "ok   " << regression.filename().string() << ": " << command << " (exit status "
                 << o.exit_status << ")\n";
     } else {
-      std::cout << "FAIL " << regression.filename().string() << ": " << command << ": " << reason << "\n"
+      std::cout << "FAIL " << regression.filename().string() << ": " << command << ": " << reason
+                << "\n"
                 << last_bytes(o.timed_out ? o.hang_backtrace : o.stderr_text, 4000) << "\n";
       ++failing;
     }
   }
-  std::cout << "distzo_fuzz: " << regressions.size() << " regression(s) in " << dir.string() << ", " << failing
-            << " failing\n";
+  std::cout << "distzo_fuzz: " << regressions.size() << " regression(s) in " << dir.string() << ", "
+            << failing << " failing\n";
   return failing;
 }
 

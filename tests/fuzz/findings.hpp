@@ -13,13 +13,13 @@
 // tests/data/fuzz_regressions/ holds such directories (input/, args and
 // must_pass_over are what the replay reads); replay_regressions() runs each.
 
-#include "child.hpp"
-#include "corpus.hpp"
-
 #include <cstddef>
 #include <map>
 #include <string>
 #include <vector>
+
+#include "child.hpp"
+#include "corpus.hpp"
 
 namespace distzo::fuzz {
 
@@ -31,11 +31,13 @@ class Findings {
  public:
   /// Keeps reproducers in `dir` (numbered after any already there), at most
   /// `per_kind` per kind of finding and `max_kept` in all.
-  Findings(fs::path dir, std::string distzo, Limits limits, std::size_t max_kept, std::size_t per_kind = 3);
+  Findings(fs::path dir, std::string distzo, Limits limits, std::size_t max_kept,
+           std::size_t per_kind = 3);
 
   /// Counts a finding and keeps its case as a reproducer unless enough of
   /// its kind are kept; returns the reproducer's directory, or "".
-  fs::path record(const fs::path& case_dir, const Case& c, const Outcome& outcome, const std::string& reason);
+  fs::path record(const fs::path& case_dir, const Case& c, const Outcome& outcome,
+                  const std::string& reason);
 
   std::size_t count() const { return count_; }
   /// Each kind of finding (its reason and the line of stderr that names it) and how often it came.

@@ -4,11 +4,6 @@
 // reproducer (docs/fuzzing.md). Also replays the committed reproducers
 // (tests/data/fuzz_regressions/).
 
-#include "child.hpp"
-#include "corpus.hpp"
-#include "findings.hpp"
-#include "random.hpp"
-
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -17,6 +12,11 @@
 #include <sstream>
 #include <string>
 #include <vector>
+
+#include "child.hpp"
+#include "corpus.hpp"
+#include "findings.hpp"
+#include "random.hpp"
 
 namespace {
 
@@ -61,7 +61,8 @@ struct Options {
 std::uint64_t number(const std::string& option, const std::string& value) {
   char* end = nullptr;
   const unsigned long long n = std::strtoull(value.c_str(), &end, 10);
-  if (value.empty() || *end != '\0' || value[0] == '-') usage_error(option + " expects a non-negative integer, got '" + value + "'");
+  if (value.empty() || *end != '\0' || value[0] == '-')
+    usage_error(option + " expects a non-negative integer, got '" + value + "'");
   return n;
 }
 
@@ -77,28 +78,41 @@ Options parse(int argc, char** argv) {
     }
     if (i + 1 >= argc) usage_error(option + ": a value expected");
     const std::string value = argv[++i];
-    if (option == "--distzo") o.distzo = value;
-    else if (option == "--seeds-dir") o.seeds_dir = value;
-    else if (option == "--out") o.out = value;
-    else if (option == "--replay") o.replay = value;
-    else if (option == "--seconds") o.seconds = static_cast<double>(number(option, value));
-    else if (option == "--executions") o.executions = number(option, value);
-    else if (option == "--seed") o.seed = number(option, value);
-    else if (option == "--timeout-s") o.limits.timeout_s = static_cast<double>(number(option, value));
-    else if (option == "--memory-mib") o.limits.memory_mib = number(option, value);
-    else if (option == "--max-findings") o.max_findings = number(option, value);
+    if (option == "--distzo")
+      o.distzo = value;
+    else if (option == "--seeds-dir")
+      o.seeds_dir = value;
+    else if (option == "--out")
+      o.out = value;
+    else if (option == "--replay")
+      o.replay = value;
+    else if (option == "--seconds")
+      o.seconds = static_cast<double>(number(option, value));
+    else if (option == "--executions")
+      o.executions = number(option, value);
+    else if (option == "--seed")
+      o.seed = number(option, value);
+    else if (option == "--timeout-s")
+      o.limits.timeout_s = static_cast<double>(number(option, value));
+    else if (option == "--memory-mib")
+      o.limits.memory_mib = number(option, value);
+    else if (option == "--max-findings")
+      o.max_findings = number(option, value);
     else if (option == "--targets") {
       o.targets.clear();
       std::istringstream names(value);
       for (std::string n; std::getline(names, n, ',');) o.targets.push_back(target_named(n));
       if (o.targets.empty()) usage_error("--targets: at least one target");
-    } else usage_error("unknown option '" + option + "'");
+    } else
+      usage_error("unknown option '" + option + "'");
   }
   if (o.distzo.empty() || o.out.empty()) usage_error("--distzo and --out are required");
-  if (!o.replay.empty() && !fs::is_directory(o.replay)) usage_error("--replay: no directory " + o.replay);
+  if (!o.replay.empty() && !fs::is_directory(o.replay))
+    usage_error("--replay: no directory " + o.replay);
   if (o.replay.empty() && !fs::is_directory(o.seeds_dir))
     usage_error("--seeds-dir: no directory '" + o.seeds_dir + "' (tests/data)");
-  if (o.replay.empty() && o.seconds <= 0 && o.executions == 0) usage_error("give --seconds or --executions");
+  if (o.replay.empty() && o.seconds <= 0 && o.executions == 0)
+    usage_error("give --seconds or --executions");
   if (o.limits.timeout_s <= 0) usage_error("--timeout-s must be at least 1");
   o.distzo = fs::absolute(o.distzo).string();
   if (!fs::exists(o.distzo)) usage_error("no distzo at " + o.distzo);
@@ -124,15 +138,19 @@ void check_baseline(const Options& o, const Corpus& corpus, const fs::path& work
     for (const auto& args : baseline_commands(t)) {
       fs::remove_all(work);
       copy_tree(corpus.base, work);
-      const Outcome outcome = run_distzo(o.distzo, args, work.string(), o.limits, (work.parent_path() / "baseline").string());
-      if (outcome.signal == 0 && !outcome.timed_out && outcome.exit_status == 0 && finding(outcome, o.limits).empty())
+      const Outcome outcome = run_distzo(o.distzo, args, work.string(), o.limits,
+                                         (work.parent_path() / "baseline").string());
+      if (outcome.signal == 0 && !outcome.timed_out && outcome.exit_status == 0 &&
+          finding(outcome, o.limits).empty())
         continue;
       std::cerr << "distzo_fuzz: `" << command_line(args) << "` fails on the unmutated " << name(t)
-                << " seeds (in " << work.string() << "): " << finding(outcome, o.limits) << " exit status "
-                << outcome.exit_status << "\n"
+                << " seeds (in " << work.string() << "): " << finding(outcome, o.limits)
+                << " exit status " << outcome.exit_status << "\n"
                 << outcome.stderr_text.substr(0, 4000) << "\n"
-                << "Nothing is fuzzed until it passes. (A distzo built with AddressSanitizer cannot start under\n"
-                   "an address-space limit: set ASAN_OPTIONS, as scripts/test-sanitized.sh does, and the limit\n"
+                << "Nothing is fuzzed until it passes. (A distzo built with AddressSanitizer "
+                   "cannot start under\n"
+                   "an address-space limit: set ASAN_OPTIONS, as scripts/test-sanitized.sh does, "
+                   "and the limit\n"
                    "becomes ASan's soft_rss_limit_mb.)\n";
       std::exit(2);
     }
@@ -150,16 +168,19 @@ int fuzz(const Options& o) {
 
   std::string target_names;
   for (Target t : o.targets) target_names += (target_names.empty() ? "" : ",") + name(t);
-  std::cout << "distzo_fuzz: seed " << o.seed << ", targets " << target_names << ", timeout " << o.limits.timeout_s
-            << " s, "
-            << (o.limits.memory_mib == 0 ? std::string("no memory limit")
-                                         : std::to_string(o.limits.memory_mib) + " MiB of " +
-                                               (o.limits.limit_rss_by_asan ? "RSS (ASan)" : "address space"))
+  std::cout << "distzo_fuzz: seed " << o.seed << ", targets " << target_names << ", timeout "
+            << o.limits.timeout_s << " s, "
+            << (o.limits.memory_mib == 0
+                    ? std::string("no memory limit")
+                    : std::to_string(o.limits.memory_mib) + " MiB of " +
+                          (o.limits.limit_rss_by_asan ? "RSS (ASan)" : "address space"))
             << "; findings in " << (out / "findings").string() << std::endl;
 
   std::map<Target, Tally> tallies;
   const auto start = std::chrono::steady_clock::now();
-  const auto elapsed = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(); };
+  const auto elapsed = [&] {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  };
   double next_progress = 5;
   std::uint64_t done = 0;
   for (std::uint64_t i = 0; !stop_requested(); ++i) {
@@ -187,7 +208,8 @@ int fuzz(const Options& o) {
     } else {
       ++tally.refused;
     }
-    if (outcome.stdout_text.find("passed over checkpoint") != std::string::npos) ++tally.passed_over;
+    if (outcome.stdout_text.find("passed over checkpoint") != std::string::npos)
+      ++tally.passed_over;
     if (elapsed() >= next_progress) {
       next_progress = elapsed() + 5;
       std::printf("distzo_fuzz: %.0f s, %llu executions (%.1f/s), %zu findings\n", elapsed(),
@@ -198,12 +220,15 @@ int fuzz(const Options& o) {
 
   std::printf("distzo_fuzz: %llu executions in %.0f s (%.1f/s), seed %llu: %zu findings%s\n",
               static_cast<unsigned long long>(done), elapsed(), done / std::max(elapsed(), 1e-9),
-              static_cast<unsigned long long>(o.seed), findings.count(), stop_requested() ? " (interrupted)" : "");
+              static_cast<unsigned long long>(o.seed), findings.count(),
+              stop_requested() ? " (interrupted)" : "");
   for (Target t : o.targets) {
     const Tally& n = tallies[t];
-    std::printf("  %-10s %6llu executions: %llu exit 0, %llu refused with an error, %llu findings", name(t).c_str(),
-                static_cast<unsigned long long>(n.executions), static_cast<unsigned long long>(n.exited_0),
-                static_cast<unsigned long long>(n.refused), static_cast<unsigned long long>(n.findings));
+    std::printf("  %-10s %6llu executions: %llu exit 0, %llu refused with an error, %llu findings",
+                name(t).c_str(), static_cast<unsigned long long>(n.executions),
+                static_cast<unsigned long long>(n.exited_0),
+                static_cast<unsigned long long>(n.refused),
+                static_cast<unsigned long long>(n.findings));
     if (t == Target::checkpoint)
       std::printf("; resume: latest passed a broken checkpoint over %llu times",
                   static_cast<unsigned long long>(n.passed_over));

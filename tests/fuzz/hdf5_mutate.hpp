@@ -8,9 +8,9 @@
 // tensors swapped through hard links, datasets turned into groups or
 // dangling soft links, unknown datasets added.
 
-#include "random.hpp"
-
 #include <string>
+
+#include "random.hpp"
 
 namespace distzo::fuzz {
 

@@ -22,14 +22,15 @@ std::string hex(std::uint64_t value) {
 // Where HDF5 keeps its metadata: the superblock ("\x89HDF") and the v1/v2
 // B-trees, local and global heaps, symbol-table nodes, object headers and
 // free-space and extensible-array structures of the format specification.
-const char* const kSignatures[] = {"\x89HDF", "TREE", "HEAP", "SNOD", "GCOL", "OHDR", "OCHK", "BTHD",
-                                   "BTLF",    "BTIN", "FRHP", "FHDB", "FHIB", "FSHD", "FSSE", "EAHD",
-                                   "EAIB",    "EADB", "FAHD", "FADB"};
+const char* const kSignatures[] = {"\x89HDF", "TREE", "HEAP", "SNOD", "GCOL", "OHDR", "OCHK",
+                                   "BTHD",    "BTLF", "BTIN", "FRHP", "FHDB", "FHIB", "FSHD",
+                                   "FSSE",    "EAHD", "EAIB", "EADB", "FAHD", "FADB"};
 
 std::vector<std::size_t> signature_offsets(const std::string& bytes) {
   std::vector<std::size_t> offsets;
   for (const char* signature : kSignatures) {
-    for (std::size_t at = bytes.find(signature); at != std::string::npos; at = bytes.find(signature, at + 1))
+    for (std::size_t at = bytes.find(signature); at != std::string::npos;
+         at = bytes.find(signature, at + 1))
       offsets.push_back(at);
   }
   return offsets;
@@ -41,7 +42,8 @@ std::size_t pick_offset(std::size_t size, const std::vector<std::size_t>& signat
   const auto r = rng.below(100);
   if (r < 30) return rng.below(std::min<std::size_t>(size, 4096));
   if (r < 55) return size - 1 - rng.below(std::min<std::size_t>(size, 8192));
-  if (r < 75 && !signatures.empty()) return std::min(size - 1, rng.pick(signatures) + rng.below(96));
+  if (r < 75 && !signatures.empty())
+    return std::min(size - 1, rng.pick(signatures) + rng.below(96));
   return rng.below(size);
 }
 
@@ -52,10 +54,24 @@ std::size_t pick_length(std::size_t available, Random& rng) {
 }
 
 // Values that break sizes, counts and offsets: 0, 1, sign boundaries, all ones.
-const std::uint64_t kBoundaries[] = {0,           1,           2,          0x7f,        0x80,
-                                     0xff,        0x7fff,      0x8000,     0xffff,      0x10000,
-                                     0x7fffffff,  0x80000000,  0xffffffff, 0x100000000, 0x7fffffffffffffff,
-                                     0x8000000000000000, 0xffffffffffffffff, 0x4000000000000000};
+const std::uint64_t kBoundaries[] = {0,
+                                     1,
+                                     2,
+                                     0x7f,
+                                     0x80,
+                                     0xff,
+                                     0x7fff,
+                                     0x8000,
+                                     0xffff,
+                                     0x10000,
+                                     0x7fffffff,
+                                     0x80000000,
+                                     0xffffffff,
+                                     0x100000000,
+                                     0x7fffffffffffffff,
+                                     0x8000000000000000,
+                                     0xffffffffffffffff,
+                                     0x4000000000000000};
 
 std::string mutate_bytes_once(std::string& bytes, Random& rng) {
   const std::vector<std::size_t> signatures = signature_offsets(bytes);
@@ -72,18 +88,23 @@ std::string mutate_bytes_once(std::string& bytes, Random& rng) {
       what << "flip " << n << " byte(s):";
       for (std::uint64_t i = 0; i < n; ++i) {
         const std::size_t at = pick_offset(size, signatures, rng);
-        const auto mask = static_cast<unsigned char>(rng.chance(50) ? 1u << rng.below(8) : 1 + rng.below(255));
+        const auto mask =
+            static_cast<unsigned char>(rng.chance(50) ? 1u << rng.below(8) : 1 + rng.below(255));
         bytes[at] = static_cast<char>(static_cast<unsigned char>(bytes[at]) ^ mask);
         what << " " << hex(at) << "^" << hex(mask);
       }
       break;
     }
     case 2: {
-      const std::size_t width = std::size_t{1} << rng.below(4);  // 1, 2, 4 or 8 bytes, little endian
+      const std::size_t width = std::size_t{1}
+                                << rng.below(4);  // 1, 2, 4 or 8 bytes, little endian
       std::uint64_t value = kBoundaries[rng.below(sizeof kBoundaries / sizeof kBoundaries[0])];
-      if (rng.chance(25)) value = size + rng.below(64) - 32;  // just past or before the end of the file
-      const std::size_t at = std::min(pick_offset(size, signatures, rng), size - std::min(size, width));
-      for (std::size_t i = 0; i < width && at + i < size; ++i) bytes[at + i] = static_cast<char>(value >> (8 * i));
+      if (rng.chance(25))
+        value = size + rng.below(64) - 32;  // just past or before the end of the file
+      const std::size_t at =
+          std::min(pick_offset(size, signatures, rng), size - std::min(size, width));
+      for (std::size_t i = 0; i < width && at + i < size; ++i)
+        bytes[at + i] = static_cast<char>(value >> (8 * i));
       what << "write " << width << "-byte " << hex(value) << " at " << hex(at);
       break;
     }
@@ -95,7 +116,9 @@ std::string mutate_bytes_once(std::string& bytes, Random& rng) {
       break;
     }
     case 4: {
-      const std::size_t to = rng.chance(50) ? rng.below(size) : size - 1 - rng.below(std::min<std::size_t>(size, 1024));
+      const std::size_t to = rng.chance(50)
+                                 ? rng.below(size)
+                                 : size - 1 - rng.below(std::min<std::size_t>(size, 1024));
       what << "truncate " << size << " -> " << to << " bytes";
       bytes.resize(to);
       break;
@@ -140,7 +163,9 @@ Line parse_line(const std::string& text) {
   Line line{"", "", "", text};
   const std::size_t first = text.find_first_not_of(' ');
   const std::size_t colon = text.find(':');
-  if (first == std::string::npos || colon == std::string::npos || colon < first || text[first] == '#') return line;
+  if (first == std::string::npos || colon == std::string::npos || colon < first ||
+      text[first] == '#')
+    return line;
   line.indent = text.substr(0, first);
   line.key = text.substr(first, colon - first);
   const std::size_t value_at = text.find_first_not_of(' ', colon + 1);
@@ -150,7 +175,8 @@ Line parse_line(const std::string& text) {
 
 std::string join(const Line& line) { return line.indent + line.key + ": " + line.value; }
 
-std::string nested(std::size_t depth, const std::string& open, const std::string& inner, const std::string& close) {
+std::string nested(std::size_t depth, const std::string& open, const std::string& inner,
+                   const std::string& close) {
   std::string s;
   for (std::size_t i = 0; i < depth; ++i) s += open;
   s += inner;
@@ -173,27 +199,121 @@ std::string alias_bomb() {
 // relative: a deck under test must write nowhere but its scratch directory.
 std::string nasty_value(Random& rng) {
   static const std::vector<std::string> kValues = {
-      "0", "-0", "+0", "1", "-1", "2", "3", "16", "32", "33", "2147483647", "2147483648", "-2147483648",
-      "-2147483649", "4294967296", "9223372036854775807", "9223372036854775808", "-9223372036854775808",
-      "-9223372036854775809", "18446744073709551615", "18446744073709551616", "99999999999999999999999999999",
-      "1e308", "1e309", "-1e308", "4.9e-324", "1e-400", "2.2250738585072014e-308", ".nan", ".inf", "-.inf",
-      "0x10", "0o17", "1_000", "1.5", "-0.0", "1e3", "true", "false", "no", "~", "null", "", "\"\"",
-      "\"16\"", "'x'", "[]", "{}", "[1, 2]", "{a: 1}", "[[[]]]", "!!binary aGVsbG8=", "!!int 3", "!!str",
-      "!!map {}", "&anchor 1", "*undefined_alias", "? a", "|", ">-", "\"\\0\"", "\"\\xff\"", "\"\\ud800\"",
-      "\"\\U0010ffff\"", "\xff\xfe", "\xc3\x28", "é", "\t", "'", "\"", "#", ": :", "- -", ".", "..",
-      "model.h5", "train.h5", "eval.h5", "deck.yaml", "out", "run", "latest", "ckpt-000001.h5",
-      "run/ckpt-000002.h5", "run/ckpt-000001.h5", "constant", "cosine", "offload", "resident", "bf16",
-      "fp16", "nearest", "stochastic", "rademacher", "auto", "off", "mpi", "nccl", "shared_memory",
-      "one_at_a_time", "[optim.lr, optim.lr]", "[model, data.train, optim.steps, precision.storage]",
+      "0",
+      "-0",
+      "+0",
+      "1",
+      "-1",
+      "2",
+      "3",
+      "16",
+      "32",
+      "33",
+      "2147483647",
+      "2147483648",
+      "-2147483648",
+      "-2147483649",
+      "4294967296",
+      "9223372036854775807",
+      "9223372036854775808",
+      "-9223372036854775808",
+      "-9223372036854775809",
+      "18446744073709551615",
+      "18446744073709551616",
+      "99999999999999999999999999999",
+      "1e308",
+      "1e309",
+      "-1e308",
+      "4.9e-324",
+      "1e-400",
+      "2.2250738585072014e-308",
+      ".nan",
+      ".inf",
+      "-.inf",
+      "0x10",
+      "0o17",
+      "1_000",
+      "1.5",
+      "-0.0",
+      "1e3",
+      "true",
+      "false",
+      "no",
+      "~",
+      "null",
+      "",
+      "\"\"",
+      "\"16\"",
+      "'x'",
+      "[]",
+      "{}",
+      "[1, 2]",
+      "{a: 1}",
+      "[[[]]]",
+      "!!binary aGVsbG8=",
+      "!!int 3",
+      "!!str",
+      "!!map {}",
+      "&anchor 1",
+      "*undefined_alias",
+      "? a",
+      "|",
+      ">-",
+      "\"\\0\"",
+      "\"\\xff\"",
+      "\"\\ud800\"",
+      "\"\\U0010ffff\"",
+      "\xff\xfe",
+      "\xc3\x28",
+      "é",
+      "\t",
+      "'",
+      "\"",
+      "#",
+      ": :",
+      "- -",
+      ".",
+      "..",
+      "model.h5",
+      "train.h5",
+      "eval.h5",
+      "deck.yaml",
+      "out",
+      "run",
+      "latest",
+      "ckpt-000001.h5",
+      "run/ckpt-000002.h5",
+      "run/ckpt-000001.h5",
+      "constant",
+      "cosine",
+      "offload",
+      "resident",
+      "bf16",
+      "fp16",
+      "nearest",
+      "stochastic",
+      "rademacher",
+      "auto",
+      "off",
+      "mpi",
+      "nccl",
+      "shared_memory",
+      "one_at_a_time",
+      "[optim.lr, optim.lr]",
+      "[model, data.train, optim.steps, precision.storage]",
       "[nonsense.key]"};
   switch (rng.below(8)) {
-    case 0: return std::string(std::size_t{1} << (6 + rng.below(15)), "xy/:.\\"[rng.below(6)]);  // 64 B to 1 MiB
+    case 0:
+      return std::string(std::size_t{1} << (6 + rng.below(15)),
+                         "xy/:.\\"[rng.below(6)]);  // 64 B to 1 MiB
     case 1: {
       const std::size_t depth = std::size_t{10} << (2 * rng.below(6));  // 10 to 10240 levels
       return rng.chance(50) ? nested(depth, "[", "1", "]") : nested(depth, "{a: ", "1", "}");
     }
-    case 2: return alias_bomb();
-    default: return rng.pick(kValues);
+    case 2:
+      return alias_bomb();
+    default:
+      return rng.pick(kValues);
   }
 }
 
@@ -222,7 +342,8 @@ const std::map<std::string, std::vector<std::string>> kValidValues = {
     {"max_examples", {"0", "1", "9223372036854775807"}},
     {"keep", {"1", "2147483647"}},
     {"resume", {"latest", "\"\"", "run/ckpt-000001.h5", "run/ckpt-000002.h5", "model.h5"}},
-    {"allow_changes", {"[]", "[optim.lr, data.train, model, precision.storage]", "[optim.steps, optim.steps]"}},
+    {"allow_changes",
+     {"[]", "[optim.lr, data.train, model, precision.storage]", "[optim.steps, optim.steps]"}},
     {"dir", {"out", "run", ".", "new/deeper/dir", "\"with space: and # hash\""}},
     {"log_interval", {"1", "9223372036854775807"}},
     {"perturbation", {"1", "2"}},
@@ -240,13 +361,55 @@ const std::map<std::string, std::vector<std::string>> kValidValues = {
     {"rounding", {"stochastic", "nearest"}}};
 
 // Keys of every deck section (docs/decks.md) and some that are near misses.
-const std::vector<std::string> kKeys = {
-    "model", "data", "optim", "eval", "checkpoint", "output", "parallel", "placement", "precision", "path",
-    "train", "micro_batch", "shuffle_seed", "steps", "lr", "schedule", "warmup_steps", "eps", "weight_decay",
-    "queries", "distribution", "z_recipe", "seed", "max_nonfinite", "interval", "max_examples", "keep",
-    "resume", "allow_changes", "dir", "log_interval", "perturbation", "check_interval", "watchdog", "mode",
-    "resident_blocks", "prefetch", "slots", "share_host_master", "exchange", "perturbed_weights", "storage",
-    "rounding", "<<", "Steps", "steps ", "\"steps\"", "", "-"};
+const std::vector<std::string> kKeys = {"model",
+                                        "data",
+                                        "optim",
+                                        "eval",
+                                        "checkpoint",
+                                        "output",
+                                        "parallel",
+                                        "placement",
+                                        "precision",
+                                        "path",
+                                        "train",
+                                        "micro_batch",
+                                        "shuffle_seed",
+                                        "steps",
+                                        "lr",
+                                        "schedule",
+                                        "warmup_steps",
+                                        "eps",
+                                        "weight_decay",
+                                        "queries",
+                                        "distribution",
+                                        "z_recipe",
+                                        "seed",
+                                        "max_nonfinite",
+                                        "interval",
+                                        "max_examples",
+                                        "keep",
+                                        "resume",
+                                        "allow_changes",
+                                        "dir",
+                                        "log_interval",
+                                        "perturbation",
+                                        "check_interval",
+                                        "watchdog",
+                                        "mode",
+                                        "resident_blocks",
+                                        "prefetch",
+                                        "slots",
+                                        "share_host_master",
+                                        "exchange",
+                                        "perturbed_weights",
+                                        "storage",
+                                        "rounding",
+                                        "<<",
+                                        "Steps",
+                                        "steps ",
+                                        "\"steps\"",
+                                        "",
+                                        "-"};
 
 std::string mutate_deck_once(std::vector<Line>& lines, Random& rng) {
   std::vector<std::size_t> keyed;
@@ -271,15 +434,18 @@ std::string mutate_deck_once(std::vector<Line>& lines, Random& rng) {
       std::string& text = line.text;
       if (text.empty()) text = " ";
       const std::size_t at = rng.below(text.size());
-      const char c = rng.chance(70) ? kSyntax[rng.below(kSyntax.size())] : static_cast<char>(rng.below(256));
-      what << "line " << i + 1 << ": byte " << at << " '" << text[at] << "' -> byte " << hex(static_cast<unsigned char>(c));
+      const char c =
+          rng.chance(70) ? kSyntax[rng.below(kSyntax.size())] : static_cast<char>(rng.below(256));
+      what << "line " << i + 1 << ": byte " << at << " '" << text[at] << "' -> byte "
+           << hex(static_cast<unsigned char>(c));
       text[at] = c;
       return what.str();
     }
     case 1: {
       const std::size_t j = rng.pick(keyed);
       Line& other = lines[j];
-      what << "swap the values of line " << i + 1 << " (" << line.key << ") and line " << j + 1 << " (" << other.key << ")";
+      what << "swap the values of line " << i + 1 << " (" << line.key << ") and line " << j + 1
+           << " (" << other.key << ")";
       std::swap(line.value, other.value);
       other.text = join(other);
       break;
@@ -289,7 +455,8 @@ std::string mutate_deck_once(std::vector<Line>& lines, Random& rng) {
     case 4: {
       line.value = nasty_value(rng);
       what << "line " << i + 1 << ": " << line.key << " = " << line.value.substr(0, 60)
-           << (line.value.size() > 60 ? "... (" + std::to_string(line.value.size()) + " bytes)" : "");
+           << (line.value.size() > 60 ? "... (" + std::to_string(line.value.size()) + " bytes)"
+                                      : "");
       break;
     }
     case 5: {
@@ -302,8 +469,8 @@ std::string mutate_deck_once(std::vector<Line>& lines, Random& rng) {
       while (end < lines.size() && lines[end].indent.size() > line.indent.size()) ++end;
       const std::vector<Line> block(lines.begin() + static_cast<std::ptrdiff_t>(i),
                                     lines.begin() + static_cast<std::ptrdiff_t>(end));
-      lines.insert(lines.begin() + static_cast<std::ptrdiff_t>(rng.chance(50) ? end : lines.size()), block.begin(),
-                   block.end());
+      lines.insert(lines.begin() + static_cast<std::ptrdiff_t>(rng.chance(50) ? end : lines.size()),
+                   block.begin(), block.end());
       what << "duplicate lines " << i + 1 << "-" << end << " (" << line.key << ")";
       return what.str();
     }
@@ -327,7 +494,8 @@ std::string mutate_deck_once(std::vector<Line>& lines, Random& rng) {
     default: {  // block-style nesting: one key per line, each indented deeper
       const std::size_t depth = std::size_t{4} << rng.below(9);  // 4 to 1024 levels
       std::string block;
-      for (std::size_t d = 0; d < depth; ++d) block += "\n" + line.indent + std::string(2 * (d + 1), ' ') + "a:";
+      for (std::size_t d = 0; d < depth; ++d)
+        block += "\n" + line.indent + std::string(2 * (d + 1), ' ') + "a:";
       line.value = block + " 1";
       what << "line " << i + 1 << ": " << line.key << " nested " << depth << " maps deep";
       break;

@@ -3,9 +3,9 @@
 // change, for the reproducer's `mutation` file: enough to see at a glance
 // which bytes or which deck line a crash came from.
 
-#include "random.hpp"
-
 #include <string>
+
+#include "random.hpp"
 
 namespace distzo::fuzz {
 

@@ -13,7 +13,8 @@ namespace distzo::fuzz {
 
 class Random {
  public:
-  Random(std::uint64_t seed, std::uint64_t stream) : state_(seed ^ (stream * 0xD1B54A32D192ED03ull)) {
+  Random(std::uint64_t seed, std::uint64_t stream)
+      : state_(seed ^ (stream * 0xD1B54A32D192ED03ull)) {
     next();  // mixes the stream into the state before the first draw
   }
 
@@ -31,7 +32,9 @@ class Random {
   bool chance(unsigned percent) { return below(100) < percent; }
 
   template <typename T>
-  const T& pick(const std::vector<T>& items) { return items[below(items.size())]; }
+  const T& pick(const std::vector<T>& items) {
+    return items[below(items.size())];
+  }
 
  private:
   std::uint64_t state_;

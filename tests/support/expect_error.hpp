@@ -3,11 +3,11 @@
 // throws, or "(no error)" when it throws none, so that an assertion on the
 // message fails then too.
 
-#include "core/error.hpp"
-
 #include <gtest/gtest.h>
 
 #include <string>
+
+#include "core/error.hpp"
 
 namespace distzo::test_support {
 
@@ -25,9 +25,8 @@ std::string error_message(const Call& call) {
 
 /// EXPECT that the statement(s) after `fragment` throw a distzo::Error whose
 /// message contains `fragment`.
-#define EXPECT_ERROR_CONTAINS(fragment, ...)                                        \
-  do {                                                                              \
-    const std::string message_ =                                                    \
-        ::distzo::test_support::error_message([&] { __VA_ARGS__; });                \
-    EXPECT_NE(message_.find(fragment), std::string::npos) << message_;              \
+#define EXPECT_ERROR_CONTAINS(fragment, ...)                                                  \
+  do {                                                                                        \
+    const std::string message_ = ::distzo::test_support::error_message([&] { __VA_ARGS__; }); \
+    EXPECT_NE(message_.find(fragment), std::string::npos) << message_;                        \
   } while (0)

@@ -1,16 +1,16 @@
 #pragma once
 // Shared by the engine tests: tiny random models of every architecture and hand-made batches.
 
+#include <cstdint>
+#include <memory>
+#include <vector>
+
 #include "core/digest.hpp"
 #include "model/batch.hpp"
 #include "model/init.hpp"
 #include "model/model_config.hpp"
 #include "model/parameter_registry.hpp"
 #include "runtime/parameter_store.hpp"
-
-#include <cstdint>
-#include <memory>
-#include <vector>
 
 namespace distzo::test_support {
 
@@ -73,7 +73,7 @@ inline model::ModelConfig tiny_config_for(model::Architecture a) {
 /// Every architecture of the table, for loops over tiny_config_for.
 inline const std::vector<model::Architecture>& all_architectures() {
   static const std::vector<model::Architecture> all = {
-      model::Architecture::opt, model::Architecture::llama, model::Architecture::qwen2,
+      model::Architecture::opt,   model::Architecture::llama,   model::Architecture::qwen2,
       model::Architecture::qwen3, model::Architecture::mistral, model::Architecture::gemma3};
   return all;
 }
