@@ -94,6 +94,187 @@ runtime::MeshLayout parse_mesh(const std::string& text) {
   return {p, d};
 }
 
+/// The steps the options ask for.
+struct StepSettings {
+  int batch = 8, seq = 128, reps = 3, queries = 1;
+  int warmup = 1;  // untimed steps first, at least one: every timed step has an update pending
+  double eps = 1e-3, lr = 1e-6, weight_decay = 0;
+  Distribution distribution = Distribution::gaussian;
+  std::uint64_t seed = 1;
+};
+
+StepSettings settings_from_args(const app::Options& args) {
+  StepSettings s;
+  s.batch = static_cast<int>(args.integer("--batch", s.batch));
+  s.seq = static_cast<int>(args.integer("--seq", s.seq));
+  s.reps = static_cast<int>(args.integer("--reps", s.reps));
+  s.queries = static_cast<int>(args.integer("--queries", s.queries));
+  s.warmup = std::max(1, static_cast<int>(args.integer("--warmup", s.warmup)));
+  s.eps = args.number("--eps", s.eps);
+  s.lr = args.number("--lr", s.lr);
+  s.weight_decay = args.number("--weight-decay", s.weight_decay);
+  s.distribution = parse_distribution(args.text("--distribution", "gaussian"));
+  s.seed = static_cast<std::uint64_t>(args.integer("--seed", 1));
+  DISTZO_INPUT_REQUIRE(s.batch > 0 && s.seq > 0 && s.reps > 0 && s.queries >= 1,
+                       "--batch, --seq, --reps and --queries must be > 0\n\n"
+                           << kUsage);
+  return s;
+}
+
+/// The placement the options ask for, on a node of `ranks_on_node` ranks of
+/// the run, with the option values the result line names.
+struct PlacementChoice {
+  runtime::PlacementConfig config;
+  runtime::ExchangeKind exchange = runtime::ExchangeKind::automatic;
+  std::string perturbed_weights;  // --perturbed-weights
+  std::string gemm_inputs;        // --gemm-inputs
+};
+
+PlacementChoice placement_from_args(const app::Options& args, int ranks_on_node) {
+  PlacementChoice choice;
+  runtime::PlacementConfig& placement = choice.config;
+  placement.mode = runtime::placement_mode(args.text("--placement", "resident"), "--placement");
+  placement.resident_blocks = static_cast<int>(args.integer("--resident-blocks", 0));
+  placement.prefetch = static_cast<int>(args.integer("--prefetch", 1));
+  placement.storage = parse_storage_dtype(args.text("--storage", "fp32"));
+  placement.rounding = parse_rounding(args.text("--rounding", "stochastic"));
+  choice.perturbed_weights = args.text("--perturbed-weights", "together");
+  placement.perturb_one_at_a_time =
+      runtime::perturbs_one_at_a_time(choice.perturbed_weights, "--perturbed-weights");
+  const std::string& gemm_inputs = choice.gemm_inputs = args.text("--gemm-inputs", "fp32");
+  DISTZO_INPUT_REQUIRE(gemm_inputs == "fp32" || gemm_inputs == "storage",
+                       "--gemm-inputs must be fp32 or storage, got '" << gemm_inputs << "'");
+  placement.two_byte_gemm_inputs = gemm_inputs == "storage";
+  DISTZO_INPUT_REQUIRE(!placement.two_byte_gemm_inputs || placement.storage != StorageDtype::fp32,
+                       "--gemm-inputs storage needs --storage bf16 or fp16");
+  const std::string share = args.text("--share", "auto");
+  DISTZO_INPUT_REQUIRE(share == "auto" || share == "true" || share == "false",
+                       "--share must be auto, true or false, got '" << share << "'");
+  placement.share_host_master =
+      share == "true" || (share == "auto" && ranks_on_node > 1 && !placement.two_byte_gemm_inputs);
+  const std::string exchange = args.text("--exchange", "auto");
+  DISTZO_INPUT_REQUIRE(exchange == "auto" || exchange == "shared_memory" || exchange == "mpi",
+                       "--exchange must be auto, shared_memory or mpi, got '" << exchange << "'");
+  choice.exchange = exchange == "mpi"             ? runtime::ExchangeKind::mpi
+                    : exchange == "shared_memory" ? runtime::ExchangeKind::shared_memory
+                                                  : runtime::ExchangeKind::automatic;
+  return choice;
+}
+
+/// θ in a store placed as `placement` over the ranks of `node`: the model
+/// file at `path`, or (`random`) random weights (std 0.02, `seed`) of the
+/// config.json at `path`. `m` receives the model's config and registry.
+std::unique_ptr<runtime::ParameterStore> load_store(const std::string& path, bool random,
+                                                    std::uint64_t seed,
+                                                    const runtime::PlacementConfig& placement,
+                                                    const runtime::Communicator& node,
+                                                    io::ModelInfo& m) {
+  std::unique_ptr<runtime::ParameterStore> store;
+  if (random) {
+    m.config = io::read_hf_config(path);
+    m.registry = model::ParameterRegistry::for_model(m.config);
+    store = std::make_unique<runtime::ParameterStore>(m.registry, placement, &node);
+    store->fill([&](std::uint32_t id, real* dst) {
+      model::random_parameter(m.registry[id], seed, 0.02, dst);
+    });
+  } else {
+    const io::ModelReader reader(path);
+    m = reader.info();
+    store = std::make_unique<runtime::ParameterStore>(m.registry, placement, &node);
+    store->fill([&](std::uint32_t id, real* dst) { reader.read(id, dst); });
+  }
+  return store;
+}
+
+/// What the timed steps measured.
+struct Measured {
+  Stats steps_per_s, tokens_per_s, seconds;  // of the timed steps
+  double flush_s = 0;                        // the final flush
+  double first_loss = 0, last_loss = 0, last_g = 0;
+  bool all_finite = true;
+  runtime::TransferBytes moved;   // θ's traffic in the last step
+  MemoryUsage memory;             // Kokkos Tools, from after the store was placed
+  std::uint64_t store_bytes = 0;  // θ's resident arenas, placed before that
+};
+
+/// The summary rank 0 prints (q queries per step).
+void print_summary(std::ostream& out, const Measured& r, int q,
+                   const runtime::ParameterStore& store,
+                   const runtime::PlacementConfig& placement) {
+  const MemoryUsage& memory = r.memory;
+  out << "zo step        : " << fmt(r.steps_per_s.median, 5) << " steps/s (median; min "
+      << fmt(r.steps_per_s.min, 5) << ", max " << fmt(r.steps_per_s.max, 5) << "), "
+      << fmt(r.seconds.median, 5) << " s per step\n"
+      << "  tokens/s       : " << fmt(r.tokens_per_s.median, 5) << " (B*T per step; min "
+      << fmt(r.tokens_per_s.min, 5) << ", max " << fmt(r.tokens_per_s.max, 5)
+      << "); forward tokens/s " << fmt(r.tokens_per_s.median * 2 * q, 5) << "\n"
+      << "  flush          : " << fmt(r.flush_s * 1e3, 4)
+      << " ms (one apply_update pass over all parameters)\n"
+      << "  check          : loss step 0 = " << fmt(r.first_loss, 8)
+      << ", last = " << fmt(r.last_loss, 8) << ", last g = " << fmt(r.last_g, 5)
+      << (r.all_finite ? "" : "  (NON-FINITE loss or g!)") << "\n"
+      << "  placement      : " << to_string(placement.mode) << ", " << store.device_blocks()
+      << " of " << store.num_blocks() << " blocks resident; a step moves "
+      << fmt(r.moved.to_device * 1e-9, 4) << " GB up, " << fmt(r.moved.to_host * 1e-9, 4)
+      << " GB back\n"
+      << "  device peak    : " << fmt((memory.device_peak + r.store_bytes) * 1e-9, 4)
+      << " GB (θ's resident arenas, then Kokkos Tools; weights "
+      << fmt((memory.peak_of(MemoryRole::weights) + r.store_bytes) * 1e-9, 4) << ", scratch "
+      << fmt(memory.peak_of(MemoryRole::scratch) * 1e-9, 4) << ", activations "
+      << fmt(memory.peak_of(MemoryRole::activations) * 1e-9, 4) << ")\n"
+      << "  storage        : θ in " << to_string(placement.storage) << " ("
+      << fmt(static_cast<double>(store.device_bytes() + store.host_bytes()) * 1e-9, 4) << " GB)"
+      << (placement.storage == StorageDtype::fp32
+              ? std::string()
+              : std::string(", updates stored with ") + to_string(placement.rounding) + " rounding")
+      << "; this rank's host memory (PSS) at the end: "
+      << fmt(static_cast<double>(proportional_set_size()) * 1e-9, 4) << " GB\n";
+}
+
+/// The machine-readable result line (perf::print_result) of the run.
+void print_result_line(const std::string& path, const StepSettings& settings,
+                       const model::ParameterRegistry& registry, const PlacementChoice& choice,
+                       const runtime::ParameterStore& store, const Measured& r) {
+  const std::vector<std::pair<std::string, std::string>> fields = {
+      {"model", path},
+      {"batch", std::to_string(settings.batch)},
+      {"seq", std::to_string(settings.seq)},
+      {"queries", std::to_string(settings.queries)},
+      {"parameters", std::to_string(registry.total_elements())},
+      {"distribution", to_string(settings.distribution)},
+      {"storage", to_string(choice.config.storage)},
+      {"perturbed_weights", choice.perturbed_weights},
+      {"gemm_inputs", choice.gemm_inputs},
+      {"s_per_step", fmt(r.seconds.median, 6)},
+      {"tokens_per_s_median", fmt(r.tokens_per_s.median, 6)},
+      {"tokens_per_s_min", fmt(r.tokens_per_s.min, 6)},
+      {"tokens_per_s_max", fmt(r.tokens_per_s.max, 6)},
+      {"flush_ms", fmt(r.flush_s * 1e3, 5)},
+      {"loss_first", fmt(r.first_loss, 8)},
+      {"finite", r.all_finite ? "yes" : "no"},
+      {"placement", to_string(choice.config.mode)},
+      {"resident_blocks", std::to_string(store.device_blocks())},
+      {"bytes_up_per_step", std::to_string(r.moved.to_device)},
+      {"device_peak_bytes", std::to_string(r.memory.device_peak + r.store_bytes)},
+      {"blas_threads", perf::blas_threads()},
+      {"gemm", perf::gemm_setting()}};
+  perf::print_result("step", "steps_per_s", r.steps_per_s, fields);
+}
+
+/// Every rank's kernel table of the profiled step (`wall` seconds), one
+/// rank after the other.
+void print_profiles(const runtime::Communicator& world, double wall) {
+  for (int rank = 0; rank < world.size(); ++rank) {
+    if (rank == world.rank())
+      perf::KernelProfile::report(
+          "step", wall,
+          "one step with a pending update" +
+              (world.size() > 1 ? ", rank " + std::to_string(rank) : std::string()));
+    std::cout.flush();
+    world.barrier();
+  }
+}
+
 int run(int argc, char** argv) {
   const app::Options args = perf::parse_args(
       "bench_step", argc, argv, {"batch",        "seq",      "reps",       "queries",
@@ -106,21 +287,10 @@ int run(int argc, char** argv) {
   DISTZO_INPUT_REQUIRE(args.positional().size() == 1, "one MODEL.h5 or CONFIG.json expected\n\n"
                                                           << kUsage);
   const std::string path = args.positional()[0];
-  const int B = static_cast<int>(args.integer("--batch", 8));
-  const int T = static_cast<int>(args.integer("--seq", 128));
-  const int reps = static_cast<int>(args.integer("--reps", 3));
-  const int q = static_cast<int>(args.integer("--queries", 1));
-  // At least one untimed step, so the first timed step has a pending update.
-  const int warmup = std::max(1, static_cast<int>(args.integer("--warmup", 1)));
-  const double eps = args.number("--eps", 1e-3);
-  const double lr = args.number("--lr", 1e-6);
-  const double wd = args.number("--weight-decay", 0.0);
-  const Distribution dist = parse_distribution(args.text("--distribution", "gaussian"));
-  const auto seed = static_cast<std::uint64_t>(args.integer("--seed", 1));
-  DISTZO_INPUT_REQUIRE(B > 0 && T > 0 && reps > 0 && q >= 1,
-                       "--batch, --seq, --reps and --queries must be > 0\n\n"
-                           << kUsage);
-
+  const StepSettings settings = settings_from_args(args);
+  const int B = settings.batch, T = settings.seq, q = settings.queries;
+  const int reps = settings.reps, warmup = settings.warmup;
+  const double eps = settings.eps, lr = settings.lr, wd = settings.weight_decay;
   const auto world = runtime::MpiCommunicator::world();
   const runtime::MeshLayout layout = parse_mesh(args.text("--mesh", "1x1"));
   DISTZO_INPUT_REQUIRE(layout.world_size() == world->size(),
@@ -132,65 +302,28 @@ int run(int argc, char** argv) {
   perf::gemm_threads_for_ranks(mesh.node().size());
   if (root) perf::print_machine("step");
   const auto t_load = Clock::now();
-  runtime::PlacementConfig placement;
-  placement.mode = runtime::placement_mode(args.text("--placement", "resident"), "--placement");
+  const PlacementChoice choice = placement_from_args(args, mesh.node().size());
+  const runtime::PlacementConfig& placement = choice.config;
   const std::string mode = to_string(placement.mode);
-  placement.resident_blocks = static_cast<int>(args.integer("--resident-blocks", 0));
-  placement.prefetch = static_cast<int>(args.integer("--prefetch", 1));
-  placement.storage = parse_storage_dtype(args.text("--storage", "fp32"));
-  placement.rounding = parse_rounding(args.text("--rounding", "stochastic"));
-  const std::string perturbed = args.text("--perturbed-weights", "together");
-  placement.perturb_one_at_a_time =
-      runtime::perturbs_one_at_a_time(perturbed, "--perturbed-weights");
-  const std::string gemm_inputs = args.text("--gemm-inputs", "fp32");
-  DISTZO_INPUT_REQUIRE(gemm_inputs == "fp32" || gemm_inputs == "storage",
-                       "--gemm-inputs must be fp32 or storage, got '" << gemm_inputs << "'");
-  placement.two_byte_gemm_inputs = gemm_inputs == "storage";
-  DISTZO_INPUT_REQUIRE(!placement.two_byte_gemm_inputs || placement.storage != StorageDtype::fp32,
-                       "--gemm-inputs storage needs --storage bf16 or fp16");
-  const std::string share = args.text("--share", "auto");
-  DISTZO_INPUT_REQUIRE(share == "auto" || share == "true" || share == "false",
-                       "--share must be auto, true or false, got '" << share << "'");
-  placement.share_host_master = share == "true" || (share == "auto" && mesh.node().size() > 1 &&
-                                                    !placement.two_byte_gemm_inputs);
-  const std::string exchange_name = args.text("--exchange", "auto");
-  DISTZO_INPUT_REQUIRE(
-      exchange_name == "auto" || exchange_name == "shared_memory" || exchange_name == "mpi",
-      "--exchange must be auto, shared_memory or mpi, got '" << exchange_name << "'");
-  const runtime::ExchangeKind exchange = exchange_name == "mpi" ? runtime::ExchangeKind::mpi
-                                         : exchange_name == "shared_memory"
-                                             ? runtime::ExchangeKind::shared_memory
-                                             : runtime::ExchangeKind::automatic;
   io::ModelInfo m;
-  std::unique_ptr<runtime::ParameterStore> owned;
   const bool random = path.size() > 5 && path.compare(path.size() - 5, 5, ".json") == 0;
-  if (random) {
-    m.config = io::read_hf_config(path);
-    m.registry = model::ParameterRegistry::for_model(m.config);
-    owned = std::make_unique<runtime::ParameterStore>(m.registry, placement, &mesh.node());
-    owned->fill([&](std::uint32_t id, real* dst) {
-      model::random_parameter(m.registry[id], seed, 0.02, dst);
-    });
-  } else {
-    const io::ModelReader reader(path);
-    m = reader.info();
-    owned = std::make_unique<runtime::ParameterStore>(m.registry, placement, &mesh.node());
-    owned->fill([&](std::uint32_t id, real* dst) { reader.read(id, dst); });
-  }
+  const std::unique_ptr<runtime::ParameterStore> owned =
+      load_store(path, random, settings.seed, placement, mesh.node(), m);
   runtime::ParameterStore& store = *owned;
   // The peak of the run: the store (already placed), the engine, the batch.
   MemoryAccounting::start();
-  const std::uint64_t store_bytes = store.device_bytes();
+  Measured r;
+  r.store_bytes = store.device_bytes();
   const model::ModelConfig& c = m.config;
   ExecSpace space;
   // Each replica its own micro-batch (the same for D = 1 as on one rank).
   const model::Batch batch = perf::causal_lm_batch(
-      B, T, c.vocab_size, seed + static_cast<std::uint64_t>(mesh.coordinates().data_rank));
+      B, T, c.vocab_size, settings.seed + static_cast<std::uint64_t>(mesh.coordinates().data_rank));
   zo::Engine engine(
       c, store,
       zo::EvaluationPlan::make(q, layout.perturbation_size, mesh.coordinates().perturbation_rank),
-      model::BatchShape{model::Task::causal_lm, B, T, 0}, zo::NodeExchange{&mesh.node(), exchange},
-      space);
+      model::BatchShape{model::Task::causal_lm, B, T, 0},
+      zo::NodeExchange{&mesh.node(), choice.exchange}, space);
   out << "model          : " << path << " (L=" << c.num_hidden_layers << " C=" << c.hidden_size
       << " V=" << c.vocab_size << ", " << m.registry.total_elements() << " parameters"
       << (random ? ", random" : "") << "), placement " << mode << " K=" << store.device_blocks()
@@ -206,28 +339,26 @@ int run(int argc, char** argv) {
   PendingUpdate pending;
   out << "workload       : batch " << B << " x seq " << T << ", q = " << q << " (" << 2 * q
       << " forward passes per step), eps " << eps << ", lr " << lr << ", wd " << wd << ", z "
-      << to_string(dist) << "; " << warmup << " warm-up + " << reps << " timed steps\n";
+      << to_string(settings.distribution) << "; " << warmup << " warm-up + " << reps
+      << " timed steps\n";
 
-  double first_loss = 0, last_loss = 0, last_g = 0;
-  runtime::TransferBytes step_moved;  // θ's traffic in the last step
-  bool all_finite = true;
   // One training step: run_step (applying the pending update on the way),
   // the estimate, and the update it leaves pending for the next step.
-  const ZSpec z{seed, dist, kDefaultZRecipe};
+  const ZSpec z{settings.seed, settings.distribution, kDefaultZRecipe};
   auto step = [&](int s) {
     const StepPerturbation p{z, s, eps};
     const auto t0 = Clock::now();
     const runtime::TransferBytes before = engine.streamer().total_bytes();
     const zo::LossTable local = engine.run_step(batch, p, pending);
-    step_moved = {engine.streamer().total_bytes().to_device - before.to_device,
-                  engine.streamer().total_bytes().to_host - before.to_host};
+    r.moved = {engine.streamer().total_bytes().to_device - before.to_device,
+               engine.streamer().total_bytes().to_host - before.to_host};
     const zo::StepEstimate est = zo::combine_losses(comm, local, eps);
     pending = PendingUpdate::after(p, est.g, lr, wd);
     const double t = seconds_since(t0);
-    if (s == 0) first_loss = est.loss;
-    last_loss = est.loss;
-    last_g = est.g.empty() ? 0 : est.g[0];
-    all_finite = all_finite && est.finite;
+    if (s == 0) r.first_loss = est.loss;
+    r.last_loss = est.loss;
+    r.last_g = est.g.empty() ? 0 : est.g[0];
+    r.all_finite = r.all_finite && est.finite;
     return t;
   };
   std::vector<double> seconds;
@@ -251,76 +382,18 @@ int run(int argc, char** argv) {
   const auto t_flush = Clock::now();
   engine.flush(z, pending);
   space.fence();
-  const double flush_s = seconds_since(t_flush);
-
-  const runtime::TransferBytes moved = step_moved;
-  const MemoryUsage memory = MemoryAccounting::usage();
+  r.flush_s = seconds_since(t_flush);
+  r.memory = MemoryAccounting::usage();
   MemoryAccounting::stop();
   const double tokens = static_cast<double>(B) * T;
-  const Stats sps = Stats::of(perf::rates(1.0, seconds));
-  const Stats tps = Stats::of(perf::rates(tokens, seconds));
-  const Stats t_s = Stats::of(seconds);
-  out << "zo step        : " << fmt(sps.median, 5) << " steps/s (median; min " << fmt(sps.min, 5)
-      << ", max " << fmt(sps.max, 5) << "), " << fmt(t_s.median, 5) << " s per step\n"
-      << "  tokens/s       : " << fmt(tps.median, 5) << " (B*T per step; min " << fmt(tps.min, 5)
-      << ", max " << fmt(tps.max, 5) << "); forward tokens/s " << fmt(tps.median * 2 * q, 5) << "\n"
-      << "  flush          : " << fmt(flush_s * 1e3, 4)
-      << " ms (one apply_update pass over all parameters)\n"
-      << "  check          : loss step 0 = " << fmt(first_loss, 8)
-      << ", last = " << fmt(last_loss, 8) << ", last g = " << fmt(last_g, 5)
-      << (all_finite ? "" : "  (NON-FINITE loss or g!)") << "\n"
-      << "  placement      : " << mode << ", " << store.device_blocks() << " of "
-      << store.num_blocks() << " blocks resident; a step moves " << fmt(moved.to_device * 1e-9, 4)
-      << " GB up, " << fmt(moved.to_host * 1e-9, 4) << " GB back\n"
-      << "  device peak    : " << fmt((memory.device_peak + store_bytes) * 1e-9, 4)
-      << " GB (θ's resident arenas, then Kokkos Tools; weights "
-      << fmt((memory.peak_of(MemoryRole::weights) + store_bytes) * 1e-9, 4) << ", scratch "
-      << fmt(memory.peak_of(MemoryRole::scratch) * 1e-9, 4) << ", activations "
-      << fmt(memory.peak_of(MemoryRole::activations) * 1e-9, 4) << ")\n"
-      << "  storage        : θ in " << to_string(placement.storage) << " ("
-      << fmt(static_cast<double>(store.device_bytes() + store.host_bytes()) * 1e-9, 4) << " GB)"
-      << (placement.storage == StorageDtype::fp32
-              ? std::string()
-              : std::string(", updates stored with ") + to_string(placement.rounding) + " rounding")
-      << "; this rank's host memory (PSS) at the end: "
-      << fmt(static_cast<double>(proportional_set_size()) * 1e-9, 4) << " GB\n";
+  r.steps_per_s = Stats::of(perf::rates(1.0, seconds));
+  r.tokens_per_s = Stats::of(perf::rates(tokens, seconds));
+  r.seconds = Stats::of(seconds);
+  print_summary(out, r, q, store, placement);
 
-  const std::vector<std::pair<std::string, std::string>> fields = {
-      {"model", path},
-      {"batch", std::to_string(B)},
-      {"seq", std::to_string(T)},
-      {"queries", std::to_string(q)},
-      {"parameters", std::to_string(m.registry.total_elements())},
-      {"distribution", to_string(dist)},
-      {"storage", to_string(placement.storage)},
-      {"perturbed_weights", perturbed},
-      {"gemm_inputs", gemm_inputs},
-      {"s_per_step", fmt(t_s.median, 6)},
-      {"tokens_per_s_median", fmt(tps.median, 6)},
-      {"tokens_per_s_min", fmt(tps.min, 6)},
-      {"tokens_per_s_max", fmt(tps.max, 6)},
-      {"flush_ms", fmt(flush_s * 1e3, 5)},
-      {"loss_first", fmt(first_loss, 8)},
-      {"finite", all_finite ? "yes" : "no"},
-      {"placement", mode},
-      {"resident_blocks", std::to_string(store.device_blocks())},
-      {"bytes_up_per_step", std::to_string(moved.to_device)},
-      {"device_peak_bytes", std::to_string(memory.device_peak + store_bytes)},
-      {"blas_threads", perf::blas_threads()},
-      {"gemm", perf::gemm_setting()}};
-  if (root) perf::print_result("step", "steps_per_s", sps, fields);
-  if (args.flag("--profile")) {
-    for (int r = 0; r < world->size(); ++r) {  // one rank's table after the other
-      if (r == world->rank())
-        perf::KernelProfile::report(
-            "step", profiled_wall,
-            "one step with a pending update" +
-                (world->size() > 1 ? ", rank " + std::to_string(r) : std::string()));
-      std::cout.flush();
-      world->barrier();
-    }
-  }
-  return all_finite ? 0 : 1;
+  if (root) print_result_line(path, settings, m.registry, choice, store, r);
+  if (args.flag("--profile")) print_profiles(*world, profiled_wall);
+  return r.all_finite ? 0 : 1;
 }
 
 }  // namespace

@@ -129,6 +129,29 @@ std::uint64_t same_elements(const ExecSpace& space, const StoredVec& a, const St
   return n;
 }
 
+/// θ of the model file in every master the study compares: float32, and
+/// bf16 and fp16 each with nearest and stochastic rounding of its updates
+/// (the file's values rounded to nearest once).
+std::vector<Master> load_masters(const io::ModelReader& reader) {
+  std::vector<Master> masters;
+  masters.push_back(Master{});
+  for (StorageDtype d : {StorageDtype::bf16, StorageDtype::fp16})
+    for (Rounding r : {Rounding::nearest, Rounding::stochastic})
+      masters.push_back(Master{d, r, {}, 0});
+  for (Master& m : masters) {
+    for (const auto& p : reader.info().registry.parameters()) {
+      const auto n = static_cast<std::size_t>(p.numel());
+      Kokkos::View<real*, Kokkos::HostSpace> host("theta_host", n);
+      reader.read(p.id, host.data());
+      std::vector<unsigned char> stored(n * bytes_per_element(m.dtype));
+      storage::encode_nearest(host.data(), n, m.dtype, stored.data());
+      m.theta.emplace_back("theta." + p.name, m.dtype, n);
+      deep_copy_stored(m.theta.back(), StoredView<Kokkos::HostSpace>(m.dtype, stored.data(), n));
+    }
+  }
+  return masters;
+}
+
 int run(int argc, char** argv) {
   const app::Options args = perf::parse_args("rounding_study", argc, argv,
                                              {"model", "metrics", "steps", "seed"}, {}, kUsage);
@@ -161,22 +184,7 @@ int run(int argc, char** argv) {
             << "rounding" << std::right << std::setw(12) << "unchanged" << std::setw(10) << "kept"
             << std::setw(10) << "error\n";
   for (double scale : scales) {
-    std::vector<Master> masters;
-    masters.push_back(Master{});
-    for (StorageDtype d : {StorageDtype::bf16, StorageDtype::fp16})
-      for (Rounding r : {Rounding::nearest, Rounding::stochastic})
-        masters.push_back(Master{d, r, {}, 0});
-    for (Master& m : masters) {
-      for (const auto& p : registry.parameters()) {
-        const auto n = static_cast<std::size_t>(p.numel());
-        Kokkos::View<real*, Kokkos::HostSpace> host("theta_host", n);
-        reader.read(p.id, host.data());
-        std::vector<unsigned char> stored(n * bytes_per_element(m.dtype));
-        storage::encode_nearest(host.data(), n, m.dtype, stored.data());
-        m.theta.emplace_back("theta." + p.name, m.dtype, n);
-        deep_copy_stored(m.theta.back(), StoredView<Kokkos::HostSpace>(m.dtype, stored.data(), n));
-      }
-    }
+    std::vector<Master> masters = load_masters(reader);
     std::vector<std::vector<std::vector<double>>> start;
     for (const Master& m : masters) start.push_back(values(m));
     for (const StepUpdate& u : updates) {
