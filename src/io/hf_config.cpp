@@ -273,7 +273,8 @@ model::ModelConfig parse_hf_config(const std::string& json_text, const std::stri
   const JsonConfig j(json_text, source);
   DISTZO_INPUT_REQUIRE(j.present("model_type"),
                        source << ": no model_type key: not a Hugging Face config.json (one says "
-                                 "\"model_type\": \"opt\" or \"llama\")");
+                                 "\"model_type\": one of "
+                              << model::architecture_names() << ")");
   const std::string type = j.text("model_type", "");
   model::Architecture architecture = model::Architecture::opt;
   DISTZO_INPUT_REQUIRE(model::architecture_from_name(type, architecture),
