@@ -256,6 +256,14 @@ int main(int argc, char** argv) {
       MPI_Abort(MPI_COMM_WORLD, status);
     }
   }
+  if (status == 2 && size == 1 && !distzo::app::address_space_exhausted_note("").empty()) {
+    // Refused for want of address space: MPI's shutdown (UCX) allocates and
+    // would abort under the same limit after the message. One rank has no
+    // peer waiting for it; what needed saying is said.
+    std::cerr.flush();
+    std::cout.flush();
+    std::_Exit(status);
+  }
   if (distzo::io::hdf5_close_failed()) {
     // HDF5 would crash shutting down (at MPI_Finalize) on the file it could
     // not close; what needed saying is said.

@@ -53,9 +53,8 @@ struct GroupTensors {
   const MatrixSource* source = nullptr;
 
   GroupTensors() = default;
-  GroupTensors(const TensorTable& v,
-               const WordTable* w = nullptr,  // NOLINT(google-explicit-constructor)
-               const MatrixSource* s = nullptr)
+  // NOLINTNEXTLINE(google-explicit-constructor): a float table is a group's tensors.
+  GroupTensors(const TensorTable& v, const WordTable* w = nullptr, const MatrixSource* s = nullptr)
       : values(&v), words(w), source(s) {}
 };
 
