@@ -260,6 +260,52 @@ TEST(PerturbUpdate, RowSelectionWritesOnlySelectedRowsAndUpdatesAll) {
                Error);
 }
 
+TEST(PerturbUpdate, UnperturbedOutputIsTheUpdatedThetaOnSelectedRows) {
+  // A one-sided step's unperturbed w = θ': bit for bit the θ a flush
+  // leaves, alone or beside w+ (whose bits it must not change), on the
+  // selected rows only, at an offset that is not a Philox block's.
+  ExecSpace space;
+  const std::size_t rows = 11, width = 7, n = rows * width;
+  const kernels::UpdateTerms u = two_query_update();
+  const PerturbationStream s = stream(5, 6, 1);
+  Vec flushed = make_theta(n, 0.2f);
+  kernels::apply_update(space, flushed, 3, 5, u);
+  Vec with_plus = make_theta(n, 0.2f), plus("p", n), plus_alone("pa", n), base("b", n);
+  kernels::update_and_perturb(space, with_plus, 3, 5, u, s, 1e-3f,
+                              kernels::PerturbedOutputs{plus, Vec(), base});
+  EXPECT_TRUE(same_bits(to_host(base), to_host(flushed)));
+  Vec plus_only = make_theta(n, 0.2f);
+  kernels::update_and_perturb(space, plus_only, 3, 5, u, s, 1e-3f, plus_alone, Vec());
+  EXPECT_TRUE(same_bits(to_host(plus), to_host(plus_alone)));
+
+  const std::vector<int> selected = {1, 0, 0, 1, 1, 0, 0, 0, 1, 0, 1};
+  IntVec used("used", rows + 1);  // the slice starts 5 elements into row 0
+  auto hu = Kokkos::create_mirror_view(used);
+  const auto on = [&](std::size_t r) { return r < rows ? selected[r] : 0; };
+  for (std::size_t r = 0; r <= rows; ++r) hu(r) = on(r);
+  Kokkos::deep_copy(used, hu);
+  const float stale = -7.0f;
+  Vec alone = make_theta(n, 0.2f), part("part", n);
+  Kokkos::deep_copy(part, stale);
+  kernels::update_and_perturb(space, alone, 3, 5, u, s, 1e-3f,
+                              kernels::PerturbedOutputs{Vec(), Vec(), part},
+                              kernels::RowSelection{used, width});
+  EXPECT_TRUE(same_bits(to_host(alone), to_host(flushed))) << "the update must cover every row";
+  const std::vector<float> got = to_host(part), want = to_host(flushed);
+  for (std::size_t i = 0; i < n; ++i)
+    if (on((i + 5) / width) != 0)
+      ASSERT_EQ(std::memcmp(&got[i], &want[i], sizeof(float)), 0) << "element " << i;
+    else
+      ASSERT_EQ(got[i], stale) << "an unselected row written, element " << i;
+  // Outputs in two formats are refused.
+  HalfVec words("words", n);
+  EXPECT_THROW(
+      kernels::update_and_perturb(
+          space, alone, 3, 5, u, s, 1e-3f,
+          kernels::PerturbedOutputs{plus, Vec(), StoredVec(StorageDtype::bf16, words.data(), n)}),
+      Error);
+}
+
 TEST(PerturbUpdate, RejectsMismatchedScratch) {
   ExecSpace space;
   Vec theta("theta", 10), small("small", 9);

@@ -123,17 +123,20 @@ template <class Theta, class Out>
 void fused_kernel(const ExecSpace& space, const Theta& theta, std::uint32_t param_id,
                   std::uint64_t first_element, const UpdateTerms& update,
                   const PerturbationStream& stream, real eps, const Out& plus, const Out& minus,
-                  const RowSelection& rows) {
+                  const Out& unperturbed, const RowSelection& rows) {
   check_terms(update);
   check(theta.extent(), plus, "w+");
   check(theta.extent(), minus, "w-");
+  check(theta.extent(), unperturbed, "w");
   check_rows(rows, first_element, theta.extent());
   const bool all_rows = rows.used.extent(0) == 0;
   if (theta.extent() == 0) return;
   const Theta t = theta;
-  const Out p = plus, m = minus;
+  const Out p = plus, m = minus, w = unperturbed;
   const bool write_plus = plus.extent(0) != 0, write_minus = minus.extent(0) != 0;
-  const bool perturb = write_plus || write_minus;
+  const bool write_base = unperturbed.extent(0) != 0;
+  const bool perturb = write_plus || write_minus;  // this step's z is needed
+  const bool writes = perturb || write_base;
   const UpdateTerms u = update;
   const PerturbationStream s = stream;
   const ConstIntVec used = rows.used;
@@ -145,7 +148,7 @@ void fused_kernel(const ExecSpace& space, const Theta& theta, std::uint32_t para
   const std::int64_t items =
       static_cast<std::int64_t>(((last >> 2) - first_block) / kBlocksPerItem + 1);
   // Each item: load θ, apply the pending update (its z regenerated from its
-  // coordinates), then this step's z and w± = θ' ± εz. Arithmetic through
+  // coordinates), then this step's z and w± = θ' ± εz, and w = θ'. Arithmetic through
   // core/fp.hpp: the same bits on every backend. Lanes outside [first, last]
   // are neither read nor written; lanes of unselected rows get no w±.
   for_each_index(
@@ -156,9 +159,9 @@ void fused_kernel(const ExecSpace& space, const Theta& theta, std::uint32_t para
         const std::uint64_t base = 4 * block0;  // element of lane 0
         const bool whole = base >= first && base + kElementsPerItem - 1 <= last;
         // Rows: the first and last row the item touches decide whether this
-        // step's z is needed at all and whether every lane gets w±.
-        bool any = perturb && all_rows, every = all_rows;
-        if (perturb && !all_rows) {
+        // item writes any output at all and whether every lane gets one.
+        bool any = writes && all_rows, every = all_rows;
+        if (writes && !all_rows) {
           const std::uint64_t lo = base > first ? base : first;
           const std::uint64_t hi =
               base + kElementsPerItem - 1 < last ? base + kElementsPerItem - 1 : last;
@@ -187,7 +190,7 @@ void fused_kernel(const ExecSpace& space, const Theta& theta, std::uint32_t para
           for (int i = 0; i < kElementsPerItem; ++i) step[i] = fp::mul(u.decay, value[i]);
           for (int q = 0; q < u.count; ++q) {
             real z[kElementsPerItem];
-            if (q == 0 && u.count == 1 && any && u.stream[0].same_kind(s)) {
+            if (q == 0 && u.count == 1 && any && perturb && u.stream[0].same_kind(s)) {
               const PerturbationStream both[2] = {u.stream[0], s};
               real* const outs[2] = {z, ez};
               PerturbationStream::zn_streams<kBlocksPerItem, 2>(both, param_id, block0, outs);
@@ -202,9 +205,12 @@ void fused_kernel(const ExecSpace& space, const Theta& theta, std::uint32_t para
           t.store_item(base, first, last, whole, value, u, param_id, block0);
         }
         if (!any) return;
-        if (!have_ez) s.zn<kBlocksPerItem>(param_id, block0, ez);
-        for (int i = 0; i < kElementsPerItem; ++i) ez[i] = fp::mul(eps, ez[i]);
+        if (perturb && !have_ez) s.zn<kBlocksPerItem>(param_id, block0, ez);
+        if (perturb)
+          for (int i = 0; i < kElementsPerItem; ++i) ez[i] = fp::mul(eps, ez[i]);
         if (whole && every) {
+          if (write_base)
+            for (int i = 0; i < kElementsPerItem; ++i) w.set(base + i - first, value[i]);
           if (write_plus)
             for (int i = 0; i < kElementsPerItem; ++i)
               p.set(base + i - first, fp::add(value[i], ez[i]));
@@ -215,6 +221,7 @@ void fused_kernel(const ExecSpace& space, const Theta& theta, std::uint32_t para
           for (int i = 0; i < kElementsPerItem; ++i) {
             const std::uint64_t e = base + i;
             if (e < first || e > last || (!all_rows && used(e / row_elements) == 0)) continue;
+            if (write_base) w.set(e - first, value[i]);
             if (write_plus) p.set(e - first, fp::add(value[i], ez[i]));
             if (write_minus) m.set(e - first, fp::sub(value[i], ez[i]));
           }
@@ -235,21 +242,26 @@ Kokkos::View<W*, Kokkos::LayoutRight, MemSpace> output_words(const StoredVec& ou
 template <StorageDtype kThetaDtype, class Theta>
 void fused_with_outputs(const ExecSpace& space, const Theta& theta, std::uint32_t param_id,
                         std::uint64_t first_element, const UpdateTerms& update,
-                        const PerturbationStream& stream, real eps, const StoredVec& plus,
-                        const StoredVec& minus, const RowSelection& rows) {
-  DISTZO_REQUIRE(plus.empty() || minus.empty() || plus.dtype() == minus.dtype(),
-                 "update_and_perturb: w+ as " << to_string(plus.dtype()) << ", w- as "
-                                              << to_string(minus.dtype()));
-  const StorageDtype out = plus.empty() ? minus.dtype() : plus.dtype();
+                        const PerturbationStream& stream, real eps, const PerturbedOutputs& outs,
+                        const RowSelection& rows) {
+  const StoredVec& given =
+      !outs.plus.empty() ? outs.plus : (!outs.minus.empty() ? outs.minus : outs.base);
+  const StorageDtype out = given.dtype();
+  for (const StoredVec* o : {&outs.plus, &outs.minus, &outs.base})
+    DISTZO_REQUIRE(o->empty() || o->dtype() == out, "update_and_perturb: outputs in two formats, "
+                                                        << to_string(o->dtype()) << " and "
+                                                        << to_string(out));
   if (out == StorageDtype::fp32)
     return fused_kernel(space, theta, param_id, first_element, update, stream, eps,
-                        FloatOut{output_words<real>(plus)}, FloatOut{output_words<real>(minus)},
-                        rows);
+                        FloatOut{output_words<real>(outs.plus)},
+                        FloatOut{output_words<real>(outs.minus)},
+                        FloatOut{output_words<real>(outs.base)}, rows);
   if constexpr (kThetaDtype != StorageDtype::fp32) {
     if (out == kThetaDtype)
       return fused_kernel(space, theta, param_id, first_element, update, stream, eps,
-                          WordsOut<kThetaDtype>{output_words<std::uint16_t>(plus)},
-                          WordsOut<kThetaDtype>{output_words<std::uint16_t>(minus)}, rows);
+                          WordsOut<kThetaDtype>{output_words<std::uint16_t>(outs.plus)},
+                          WordsOut<kThetaDtype>{output_words<std::uint16_t>(outs.minus)},
+                          WordsOut<kThetaDtype>{output_words<std::uint16_t>(outs.base)}, rows);
   }
   DISTZO_REQUIRE(false, "update_and_perturb: w± as " << to_string(out) << " words of a "
                                                      << to_string(kThetaDtype)
@@ -261,34 +273,33 @@ void fused_with_outputs(const ExecSpace& space, const Theta& theta, std::uint32_
 template <StorageDtype kDtype>
 void fused_half(const ExecSpace& space, const StoredVec& theta, std::uint32_t param_id,
                 std::uint64_t first_element, const UpdateTerms& update,
-                const PerturbationStream& stream, real eps, const StoredVec& plus,
-                const StoredVec& minus, const RowSelection& rows) {
+                const PerturbationStream& stream, real eps, const PerturbedOutputs& outs,
+                const RowSelection& rows) {
   const HalfVec words = theta.as<std::uint16_t>();
   if (update.rounding == Rounding::stochastic)
     fused_with_outputs<kDtype>(space, HalfTheta<kDtype, Rounding::stochastic>{words}, param_id,
-                               first_element, update, stream, eps, plus, minus, rows);
+                               first_element, update, stream, eps, outs, rows);
   else
     fused_with_outputs<kDtype>(space, HalfTheta<kDtype, Rounding::nearest>{words}, param_id,
-                               first_element, update, stream, eps, plus, minus, rows);
+                               first_element, update, stream, eps, outs, rows);
 }
 
 }  // namespace
 
 void update_and_perturb(const ExecSpace& space, const StoredVec& theta, std::uint32_t param_id,
                         std::uint64_t first_element, const UpdateTerms& update,
-                        const PerturbationStream& stream, real eps, const StoredVec& plus,
-                        const StoredVec& minus, const RowSelection& rows) {
+                        const PerturbationStream& stream, real eps, const PerturbedOutputs& outs,
+                        const RowSelection& rows) {
   switch (theta.dtype()) {
     case StorageDtype::fp32:
       return fused_with_outputs<StorageDtype::fp32>(space, Fp32Theta{theta.as<real>()}, param_id,
-                                                    first_element, update, stream, eps, plus, minus,
-                                                    rows);
+                                                    first_element, update, stream, eps, outs, rows);
     case StorageDtype::bf16:
       return fused_half<StorageDtype::bf16>(space, theta, param_id, first_element, update, stream,
-                                            eps, plus, minus, rows);
+                                            eps, outs, rows);
     case StorageDtype::fp16:
       return fused_half<StorageDtype::fp16>(space, theta, param_id, first_element, update, stream,
-                                            eps, plus, minus, rows);
+                                            eps, outs, rows);
   }
 }
 
@@ -298,7 +309,7 @@ void apply_update(const ExecSpace& space, const StoredVec& theta, std::uint32_t 
   // The fused kernel with no outputs requested: the same update arithmetic,
   // and this step's z is never evaluated.
   update_and_perturb(space, theta, param_id, first_element, update, PerturbationStream{}, real(0),
-                     StoredVec(), StoredVec());
+                     PerturbedOutputs());
 }
 
 }  // namespace distzo::kernels

@@ -5,7 +5,7 @@
 // For every element e of one parameter tensor (in one pass over memory):
 //
 //   θ_e ← θ_e − Σ_q a_q · z_q(e) − decay · θ_e      if an update is pending
-//   w⁺_e = θ_e + ε·z(e),   w⁻_e = θ_e − ε·z(e)        each only if requested
+//   w⁺_e = θ_e + ε·z(e),   w⁻_e = θ_e − ε·z(e),   w_e = θ_e    each only if requested
 //
 // where z_q are the previous step's perturbations (a_q = lr · g_q / q, decay =
 // lr · weight_decay or 0 for biases/norms) and z is this step's. θ itself is
@@ -55,20 +55,39 @@ struct RowSelection {
   std::uint64_t row_elements = 0;
 };
 
-/// Applies `update` (if count > 0) to θ and writes θ ± ε·z into `plus` /
-/// `minus` (either may be empty: not written), for the rows that `rows`
-/// selects (all by default; the other rows of w± are left as they were). θ
-/// holds elements [first_element, first_element + θ.extent()) of parameter
-/// `param_id`, so a slice of a tensor is perturbed exactly like the whole.
-/// θ is stored as any StorageDtype; w± are float32, or words of θ's own
-/// format (precision.gemm_inputs: storage): each w± = θ' ± ε·z computed in
-/// float32, then rounded to nearest (ties to even) — half the bytes written
-/// and no random word (w± are thrown away after the step). Enqueued on
-/// `space`.
+/// Where the fused kernel writes one tensor's perturbed weights. Any may be
+/// empty (not written); those given hold θ.extent() elements, all in one
+/// format: float32, or words of θ's own format.
+struct PerturbedOutputs {
+  StoredVec plus;   // w+ = θ' + ε·z
+  StoredVec minus;  // w− = θ' − ε·z
+  StoredVec base;   // w = θ' itself: a one-sided step's unperturbed evaluation (no z drawn)
+};
+
+/// Applies `update` (if count > 0) to θ and writes the requested outputs
+/// (θ' ± ε·z, θ') for the rows that `rows` selects (all by default; the
+/// other rows of the outputs are left as they were). θ holds elements
+/// [first_element, first_element + θ.extent()) of parameter `param_id`, so
+/// a slice of a tensor is perturbed exactly like the whole. θ is stored as
+/// any StorageDtype; the outputs are float32, or words of θ's own format
+/// (precision.gemm_inputs: storage): each w computed in float32, then
+/// rounded to nearest (ties to even) — half the bytes written and no random
+/// word (w is thrown away after the step). This step's z is drawn only if
+/// w+ or w− is requested. Enqueued on `space`.
 void update_and_perturb(const ExecSpace& space, const StoredVec& theta, std::uint32_t param_id,
                         std::uint64_t first_element, const UpdateTerms& update,
-                        const PerturbationStream& stream, real eps, const StoredVec& plus,
-                        const StoredVec& minus, const RowSelection& rows = RowSelection());
+                        const PerturbationStream& stream, real eps, const PerturbedOutputs& out,
+                        const RowSelection& rows = RowSelection());
+
+/// The two-sided case: w+ and w− (either may be empty).
+inline void update_and_perturb(const ExecSpace& space, const StoredVec& theta,
+                               std::uint32_t param_id, std::uint64_t first_element,
+                               const UpdateTerms& update, const PerturbationStream& stream,
+                               real eps, const StoredVec& plus, const StoredVec& minus,
+                               const RowSelection& rows = RowSelection()) {
+  update_and_perturb(space, theta, param_id, first_element, update, stream, eps,
+                     PerturbedOutputs{plus, minus, StoredVec()}, rows);
+}
 
 /// Only the update (flush before eval or checkpoint): the same arithmetic.
 void apply_update(const ExecSpace& space, const StoredVec& theta, std::uint32_t param_id,
