@@ -346,8 +346,8 @@ TEST(Deck, TrajectoryKeysAreTheFieldTablesColumn) {
       (std::vector<std::string>{
           "model", "data.train", "data.micro_batch", "data.shuffle_seed", "optim.steps", "optim.lr",
           "optim.schedule", "optim.warmup_steps", "optim.eps", "optim.weight_decay",
-          "optim.queries", "optim.distribution", "optim.seed", "parallel.data", "precision.storage",
-          "precision.rounding", "precision.gemm_inputs"}));
+          "optim.estimator", "optim.queries", "optim.distribution", "optim.seed", "parallel.data",
+          "precision.storage", "precision.rounding", "precision.gemm_inputs"}));
   // allow_changes takes exactly these names.
   for (const std::string& key : distzo::io::resume_keys())
     EXPECT_NO_THROW(
@@ -376,7 +376,7 @@ TEST(DeckError, UnknownKeySuggestsTheClosest) {
   EXPECT_CONTAINS(m, "unknown key (did you mean \"steps\"?)");
   EXPECT_CONTAINS(m,
                   "allowed keys in optim: steps, lr, schedule, warmup_steps, eps, "
-                  "weight_decay, queries, distribution, z_recipe, seed, max_nonfinite");
+                  "weight_decay, estimator, queries, distribution, z_recipe, seed, max_nonfinite");
   EXPECT_DECK_ERROR(deck_with("parallel:\n  perturbations: 2\n"),
                     "deck.yaml:11: parallel.perturbations: ", "did you mean \"perturbation\"?");
 }

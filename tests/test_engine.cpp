@@ -158,24 +158,158 @@ TEST(Engine, UpdateFollowsTheMezoRule) {
   EXPECT_LT(max_err, 1e-6);
 }
 
-/// Runs `steps` steps with the given plan; returns the per-step local tables.
+/// Runs `steps` steps with the given plan; returns the per-step local
+/// tables. g comes from `g_from`'s tables when given (a rank of a group sees
+/// only its own losses; the all-gather would give it the single rank's).
 std::vector<zo::LossTable> train(TinyModel& m, const zo::EvaluationPlan& plan,
                                  const model::Batch& batch, int steps,
-                                 const std::vector<zo::LossTable>* g_from = nullptr) {
+                                 const std::vector<zo::LossTable>* g_from = nullptr,
+                                 Distribution d = Distribution::gaussian) {
   zo::Engine ex(m.config, *m.store, plan, model::BatchShape{batch.task, B, T, 2});
   PendingUpdate pending;
   std::vector<zo::LossTable> tables;
   for (int s = 0; s < steps; ++s) {
-    const StepPerturbation p = perturbation(s, 1e-3);
+    const StepPerturbation p = perturbation(s, 1e-3, d);
     tables.push_back(ex.run_step(batch, p, pending));
     const zo::LossTable& table = g_from ? (*g_from)[s] : tables.back();
-    std::vector<double> g;
-    for (int q = 0; q < plan.queries; ++q)
-      g.push_back((table.mean(q, +1) - table.mean(q, -1)) / (2 * p.eps));
-    pending = PendingUpdate::after(p, g, 1e-3, 0.01);
+    const zo::StepEstimate est = zo::combine_losses(runtime::SerialCommunicator(), table, p.eps);
+    pending = PendingUpdate::after(p, est.g, 1e-3, 0.01);
   }
-  ex.flush(run_z(), pending);
+  ex.flush(run_z(d), pending);
   return tables;
+}
+
+zo::EvaluationPlan one_sided(int directions, int P, int rank) {
+  return zo::EvaluationPlan::make(zo::EstimatorSpec::make(EstimatorKind::one_sided, directions), P,
+                                  rank);
+}
+
+TEST_P(EngineTask, OneSidedEstimateEqualsNaiveForwardDifferences) {
+  // L(θ) and L(θ + εz_i) against the naive forward; g_i = (L_i − L_0) / σ
+  // (FZOO) from those naive losses, σ their population standard deviation.
+  for (const model::ModelConfig& config :
+       {tiny_config(true, 0), tiny_llama_config(), tiny_config_for(model::Architecture::gemma3)}) {
+    SCOPED_TRACE(model::describe(config, " "));
+    TinyModel m(config);
+    const model::Batch batch = make_batch(GetParam(), B, T, kLengths);
+    const int n = 4;
+    zo::Engine ex(m.config, *m.store, one_sided(n, 1, 0), model::BatchShape{GetParam(), B, T, 2});
+    PendingUpdate none;
+    const StepPerturbation p = perturbation(3, 1e-2, Distribution::rademacher);
+    const zo::StepEstimate est =
+        zo::combine_losses(runtime::SerialCommunicator(), ex.run_step(batch, p, none), p.eps);
+    const double base = naive_loss(m, batch, p, 0, 0);
+    std::vector<double> plus;
+    double mean = 0, variance = 0;
+    for (int i = 0; i < n; ++i) {
+      plus.push_back(naive_loss(m, batch, p, i, +1));
+      mean += plus.back() / n;
+    }
+    for (double l : plus) variance += (l - mean) * (l - mean) / n;
+    const double sigma = std::sqrt(variance);
+    EXPECT_GT(sigma, 1e-4) << "a degenerate test: the directions do not move the loss";
+    // The unperturbed evaluation is θ itself: the same bits as the engine's
+    // own evaluation of θ.
+    EXPECT_EQ(est.loss, ex.evaluate(batch).loss_sum / ex.evaluate(batch).count);
+    EXPECT_NEAR(est.loss, base, 1e-6 * std::fabs(base));
+    EXPECT_NEAR(est.spread, sigma, 1e-2 * sigma);
+    ASSERT_EQ(est.g.size(), static_cast<std::size_t>(n));
+    EXPECT_TRUE(est.loss_minus.empty());
+    for (int i = 0; i < n; ++i) {
+      EXPECT_NEAR(est.loss_plus[i], plus[i], 1e-5 * std::fabs(plus[i]));
+      const double g = (plus[i] - base) / sigma;
+      EXPECT_NEAR(est.g[i], g, 2e-2 * std::fabs(g) + 1e-2) << "direction " << i;
+    }
+  }
+}
+
+TEST(Estimator, OneSidedStepsAreSkippedWhenEveryDirectionGivesOneLoss) {
+  // σ = 0: g would divide by zero. The step is non-finite, so the trainer
+  // skips it like a step with a non-finite loss.
+  zo::LossTable t(zo::EstimatorSpec::make(EstimatorKind::one_sided, 2));
+  for (int e = 0; e < 3; ++e) t.at(t.estimator().at(e)) = {e == 0 ? 1.0 : 2.0, 1.0};
+  const zo::StepEstimate est = zo::combine_losses(runtime::SerialCommunicator(), t, 1e-3);
+  EXPECT_EQ(est.spread, 0.0);
+  EXPECT_FALSE(est.finite);
+  t.at(t.estimator().at(2)) = {4.0, 1.0};  // L = 1 | 2, 4: σ = 1, g = (1, 3)
+  const zo::StepEstimate ok = zo::combine_losses(runtime::SerialCommunicator(), t, 1e-3);
+  EXPECT_TRUE(ok.finite);
+  EXPECT_EQ(ok.spread, 1.0);
+  EXPECT_EQ(ok.g, (std::vector<double>{1.0, 3.0}));
+  EXPECT_EQ(ok.loss, 1.0);
+}
+
+TEST(Estimator, EvaluationsOfEachEstimatorAndTheirSplits) {
+  const zo::EstimatorSpec spsa = zo::EstimatorSpec::make(EstimatorKind::spsa, 3);
+  const zo::EstimatorSpec fzoo = zo::EstimatorSpec::make(EstimatorKind::one_sided, 8);
+  EXPECT_EQ(spsa.evaluations(), 6);
+  EXPECT_EQ(fzoo.evaluations(), 9);
+  for (const zo::EstimatorSpec& spec : {spsa, fzoo})
+    for (int e = 0; e < spec.evaluations(); ++e) {
+      const zo::Evaluation ev = spec.at(e);
+      EXPECT_EQ(ev.index, e);
+      EXPECT_EQ(spec.index_of(ev.query, ev.sign), e);
+    }
+  EXPECT_EQ(fzoo.at(0).sign, 0);
+  EXPECT_EQ(fzoo.index_of(3, -1), -1);
+  EXPECT_EQ(spsa.index_of(0, 0), -1);
+  // N = 8: P divides the 9 evaluations; rank 1 of P = 3 runs directions 2, 3, 4.
+  const zo::EvaluationPlan plan = zo::EvaluationPlan::make(fzoo, 3, 1);
+  ASSERT_EQ(plan.owned.size(), 3u);
+  EXPECT_EQ(zo::queries_of(plan.owned), (std::vector<int>{2, 3, 4}));
+  EXPECT_EQ(zo::queries_of(zo::EvaluationPlan::make(fzoo, 9, 0).owned), (std::vector<int>{0}));
+  try {
+    zo::EvaluationPlan::make(fzoo, 2, 0);
+    ADD_FAILURE() << "P = 2 accepted for 9 evaluations";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("must divide the 9 forward evaluations of a one_sided"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
+TEST(Engine, OneSidedSplitsPlacementsAndStorageReproduceOneResidentRankBitwise) {
+  // One resident fp32 rank is the reference; each variant runs the same
+  // steps: the evaluations split over P ranks (the unperturbed one alone,
+  // or sharing its pass with direction 0), offloaded with w one at a time,
+  // and on a 2-byte θ (bf16, stochastic rounding) against its own one-rank
+  // run.
+  runtime::PlacementConfig offloaded;
+  offloaded.mode = runtime::PlacementMode::offload;
+  offloaded.resident_blocks = 1;
+  runtime::PlacementConfig one_at_a_time = offloaded;
+  one_at_a_time.perturb_one_at_a_time = true;
+  runtime::PlacementConfig bf16;
+  bf16.storage = StorageDtype::bf16;
+  bf16.rounding = Rounding::stochastic;
+  const Distribution d = Distribution::rademacher;
+  for (const model::ModelConfig& config : {tiny_config(false, 8), tiny_llama_config()})
+    for (const model::Task task : {model::Task::causal_lm, model::Task::classification})
+      for (const auto& [n, P] : std::vector<std::pair<int, int>>{{2, 3}, {3, 2}, {3, 4}}) {
+        SCOPED_TRACE(model::describe(config, " ") + ", N = " + std::to_string(n) +
+                     ", P = " + std::to_string(P));
+        const model::Batch batch = make_batch(task, B, T, kLengths);
+        for (const runtime::PlacementConfig& storage : {runtime::PlacementConfig(), bf16}) {
+          TinyModel single(config, 1234, storage);
+          const auto want = train(single, one_sided(n, 1, 0), batch, 3, nullptr, d);
+          for (int r = 0; r < P; ++r) {
+            TinyModel rank(config, 1234, storage);
+            const auto got = train(rank, one_sided(n, P, r), batch, 3, &want, d);
+            for (std::size_t s = 0; s < want.size(); ++s)
+              for (const zo::Evaluation& e : one_sided(n, P, r).owned)
+                EXPECT_EQ(got[s].at(e), want[s].at(e))
+                    << "step " << s << ", evaluation " << e.index;
+            EXPECT_EQ(rank.digest(), single.digest()) << "rank " << r;
+          }
+          if (storage.storage != StorageDtype::fp32) continue;
+          for (const runtime::PlacementConfig& placed : {offloaded, one_at_a_time}) {
+            TinyModel other(config, 1234, placed);
+            EXPECT_EQ(train(other, one_sided(n, 1, 0), batch, 3, nullptr, d), want);
+            EXPECT_EQ(other.digest(), single.digest())
+                << (placed.perturb_one_at_a_time ? "one at a time" : "offloaded");
+          }
+        }
+      }
 }
 
 TEST(Engine, PerturbationSplitReproducesSingleRankBitwise) {
@@ -297,7 +431,8 @@ TEST(Engine, NarrowBatchesInWideBuffersGiveTheBitsOfTheirOwnWidth) {
         EXPECT_EQ(ea.loss_sum, eb.loss_sum) << "evaluation at width " << W;
         EXPECT_EQ(ea.predictions, eb.predictions);
         std::vector<double> g;
-        for (int q = 0; q < plan.queries; ++q) g.push_back((a.mean(q, +1) - a.mean(q, -1)) / 2e-3);
+        for (int q = 0; q < plan.queries(); ++q)
+          g.push_back((a.mean(q, +1) - a.mean(q, -1)) / 2e-3);
         pending_wide = PendingUpdate::after(p, g, 1e-3, 0.01);
         pending_exact = pending_wide;
         if (s + 1 == widths.size()) {

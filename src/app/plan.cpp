@@ -32,7 +32,8 @@ namespace {
 const char* const kUsage =
     "usage: distzo plan DECK.yaml [--device-gib G]\n"
     "       distzo plan config.json [--batch B] [--seq T] [--task causal_lm|classification]\n"
-    "                   [--candidates K] [--queries q] [--perturbation P] [--eval]\n"
+    "                   [--candidates K] [--estimator spsa|one_sided] [--queries q]\n"
+    "                   [--perturbation P] [--eval]\n"
     "                   [--placement resident|offload] [--resident-blocks K] [--prefetch N] "
     "[--slots S]\n"
     "                   [--storage fp32|bf16|fp16] [--perturbed-weights together|one_at_a_time]\n"
@@ -42,7 +43,7 @@ const char* const kUsage =
     "  predicted device memory per rank by role, host memory for θ, and bytes moved per\n"
     "  step, for a deck or for a Hugging Face config.json of OPT, Llama, Qwen2, Qwen3,\n"
     "  Mistral or Gemma 3 (defaults: batch 1, seq 2048 or the model's positions (or\n"
-    "  window), causal_lm, 2 candidates for classification, q 1, P 1, resident, K 0,\n"
+    "  window), causal_lm, 2 candidates for classification, spsa, q 1, P 1, resident, K 0,\n"
     "  prefetch 1, slots prefetch + 2, fp32, together, gemm inputs fp32). --device-gib G\n"
     "  also says whether the run fits a device of G GiB and the largest resident_blocks K\n"
     "  that does; the exit status is 1 when it does not fit. --gpus-per-node n adds the\n"
@@ -70,7 +71,8 @@ void check_plan_inputs(const PlanInputs& in) {
   if (in.queries < 1 || in.queries > kernels::kMaxQueries)
     fail("q = " + std::to_string(in.queries) + " queries: allowed 1 to " +
          std::to_string(kernels::kMaxQueries));
-  const std::string split = io::perturbation_problem(in.queries, in.perturbation, "q");
+  const std::string split =
+      io::perturbation_problem(in.estimator, in.queries, in.perturbation, "q");
   if (!split.empty()) fail("--perturbation: " + split);
   if (in.batch.task == model::Task::classification && in.batch.candidates < 1)
     fail("a classification head needs at least one candidate word");
@@ -84,7 +86,7 @@ MemoryPlan plan_memory(const PlanInputs& in) {
   const int L = r.num_blocks();
   p.device_blocks = in.placement.device_blocks(L);
   p.slots = in.placement.mode == runtime::PlacementMode::offload ? in.placement.stream_slots(L) : 0;
-  p.evaluations = 2 * in.queries / in.perturbation;
+  p.evaluations = in.evaluations() / in.perturbation;
   const std::uint64_t e = u(p.evaluations);
 
   // Weights: one arena per group (runtime/parameter_store.hpp), padded to 64
@@ -190,8 +192,8 @@ std::string describe_plan(const PlanInputs& in, const MemoryPlan& p) {
   os << describe_blocks(in.placement, L, "resident_blocks") << "\n";
   os << "workload     "
      << (in.batch.task == model::Task::causal_lm ? "causal_lm" : "classification")
-     << ", micro-batch " << in.batch.micro_batch << " x " << in.batch.seq_len
-     << " tokens, q = " << in.queries << ", P = " << in.perturbation << ": "
+     << ", micro-batch " << in.batch.micro_batch << " x " << in.batch.seq_len << " tokens, "
+     << to_string(in.estimator) << " q = " << in.queries << ", P = " << in.perturbation << ": "
      << count(p.evaluations, "evaluation", "evaluations") << " per rank"
      << (in.eval_set ? ", with an eval set" : "") << "\n\n"
      << "device memory per rank (predicted)\n"
@@ -257,6 +259,7 @@ PlanInputs plan_inputs(const io::Deck& deck, const model::ModelConfig& config,
   PlanInputs in;
   in.config = config;
   in.batch = train.batch_shape(deck.data.micro_batch);
+  in.estimator = deck.optim.estimator;
   in.queries = deck.optim.queries;
   in.perturbation = deck.parallel.perturbation;
   in.eval_set = !deck.data.eval.empty();
@@ -316,6 +319,10 @@ PlanInputs inputs_from_config(const std::string& path, const Options& o,
           : 0;
   if (in.batch.task == model::Task::causal_lm && o.has("--candidates"))
     notes.push_back("--candidates applies to --task classification; ignored");
+  const std::string estimator = o.text("--estimator", "spsa");
+  if (estimator != "spsa" && estimator != "one_sided")
+    throw Error("plan: --estimator must be spsa or one_sided, got '" + estimator + "'");
+  in.estimator = estimator == "spsa" ? EstimatorKind::spsa : EstimatorKind::one_sided;
   in.queries = static_cast<int>(std::min<std::int64_t>(o.integer("--queries", 1, 1), INT32_MAX));
   in.perturbation =
       static_cast<int>(std::min<std::int64_t>(o.integer("--perturbation", 1, 1), INT32_MAX));
@@ -358,10 +365,26 @@ const char* plan_usage() { return kUsage; }
 
 int plan(const std::vector<std::string>& args) {
   const Options o("plan", args,
-                  {"--batch", "--seq", "--task", "--candidates", "--queries", "--perturbation",
-                   "--placement", "--resident-blocks", "--prefetch", "--slots", "--storage",
-                   "--perturbed-weights", "--gemm-inputs", "--device-gib", "--gpus-per-node",
-                   "--pcie-gbs", "--nvlink-gbs", "--hbm-tbs", "--gemm-tflops"},
+                  {"--batch",
+                   "--seq",
+                   "--task",
+                   "--candidates",
+                   "--estimator",
+                   "--queries",
+                   "--perturbation",
+                   "--placement",
+                   "--resident-blocks",
+                   "--prefetch",
+                   "--slots",
+                   "--storage",
+                   "--perturbed-weights",
+                   "--gemm-inputs",
+                   "--device-gib",
+                   "--gpus-per-node",
+                   "--pcie-gbs",
+                   "--nvlink-gbs",
+                   "--hbm-tbs",
+                   "--gemm-tflops"},
                   {"--eval"}, kUsage);
   const std::string path = o.single("DECK.yaml or config.json");
   std::error_code ec;

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "core/estimator_kind.hpp"
 #include "io/dataset.hpp"
 #include "io/deck.hpp"
 #include "model/batch.hpp"
@@ -23,9 +24,13 @@ struct PlanInputs {
   model::ModelConfig config;
   runtime::PlacementConfig placement;
   model::BatchShape batch{model::Task::causal_lm, 1, 1, 0};  // B x T, K candidates
-  int queries = 1;                                           // q
-  int perturbation = 1;                                      // P: a rank owns 2q/P evaluations
+  EstimatorKind estimator = EstimatorKind::spsa;
+  int queries = 1;        // q directions per step
+  int perturbation = 1;   // P: a rank owns evaluations() / P evaluations
   bool eval_set = false;  // a run with an eval set holds a second batch
+
+  /// Forward evaluations of a step: 2q (spsa), q + 1 (one_sided).
+  int evaluations() const { return static_cast<int>(step_evaluations(estimator, queries)); }
 };
 
 /// Bytes per role on one rank's device, θ in host memory, and θ's traffic.

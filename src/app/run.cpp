@@ -270,7 +270,8 @@ void run(const RunOptions& options, const runtime::Communicator& world) {
       load_theta(*store_owner, *inputs.model, held, progress_seconds);
       engine_owner = std::make_unique<zo::Engine>(
           model.config, *store_owner,
-          zo::EvaluationPlan::make(opt.queries, P, mesh.coordinates().perturbation_rank),
+          zo::EvaluationPlan::make(zo::EstimatorSpec::make(opt.estimator, opt.queries), P,
+                                   mesh.coordinates().perturbation_rank),
           train.batch_shape(micro_batch), zo::NodeExchange{&mesh.node(), exchange});
       batches = std::make_unique<Batches>(inputs, micro_batch);
     } catch (const Error&) {

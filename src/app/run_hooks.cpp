@@ -60,9 +60,10 @@ void RunHooks::step_done(const zo::StepReport& r) {
   StepRow row;
   row.step = r.step;
   row.loss = est.loss;
+  if (!est.loss_minus.empty()) row.loss_minus = 0.0;
   for (int i = 0; i < q; ++i) {
     row.loss_plus += est.loss_plus[i] / q;
-    row.loss_minus += est.loss_minus[i] / q;
+    if (row.loss_minus) *row.loss_minus += est.loss_minus[i] / q;
     row.g += est.g[i] / q;
   }
   row.lr = r.lr;

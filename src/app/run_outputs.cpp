@@ -98,9 +98,10 @@ RunOutputs::RunOutputs(const std::string& dir, bool active, std::int64_t resume_
 void RunOutputs::step(const StepRow& r) {
   if (!active_) return;
   const double tps = r.step_seconds > 0 ? static_cast<double>(r.tokens) / r.step_seconds : 0.0;
-  metrics_ << r.step << "," << fmt(r.loss) << "," << fmt(r.loss_plus) << "," << fmt(r.loss_minus)
-           << "," << fmt(r.g) << "," << fmt(r.lr) << "," << r.tokens << "," << fmt(r.step_seconds)
-           << "," << fmt(tps) << "," << (r.skipped ? 1 : 0) << "\n";
+  metrics_ << r.step << "," << fmt(r.loss) << "," << fmt(r.loss_plus) << ","
+           << (r.loss_minus ? fmt(*r.loss_minus) : "") << "," << fmt(r.g) << "," << fmt(r.lr) << ","
+           << r.tokens << "," << fmt(r.step_seconds) << "," << fmt(tps) << ","
+           << (r.skipped ? 1 : 0) << "\n";
   metrics_.flush();  // a killed job keeps every finished step
 }
 

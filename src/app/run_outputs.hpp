@@ -12,6 +12,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <fstream>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -28,7 +29,10 @@ namespace distzo::app {
 
 struct StepRow {
   std::int64_t step = 0;
-  double loss = 0, loss_plus = 0, loss_minus = 0, g = 0, lr = 0;
+  // Means over the step's directions; loss_minus only for two-sided steps
+  // (a one-sided step writes it empty: its loss is L(θ) itself).
+  double loss = 0, loss_plus = 0, g = 0, lr = 0;
+  std::optional<double> loss_minus;
   std::int64_t tokens = 0;  // non-padding tokens in the global batch
   double step_seconds = 0;
   bool skipped = false;  // non-finite loss: no update

@@ -34,8 +34,8 @@ SlicedSchedule sliced_schedule(const PlanInputs& in, int gpus, const Bandwidths&
   SlicedSchedule s;
   s.gpus = gpus;
   s.data = gpus / in.perturbation;
-  s.evaluations = 2 * in.queries / in.perturbation;
-  s.node_evaluations = 2 * in.queries;
+  s.evaluations = in.evaluations() / in.perturbation;
+  s.node_evaluations = in.evaluations();
   s.pcie_up = s.pcie_down = L * A / n;
   s.nvlink = L * s.node_evaluations * A * (n - 1) / n;
 
@@ -48,8 +48,8 @@ SlicedSchedule sliced_schedule(const PlanInputs& in, int gpus, const Bandwidths&
   s.bound = t_pcie >= work ? "PCIe" : gpus > 1 ? "update + NVLink + GEMM" : "update + GEMM";
   s.step_seconds = L * s.block_seconds;
 
-  const double zo2_work = (2 + 2 * in.queries) * A / bw.hbm +
-                          2 * (tokens * s.data) * block_params * 2 * in.queries / bw.gemm_flops;
+  const double zo2_work = (2 + in.evaluations()) * A / bw.hbm +
+                          2 * (tokens * s.data) * block_params * in.evaluations() / bw.gemm_flops;
   s.zo2_block_seconds = std::max(A / bw.pcie, zo2_work);
   s.zo2_step_seconds = L * s.zo2_block_seconds;
   return s;
@@ -67,12 +67,12 @@ std::string describe_sliced_schedule(const PlanInputs& in, const SlicedSchedule&
      << " of a node (Placement II, every block offloaded; P = " << in.perturbation
      << ", D = " << s.data << ", " << s.evaluations << " evaluation"
      << (s.evaluations == 1 ? "" : "s") << " of the micro-batch " << in.batch.micro_batch << " x "
-     << in.batch.seq_len << " tokens per GPU; ZO2: " << 2 * in.queries << " of the global batch "
+     << in.batch.seq_len << " tokens per GPU; ZO2: " << in.evaluations() << " of the global batch "
      << in.batch.micro_batch * s.data << " x " << in.batch.seq_len << ")\n"
      << "  per step and GPU  PCIe " << human_bytes(s.pcie_up) << " up + "
      << human_bytes(s.pcie_down) << " back (1/" << s.gpus << " of every block), NVLink "
      << human_bytes(s.nvlink) << " in (all-gather of " << s.node_evaluations
-     << " w± buffers per block)\n"
+     << " w buffers per block)\n"
      << "  bandwidths        PCIe " << bw.pcie * 1e-9 << " GB/s, NVLink " << bw.nvlink * 1e-9
      << " GB/s, HBM " << bw.hbm * 1e-12 << " TB/s, GEMM " << bw.gemm_flops * 1e-12
      << " TFLOP/s (--pcie-gbs, --nvlink-gbs, --hbm-tbs, --gemm-tflops)\n"

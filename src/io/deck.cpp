@@ -149,8 +149,8 @@ class DeckParser {
       fail(o.source, o.line("optim.warmup_steps"), "optim.warmup_steps",
            "out of range: must be <= optim.steps (" + std::to_string(deck.optim.steps) +
                "), found " + std::to_string(deck.optim.warmup_steps));
-    const std::string split =
-        perturbation_problem(deck.optim.queries, deck.parallel.perturbation, "optim.queries");
+    const std::string split = perturbation_problem(deck.optim.estimator, deck.optim.queries,
+                                                   deck.parallel.perturbation, "optim.queries");
     if (!split.empty())
       fail(o.source, o.line("parallel.perturbation"), "parallel.perturbation", split);
   }
@@ -264,8 +264,9 @@ Deck load_deck(const std::string& path) {
   return deck;
 }
 
-std::string perturbation_problem(int queries, int perturbation, const std::string& queries_name) {
-  const std::int64_t evaluations = 2 * static_cast<std::int64_t>(queries);
+std::string perturbation_problem(EstimatorKind estimator, int queries, int perturbation,
+                                 const std::string& queries_name) {
+  const std::int64_t evaluations = step_evaluations(estimator, queries);
   if (perturbation >= 1 && evaluations % perturbation == 0) return "";
   std::string divisors;
   for (std::int64_t d = 1; d <= evaluations; ++d) {
@@ -273,8 +274,12 @@ std::string perturbation_problem(int queries, int perturbation, const std::strin
     if (!divisors.empty()) divisors += ", ";
     divisors += std::to_string(d);
   }
-  return "P must divide the 2q evaluations of a step: 2 * " + queries_name + " = 2 * " +
-         std::to_string(queries) + " = " + std::to_string(evaluations) +
+  const std::string count = estimator == EstimatorKind::spsa
+                                ? "the 2q evaluations of a step: 2 * " + queries_name + " = 2 * " +
+                                      std::to_string(queries)
+                                : "the N + 1 evaluations of a one_sided step: " + queries_name +
+                                      " + 1 = " + std::to_string(queries) + " + 1";
+  return "P must divide " + count + " = " + std::to_string(evaluations) +
          " is not a multiple of P = " + std::to_string(perturbation) + "; allowed P: " + divisors;
 }
 

@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "core/estimator_kind.hpp"
 #include "core/lr_schedule_kind.hpp"
 #include "core/perturbation.hpp"
 #include "core/placement_kinds.hpp"
@@ -30,6 +31,7 @@ namespace distzo::io {
 /// (core/perturbation.hpp), ScheduleKind (core/lr_schedule_kind.hpp),
 /// PlacementMode and ExchangeKind (core/placement_kinds.hpp).
 using distzo::Distribution;
+using distzo::EstimatorKind;
 using distzo::ExchangeKind;
 using distzo::PlacementMode;
 using distzo::ScheduleKind;
@@ -53,7 +55,8 @@ struct OptimSection {
   std::int64_t warmup_steps = 0;  // >= 0 and <= steps
   double eps = 1e-3;              // perturbation scale, > 0
   double weight_decay = 0.0;      // >= 0
-  int queries = 1;                // q: SPSA queries per step, >= 1
+  EstimatorKind estimator = EstimatorKind::spsa;
+  int queries = 1;  // directions per step, >= 1: q (spsa: 2q evaluations), N (one_sided: N + 1)
   Distribution distribution = Distribution::gaussian;
   int z_recipe = 2;        // the Gaussian's recipe (core/perturbation.hpp): 2, or 1 for old runs
   std::uint64_t seed = 0;  // run seed of z
@@ -173,8 +176,8 @@ std::string deck_reference_markdown();
 
 /// Parses and validates deck text: syntax, keys, types, ranges, enums and
 /// the cross-field rules (optim.warmup_steps <= optim.steps,
-/// parallel.perturbation divides 2 * optim.queries: perturbation_problem). Touches no files:
-/// `source_name` is only used in messages. Throws distzo::Error.
+/// parallel.perturbation divides the evaluations of a step: perturbation_problem). Touches no
+/// files: `source_name` is only used in messages. Throws distzo::Error.
 Deck parse_deck(const std::string& yaml_text, const std::string& source_name);
 
 /// Checks the files a deck names, relative to the current working directory:
@@ -191,12 +194,14 @@ constexpr std::uintmax_t kMaxDeckBytes = 1 << 20;
 /// kMaxDeckBytes is refused unread.
 Deck load_deck(const std::string& path);
 
-/// "" when P = `perturbation` ranks can share the 2q evaluations of a step of
-/// `queries` queries (P divides 2q), else why not and the P that can. The
-/// one statement of the rule: parse_deck checks parallel.perturbation with
-/// it, `distzo plan` its --perturbation. `queries_name` is what the reader
-/// calls q ("optim.queries" in a deck).
-std::string perturbation_problem(int queries, int perturbation, const std::string& queries_name);
+/// "" when P = `perturbation` ranks can share the evaluations of a step of
+/// `estimator` with `queries` directions (P divides 2q for spsa, N + 1 for
+/// one_sided), else why not and the P that can. The one statement of the
+/// rule: parse_deck checks parallel.perturbation with it, `distzo plan` its
+/// --perturbation. `queries_name` is what the reader calls q
+/// ("optim.queries" in a deck).
+std::string perturbation_problem(EstimatorKind estimator, int queries, int perturbation,
+                                 const std::string& queries_name);
 
 /// Throws unless parallel.perturbation * parallel.data == world_size; the
 /// message names both keys, their lines, the product and the rank count.

@@ -246,9 +246,16 @@ const std::vector<Field>& fields() {
         trajectory(number("optim", "eps", member(o, &O::eps), 0.0, true, "perturbation scale ε")),
         trajectory(number("optim", "weight_decay", member(o, &O::weight_decay), 0.0, false,
                           "decoupled weight decay λ")),
+        trajectory(choice("optim", "estimator", member(o, &O::estimator),
+                          {{"spsa", EstimatorKind::spsa}, {"one_sided", EstimatorKind::one_sided}},
+                          "how a step estimates the update from forward losses: `spsa` = MeZO's "
+                          "two-sided L(θ ± εz_q), 2q evaluations; `one_sided` = FZOO's L(θ) and N "
+                          "one-sided L(θ + εz_i), N + 1 evaluations, the step divided by the "
+                          "spread of the N losses (docs/perturbation.md)")),
         trajectory(integer("optim", "queries", member(o, &O::queries), 1,
-                           "SPSA queries q per step (2q forward evaluations)", "",
-                           kernels::kMaxQueries)),
+                           "directions z per step: SPSA's q (2q forward evaluations) or "
+                           "one_sided's N (N + 1)",
+                           "", kernels::kMaxQueries)),
         trajectory(
             choice("optim", "distribution", member(o, &O::distribution),
                    {{"gaussian", Distribution::gaussian}, {"rademacher", Distribution::rademacher}},
@@ -294,8 +301,9 @@ const std::vector<Field>& fields() {
                 "steps between progress lines on rank 0"),
 
         integer("parallel", "perturbation", member(p, &ParallelSection::perturbation), 1,
-                "P: ranks that share the 2q forward evaluations of one step",
-                ", divides 2 x `optim.queries`"),
+                "P: ranks that share the forward evaluations of one step",
+                ", divides the step's evaluations (2 x `optim.queries`; one_sided: "
+                "`optim.queries` + 1)"),
         trajectory(integer("parallel", "data", member(p, &ParallelSection::data), 1,
                            "D: data-parallel replicas, each with its own micro-batch")),
         integer("parallel", "check_interval", member(p, &ParallelSection::check_interval), 0,

@@ -152,7 +152,7 @@ LossTable Engine::run_step(const model::Batch& batch, const StepPerturbation& pe
   const ExecSpace& space = streamer_.instances().compute;
   Kokkos::deep_copy(space, sums_host_, sums_);
   fence(space, "distzo: loss sums of the step ready for the host");
-  LossTable losses(plan_.queries);
+  LossTable losses(plan_.estimator);
   for (std::size_t i = 0; i < plan_.owned.size(); ++i)
     losses.at(plan_.owned[i]) = {sums_host_(i, 0), sums_host_(i, 1)};
   return losses;

@@ -89,11 +89,13 @@ class LocalWeights final : public PerturbedWeights {
       return;
     }
     each_query(queries_, pending, [&](int q, bool with_update) {
-      const int ip = find_evaluation(plan_.owned, q, +1), im = find_evaluation(plan_.owned, q, -1);
+      const auto w_of = [&](int sign) {
+        const int i = find_evaluation(plan_.owned, q, sign);
+        return i >= 0 ? &edge_w_[static_cast<std::size_t>(i)] : nullptr;
+      };
       for (std::uint32_t id : edge_ids_)
-        materialise_tensor(space, theta, id, pending, with_update, perturbation, q,
-                           ip >= 0 ? &edge_w_[static_cast<std::size_t>(ip)] : nullptr,
-                           im >= 0 ? &edge_w_[static_cast<std::size_t>(im)] : nullptr);
+        materialise_tensor(space, theta, id, pending, with_update, perturbation, q, w_of(+1),
+                           w_of(-1), w_of(0));
     });
     for (std::size_t i = 0; i < edge_w_.size(); ++i) use(i, edge_w_[i].tensors());
   }
@@ -120,16 +122,20 @@ class LocalWeights final : public PerturbedWeights {
                      const Use& use) override {
     const std::vector<std::uint32_t>& ids = registry_.block_ids(k);
     if (one_at_a_time_) return perturb_block_by_tensor(space, k, theta, pending, perturbation, use);
-    // Its w+ and w- serve both signs of a query.
+    // Its w+ and w- serve both evaluations of a query: w+ and w−, or (a
+    // one-sided step's direction 0) w+ and the unperturbed w in minus_.
     bind(plus_, k);
     bind(minus_, k);
     each_query(queries_, pending, [&](int q, bool with_update) {
       const int ip = find_evaluation(plan_.owned, q, +1), im = find_evaluation(plan_.owned, q, -1);
+      const int i0 = find_evaluation(plan_.owned, q, 0);
       for (std::uint32_t id : ids)
         materialise_tensor(space, theta, id, pending, with_update, perturbation, q,
-                           ip >= 0 ? &plus_ : nullptr, im >= 0 ? &minus_ : nullptr);
+                           ip >= 0 ? &plus_ : nullptr, im >= 0 ? &minus_ : nullptr,
+                           i0 >= 0 ? &minus_ : nullptr);
       if (ip >= 0) use(static_cast<std::size_t>(ip), plus_.tensors());
       if (im >= 0) use(static_cast<std::size_t>(im), minus_.tensors());
+      if (i0 >= 0) use(static_cast<std::size_t>(i0), minus_.tensors());
     });
     unbind(plus_, k);
     unbind(minus_, k);
@@ -162,8 +168,7 @@ class LocalWeights final : public PerturbedWeights {
     for (std::uint32_t id : ids) updated_[id] = 0;
     const auto materialise_for = [&](const Evaluation& e, std::uint32_t id, const StoredVec& w) {
       materialise(space, theta[id], id, 0, pending, pending.active && updated_[id] == 0,
-                  perturbation, e.query, e.sign > 0 ? w : StoredVec(),
-                  e.sign < 0 ? w : StoredVec());
+                  perturbation, e.query, outputs_of(e.sign, w));
       updated_[id] = 1;
     };
     for (std::size_t i = 0; i < plan_.owned.size(); ++i) {
@@ -183,8 +188,8 @@ class LocalWeights final : public PerturbedWeights {
     // A matrix the forward did not read still takes its update.
     for (std::uint32_t id : ids)
       if (pending.active && updated_[id] == 0)
-        materialise(space, theta[id], id, 0, pending, true, perturbation, 0, StoredVec(),
-                    StoredVec());
+        materialise(space, theta[id], id, 0, pending, true, perturbation, 0,
+                    kernels::PerturbedOutputs());
     runtime::unbind_tensors(plus_.values, store_.layout(model::GroupRef::of_block(k)));
   }
 
@@ -232,15 +237,25 @@ class LocalWeights final : public PerturbedWeights {
     if (two_byte_) runtime::unbind_words(w.words.words, layout);
   }
 
-  /// w± of tensor `id` into `plus` / `minus` (either may be null): as words
-  /// where the group holds the tensor as words, else as floats.
+  /// The output of an evaluation of sign `sign` (w+, w− or the unperturbed w) into `w`.
+  static kernels::PerturbedOutputs outputs_of(int sign, const StoredVec& w) {
+    kernels::PerturbedOutputs out;
+    (sign > 0 ? out.plus : sign < 0 ? out.minus : out.base) = w;
+    return out;
+  }
+
+  /// w± and the unperturbed w of tensor `id` into `plus` / `minus` / `base`
+  /// (any may be null): as words where the group holds the tensor as
+  /// words, else as floats.
   void materialise_tensor(const ExecSpace& space, const runtime::ThetaTable& theta,
                           std::uint32_t id, const PendingUpdate& pending, bool with_update,
                           const StepPerturbation& perturbation, int query, const GroupW* plus,
-                          const GroupW* minus) {
+                          const GroupW* minus, const GroupW* base) {
+    const auto output = [id](const GroupW* w) {
+      return w != nullptr ? w->output(id) : StoredVec();
+    };
     materialise(space, theta[id], id, 0, pending, with_update, perturbation, query,
-                plus != nullptr ? plus->output(id) : StoredVec(),
-                minus != nullptr ? minus->output(id) : StoredVec());
+                kernels::PerturbedOutputs{output(plus), output(minus), output(base)});
   }
 
   /// w of evaluation `e` alone over tensors `ids`, into `w`.
@@ -250,7 +265,8 @@ class LocalWeights final : public PerturbedWeights {
                        const StepPerturbation& perturbation, const GroupW& w) {
     for (std::uint32_t id : ids)
       materialise_tensor(space, theta, id, pending, with_update, perturbation, e.query,
-                         e.sign > 0 ? &w : nullptr, e.sign < 0 ? &w : nullptr);
+                         e.sign > 0 ? &w : nullptr, e.sign < 0 ? &w : nullptr,
+                         e.sign == 0 ? &w : nullptr);
   }
 
   bool one_at_a_time_;                   // placement.perturbed_weights: one_at_a_time

@@ -36,7 +36,7 @@ class NodeSlicedWeights final : public PerturbedWeights {
                     MaterialisationObserver observer)
       : PerturbedWeights(store, plan, config, task, std::move(observer)),
         exchange_(std::move(exchange)),
-        node_evaluations_(node_evaluations(plan.queries, plan.group_size,
+        node_evaluations_(node_evaluations(plan.estimator, plan.group_size,
                                            node_group_ranks(exchange_->node(), plan.group_rank))),
         node_queries_(queries_of(node_evaluations_)) {
     const runtime::GroupSlices& embed = store_.slices(model::GroupRef::embeddings());
@@ -171,23 +171,23 @@ class NodeSlicedWeights final : public PerturbedWeights {
   }
 
   /// update_and_perturb over this rank's slice of a group: θ pieces of
-  /// `theta`, w± of the node's evaluations of `query` into `buffers`
-  /// (arena offsets; indexed like node_evaluations_).
+  /// `theta`, w of the node's evaluations of `query` (w±, and a one-sided
+  /// step's unperturbed w with direction 0) into `buffers` (arena offsets;
+  /// indexed like node_evaluations_).
   void materialise_slice(const ExecSpace& space, const runtime::ThetaTable& theta,
                          const runtime::GroupSlices& slice, const PendingUpdate& pending,
                          bool with_update, const StepPerturbation& perturbation, int query,
                          const std::vector<Vec>& buffers) {
-    const int ip = find_evaluation(node_evaluations_, query, +1);
-    const int im = find_evaluation(node_evaluations_, query, -1);
     for (const runtime::SlicePiece& p : slice.pieces) {
-      const Vec plus =
-          ip >= 0 ? piece_of(buffers[static_cast<std::size_t>(ip)], p.arena_offset, p.count)
-                  : Vec();
-      const Vec minus =
-          im >= 0 ? piece_of(buffers[static_cast<std::size_t>(im)], p.arena_offset, p.count)
-                  : Vec();
+      const auto w_of = [&](int sign) {
+        const int i = find_evaluation(node_evaluations_, query, sign);
+        return i >= 0 ? StoredVec(
+                            piece_of(buffers[static_cast<std::size_t>(i)], p.arena_offset, p.count))
+                      : StoredVec();
+      };
       materialise(space, theta[p.id].piece(p.first_element, p.count), p.id, p.first_element,
-                  pending, with_update, perturbation, query, plus, minus);
+                  pending, with_update, perturbation, query,
+                  kernels::PerturbedOutputs{w_of(+1), w_of(-1), w_of(0)});
     }
   }
 

@@ -35,15 +35,16 @@ void PerturbedWeights::mark_rows(const ExecSpace& space, const model::Batch& bat
 void PerturbedWeights::materialise(const ExecSpace& space, const StoredVec& theta, std::uint32_t id,
                                    std::uint64_t first, const PendingUpdate& pending,
                                    bool with_update, const StepPerturbation& perturbation,
-                                   int query, const StoredVec& plus, const StoredVec& minus) {
+                                   int query, const kernels::PerturbedOutputs& out) {
   const kernels::UpdateTerms terms =
       with_update
           ? update_terms(perturbation.z, pending, registry_[id], store_.placement().rounding)
           : kernels::UpdateTerms();
-  if (observer_) observer_({id, first, theta.extent(), terms.count + 1});
+  const bool draws_z = !out.plus.empty() || !out.minus.empty();
+  if (observer_) observer_({id, first, theta.extent(), terms.count + (draws_z ? 1 : 0)});
   const kernels::RowSelection rows = id == embed_id_ ? embed_rows_ : kernels::RowSelection();
   kernels::update_and_perturb(space, theta, id, first, terms, perturbation.stream(query),
-                              static_cast<real>(perturbation.eps), plus, minus, rows);
+                              static_cast<real>(perturbation.eps), out, rows);
 }
 
 std::unique_ptr<PerturbedWeights> make_perturbed_weights(

@@ -123,13 +123,14 @@ class PerturbedWeights {
   void mark_rows(const ExecSpace& space, const model::Batch& batch);
   /// update_and_perturb over elements [first, first + theta.extent()) of
   /// parameter `id`; the update only if `with_update`, rounded into a 2-byte
-  /// θ as the store's placement says. w± as float32, or as words of θ's
-  /// format (precision.gemm_inputs: storage). The one call of the kernel
-  /// for every storage of θ; the observer sees each.
+  /// θ as the store's placement says. `out`: w± of `query` and the
+  /// unperturbed w, as float32 or as words of θ's format
+  /// (precision.gemm_inputs: storage). The one call of the kernel for every
+  /// storage of θ; the observer sees each.
   void materialise(const ExecSpace& space, const StoredVec& theta, std::uint32_t id,
                    std::uint64_t first, const PendingUpdate& pending, bool with_update,
-                   const StepPerturbation& perturbation, int query, const StoredVec& plus,
-                   const StoredVec& minus);
+                   const StepPerturbation& perturbation, int query,
+                   const kernels::PerturbedOutputs& out);
   /// `materialise_query(query, with_update)` for each of `queries` in
   /// order: the pending update rides with the first only, so θ changes once.
   template <class MaterialiseQuery>

@@ -27,6 +27,7 @@
 #include "support/tiny_model.hpp"
 #include "support/tokenizer_files.hpp"
 #include "zo/engine.hpp"
+#include "zo/estimator.hpp"
 #include "zo/evaluation_plan.hpp"
 
 namespace {
@@ -48,12 +49,14 @@ struct Case {
   runtime::ExchangeKind exchange;
   model::Architecture architecture = model::Architecture::opt;
   StorageDtype storage = StorageDtype::fp32;  // of both θs: the sliced one and the reference
+  EstimatorKind estimator = EstimatorKind::spsa;
 
   model::ModelConfig config() const { return tiny_config_for(architecture); }
+  zo::EstimatorSpec spec() const { return zo::EstimatorSpec::make(estimator, queries); }
   std::string name() const {
     return std::string(to_string(storage)) + " " + model::architecture_name(architecture) + " " +
-           (task == model::Task::causal_lm ? "causal_lm" : "classification") +
-           " q=" + std::to_string(queries) + " " + to_string(mode) +
+           (task == model::Task::causal_lm ? "causal_lm" : "classification") + " " +
+           to_string(estimator) + " q=" + std::to_string(queries) + " " + to_string(mode) +
            " K=" + std::to_string(resident_blocks) + " " + to_string(exchange);
   }
 };
@@ -74,19 +77,13 @@ struct ZCount {
 const ZSpec kZ{17};
 StepPerturbation perturbation(std::int64_t step) { return {kZ, step, 1e-3}; }
 
-std::vector<double> gradient(const zo::LossTable& losses) {
-  std::vector<double> g(static_cast<std::size_t>(losses.queries()));
-  for (int q = 0; q < losses.queries(); ++q)
-    g[q] = (losses.at(q, +1).sum - losses.at(q, -1).sum) / 2e-3;
-  return g;
-}
-
 void run_case(const runtime::Communicator& node, const Case& c) {
   SCOPED_TRACE(c.name());
   const int S = node.size();
-  // P ranks split the 2q evaluations; the other factor of S is data
+  // P ranks split the step's evaluations; the other factor of S is data
   // replicas on the same batch (so every rank's losses match the reference).
-  const int P = (2 * c.queries) % S == 0 ? S : 2;
+  const int evaluations = c.spec().evaluations();
+  const int P = evaluations % S == 0 ? S : evaluations % 2 == 0 ? 2 : 1;
   const int p = node.rank() % P;
   const model::Batch batch = make_batch(c.task, B, T, kLengths);
 
@@ -95,7 +92,7 @@ void run_case(const runtime::Communicator& node, const Case& c) {
   TinyModel reference(c.config(), 1234, resident);
   const model::BatchShape shape{c.task, B, T, 2};
   ZCount z_plain_made, z_made;
-  zo::Engine plain(reference.config, *reference.store, zo::EvaluationPlan::make(c.queries, 1, 0),
+  zo::Engine plain(reference.config, *reference.store, zo::EvaluationPlan::make(c.spec(), 1, 0),
                    shape, zo::NodeExchange(), ExecSpace(), z_plain_made.observer());
 
   runtime::PlacementConfig placement;
@@ -104,7 +101,7 @@ void run_case(const runtime::Communicator& node, const Case& c) {
   placement.share_host_master = true;
   placement.storage = c.storage;
   TinyModel shared(c.config(), 1234, placement, &node);
-  const zo::EvaluationPlan plan = zo::EvaluationPlan::make(c.queries, P, p);
+  const zo::EvaluationPlan plan = zo::EvaluationPlan::make(c.spec(), P, p);
   zo::Engine sliced(shared.config, *shared.store, plan, shape, zo::NodeExchange{&node, c.exchange},
                     ExecSpace(), z_made.observer());
   runtime::poison_released_slots(sliced.streamer());
@@ -122,9 +119,10 @@ void run_case(const runtime::Communicator& node, const Case& c) {
           << "step " << step << ", evaluation " << e.index;
     }
 
-    // z work: 2q per parameter unsliced; here 2q per parameter of this
-    // rank's slices, which differ from N/S by at most one 16-element
-    // boundary per group.
+    // z work: 2q per parameter unsliced (q for the pending update, q for
+    // this step's directions, with either estimator); here 2q per parameter
+    // of this rank's slices, which differ from N/S by at most one
+    // 16-element boundary per group.
     const double N = static_cast<double>(reference.registry.total_elements());
     const double groups = reference.registry.num_blocks() + 2;
     const double z = static_cast<double>(z_made.elements - z_before);
@@ -135,7 +133,8 @@ void run_case(const runtime::Communicator& node, const Case& c) {
       EXPECT_GE(z, 2.0 * c.queries * (N / S - 16 * groups));
     }
     // The same g on every rank (the reference's).
-    const std::vector<double> g = gradient(expected);
+    const std::vector<double> g =
+        zo::combine_losses(runtime::SerialCommunicator(), expected, 1e-3).g;
     pending_plain = PendingUpdate::after(perturbation(step), g, 0.05, 0.01);
     pending_sliced = pending_plain;
   }
@@ -196,6 +195,14 @@ TEST(SlicesMpi, ShardedStepEqualsOneRankBitForBit) {
       run_case(*node,
                {classification, 1, PlacementMode::offload, 1, ExchangeKind::mpi, opt, storage});
     }
+    // One-sided steps: N = 3 (4 evaluations: P = 2) and N = 2 (3: P = 1, two
+    // replicas sharing θ), fp32 and bf16.
+    for (int n : {2, 3}) {
+      run_case(*node, {causal, n, PlacementMode::resident, 0, ExchangeKind::shared_memory, opt,
+                       StorageDtype::fp32, EstimatorKind::one_sided});
+      run_case(*node, {classification, n, PlacementMode::offload, 1, ExchangeKind::mpi, llama,
+                       StorageDtype::bf16, EstimatorKind::one_sided});
+    }
   } else {
     // Oversubscribed ranks make every node barrier cost a time slice: a
     // covering subset (P=4 with q=2, P=2 x D=2 with q=1).
@@ -208,6 +215,8 @@ TEST(SlicesMpi, ShardedStepEqualsOneRankBitForBit) {
     run_case(*node, {causal, 2, PlacementMode::offload, 0, ExchangeKind::shared_memory, opt,
                      StorageDtype::bf16});
     run_case(*node, {causal, 1, PlacementMode::offload, 0, ExchangeKind::mpi, qwen3});
+    run_case(*node, {classification, 3, PlacementMode::offload, 0, ExchangeKind::shared_memory, opt,
+                     StorageDtype::fp32, EstimatorKind::one_sided});  // N + 1 = 4 = P
   }
 }
 
