@@ -37,6 +37,7 @@
 #include <vector>
 
 #include "bench_common.hpp"
+#include "core/estimator_kind.hpp"
 #include "core/memory.hpp"
 #include "core/perturbation.hpp"
 #include "core/step_state.hpp"
@@ -63,6 +64,7 @@ using perf::Stats;
 
 const char* const kUsage =
     "usage: bench_step MODEL.h5|CONFIG.json [--batch B] [--seq T] [--reps N] [--queries q]\n"
+    "                  [--estimator spsa|one_sided]\n"
     "                  [--warmup W] [--eps E] [--lr LR] [--weight-decay WD]\n"
     "                  [--distribution gaussian|rademacher] [--seed S] [--profile]\n"
     "                  [--placement resident|offload] [--resident-blocks K] [--prefetch N]\n"
@@ -73,7 +75,8 @@ const char* const kUsage =
     "  ZO steps/s of Engine::run_step (causal LM, pending update applied every step);\n"
     "  --gemm-paths N: then N pairs of steps, one per host GEMM path (library, tiled);\n"
     "  defaults: --batch 8 --seq 128 --reps 3 --queries 1 --warmup 1 --eps 1e-3 --lr 1e-6\n"
-    "            --weight-decay 0 --distribution gaussian --seed 1 --placement resident\n"
+    "            --estimator spsa --weight-decay 0 --distribution gaussian --seed 1\n"
+    "            --placement resident\n"
     "            --resident-blocks 0 --prefetch 1 --mesh 1x1 --share auto --exchange auto\n"
     "            --storage fp32 --rounding stochastic --perturbed-weights together\n"
     "            --gemm-inputs fp32;\n"
@@ -97,6 +100,7 @@ runtime::MeshLayout parse_mesh(const std::string& text) {
 /// The steps the options ask for.
 struct StepSettings {
   int batch = 8, seq = 128, reps = 3, queries = 1;
+  EstimatorKind estimator = EstimatorKind::spsa;
   int warmup = 1;  // untimed steps first, at least one: every timed step has an update pending
   double eps = 1e-3, lr = 1e-6, weight_decay = 0;
   Distribution distribution = Distribution::gaussian;
@@ -109,6 +113,10 @@ StepSettings settings_from_args(const app::Options& args) {
   s.seq = static_cast<int>(args.integer("--seq", s.seq));
   s.reps = static_cast<int>(args.integer("--reps", s.reps));
   s.queries = static_cast<int>(args.integer("--queries", s.queries));
+  const std::string estimator = args.text("--estimator", "spsa");
+  DISTZO_INPUT_REQUIRE(estimator == "spsa" || estimator == "one_sided",
+                       "--estimator must be spsa or one_sided, got '" << estimator << "'");
+  s.estimator = estimator == "spsa" ? EstimatorKind::spsa : EstimatorKind::one_sided;
   s.warmup = std::max(1, static_cast<int>(args.integer("--warmup", s.warmup)));
   s.eps = args.number("--eps", s.eps);
   s.lr = args.number("--lr", s.lr);
@@ -240,6 +248,8 @@ void print_result_line(const std::string& path, const StepSettings& settings,
       {"batch", std::to_string(settings.batch)},
       {"seq", std::to_string(settings.seq)},
       {"queries", std::to_string(settings.queries)},
+      {"estimator", to_string(settings.estimator)},
+      {"evaluations", std::to_string(step_evaluations(settings.estimator, settings.queries))},
       {"parameters", std::to_string(registry.total_elements())},
       {"distribution", to_string(settings.distribution)},
       {"storage", to_string(choice.config.storage)},
@@ -276,14 +286,30 @@ void print_profiles(const runtime::Communicator& world, double wall) {
 }
 
 int run(int argc, char** argv) {
-  const app::Options args = perf::parse_args(
-      "bench_step", argc, argv, {"batch",        "seq",      "reps",       "queries",
-                                 "warmup",       "eps",      "lr",         "weight-decay",
-                                 "distribution", "seed",     "placement",  "resident-blocks",
-                                 "prefetch",     "mesh",     "share",      "exchange",
-                                 "storage",      "rounding", "gemm-paths", "perturbed-weights",
-                                 "gemm-inputs"},
-      {"profile"}, kUsage);
+  const app::Options args = perf::parse_args("bench_step", argc, argv,
+                                             {"batch",
+                                              "seq",
+                                              "reps",
+                                              "queries",
+                                              "estimator",
+                                              "warmup",
+                                              "eps",
+                                              "lr",
+                                              "weight-decay",
+                                              "distribution",
+                                              "seed",
+                                              "placement",
+                                              "resident-blocks",
+                                              "prefetch",
+                                              "mesh",
+                                              "share",
+                                              "exchange",
+                                              "storage",
+                                              "rounding",
+                                              "gemm-paths",
+                                              "perturbed-weights",
+                                              "gemm-inputs"},
+                                             {"profile"}, kUsage);
   DISTZO_INPUT_REQUIRE(args.positional().size() == 1, "one MODEL.h5 or CONFIG.json expected\n\n"
                                                           << kUsage);
   const std::string path = args.positional()[0];
@@ -321,7 +347,8 @@ int run(int argc, char** argv) {
       B, T, c.vocab_size, settings.seed + static_cast<std::uint64_t>(mesh.coordinates().data_rank));
   zo::Engine engine(
       c, store,
-      zo::EvaluationPlan::make(q, layout.perturbation_size, mesh.coordinates().perturbation_rank),
+      zo::EvaluationPlan::make(zo::EstimatorSpec::make(settings.estimator, q),
+                               layout.perturbation_size, mesh.coordinates().perturbation_rank),
       model::BatchShape{model::Task::causal_lm, B, T, 0},
       zo::NodeExchange{&mesh.node(), choice.exchange}, space);
   out << "model          : " << path << " (L=" << c.num_hidden_layers << " C=" << c.hidden_size
@@ -337,7 +364,8 @@ int run(int argc, char** argv) {
 
   const runtime::Communicator& comm = mesh.world();
   PendingUpdate pending;
-  out << "workload       : batch " << B << " x seq " << T << ", q = " << q << " (" << 2 * q
+  out << "workload       : batch " << B << " x seq " << T << ", " << to_string(settings.estimator)
+      << " q = " << q << " (" << step_evaluations(settings.estimator, q)
       << " forward passes per step), eps " << eps << ", lr " << lr << ", wd " << wd << ", z "
       << to_string(settings.distribution) << "; " << warmup << " warm-up + " << reps
       << " timed steps\n";
