@@ -120,6 +120,18 @@ MODE_MINUTES = {"p2": 39, "d2": 40, "offload0": 44, "bf16": 42}
 # PyTorch MeZO is carried on where its run kept a checkpoint (movies' first one did not).
 LONG_STEPS = {"movies": 3000, "amazon": 2000, "tweets": 2000, "nyt": 2000}
 LONG_MEZO = ("amazon", "tweets", "nyt")
+# Estimators beyond MeZO-SGD (optim.estimator, docs/perturbation.md), judged in forward evaluations of a
+# 16-example micro-batch: MeZO-SGD's STEPS steps are BUDGET = 2 x STEPS of them. one_sided is FZOO's
+# (N directions + L(θ): N + 1 evaluations a step, Rademacher z). Its lr is chosen on dev among
+# FZOO_LR_CANDIDATES with runs of a third of the budget (the goal: MeZO's step-STEPS dev accuracy in at
+# most a third of its evaluations), dev every EVAL_EVALUATIONS evaluations (MeZO's every 100 steps);
+# the chosen run is carried on from there to the whole budget (constant lr: the same run as a straight
+# one). FZOO_LR: the choice, per task, once its grid is made.
+BUDGET = 2 * STEPS
+EVAL_EVALUATIONS = 200
+FZOO_N = 8
+FZOO_LR_CANDIDATES = {"movies": (1e-4, 3e-4, 1e-3)}
+FZOO_LR = {}
 
 
 def lr_tag(lr: float) -> str:
@@ -140,6 +152,9 @@ class Run:
     mode: str = ""  # distzo: "" (one rank, resident, fp32) or a key of MODES
     steps: int = STEPS  # distzo, mezo: more carries on the run of `parent` from its step STEPS
     eps: float = EPS  # distzo: MeZO's ε
+    estimator: str = "spsa"  # distzo: optim.estimator
+    queries: int = 1  # distzo: optim.queries (one_sided: N)
+    parent_steps: int = STEPS  # the step of the parent's checkpoint a longer run carries on from
     minutes: float = 0.0  # the estimate `list` shows: measured on the 2-core AMD EPYC
 
     @property
@@ -158,9 +173,12 @@ def longer_name(task: str, name: str) -> str:
 
 
 def parent_name(name: str) -> str:
-    """The run a longer run's `name` carries on (the name without -toN), or ""."""
+    """The run a longer run's `name` carries on (the name without -toN; an estimator's whole-budget
+    run carries on its third-budget run, NAME-third), or ""."""
     m = re.fullmatch(r"(.+)-to\d+", name)
-    return m.group(1) if m else ""
+    if m:
+        return m.group(1)
+    return name + "-third" if name.startswith("fzoo-") and not name.endswith("-third") else ""
 
 
 def longer(run: Run) -> Run:
@@ -208,7 +226,25 @@ def plan() -> list:
         runs.append(longer(distzo_run(task, LR[task], 1)))
         if task in LONG_MEZO:
             runs.append(longer(mezo_run(task, 1)))
-    return runs
+    return runs + estimator_runs()
+
+
+def fzoo_run(task: str, lr: float, seed: int, third: bool) -> Run:
+    """FZOO's one-sided estimator with N = FZOO_N at `lr`: a third of the budget, or all of it (carried
+    on from the third)."""
+    evaluations = FZOO_N + 1
+    third_steps = BUDGET // 3 // evaluations
+    steps = third_steps if third else BUDGET // evaluations
+    name = f"fzoo-n{FZOO_N}-lr{lr_tag(lr)}-s{seed}" + ("-third" if third else "")
+    minutes = 0.027 * steps * evaluations  # 2 evaluations of SmolLM2 at 16 examples: ~3.2 s on 2 cores
+    return Run(task, "distzo", name, PROMPTS[task][0], lr=lr, seed=seed, steps=steps, estimator="one_sided",
+               queries=FZOO_N, parent_steps=third_steps, minutes=round(minutes if third else minutes * 2 / 3))
+
+
+def estimator_runs() -> list:
+    """The estimators' grids, then each chosen lr carried on to the whole budget."""
+    runs = [fzoo_run(task, lr, 1, True) for task, lrs in FZOO_LR_CANDIDATES.items() for lr in lrs]
+    return runs + [fzoo_run(task, lr, 1, False) for task, lr in FZOO_LR.items()]
 
 
 def distzo_run(task: str, lr: float, seed: int, mode: str = "", eps: float = EPS) -> Run:
@@ -272,6 +308,11 @@ def distzo_deck(paths: Paths, run: Run, out_dir: str) -> dict:
     deck["data"]["eval"] = paths.data(run.task, run.prompt, "dev")
     deck["optim"].update(steps=run.steps, lr=run.lr or LR[run.task], eps=run.eps, seed=run.seed)
     deck["checkpoint"] = {"interval": 100, "keep": 2, "resume": "latest"}
+    if run.estimator != "spsa":  # FZOO's: Rademacher z; dev and checkpoints by evaluations, not steps
+        evaluations = run.queries + 1
+        deck["optim"].update(estimator=run.estimator, queries=run.queries, distribution="rademacher")
+        deck["eval"]["interval"] = EVAL_EVALUATIONS // evaluations
+        deck["checkpoint"]["interval"] = run.parent_steps
     deck["output"]["dir"] = out_dir
     return merge(deck, MODES[run.mode][1]) if run.mode else deck
 
@@ -312,7 +353,7 @@ def commands(paths: Paths, run: Run, distzo: str, python: str) -> list:
         ranks = MODES[run.mode][0] if run.mode else 1
         deck = distzo_deck(paths, run, d)
         if run.parent and not (os.path.isdir(d) and any(f.startswith("ckpt-") for f in os.listdir(d))):
-            deck["checkpoint"]["resume"] = parent_checkpoint(paths, run, f"ckpt-{STEPS:06d}.h5")
+            deck["checkpoint"]["resume"] = parent_checkpoint(paths, run, f"ckpt-{run.parent_steps:06d}.h5")
         train = write_deck(os.path.join(d, "deck.yaml"), deck)
         last = os.path.join(d, f"ckpt-{run.steps:06d}.h5")
         test_deck = eval_deck(paths, last, paths.data(run.task, run.prompt, "train"), test, os.path.join(d, "test"))
