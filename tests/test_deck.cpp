@@ -121,7 +121,8 @@ TEST(Deck, FullDeckParsesEveryValue) {
   EXPECT_EQ(d.optim.warmup_steps, 500);
   EXPECT_EQ(d.optim.eps, 2.0e-3);
   EXPECT_EQ(d.optim.weight_decay, 0.01);
-  EXPECT_EQ(d.optim.queries, 3);
+  EXPECT_EQ(d.optim.estimator, distzo::EstimatorKind::one_sided);
+  EXPECT_EQ(d.optim.queries, 2);
   EXPECT_EQ(d.optim.distribution, Distribution::rademacher);
   EXPECT_EQ(d.optim.z_recipe, 1);
   EXPECT_EQ(d.optim.seed, 18446744073709551615ull);
@@ -152,11 +153,11 @@ TEST(Deck, FullDeckParsesEveryValue) {
   EXPECT_EQ(d.origin.source, "full.yaml");
   EXPECT_EQ(d.origin.line("model"), 3);
   EXPECT_EQ(d.origin.line("optim.lr"), 13);
-  EXPECT_EQ(d.origin.line("parallel"), 34);
-  EXPECT_EQ(d.origin.line("parallel.perturbation"), 35);
-  EXPECT_EQ(d.origin.line("parallel.data"), 36);
-  EXPECT_EQ(d.origin.line("parallel.check_interval"), 37);
-  EXPECT_EQ(d.origin.where("parallel.data"), "full.yaml:36: parallel.data: ");
+  EXPECT_EQ(d.origin.line("parallel"), 35);
+  EXPECT_EQ(d.origin.line("parallel.perturbation"), 36);
+  EXPECT_EQ(d.origin.line("parallel.data"), 37);
+  EXPECT_EQ(d.origin.line("parallel.check_interval"), 38);
+  EXPECT_EQ(d.origin.where("parallel.data"), "full.yaml:37: parallel.data: ");
   for (const std::string& key : deck_keys()) EXPECT_TRUE(d.origin.written(key)) << key;
 }
 
