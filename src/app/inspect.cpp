@@ -137,12 +137,20 @@ std::string tokenizer_line(const io::ModelInfo& m, const std::string& path) {
 /// Where a checkpoint stands: its step, run and z, its recorded digest, and
 /// how θ was stored.
 std::string checkpoint_lines(const io::TrainingState& state, const io::ModelReader& reader) {
+  // The estimator is the deck's (a checkpoint from before it existed: spsa).
+  std::string estimator = "spsa";
+  try {
+    estimator = to_string(io::parse_deck(state.deck_yaml, "its deck").optim.estimator);
+  } catch (const Error&) {
+    estimator = "(its deck does not parse)";
+  }
   std::ostringstream os;
   os << "training      step " << state.step << " of run "
      << (state.run_id.empty() ? std::string("(not recorded)") : state.run_id) << "; seed "
-     << state.z.seed << ", q = " << state.queries << ", " << to_string(state.z.distribution)
-     << " z (recipe " << to_int(state.z.recipe) << "), batches at "
-     << model::to_string(state.batch_width) << " width; its deck: h5dump -a /deck_yaml FILE\n"
+     << state.z.seed << ", " << estimator << " q = " << state.queries << ", "
+     << to_string(state.z.distribution) << " z (recipe " << to_int(state.z.recipe)
+     << "), batches at " << model::to_string(state.batch_width)
+     << " width; its deck: h5dump -a /deck_yaml FILE\n"
      << "written by    distzo "
      << (state.writer_version.empty()
              ? std::string("(version not recorded: written before December 2026)")

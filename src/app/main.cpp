@@ -23,6 +23,7 @@
 #include "app/memory_limit.hpp"
 #include "app/plan.hpp"
 #include "app/process_start.hpp"
+#include "app/replay.hpp"
 #include "app/run.hpp"
 #include "core/error.hpp"
 #include "core/process_limits.hpp"
@@ -54,6 +55,9 @@ const char* const kUsage =
     "                         --ffn F --vocab V [...]      a model with random weights\n"
     "  distzo forward MODEL.h5 INPUT.h5 OUTPUT.h5 [--micro-batch M]\n"
     "                                    logits of the model on token ids\n"
+    "  distzo replay BASE.h5 SOURCE.h5 -o OUT.h5 [--steps N]\n"
+    "                                    θ after step N rebuilt from the base model and\n"
+    "                                    the checkpoint's seed log (no forward pass)\n"
     "  distzo help deck                  every deck key: type, default, allowed values\n"
     "  distzo --help | --version\n"
     "\n"
@@ -74,6 +78,7 @@ const char* command_usage(const std::string& command) {
   if (command == "run") return distzo::app::run_usage();
   if (command == "inspect") return kInspectUsage;
   if (command == "forward") return distzo::app::forward_usage();
+  if (command == "replay") return distzo::app::replay_usage();
   if (command == "make-model") return distzo::app::make_model_usage();
   if (command == "make-synthetic") return distzo::app::make_synthetic_usage();
   return nullptr;
@@ -140,6 +145,7 @@ int dispatch(const std::vector<std::string>& args) {
   if (args[0] == "make-model") return distzo::app::make_model(rest);
   if (args[0] == "plan") return distzo::app::plan(rest);
   if (args[0] == "forward") return distzo::app::forward_logits(rest);
+  if (args[0] == "replay") return distzo::app::replay(rest);
   if (args[0] == "run") {
     const auto world = distzo::runtime::MpiCommunicator::world();
     distzo::app::run(distzo::app::parse_run_options(rest), *world);

@@ -150,7 +150,7 @@ sed -i 's/lr: 1.0e-3/lr: 5.0e-4/; s/queries: 1/queries: 1\n  seed: 7/' v_seed.ya
 # (into a file first: grep -q would close the pipe early, and pipefail would
 # report inspect's SIGPIPE)
 "$DISTZO" inspect v/ckpt-000040.h5 > v7.inspect
-grep -q "seed 7, q = 1" v7.inspect || fail "the checkpoint does not record seed 7: $(cat v7.inspect)"
+grep -q "seed 7, spsa q = 1" v7.inspect || fail "the checkpoint does not record seed 7: $(cat v7.inspect)"
 deck v_seed_again 50 v 'checkpoint:' '  resume: latest'
 sed -i 's/lr: 1.0e-3/lr: 5.0e-4/; s/queries: 1/queries: 1\n  seed: 7/' v_seed_again.yaml
 "$DISTZO" run v_seed_again.yaml > v8.log 2>&1 || { cat v8.log; fail "the checkpoint of a run resumed with another seed does not resume"; }

@@ -1,0 +1,146 @@
+#include "app/replay.hpp"
+
+#include <chrono>
+#include <cstdio>
+#include <iostream>
+
+#include "app/options.hpp"
+#include "core/error.hpp"
+#include "io/checkpoint.hpp"
+#include "io/deck.hpp"
+#include "io/model_file.hpp"
+#include "runtime/parameter_store.hpp"
+#include "zo/engine.hpp"
+
+namespace distzo::app {
+
+namespace {
+
+const char* const kUsage =
+    "usage: distzo replay BASE.h5 SOURCE.h5 -o OUT.h5 [--steps N]\n"
+    "  θ after step N (default: SOURCE's last) rebuilt from the base model BASE.h5 and the\n"
+    "  seed log of the checkpoint SOURCE.h5, with no forward pass: every update is a\n"
+    "  function of (seed, step, g, lr, weight decay), whatever the estimator and the\n"
+    "  layout of the run (docs/perturbation.md). OUT.h5 is a checkpoint of step N with\n"
+    "  SOURCE's training state up to it; at SOURCE's own step its digest must equal the\n"
+    "  one SOURCE recorded, and replay fails otherwise.";
+
+using Clock = std::chrono::steady_clock;
+
+/// The steps of `log` up to `steps` are 0, 1, ..., steps - 1, in order.
+void check_log(const io::TrainingState& source, std::int64_t steps, const std::string& path) {
+  DISTZO_INPUT_REQUIRE(static_cast<std::int64_t>(source.seed_log.size()) >= steps,
+                       path << ": its seed log holds " << source.seed_log.size()
+                            << " steps, not the " << steps << " to replay");
+  for (std::int64_t i = 0; i < steps; ++i)
+    DISTZO_INPUT_REQUIRE(source.seed_log[static_cast<std::size_t>(i)].step == i,
+                         path << ": row " << i << " of its seed log is step "
+                              << source.seed_log[static_cast<std::size_t>(i)].step
+                              << "; a log to replay holds every step from 0 in order");
+}
+
+/// The non-finite steps that end the first `steps` of the log (skipped: no g).
+int trailing_skipped(const io::TrainingState& source, std::int64_t steps) {
+  int streak = 0;
+  for (std::int64_t i = steps; i-- > 0 && source.seed_log[static_cast<std::size_t>(i)].g.empty();)
+    ++streak;
+  return streak;
+}
+
+}  // namespace
+
+const char* replay_usage() { return kUsage; }
+
+int replay(const std::vector<std::string>& args) {
+  const Options o("replay", args, {"-o", "--steps"}, {}, kUsage);
+  DISTZO_INPUT_REQUIRE(o.positional().size() == 2, "replay: BASE.h5 and SOURCE.h5 expected\n"
+                                                       << kUsage);
+  DISTZO_INPUT_REQUIRE(o.has("-o"), "replay: -o OUT.h5 missing\n" << kUsage);
+  const std::string& base_path = o.positional()[0];
+  const std::string& source_path = o.positional()[1];
+  const std::string out_path = o.text("-o", "");
+
+  const io::ModelReader source_file(source_path);
+  DISTZO_INPUT_REQUIRE(
+      source_file.info().kind == "checkpoint",
+      "replay: " << source_path << " is a model, not a checkpoint: it has no seed log");
+  const io::TrainingState source = io::read_training_state(source_path);
+  const std::int64_t steps = o.integer("--steps", source.step, 0);
+  DISTZO_INPUT_REQUIRE(steps <= source.step, "replay: --steps " << steps << " is past "
+                                                                << source_path << "'s step "
+                                                                << source.step);
+  check_log(source, steps, source_path);
+  const io::ModelReader base(base_path);
+  DISTZO_INPUT_REQUIRE(
+      base.info().config == source_file.info().config,
+      "replay: " << base_path << " is another architecture than " << source_path << "'s");
+  const std::string base_digest = base.digest();
+  DISTZO_INPUT_REQUIRE(source.base_model_digest.empty() || base_digest == source.base_model_digest,
+                       "replay: " << source_path << "'s run started from a model of digest "
+                                  << source.base_model_digest << "; " << base_path << "'s is "
+                                  << base_digest << ": not its base model");
+  const io::Deck deck = io::parse_deck(source.deck_yaml, source_path + " (its deck)");
+
+  // θ as the run held it: its storage and rounding, loaded as a run loads its model.
+  const model::ModelConfig& config = source_file.info().config;
+  const model::ParameterRegistry& registry = source_file.info().registry;
+  runtime::PlacementConfig placement;
+  placement.storage = source.storage;
+  placement.rounding = source.rounding;
+  runtime::ParameterStore store(registry, placement);
+  store.fill([&](std::uint32_t id, real* dst) { base.read(id, dst); });
+  // The flush of a run: the same kernel and walk as the updates fused into its steps.
+  zo::Engine engine(config, store, zo::EvaluationPlan::make(1, 1, 0),
+                    model::BatchShape{model::Task::causal_lm, 1, 1, 0});
+
+  const Clock::time_point t0 = Clock::now();
+  Clock::time_point last_line = t0;
+  std::int64_t updates = 0;
+  for (std::int64_t i = 0; i < steps; ++i) {
+    const io::SeedLogEntry& e = source.seed_log[static_cast<std::size_t>(i)];
+    if (e.g.empty()) continue;  // a skipped step changed nothing
+    PendingUpdate u;
+    u.active = true;
+    u.step = e.step;
+    u.lr = e.lr;
+    u.weight_decay = deck.optim.weight_decay;
+    u.g = e.g;
+    engine.flush(source.z, u);
+    ++updates;
+    if (Clock::now() - last_line > std::chrono::seconds(10)) {
+      last_line = Clock::now();
+      std::cout << "replay: step " << i + 1 << " of " << steps << "\n" << std::flush;
+    }
+  }
+  const std::string digest = engine.parameter_digest();
+  const double seconds = std::chrono::duration<double>(Clock::now() - t0).count();
+
+  io::TrainingState state = source;
+  state.step = steps;
+  state.seed_log.resize(static_cast<std::size_t>(steps));
+  state.parameter_digest = digest;
+  state.pending = PendingUpdate();
+  state.nonfinite_streak = trailing_skipped(source, steps);
+  io::write_checkpoint(
+      out_path, source_file.info(), [&](const io::TensorSink& sink) { store.visit_stored(sink); },
+      state);
+  const double parameters = static_cast<double>(registry.total_elements());
+  char timing[96];
+  std::snprintf(timing, sizeof(timing), "%.3f s (%.3g parameter-updates/s)", seconds,
+                seconds > 0 ? static_cast<double>(updates) * parameters / seconds : 0.0);
+  std::cout << "replay: " << steps << " steps of " << source_path << " (" << updates << " updates, "
+            << steps - updates << " skipped) onto " << base_path << " in " << timing
+            << ": θ digest " << digest << ", written to " << out_path << "\n";
+  if (steps == source.step && !source.parameter_digest.empty()) {
+    DISTZO_REQUIRE(digest == source.parameter_digest,
+                   "replay: θ after step " << steps << " has digest " << digest << ", but "
+                                           << source_path << " recorded " << source.parameter_digest
+                                           << " (a run resumed with a changed "
+                                              "optim.weight_decay is not replayable: the seed "
+                                              "log records lr per step, not the decay)");
+    std::cout << "replay: the digest equals the one " << source_path << " recorded\n";
+  }
+  return 0;
+}
+
+}  // namespace distzo::app
