@@ -611,6 +611,18 @@ TEST(DeckError, PerturbationMustDivideTwoQ) {
   EXPECT_NO_THROW(parse_deck(deck_with("  queries: 3\nparallel:\n  perturbation: 6\n"), "ok"));
 }
 
+TEST(DeckError, OneSidedNeedsTwoDirectionsAndPDividingNPlusOne) {
+  EXPECT_DECK_ERROR(deck_with("  estimator: one_sided\n"),
+                    "deck.yaml:10: optim.estimator: ", "N = 1 has none; use N >= 2 (FZOO uses 8)");
+  EXPECT_DECK_ERROR(
+      deck_with("  estimator: one_sided\n  queries: 8\nparallel:\n  perturbation: 2\n"),
+      "deck.yaml:13: parallel.perturbation: ",
+      "P must divide the N + 1 evaluations of a one_sided step: optim.queries + 1 = 8 + 1 = 9 is "
+      "not a multiple of P = 2; allowed P: 1, 3, 9");
+  EXPECT_NO_THROW(parse_deck(
+      deck_with("  estimator: one_sided\n  queries: 8\nparallel:\n  perturbation: 3\n"), "ok"));
+}
+
 TEST(DeckError, MeshMismatch) {
   const Deck d =
       parse_deck(deck_with("  queries: 3\nparallel:\n  perturbation: 2\n  data: 3\n"), "deck.yaml");

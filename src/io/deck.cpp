@@ -149,6 +149,12 @@ class DeckParser {
       fail(o.source, o.line("optim.warmup_steps"), "optim.warmup_steps",
            "out of range: must be <= optim.steps (" + std::to_string(deck.optim.steps) +
                "), found " + std::to_string(deck.optim.warmup_steps));
+    const std::string directions = o.written("optim.queries") ? "optim.queries" : "optim.estimator";
+    if (deck.optim.estimator == EstimatorKind::one_sided && deck.optim.queries < 2)
+      fail(o.source, o.line(directions), directions,
+           "optim.estimator: one_sided divides each step by the spread of its N = optim.queries "
+           "one-sided losses: N = " +
+               std::to_string(deck.optim.queries) + " has none; use N >= 2 (FZOO uses 8)");
     const std::string split = perturbation_problem(deck.optim.estimator, deck.optim.queries,
                                                    deck.parallel.perturbation, "optim.queries");
     if (!split.empty())

@@ -6,6 +6,8 @@ namespace distzo::zo {
 
 EstimatorSpec EstimatorSpec::make(EstimatorKind kind, int queries) {
   DISTZO_REQUIRE(queries >= 1, "a ZO step needs at least one direction, got " << queries);
+  DISTZO_REQUIRE(kind != EstimatorKind::one_sided || queries >= 2,
+                 "a one_sided step divides by the spread of its N losses: N = 1 has none (N >= 2)");
   return {kind, queries};
 }
 
