@@ -12,6 +12,8 @@
 3. mezo_finetune: a run cut and resumed, and one extended, end as the
    straight run, bit for bit; --keep-z gives the same step; other settings
    are refused (torch, transformers, pyyaml).
+4. The FZOO reference (mezo_reference.one_sided_step): its update is the
+   formula, keep_z changes no bit, σ = 0 skips the update.
 """
 
 from __future__ import annotations
@@ -440,3 +442,58 @@ def test_mezo_finetune_resume():
         except SystemExit as e:
             assert "whose lr depends on the total" in str(e), e
     print("mezo_finetune: cut and resumed, extended, refusals: OK")
+
+
+def test_one_sided_step():
+    """mezo_reference.one_sided_step (FZOO) on the tiny OPT fixture: rademacher z
+    is ±1; the update is θ − lr·(Σ_i g_i u_i / N + wd·θ) from θ as the N round
+    trips left it, g_i = (L_i − L0)/σ; keep_z changes no bit; σ = 0 skips the
+    update."""
+    quiet_transformers()
+    import math
+
+    import torch
+
+    from distzo_tools.references import mezo_reference as mr
+
+    torch.set_num_threads(1)
+    model = mr.load_model_h5(os.path.join(DATA, "opt_tiny_preln.model.h5"), attn_implementation="eager")
+    params = mr.trainable_parameters(model)
+    inputs = mr.causal_lm_inputs(torch.from_numpy(mr.fixed_tokens(2, 8, model.config.vocab_size)))
+    seeds = [mr.direction_seed(3, 0, i) for i in range(3)]
+    assert len(set(seeds + [mr.direction_seed(3, 1, i) for i in range(3)])) == 6
+    for z in mr.draw_z(params, seeds[0], "rademacher"):
+        assert z.dtype == torch.float32 and bool(((z == 1) | (z == -1)).all())
+
+    lr, wd, eps = 1e-2, 0.1, 1e-3
+    restored = copy.deepcopy(model)  # lr 0: θ after the N round trips, no update
+    r0 = mr.one_sided_step(restored, inputs, seeds, eps, 0.0, params=mr.trainable_parameters(restored))
+    r = mr.one_sided_step(model, inputs, seeds, eps, lr, wd, params=params)
+    assert (r.loss, r.losses) == (r0.loss, r0.losses) and r.updated
+    mean = sum(r.losses) / 3
+    sigma = math.sqrt(sum((x - mean) ** 2 for x in r.losses) / 3)
+    assert r.spread == sigma > 0 and r.loss_minus is None
+    assert r.g == [(x - r.loss) / sigma for x in r.losses]
+    assert r.loss_plus == mean and r.projected_grad == sum(r.g) / 3
+    zs = [list(mr.draw_z(params, s, "rademacher")) for s in seeds]
+    for k, ((name, p), (_, q)) in enumerate(zip(params, mr.trainable_parameters(restored))):
+        step = sum(r.g[i] / 3 * zs[i][k].double() for i in range(3))
+        if mr.uses_weight_decay(name):
+            step = step + wd * q.double()
+        assert torch.allclose(p.double(), q.double() - lr * step, rtol=0, atol=1e-6), name
+
+    kept = copy.deepcopy(restored)  # keep_z: the same bits, gaussian z too
+    for dist in ("rademacher", "gaussian"):
+        a = mr.one_sided_step(restored, inputs, seeds, eps, lr, wd, distribution=dist)
+        b = mr.one_sided_step(kept, inputs, seeds, eps, lr, wd, distribution=dist, keep_z=True)
+        assert (a.loss, a.losses) == (b.loss, b.losses), dist
+        for (n, p), (_, q) in zip(restored.named_parameters(), kept.named_parameters()):
+            assert torch.equal(p, q), (dist, n)
+
+    before = {n: p.clone() for n, p in kept.named_parameters()}  # σ = 0: no update
+    flat = mr.one_sided_step(kept, inputs, seeds, eps, lr, wd, loss_fn=lambda m, b: 1.0)
+    assert flat.spread == 0 and not flat.updated and all(math.isnan(g) for g in flat.g)
+    for n, p in kept.named_parameters():  # only the rounding of the ±εu round trips
+        assert torch.allclose(p, before[n], rtol=0, atol=1e-6), n
+    print("one_sided_step: update, keep_z, σ = 0: OK")
+
