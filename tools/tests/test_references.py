@@ -12,6 +12,11 @@
 3. mezo_finetune: a run cut and resumed, and one extended, end as the
    straight run, bit for bit; --keep-z gives the same step; other settings
    are refused (torch, transformers, pyyaml).
+4. The FZOO reference (optim.estimator: one_sided; mezo_reference.
+   one_sided_step): its update is the formula, --keep-z and a resume change
+   no bit, what is not implemented is refused, and its step-1 L(θ) on the
+   demo deck is `distzo run`'s (with a built distzo, $DISTZO as in 1;
+   skipped without one).
 """
 
 from __future__ import annotations
@@ -440,3 +445,172 @@ def test_mezo_finetune_resume():
         except SystemExit as e:
             assert "whose lr depends on the total" in str(e), e
     print("mezo_finetune: cut and resumed, extended, refusals: OK")
+
+
+def _one_sided_deck(path, out=None, eval_examples=0, **optim):
+    """A deck on the demo model and data (absolute paths): one_sided, FZOO's
+    rademacher z; evaluations of the first eval_examples of dev.h5 every 2
+    steps if eval_examples > 0."""
+    import yaml
+
+    demo = os.path.join(REPO, "inputs", "demo")
+    deck = {"model": {"path": os.path.join(demo, "model.h5")},
+            "data": {"train": os.path.join(demo, "train.h5"), "micro_batch": 16, "shuffle_seed": 1},
+            "optim": {"steps": 1, "lr": 1e-4, "eps": 1e-3, "seed": 1, "estimator": "one_sided",
+                      "queries": 4, "distribution": "rademacher", **optim},
+            "output": {"dir": out or os.path.join(os.path.dirname(path), "distzo-out")}}
+    if eval_examples:
+        deck["data"]["eval"] = os.path.join(demo, "dev.h5")
+        deck["eval"] = {"interval": 2, "max_examples": eval_examples}
+    with open(path, "w", encoding="utf-8") as fh:
+        yaml.safe_dump(deck, fh)
+    return path
+
+
+def _metrics(path):
+    import csv
+
+    with open(path, newline="", encoding="utf-8") as fh:
+        return list(csv.DictReader(fh))
+
+
+def test_one_sided_step():
+    """mezo_reference.one_sided_step (FZOO) on the tiny OPT fixture: rademacher z
+    is ±1; the update is θ − lr·(Σ_i g_i u_i / N + wd·θ) from θ as the N round
+    trips left it, g_i = (L_i − L0)/σ; keep_z changes no bit; σ = 0 skips the
+    update."""
+    quiet_transformers()
+    import math
+
+    import torch
+
+    from distzo_tools.references import mezo_reference as mr
+
+    torch.set_num_threads(1)
+    model = mr.load_model_h5(os.path.join(DATA, "opt_tiny_preln.model.h5"), attn_implementation="eager")
+    params = mr.trainable_parameters(model)
+    inputs = mr.causal_lm_inputs(torch.from_numpy(mr.fixed_tokens(2, 8, model.config.vocab_size)))
+    seeds = [mr.direction_seed(3, 0, i) for i in range(3)]
+    assert len(set(seeds + [mr.direction_seed(3, 1, i) for i in range(3)])) == 6
+    for z in mr.draw_z(params, seeds[0], "rademacher"):
+        assert z.dtype == torch.float32 and bool(((z == 1) | (z == -1)).all())
+
+    lr, wd, eps = 1e-2, 0.1, 1e-3
+    restored = copy.deepcopy(model)  # lr 0: θ after the N round trips, no update
+    r0 = mr.one_sided_step(restored, inputs, seeds, eps, 0.0, params=mr.trainable_parameters(restored))
+    r = mr.one_sided_step(model, inputs, seeds, eps, lr, wd, params=params)
+    assert (r.loss, r.losses) == (r0.loss, r0.losses) and r.updated
+    mean = sum(r.losses) / 3
+    sigma = math.sqrt(sum((x - mean) ** 2 for x in r.losses) / 3)
+    assert r.spread == sigma > 0 and r.loss_minus is None
+    assert r.g == [(x - r.loss) / sigma for x in r.losses]
+    assert r.loss_plus == mean and r.projected_grad == sum(r.g) / 3
+    zs = [list(mr.draw_z(params, s, "rademacher")) for s in seeds]
+    for k, ((name, p), (_, q)) in enumerate(zip(params, mr.trainable_parameters(restored))):
+        step = sum(r.g[i] / 3 * zs[i][k].double() for i in range(3))
+        if mr.uses_weight_decay(name):
+            step = step + wd * q.double()
+        assert torch.allclose(p.double(), q.double() - lr * step, rtol=0, atol=1e-6), name
+
+    kept = copy.deepcopy(restored)  # keep_z: the same bits, gaussian z too
+    for dist in ("rademacher", "gaussian"):
+        a = mr.one_sided_step(restored, inputs, seeds, eps, lr, wd, distribution=dist)
+        b = mr.one_sided_step(kept, inputs, seeds, eps, lr, wd, distribution=dist, keep_z=True)
+        assert (a.loss, a.losses) == (b.loss, b.losses), dist
+        for (n, p), (_, q) in zip(restored.named_parameters(), kept.named_parameters()):
+            assert torch.equal(p, q), (dist, n)
+
+    before = {n: p.clone() for n, p in kept.named_parameters()}  # σ = 0: no update
+    flat = mr.one_sided_step(kept, inputs, seeds, eps, lr, wd, loss_fn=lambda m, b: 1.0)
+    assert flat.spread == 0 and not flat.updated and all(math.isnan(g) for g in flat.g)
+    for n, p in kept.named_parameters():  # only the rounding of the ±εu round trips
+        assert torch.allclose(p, before[n], rtol=0, atol=1e-6), n
+    print("one_sided_step: update, keep_z, σ = 0: OK")
+
+
+def test_one_sided_loss_matches_distzo():
+    """One one_sided step of the demo deck: the reference's L0 (metrics.csv
+    `loss`) is distzo's step-1 `loss`: L(θ) does not depend on z, and both see
+    distzo's first micro-batch (needs a built distzo: $DISTZO, default
+    build/distzo; skipped without one)."""
+    quiet_transformers()
+    from distzo_tools.references import mezo_finetune
+
+    distzo = os.environ.get("DISTZO", os.path.join(REPO, "build", "distzo"))
+    if not os.path.exists(distzo):
+        pytest.skip(f"no distzo binary at {distzo}: build it or set DISTZO")
+    env = dict(os.environ, OPENBLAS_NUM_THREADS="1")
+    with tempfile.TemporaryDirectory() as tmp:
+        for queries, dist in ((4, "rademacher"), (2, "gaussian")):
+            out = os.path.join(tmp, f"distzo-{dist}")
+            deck = _one_sided_deck(os.path.join(tmp, f"{dist}.yaml"), out, queries=queries, distribution=dist)
+            proc = subprocess.run([distzo, "run", deck], capture_output=True, text=True, env=env)
+            assert proc.returncode == 0, proc.stderr[-2000:]
+            theirs = _metrics(os.path.join(out, "metrics.csv"))[0]
+            ref = os.path.join(tmp, f"ref-{dist}")
+            assert mezo_finetune.main([deck, "--out", ref, "--threads", "1", "--log-interval", "100"]) == 0
+            ours = _metrics(os.path.join(ref, "metrics.csv"))[0]
+            assert ours["step"] == theirs["step"] == "1"
+            assert ours["loss_minus"] == theirs["loss_minus"] == ""
+            a, b = float(ours["loss"]), float(theirs["loss"])
+            assert abs(a - b) <= 1e-6 * b, (dist, a, b)  # measured: 8e-8 relative
+            print(f"  {dist}, N = {queries}: step-1 L(θ) reference {a:.9g}, distzo {b:.9g}")
+    print("one_sided step-1 loss == distzo's: OK")
+
+
+def test_one_sided_finetune_resume():
+    """mezo_finetune with optim.estimator one_sided (FZOO) on the demo model:
+    finite, --keep-z changes no bit, and a run cut after a checkpoint and
+    resumed ends with the straight run's CSVs and θ, bit for bit; what is not
+    implemented is refused."""
+    quiet_transformers()
+    from distzo_tools.references import mezo_finetune
+
+    with tempfile.TemporaryDirectory() as tmp:
+        deck = _one_sided_deck(os.path.join(tmp, "deck.yaml"), eval_examples=32, steps=5, lr=1e-3,
+                               weight_decay=0.01)
+
+        def run(out, *extra):
+            model = os.path.join(out, "model.h5")
+            assert mezo_finetune.main([deck, "--out", out, "--threads", "1", "--checkpoint-interval", "2",
+                                       "--save", model, "--log-interval", "100", *extra]) == 0
+            with open(os.path.join(out, "eval.csv"), encoding="utf-8") as fh:
+                ev = fh.read()
+            with open(os.path.join(out, "metrics.csv"), encoding="utf-8") as fh:
+                met = [line.rsplit(",", 1)[0] for line in fh]  # all but step_seconds
+            with h5py.File(model, "r") as f:
+                theta = {k: f[k][()] for k in formats.expected_tensors(formats.read_model(model)[0])}
+            return ev, met, theta
+
+        straight = run(os.path.join(tmp, "straight"))
+        rows = _metrics(os.path.join(tmp, "straight", "metrics.csv"))
+        assert len(rows) == 5 and all(r["loss_minus"] == "" for r in rows)
+        assert np.isfinite([[float(r[k]) for k in ("loss", "loss_plus", "g")] for r in rows]).all()
+        assert straight[0].count("\n") == 1 + 1 + 2 + 1  # header, step 0, 2 4, end 5
+
+        cut = os.path.join(tmp, "cut")
+        run(cut, "--set", "optim.steps=4")  # constant lr: extended to 5 below
+        with open(os.path.join(cut, "metrics.csv"), "a", encoding="utf-8") as fh:
+            fh.write("5,0.1,0.1,,0,0.001,1\n")  # as if cut off after a row past the checkpoint
+        for other in (run(os.path.join(tmp, "kept"), "--keep-z"), run(cut, "--resume")):
+            assert other[:2] == straight[:2], "the CSVs differ from the straight run's"
+            for k, v in straight[2].items():
+                assert np.array_equal(v, other[2][k]), k
+        for extra, why in ((["--set", "optim.distribution=gaussian"], "distribution 'rademacher' there"),
+                           (["--set", "optim.estimator=spsa", "--set", "optim.queries=1",
+                             "--set", "optim.distribution=gaussian"], "estimator 'one_sided' there")):
+            try:
+                mezo_finetune.main([deck, "--out", cut, "--threads", "1", "--resume", *extra])
+                raise AssertionError(f"a resume with {extra} was accepted")
+            except SystemExit as e:
+                assert why in str(e), e
+        for extra, why in ((["optim.queries=1"], "needs optim.queries >= 2"),
+                           (["optim.distribution=uniform"], "optim.distribution 'uniform'"),
+                           (["optim.estimator=spsa"], "only optim.queries = 1 with the gaussian"),
+                           (["optim.estimator=adam"], "optim.estimator 'adam'")):
+            try:
+                mezo_finetune.read_deck(deck, extra)
+                raise AssertionError(f"{extra} was accepted")
+            except SystemExit as e:
+                assert why in str(e), e
+    print("mezo_finetune one_sided: finite, keep_z, cut and resumed, refusals: OK")

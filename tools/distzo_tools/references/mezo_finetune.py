@@ -1,16 +1,31 @@
-"""Fine-tune with the PyTorch MeZO reference, from a distzo deck: the baseline
-curve next to distzo's.
+"""Fine-tune with the PyTorch MeZO or FZOO reference, from a distzo deck: the
+baseline curve next to distzo's.
 
     python tools/mezo_finetune.py inputs/demo.yaml --out out/mezo-demo
     python tools/mezo_finetune.py inputs/demo.yaml --out out/mezo-s2 --set optim.seed=2
 
 reads the same deck `distzo run` reads (model.path, data.train, data.eval,
 data.micro_batch, data.shuffle_seed, optim.steps/lr/schedule/warmup_steps/eps/
-weight_decay/seed, eval.interval/max_examples) and trains the same model file on
-the same dataset files with MeZO-SGD as implemented in tools/mezo_reference.py
-(Malladi et al. 2023, Algorithm 1: in-place θ ± εz with torch.manual_seed(s)
-and torch.normal per tensor, projected gradient, in-place update). What is the
-same as distzo, on purpose:
+weight_decay/seed/estimator/queries/distribution, eval.interval/max_examples)
+and trains the same model file on the same dataset files with the deck's
+estimator as implemented in tools/mezo_reference.py:
+
+  * optim.estimator: spsa (the default): MeZO-SGD (Malladi et al. 2023,
+    Algorithm 1: in-place θ ± εz with torch.manual_seed(s) and torch.normal
+    per tensor, projected gradient, in-place update; mezo_step). Only
+    optim.queries = 1 with the gaussian distribution (MeZO's setting).
+  * optim.estimator: one_sided: FZOO (Dang et al. 2025, as DKmiyan/FZOO
+    trainer.py zo_step / zo_update; mezo_reference.one_sided_step): N =
+    optim.queries >= 2 directions u_i, rademacher (FZOO's
+    torch.randint(0, 2) * 2 - 1) or gaussian, each drawn after
+    torch.manual_seed(direction_seed(seed, step, i)); in place θ += εu_i,
+    L_i = L(θ), θ −= εu_i; then L0 = L(θ); σ = population std of the L_i;
+    θ ← θ − lr·Σ_i (L_i − L0)/(Nσ)·u_i − lr·wd·θ (the weight decay MeZO's
+    rule gives, on no bias or norm, once a step; FZOO's code has none). A
+    step with σ = 0 or a non-finite loss is skipped (θ kept), as distzo
+    skips it.
+
+What is the same as distzo, on purpose:
 
   * the examples of every step: distzo's data order (docs/datasets.md, "Data
     order": Philox-4x32-10 Fisher-Yates per epoch), re-implemented here, so step
@@ -27,19 +42,23 @@ same as distzo, on purpose:
 
 What differs: z. distzo draws it from counter-based Philox (docs/perturbation.md),
 MeZO from torch's generator, so the two runs are different random searches from
-the same start; compare curves, not parameters. Only optim.queries = 1 and the
-gaussian distribution are implemented (MeZO's setting).
+the same start; compare curves, not parameters. L(θ) does not depend on z, so
+one_sided's step-1 `loss` (L0) is distzo's step-1 `loss` up to float rounding
+(tools/tests/test_references.py checks it).
 
 Outputs in --out, in distzo's CSV formats: eval.csv (step,eval_loss,accuracy,
-examples), metrics.csv (step,loss,loss_plus,loss_minus,g,lr,step_seconds) and
-run.log. The model is not saved unless --save MODEL.h5.
+examples), metrics.csv (step,loss,loss_plus,loss_minus,g,lr,step_seconds; as
+distzo writes them: spsa's loss is (L+ + L−)/2; one_sided's loss is L0,
+loss_plus the mean of the L_i, loss_minus empty, g the mean of the
+(L_i − L0)/σ, not finite for a skipped step) and run.log. The model is not
+saved unless --save MODEL.h5.
 
 Checkpoints (--checkpoint-interval N): every N steps and after the last,
 --out/mezo-checkpoint.pt (θ in fp32, the step, the settings, how many CSV rows
 were written; one file, replaced atomically). --resume continues from it, bit
-for bit: z and the micro-batch of a step depend on the step alone, so a run cut
-off at any point and resumed ends with the straight run's eval.csv and
-metrics.csv (but step_seconds). With a constant lr it also extends a finished
+for bit: z (every direction's) and the micro-batch of a step depend on the
+step alone, so a run cut off at any point and resumed ends with the straight
+run's eval.csv and metrics.csv (but step_seconds). With a constant lr it also extends a finished
 run to more steps (--set optim.steps=2000), in place or, with --resume-from
 OTHER/mezo-checkpoint.pt, into a new --out that starts with OTHER's CSV rows;
 any other setting must be the checkpoint's, torch threads included (they
@@ -238,8 +257,21 @@ def read_deck(path: str, overrides) -> dict:
         "eval_interval": int(e.get("interval", 0)),
         "eval_max": int(e.get("max_examples", 0)),
     }
-    if cfg["queries"] != 1 or cfg["distribution"] != "gaussian":
-        raise SystemExit("mezo_finetune: only optim.queries = 1 with the gaussian distribution (MeZO) is implemented")
+    cfg["estimator"] = o.get("estimator", "spsa")
+    if cfg["estimator"] == "spsa":
+        if cfg["queries"] != 1 or cfg["distribution"] != "gaussian":
+            raise SystemExit("mezo_finetune: optim.estimator spsa: only optim.queries = 1 with the gaussian "
+                             "distribution (MeZO) is implemented")
+    elif cfg["estimator"] == "one_sided":
+        if cfg["queries"] < 2:
+            raise SystemExit(f"mezo_finetune: optim.estimator one_sided needs optim.queries >= 2 (got "
+                             f"{cfg['queries']}): σ, the spread of the N losses, of one loss is 0")
+        if cfg["distribution"] not in mezo_reference.DISTRIBUTIONS:
+            raise SystemExit(f"mezo_finetune: optim.distribution {cfg['distribution']!r}: expected "
+                             + " or ".join(mezo_reference.DISTRIBUTIONS))
+    else:
+        raise SystemExit(f"mezo_finetune: optim.estimator {cfg['estimator']!r}: only spsa (MeZO) and one_sided "
+                         "(FZOO) are implemented")
     par = deck.get("parallel", {}) or {}
     if int(par.get("data", 1)) != 1:
         raise SystemExit("mezo_finetune: parallel.data > 1 changes the global batch; use a single-replica deck")
@@ -272,7 +304,7 @@ def load_checkpoint(path: str, settings: dict, params, out: str):
     state = torch.load(path, weights_only=True)
     if state.get("format") != "mezo_finetune checkpoint 1":
         raise SystemExit(f"mezo_finetune: {path} is not a mezo_finetune checkpoint")
-    step, saved = state["step"], state["settings"]
+    step, saved = state["step"], {"estimator": "spsa", **state["settings"]}  # older checkpoints: MeZO's
     differ = [k for k in sorted(set(saved) | set(settings)) if k != "steps" and saved.get(k) != settings.get(k)]
     if differ:
         raise SystemExit(f"mezo_finetune: {path} was made with other settings: "
@@ -356,7 +388,7 @@ def main(argv=None) -> int:
         requires.check(__file__, "matplotlib")
         plot(a.out, a.distzo, a.mezo, a.title)
         return 0
-    p = argparse.ArgumentParser(description="MeZO (PyTorch reference) fine-tuning from a distzo deck.",
+    p = argparse.ArgumentParser(description="MeZO or FZOO (PyTorch reference) fine-tuning from a distzo deck.",
                                 formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
     p.add_argument("deck", help="distzo deck (YAML)")
     p.add_argument("--out", required=True, help="output directory (eval.csv, metrics.csv, run.log)")
@@ -367,8 +399,9 @@ def main(argv=None) -> int:
     p.add_argument("--test", metavar="TEST.h5",
                    help="also evaluate this set once, after the last step (result.json: test loss and accuracy)")
     p.add_argument("--keep-z", action="store_true",
-                   help="draw z once a step and keep it (4 bytes a parameter) instead of redrawing it for each "
-                        "of its four uses: the same bits, fewer draws (mezo_reference.mezo_step)")
+                   help="draw z once a step and keep it (4 bytes a parameter; one_sided: N times that) instead "
+                        "of redrawing it for each of its uses: the same bits, fewer draws "
+                        "(mezo_reference.mezo_step, one_sided_step)")
     p.add_argument("--checkpoint-interval", type=int, default=0, metavar="N",
                    help=f"write --out/{CHECKPOINT} every N steps and after the last (default 0: never)")
     p.add_argument("--resume", action="store_true",
@@ -409,9 +442,13 @@ def main(argv=None) -> int:
         raise SystemExit(f"mezo_finetune: {args.test} and data.train have different candidates")
     params = mezo_reference.trainable_parameters(model)
     n_params = sum(t.numel() for _, t in params)
-    say(f"mezo_finetune {args.deck}: {n_params} parameters, batch {cfg['micro_batch']}, steps {cfg['steps']}, "
-        f"eps {cfg['eps']:g}, lr {cfg['lr']:g} ({cfg['schedule']}, warm-up {cfg['warmup_steps']}), "
-        f"wd {cfg['weight_decay']:g}, seed {cfg['seed']}, torch threads {torch.get_num_threads()}")
+    one_sided = cfg["estimator"] == "one_sided"
+    method = (f"FZOO (one_sided, N = {cfg['queries']}, {cfg['distribution']} z)" if one_sided
+              else "MeZO (spsa, q = 1, gaussian z)")
+    say(f"mezo_finetune {args.deck}: {method}, {n_params} parameters, batch {cfg['micro_batch']}, "
+        f"steps {cfg['steps']}, eps {cfg['eps']:g}, lr {cfg['lr']:g} ({cfg['schedule']}, "
+        f"warm-up {cfg['warmup_steps']}), wd {cfg['weight_decay']:g}, seed {cfg['seed']}, "
+        f"torch threads {torch.get_num_threads()}")
     order = DataOrder(train.n, cfg["shuffle_seed"])
     loss_fn = make_loss_fn(train.candidates)
 
@@ -446,12 +483,22 @@ def main(argv=None) -> int:
         t0 = time.time()
         batch = train.batch(order.micro_batch(step, cfg["micro_batch"]))
         lr = lr_at(step, cfg["lr"], cfg["schedule"], cfg["warmup_steps"], cfg["steps"])
-        r = mezo_reference.mezo_step(model, batch, mezo_reference.step_seed(cfg["seed"], step), cfg["eps"], lr,
-                                     cfg["weight_decay"], params=params, loss_fn=loss_fn, keep_z=args.keep_z)
+        if one_sided:
+            seeds = [mezo_reference.direction_seed(cfg["seed"], step, i) for i in range(cfg["queries"])]
+            r = mezo_reference.one_sided_step(model, batch, seeds, cfg["eps"], lr, cfg["weight_decay"],
+                                              params=params, loss_fn=loss_fn, distribution=cfg["distribution"],
+                                              keep_z=args.keep_z)
+        else:
+            r = mezo_reference.mezo_step(model, batch, mezo_reference.step_seed(cfg["seed"], step), cfg["eps"],
+                                         lr, cfg["weight_decay"], params=params, loss_fn=loss_fn,
+                                         keep_z=args.keep_z)
         done = step + 1
-        met_csv.writerow([done, f"{r.loss:.9g}", f"{r.loss_plus:.9g}", f"{r.loss_minus:.9g}",
+        met_csv.writerow([done, f"{r.loss:.9g}", f"{r.loss_plus:.9g}",
+                          "" if r.loss_minus is None else f"{r.loss_minus:.9g}",
                           f"{r.projected_grad:.9g}", f"{lr:.9g}", f"{time.time() - t0:.6g}"])
         written["metrics"] += 1
+        if one_sided and not r.updated:
+            say(f"step {done}: a loss or g is not finite (σ = {r.spread:g}): update skipped")
         if done % args.log_interval == 0 or done == cfg["steps"]:
             met_fh.flush()
             say(f"step {done}/{cfg['steps']}  loss {r.loss:.4f}  g {r.projected_grad:+.3e}  lr {lr:.2e}  "
@@ -472,9 +519,9 @@ def main(argv=None) -> int:
         test_loss, test_acc, n = evaluate(model, test, 0, cfg["micro_batch"])
         say(f"test: loss {test_loss:.4f}, accuracy {test_acc:.4f} ({n} examples)")
         with open(os.path.join(args.out, "result.json"), "w", encoding="utf-8") as fh:
-            json.dump({"method": "MeZO (PyTorch reference)", "deck": args.deck, "model": cfg["model"],
-                       "test": args.test, "steps": cfg["steps"], "lr": cfg["lr"], "eps": cfg["eps"],
-                       "seed": cfg["seed"], "test_accuracy": test_acc, "test_loss": test_loss,
+            json.dump({"method": ("FZOO" if one_sided else "MeZO") + " (PyTorch reference)", "deck": args.deck,
+                       "model": cfg["model"], "test": args.test, "steps": cfg["steps"], "lr": cfg["lr"],
+                       "eps": cfg["eps"], "seed": cfg["seed"], "test_accuracy": test_acc, "test_loss": test_loss,
                        "test_examples": n, "seconds": time.time() - t_start}, fh, indent=1, sort_keys=True)
             fh.write("\n")
     if args.save:

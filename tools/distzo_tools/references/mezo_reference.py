@@ -20,6 +20,14 @@ device, as the MeZO code does. named_parameters() lists the tied lm_head /
 embed_tokens tensor once, so it is perturbed and updated once (an untied Llama
 lm_head is a parameter of its own).
 
+one_sided_step is FZOO (Dang et al., 2025, Algorithm 1, as the code of
+github DKmiyan/FZOO, trainer.py zo_step / zo_update, does it), distzo's
+`optim.estimator: one_sided`: N directions u_i (seeds from
+direction_seed(run_seed, step, i); rademacher as FZOO, or gaussian), each in
+place θ += εu_i, L_i = L(θ), θ −= εu_i; then L0 = L(θ); σ = population std
+of the L_i; θ ← θ − lr·Σ_i (L_i − L0)/(Nσ)·u_i (− lr·wd·θ, distzo's weight
+decay; FZOO has none). See one_sided_step.
+
 This is the baseline for distzo's ZO step (perf/bench_step) and a reference
 trainer. It does NOT reproduce distzo's z (distzo uses counter-based Philox,
 docs/perturbation.md); compare losses and speed, not parameters.
@@ -202,20 +210,29 @@ def uses_weight_decay(name: str) -> bool:
     return "bias" not in name and "norm" not in name
 
 
-def draw_z(params, seed: int):
+DISTRIBUTIONS = ("gaussian", "rademacher")
+
+
+def draw_z(params, seed: int, distribution: str = "gaussian"):
     """z(seed) for every tensor of `params`, in order: torch.manual_seed(seed),
-    then torch.normal(0, 1) per tensor in its dtype and device (MeZO's draw)."""
+    then per tensor, in its dtype and device, torch.normal(0, 1) (gaussian,
+    MeZO's draw) or torch.randint(0, 2) * 2 - 1 (rademacher, FZOO's draw)."""
     import torch
 
+    if distribution not in DISTRIBUTIONS:
+        raise ValueError(f"distribution {distribution!r}: expected one of {', '.join(DISTRIBUTIONS)}")
     torch.manual_seed(seed)
     for _, p in params:
-        yield torch.normal(mean=0.0, std=1.0, size=p.size(), device=p.device, dtype=p.dtype)
+        if distribution == "rademacher":
+            yield torch.randint(0, 2, size=p.size(), device=p.device, dtype=p.dtype) * 2 - 1
+        else:
+            yield torch.normal(mean=0.0, std=1.0, size=p.size(), device=p.device, dtype=p.dtype)
 
 
-def perturb_parameters(params, seed: int, scale: float, z=None) -> None:
+def perturb_parameters(params, seed: int, scale: float, z=None, distribution: str = "gaussian") -> None:
     """θ += scale · z(seed), in place; z drawn in the order of `params`, or
-    the list `z` already drawn by draw_z(params, seed)."""
-    for (_, p), zt in zip(params, draw_z(params, seed) if z is None else z):
+    the list `z` already drawn by draw_z(params, seed, distribution)."""
+    for (_, p), zt in zip(params, draw_z(params, seed, distribution) if z is None else z):
         p.data.add_(zt, alpha=scale)
 
 
@@ -299,6 +316,118 @@ def step_seed(run_seed: int, step: int) -> int:
     so a run restarted at any step reproduces its z (MeZO draws a fresh random
     seed per step instead)."""
     return int(np.random.SeedSequence([run_seed, step]).generate_state(1, dtype=np.uint32)[0])
+
+
+def direction_seed(run_seed: int, step: int, direction: int) -> int:
+    """The seed of direction `direction` of step `step` (one_sided_step): a
+    pure function of the three, as step_seed is of two (FZOO draws a fresh
+    np.random.randint(10**9) per direction instead)."""
+    return int(np.random.SeedSequence([run_seed, step, direction]).generate_state(1, dtype=np.uint32)[0])
+
+
+# ---------------------------------------------------------------------------
+# FZOO (the one-sided estimator)
+
+
+@dataclass
+class OneSidedStepResult:
+    loss: float          # L(θ), FZOO's `loss` (evaluated after the N directions, as its code does)
+    losses: list         # L(θ + εu_i), i = 0 .. N-1
+    spread: float        # σ, the population standard deviation of `losses`
+    g: list              # (L_i − L(θ)) / σ per direction (nan where σ = 0)
+    updated: bool        # False when a loss or g was not finite: θ left as it was
+
+    loss_minus = None    # no L(θ − εu): metrics.csv leaves loss_minus empty
+
+    @property
+    def loss_plus(self) -> float:
+        """The mean over directions of L(θ + εu_i) (distzo's loss_plus)."""
+        return sum(self.losses) / len(self.losses)
+
+    @property
+    def projected_grad(self) -> float:
+        """The mean over directions of g_i (distzo's g column)."""
+        return sum(self.g) / len(self.g)
+
+
+def one_sided_step(
+    model,
+    batch_inputs: Mapping,
+    seeds: list,
+    eps: float,
+    lr: float,
+    wd: float = 0.0,
+    params=None,
+    loss_fn: Callable | None = None,
+    distribution: str = "rademacher",
+    timings: dict | None = None,
+    keep_z: bool = False,
+) -> OneSidedStepResult:
+    """One FZOO step (Dang et al. 2025, Algorithm 1, as DKmiyan/FZOO
+    trainer.py zo_step / zo_update do it) in place on `model`, with N =
+    len(seeds) directions u_i drawn by draw_z(params, seeds[i], distribution):
+
+        for i: θ += εu_i;  L_i = L(θ; batch);  θ −= εu_i      (in place)
+        L0 = L(θ; batch)                                      (after the N directions)
+        σ  = sqrt(mean_i (L_i − mean L)²)                     (torch.std(unbiased=False))
+        g_i = (L_i − L0) / σ
+        for i: θ ← θ − lr · (g_i / N) · u_i,  and with direction 0 also − lr·wd·θ
+               (θ before the update; wd on what uses_weight_decay names)
+
+    FZOO's code has no weight decay; the wd term is distzo's decoupled
+    θ' = θ − lr·(Σ g_i u_i / N + wd·θ), applied as mezo_step applies it. The
+    losses and σ are Python floats (double), FZOO's σ a float32 tensor. A
+    step whose losses or g are not finite (σ = 0: every L_i equal) leaves θ
+    as the N round trips left it, as distzo skips such a step (FZOO's code
+    would divide by zero). keep_z draws each u_i once and keeps it (N times 4
+    bytes a parameter) instead of redrawing it for the perturbation, the
+    restore and the update: the same bits either way, as for mezo_step.
+    """
+    import math
+
+    import torch
+
+    params = trainable_parameters(model) if params is None else params
+    loss_fn = _loss if loss_fn is None else loss_fn
+    n = len(seeds)
+    if n < 1:
+        raise ValueError("one_sided_step: no directions")
+    clock = time.perf_counter
+
+    def timed(key, fn, *args):
+        t0 = clock()
+        out = fn(*args)
+        if timings is not None:
+            timings[key] = timings.get(key, 0.0) + clock() - t0
+        return out
+
+    with torch.no_grad():
+        draw = lambda s: list(draw_z(params, s, distribution))  # noqa: E731
+        zs = [timed("perturb_s", draw, s) for s in seeds] if keep_z else [None] * n
+        losses = []
+        for seed, z in zip(seeds, zs):
+            timed("perturb_s", perturb_parameters, params, seed, eps, z, distribution)
+            losses.append(timed("forward_s", loss_fn, model, batch_inputs))
+            timed("perturb_s", perturb_parameters, params, seed, -eps, z, distribution)
+        base = timed("forward_s", loss_fn, model, batch_inputs)
+        mean = sum(losses) / n
+        spread = math.sqrt(sum((x - mean) ** 2 for x in losses) / n)
+        g = [(x - base) / spread if spread > 0 else math.nan for x in losses]
+        finite = all(math.isfinite(v) for v in [base, *losses, *g])
+
+        def update():
+            for i, (seed, z) in enumerate(zip(seeds, zs)):
+                coeff = g[i] / n
+                for (name, p), zt in zip(params, draw_z(params, seed, distribution) if z is None else z):
+                    if i == 0 and wd != 0.0 and uses_weight_decay(name):
+                        # θ − lr·(g_0/N·u_0 + wd·θ), with u_0 as the scratch
+                        p.data.add_(zt.mul_(coeff).add_(p.data, alpha=wd), alpha=-lr)
+                    else:
+                        p.data.add_(zt, alpha=-lr * coeff)
+
+        if finite:
+            timed("perturb_s", update)
+    return OneSidedStepResult(base, losses, spread, g, finite)
 
 
 def train(
