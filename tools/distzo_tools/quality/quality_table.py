@@ -126,20 +126,26 @@ def minutes(seconds) -> str:
     return DASH if seconds is None else f"{seconds / 60:.0f} min" if seconds >= 120 else f"{seconds:.0f} s"
 
 
+def best_on_dev(task, what, chosen, options, wrong: list) -> str:
+    """The cell of a choice on dev: options [(label, dev accuracy, dev loss)], None where the run is not
+    made; the best is the higher accuracy, then the lower loss. Where the declared `chosen` is made and
+    another made option is better, a line for `wrong` (the caller refuses the choice)."""
+    made = [o for o in options if o[1] is not None]
+    cells = ", ".join(f"{'**' if o[0] == chosen else ''}{o[0]} {pct(o[1])} %{'**' if o[0] == chosen else ''}"
+                      for o in made)
+    if made:
+        top = max(made, key=lambda o: (o[1], -o[2]))
+        if top[0] != chosen and any(o[0] == chosen for o in made):
+            wrong.append(f"{task}: {what} {chosen} declared, {top[0]} is better on dev ({pct(top[1])} %)")
+    return cells or DASH
+
+
 def check_choices(res: Results) -> list:
     """The dev numbers behind each declared choice; exits when a made run beats a choice on dev."""
     lines, wrong = [], []
 
     def best(task, what, chosen, options):
-        """options: [(label, dev accuracy, dev loss)] of the runs made; higher accuracy, then lower loss."""
-        made = [o for o in options if o[1] is not None]
-        cells = ", ".join(f"{'**' if o[0] == chosen else ''}{o[0]} {pct(o[1])} %{'**' if o[0] == chosen else ''}"
-                          for o in made)
-        if made:
-            top = max(made, key=lambda o: (o[1], -o[2]))
-            if top[0] != chosen and any(o[0] == chosen for o in made):
-                wrong.append(f"{task}: {what} {chosen} declared, {top[0]} is better on dev ({pct(top[1])} %)")
-        return cells or DASH
+        return best_on_dev(task, what, chosen, options, wrong)
 
     for task in TASKS:
         prompts = []
