@@ -229,3 +229,189 @@ def test_quality_records():
         ["'distzo' / 'nyt' (89.7)"]  # a new number is no loss
     assert qt.dropped(old, old.replace("| plain | `e03df70264217341` | 81.0 |\n", "")) == ["the row 'plain'"]
     print("quality records: archived, read back, lost numbers found: OK")
+
+
+def _fake_test(d, accuracy):
+    """test/eval.csv as a distzo run's test evaluation (optim.steps 0) writes it."""
+    os.makedirs(os.path.join(d, "test"), exist_ok=True)
+    with open(os.path.join(d, "test", "eval.csv"), "w") as fh:
+        fh.write(f"step,eval_loss,accuracy,examples\n0,0.4,{accuracy},1000\n")
+
+
+def _fake_fzoo(out, task, lr, reach_step=None, whole_test=None, third=True, whole=False, end_acc=0.80):
+    """An FZOO run of a third of the budget (dev every EVAL_EVALUATIONS // (N + 1) steps and at its
+    last step) and, with `whole`, its carrying on to the whole budget; dev accuracy 0.78 until
+    `reach_step`, 0.81 from there (None: never; end_acc at its last step then)."""
+    from distzo_tools.quality import quality_runs as qr
+
+    per = qr.FZOO_N + 1
+    third_steps, steps, every = qr.BUDGET // 3 // per, qr.BUDGET // per, qr.EVAL_EVALUATIONS // per
+
+    def rows(first, last):
+        points = sorted(set(range(first, last + 1, every)) | {last}) if first else \
+            sorted(set(range(0, last + 1, every)) | {last})
+        acc = [0.81 if reach_step is not None and s >= reach_step else 0.78 for s in points]
+        if reach_step is None:
+            acc[-1] = end_acc
+        return [(s, 0.5 - s * 1e-4, a) for s, a in zip(points, acc)]
+
+    name = f"fzoo-n{qr.FZOO_N}-lr{qr.lr_tag(lr)}-s1"
+    if third:
+        _fake_run(out, task, name + "-third", rows(0, third_steps))
+    if whole:
+        first = (third_steps // every + 1) * every
+        _fake_test(_fake_run(out, task, name, rows(first, steps)), whole_test)
+    return name
+
+
+def test_quality_estimators_logic():
+    """The first evaluation count at which a dev curve reaches the target, and the goal's verdict."""
+    from distzo_tools.quality import quality_table as qt
+
+    curve = [(0, 0, 0.5, 0.77), (200, 100, 0.45, 0.80), (400, 200, 0.44, 0.81), (600, 300, 0.43, 0.83)]
+    assert qt.first_reach(curve, 0.81)[:2] == (400, 200)
+    assert qt.first_reach(curve, 0.77)[:2] == (0, 0)  # the base model may already be there
+    assert qt.first_reach(curve, 0.84) is None
+    assert qt.reach_cell(qt.first_reach(curve, 0.84), curve) == "not within 600"
+    assert qt.reach_cell(qt.first_reach(curve, 0.81), curve) == "400 (step 200)"
+    third = qt.THIRD  # 2000 / 3: a step of 9 evaluations fits 74 times (666)
+    assert 666 <= third < 667
+    # a third-budget run: reached within a third is open until the whole budget's test; not reached, does not
+    assert qt.verdict(594, 666, 9, None, None) == "open"
+    assert qt.verdict(None, 666, 9, None, None) == "does not"  # one more step would pass a third
+    assert qt.verdict(None, 396, 9, None, None) == "open"  # cut short: it could still reach it
+    assert qt.verdict(702, 1998, 9, 0.9, 0.8) == "does not"  # reached, but after a third
+    # the whole budget: test at least MeZO-SGD's
+    assert qt.verdict(594, 1998, 9, 0.835, 0.829) == "meets the goal"
+    assert qt.verdict(594, 1998, 9, 0.829, 0.829) == "meets the goal"
+    assert qt.verdict(594, 1998, 9, 0.828, 0.829) == "does not"
+    assert qt.verdict(594, 1998, 9, None, 0.829) == "open"
+    assert qt.verdict(594, 1998, 9, 0.835, None) == "open"
+    # names: the plan's and what else is in the records
+    r = qt.estimator_run("movies", "fzoo-n8-lr3e-4-s2-third")
+    assert (r.queries, r.per_step, r.lr, r.seed, r.third) == (8, 9, 3e-4, 2, True)
+    assert qt.estimator_run("movies", "distzo-lr1e-5-s1") is None
+    print("quality estimators: first reach, verdict: OK")
+
+
+def _rows(text, prefix):
+    return [[c.strip() for c in line.split("|")[1:-1]] for line in text.splitlines() if line.startswith(prefix)]
+
+
+def test_quality_estimators_table():
+    """The estimators' tables from records: nothing made (every row "not made", every verdict open),
+    MeZO-SGD's target and its own first reach, a grid with no lr chosen, a declared lr that dev does not
+    back refused, the chosen lr's third-budget run (open), its whole-budget run (meets the goal or not),
+    the goal over the four tasks, a whole-budget record without its third-budget one."""
+    from distzo_tools.quality import quality_runs as qr
+    from distzo_tools.quality import quality_table as qt
+
+    declared = dict(qr.FZOO_LR)
+    try:
+        qr.FZOO_LR.clear()
+        with tempfile.TemporaryDirectory() as out:
+            res = qt.Results(out)
+            text = qt.estimators_tables(res)
+            assert "**open** (meets the goal on 0, does not on 0, open on 4)" in text, text
+            for task in qt.TASKS:
+                row = _rows(text, f"| {task} |")[0]
+                assert row[1:] == ["—", "—", "—", "not made", "— / —", "—", "open"], row
+            made = [row for row in _rows(text, "| movies/") if row[2] != "not made"]
+            assert not made, made
+            assert _rows(text, "| amazon/fzoo |")[0][-1] == "open"
+
+            # MeZO-SGD seed 1 (the target, 81.0 at step 1000, first at step 400) and seed 2 (never)
+            lr = qr.LR["movies"]
+            mezo = [(s, 0.5, 0.81 if s in (400, 1000) else 0.80) for s in range(0, 1001, 100)]
+            _fake_test(_fake_run(out, "movies", qr.distzo_name(lr, 1), mezo), 0.829)
+            if 2 in qr.SEEDS["movies"]:
+                _fake_test(_fake_run(out, "movies", qr.distzo_name(lr, 2), [(s, 0.5, 0.80) for s in
+                                                                          range(0, 1001, 100)]), 0.825)
+            ft = f"finetune-lr{qr.lr_tag(qr.FT_LR['movies'])}"
+            _fake_run(out, "movies", ft, result={"dev_accuracy": 0.87, "test_accuracy": 0.881, "test_loss": 0.3})
+            text = qt.estimators_tables(res)
+            row = _rows(text, "| movies |")[0]
+            assert row[1] == f"81.0 ({qr.distzo_name(lr, 1)})", row
+            assert row[2].startswith("800 (seed 1)") and ("not within 2,000 (seed 2)" in row[2]) == (
+                2 in qr.SEEDS["movies"]), row
+            ref = 0.827 if 2 in qr.SEEDS["movies"] else 0.829
+            assert row[5].startswith(f"— / {100 * ref:.1f}") and row[6] == f"{100 * (0.881 - ref):.1f} → —", row
+            seed1 = _rows(text, f"| movies/{qr.distzo_name(lr, 1)} |")[0]
+            # 60 s for 1000 steps: 24 s to step 400
+            assert seed1[1:] == ["MeZO-SGD", "1000 × 2 = 2,000", "81.0", "800 (step 400)", "≈ 24 s", "82.9", "",
+                                 "reference"], seed1
+
+            # the grid: the lr that reaches the target at step 44 (396 evaluations) and one that does not
+            good, bad = qr.FZOO_LR_CANDIDATES["movies"][:2]
+            name = _fake_fzoo(out, "movies", good, reach_step=44)
+            _fake_fzoo(out, "movies", bad, end_acc=0.79)
+            text = qt.estimators_tables(res)
+            assert f"**{good:g}" not in text and f"{good:g} 81.0 %, {bad:g} 79.0 % (none chosen yet)" in text, text
+            third = _rows(text, f"| movies/{name}-third |")[0]
+            assert third[2:] == ["74 × 9 = 666", "81.0", "396 (step 44)", f"≈ {60 * 44 / 74:.0f} s", "—", "",
+                                 "open"], third
+            assert _rows(text, f"| movies/fzoo-n8-lr{qr.lr_tag(bad)}-s1-third |")[0][-1] == "does not"
+            assert _rows(text, "| movies |")[0][-1] == "open"
+            qr.FZOO_LR["movies"] = bad  # dev backs `good`
+            try:
+                qt.estimators_tables(res)
+                raise AssertionError("an FZOO lr that dev does not back was accepted")
+            except SystemExit as e:
+                assert f"FZOO lr {bad:g} declared, {good:g} is better" in str(e), e
+            qr.FZOO_LR["movies"] = good
+            row = _rows(qt.estimators_tables(res), "| movies |")[0]
+            assert f"**{good:g} 81.0 %**" in row[3] and row[4] == "396 (step 44)" and row[-1] == "open", row
+
+            # the whole budget, carried on: test above MeZO-SGD's mean meets the goal, below does not
+            _fake_fzoo(out, "movies", good, reach_step=44, whole_test=0.835, third=False, whole=True)
+            text = qt.estimators_tables(res)
+            whole = _rows(text, f"| movies/{name} |")[0]
+            assert whole[2:] == ["222 × 9 = 1,998", "81.0", "396 (step 44)", f"≈ {60 * 44 / 74:.0f} s", "83.5",
+                                 f"{100 * ref:.1f}" + (" (2 seeds)" if 2 in qr.SEEDS["movies"] else ""),
+                                 "meets the goal"], whole
+            row = _rows(text, "| movies |")[0]
+            assert row[-1] == "meets the goal" and row[6] == f"{100 * (0.881 - ref):.1f} → 4.6", row
+            assert qt.wall_to(res, "movies", name, 148) == 60 + 60 * (148 - 74) / (222 - 74)
+            _fake_test(os.path.join(out, "movies", name), 0.820)
+            assert _rows(qt.estimators_tables(res), "| movies |")[0][-1] == "does not"
+
+            # a whole-budget record without its third-budget one: open, and no crash
+            _fake_fzoo(out, "amazon", 1e-4, reach_step=88, whole_test=0.9, third=False, whole=True)
+            text = qt.estimators_tables(res)
+            assert _rows(text, "| amazon/fzoo-n8-lr1e-4-s1 |")[0][-1] == "open", text
+
+        # the goal over the tasks: met on three of four, then not met with two
+        with tempfile.TemporaryDirectory() as out:
+            res = qt.Results(out)
+            for task in qt.TASKS:
+                lr = qr.LR[task]
+                _fake_test(_fake_run(out, task, qr.distzo_name(lr, 1),
+                                     [(s, 0.5, 0.81 if s == 1000 else 0.80) for s in range(0, 1001, 100)]), 0.85)
+                qr.FZOO_LR[task] = 3e-4
+                _fake_fzoo(out, task, 3e-4, reach_step=22 if task != "nyt" else None, whole_test=0.86, whole=True)
+            text = qt.estimators_tables(res)
+            assert "**met** (meets the goal on 3, does not on 1, open on 0)" in text, text
+            _fake_test(os.path.join(out, "tweets", "fzoo-n8-lr3e-4-s1"), 0.84)
+            assert "**not met** (meets the goal on 2, does not on 2, open on 0)" in qt.estimators_tables(res)
+    finally:
+        qr.FZOO_LR.clear()
+        qr.FZOO_LR.update(declared)
+    print("quality estimators table: not made, target, lr on dev, verdicts, goal: OK")
+
+
+def test_quality_estimators_figure():
+    """No figure before an estimator run is made; then dev accuracy against forward evaluations."""
+    from distzo_tools.quality import quality_runs as qr
+    from distzo_tools.quality import quality_table as qt
+
+    with tempfile.TemporaryDirectory() as out:
+        res = qt.Results(out)
+        png = os.path.join(out, "est.png")
+        assert not qt.figure_estimators(res, png) and not os.path.exists(png)
+        assert "quality-estimators.png" not in qt.estimators_tables(res)
+        _fake_test(_fake_run(out, "movies", qr.distzo_name(qr.LR["movies"], 1),
+                             [(s, 0.5, 0.81 if s == 1000 else 0.80) for s in range(0, 1001, 100)]), 0.83)
+        _fake_fzoo(out, "movies", qr.FZOO_LR_CANDIDATES["movies"][0], reach_step=44)
+        assert "quality-estimators.png" in qt.estimators_tables(res)
+        assert qt.figure_estimators(res, png) and os.path.getsize(png) > 10000
+    print("quality estimators figure: OK")

@@ -2,7 +2,7 @@
 tools/quality_runs.py.
 
     python3 tools/quality_table.py [--records docs/quality-runs] [--write [--allow-missing]]
-                                   [--png PNG] [--long-png PNG]
+                                   [--png PNG] [--long-png PNG] [--estimators-png PNG]
 
 prints the tables (markdown) made from the runs' records (quality_runs.py
 copies each made run's record to docs/quality-runs; an OUT directory of run
@@ -13,11 +13,22 @@ and draws the figures docs/quality.png and, once a run is carried on past step
 1000, docs/quality-long.png (its dev loss and the two trends fitted to it). A
 run not yet made shows as "—".
 
---write refuses to turn a number docs/quality.md shows into "—" (its run's
+The estimators' tables (issue 57; between <!-- estimators-table:begin --> and
+<!-- estimators-table:end -->) count forward evaluations of a 16-example
+micro-batch (steps × evaluations a step: MeZO-SGD 2, FZOO N + 1): per task,
+those at which distzo's MeZO-SGD (the task's lr; each seed) and each
+estimator run first reach MeZO-SGD's seed-1 step-1000 dev accuracy, the wall
+time to there, test accuracy at the budget (2000 evaluations) and the goal's
+verdict (the target within a third of the budget, test accuracy at least
+MeZO-SGD's); a run not made says "not made" and its verdict "open". Once an
+estimator run is made, --write draws docs/quality-estimators.png (dev
+accuracy against forward evaluations).
+
+--write refuses to turn a number docs/quality.md shows into "—" or "not made" (its run's
 record is missing: lost, or a choice changed) unless --allow-missing.
 
 It refuses (exit 1) a choice quality_runs.py declares (a task's prompt, MeZO
-lr, first-order lr) that is not the best on dev among the runs made: every
+lr, first-order lr, FZOO lr) that is not the best on dev among the runs made: every
 choice is made on dev, and the test numbers are read only for the chosen.
 
 Numbers: test accuracy on the task's 1000 test examples (mean ± sample std
@@ -33,8 +44,10 @@ import csv
 import json
 import math
 import os
+import re
 import statistics
 import sys
+from dataclasses import dataclass
 
 from distzo_tools import requires
 
@@ -92,7 +105,7 @@ class Results:
     def test_of(self, task: str, name: str):
         """(accuracy, loss) on test of a run of any kind, or None."""
         kind = name.split("-")[0]
-        if kind in ("zeroshot", "distzo"):
+        if kind in ("zeroshot", "distzo", "fzoo"):
             c = self.curve(task, name, "" if kind == "zeroshot" else "test")
             return None if c is None else (c[-1][2], c[-1][1])
         r = self.result(task, name)
@@ -385,6 +398,266 @@ def tables(res: Results, paths: qr.Paths) -> str:
             f"{long_runs_table(res)}")
 
 
+# Estimators beyond MeZO-SGD (issue 57; quality_runs.estimator_runs): forward evaluations of a 16-example
+# micro-batch to MeZO-SGD's step-STEPS dev accuracy, and test accuracy at its budget of them.
+
+# an estimator run's name (quality_runs.fzoo_run): family, N, lr, seed, a third of the budget or all of it
+ESTIMATOR_NAME = re.compile(r"(fzoo)-n(\d+)-lr(\d(?:\.\d+)?e[-+]?\d+)-s(\d+)(-third)?")
+ESTIMATOR_LABEL = {"fzoo": "FZOO"}
+SPSA_EVALUATIONS = 2  # MeZO-SGD (spsa, one query): L(θ + εz) and L(θ − εz) a step
+THIRD = qr.BUDGET / 3  # the goal: the target in at most this many forward evaluations
+NOT_MADE = "not made"
+
+
+@dataclass(frozen=True)
+class EstimatorRun:
+    """One estimator run, read from its name."""
+
+    task: str
+    name: str
+    family: str  # a key of ESTIMATOR_LABEL
+    queries: int  # N: directions a step
+    lr: float
+    seed: int
+    third: bool  # a third of the budget (the lr grid) or the whole budget (carried on from the third)
+
+    @property
+    def per_step(self) -> int:
+        """Forward evaluations a step: N one-sided ones and L(θ)."""
+        return self.queries + 1
+
+    @property
+    def label(self) -> str:
+        return f"{ESTIMATOR_LABEL[self.family]} (N = {self.queries})"
+
+
+def estimator_run(task: str, name: str):
+    """The EstimatorRun that `name` names, or None."""
+    m = ESTIMATOR_NAME.fullmatch(name)
+    if not m:
+        return None
+    family, n, lr, seed, third = m.groups()
+    return EstimatorRun(task, name, family, int(n), float(lr), int(seed), bool(third))
+
+
+def estimator_runs_of(res: Results, task: str) -> list:
+    """`task`'s estimator runs: the plan's (made or not) and any other whose record is under res.out;
+    the third-budget (grid) runs first, then the whole-budget ones, each by lr, then seed."""
+    names = {r.name for r in qr.estimator_runs() if r.task == task}
+    d = os.path.join(res.out, task)
+    if os.path.isdir(d):
+        names |= {n for n in os.listdir(d) if ESTIMATOR_NAME.fullmatch(n) and res.done(task, n)}
+    runs = [estimator_run(task, n) for n in names]
+    return sorted(runs, key=lambda r: (r.family, r.queries, not r.third, r.lr, r.seed))
+
+
+def evaluation_curve(res: Results, task: str, name: str, per_step: int):
+    """[(forward evaluations, step, dev loss, dev accuracy)] of a run's dev curve, evaluations = step ×
+    per_step; a whole-budget run's from step 0 (its third-budget run's first), or only its own steps
+    where that record is missing. None where the run is not made."""
+    if not res.done(task, name):
+        return None
+    parent = qr.parent_name(name)
+    c = res.curve(task, name, "." if parent and not res.done(task, parent) else "")
+    return [(s * per_step, s, loss, acc) for s, loss, acc in c]
+
+
+def first_reach(curve, target: float):
+    """The first point of an evaluation_curve whose dev accuracy is at least `target`, or None.
+    (Accuracies are counts over 500 examples written in decimal: equal ones compare equal.)"""
+    for p in curve:
+        if p[3] >= target - 1e-9:
+            return p
+    return None
+
+
+def wall_to(res: Results, task: str, name: str, step: int):
+    """Wall seconds of run `name` to the end of `step`: its run.json seconds in proportion to the steps
+    it ran (a run carried on: its parent's, then its own in proportion to the steps after the parent's);
+    None without the records."""
+    parent = qr.parent_name(name)
+    c = res.curve(task, name, "." if parent else "")
+    if c is None or res.seconds(task, name) is None:
+        return None
+    if not parent:
+        return res.seconds(task, name) * step / c[-1][0] if c[-1][0] else None
+    pc = res.curve(task, parent)
+    if pc is None or res.seconds(task, parent) is None:
+        return None
+    start = pc[-1][0]
+    if step <= start:
+        return wall_to(res, task, parent, step)
+    return res.seconds(task, parent) + res.seconds(task, name) * (step - start) / (c[-1][0] - start)
+
+
+def verdict(reached, searched: int, per_step: int, test, reference) -> str:
+    """The goal's verdict on one run. reached: the forward evaluations at which its dev curve first
+    reached the target (None: not up to `searched`, its last dev evaluation's); test: its test accuracy
+    at the whole budget (None: that run not made); reference: MeZO-SGD's test accuracy there.
+    "does not" once the run cannot meet the goal whatever comes: the target not reached within
+    BUDGET / 3 evaluations (a run that searched past the last step within a third, or reached it later),
+    or test below MeZO-SGD's; "meets the goal" with both; else "open"."""
+    if reached is None:
+        return "does not" if searched + per_step > THIRD else "open"
+    if reached > THIRD:
+        return "does not"
+    if test is None or reference is None:
+        return "open"
+    return "meets the goal" if test >= reference - 1e-9 else "does not"
+
+
+def mezo_target(res: Results, task: str):
+    """(dev accuracy at step STEPS, run name) of distzo's MeZO-SGD at the task's lr, seed 1; None if not made."""
+    name = qr.distzo_name(qr.LR[task], 1)
+    c = res.curve(task, name)
+    at = dict((p[0], p[2]) for p in c) if c else {}
+    return (at[qr.STEPS], name) if qr.STEPS in at else None
+
+
+def mezo_test(res: Results, task: str):
+    """(mean test accuracy, seeds) of distzo's MeZO-SGD at the task's lr over the seeds made (the main
+    table's number), or (None, 0)."""
+    tests = [t[0] for t in (res.test_of(task, qr.distzo_name(qr.LR[task], s)) for s in qr.SEEDS[task]) if t]
+    return (statistics.mean(tests), len(tests)) if tests else (None, 0)
+
+
+def reach_cell(point, curve) -> str:
+    if curve is None:
+        return DASH
+    if point is None:
+        return f"not within {curve[-1][0]:,}"
+    return f"{point[0]:,} (step {point[1]})"
+
+
+def estimators_tables(res: Results) -> str:
+    """The estimators' tables: per task the target and the verdict, then every run; exits when a
+    declared FZOO_LR is not the best on dev of its grid's runs made."""
+    summary, run_rows, wrong, verdicts = [], [], [], {}
+    for task in TASKS:
+        target = mezo_target(res, task)
+        ref, ref_seeds = mezo_test(res, task)
+        ref_cell = DASH if ref is None else f"{pct(ref)}" + (f" ({ref_seeds} seeds)" if ref_seeds > 1 else "")
+        ft = res.test_of(task, chosen_finetune(task))
+        # MeZO-SGD's own curves against the target
+        mezo_reach = []
+        for seed in qr.SEEDS[task]:
+            name = qr.distzo_name(qr.LR[task], seed)
+            c = evaluation_curve(res, task, name, SPSA_EVALUATIONS)
+            label = f"{task}/{name}"
+            if c is None:
+                run_rows.append(f"| {label} | MeZO-SGD | {NOT_MADE} | | | | | | reference |")
+                continue
+            p = first_reach(c, target[0]) if target else None
+            if target is not None:
+                mezo_reach.append((f"{p[0]:,}" if p else f"not within {c[-1][0]:,}")
+                                  + (f" (seed {seed})" if len(qr.SEEDS[task]) > 1 else ""))
+            wall = wall_to(res, task, name, p[1]) if p else None
+            test = res.test_of(task, name)
+            run_rows.append(f"| {label} | MeZO-SGD | {c[-1][1]} × {SPSA_EVALUATIONS} = {c[-1][0]:,} "
+                            f"| {pct(c[-1][3])} | {DASH if target is None else reach_cell(p, c)} "
+                            f"| {DASH if wall is None else '≈ ' + minutes(wall)} | {pct(test[0] if test else None)} "
+                            "| | reference |")
+        # the estimators' runs
+        runs = estimator_runs_of(res, task)
+        if not runs:
+            run_rows.append(f"| {task}/fzoo | FZOO (N = {qr.FZOO_N}) | {NOT_MADE} (no lr grid in "
+                            "quality_runs.FZOO_LR_CANDIDATES yet) | | | | | | open |")
+        run_verdict = {}
+        for r in runs:
+            label = f"{task}/{r.name}"
+            c = evaluation_curve(res, task, r.name, r.per_step)
+            if c is None:
+                run_rows.append(f"| {label} | {r.label}, lr {r.lr:g} | {NOT_MADE} | | | | | | open |")
+                run_verdict[r.name] = ("open", None, None)
+                continue
+            p = first_reach(c, target[0]) if target else None
+            wall = wall_to(res, task, r.name, p[1]) if p else None
+            test = None if r.third else res.test_of(task, r.name)
+            test = test[0] if test else None
+            whole_curve = not r.third and c[0][1] == 0  # else its third-budget record is missing
+            if target is None or (not r.third and not whole_curve):
+                v = "open"
+            else:
+                v = verdict(p[0] if p else None, c[-1][0], r.per_step, test, ref if not r.third else None)
+            run_verdict[r.name] = (v, p, test)
+            run_rows.append(f"| {label} | {r.label}, lr {r.lr:g} | {c[-1][1]} × {r.per_step} = {c[-1][0]:,} "
+                            f"| {pct(c[-1][3])} | {DASH if target is None else reach_cell(p, c)} "
+                            f"| {DASH if wall is None else '≈ ' + minutes(wall)} "
+                            f"| {DASH if r.third else pct(test)} | {'' if r.third else ref_cell} | {v} |")
+        # the lr on dev among the third-budget grid (seed 1), by the rule of MeZO's lr
+        fzoo_lr = qr.FZOO_LR.get(task)
+        grid = []
+        for r in runs:
+            if r.third and r.seed == 1:
+                c = evaluation_curve(res, task, r.name, r.per_step)
+                grid.append((f"{r.lr:g}", c[-1][3] if c else None, c[-1][2] if c else None))
+        chosen = DASH if fzoo_lr is None else f"{fzoo_lr:g}"
+        lr_cell = best_on_dev(task, "FZOO lr", chosen, grid, wrong)
+        if fzoo_lr is None:
+            lr_cell += " (none chosen yet)" if lr_cell != DASH else ""
+        # the task's verdict: the chosen lr's seed-1 runs, the whole budget's where made
+        v, p, test = "open", None, None
+        reached = NOT_MADE
+        if fzoo_lr is not None:
+            for third in (False, True):
+                run = next((r for r in runs if r.lr == fzoo_lr and r.seed == 1 and r.third == third
+                            and res.done(task, r.name)), None)
+                if run:
+                    v, p, test = run_verdict[run.name]
+                    c = evaluation_curve(res, task, run.name, run.per_step)
+                    reached = DASH if target is None else reach_cell(p, c)
+                    break
+        verdicts[task] = v
+        gap = DASH
+        if ft is not None and ref is not None:
+            gap = f"{100 * (ft[0] - ref):.1f} → " + (DASH if test is None else f"{100 * (ft[0] - test):.1f}")
+        target_cell = DASH if target is None else f"{pct(target[0])} ({target[1]})"
+        summary.append(f"| {task} | {target_cell} | {', '.join(mezo_reach) or DASH} | {lr_cell} | {reached} "
+                       f"| {pct(test)} / {ref_cell} | {gap} | {v} |")
+    if wrong:
+        raise SystemExit("quality_table: a declared choice is not the best on dev (change it in "
+                         "tools/quality_runs.py):\n  " + "\n  ".join(wrong))
+    met = sum(v == "meets the goal" for v in verdicts.values())
+    open_ = sum(v == "open" for v in verdicts.values())
+    need = 3
+    goal = "met" if met >= need else "not met" if met + open_ < need else "open"
+    third_steps = qr.BUDGET // 3 // (qr.FZOO_N + 1)
+    return (
+        f"The goal: MeZO-SGD's step-{qr.STEPS} dev accuracy in at most a third of its {qr.BUDGET:,} forward "
+        f"evaluations ({qr.BUDGET:,} / 3 = {THIRD:,.1f}; a forward evaluation: one loss on a 16-example "
+        f"micro-batch; dev and test evaluations not counted), with test accuracy at {qr.BUDGET:,} evaluations "
+        f"at least MeZO-SGD's, on at least {need} of the {len(TASKS)} tasks: **{goal}** (meets the goal on "
+        f"{met}, does not on {sum(v == 'does not' for v in verdicts.values())}, open on {open_}).\n\n"
+        "| task | target: MeZO-SGD's dev accuracy at step "
+        f"{qr.STEPS} (seed 1) | MeZO-SGD first reached it at (forward evaluations; each seed) "
+        f"| FZOO lr: dev accuracy after a third of the budget (bold = chosen) | FZOO, chosen lr, seed 1, "
+        "first reached it at | test accuracy at the budget: FZOO / MeZO-SGD "
+        "| gap to first-order's test (points): MeZO-SGD → FZOO | verdict |\n"
+        "|---|---|---|---|---|---|---|---|\n" + "\n".join(summary) + "\n\n"
+        "Every run (forward evaluations = steps × evaluations a step: MeZO-SGD 2, FZOO N + 1; an FZOO "
+        f"run of a third of the budget makes {third_steps} steps, dev every "
+        f"{qr.EVAL_EVALUATIONS // (qr.FZOO_N + 1)}; the whole-budget one carries it on to "
+        f"{qr.BUDGET // (qr.FZOO_N + 1)}):\n\n"
+        "| run | estimator | forward evaluations | dev accuracy at the end | first reached the target at "
+        "| wall time to there | test accuracy at the budget | MeZO-SGD's | verdict |\n"
+        "|---|---|---|---|---|---|---|---|---|\n" + "\n".join(run_rows) + "\n\n"
+        "The target is one number of one noisy curve: dev accuracy is over 500 examples (0.2 points an "
+        "example), and a curve can touch a level early by chance, as MeZO-SGD's own curves do where they "
+        f"first reach it before {qr.BUDGET:,} evaluations; read \"first reached\" beside the curves. The lr is "
+        "chosen as MeZO-SGD's: the higher dev accuracy at the end of the grid's runs (here a third of the "
+        "budget), then the lower dev loss. Wall time to the target: the run's run.json seconds in proportion "
+        "to the steps (its dev evaluations and its test evaluation included; a whole-budget run's adds its "
+        "third-budget run's), on the machine that made it. The verdict of a task is its chosen lr's seed-1 "
+        "run's (the whole budget's where made); MeZO-SGD's test accuracy is the main table's (mean over its "
+        "seeds).\n" + ("\n![dev accuracy against forward evaluations, MeZO-SGD and the estimators]"
+                       "(quality-estimators.png)\n" if any_estimator_made(res) else ""))
+
+
+def any_estimator_made(res: Results) -> bool:
+    """Whether any estimator run has a record (the estimators' figure is drawn then)."""
+    return any(res.done(t, r.name) for t in TASKS for r in estimator_runs_of(res, t))
+
+
 def figure(res: Results, png: str) -> None:
     """Dev accuracy against step, one panel a task: distzo's seeds and modes,
     PyTorch MeZO's seeds, first-order fine-tuning's epochs (its own steps),
@@ -490,6 +763,54 @@ def figure_long(res: Results, png: str) -> bool:
     return True
 
 
+def figure_estimators(res: Results, png: str) -> bool:
+    """Dev accuracy against forward evaluations, one panel a task: distzo's MeZO-SGD seeds (2 a step),
+    every estimator run (a third of the budget dashed, the whole budget solid, one colour an lr), the
+    target (MeZO-SGD's seed-1 step-STEPS dev accuracy) and BUDGET / 3; False if no estimator run is made."""
+    curves = {t: [(r, evaluation_curve(res, t, r.name, r.per_step)) for r in estimator_runs_of(res, t)]
+              for t in TASKS}
+    curves = {t: [(r, c) for r, c in runs if c] for t, runs in curves.items()}
+    if not any(curves.values()):
+        return False
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, len(TASKS), figsize=(4.2 * len(TASKS), 3.8), dpi=100)
+    colours = ["tab:red", "tab:green", "tab:purple", "tab:brown", "tab:pink", "tab:olive", "tab:cyan"]
+    for ax, task in zip(axes, TASKS):
+        mezo = [c for c in (evaluation_curve(res, task, qr.distzo_name(qr.LR[task], s), SPSA_EVALUATIONS)
+                            for s in qr.SEEDS[task]) if c]
+        for i, c in enumerate(mezo):  # seed 1 (the target's) first and boldest
+            ax.plot([p[0] for p in c], [100 * p[3] for p in c], color="tab:blue", alpha=0.8 if i == 0 else 0.45,
+                    linewidth=1.6 if i == 0 else 1.0,
+                    label=f"MeZO-SGD, lr {qr.LR[task]:g}" + (f" ({len(mezo)} seeds)" if len(mezo) > 1 else "")
+                    if i == 0 else None)
+        lrs = sorted({r.lr for r, _ in curves[task]})
+        for r, c in curves[task]:
+            colour = colours[lrs.index(r.lr) % len(colours)]
+            ax.plot([p[0] for p in c], [100 * p[3] for p in c], color=colour, marker=".",
+                    linestyle="--" if r.third else "-", linewidth=1.0 if r.third else 1.6,
+                    label=f"{r.label}, lr {r.lr:g}, s{r.seed}" + (", third" if r.third else ""))
+        target = mezo_target(res, task)
+        if target:
+            ax.axhline(100 * target[0], color="gray", linestyle=":", linewidth=1.2, label="target")
+        ax.axvline(THIRD, color="black", linestyle=":", linewidth=0.8)
+        ax.set_title(f"{task}", fontsize=10)
+        ax.set_xlabel("forward evaluations (16-example micro-batch)")
+        ax.set_xlim(0, qr.BUDGET * 1.02)
+        ax.grid(alpha=0.3)
+        if ax.get_legend_handles_labels()[0]:
+            ax.legend(fontsize=6.5, loc="lower right")
+    axes[0].set_ylabel("dev accuracy (%)")
+    fig.suptitle("SmolLM2-135M-Instruct: dev accuracy against forward evaluations, MeZO-SGD and the estimators "
+                 f"(dotted: the target and {qr.BUDGET:,} / 3)", fontsize=10)
+    fig.tight_layout()
+    fig.savefig(png, metadata={"Software": None})
+    return True
+
+
 def split_block(path: str, tag: str):
     """(before, inside, after) the <!-- TAG:begin --> ... <!-- TAG:end --> block of the file at path."""
     begin, end = f"<!-- {tag}:begin -->", f"<!-- {tag}:end -->"
@@ -524,7 +845,7 @@ def table_cells(text: str) -> dict:
 
 def dropped(old: str, new: str) -> list:
     """The numbers `old` shows that `new` does not: a row gone, or a cell now empty or "—"."""
-    empty = ("", DASH)
+    empty = ("", DASH, NOT_MADE, "open")
     new_cells, lost = table_cells(new), []
     for (header, label), cells in table_cells(old).items():
         now = new_cells.get((header, label))
@@ -546,19 +867,24 @@ def main(argv=None) -> int:
     p.add_argument("--model-dir", default=os.path.join(REPO, "out", "smollm2"), help="the tasks' data (test labels)")
     p.add_argument("--png", help="draw the figure here (with --write: docs/quality.png)")
     p.add_argument("--long-png", help="draw the carried-on runs' figure here (with --write: docs/quality-long.png)")
+    p.add_argument("--estimators-png",
+                   help="draw the estimators' figure here (with --write: docs/quality-estimators.png)")
     p.add_argument("--write", action="store_true",
-                   help="also write docs/quality.md's and the README's tables and the figure")
+                   help="also write docs/quality.md's and the README's tables and the figures")
     p.add_argument("--allow-missing", action="store_true",
                    help="with --write: let numbers whose runs have no record turn into —")
     args = p.parse_args(argv)
-    if args.png or args.long_png or args.write:
+    if args.png or args.long_png or args.estimators_png or args.write:
         requires.check(__file__, "matplotlib")
     res = Results(os.path.abspath(args.records))
     text = tables(res, qr.Paths(os.path.abspath(args.model_dir), res.out))
     print(text)
+    est = estimators_tables(res)
+    print(est)
     doc = os.path.join(REPO, "docs", "quality.md")
     if args.write and not args.allow_missing:
         lost = dropped(split_block(doc, "quality-table")[1], text)
+        lost += dropped(split_block(doc, "estimators-table")[1], est)
         if lost:
             raise SystemExit(f"quality_table: {doc} shows numbers whose runs have no record in {res.out} "
                              "(make them, or --allow-missing):\n  " + "\n  ".join(lost))
@@ -569,8 +895,12 @@ def main(argv=None) -> int:
     long_png = args.long_png or (os.path.join(REPO, "docs", "quality-long.png") if args.write else None)
     if long_png and figure_long(res, long_png):
         print(f"wrote {long_png}")
+    est_png = args.estimators_png or (os.path.join(REPO, "docs", "quality-estimators.png") if args.write else None)
+    if est_png and figure_estimators(res, est_png):
+        print(f"wrote {est_png}")
     if args.write:
         replace_block(doc, "quality-table", text)
+        replace_block(doc, "estimators-table", est)
         head = text.split("\n\nWhat each took")[0] + "\n"
         replace_block(os.path.join(REPO, "README.md"), "quality-readme", head)
         print("wrote docs/quality.md and README.md")
