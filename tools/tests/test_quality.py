@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -374,6 +375,12 @@ def test_quality_estimators_table():
             assert qt.wall_to(res, "movies", name, 148) == 60 + 60 * (148 - 74) / (222 - 74)
             _fake_test(os.path.join(out, "movies", name), 0.820)
             assert _rows(qt.estimators_tables(res), "| movies |")[0][-1] == "does not"
+            # --write refuses to lose them: the whole-budget record gone, its numbers and verdict go
+            shutil.rmtree(os.path.join(out, "movies", name))
+            lost = qt.dropped(text, qt.estimators_tables(res))
+            assert f"the row 'movies/{name}'" not in lost and any(
+                f"'movies/{name}' / 'test accuracy at the budget' (83.5)" == x for x in lost), lost
+            assert "'movies' / 'verdict' (meets the goal)" in lost, lost
 
             # a whole-budget record without its third-budget one: open, and no crash
             _fake_fzoo(out, "amazon", 1e-4, reach_step=88, whole_test=0.9, third=False, whole=True)
