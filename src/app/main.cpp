@@ -26,6 +26,7 @@
 #include "app/replay.hpp"
 #include "app/run.hpp"
 #include "core/error.hpp"
+#include "core/output_drain.hpp"
 #include "core/process_limits.hpp"
 #include "core/version.hpp"
 #include "io/deck.hpp"
@@ -180,6 +181,31 @@ void start_kokkos(std::optional<Kokkos::ScopeGuard>& kokkos, int& argc, char** a
   }
 }
 
+/// One message, one line, in one write: under mpiexec a line written in
+/// pieces can be cut by an abort (or interleaved with another rank's).
+void say(const std::string& line) {
+  const std::string text = line + "\n";
+  std::cerr.write(text.data(), static_cast<std::streamsize>(text.size()));
+  std::cerr.flush();
+}
+
+/// Ends every rank of the job with `status` once what this rank wrote has
+/// reached the launcher. mpiexec (Hydra) exits as soon as the first abort
+/// reaches it, whatever output of the ranks it has not forwarded yet: rank
+/// 0's line (why the job ends) used to be lost about half the time when all
+/// 4 ranks of a job met a full disk together (issue 55). So each rank waits
+/// until its own pipe is read (which puts its line ahead of its abort), and
+/// a rank other than 0 gives rank 0 a moment more: ranks often fail alike
+/// (one file system, one deck), and rank 0's line is the one to keep. Rank 0
+/// ends the job then; a rank failing alone ends it `kGraceForRank0` later.
+[[noreturn]] void abort_job(int status, int rank) {
+  constexpr std::chrono::milliseconds kGraceForRank0{1000};
+  distzo::flush_output_to_launcher();
+  if (rank != 0) std::this_thread::sleep_for(kGraceForRank0);
+  MPI_Abort(MPI_COMM_WORLD, status);
+  std::_Exit(status);  // MPI_Abort does not return
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -217,35 +243,34 @@ int main(int argc, char** argv) {
       // run once, on rank 0 (two ranks writing one model file would race).
       if (args[0] == "run" || rank == 0) status = dispatch(args);
     } catch (const distzo::StopRequested& e) {
-      if (e.report()) std::cerr << "distzo: " << e.what() << "\n";
+      if (e.report()) say(std::string("distzo: ") + e.what());
       collective = true;
       interrupted = e.reason() == distzo::StopReason::interrupt;
       status = e.exit_status();
     } catch (const distzo::CollectiveError& e) {
       if (e.report())
-        std::cerr << "distzo: error: " << e.what()
-                  << distzo::app::address_space_exhausted_note(e.what()) << "\n";
+        say(std::string("distzo: error: ") + e.what() +
+            distzo::app::address_space_exhausted_note(e.what()));
       collective = true;
       status = 2;
     } catch (const distzo::Error& e) {
-      std::cerr << "distzo: error" << where << ": " << e.what()
-                << distzo::app::address_space_exhausted_note(e.what()) << "\n";
+      say("distzo: error" + where + ": " + e.what() +
+          distzo::app::address_space_exhausted_note(e.what()));
       status = 2;
     } catch (const std::bad_alloc&) {
       const std::string limit = distzo::app::address_space_exhausted_note("");
-      std::cerr << "distzo: error" << where << ": out of host memory"
-                << (limit.empty() ? " (the sizes asked for need more than this machine has; "
-                                    "`distzo plan` predicts a run's memory)"
-                                  : limit)
-                << "\n";
+      say("distzo: error" + where + ": out of host memory" +
+          (limit.empty() ? " (the sizes asked for need more than this machine has; "
+                           "`distzo plan` predicts a run's memory)"
+                         : limit));
       status = 2;
     } catch (const std::exception& e) {
-      std::cerr << "distzo: internal error" << where << ": " << e.what() << "\n";
+      say("distzo: internal error" + where + ": " + e.what());
       status = 3;
     }
   }
   // A failure on one rank of a multi-rank job must not leave the others hanging.
-  if (status != 0 && size > 1 && !collective) MPI_Abort(MPI_COMM_WORLD, status);
+  if (status != 0 && size > 1 && !collective) abort_job(status, rank);
   if (interrupted && size > 1) {
     // MPICH's mpiexec (Hydra 4.0) reports 0 for a rank that exits normally
     // once it has forwarded a signal (its proxy zeroes the status of a rank
@@ -256,10 +281,8 @@ int main(int argc, char** argv) {
     // reaches it (it exits as soon as it has the abort).
     MPI_Barrier(MPI_COMM_WORLD);
     if (rank == 0) {
-      std::cerr.flush();
-      std::cout.flush();
-      std::this_thread::sleep_for(std::chrono::milliseconds(200));
-      MPI_Abort(MPI_COMM_WORLD, status);
+      std::this_thread::sleep_for(std::chrono::milliseconds(200));  // the other ranks' output
+      abort_job(status, rank);
     }
   }
   if (status == 2 && size == 1 && !distzo::app::address_space_exhausted_note("").empty()) {

@@ -12,6 +12,7 @@
 
 #include "core/error.hpp"
 #include "core/file_system.hpp"
+#include "core/output_drain.hpp"
 
 namespace distzo::runtime {
 
@@ -204,6 +205,9 @@ void MpiCommunicator::abort(int status) const {
   constexpr unsigned kAbortGraceSeconds = 10;
   std::signal(SIGALRM, SIG_DFL);
   alarm(kAbortGraceSeconds);
+  // The launcher ends the job's output with the job: what this rank said
+  // (why it aborts) must have left its pipe first (core/output_drain.hpp).
+  flush_output_to_launcher();
   MPI_Abort(comm_, status);
   std::_Exit(status);  // MPI_Abort does not return; should it, end this rank at least
 }
