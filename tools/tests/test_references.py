@@ -374,6 +374,23 @@ def test_mezo_reference_llama():
     print("MeZO reference on Llama and Gemma 3: OK")
 
 
+def _finetune_outputs(deck, out, *extra):
+    """mezo_finetune on `deck` into `out` (checkpoints every 2 steps, θ saved): its eval.csv text, its
+    metrics.csv rows but step_seconds, and θ by tensor name."""
+    from distzo_tools.references import mezo_finetune
+
+    model = os.path.join(out, "model.h5")
+    assert mezo_finetune.main([deck, "--out", out, "--checkpoint-interval", "2", "--save", model,
+                               "--log-interval", "100", *extra]) == 0
+    with open(os.path.join(out, "eval.csv"), encoding="utf-8") as fh:
+        ev = fh.read()
+    with open(os.path.join(out, "metrics.csv"), encoding="utf-8") as fh:
+        met = [line.rsplit(",", 1)[0] for line in fh]  # all but step_seconds
+    with h5py.File(model, "r") as f:
+        theta = {k: f[k][()] for k in formats.expected_tensors(formats.read_model(model)[0])}
+    return ev, met, theta
+
+
 def test_mezo_finetune_resume():
     """tools/mezo_finetune.py cut off after a checkpoint (a stray row past it)
     and resumed, in place or into another directory, and extended to more
@@ -402,16 +419,7 @@ def test_mezo_finetune_resume():
                             "eval": {"interval": 2}}, fh)
 
         def run(out, *extra):
-            model = os.path.join(out, "model.h5")
-            assert mezo_finetune.main([deck, "--out", out, "--checkpoint-interval", "2", "--save", model,
-                                       "--log-interval", "100", *extra]) == 0
-            with open(os.path.join(out, "eval.csv"), encoding="utf-8") as fh:
-                ev = fh.read()
-            with open(os.path.join(out, "metrics.csv"), encoding="utf-8") as fh:
-                met = [line.rsplit(",", 1)[0] for line in fh]  # all but step_seconds
-            with h5py.File(model, "r") as f:
-                theta = {k: f[k][()] for k in formats.expected_tensors(formats.read_model(model)[0])}
-            return ev, met, theta
+            return _finetune_outputs(deck, out, *extra)
 
         straight = run(os.path.join(tmp, "straight"))
         assert straight[0].count("\n") == 1 + 1 + 3 + 1  # header, step 0, 2 4 6, end 7
@@ -571,16 +579,7 @@ def test_one_sided_finetune_resume():
                                weight_decay=0.01)
 
         def run(out, *extra):
-            model = os.path.join(out, "model.h5")
-            assert mezo_finetune.main([deck, "--out", out, "--threads", "1", "--checkpoint-interval", "2",
-                                       "--save", model, "--log-interval", "100", *extra]) == 0
-            with open(os.path.join(out, "eval.csv"), encoding="utf-8") as fh:
-                ev = fh.read()
-            with open(os.path.join(out, "metrics.csv"), encoding="utf-8") as fh:
-                met = [line.rsplit(",", 1)[0] for line in fh]  # all but step_seconds
-            with h5py.File(model, "r") as f:
-                theta = {k: f[k][()] for k in formats.expected_tensors(formats.read_model(model)[0])}
-            return ev, met, theta
+            return _finetune_outputs(deck, out, "--threads", "1", *extra)
 
         straight = run(os.path.join(tmp, "straight"))
         rows = _metrics(os.path.join(tmp, "straight", "metrics.csv"))

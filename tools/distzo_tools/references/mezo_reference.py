@@ -252,6 +252,17 @@ def _loss(model, batch_inputs: Mapping) -> float:
     return float(model(**with_positions(model, batch_inputs)).loss)
 
 
+def _timer(timings):
+    """timed(key, fn, *args): fn(*args), its wall seconds added to timings[key] (when timings is a dict)."""
+    def timed(key, fn, *args):
+        t0 = time.perf_counter()
+        out = fn(*args)
+        if timings is not None:
+            timings[key] = timings.get(key, 0.0) + time.perf_counter() - t0
+        return out
+    return timed
+
+
 def mezo_step(
     model,
     batch_inputs: Mapping,
@@ -281,14 +292,7 @@ def mezo_step(
 
     params = trainable_parameters(model) if params is None else params
     loss_fn = _loss if loss_fn is None else loss_fn
-    clock = time.perf_counter
-
-    def timed(key, fn, *args):
-        t0 = clock()
-        out = fn(*args)
-        if timings is not None:
-            timings[key] = timings.get(key, 0.0) + clock() - t0
-        return out
+    timed = _timer(timings)
 
     with torch.no_grad():
         z = timed("perturb_s", lambda: list(draw_z(params, seed))) if keep_z else None
@@ -392,14 +396,7 @@ def one_sided_step(
     n = len(seeds)
     if n < 1:
         raise ValueError("one_sided_step: no directions")
-    clock = time.perf_counter
-
-    def timed(key, fn, *args):
-        t0 = clock()
-        out = fn(*args)
-        if timings is not None:
-            timings[key] = timings.get(key, 0.0) + clock() - t0
-        return out
+    timed = _timer(timings)
 
     with torch.no_grad():
         draw = lambda s: list(draw_z(params, s, distribution))  # noqa: E731
