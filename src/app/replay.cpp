@@ -2,6 +2,7 @@
 
 #include <chrono>
 #include <cstdio>
+#include <filesystem>
 #include <iostream>
 
 #include "app/options.hpp"
@@ -60,10 +61,24 @@ int replay(const std::vector<std::string>& args) {
   const std::string& source_path = o.positional()[1];
   const std::string out_path = o.text("-o", "");
 
+  // OUT must not be an input: the replay would destroy the file it reads
+  // (a checkpoint's seed log past N, or the run's base model).
+  for (const std::string& input : {base_path, source_path}) {
+    std::error_code ec;
+    DISTZO_INPUT_REQUIRE(!std::filesystem::equivalent(out_path, input, ec),
+                         "replay: -o " << out_path << " is " << input
+                                       << ", an input of the replay; write to another file");
+  }
   const io::ModelReader source_file(source_path);
-  DISTZO_INPUT_REQUIRE(
-      source_file.info().kind == "checkpoint",
-      "replay: " << source_path << " is a model, not a checkpoint: it has no seed log");
+  if (source_file.info().kind != "checkpoint") {
+    const bool swapped = io::ModelReader(base_path).info().kind == "checkpoint";
+    DISTZO_INPUT_FAIL("replay: " << source_path
+                                 << " is a model, not a checkpoint: it has no seed log"
+                                 << (swapped ? " (and " + base_path +
+                                                   " is a checkpoint: BASE.h5 comes first, "
+                                                   "then SOURCE.h5)"
+                                             : std::string()));
+  }
   const io::TrainingState source = io::read_training_state(source_path);
   const std::int64_t steps = o.integer("--steps", source.step, 0);
   DISTZO_INPUT_REQUIRE(steps <= source.step, "replay: --steps " << steps << " is past "

@@ -55,7 +55,7 @@ void RunHooks::step_done(const zo::StepReport& r) {
   const int q = deck_.optim.queries;
   in_.state.seed_log.push_back(
       {r.step - 1, r.lr, est.loss, r.skipped ? std::vector<double>() : est.g});
-  if (r.skipped) out_.print(describe_skipped_step(r.step, r.nonfinite_streak));
+  if (r.skipped) out_.print(describe_skipped_step(r.step, r.nonfinite_streak, est.flat()));
   if (const std::string warning = zero_g_.step(r); !warning.empty()) out_.print(warning);
   StepRow row;
   row.step = r.step;

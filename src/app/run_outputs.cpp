@@ -146,14 +146,15 @@ std::string describe_run(const std::string& deck_path, const io::Deck& deck,
   char line[512];
   std::snprintf(line, sizeof(line),
                 "distzo run %s: %lld parameters, %d rank%s (P=%d x D=%d), global batch %d x %s%lld "
-                "tokens, %s, q=%d, %s z (recipe %d), eps=%g, lr=%g (%s)%s",
+                "tokens, %s, %s q=%d, %s z (recipe %d), eps=%g, lr=%g (%s)%s",
                 deck_path.c_str(), static_cast<long long>(parameters), ranks, ranks == 1 ? "" : "s",
                 P, D, deck.data.micro_batch * D,
                 deck.data.batch_width == model::BatchWidth::trimmed
                     ? "up to "  // each micro-batch at its longest example (data.batch_width)
                     : "",
-                static_cast<long long>(train.seq_len), io::to_string(train.task), opt.queries,
-                to_string(opt.distribution), opt.z_recipe, opt.eps, opt.lr, to_string(opt.schedule),
+                static_cast<long long>(train.seq_len), io::to_string(train.task),
+                to_string(opt.estimator), opt.queries, to_string(opt.distribution), opt.z_recipe,
+                opt.eps, opt.lr, to_string(opt.schedule),
                 resume.empty() ? "" : (", resuming from " + resume).c_str());
   return line;
 }
@@ -242,9 +243,11 @@ std::string describe_progress(const StepRow& row, std::int64_t steps, double eta
   return line;
 }
 
-std::string describe_skipped_step(std::int64_t step, int streak) {
-  return "step " + std::to_string(step) + ": non-finite loss, update skipped (" +
-         std::to_string(streak) + " in a row)";
+std::string describe_skipped_step(std::int64_t step, int streak, bool equal_losses) {
+  return "step " + std::to_string(step) +
+         (equal_losses ? ": the one-sided losses were all equal (σ = 0, g undefined)"
+                       : ": non-finite loss") +
+         ", update skipped (" + std::to_string(streak) + " in a row)";
 }
 
 std::string describe_eval(const EvalRow& row, const char* when) {

@@ -110,7 +110,9 @@ std::string describe_storage(const runtime::PlacementConfig& p);
 /// The progress line of a finished step, `eta_seconds` before the last of `steps`.
 std::string describe_progress(const StepRow& row, std::int64_t steps, double eta_seconds);
 /// A step whose loss was not finite, the `streak`-th in a row.
-std::string describe_skipped_step(std::int64_t step, int streak);
+/// `equal_losses`: the step's losses were finite but a one-sided step's N
+/// perturbed losses all equal (σ = 0), so g was undefined.
+std::string describe_skipped_step(std::int64_t step, int streak, bool equal_losses = false);
 /// An evaluation; `when` is "start", "" or "end".
 std::string describe_eval(const EvalRow& row, const char* when);
 /// An evaluation under way: `p` counts examples; `batch` of `batches` done

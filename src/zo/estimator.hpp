@@ -12,6 +12,7 @@
 //   one_sided  g_i = (L(θ+εz_i) − L(θ)) / σ,  σ the population standard
 //              deviation of the N losses L(θ+εz_i)                  (FZOO)
 
+#include <cmath>
 #include <vector>
 
 #include "core/error.hpp"
@@ -62,13 +63,23 @@ class LossTable {
 };
 
 struct StepEstimate {
-  std::vector<double> loss_plus;       // per query: L(θ + εz_q)
-  std::vector<double> loss_minus;      // per query: L(θ − εz_q); empty for one_sided
-  std::vector<double> g;               // per query: its coefficient (above)
-  double spread = 0;                   // one_sided: σ of the N losses L(θ + εz_i); spsa: 0
-  double loss = 0;                     // spsa: mean over queries of (L+ + L−)/2; one_sided: L(θ)
-  double count = 0;                    // tokens (or examples) in the global batch
-  bool finite = true;                  // every loss and g is finite
+  std::vector<double> loss_plus;   // per query: L(θ + εz_q)
+  std::vector<double> loss_minus;  // per query: L(θ − εz_q); empty for one_sided
+  std::vector<double> g;           // per query: its coefficient (above)
+  double spread = 0;               // one_sided: σ of the N losses L(θ + εz_i); spsa: 0
+  double loss = 0;                 // spsa: mean over queries of (L+ + L−)/2; one_sided: L(θ)
+  double count = 0;                // tokens (or examples) in the global batch
+  bool finite = true;              // every loss and g is finite
+  /// A one-sided step whose losses are finite but whose N perturbed losses
+  /// are all equal: σ = 0, g undefined (ε too small for the weights'
+  /// resolution, or a loss that ignores them).
+  bool flat() const {
+    if (!loss_minus.empty() || loss_plus.empty() || spread != 0 || !std::isfinite(loss))
+      return false;
+    for (double l : loss_plus)
+      if (!std::isfinite(l)) return false;
+    return true;
+  }
   StopReason stop = StopReason::none;  // the strongest any rank was asked (a signal)
 };
 

@@ -123,8 +123,17 @@ TrainSummary Trainer::run(TrainerState& state) {
     hooks_.step_done(report);
     if (streak >= c.max_nonfinite) {
       std::ostringstream os;
-      os << c.max_nonfinite << " consecutive steps had a non-finite loss (last: step " << step + 1
-         << "); lower optim.lr or optim.eps, or check the data. Stopping (optim.max_nonfinite).";
+      if (report.estimate.flat())
+        os << c.max_nonfinite << " consecutive steps could not be estimated (last: step "
+           << step + 1
+           << "): the one-sided losses L(θ + εz_i) of a step were all equal, so their spread σ "
+              "is 0 and g undefined; optim.eps = "
+           << c.eps
+           << " is too small to move the loss at float32's resolution of the weights: raise "
+              "it (FZOO and MeZO use 1e-3). Stopping (optim.max_nonfinite).";
+      else
+        os << c.max_nonfinite << " consecutive steps had a non-finite loss (last: step " << step + 1
+           << "); lower optim.lr or optim.eps, or check the data. Stopping (optim.max_nonfinite).";
       throw CollectiveError(os.str(), mesh_.world().rank() == 0);
     }
 

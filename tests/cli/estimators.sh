@@ -79,6 +79,17 @@ grep -q "P must divide the N + 1 evaluations of a one_sided step: optim.queries 
   fail "P / N+1 message: $(cat odd.log)"
 pass "a resume that changes optim.estimator, and P=3 for N+1=4, are refused"
 
+# ε far below float32's resolution of the weights: every direction gives L(θ), σ = 0.
+QUERIES=3 demo_deck flat 6 1 1
+one_sided flat
+sed -i 's|eps: 1.0e-3|eps: 1.0e-30|' flat.yaml
+if "$DISTZO" run flat.yaml > flat.log 2>&1; then fail "a run whose every step had σ = 0 finished"; fi
+grep -q "the one-sided losses were all equal (σ = 0, g undefined), update skipped" flat.log ||
+  fail "σ = 0 step message: $(grep -m1 'step 1' flat.log)"
+grep -q "raise it (FZOO and MeZO use 1e-3)" flat.log || fail "σ = 0 stop message: $(tail -2 flat.log)"
+grep -q "tokens, classification, one_sided q=3" ref/run.log || fail "run.log's header lacks the estimator: $(head -1 ref/run.log)"
+pass "σ = 0 says so and asks for a larger eps; run.log's header names the estimator"
+
 QUERIES=8 demo_deck planned 2 3 1
 one_sided planned
 "$DISTZO" plan planned.yaml > plan.out 2>&1 ||

@@ -69,5 +69,11 @@ if "$DISTZO" replay "$BASE" "$BASE" -o bad.h5 > bad.log 2>&1; then fail "replay 
 grep -q "is a model, not a checkpoint" bad.log || fail "model as source: $(cat bad.log)"
 if "$DISTZO" replay "$BASE" spsa_fp32/ckpt-000003.h5 -o bad.h5 --steps 4 > bad.log 2>&1; then fail "replay went past the log"; fi
 grep -q "is past" bad.log || fail "--steps past: $(cat bad.log)"
+if "$DISTZO" replay spsa_fp32/ckpt-000006.h5 "$BASE" -o bad.h5 > bad.log 2>&1; then fail "replay took swapped arguments"; fi
+grep -q "BASE.h5 comes first, then SOURCE.h5" bad.log || fail "swapped arguments: $(cat bad.log)"
 [ ! -e bad.h5 ] || fail "a refused replay wrote its output"
-pass "replay refuses another base model, a model as SOURCE and --steps past the log"
+cp spsa_fp32/ckpt-000006.h5 precious.h5
+if "$DISTZO" replay "$BASE" precious.h5 -o ./precious.h5 --steps 3 > bad.log 2>&1; then fail "replay overwrote its SOURCE"; fi
+grep -q "an input of the replay" bad.log || fail "-o SOURCE: $(cat bad.log)"
+cmp -s precious.h5 spsa_fp32/ckpt-000006.h5 || fail "a refused replay changed its SOURCE"
+pass "replay refuses another base model, a model as SOURCE (naming a swap), --steps past the log, and OUT = an input"
