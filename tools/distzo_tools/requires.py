@@ -24,6 +24,10 @@ them and the one command that installs them all, to stderr, and exits 2; a
 tool imported as a module (by the tests, by another tool) gets
 ModuleNotFoundError instead, naming the first missing module.
 
+The pip line names each package at the version tools/requirements.txt pins
+(`gguf==0.19.0`): the versions the documented numbers were made with; a
+package the file does not list is named bare.
+
 DISTZO_TOOLS_MISSING=gguf,torch (comma-separated modules) makes the check
 treat those as not installed: how the tests see the message without
 uninstalling anything.
@@ -33,6 +37,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import re
 import shutil
 import sys
 
@@ -53,6 +58,37 @@ PIP = {
 }
 
 MISSING_ENV = "DISTZO_TOOLS_MISSING"
+
+_PIN = re.compile(r"([A-Za-z0-9][A-Za-z0-9._-]*)==([A-Za-z0-9][A-Za-z0-9.+!_-]*)")
+
+#: The pinned versions: tools/requirements.txt, next to this package.
+REQUIREMENTS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "requirements.txt")
+
+
+def pins(path: str = REQUIREMENTS) -> dict:
+    """{PyPI name, lower case: "name==version"} of the requirements file's
+    `name==version` lines (comments and blank lines skipped; none if the file
+    is missing). Any other line is an error: the file holds exact pins only."""
+    out = {}
+    try:
+        with open(path, encoding="utf-8") as fh:
+            lines = fh.read().splitlines()
+    except FileNotFoundError:
+        return out
+    for n, line in enumerate(lines, 1):
+        line = line.split("#", 1)[0].strip()
+        if not line:
+            continue
+        pin = _PIN.fullmatch(line)
+        if not pin:
+            raise ValueError(f"{path}:{n}: {line!r} is not an exact pin name==version")
+        out[pin.group(1).lower()] = line
+    return out
+
+
+def spec(package: str) -> str:
+    """What the pip line installs for a PyPI package: its pin, or its name."""
+    return pins().get(package.lower(), package)
 
 
 def missing(modules) -> list:
@@ -99,9 +135,9 @@ def install_command(modules, needed=()) -> str:
     virtual environment when this interpreter is the system's: then every
     one of `needed`, which the new environment lacks too)."""
     py = _python()
-    packages = [PIP[m] for m in modules if m != "pip"]
+    packages = [spec(PIP[m]) for m in modules if m != "pip"]
     if _externally_managed():
-        every = [PIP[m] for m in dict.fromkeys(list(needed) + list(modules)) if m != "pip"]
+        every = [spec(PIP[m]) for m in dict.fromkeys(list(needed) + list(modules)) if m != "pip"]
         return f"python3 -m venv {VENV} && {VENV}/bin/python3 -m pip install {' '.join(every)}"
     cmd = f"{py} -m pip install {' '.join(packages)}" if packages else ""
     if "pip" in modules:  # no pip to install with: bootstrap it first
@@ -116,6 +152,8 @@ def message(tool: str, modules, needed=()) -> str:
     tool = os.path.splitext(name)[0]
     named = ", ".join(PIP[m] if PIP[m] == m else f"{PIP[m]} (module {m})" for m in modules)
     text = f"{tool}: error: missing Python packages: {named}; install them with\n    {install_command(modules, needed)}"
+    if any(PIP[m].lower() in pins() for m in modules):
+        text += "\n  (the versions tools/requirements.txt pins: the documented results were made with them)"
     if _externally_managed():
         run = f"PYTHON={VENV}/bin/python3 tools/{name}" if name.endswith(".sh") else f"{VENV}/bin/python3 tools/{name}"
         text += (f"\n  (this python3 is the system's, which pip may not change (PEP 668); on Debian "

@@ -18,6 +18,9 @@ library only, no pytest needed: ctest runs this file as python_tools_requires).
 4. Every command module has its wrapper tools/NAME.py and every wrapper runs
    one; each, with every package missing, says the one pip line (or, needing
    none, its usage) and exits.
+5. tools/requirements.txt holds exact pins only, of packages in requires.PIP,
+   among them every package make_real_model.sh checks; the pip lines name
+   them at those versions; README and docs/real_model.md install from it.
 """
 
 from __future__ import annotations
@@ -48,7 +51,14 @@ def _assert_pip_line(r, *packages):
     assert "Traceback" not in out, out
     lines = [line.split() for line in r.stderr.splitlines() if "-m pip install" in line]
     assert len(lines) == 1, f"expected one pip line:\n{out}"
-    assert all(p in lines[0] for p in packages), f"{packages} not all in {lines[0]}"
+    _assert_pinned(lines[0], packages)
+
+
+def _assert_pinned(words, packages):
+    """Each of `packages` is in the pip line `words` at its tools/requirements.txt pin."""
+    for p in packages:
+        want = requires.pins().get(p, p)
+        assert want in words, f"{want} not in {words}"
 
 
 def _assert_help_and_pip_line(r, *packages):
@@ -59,7 +69,7 @@ def _assert_help_and_pip_line(r, *packages):
     assert "Traceback" not in out, out
     lines = [line.split() for line in r.stdout.splitlines() if "-m pip install" in line]
     assert len(lines) == 1, f"expected one pip line:\n{out}"
-    assert all(p in lines[0] for p in packages), f"{packages} not all in {lines[0]}"
+    _assert_pinned(lines[0], packages)
     assert not r.stdout.lstrip().startswith("python3 -m pip") and "missing" in r.stdout, (
         f"expected the tool's description before the pip line:\n{out}")
 
@@ -104,7 +114,8 @@ def test_imported_check_raises():
         try:
             requires.check(os.path.join(TOOLS, "gguf_to_h5.py"), "yaml", "gguf")
         except ModuleNotFoundError as err:
-            assert err.name == "yaml" and "-m pip install pyyaml gguf" in str(err), str(err)
+            pinned = " ".join(requires.pins().get(p, p) for p in ("pyyaml", "gguf"))
+            assert err.name == "yaml" and f"-m pip install {pinned}" in str(err), str(err)
         else:
             raise AssertionError("no ModuleNotFoundError")
     finally:
@@ -112,8 +123,9 @@ def test_imported_check_raises():
             del os.environ[requires.MISSING_ENV]
         else:
             os.environ[requires.MISSING_ENV] = saved
-    assert requires.install_command(["pip", "numpy"]).endswith(" -m ensurepip --upgrade && "
-                                                               + requires.install_command(["numpy"]))
+    if not requires._externally_managed():  # else: a new virtual environment, which has pip
+        assert requires.install_command(["pip", "numpy"]).endswith(" -m ensurepip --upgrade && "
+                                                                   + requires.install_command(["numpy"]))
 
 
 def _package_modules() -> dict:
@@ -241,6 +253,37 @@ def test_wrappers_check_first():
                 f"tools/{f} --help:\n{r.stdout}{r.stderr}")
 
 
+def test_requirements_pinned():
+    pinned = requires.pins()
+    assert pinned, f"{requires.REQUIREMENTS}: no pins"
+    known = {v.lower() for v in requires.PIP.values()}
+    assert set(pinned) <= known, f"pinned but not in requires.PIP: {sorted(set(pinned) - known)}"
+    with open(os.path.join(TOOLS, "make_real_model.sh"), encoding="utf-8") as fh:
+        script = fh.read()
+    call = script[script.index('"$REPO/tools/requires.py" make_real_model.sh'):].split("||")[0]
+    checked = call.replace("\\\n", " ").split()[2:]
+    assert "gguf" in checked and "transformers" in checked, checked
+    unpinned = [requires.PIP[m] for m in checked if m != "pip" and requires.PIP[m].lower() not in pinned]
+    assert not unpinned, f"make_real_model.sh checks {unpinned}, which tools/requirements.txt does not pin"
+    assert requires.install_command(["gguf"]).endswith(" -m pip install " + pinned["gguf"])
+    with tempfile.TemporaryDirectory() as tmp:
+        bad = os.path.join(tmp, "requirements.txt")
+        for line in ("gguf>=0.19", "gguf", "gguf==0.19.0 --hash=sha256:00", "gguf==0.19.0; python_version>'3'"):
+            with open(bad, "w") as fh:
+                fh.write(f"# a comment\n\nnumpy==2.4.6  # kept\n{line}\n")
+            try:
+                requires.pins(bad)
+            except ValueError as err:
+                assert ":4:" in str(err), str(err)
+            else:
+                raise AssertionError(f"{line!r} accepted as an exact pin")
+        assert requires.pins(os.path.join(tmp, "none.txt")) == {}
+    root = os.path.dirname(TOOLS)
+    for doc in ("README.md", os.path.join("docs", "real_model.md")):
+        with open(os.path.join(root, doc), encoding="utf-8") as fh:
+            assert "-m pip install -r tools/requirements.txt" in fh.read(), f"{doc}: no pip line of tools/requirements.txt"
+
+
 def _run_all(tests) -> int:
     failed = 0
     for test in tests:
@@ -258,7 +301,8 @@ def _run_all(tests) -> int:
 
 
 TESTS = [test_make_real_model_checks_first, test_python_tool_checks_first, test_imported_check_raises,
-         test_checks_cover_imports, test_every_command_has_its_wrapper, test_wrappers_check_first]
+         test_checks_cover_imports, test_every_command_has_its_wrapper, test_wrappers_check_first,
+         test_requirements_pinned]
 
 if __name__ == "__main__":
     sys.exit(_run_all(TESTS))
