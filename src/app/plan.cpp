@@ -206,7 +206,9 @@ std::string describe_plan(const PlanInputs& in, const MemoryPlan& p) {
                     ? ": w of the edges and of one block's largest matrix (a tensor at a time), "
                       "one evaluation at a time\n"
                     : ": w of one block and of the edges, one evaluation at a time\n")
-             : ": w+ and w- of one block, the edges' w± for " +
+             : std::string(in.estimator == EstimatorKind::spsa
+                               ? ": w+ and w- of one block, the edges' w for "
+                               : ": w+ and the unperturbed w of one block, the edges' w for ") +
                    count(p.evaluations, "evaluation", "evaluations") + "\n")
      << "  activations  " << b(p.activations) << ": forward scratch, "
      << count(p.evaluations, "hidden state", "hidden states") << ", head, batches\n"
