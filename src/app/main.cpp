@@ -36,8 +36,8 @@
 namespace {
 
 const char* const kUsage =
-    "distzo - zeroth-order (MeZO / ZO2 / DistZO2) fine-tuning of OPT and Llama language models\n"
-    "(and Llama's kin: Qwen2, Qwen3, Mistral) and Gemma 3 text models\n"
+    "distzo - zeroth-order fine-tuning (MeZO's or FZOO's step, ZO2 / DistZO2 placement) of OPT\n"
+    "and Llama language models (and Llama's kin: Qwen2, Qwen3, Mistral) and Gemma 3 text models\n"
     "\n"
     "usage:\n"
     "  distzo run DECK.yaml              fine-tune as the deck says (docs/decks.md);\n"
