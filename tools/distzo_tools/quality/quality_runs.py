@@ -131,9 +131,10 @@ BUDGET = 2 * STEPS
 EVAL_EVALUATIONS = 200
 FZOO_N = 8
 # movies: 1e-4 and 3e-4 trailed MeZO-SGD at every equal evaluation count (dev loss and accuracy), and
-# a FZOO step spends 9 evaluations where MeZO's spends 2, so the grid reaches up to 3e-3.
+# a FZOO step spends 9 evaluations where MeZO's spends 2, so the grid reaches up to 3e-3; 1e-3 and
+# 3e-3 ended at the same dev accuracy (79.8 %), 1e-3 with the lower dev loss (0.436 vs 0.448).
 FZOO_LR_CANDIDATES = {"movies": (1e-4, 3e-4, 1e-3, 3e-3)}
-FZOO_LR = {}
+FZOO_LR = {"movies": 1e-3}
 
 
 def lr_tag(lr: float) -> str:
