@@ -59,11 +59,27 @@ TEST(Resume, AKeyInAllowChangesIsNotedInstead) {
 
 TEST(Resume, KeysThatDoNotChangeTheTrajectoryMayChange) {
   const io::Deck before = deck("  lr: 1e-3\n", "parallel:\n  perturbation: 1\n");
-  const io::Deck after = deck("  lr: 1e-3\n  queries: 2\n", "parallel:\n  perturbation: 2\n");
+  const io::Deck after = deck("  lr: 1e-3\n  eps: 1e-2\n", "parallel:\n  perturbation: 2\n");
   const app::ResumeChanges c = app::resume_changes(before, saved_state(), after, {}, kSame);
-  // optim.queries is the trajectory's, parallel.perturbation is not.
+  // optim.eps is the trajectory's, parallel.perturbation is not.
   EXPECT_EQ(c.refused,
-            std::vector<std::string>{"optim.queries: 1 in the checkpoint, 2 in the deck"});
+            std::vector<std::string>{"optim.eps: 0.001 in the checkpoint, 0.01 in the deck"});
+}
+
+TEST(Resume, TheEstimatorAndItsQueriesAreFixedForTheRunEvenWhenAllowed) {
+  // The seed log is one table of a row of `queries` scalars a step, read with
+  // the run's estimator: a change of either would make it unreadable.
+  const io::Deck before = deck("  lr: 1e-3\n");
+  for (const char* changed :
+       {"  lr: 1e-3\n  queries: 2\n", "  lr: 1e-3\n  estimator: one_sided\n  queries: 2\n"}) {
+    const app::ResumeChanges c = app::resume_changes(before, saved_state(), deck(changed),
+                                                     {"optim.queries", "optim.estimator"}, kSame);
+    EXPECT_TRUE(c.allowed.empty()) << changed;
+    ASSERT_FALSE(c.refused.empty()) << changed;
+    for (const std::string& r : c.refused)
+      EXPECT_NE(r.find("not even in checkpoint.allow_changes: the seed log"), std::string::npos)
+          << r;
+  }
 }
 
 TEST(Resume, HowThetaIsStoredIsPartOfTheTrajectory) {

@@ -150,9 +150,11 @@ int replay(const std::vector<std::string>& args) {
     DISTZO_REQUIRE(digest == source.parameter_digest,
                    "replay: θ after step " << steps << " has digest " << digest << ", but "
                                            << source_path << " recorded " << source.parameter_digest
-                                           << " (a run resumed with a changed "
-                                              "optim.weight_decay is not replayable: the seed "
-                                              "log records lr per step, not the decay)");
+                                           << " (a run resumed with a changed optim.seed, "
+                                              "optim.distribution or optim.weight_decay is not "
+                                              "replayable: its checkpoint records the z of its "
+                                              "last resume for every step, and the decay not "
+                                              "at all)");
     std::cout << "replay: the digest equals the one " << source_path << " recorded\n";
   }
   return 0;

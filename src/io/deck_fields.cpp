@@ -286,7 +286,8 @@ const std::vector<Field>& fields() {
         key_list("checkpoint", "allow_changes", member(c, &CheckpointSection::allow_changes),
                  &resume_keys, "keys of the trajectory (below)",
                  "the keys a resume may change on purpose (each is logged); any other change "
-                 "from the checkpoint's deck is an error"),
+                 "from the checkpoint's deck is an error; `optim.estimator` and `optim.queries` "
+                 "never change within a run (the seed log's shape)"),
         path("checkpoint", "resume", member(c, &CheckpointSection::resume), false,
              "empty, `latest`, or an existing file",
              "empty = fresh start; a checkpoint file to continue from; `latest` = the newest "

@@ -155,6 +155,16 @@ deck v_seed_again 50 v 'checkpoint:' '  resume: latest'
 sed -i 's/lr: 1.0e-3/lr: 5.0e-4/; s/queries: 1/queries: 1\n  seed: 7/' v_seed_again.yaml
 "$DISTZO" run v_seed_again.yaml > v8.log 2>&1 || { cat v8.log; fail "the checkpoint of a run resumed with another seed does not resume"; }
 pass "a resume with an allowed seed change records the new seed, and resumes again from it"
+# The estimator and its queries are fixed for a run (the seed log is one table
+# of a row of q scalars a step): a resume refuses a change even when listed
+# (it used to run and write a checkpoint that did not read back).
+deck v_queries 60 v 'checkpoint:' '  resume: latest' '  allow_changes: [optim.queries]'
+sed -i 's/lr: 1.0e-3/lr: 5.0e-4/; s/queries: 1/queries: 2\n  seed: 7/' v_queries.yaml
+if "$DISTZO" run v_queries.yaml > vq.log 2>&1; then fail "a resume that changes optim.queries ran"; fi
+grep -q "optim.queries: 1 in the checkpoint, 2 in the deck (not even in checkpoint.allow_changes" vq.log ||
+  fail "queries change message: $(cat vq.log)"
+! ls v/ckpt-000060.h5 > /dev/null 2>&1 || fail "the refused resume wrote a checkpoint"
+pass "a resume refuses a change of optim.queries even in allow_changes, naming why"
 
 # optim.steps: 0 only evaluates: one evaluation, no checkpoint of the
 # unchanged model, the accuracy said as such (it evaluated twice and wrote a
