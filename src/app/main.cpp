@@ -115,9 +115,14 @@ bool answers_without_runtime(const std::vector<std::string>& args, int& status) 
     status = 0;
     return true;
   }
-  if (args.empty() || asks_help || (args[0] == "help" && args.size() == 1)) {
+  if (asks_help || (!args.empty() && args[0] == "help" && args.size() == 1)) {
     std::cout << kUsage;
-    status = args.empty() ? 1 : 0;
+    status = 0;
+    return true;
+  }
+  if (args.empty()) {  // a misuse, like a command without its arguments
+    std::cerr << "distzo: error: no command\n" << kUsage;
+    status = 2;
     return true;
   }
   if (args[0] == "help") {  // help TOPIC

@@ -265,6 +265,14 @@ Deck load_deck(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   std::ostringstream text;
   if (!(text << in.rdbuf()) && size != 0) throw Error(path + ": cannot read the deck");
+  // YAML is text: a NUL byte means a binary file (a model or dataset given
+  // by mistake), which the YAML parser would report as a stray escape.
+  if (text.str().find('\0') != std::string::npos)
+    throw Error(path + ": cannot read the deck: a binary file, not YAML text" +
+                (text.str().rfind("\x89HDF\r\n\x1a\n", 0) == 0
+                     ? std::string(" (an HDF5 file: a model, checkpoint or dataset? A deck names "
+                                   "those under model.path and data.train)")
+                     : std::string()));
   Deck deck = parse_deck(text.str(), path);
   validate_files(deck);
   return deck;

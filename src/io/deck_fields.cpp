@@ -108,14 +108,15 @@ Field path(const char* section, const char* key, Member<S, std::string> m, bool 
 
 template <class S, class Enum>
 Field choice(const char* section, const char* key, Member<S, Enum> m,
-             std::vector<std::pair<const char*, Enum>> choices, std::string meaning) {
+             std::vector<std::pair<const char*, Enum>> choices, std::string meaning,
+             std::vector<std::pair<const char*, const char*>> hints = {}) {
   Field f(section, key);
   f.type = "enum";
   for (const auto& c : choices)
     f.allowed += (f.allowed.empty() ? "`" : ", `") + std::string(c.first) + "`";
   f.meaning = std::move(meaning);
-  f.read = [key, m, choices](const SectionReader& r, Deck& d) {
-    r.read_enum(key, m.of(d), choices);
+  f.read = [key, m, choices, hints](const SectionReader& r, Deck& d) {
+    r.read_enum(key, m.of(d), choices, hints);
   };
   f.write = [key, m, choices](const Deck& d) {
     for (const auto& c : choices)
@@ -251,7 +252,9 @@ const std::vector<Field>& fields() {
                           "how a step estimates the update from forward losses: `spsa` = MeZO's "
                           "two-sided L(θ ± εz_q), 2q evaluations; `one_sided` = FZOO's L(θ) and N "
                           "one-sided L(θ + εz_i), N + 1 evaluations, the step divided by the "
-                          "spread of the N losses (docs/perturbation.md)")),
+                          "spread of the N losses (docs/perturbation.md)",
+                          {{"fzoo", "FZOO's estimator is \"one_sided\""},
+                           {"mezo", "MeZO's estimator is \"spsa\""}})),
         trajectory(integer("optim", "queries", member(o, &O::queries), 1,
                            "directions z per step: SPSA's q (2q forward evaluations) or "
                            "one_sided's N (N + 1)",

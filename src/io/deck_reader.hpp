@@ -60,9 +60,12 @@ class SectionReader {
   /// Any scalar is a string; a required one must not be empty.
   void read_path(const char* key, std::string& out, bool required) const;
 
+  /// `hints`: (another name a user may write, as as_name() spells it; what
+  /// to tell them).
   template <class Enum>
   void read_enum(const char* key, Enum& out,
-                 const std::vector<std::pair<const char*, Enum>>& choices) const {
+                 const std::vector<std::pair<const char*, Enum>>& choices,
+                 const std::vector<std::pair<const char*, const char*>>& hints = {}) const {
     const YAML::Node* v = find(key);
     if (!v) return;
     std::vector<const char*> names;
@@ -76,8 +79,10 @@ class SectionReader {
         return;
       }
     }
-    fail_value(key,
-               "unknown value " + quoted(s) + suggestion(s, names) + "; allowed: " + join(names));
+    std::string hint = suggestion(s, names);
+    for (const auto& h : hints)
+      if (as_name(s) == h.first) hint = std::string(" (") + h.second + ")";
+    fail_value(key, "unknown value " + quoted(s) + hint + "; allowed: " + join(names));
   }
 
  private:

@@ -82,7 +82,20 @@ std::string display_key(const std::string& k) {
   return plain ? k : quoted(k);
 }
 
+std::string as_name(const std::string& word) {
+  std::string out = word;
+  for (char& c : out) {
+    c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    if (c == '-' || c == ' ') c = '_';
+  }
+  return out;
+}
+
 std::string suggestion(const std::string& word, const std::vector<const char*>& candidates) {
+  // Another spelling of a candidate ("one-at-a-time", "Spsa") is far in
+  // edits but plainly meant.
+  for (const char* c : candidates)
+    if (as_name(word) == c) return std::string(" (did you mean \"") + c + "\"?)";
   const char* best = nullptr;
   std::size_t best_distance = 3;
   for (const char* c : candidates) {

@@ -32,7 +32,11 @@ std::string quoted(const std::string& s);
 /// as they are, anything else quoted so the message stays on one line.
 std::string display_key(const std::string& k);
 
-/// " (did you mean "x"?)" for the closest candidate within 2 edits, else "".
+/// `word` as the name it may stand for: lower case, '-' and ' ' as '_'.
+std::string as_name(const std::string& word);
+
+/// " (did you mean "x"?)" for a candidate `word` spells otherwise (case,
+/// '-' or ' ' for '_'), else the closest within 2 edits, else "".
 std::string suggestion(const std::string& word, const std::vector<const char*>& candidates);
 
 /// Shortest text that reads back to the same double.

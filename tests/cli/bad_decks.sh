@@ -46,6 +46,9 @@ declare -A expect=(
   [21-unknown-storage]='bad_decks/21-unknown-storage.yaml:12: precision.storage: unknown value "bf32" (did you mean "fp32"?); allowed: fp32, bf16, fp16'
   [22-unknown-rounding]='bad_decks/22-unknown-rounding.yaml:13: precision.rounding: unknown value "stochastik" (did you mean "stochastic"?); allowed: stochastic, nearest'
   [23-longer-than-sliding-window]='mistral_train.h5: sequences of 12 tokens exceed the model'"'"'s sliding window of 10 positions: distzo has no windowed attention'
+  # Another spelling of a value, or a method's name from the literature: the value meant.
+  [24-estimator-by-paper-name]='bad_decks/24-estimator-by-paper-name.yaml:9: optim.estimator: unknown value "FZOO" (FZOO'"'"'s estimator is "one_sided"); allowed: spsa, one_sided'
+  [25-hyphenated-value]='bad_decks/25-hyphenated-value.yaml:12: placement.perturbed_weights: unknown value "one-at-a-time" (did you mean "one_at_a_time"?); allowed: together, one_at_a_time'
 )
 mkdir bad_decks
 cp "$HERE"/bad_decks/*.yaml bad_decks/
@@ -102,7 +105,11 @@ set +e; "$DISTZO" help decks > help_bad.out 2>&1; status=$?; set -e
 "$DISTZO" plan --help > plan_help.out
 head -n 1 plan_help.out | grep -qF 'usage: distzo plan DECK.yaml' && grep -qF -- '--gpus-per-node' plan_help.out ||
   fail "plan --help: $(head -n 3 plan_help.out)"
-pass "usage: --help, --version, help deck, each command's --help, unknown command"
+# distzo alone is a misuse like `distzo run` alone: the error and the usage on stderr, exit 2.
+set +e; "$DISTZO" > alone.out 2> alone.err; status=$?; set -e
+[ "$status" = 2 ] && [ ! -s alone.out ] && grep -qF "distzo: error: no command" alone.err &&
+  grep -qF "usage:" alone.err || fail "distzo alone: exit $status, stdout $(wc -c < alone.out) bytes, stderr: $(head -n 2 alone.err)"
+pass "usage: --help, --version, help deck, each command's --help, unknown command, no command"
 
 # inspect: a dataset file is described (task, sizes, label balance), not refused;
 # --digest of one is an error that says why. Errors about a user's file name
@@ -136,6 +143,12 @@ for cmd in run plan; do
   set +e; under_address_limit 1000000 "$DISTZO" "$cmd" huge.yaml > huge.out 2>&1; status=$?; set -e
   [ "$status" = 2 ] && grep -qF "huge.yaml: cannot read the deck: 50000126 bytes, more than a deck's 1048576 (1 MiB)" huge.out ||
     fail "$cmd of a 50 MB deck: status $status, $(head -c 300 huge.out)"
+done
+# A model file (binary, under 1 MiB) given as the deck: said so, not a YAML escape error.
+for cmd in run plan; do
+  set +e; "$DISTZO" "$cmd" model.h5 > binary.out 2>&1; status=$?; set -e
+  [ "$status" = 2 ] && grep -qF "model.h5: cannot read the deck: a binary file, not YAML text (an HDF5 file: a model, checkpoint or dataset?" binary.out ||
+    fail "$cmd of a model file as the deck: status $status, $(head -c 300 binary.out)"
 done
 { printf 'model: {path: model.h5}\ndata: {train: train.h5, micro_batch: 4}\noptim: {steps: 1, lr: 1.0e-3, schedule: '
   head -c 1000000 /dev/zero | tr '\0' y; printf '}\noutput: {dir: long}\n'; } > long_enum.yaml
