@@ -44,7 +44,8 @@ const char* const kUsage =
     "  step, for a deck or for a Hugging Face config.json of OPT, Llama, Qwen2, Qwen3,\n"
     "  Mistral or Gemma 3 (defaults: batch 1, seq 2048 or the model's positions (or\n"
     "  window), causal_lm, 2 candidates for classification, spsa, q 1, P 1, resident, K 0,\n"
-    "  prefetch 1, slots prefetch + 2, fp32, together, gemm inputs fp32). --device-gib G\n"
+    "  prefetch 1, slots prefetch + 2, the config's dtype (torch_dtype) else fp32, together,\n"
+    "  gemm inputs fp32). --device-gib G\n"
     "  also says whether the run fits a device of G GiB and the largest resident_blocks K\n"
     "  that does; the exit status is 1 when it does not fit. --gpus-per-node n adds the\n"
     "  sliced schedule of Placement II (every block offloaded, sliced over n GPUs): bytes\n"
@@ -339,11 +340,19 @@ PlanInputs inputs_from_config(const std::string& path, const Options& o,
       static_cast<int>(std::min<std::int64_t>(o.integer("--slots", 0, 0), INT32_MAX));
   const std::string slots = in.placement.slots_problem();
   if (!slots.empty()) throw Error("plan: --" + slots);
+  // θ is stored as the weights are (a bf16 checkpoint imports as bf16 and
+  // runs in it), unless --storage says otherwise.
+  const std::string dtype = io::hf_config_dtype(path);
+  const char* as_stored = dtype == "bfloat16" ? "bf16" : dtype == "float16" ? "fp16" : "fp32";
   try {
-    in.placement.storage = parse_storage_dtype(o.text("--storage", "fp32"));
+    in.placement.storage = parse_storage_dtype(o.text("--storage", as_stored));
   } catch (const Error& e) {
     throw Error(std::string("plan: --storage: ") + e.what());
   }
+  if (!o.has("--storage") && std::string(as_stored) != "fp32")
+    notes.push_back(std::string("θ is stored in ") + as_stored + " as the config's dtype (" +
+                    dtype +
+                    ") says: a run of its import would be (--storage fp32 to plan one in fp32)");
   in.placement.perturb_one_at_a_time = runtime::perturbs_one_at_a_time(
       o.text("--perturbed-weights", "together"), "plan: --perturbed-weights");
   const std::string gemm_inputs = o.text("--gemm-inputs", "fp32");

@@ -356,6 +356,13 @@ model::ModelConfig read_hf_config(const std::string& path) {
   return parse_hf_config(read_text(path), path);
 }
 
+std::string hf_config_dtype(const std::string& path) {
+  const JsonValue root = parse_json(read_text(path));
+  for (const char* key : {"dtype", "torch_dtype"})
+    if (const JsonValue* v = root.find(key); v && v->string()) return *v->string();
+  return "";
+}
+
 const ConfigFields& config_fields(model::Architecture a) {
   using model::ModelConfig;
   static const ConfigFields opt{{{"hidden_size", &ModelConfig::hidden_size},

@@ -38,6 +38,9 @@ bool is_hf_config_file(const std::string& path);
 
 /// Reads and parses a config.json file.
 model::ModelConfig read_hf_config(const std::string& path);
+/// The weights' dtype a config.json names ("torch_dtype", or transformers
+/// 5's "dtype"): "bfloat16", "float16", "float32", ...; "" when it names none.
+std::string hf_config_dtype(const std::string& path);
 /// The config.json of `config` (the keys its architecture needs; parses back to it).
 std::string hf_config_json(const model::ModelConfig& config);
 
