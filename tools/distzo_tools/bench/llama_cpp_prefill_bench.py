@@ -1,8 +1,8 @@
 """Prefill tokens/s of llama.cpp (llama-cpp-python) with logits at every
 position: the llama.cpp baseline next to perf/bench_forward.
 
-    python tools/llama_cpp_prefill_bench.py MODEL.gguf --batch 1 --seq 512 --reps 5 --threads 1
-    python tools/llama_cpp_prefill_bench.py MODEL.gguf --seq 64 --check-h5 MODEL.h5   # + logits vs transformers
+    python3 tools/llama_cpp_prefill_bench.py MODEL.gguf --batch 1 --seq 512 --reps 5 --threads 1
+    python3 tools/llama_cpp_prefill_bench.py MODEL.gguf --seq 64 --check-h5 MODEL.h5   # + logits vs transformers
 
 What is timed: one llama_decode of a llama_batch holding all B*T tokens
 (sequence b at positions 0..T-1, seq_id b) with the logits flag set on every

@@ -1,8 +1,8 @@
 """Write a seeded random OPT model as a distzo model file (for the benchmarks).
 
-    python tools/make_random_opt.py OUT.h5                    # OPT-125m shape, ~500 MB
-    python tools/make_random_opt.py OUT.h5 --preset small     # a few MB, for smoke tests
-    python tools/make_random_opt.py OUT.h5 --layers 2         # any field overridden
+    python3 tools/make_random_opt.py OUT.h5                    # OPT-125m shape, ~500 MB
+    python3 tools/make_random_opt.py OUT.h5 --preset small     # a few MB, for smoke tests
+    python3 tools/make_random_opt.py OUT.h5 --layers 2         # any field overridden
 
 The weights are transformers' own OPT initialisation (OPTForCausalLM(config)
 after torch.manual_seed(seed): N(0, init_std=0.02) matrices and embeddings,

@@ -1,7 +1,7 @@
 """Forward-pass tokens/s of transformers' OPTForCausalLM or LlamaForCausalLM on a
 distzo model file: the PyTorch baseline of perf/bench_forward.
 
-    python tools/torch_forward_bench.py MODEL.h5 --batch 8 --seq 128 --reps 5 --threads 1
+    python3 tools/torch_forward_bench.py MODEL.h5 --batch 8 --seq 128 --reps 5 --threads 1
 
 Loads the SAME .h5 (config from its hf_config_json attribute, weights assigned,
 lm_head tied to embed_tokens unless the file holds its own;

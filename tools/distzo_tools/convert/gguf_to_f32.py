@@ -1,6 +1,6 @@
 """Rewrite a GGUF file with every tensor dequantised to float32, for llama.cpp.
 
-    python tools/gguf_to_f32.py IN.gguf OUT.F32.gguf [--check-h5 MODEL.h5]
+    python3 tools/gguf_to_f32.py IN.gguf OUT.F32.gguf [--check-h5 MODEL.h5]
 
 Why: tools/make_real_model.sh gets SmolLM2-135M-Instruct as a Q4_1 GGUF and
 dequantises it to float32 for distzo (tools/gguf_to_h5.py). To time llama.cpp

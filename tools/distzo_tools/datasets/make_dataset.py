@@ -54,16 +54,16 @@ always exactly what the tokenizer gives for the prompt that was kept.
 
 Example (the demo's data, docs/demo.md):
 
-    python tools/make_dataset.py --vader vaderSentiment-3.3.2.tar.gz \\
+    python3 tools/make_dataset.py --vader vaderSentiment-3.3.2.tar.gz \\
         --tokenizer inputs/demo/tokenizer.json --out-dir inputs/demo \\
         --template '{text} It was {label} .' --labels terrible great \\
         --test-size 1000 --dev-size 500 --k-shot 256 --max-len 64 --seed 13
 
-    python tools/make_dataset.py --input SST-2/train.tsv --test-input SST-2/dev.tsv \\
+    python3 tools/make_dataset.py --input SST-2/train.tsv --test-input SST-2/dev.tsv \\
         --text-field sentence --label-field label --tokenizer opt-125m/tokenizer.json \\
         --template '{text} It was {label} .' --labels terrible great --k-shot 16
 
-    python tools/make_dataset.py --input RTE/train.jsonl --text-field premise \\
+    python3 tools/make_dataset.py --input RTE/train.jsonl --text-field premise \\
         --text2-field hypothesis --label-field label \\
         --label-values entailment not_entailment --labels Yes No \\
         --template '{text}\\nDoes this mean that "{text2}" is true? Yes or No?\\n{label}' ...
@@ -449,7 +449,7 @@ def run(args, argv) -> None:
     encoded = {name: encode_examples(tok, template, exs, candidates, label_texts, args.max_len) for name, exs in splits.items()}
     wanted = ["all"] if args.all_out else args.splits
     seq_len = max(len(e.ids) for name in wanted for e in encoded[name])
-    command = "python tools/make_dataset.py " + " ".join(shlex.quote(a) for a in (argv if argv is not None else sys.argv[1:]))
+    command = "python3 tools/make_dataset.py " + " ".join(shlex.quote(a) for a in (argv if argv is not None else sys.argv[1:]))
     for name in wanted:
         enc = encoded[name]
         counts = np.bincount([e.label for e in enc], minlength=K)

@@ -1,7 +1,7 @@
 """Reference points for a classification demo: what the pretrained model knows
 before fine-tuning, and what first-order training reaches with the same budget.
 
-    python tools/demo_baselines.py inputs/demo/model.h5 \
+    python3 tools/demo_baselines.py inputs/demo/model.h5 \
         --train inputs/demo/train.h5 --dev inputs/demo/dev.h5 --test inputs/demo/test.h5
 
 Prints, for the dev and the test file (docs/demo.md quotes them):

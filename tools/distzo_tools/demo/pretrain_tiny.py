@@ -32,7 +32,7 @@ Steps (all seeded; single-process, CPU):
     OUT/tokenizer.json, OUT/pretrain_log.csv (step, train loss, dev-text loss).
 
     pip download vaderSentiment==3.3.2 --no-binary :all: --no-deps -d /tmp/vader
-    python tools/pretrain_tiny.py --vader /tmp/vader/vaderSentiment-3.3.2.tar.gz --out inputs/demo
+    python3 tools/pretrain_tiny.py --vader /tmp/vader/vaderSentiment-3.3.2.tar.gz --out inputs/demo
 
 The defaults make the committed inputs/demo/model.h5 (2 layers, hidden 128,
 4 heads, FFN 512, vocabulary 4096, 64 positions: 929,536 parameters, 3.7 MB),

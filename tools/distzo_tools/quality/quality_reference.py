@@ -1,8 +1,8 @@
 """The quality table's references that distzo does not run: a linear probe on
 the frozen model and first-order fine-tuning (docs/quality.md).
 
-    python tools/quality_reference.py probe    DECK --test TEST.h5 --out DIR
-    python tools/quality_reference.py finetune DECK --test TEST.h5 --out DIR --lr 1e-5 [--epochs 3]
+    python3 tools/quality_reference.py probe    DECK --test TEST.h5 --out DIR
+    python3 tools/quality_reference.py finetune DECK --test TEST.h5 --out DIR --lr 1e-5 [--epochs 3]
 
 Both read a distzo deck (model.path, data.train, data.eval = the dev set,
 data.micro_batch, data.shuffle_seed, optim.seed; --set SECTION.KEY=VALUE

@@ -10,9 +10,9 @@ The reference for docs/formats.md ("Parameter digest") and src/core/digest.hpp:
     file_digest(path)                   the digest of a distzo model or checkpoint file
                                         (numpy + h5py; equals `distzo inspect FILE --digest`)
 
-    python tools/digest_reference.py FILE.h5 ...               # one hex digest per file
-    python tools/digest_reference.py --check DISTZO FILE.h5 ...  # compare with `DISTZO inspect --digest`
-    python tools/digest_reference.py --known-answers           # the values tests/test_digest.cpp pins
+    python3 tools/digest_reference.py FILE.h5 ...               # one hex digest per file
+    python3 tools/digest_reference.py --check DISTZO FILE.h5 ...  # compare with `DISTZO inspect --digest`
+    python3 tools/digest_reference.py --known-answers           # the values tests/test_digest.cpp pins
 
 The definition and --known-answers use the standard library only; reading a
 file needs numpy and h5py (tools/README.md).
@@ -212,9 +212,11 @@ def known_answers() -> str:
         lines.append(f"element_sum({dtype} words {', '.join(f'{w:#06x}' for w in words)}) = "
                      f"{element_sum(words, 0, dtype):#018x}")
     two_byte = [("model.decoder.layers.0.fc1.weight", (3, 4), element_sum(words + [0] * 5, 0, "bf16"))]
-    lines.append(f"digest of fc1.weight (3, 4) in bf16, those words then five 0 = {hex_digest(fold(two_byte))}")
-    lines.append(f"digest = {hex_digest(fold(records))}")
-    lines.append(f"digest of no tensors = {hex_digest(fold([]))}")
+    # digests as distzo prints them (inspect --digest, checkpoints): 16 hex digits, no 0x
+    as_printed = "(16 hex digits, as distzo inspect --digest prints a digest)"
+    lines.append(f"digest of fc1.weight (3, 4) in bf16, those words then five 0 = {hex_digest(fold(two_byte))}  {as_printed}")
+    lines.append(f"digest = {hex_digest(fold(records))}  {as_printed}")
+    lines.append(f"digest of no tensors = {hex_digest(fold([]))}  {as_printed}")
     return "\n".join(lines)
 
 

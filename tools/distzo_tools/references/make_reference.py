@@ -2,11 +2,11 @@
 
 THE FILES THIS WRITES ARE GENERATED. NEVER EDIT THEM BY HAND. Regenerate with
 
-    python tools/make_reference.py --out tests/data
+    python3 tools/make_reference.py --out tests/data
 
 and check that the committed fixtures still match what this script produces with
 
-    python tools/make_reference.py --out tests/data --check
+    python3 tools/make_reference.py --out tests/data --check
 
 For each tiny random OPT, Llama(-like) and Gemma 3 model below it writes
 
@@ -464,7 +464,7 @@ def write_reference(path: str, name: str, arch: str, seed: int, model, data: dic
         formats.write_string_attr(f.attrs, "distzo_format", "reference")
         formats.write_string_attr(f.attrs, "model", name + ".model.h5")
         formats.write_string_attr(f.attrs, "generator", "tools/make_reference.py (generated, never edit by hand)")
-        formats.write_string_attr(f.attrs, "regenerate", "python tools/make_reference.py --out tests/data")
+        formats.write_string_attr(f.attrs, "regenerate", "python3 tools/make_reference.py --out tests/data")
         formats.write_string_attr(f.attrs, "transformers_version", transformers.__version__)
         formats.write_string_attr(f.attrs, "torch_version", torch.__version__)
         formats.write_string_attr(f.attrs, "attn_implementation", "eager")

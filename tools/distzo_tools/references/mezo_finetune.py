@@ -1,8 +1,8 @@
 """Fine-tune with the PyTorch MeZO or FZOO reference, from a distzo deck: the
 baseline curve next to distzo's.
 
-    python tools/mezo_finetune.py inputs/demo.yaml --out out/mezo-demo
-    python tools/mezo_finetune.py inputs/demo.yaml --out out/mezo-s2 --set optim.seed=2
+    python3 tools/mezo_finetune.py inputs/demo.yaml --out out/mezo-demo
+    python3 tools/mezo_finetune.py inputs/demo.yaml --out out/mezo-s2 --set optim.seed=2
 
 reads the same deck `distzo run` reads (model.path, data.train, data.eval,
 data.micro_batch, data.shuffle_seed, optim.steps/lr/schedule/warmup_steps/eps/

@@ -54,7 +54,7 @@ position_ids_from_mask explicitly (with_positions).
 
 Benchmark (what perf/run_benchmarks.sh runs):
 
-    python tools/mezo_reference.py --bench --model MODEL.h5 --batch 8 --seq 128 \\
+    python3 tools/mezo_reference.py --bench --model MODEL.h5 --batch 8 --seq 128 \\
         --steps 3 --threads 1
 
 prints steps/s and tokens/s (tokens = batch*seq per step; each step is two

@@ -10,8 +10,8 @@ binary32 result (binary64 has at least 2*24 + 2 bits: double rounding is
 innocuous), so f32(a * b) here is exactly C++'s float a * b. No fused
 multiply-add appears in the recipe, so none needs emulating.
 
-    python tools/z_reference.py --write-kat tests/data/z_recipe2.kat
-    python tools/z_reference.py --check-kat tests/data/z_recipe2.kat
+    python3 tools/z_reference.py --write-kat tests/data/z_recipe2.kat
+    python3 tools/z_reference.py --check-kat tests/data/z_recipe2.kat
 
 write or check the known answers that tests/test_perturbation.cpp reads.
 
@@ -21,8 +21,8 @@ rounding with its random word rounding_bits(seed, step, param_id, element)
 src/core/storage_dtype.hpp) are here too, in exact rational arithmetic on the
 values (the C++ works on the bits, so the two are independent derivations):
 
-    python tools/z_reference.py --write-storage-kat tests/data/storage_rounding.kat
-    python tools/z_reference.py --check-storage-kat tests/data/storage_rounding.kat
+    python3 tools/z_reference.py --write-storage-kat tests/data/storage_rounding.kat
+    python3 tools/z_reference.py --check-storage-kat tests/data/storage_rounding.kat
 """
 
 from __future__ import annotations
@@ -91,7 +91,7 @@ def fit_coefficients():
       cos(pi/4 y) = 1 + t * (C2 + C4 t + C6 t^2 + C8 t^3)    max error 1.9e-10
       log((1+f)/(1-f)) = 2f * (1 + L3 s + L5 s^2 + L7 s^3), s = f^2   2.4e-10
     Returns {name: float}; tools/z_reference.py checks the constants below
-    against it (python tools/z_reference.py --check-constants)."""
+    against it (python3 tools/z_reference.py --check-constants)."""
     def solve(a, b):
         n = len(b)
         m = [row[:] + [b[i]] for i, row in enumerate(a)]
