@@ -133,7 +133,10 @@ FZOO_N = 8
 # movies: 1e-4 and 3e-4 trailed MeZO-SGD at every equal evaluation count (dev loss and accuracy), and
 # a FZOO step spends 9 evaluations where MeZO's spends 2, so the grid reaches up to 3e-3; 1e-3 and
 # 3e-3 ended at the same dev accuracy (79.8 %), 1e-3 with the lower dev loss (0.436 vs 0.448).
-FZOO_LR_CANDIDATES = {"movies": (1e-4, 3e-4, 1e-3, 3e-3)}
+# The other tasks start from movies' two best lrs; one that wins at the grid's edge extends it (a
+# choice at the edge of a grid is not a choice).
+FZOO_LR_CANDIDATES = {"movies": (1e-4, 3e-4, 1e-3, 3e-3), "amazon": (1e-3, 3e-3), "tweets": (1e-3, 3e-3),
+                      "nyt": (1e-3, 3e-3)}
 FZOO_LR = {"movies": 1e-3}
 
 
