@@ -290,7 +290,9 @@ def test_quality_estimators_logic():
     assert qt.verdict(594, 1998, 9, 0.835, None) == "open"
     # names: the plan's and what else is in the records
     r = qt.estimator_run("movies", "fzoo-n8-lr3e-4-s2-third")
-    assert (r.queries, r.per_step, r.lr, r.seed, r.third) == (8, 9, 3e-4, 2, True)
+    assert (r.queries, r.per_step, r.lr, r.seed, r.third, r.reference) == (8, 9, 3e-4, 2, True, False)
+    r = qt.estimator_run("movies", "torch-fzoo-n8-lr1e-3-s1-third")
+    assert (r.family, r.queries, r.lr, r.third, r.reference) == ("torch-fzoo", 8, 1e-3, True, True)
     assert qt.estimator_run("movies", "distzo-lr1e-5-s1") is None
     print("quality estimators: first reach, verdict: OK")
 
@@ -365,6 +367,14 @@ def test_quality_estimators_table():
                 assert f"FZOO lr {bad:g} declared, {good:g} is better" in str(e), e
             qr.FZOO_LR["movies"] = good
             row = _rows(qt.estimators_tables(res), "| movies |")[0]
+            assert f"**{good:g} 81.0 %**" in row[3] and row[4] == "396 (step 44)" and row[-1] == "open", row
+            # the PyTorch reference at another lr, better on dev: shown, never chosen or judged
+            _fake_run(out, "movies", f"torch-fzoo-n{qr.FZOO_N}-lr{qr.lr_tag(bad)}-s1-third",
+                      [(s, 0.5, 0.83) for s in (0, 22, 44, 66, 74)])
+            text = qt.estimators_tables(res)
+            torch_row = _rows(text, f"| movies/torch-fzoo-n8-lr{qr.lr_tag(bad)}-s1-third |")[0]
+            assert torch_row[1] == f"FZOO in PyTorch (N = 8), lr {bad:g}" and torch_row[-1] == "reference", torch_row
+            row = _rows(text, "| movies |")[0]
             assert f"**{good:g} 81.0 %**" in row[3] and row[4] == "396 (step 44)" and row[-1] == "open", row
 
             # the whole budget, carried on: test above MeZO-SGD's mean meets the goal, below does not

@@ -402,8 +402,9 @@ def tables(res: Results, paths: qr.Paths) -> str:
 # micro-batch to MeZO-SGD's step-STEPS dev accuracy, and test accuracy at its budget of them.
 
 # an estimator run's name (quality_runs.fzoo_run): family, N, lr, seed, a third of the budget or all of it
-ESTIMATOR_NAME = re.compile(r"(fzoo)-n(\d+)-lr(\d(?:\.\d+)?e[-+]?\d+)-s(\d+)(-third)?")
-ESTIMATOR_LABEL = {"fzoo": "FZOO"}
+# (torch-fzoo: the PyTorch reference of FZOO, quality_runs.torch_fzoo_run: a comparison, never a choice)
+ESTIMATOR_NAME = re.compile(r"(fzoo|torch-fzoo)-n(\d+)-lr(\d(?:\.\d+)?e[-+]?\d+)-s(\d+)(-third)?")
+ESTIMATOR_LABEL = {"fzoo": "FZOO", "torch-fzoo": "FZOO in PyTorch"}
 SPSA_EVALUATIONS = 2  # MeZO-SGD (spsa, one query): L(θ + εz) and L(θ − εz) a step
 THIRD = qr.BUDGET / 3  # the goal: the target in at most this many forward evaluations
 NOT_MADE = "not made"
@@ -429,6 +430,11 @@ class EstimatorRun:
     @property
     def label(self) -> str:
         return f"{ESTIMATOR_LABEL[self.family]} (N = {self.queries})"
+
+    @property
+    def reference(self) -> bool:
+        """A reference implementation's run: shown beside distzo's, never chosen or judged."""
+        return self.family.startswith("torch-")
 
 
 def estimator_run(task: str, name: str):
@@ -567,15 +573,18 @@ def estimators_tables(res: Results) -> str:
             label = f"{task}/{r.name}"
             c = evaluation_curve(res, task, r.name, r.per_step)
             if c is None:
-                run_rows.append(f"| {label} | {r.label}, lr {r.lr:g} | {NOT_MADE} | | | | | | open |")
-                run_verdict[r.name] = ("open", None, None)
+                v = "reference" if r.reference else "open"
+                run_rows.append(f"| {label} | {r.label}, lr {r.lr:g} | {NOT_MADE} | | | | | | {v} |")
+                run_verdict[r.name] = (v, None, None)
                 continue
             p = first_reach(c, target[0]) if target else None
             wall = wall_to(res, task, r.name, p[1]) if p else None
             test = None if r.third else res.test_of(task, r.name)
             test = test[0] if test else None
             whole_curve = not r.third and c[0][1] == 0  # else its third-budget record is missing
-            if target is None or (not r.third and not whole_curve):
+            if r.reference:
+                v = "reference"
+            elif target is None or (not r.third and not whole_curve):
                 v = "open"
             else:
                 v = verdict(p[0] if p else None, c[-1][0], r.per_step, test, ref if not r.third else None)
@@ -588,7 +597,7 @@ def estimators_tables(res: Results) -> str:
         fzoo_lr = qr.FZOO_LR.get(task)
         grid = []
         for r in runs:
-            if r.third and r.seed == 1:
+            if r.third and r.seed == 1 and not r.reference:
                 c = evaluation_curve(res, task, r.name, r.per_step)
                 grid.append((f"{r.lr:g}", c[-1][3] if c else None, c[-1][2] if c else None))
         chosen = DASH if fzoo_lr is None else f"{fzoo_lr:g}"
@@ -601,7 +610,7 @@ def estimators_tables(res: Results) -> str:
         if fzoo_lr is not None:
             for third in (False, True):
                 run = next((r for r in runs if r.lr == fzoo_lr and r.seed == 1 and r.third == third
-                            and res.done(task, r.name)), None)
+                            and not r.reference and res.done(task, r.name)), None)
                 if run:
                     v, p, test = run_verdict[run.name]
                     c = evaluation_curve(res, task, run.name, run.per_step)
@@ -649,7 +658,9 @@ def estimators_tables(res: Results) -> str:
         "to the steps (its dev evaluations and its test evaluation included; a whole-budget run's adds its "
         "third-budget run's), on the machine that made it. The verdict of a task is its chosen lr's seed-1 "
         "run's (the whole budget's where made); MeZO-SGD's test accuracy is the main table's (mean over its "
-        "seeds).\n" + ("\n![dev accuracy against forward evaluations, MeZO-SGD and the estimators]"
+        "seeds). \"FZOO in PyTorch\" is tools/mezo_finetune.py's FZOO on the same deck (model file, batches, "
+        "N, ε, Rademacher z, lr) at the chosen lr: its curve beside distzo's says whether a gain is the "
+        "method's.\n" + ("\n![dev accuracy against forward evaluations, MeZO-SGD and the estimators]"
                        "(quality-estimators.png)\n" if any_estimator_made(res) else ""))
 
 
