@@ -6,6 +6,7 @@
 #include <iostream>
 
 #include "app/options.hpp"
+#include "app/seed_log_replay.hpp"
 #include "core/error.hpp"
 #include "io/checkpoint.hpp"
 #include "io/deck.hpp"
@@ -110,23 +111,13 @@ int replay(const std::vector<std::string>& args) {
 
   const Clock::time_point t0 = Clock::now();
   Clock::time_point last_line = t0;
-  std::int64_t updates = 0;
-  for (std::int64_t i = 0; i < steps; ++i) {
-    const io::SeedLogEntry& e = source.seed_log[static_cast<std::size_t>(i)];
-    if (e.g.empty()) continue;  // a skipped step changed nothing
-    PendingUpdate u;
-    u.active = true;
-    u.step = e.step;
-    u.lr = e.lr;
-    u.weight_decay = deck.optim.weight_decay;
-    u.g = e.g;
-    engine.flush(source.z, u);
-    ++updates;
-    if (Clock::now() - last_line > std::chrono::seconds(10)) {
-      last_line = Clock::now();
-      std::cout << "replay: step " << i + 1 << " of " << steps << "\n" << std::flush;
-    }
-  }
+  const std::int64_t updates = apply_seed_log(
+      engine, source.z, source.seed_log, 0, steps, deck.optim.weight_decay, [&](std::int64_t i) {
+        if (Clock::now() - last_line > std::chrono::seconds(10)) {
+          last_line = Clock::now();
+          std::cout << "replay: step " << i + 1 << " of " << steps << "\n" << std::flush;
+        }
+      });
   const std::string digest = engine.parameter_digest();
   const double seconds = std::chrono::duration<double>(Clock::now() - t0).count();
 
