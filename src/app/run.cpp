@@ -15,6 +15,7 @@
 #include "app/blas_threads.hpp"
 #include "app/deck_config.hpp"
 #include "app/format.hpp"
+#include "app/log_checkpoints.hpp"
 #include "app/memory_limit.hpp"
 #include "app/plan.hpp"
 #include "app/progress.hpp"
@@ -123,6 +124,18 @@ void load_theta(runtime::ParameterStore& store, const io::ModelReader& file, Hel
       file.read(id, dst);
     });
   meter.update(bytes.total(), bytes.total());
+}
+
+/// Collective: a log-only checkpoint resumed brings θ, loaded from its
+/// source, to the log's step (app/log_checkpoints.hpp); run.log says how.
+void rebuild_theta(zo::Engine& engine, Inputs& inputs, const runtime::Communicator& world,
+                   HeldLines& held, double progress_seconds) {
+  if (!inputs.choice.log_only()) return;
+  collectively(world, [&] {
+    inputs.notes.push_back(rebuild_at_log_step(
+        engine, inputs.choice, inputs.state, inputs.log_z, inputs.log_weight_decay,
+        [&](const std::string& line) { held.print(line); }, progress_seconds));
+  });
 }
 
 /// The first lines of run.log: the run, its id, the notes of loading it and
@@ -291,6 +304,7 @@ void run(const RunOptions& options, const runtime::Communicator& world) {
   runtime::ParameterStore& store = *store_owner;
   zo::Engine& engine = *engine_owner;
   if (options.faults.poison_released_slots) runtime::poison_released_slots(engine.streamer());
+  rebuild_theta(engine, inputs, world, held, progress_seconds);
 
   const bool root = world.rank() == 0;
   // The run's identity: a resumed run keeps its checkpoint's, a fresh one
