@@ -232,6 +232,11 @@ void run(const RunOptions& options, const runtime::Communicator& world) {
   Inputs inputs;
   double progress_seconds = kProgressInterval;
   collectively(world, [&] {
+    if (const std::string shortfall = reading_shortfall(
+            "the model and the datasets",
+            "the run needs more (`distzo plan " + options.deck_path + "` predicts it)");
+        !shortfall.empty())
+      throw Error(shortfall);
     inputs = load_inputs(options.deck_path, world);
     progress_seconds = progress_interval();
   });
