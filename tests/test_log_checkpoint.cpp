@@ -1,7 +1,8 @@
 // Log-only checkpoints (log-STEP.h5: the training state without θ): what
 // they hold and how large they are, where a resume takes θ from (a full
 // checkpoint of the run whose seed log the log continues, else the run's base
-// model, checked), and their rotation. The resume itself, bit for bit, is
+// model, checked), that θ rebuilt must reach the digest the log recorded, and
+// their rotation. The resume itself, bit for bit, is
 // tests/cli/log_checkpoints.sh.
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -14,11 +15,15 @@
 
 #include "app/log_checkpoints.hpp"
 #include "app/run_directory.hpp"
+#include "app/seed_log_replay.hpp"
 #include "core/error.hpp"
 #include "io/checkpoint.hpp"
 #include "io/deck.hpp"
 #include "io/model_file.hpp"
+#include "model/batch.hpp"
+#include "runtime/parameter_store.hpp"
 #include "support/expect_error.hpp"
+#include "zo/engine.hpp"
 
 namespace {
 
@@ -172,6 +177,53 @@ TEST(LogCheckpoint, ThetaComesFromTheRunsNewestFullCheckpointItContinues) {
                             "model.path " + kOtherModel + " has digest " + other +
                             ": not that model",
                         app::resume_log(path, kOtherModel, "", notes));
+}
+
+/// θ of the tiny model in float32, with the engine whose flush replay uses.
+struct TinyTheta {
+  explicit TinyTheta(const io::ModelReader& model)
+      : store(model.info().registry, runtime::PlacementConfig{}),
+        engine(model.info().config, store, zo::EvaluationPlan::make(1, 1, 0),
+               model::BatchShape{model::Task::causal_lm, 1, 1, 0}) {
+    store.fill([&](std::uint32_t id, real* dst) { model.read(id, dst); });
+  }
+  runtime::ParameterStore store;
+  zo::Engine engine;
+};
+
+TEST(LogCheckpoint, ThetaRebuiltMustReachTheRecordedDigest) {
+  const TempDir tmp;
+  const io::ModelReader model(kModel);
+  io::TrainingState log = state_after(5, "ours");
+  {
+    TinyTheta run(model);  // the run's θ after its 5 steps (no weight decay)
+    app::apply_seed_log(run.engine, log.z, log.seed_log, 0, 5, 0.0, [](std::int64_t) {});
+    log.parameter_digest = run.engine.parameter_digest();
+  }
+  const app::ResumeChoice choice{write_log(tmp.path, log), kModel, 0, log.base_model_digest};
+  std::vector<std::string> lines;
+  const auto print = [&](const std::string& line) { lines.push_back(line); };
+  {
+    TinyTheta theta(model);
+    const std::string said = app::rebuild_at_log_step(
+        theta.engine, choice, io::read_training_state(choice.path), log.z, 0.0, print, 0);
+    EXPECT_NE(said.find("the run's base model " + kModel +
+                        ", then steps 1 to 5 of its seed log replayed (5 updates, 0 skipped)"),
+              std::string::npos)
+        << said;
+    EXPECT_EQ(theta.engine.parameter_digest(), log.parameter_digest);
+    EXPECT_FALSE(lines.empty());  // progress every row at interval 0, the last included
+  }
+  // One row changed, its checksums made again by distzo's own writer: the
+  // file reads back whole, but θ rebuilt from it is not the recorded one.
+  io::TrainingState altered = log;
+  altered.seed_log[2].g = {9.0};
+  write_log(tmp.path, altered);
+  TinyTheta theta(model);
+  EXPECT_ERROR_CONTAINS(
+      "but " + choice.path + " recorded " + log.parameter_digest + ": not resumed",
+      app::rebuild_at_log_step(theta.engine, choice, io::read_training_state(choice.path), log.z,
+                               0.0, print, 0));
 }
 
 TEST(LogCheckpoint, RotationKeepsTheRunsNewestAndMovesAnotherRunsAside) {
