@@ -8,8 +8,8 @@
 # bf16 + stochastic rounding, 1 rank and P = 2 x D = 2, resumed at another
 # OPENBLAS_NUM_THREADS; an explicit `resume: DIR/log-STEP.h5`; inspect and
 # replay of a log file; its size. Refusals: another base model (and a missing
-# one), a log whose digest the replay does not reach, a damaged log (named:
-# refused; latest: passed over), another run's log.
+# one), a log whose digest the replay does not reach, a change of storage, a
+# damaged log (named: refused; latest: passed over), another run's log.
 source "$(dirname "$0")/lib.sh" "$@"
 STEPS=8
 BASE=$TEST_DATA/../../inputs/demo/model.h5
@@ -170,6 +170,15 @@ mv wd/ckpt-000004.h5.aside wd/ckpt-000004.h5
 launch wd 1 1
 grep -q "θ rebuilt for wd/log-000006.h5: wd/ckpt-000004.h5 (step 4), then steps 5 to 6" wd/run.log || fail "wd: $(grep -m1 rebuilt wd/run.log)"
 pass "a log whose recorded digest the replay does not reach is refused; from the full checkpoint it resumes"
+
+# A log's rows were rounded in its run's storage: a resume from it into
+# another is refused, even when allowed (a full checkpoint converts).
+setup fp32 1 1 3 one_sided 'precision:' '  storage: fp32' 'checkpoint:' '  resume: lone/log-000004.h5' \
+  '  allow_changes: [precision.storage]'
+if "$DISTZO" run fp32.yaml > fp32.log 2>&1; then fail "a bf16 log file resumed into fp32"; fi
+grep -q "fp32.yaml:[0-9]*: precision.storage: the log-only checkpoint lone/log-000004.h5 rebuilds θ in its run's bf16 with stochastic rounding" fp32.log ||
+  fail "storage change: $(cat fp32.log)"
+pass "a resume from a log file into another storage is refused, naming the key and the run's storage"
 
 # A damaged log file: named, refused; with latest, passed over for the one before.
 cp -r spsa_k damaged
