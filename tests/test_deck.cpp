@@ -130,6 +130,7 @@ TEST(Deck, FullDeckParsesEveryValue) {
   EXPECT_EQ(d.eval.interval, 1000);
   EXPECT_EQ(d.eval.max_examples, 872);
   EXPECT_EQ(d.checkpoint.interval, 2000);
+  EXPECT_EQ(d.checkpoint.log_interval, 250);
   EXPECT_EQ(d.checkpoint.keep, 4);
   EXPECT_EQ(d.checkpoint.resume, "latest");
   EXPECT_EQ(d.checkpoint.allow_changes, (std::vector<std::string>{"optim.lr", "data.train"}));
@@ -153,11 +154,11 @@ TEST(Deck, FullDeckParsesEveryValue) {
   EXPECT_EQ(d.origin.source, "full.yaml");
   EXPECT_EQ(d.origin.line("model"), 3);
   EXPECT_EQ(d.origin.line("optim.lr"), 13);
-  EXPECT_EQ(d.origin.line("parallel"), 35);
-  EXPECT_EQ(d.origin.line("parallel.perturbation"), 36);
-  EXPECT_EQ(d.origin.line("parallel.data"), 37);
-  EXPECT_EQ(d.origin.line("parallel.check_interval"), 38);
-  EXPECT_EQ(d.origin.where("parallel.data"), "full.yaml:37: parallel.data: ");
+  EXPECT_EQ(d.origin.line("parallel"), 36);
+  EXPECT_EQ(d.origin.line("parallel.perturbation"), 37);
+  EXPECT_EQ(d.origin.line("parallel.data"), 38);
+  EXPECT_EQ(d.origin.line("parallel.check_interval"), 39);
+  EXPECT_EQ(d.origin.where("parallel.data"), "full.yaml:38: parallel.data: ");
   for (const std::string& key : deck_keys()) EXPECT_TRUE(d.origin.written(key)) << key;
 }
 

@@ -61,6 +61,7 @@ zo::TrainerConfig trainer_config(const io::Deck& deck, bool evaluate, const ZSpe
   c.max_nonfinite = opt.max_nonfinite;
   c.eval_interval = deck.eval.interval;
   c.checkpoint_interval = deck.checkpoint.interval;
+  c.log_checkpoint_interval = deck.checkpoint.log_interval;
   c.check_interval = deck.parallel.check_interval;
   c.evaluate = evaluate;
   return c;

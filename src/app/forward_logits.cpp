@@ -57,6 +57,10 @@ int forward_logits(const std::vector<std::string>& args) {
   // once the memory check below has passed.
   const BlasThreads gemm = choose_blas_threads(1);
 
+  if (const std::string shortfall = reading_shortfall(
+          "the model and the input", "the forward pass needs more (its GEMM threads' buffers)");
+      !shortfall.empty())
+    DISTZO_INPUT_FAIL("forward: " << shortfall);
   const io::ModelReader reader(model_path);
   const io::ModelInfo& m = reader.info();
   const io::Hdf5File input(input_path, io::Hdf5File::Mode::read);

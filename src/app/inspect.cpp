@@ -96,23 +96,25 @@ bool two_byte_gemm_inputs(const io::TrainingState& state) {
   }
 }
 
-/// How the run that wrote a checkpoint stored θ, and what its datasets hold.
-std::string storage_line(const io::TrainingState& state, const io::ModelReader& reader) {
+/// How the run that wrote a checkpoint stored θ, and what its datasets hold
+/// (`reader` null: a log-only checkpoint, which holds none).
+std::string storage_line(const io::TrainingState& state, const io::ModelReader* reader) {
   std::string line = std::string("storage       θ held in ") + to_string(state.storage);
   if (state.storage != StorageDtype::fp32)
     line += std::string(", updates rounded ") +
             (state.rounding == Rounding::stochastic ? "stochastically" : "to nearest");
   if (two_byte_gemm_inputs(state))
     line += ", matrices multiplied as 2-byte words (precision.gemm_inputs: storage)";
-  if (reader.all_in(state.storage))
+  if (reader == nullptr) return line + "\n";
+  if (reader->all_in(state.storage))
     return line + " (the datasets hold θ's " +
            (state.storage == StorageDtype::fp32 ? "values" : "words") + ")\n";
   // An older distzo wrote a 2-byte θ's values decoded to float32.
-  if (reader.all_in(StorageDtype::fp32))
+  if (reader->all_in(StorageDtype::fp32))
     return line +
            " (the datasets hold its values decoded to float32, as distzo wrote a 2-byte "
            "θ before its checkpoints held words)\n";
-  return line + " (the datasets hold " + reader.describe_dtypes() + ")\n";
+  return line + " (the datasets hold " + reader->describe_dtypes() + ")\n";
 }
 
 /// The tokenizer files the file carries for the way back to Hugging Face.
@@ -135,8 +137,8 @@ std::string tokenizer_line(const io::ModelInfo& m, const std::string& path) {
 }
 
 /// Where a checkpoint stands: its step, run and z, its recorded digest, and
-/// how θ was stored.
-std::string checkpoint_lines(const io::TrainingState& state, const io::ModelReader& reader) {
+/// how θ was stored (`reader` null: a log-only checkpoint).
+std::string checkpoint_lines(const io::TrainingState& state, const io::ModelReader* reader) {
   // The estimator is the deck's (a checkpoint from before it existed: spsa).
   std::string estimator = "spsa";
   try {
@@ -165,6 +167,22 @@ std::string checkpoint_lines(const io::TrainingState& state, const io::ModelRead
   return os.str();
 }
 
+/// A log-only checkpoint (docs/formats.md): the training state, no θ.
+void inspect_log(const std::string& path, std::ostream& out) {
+  const io::TrainingState state = io::read_training_state(path);
+  std::int64_t skipped = 0;
+  for (const io::SeedLogEntry& e : state.seed_log) skipped += e.g.empty() ? 1 : 0;
+  out << "file          " << path << " (log-only checkpoint: distzo_format \"" << io::kSeedLogFormat
+      << "\", format " << io::kModelFormatVersion << "; the training state without θ)\n"
+      << checkpoint_lines(state, nullptr) << "seed log      " << state.seed_log.size() << " steps ("
+      << skipped << " skipped), " << state.queries
+      << " g per step: distzo/seed_log/{step,lr,loss,g}\n"
+      << "θ             not in this file: a resume (checkpoint.resume) rebuilds it from the "
+         "run's newest full checkpoint at or before step "
+      << state.step << " or its base model, and `distzo replay BASE.h5 " << path
+      << " -o OUT.h5` from the base model\n";
+}
+
 }  // namespace
 
 void inspect(const std::string& path, bool digest_only, std::ostream& out) {
@@ -177,6 +195,15 @@ void inspect(const std::string& path, bool digest_only, std::ostream& out) {
       inspect_dataset(path, out);
       return;
     }
+  }
+  if (io::distzo_format(path) == io::kSeedLogFormat) {
+    DISTZO_INPUT_REQUIRE(!digest_only,
+                         path << " is a log-only checkpoint: it holds no tensors to digest (the "
+                                 "digest it recorded of θ is on `distzo inspect "
+                              << path << "`'s `recorded` line; `distzo replay BASE.h5 " << path
+                              << " -o OUT.h5` rebuilds θ)");
+    inspect_log(path, out);
+    return;
   }
   // Tensors are read from the file on the host only: inspecting a model
   // never allocates in the execution space.
@@ -201,7 +228,7 @@ void inspect(const std::string& path, bool digest_only, std::ostream& out) {
               : ", " + human_bytes(4.0 * static_cast<double>(params)) + " as float32")
       << "\n"
       << tensors_line(reader) << tokenizer_line(m, path)
-      << (m.kind == "checkpoint" ? checkpoint_lines(io::read_training_state(path), reader)
+      << (m.kind == "checkpoint" ? checkpoint_lines(io::read_training_state(path), &reader)
                                  : std::string())
       << "digest        version " << kDigestVersion << " (--digest"
       << (reader.all_in(StorageDtype::fp32) ? "; over float32 tensors the same as version 2" : "")

@@ -58,18 +58,21 @@ const char* const kUsage =
     "                                    logits of the model on token ids\n"
     "  distzo replay BASE.h5 SOURCE.h5 -o OUT.h5 [--steps N]\n"
     "                                    θ after step N rebuilt from the base model and\n"
-    "                                    the checkpoint's seed log (no forward pass)\n"
+    "                                    the seed log of a checkpoint or log-only\n"
+    "                                    checkpoint (log-STEP.h5; no forward pass)\n"
     "  distzo help deck                  every deck key: type, default, allowed values\n"
     "  distzo --help | --version\n"
     "\n"
-    "FILE.h5 is a distzo model or checkpoint (docs/formats.md); convert Hugging Face\n"
-    "checkpoints with tools/hf_to_h5.py, GGUF files with tools/gguf_to_h5.py.\n";
+    "FILE.h5 is a distzo model or checkpoint (docs/formats.md); inspect also reads a\n"
+    "log-only checkpoint and a dataset. Convert Hugging Face checkpoints with\n"
+    "tools/hf_to_h5.py, GGUF files with tools/gguf_to_h5.py.\n";
 
 const char* const kInspectUsage =
     "usage: distzo inspect FILE.h5 [--digest]\n"
     "  a model or checkpoint: file kind, architecture, parameter count, storage,\n"
     "  the tokenizer it carries, and (a checkpoint) step, run, seed and base model,\n"
-    "  then the tensor table; a dataset file: task, sizes, label balance. --digest\n"
+    "  then the tensor table; a log-only checkpoint (log-STEP.h5): its training state\n"
+    "  and seed log; a dataset file: task, sizes, label balance. --digest\n"
     "  prints only the parameter digest (version 3, docs/formats.md). Reads on the\n"
     "  host only.";
 

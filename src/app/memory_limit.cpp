@@ -85,6 +85,20 @@ std::string blas_buffers_shortfall(int gemm_threads) {
   return s.str();
 }
 
+std::string reading_shortfall(const std::string& files, const std::string& more) {
+  const std::optional<double> limit = address_space_limit();
+  if (!limit || address_space_available(kMarginBytes)) return "";
+  const double in_use = address_space_in_use();
+  std::ostringstream s;
+  s << "the address-space limit of this process is " << ulimit_setting(*limit) << ": with "
+    << human_bytes(in_use) << " mapped (the libraries, MPI), less than "
+    << human_bytes(kMarginBytes) << " is left to read " << files
+    << " in (HDF5 dies of SIGSEGV when an allocation fails while it opens a file). Raise the "
+       "limit to at least "
+    << ulimit_setting(advised_limit(in_use + kMarginBytes)) << "; " << more;
+  return s.str();
+}
+
 std::string address_space_exhausted_note(const std::string& what) {
   const std::optional<double> limit = address_space_limit();
   if (!limit || what.find("address-space limit") != std::string::npos ||

@@ -25,6 +25,15 @@ std::string address_space_shortfall(const MemoryPlan& plan, int gemm_threads, bo
 /// check of a command whose other buffers are allocated (`distzo forward`).
 std::string blas_buffers_shortfall(int gemm_threads);
 
+/// Nothing when the process has no address-space limit or a margin (64
+/// MiB) of it is still unmapped, else the message: checked before a command
+/// reads its inputs (`files`, "the model and the datasets"), since HDF5 1.10
+/// dereferences an allocation that failed in H5Fopen (a SIGSEGV, seen with
+/// MPI started just under the limit). Every command needs this margin and
+/// more later (address_space_shortfall, blas_buffers_shortfall), so none
+/// that would fit is refused; `more` says so in the message.
+std::string reading_shortfall(const std::string& files, const std::string& more);
+
 /// For an error `what` raised under an address-space limit that leaves less
 /// than a margin (64 MiB) unmapped: a sentence saying that the limit is the
 /// likely cause (a library's allocation failed: HDF5 reports a failed read,

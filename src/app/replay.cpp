@@ -4,8 +4,10 @@
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
+#include <memory>
 
 #include "app/options.hpp"
+#include "app/seed_log_replay.hpp"
 #include "core/error.hpp"
 #include "io/checkpoint.hpp"
 #include "io/deck.hpp"
@@ -20,9 +22,10 @@ namespace {
 const char* const kUsage =
     "usage: distzo replay BASE.h5 SOURCE.h5 -o OUT.h5 [--steps N]\n"
     "  θ after step N (default: SOURCE's last) rebuilt from the base model BASE.h5 and the\n"
-    "  seed log of the checkpoint SOURCE.h5, with no forward pass: every update is a\n"
-    "  function of (seed, step, g, lr, weight decay), whatever the estimator and the\n"
-    "  layout of the run (docs/perturbation.md). OUT.h5 is a checkpoint of step N with\n"
+    "  seed log of SOURCE.h5, a checkpoint (ckpt-STEP.h5) or a log-only one (log-STEP.h5),\n"
+    "  with no forward pass: every update is a function of (seed, step, g, lr, weight\n"
+    "  decay), whatever the estimator and the layout of the run\n"
+    "  (docs/perturbation.md). OUT.h5 is a checkpoint of step N with\n"
     "  SOURCE's training state up to it; at SOURCE's own step its digest must equal the\n"
     "  one SOURCE recorded, and replay fails otherwise.";
 
@@ -48,6 +51,24 @@ int trailing_skipped(const io::TrainingState& source, std::int64_t steps) {
   return streak;
 }
 
+/// SOURCE's tensors and architecture, when it is a checkpoint; a model is
+/// refused (naming BASE when the two look swapped).
+std::unique_ptr<io::ModelReader> open_source(const std::string& source_path,
+                                             const std::string& base_path) {
+  auto source = std::make_unique<io::ModelReader>(source_path);
+  if (source->info().kind != "checkpoint") {
+    const bool swapped = io::distzo_format(base_path) == "checkpoint" ||
+                         io::distzo_format(base_path) == io::kSeedLogFormat;
+    DISTZO_INPUT_FAIL("replay: " << source_path
+                                 << " is a model, not a checkpoint: it has no seed log"
+                                 << (swapped ? " (and " + base_path +
+                                                   " is a checkpoint: BASE.h5 comes first, "
+                                                   "then SOURCE.h5)"
+                                             : std::string()));
+  }
+  return source;
+}
+
 }  // namespace
 
 const char* replay_usage() { return kUsage; }
@@ -69,16 +90,11 @@ int replay(const std::vector<std::string>& args) {
                          "replay: -o " << out_path << " is " << input
                                        << ", an input of the replay; write to another file");
   }
-  const io::ModelReader source_file(source_path);
-  if (source_file.info().kind != "checkpoint") {
-    const bool swapped = io::ModelReader(base_path).info().kind == "checkpoint";
-    DISTZO_INPUT_FAIL("replay: " << source_path
-                                 << " is a model, not a checkpoint: it has no seed log"
-                                 << (swapped ? " (and " + base_path +
-                                                   " is a checkpoint: BASE.h5 comes first, "
-                                                   "then SOURCE.h5)"
-                                             : std::string()));
-  }
+  // A checkpoint carries the architecture; a log-only checkpoint has only
+  // the digest of its run's base model, which BASE must match.
+  const bool log_only = io::distzo_format(source_path) == io::kSeedLogFormat;
+  std::unique_ptr<io::ModelReader> source_file;
+  if (!log_only) source_file = open_source(source_path, base_path);
   const io::TrainingState source = io::read_training_state(source_path);
   const std::int64_t steps = o.integer("--steps", source.step, 0);
   DISTZO_INPUT_REQUIRE(steps <= source.step, "replay: --steps " << steps << " is past "
@@ -87,18 +103,24 @@ int replay(const std::vector<std::string>& args) {
   check_log(source, steps, source_path);
   const io::ModelReader base(base_path);
   DISTZO_INPUT_REQUIRE(
-      base.info().config == source_file.info().config,
+      !source_file || base.info().config == source_file->info().config,
       "replay: " << base_path << " is another architecture than " << source_path << "'s");
+  DISTZO_INPUT_REQUIRE(!log_only || !source.base_model_digest.empty(),
+                       "replay: " << source_path
+                                  << " records no base_model_digest: its base model cannot be "
+                                     "checked");
   const std::string base_digest = base.digest();
   DISTZO_INPUT_REQUIRE(source.base_model_digest.empty() || base_digest == source.base_model_digest,
                        "replay: " << source_path << "'s run started from a model of digest "
                                   << source.base_model_digest << "; " << base_path << "'s is "
                                   << base_digest << ": not its base model");
   const io::Deck deck = io::parse_deck(source.deck_yaml, source_path + " (its deck)");
+  // OUT is a checkpoint of SOURCE's model: a log-only SOURCE's is BASE.
+  const io::ModelInfo& model = source_file ? source_file->info() : base.info();
 
   // θ as the run held it: its storage and rounding, loaded as a run loads its model.
-  const model::ModelConfig& config = source_file.info().config;
-  const model::ParameterRegistry& registry = source_file.info().registry;
+  const model::ModelConfig& config = model.config;
+  const model::ParameterRegistry& registry = model.registry;
   runtime::PlacementConfig placement;
   placement.storage = source.storage;
   placement.rounding = source.rounding;
@@ -110,23 +132,13 @@ int replay(const std::vector<std::string>& args) {
 
   const Clock::time_point t0 = Clock::now();
   Clock::time_point last_line = t0;
-  std::int64_t updates = 0;
-  for (std::int64_t i = 0; i < steps; ++i) {
-    const io::SeedLogEntry& e = source.seed_log[static_cast<std::size_t>(i)];
-    if (e.g.empty()) continue;  // a skipped step changed nothing
-    PendingUpdate u;
-    u.active = true;
-    u.step = e.step;
-    u.lr = e.lr;
-    u.weight_decay = deck.optim.weight_decay;
-    u.g = e.g;
-    engine.flush(source.z, u);
-    ++updates;
-    if (Clock::now() - last_line > std::chrono::seconds(10)) {
-      last_line = Clock::now();
-      std::cout << "replay: step " << i + 1 << " of " << steps << "\n" << std::flush;
-    }
-  }
+  const std::int64_t updates = apply_seed_log(
+      engine, source.z, source.seed_log, 0, steps, deck.optim.weight_decay, [&](std::int64_t i) {
+        if (Clock::now() - last_line > std::chrono::seconds(10)) {
+          last_line = Clock::now();
+          std::cout << "replay: step " << i + 1 << " of " << steps << "\n" << std::flush;
+        }
+      });
   const std::string digest = engine.parameter_digest();
   const double seconds = std::chrono::duration<double>(Clock::now() - t0).count();
 
@@ -137,8 +149,7 @@ int replay(const std::vector<std::string>& args) {
   state.pending = PendingUpdate();
   state.nonfinite_streak = trailing_skipped(source, steps);
   io::write_checkpoint(
-      out_path, source_file.info(), [&](const io::TensorSink& sink) { store.visit_stored(sink); },
-      state);
+      out_path, model, [&](const io::TensorSink& sink) { store.visit_stored(sink); }, state);
   const double parameters = static_cast<double>(registry.total_elements());
   char timing[96];
   std::snprintf(timing, sizeof(timing), "%.3f s (%.3g parameter-updates/s)", seconds,

@@ -15,6 +15,7 @@
 #include "app/blas_threads.hpp"
 #include "app/deck_config.hpp"
 #include "app/format.hpp"
+#include "app/log_checkpoints.hpp"
 #include "app/memory_limit.hpp"
 #include "app/plan.hpp"
 #include "app/progress.hpp"
@@ -125,6 +126,18 @@ void load_theta(runtime::ParameterStore& store, const io::ModelReader& file, Hel
   meter.update(bytes.total(), bytes.total());
 }
 
+/// Collective: a log-only checkpoint resumed brings θ, loaded from its
+/// source, to the log's step (app/log_checkpoints.hpp); run.log says how.
+void rebuild_theta(zo::Engine& engine, Inputs& inputs, const runtime::Communicator& world,
+                   HeldLines& held, double progress_seconds) {
+  if (!inputs.choice.log_only()) return;
+  collectively(world, [&] {
+    inputs.notes.push_back(rebuild_at_log_step(
+        engine, inputs.choice, inputs.state, inputs.log_z, inputs.log_weight_decay,
+        [&](const std::string& line) { held.print(line); }, progress_seconds));
+  });
+}
+
 /// The first lines of run.log: the run, its id, the notes of loading it and
 /// claiming output.dir, where θ lives and how it is stored, the BLAS threads.
 void print_header(RunOutputs& out, const std::string& deck_path, const Inputs& inputs, int ranks,
@@ -219,6 +232,11 @@ void run(const RunOptions& options, const runtime::Communicator& world) {
   Inputs inputs;
   double progress_seconds = kProgressInterval;
   collectively(world, [&] {
+    if (const std::string shortfall = reading_shortfall(
+            "the model and the datasets",
+            "the run needs more (`distzo plan " + options.deck_path + "` predicts it)");
+        !shortfall.empty())
+      throw Error(shortfall);
     inputs = load_inputs(options.deck_path, world);
     progress_seconds = progress_interval();
   });
@@ -291,6 +309,7 @@ void run(const RunOptions& options, const runtime::Communicator& world) {
   runtime::ParameterStore& store = *store_owner;
   zo::Engine& engine = *engine_owner;
   if (options.faults.poison_released_slots) runtime::poison_released_slots(engine.streamer());
+  rebuild_theta(engine, inputs, world, held, progress_seconds);
 
   const bool root = world.rank() == 0;
   // The run's identity: a resumed run keeps its checkpoint's, a fresh one

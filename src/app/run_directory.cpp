@@ -16,6 +16,7 @@
 #include <sstream>
 #include <utility>
 
+#include "app/log_checkpoints.hpp"
 #include "core/digest.hpp"
 #include "core/error.hpp"
 #include "io/hdf5_file.hpp"
@@ -84,13 +85,14 @@ bool alive(long pid) {
   return paren == std::string::npos || paren + 2 >= line.size() || line[paren + 2] != 'Z';
 }
 
-/// Temporary checkpoints (ckpt-*.h5.tmp.*) a killed run left behind.
+/// Temporary checkpoints (ckpt-*.h5.tmp.*, log-*.h5.tmp.*) a killed run left behind.
 int remove_temporaries(const std::string& dir) {
   int removed = 0;
   if (DIR* d = opendir(dir.c_str())) {
     while (dirent* e = readdir(d)) {
       const std::string name = e->d_name;
-      if (name.rfind("ckpt-", 0) == 0 && name.find(".h5.tmp.") != std::string::npos)
+      if ((name.rfind("ckpt-", 0) == 0 || name.rfind("log-", 0) == 0) &&
+          name.find(".h5.tmp.") != std::string::npos)
         removed += std::remove((dir + "/" + name).c_str()) == 0 ? 1 : 0;
     }
     closedir(d);
@@ -222,21 +224,28 @@ std::string checkpoint_problem(const std::string& path) {
   }
 }
 
-std::string choose_resume(const io::Deck& deck, std::vector<std::string>& notes) {
+ResumeChoice choose_resume(const io::Deck& deck, std::vector<std::string>& notes) {
   const std::string& resume = deck.checkpoint.resume;
   if (!resume.empty() && resume != "latest") {
+    if (io::distzo_format(resume) == io::kSeedLogFormat)
+      return resume_log(resume, deck.model.path, "", notes);
     const std::string problem = checkpoint_problem(resume);
     DISTZO_INPUT_REQUIRE(problem.empty(), deck.origin.where("checkpoint.resume")
                                               << "the checkpoint " << resume
                                               << " does not read back whole (" << problem
                                               << "); name another one, or use `latest`");
+    return {resume, resume, 0, ""};
   }
-  if (resume != "latest") return resume;
+  if (resume != "latest") return {};
   std::vector<std::string> broken;
-  const std::string latest = RunCheckpoints(deck.output.dir, deck.checkpoint.keep)
-                                 .latest_good(owner_of(deck.output.dir), broken);
+  const std::string owner = owner_of(deck.output.dir);
+  const std::string latest =
+      RunCheckpoints(deck.output.dir, deck.checkpoint.keep).latest_good(owner, broken);
+  // A log-only checkpoint of a later step continues from there.
+  ResumeChoice choice = latest_log(deck, owner, latest, broken, notes);
   for (const std::string& b : broken) notes.push_back("warning: passed over checkpoint " + b);
-  if (!latest.empty()) return latest;
+  if (!choice.path.empty()) return choice;
+  if (!latest.empty()) return {latest, latest, 0, ""};
   // Starting over would overwrite the run's files: only when it has none.
   DISTZO_INPUT_REQUIRE(broken.empty(), deck.origin.where("checkpoint.resume")
                                            << "none of the " << broken.size()
@@ -244,7 +253,7 @@ std::string choose_resume(const io::Deck& deck, std::vector<std::string>& notes)
                                            << "' reads back whole (the newest: " << broken.back()
                                            << "); move them away to start over, or name one with "
                                               "checkpoint.resume");
-  return "";
+  return {};
 }
 
 CheckpointWriters CheckpointWriters::choose(const runtime::Mesh& mesh,
@@ -281,27 +290,59 @@ std::string RunCheckpoints::path(std::int64_t step) const {
   return dir_ + "/" + io::checkpoint_name(step);
 }
 
+std::string RunCheckpoints::log_path(std::int64_t step) const {
+  return dir_ + "/" + io::log_checkpoint_name(step);
+}
+
+std::string RunCheckpoints::keep_aside(const std::string& path, const std::string& run_id) const {
+  struct stat st;
+  const std::string owner = stat(path.c_str(), &st) == 0 ? io::checkpoint_run_id(path) : "";
+  if (owner.empty() || owner == run_id) return "";
+  const std::string stem = path.substr(0, path.size() - 3);  // without ".h5"
+  const std::string kept = stem + ".run-" + owner + ".h5";
+  DISTZO_INPUT_REQUIRE(std::rename(path.c_str(), kept.c_str()) == 0,
+                       "cannot move another run's checkpoint " << path << " aside to " << kept
+                                                               << ": " << std::strerror(errno));
+  return kept;
+}
+
+void RunCheckpoints::rotate(const std::string& prefix, const std::string& run_id) const {
+  std::vector<std::string> ours;
+  for (const auto& [step, file] : io::list_checkpoints(dir_, prefix))
+    if (io::checkpoint_run_id(file) == run_id) ours.push_back(file);
+  for (std::size_t i = 0; i + static_cast<std::size_t>(keep_) < ours.size(); ++i)
+    std::remove(ours[i].c_str());
+}
+
+RunCheckpoints::Written RunCheckpoints::write_log(const io::TrainingState& state) const {
+  const std::string path = log_path(state.step);
+  const std::string kept_aside = keep_aside(path, state.run_id);
+  io::write_log_checkpoint(path, state);
+  // Older log-only checkpoints go only once the new one reads back as written.
+  std::string problem;
+  try {
+    const io::TrainingState back = io::read_training_state(path);
+    if (back.step != state.step || back.parameter_digest != state.parameter_digest)
+      problem = "it reads back as step " + std::to_string(back.step) + ", digest " +
+                back.parameter_digest;
+  } catch (const Error& e) {
+    problem = e.what();
+  }
+  DISTZO_INPUT_REQUIRE(problem.empty(), "log-only checkpoint " << path << " does not read back ("
+                                                               << problem
+                                                               << "); the older ones are kept");
+  rotate("log-", state.run_id);
+  return {path, kept_aside};
+}
+
 RunCheckpoints::Written RunCheckpoints::write(
     const io::ModelInfo& model, const runtime::ParameterStore& store,
     const io::TrainingState& state,
     const std::function<void(std::uint32_t id, std::uint64_t first)>& before_piece) const {
   const std::string path = this->path(state.step);
-  std::string kept_aside;
-  if (writers_.root) {
-    // Another run's checkpoint of the same step (two runs, one directory)
-    // is kept under a name that resume and rotation do not take for ours.
-    // One whose run cannot be read (damaged) is replaced, as before.
-    struct stat st;
-    const std::string owner = stat(path.c_str(), &st) == 0 ? io::checkpoint_run_id(path) : "";
-    if (!owner.empty() && owner != state.run_id) {
-      const std::string stem = path.substr(0, path.size() - 3);  // without ".h5"
-      const std::string kept = stem + ".run-" + owner + ".h5";
-      DISTZO_INPUT_REQUIRE(std::rename(path.c_str(), kept.c_str()) == 0,
-                           "cannot move another run's checkpoint " << path << " aside to " << kept
-                                                                   << ": " << std::strerror(errno));
-      kept_aside = kept;
-    }
-  }
+  // Another run's checkpoint of the same step (two runs, one directory)
+  // is kept under a name that resume and rotation do not take for ours.
+  const std::string kept_aside = writers_.root ? keep_aside(path, state.run_id) : "";
   if (writers_.node != nullptr) {
     io::write_checkpoint_parallel(
         path, model, *writers_.node,
@@ -333,11 +374,7 @@ void RunCheckpoints::verify_and_rotate(const std::string& path, const std::strin
   const std::string problem = checkpoint_problem(path);
   DISTZO_INPUT_REQUIRE(problem.empty(), "checkpoint " << path << " does not read back (" << problem
                                                       << "); the older checkpoints are kept");
-  std::vector<std::string> ours;
-  for (const auto& [step, file] : io::list_checkpoints(dir_))
-    if (io::checkpoint_run_id(file) == run_id) ours.push_back(file);
-  for (std::size_t i = 0; i + static_cast<std::size_t>(keep_) < ours.size(); ++i)
-    std::remove(ours[i].c_str());
+  rotate("ckpt-", run_id);
 }
 
 }  // namespace distzo::app

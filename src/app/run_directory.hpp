@@ -16,7 +16,8 @@
 //            run's newest.
 //
 // RunCheckpoints (torchtitan's CheckpointManager) owns the checkpoints in
-// it: which one a resume continues, writing one, rotating the older ones.
+// it, full (ckpt-STEP.h5) and log-only (log-STEP.h5): writing one, rotating
+// the older ones; choose_resume says which one a resume continues.
 
 #include <cstdint>
 #include <functional>
@@ -66,11 +67,25 @@ std::string owner_of(const std::string& dir);
 /// so, else what is wrong.
 std::string checkpoint_problem(const std::string& path);
 
+/// What a run continues, and where its θ comes from.
+struct ResumeChoice {
+  std::string path;  // the checkpoint or log-only checkpoint continued; "" = a fresh start
+  // The file θ is loaded from: `path` for a checkpoint; for a log-only one a
+  // full checkpoint of its run at or before its step, or the run's base
+  // model (model.path); "" for a fresh start.
+  std::string theta_from;
+  std::int64_t theta_step = 0;  // the steps theta_from holds (0: the base model)
+  std::string base_digest;      // model.path's parameter digest, when choosing computed it
+  bool log_only() const { return !path.empty() && theta_from != path; }
+};
+
 /// checkpoint.resume (rank 0): an explicit path (verified), or with `latest`
-/// the newest checkpoint of the run that owns output.dir that reads back
-/// whole (older ones are tried when the newest is truncated or corrupt, each
-/// one passed over a note); "" for a fresh start. Throws distzo::Error.
-std::string choose_resume(const io::Deck& deck, std::vector<std::string>& notes);
+/// the newest checkpoint or log-only checkpoint of the run that owns
+/// output.dir that reads back whole (older ones are tried when the newest
+/// is truncated or corrupt, each one passed over a note; a log-only one
+/// with θ's source, app/log_checkpoints.hpp); path "" for a fresh start.
+/// Throws distzo::Error.
+ResumeChoice choose_resume(const io::Deck& deck, std::vector<std::string>& notes);
 
 /// Who writes a run's checkpoints: with a sliced master shared by the ranks
 /// of a node and parallel HDF5, the ranks of rank 0's node together (each its
@@ -98,6 +113,8 @@ class RunCheckpoints {
 
   /// Where the checkpoint of `step` is written: DIR/ckpt-STEP.h5.
   std::string path(std::int64_t step) const;
+  /// Where the log-only checkpoint of `step` is written: DIR/log-STEP.h5.
+  std::string log_path(std::int64_t step) const;
 
   /// Where a write put the checkpoint, and where another run's checkpoint
   /// of the same step went ("" when there was none).
@@ -117,10 +134,24 @@ class RunCheckpoints {
       const io::TrainingState& state,
       const std::function<void(std::uint32_t id, std::uint64_t first)>& before_piece) const;
 
+  /// Rank 0 alone: writes `state` (θ's digest in state.parameter_digest,
+  /// no tensors) as the log-only checkpoint of step state.step, moving
+  /// another run's file of that step aside as write() does, reads it back
+  /// (else throws distzo::Error, the older ones kept) and removes all but
+  /// the `keep` newest log-only checkpoints of the run state.run_id.
+  Written write_log(const io::TrainingState& state) const;
+
   const CheckpointWriters& writers() const { return writers_; }
 
  private:
   void verify_and_rotate(const std::string& path, const std::string& run_id) const;
+  /// Another run's file at `path` (two runs, one directory) moved aside to
+  /// STEM.run-<its id>.h5, where resume and rotation do not take it for
+  /// ours; the new name, or "" when there was none (or its run cannot be
+  /// read: damaged, replaced as before).
+  std::string keep_aside(const std::string& path, const std::string& run_id) const;
+  /// Removes all but the `keep` newest files PREFIX<step>.h5 of `run_id`.
+  void rotate(const std::string& prefix, const std::string& run_id) const;
 
   std::string dir_;
   int keep_;

@@ -145,4 +145,17 @@ void RunHooks::checkpoint(const zo::TrainerState& state) {
   mesh_.world().barrier();
 }
 
+void RunHooks::log_checkpoint(const zo::TrainerState& state) {
+  io::TrainingState& saved = in_.state;
+  record_trainer_state(state, saved);
+  saved.deck_yaml = io::resolved_yaml(deck_);
+  saved.parameter_digest = engine_.parameter_digest();
+  if (mesh_.world().rank() != 0) return;
+  const RunCheckpoints::Written written = checkpoints_.write_log(saved);
+  if (!written.kept_aside.empty())
+    out_.print("output.dir: the log-only checkpoint of step " + std::to_string(saved.step) +
+               " of the directory's previous run is kept as " + written.kept_aside);
+  out_.print("log-only checkpoint " + written.path + " (θ digest " + saved.parameter_digest + ")");
+}
+
 }  // namespace distzo::app

@@ -37,6 +37,9 @@ class RunHooks final : public zo::TrainerHooks {
   void before_replica_check(std::int64_t step) override;
   void checkpoint_skipped(std::int64_t step, int streak) override;
   void checkpoint(const zo::TrainerState& state) override;
+  /// Rank 0 writes log-STEP.h5 (RunCheckpoints::write_log); every rank
+  /// takes part in θ's digest.
+  void log_checkpoint(const zo::TrainerState& state) override;
 
   const runtime::TransferBytes& last_step_moved() const { return last_step_moved_; }
   /// Steps whose every g was exactly 0 (an update that did nothing).

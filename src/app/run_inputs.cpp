@@ -11,19 +11,30 @@ namespace {
 
 /// checkpoint.resume as rank 0 chooses it (run_directory.hpp), on every
 /// rank; rank 0's failure must not leave the others waiting in the broadcast.
-std::string resume_choice(const io::Deck& deck, const runtime::Communicator& world,
-                          std::vector<std::string>& notes) {
-  std::string choice;
+ResumeChoice resume_choice(const io::Deck& deck, const runtime::Communicator& world,
+                           std::vector<std::string>& notes) {
+  std::string text;
   if (world.rank() == 0) {
     try {
-      choice = "=" + choose_resume(deck, notes);
+      const ResumeChoice c = choose_resume(deck, notes);
+      // Four fields, NUL-separated: no path holds a NUL.
+      text = "=" + c.path + '\0' + c.theta_from + '\0' + std::to_string(c.theta_step) + '\0' +
+             c.base_digest;
     } catch (const Error& e) {
-      choice = "!" + std::string(e.what());
+      text = "!" + std::string(e.what());
     }
   }
-  choice = runtime::broadcast_string(world, choice);
-  DISTZO_INPUT_REQUIRE(choice[0] == '=', choice.substr(1));
-  return choice.substr(1);
+  text = runtime::broadcast_string(world, text);
+  DISTZO_INPUT_REQUIRE(text[0] == '=', text.substr(1));
+  std::vector<std::string> parts(1);
+  for (std::size_t i = 1; i < text.size(); ++i) {
+    if (text[i] == '\0')
+      parts.emplace_back();
+    else
+      parts.back().push_back(text[i]);
+  }
+  parts.resize(4);
+  return {parts[0], parts[1], parts[2].empty() ? 0 : std::stoll(parts[2]), parts[3]};
 }
 
 /// The resume continues the run of its checkpoint (resume.hpp), or throws.
@@ -31,11 +42,16 @@ void check_resume(Inputs& in, const runtime::Communicator& world) {
   const io::Deck& deck = in.deck;
   const io::Deck saved = io::parse_deck(in.state.deck_yaml, in.resume + " (its deck)");
   ResumeDigests now;
-  // The base model: rank 0 reads the deck's model once and digests it.
+  // The base model: rank 0 reads the deck's model once and digests it
+  // (unless choosing a log-only checkpoint's θ did, comparing the same).
   if (!in.state.base_model_digest.empty() && world.rank() == 0) {
-    const io::ModelReader base(deck.model.path);
-    now.model =
-        base.info().config == in.model->info().config ? base.digest() : "another architecture";
+    if (!in.choice.base_digest.empty()) {
+      now.model = in.choice.base_digest;
+    } else {
+      const io::ModelReader base(deck.model.path);
+      now.model =
+          base.info().config == in.model->info().config ? base.digest() : "another architecture";
+    }
   }
   now.model = runtime::broadcast_string(world, now.model);
   if (!in.state.train_digest.empty()) now.train = io::dataset_digest(in.train);
@@ -59,6 +75,29 @@ void check_resume(Inputs& in, const runtime::Communicator& world) {
                            << "\nSet them back, or list the keys changed on purpose "
                               "in checkpoint.allow_changes"
                            << storage_hint);
+}
+
+/// A log-only checkpoint resumed: θ is rebuilt with the z and weight decay
+/// of its run (its file's, before the deck's replace them), and in its
+/// storage, which the rows were rounded to; a resume that changes the
+/// storage or a 2-byte θ's rounding goes from a full checkpoint.
+void check_log_resume(Inputs& in) {
+  const io::Deck& deck = in.deck;
+  in.log_z = in.state.z;
+  in.log_weight_decay =
+      io::parse_deck(in.state.deck_yaml, in.resume + " (its deck)").optim.weight_decay;
+  const bool storage =
+      deck.origin.written("precision.storage") && deck.precision.storage != in.state.storage;
+  const bool rounding =
+      in.state.storage != StorageDtype::fp32 && deck.precision.rounding != in.state.rounding;
+  DISTZO_INPUT_REQUIRE(!storage && !rounding,
+                       deck.origin.where(storage ? "precision.storage" : "precision.rounding")
+                           << "the log-only checkpoint " << in.resume << " rebuilds θ in its run's "
+                           << to_string(in.state.storage) << " with "
+                           << to_string(in.state.rounding)
+                           << " rounding, the deck asks for another; resume it as it ran, then "
+                              "change the precision at a full checkpoint (checkpoint.resume: "
+                              "ckpt-STEP.h5 with checkpoint.allow_changes)");
 }
 
 /// precision.storage left out of the deck: the storage of the file θ is
@@ -117,13 +156,16 @@ Inputs load_inputs(const std::string& deck_path, const runtime::Communicator& wo
   const io::Deck& deck = in.deck;
   io::check_mesh(deck, world.size());
   const auto& opt = deck.optim;
-  in.resume = resume_choice(deck, world, in.notes);
-  in.model = std::make_unique<io::ModelReader>(in.resume.empty() ? deck.model.path : in.resume);
+  in.choice = resume_choice(deck, world, in.notes);
+  in.resume = in.choice.path;
+  in.model =
+      std::make_unique<io::ModelReader>(in.resume.empty() ? deck.model.path : in.choice.theta_from);
   ZRecipe recipe = z_recipe_from_int(opt.z_recipe);
   in.state.queries = opt.queries;
   in.state.batch_width = deck.data.batch_width;
   if (!in.resume.empty()) {
     in.state = io::read_training_state(in.resume);
+    if (in.choice.log_only()) check_log_resume(in);
     // The recipe of z is the checkpoint's: a run in progress is never
     // stranded by a new default. Only an explicit, different choice is an error.
     DISTZO_INPUT_REQUIRE(

@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "app/run_directory.hpp"
+#include "core/perturbation.hpp"
 #include "io/checkpoint.hpp"
 #include "io/dataset.hpp"
 #include "io/deck.hpp"
@@ -21,9 +23,17 @@ namespace distzo::app {
 /// Everything a run reads.
 struct Inputs {
   io::Deck deck;
-  std::string resume;                      // checkpoint to continue from, or empty
-  std::vector<std::string> notes;          // for run.log (rank 0): a checkpoint passed over, ...
-  std::unique_ptr<io::ModelReader> model;  // the model file or the checkpoint resumed
+  std::string resume;              // checkpoint (or log-only one) to continue from, or empty
+  std::vector<std::string> notes;  // for run.log (rank 0): a checkpoint passed over, ...
+  // The model file, the checkpoint resumed, or for a log-only checkpoint
+  // the file θ is rebuilt from (choice.theta_from).
+  std::unique_ptr<io::ModelReader> model;
+  // What the resume continues and where θ comes from; a log-only
+  // checkpoint's θ is rebuilt with the z and weight decay its run drew its
+  // rows with (app/log_checkpoints.hpp), whatever this deck says.
+  ResumeChoice choice;
+  ZSpec log_z;
+  double log_weight_decay = 0;
   io::TrainingState state;
   io::Dataset train;
   std::unique_ptr<io::Dataset> eval;

@@ -22,13 +22,21 @@ std::string checkpoint_name(std::int64_t step) {
   return buf;
 }
 
-std::vector<std::pair<std::int64_t, std::string>> list_checkpoints(const std::string& dir) {
+std::string log_checkpoint_name(std::int64_t step) {
+  char buf[64];
+  std::snprintf(buf, sizeof(buf), "log-%06lld.h5", static_cast<long long>(step));
+  return buf;
+}
+
+std::vector<std::pair<std::int64_t, std::string>> list_checkpoints(const std::string& dir,
+                                                                   const std::string& prefix) {
   std::vector<std::pair<std::int64_t, std::string>> found;
   DIR* d = opendir(dir.c_str());
   if (!d) return found;
   // "ckpt-<digits>.h5", padded (as distzo writes them) or not; temporary
-  // files ("ckpt-000100.h5.tmp.PID") do not match.
-  const std::string prefix = "ckpt-", suffix = ".h5";
+  // files ("ckpt-000100.h5.tmp.PID") and another run's kept aside
+  // ("ckpt-000100.run-ID.h5") do not match.
+  const std::string suffix = ".h5";
   while (dirent* e = readdir(d)) {
     const std::string name = e->d_name;
     if (name.size() <= prefix.size() + suffix.size() ||
@@ -171,6 +179,33 @@ void write_checkpoint_parallel(const std::string& path, const ModelInfo& model,
               "; earlier checkpoints, if any, are untouched");
 }
 
+void write_log_checkpoint(const std::string& path, const TrainingState& state) {
+  // θ is not in it: the seed log, the deck and 64 KiB of metadata.
+  const double bytes =
+      (3 * 8.0 + 8.0 * state.queries) * static_cast<double>(state.seed_log.size()) +
+      static_cast<double>(state.deck_yaml.size()) + 64.0 * 1024.0;
+  require_free_space(path, bytes, "log-only checkpoint");
+  try {
+    write_atomically(path, [&](Hdf5File& file) {
+      file.write_string_attribute("distzo_format", kSeedLogFormat);
+      file.write_int_attribute("format_version", kModelFormatVersion);
+      write_training_state(file, state);
+    });
+  } catch (const Error& e) {
+    throw Error("log-only checkpoint " + path + " was not written (" + e.what() +
+                "); earlier checkpoints, if any, are untouched");
+  }
+}
+
+std::string distzo_format(const std::string& path) {
+  try {
+    const Hdf5File file(path, Hdf5File::Mode::read);
+    return file.has_attribute("distzo_format") ? file.read_string_attribute("distzo_format") : "";
+  } catch (const Error&) {
+    return "";
+  }
+}
+
 std::string checkpoint_run_id(const std::string& path) {
   try {
     const Hdf5File file(path, Hdf5File::Mode::read);
@@ -233,9 +268,11 @@ void check_consistency(const TrainingState& s, const std::string& path) {
 
 TrainingState read_training_state(const std::string& path) {
   Hdf5File file(path, Hdf5File::Mode::read);
-  DISTZO_INPUT_REQUIRE(file.has_attribute("distzo_format") &&
-                           file.read_string_attribute("distzo_format") == "checkpoint",
-                       path << " is not a distzo checkpoint (distzo_format != \"checkpoint\")");
+  const std::string format =
+      file.has_attribute("distzo_format") ? file.read_string_attribute("distzo_format") : "";
+  DISTZO_INPUT_REQUIRE(format == "checkpoint" || format == kSeedLogFormat,
+                       path << " is not a distzo checkpoint (distzo_format is \"" << format
+                            << "\", not \"checkpoint\" or \"" << kSeedLogFormat << "\")");
   file.verify_attributes();  // a damaged step or deck is passed over by resume: latest
   TrainingState s;
   s.step = file.read_int_attribute("step");

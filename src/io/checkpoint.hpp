@@ -14,6 +14,11 @@
 // Written atomically (temporary file, then rename), so a crash never leaves a
 // half-written ckpt-STEP.h5; by one rank, or by the ranks of a node together
 // (write_checkpoint_parallel), into the same layout.
+//
+// A log-only checkpoint (log-STEP.h5, distzo_format "seed_log") is the same
+// training state without θ's tensors and without the model's attributes:
+// kilobytes. θ at its step is rebuilt from a full checkpoint of its run or
+// from the run's base model plus the seed log's rows (app/log_checkpoints.hpp).
 
 #include <cstdint>
 #include <string>
@@ -88,7 +93,19 @@ void write_checkpoint_parallel(const std::string& path, const ModelInfo& model,
                                const runtime::MpiCommunicator& comm, const SliceSource& slices,
                                const TrainingState& state);
 
-/// Reads the training state of a checkpoint (its tensors: ModelReader).
+/// distzo_format of a log-only checkpoint.
+inline constexpr const char* kSeedLogFormat = "seed_log";
+
+/// Writes `state` alone (no tensors) as a log-only checkpoint at `path`,
+/// atomically, by one process (rank 0: a few kilobytes).
+void write_log_checkpoint(const std::string& path, const TrainingState& state);
+
+/// The distzo_format attribute of an HDF5 file ("model", "checkpoint",
+/// "seed_log", "dataset"), "" when it has none or cannot be opened.
+std::string distzo_format(const std::string& path);
+
+/// Reads the training state of a checkpoint or of a log-only checkpoint
+/// (the tensors of a checkpoint: ModelReader).
 TrainingState read_training_state(const std::string& path);
 
 /// The run_id attribute of a checkpoint, "" when absent or unreadable.
@@ -96,7 +113,11 @@ std::string checkpoint_run_id(const std::string& path);
 
 /// "ckpt-000100.h5" for step 100.
 std::string checkpoint_name(std::int64_t step);
-/// Checkpoints in `dir` as (step, path), oldest first.
-std::vector<std::pair<std::int64_t, std::string>> list_checkpoints(const std::string& dir);
+/// "log-000100.h5" for step 100: a log-only checkpoint.
+std::string log_checkpoint_name(std::int64_t step);
+/// Checkpoints in `dir` as (step, path), oldest first: PREFIX<digits>.h5
+/// ("ckpt-" full ones, "log-" log-only ones).
+std::vector<std::pair<std::int64_t, std::string>> list_checkpoints(
+    const std::string& dir, const std::string& prefix = "ckpt-");
 
 }  // namespace distzo::io

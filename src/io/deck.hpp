@@ -70,7 +70,8 @@ struct EvalSection {
 
 struct CheckpointSection {
   std::int64_t interval = 0;               // steps between checkpoints; 0 = at the end only
-  int keep = 2;                            // newest checkpoints kept, >= 1
+  std::int64_t log_interval = 0;           // steps between log-only checkpoints; 0 = none
+  int keep = 2;                            // newest checkpoints kept (and log-only ones), >= 1
   std::string resume;                      // "" = fresh start, a ckpt path, or "latest"
   std::vector<std::string> allow_changes;  // trajectory keys a resume may change (resume_keys())
 };

@@ -283,9 +283,14 @@ const std::vector<Field>& fields() {
 
         integer("checkpoint", "interval", member(c, &CheckpointSection::interval), 0,
                 "steps between checkpoints; 0 = only at the end"),
+        integer("checkpoint", "log_interval", member(c, &CheckpointSection::log_interval), 0,
+                "steps between log-only checkpoints `log-STEP.h5` between the full ones: the "
+                "training state and seed log without θ (kilobytes); a resume rebuilds θ from the "
+                "run's newest full checkpoint at or before it, or from its base model "
+                "(`model.path`), and the logged steps (docs/formats.md); 0 = none"),
         integer("checkpoint", "keep", member(c, &CheckpointSection::keep), 1,
-                "newest checkpoints of this run kept in `output.dir` (another run's are never "
-                "deleted)"),
+                "newest checkpoints of this run kept in `output.dir`, and as many log-only ones "
+                "(another run's are never deleted)"),
         key_list("checkpoint", "allow_changes", member(c, &CheckpointSection::allow_changes),
                  &resume_keys, "keys of the trajectory (below)",
                  "the keys a resume may change on purpose (each is logged); any other change "
@@ -293,8 +298,9 @@ const std::vector<Field>& fields() {
                  "never change within a run (the seed log's shape)"),
         path("checkpoint", "resume", member(c, &CheckpointSection::resume), false,
              "empty, `latest`, or an existing file",
-             "empty = fresh start; a checkpoint file to continue from; `latest` = the newest "
-             "`ckpt-STEP.h5` in `output.dir` of the run that owns it that reads back whole "
+             "empty = fresh start; a checkpoint file (or log-only `log-STEP.h5`) to continue "
+             "from; `latest` = the newest `ckpt-STEP.h5` or `log-STEP.h5` in `output.dir` of "
+             "the run that owns it that reads back whole "
              "(a broken one is passed over with a warning), or a fresh start if there is none "
              "yet (so a requeued job script needs no edit)"),
 

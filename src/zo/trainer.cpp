@@ -42,6 +42,20 @@ bool Trainer::maybe_checkpoint(TrainerState& state, int streak, const char* phas
   return true;
 }
 
+void Trainer::checkpoints_due(TrainerState& state, int streak, std::int64_t done) {
+  const TrainerConfig& c = config_;
+  if (c.checkpoint_interval > 0 && done % c.checkpoint_interval == 0) {
+    maybe_checkpoint(state, streak, "the checkpoint after step", done);
+    return;
+  }
+  if (c.log_checkpoint_interval <= 0 || done % c.log_checkpoint_interval != 0 || streak > 0) return;
+  // The same flush as before a full checkpoint: the digest recorded is of θ
+  // after step `done`, and the next step's update starts from nothing pending.
+  engine_.flush(c.z, state.pending);
+  heartbeat_.phase("the log-only checkpoint after step", done);
+  hooks_.log_checkpoint(state);
+}
+
 void Trainer::check_replicas(std::int64_t step) {
   hooks_.before_replica_check(step);
   const runtime::Communicator& world = mesh_.world();
@@ -161,8 +175,7 @@ TrainSummary Trainer::run(TrainerState& state) {
       heartbeat_.phase("the evaluation after step", done);
       hooks_.evaluate(done, "");
     }
-    if (c.checkpoint_interval > 0 && done % c.checkpoint_interval == 0)
-      maybe_checkpoint(state, streak, "the checkpoint after step", done);
+    checkpoints_due(state, streak, done);
   }
 
   // The end: every pending update applied, then the final checks and outputs.

@@ -10,7 +10,8 @@
 //     max_nonfinite in a row stop every rank together (the count carries
 //     over a resume); no checkpoint is written while the latest steps are
 //     non-finite, and a run that ends in such a streak ends with an error;
-//   - θ is flushed before every evaluation and checkpoint;
+//   - θ is flushed before every evaluation and checkpoint, log-only ones
+//     included (their recorded digest is of θ after their step);
 //   - every check_interval steps the replicas compare parameter digests
 //     (DESIGN.md invariant 3) and stop, naming the ranks, if they differ;
 //     with a shared master each rank also checks that no other rank wrote
@@ -45,8 +46,11 @@ struct TrainerConfig {
   int max_nonfinite = 5;                 // consecutive non-finite steps that stop the run
   std::int64_t eval_interval = 0;        // 0: before training and at the end only
   std::int64_t checkpoint_interval = 0;  // 0: at the end only
-  std::int64_t check_interval = 0;       // replica digest checks; 0: never
-  bool evaluate = false;                 // is there an evaluation set
+  // Log-only checkpoints (the training state without θ) every this many
+  // steps, where no full one is due; 0: none.
+  std::int64_t log_checkpoint_interval = 0;
+  std::int64_t check_interval = 0;  // replica digest checks; 0: never
+  bool evaluate = false;            // is there an evaluation set
 };
 
 /// What continues across a checkpoint.
@@ -79,6 +83,9 @@ class TrainerHooks {
   virtual void evaluate(std::int64_t step, const char* when) = 0;
   /// Write a checkpoint of θ (flushed) after `state.step` steps.
   virtual void checkpoint(const TrainerState& state) = 0;
+  /// Write a log-only checkpoint after `state.step` steps: the training
+  /// state and the digest of θ (flushed), without θ.
+  virtual void log_checkpoint(const TrainerState& /*state*/) {}
   /// A checkpoint due after `step` steps was not written: the last
   /// `streak` steps were non-finite, and the previous checkpoint stays the
   /// newest good one.
@@ -118,6 +125,10 @@ class Trainer {
   /// `phase_step` name the progress point. Returns whether it was written.
   bool maybe_checkpoint(TrainerState& state, int streak, const char* phase,
                         std::int64_t phase_step);
+  /// After step `done`: the full checkpoint when one is due, else the
+  /// log-only one when due; neither during a non-finite streak (a full
+  /// one says so, a log-only one is left out quietly).
+  void checkpoints_due(TrainerState& state, int streak, std::int64_t done);
 
   Engine& engine_;
   const runtime::Mesh& mesh_;
