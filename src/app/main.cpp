@@ -30,6 +30,7 @@
 #include "core/process_limits.hpp"
 #include "core/version.hpp"
 #include "io/deck.hpp"
+#include "io/deck_text.hpp"
 #include "io/hdf5_file.hpp"
 #include "runtime/mpi_communicator.hpp"
 
@@ -160,7 +161,12 @@ int dispatch(const std::vector<std::string>& args) {
     distzo::app::run(distzo::app::parse_run_options(rest), *world);
     return 0;
   }
-  DISTZO_INPUT_FAIL("unknown command '" << args[0] << "'\n\n" << kUsage);
+  DISTZO_INPUT_FAIL("unknown command '" << args[0] << "'"
+                                        << distzo::io::deck_detail::suggestion(
+                                               args[0], {"run", "plan", "inspect", "make-synthetic",
+                                                         "make-model", "forward", "replay", "help"})
+                                        << "\n\n"
+                                        << kUsage);
 }
 
 /// Kokkos started with the process's arguments and KOKKOS_* variables; a

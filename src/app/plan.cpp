@@ -179,7 +179,8 @@ std::string describe_plan(const PlanInputs& in, const MemoryPlan& p) {
      << "storage      " << to_string(in.placement.storage) << ": θ is "
      << human_bytes(static_cast<double>(bytes_per_element(in.placement.storage)) * params)
      << (in.placement.storage == StorageDtype::fp32
-             ? "; transfers and w± are float32 too (precision.storage: bf16 halves θ)\n"
+             ? "; transfers and w± are float32 too (bf16 halves θ: precision.storage in a deck, "
+               "--storage for a config)\n"
              : std::string(in.placement.mode == runtime::PlacementMode::offload
                                ? "; transfers are 2 bytes per element too"
                                : "") +
@@ -350,9 +351,10 @@ PlanInputs inputs_from_config(const std::string& path, const Options& o,
     throw Error(std::string("plan: --storage: ") + e.what());
   }
   if (!o.has("--storage") && std::string(as_stored) != "fp32")
-    notes.push_back(std::string("θ is stored in ") + as_stored + " as the config's dtype (" +
+    notes.push_back(std::string("θ is stored in ") + as_stored + ", as the config's dtype (" +
                     dtype +
-                    ") says: a run of its import would be (--storage fp32 to plan one in fp32)");
+                    ") says and as a run of the imported model stores it (--storage fp32 to plan "
+                    "in fp32)");
   in.placement.perturb_one_at_a_time = runtime::perturbs_one_at_a_time(
       o.text("--perturbed-weights", "together"), "plan: --perturbed-weights");
   const std::string gemm_inputs = o.text("--gemm-inputs", "fp32");

@@ -3,6 +3,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -95,6 +96,11 @@ class DeckParser {
         fail(origin_.source, line_of(key), "deck",
              "section names must be plain words, found " + describe(key));
       const std::string name = key.Scalar();
+      if (name == "model_type")  // every Hugging Face config.json has it
+        fail(origin_.source, line_of(key), name,
+             "this is a Hugging Face config.json, not a deck: `distzo plan` takes it as it is, "
+             "`distzo make-model OUT.h5 --config` makes a model of it, and a deck names a "
+             "converted model (tools/hf_to_h5.py) under model.path");
       if (!is_one_of(name, names))
         fail(origin_.source, line_of(key), display_key(name),
              "unknown section" + suggestion(name, names) + "; allowed sections: " + section_list());
@@ -255,6 +261,16 @@ Deck load_deck(const std::string& path) {
   if (!fs::is_regular_file(path, ec))
     throw Error(path + ": cannot read the deck: " +
                 (fs::exists(path, ec) ? "not a regular file" : "no such file"));
+  // A model or dataset given by mistake is said to be one, whatever its size.
+  {
+    constexpr char kHdf5Signature[] = "\x89HDF\r\n\x1a\n";
+    std::ifstream head(path, std::ios::binary);
+    char first[8] = {};
+    if (head.read(first, sizeof(first)) && std::memcmp(first, kHdf5Signature, 8) == 0)
+      throw Error(path +
+                  ": cannot read the deck: a binary file, not YAML text (an HDF5 file: a model, "
+                  "checkpoint or dataset? A deck names those under model.path and data.train)");
+  }
   // A deck is a page of YAML: refuse a huge file before the YAML parser
   // spends minutes and gigabytes on it.
   const std::uintmax_t size = fs::file_size(path, ec);
@@ -268,11 +284,7 @@ Deck load_deck(const std::string& path) {
   // YAML is text: a NUL byte means a binary file (a model or dataset given
   // by mistake), which the YAML parser would report as a stray escape.
   if (text.str().find('\0') != std::string::npos)
-    throw Error(path + ": cannot read the deck: a binary file, not YAML text" +
-                (text.str().rfind("\x89HDF\r\n\x1a\n", 0) == 0
-                     ? std::string(" (an HDF5 file: a model, checkpoint or dataset? A deck names "
-                                   "those under model.path and data.train)")
-                     : std::string()));
+    throw Error(path + ": cannot read the deck: a binary file, not YAML text");
   Deck deck = parse_deck(text.str(), path);
   validate_files(deck);
   return deck;

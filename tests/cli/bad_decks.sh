@@ -98,6 +98,8 @@ done
 "$DISTZO" --version | grep -q '^distzo [0-9]' || fail "--version"
 set +e; "$DISTZO" frobnicate > unknown.out 2>&1; status=$?; set -e
 [ "$status" -ne 0 ] && grep -qF "unknown command 'frobnicate'" unknown.out || fail "unknown command: $(cat unknown.out)"
+set +e; "$DISTZO" rnu x.yaml > typo.out 2>&1; status=$?; set -e
+[ "$status" = 2 ] && grep -qF "unknown command 'rnu' (did you mean \"run\"?)" typo.out || fail "a misspelt command: $(head -n 1 typo.out)"
 "$DISTZO" help deck > help_deck.out
 grep -qF '| `optim.lr` | number | **required** | > 0 |' help_deck.out || fail "help deck: $(head -n 5 help_deck.out)"
 set +e; "$DISTZO" help decks > help_bad.out 2>&1; status=$?; set -e
@@ -144,11 +146,18 @@ for cmd in run plan; do
   [ "$status" = 2 ] && grep -qF "huge.yaml: cannot read the deck: 50000126 bytes, more than a deck's 1048576 (1 MiB)" huge.out ||
     fail "$cmd of a 50 MB deck: status $status, $(head -c 300 huge.out)"
 done
-# A model file (binary, under 1 MiB) given as the deck: said so, not a YAML escape error.
+# A Hugging Face config.json given to run: said to be one, with what takes it.
+set +e; "$DISTZO" run "$TEST_DATA/../../perf/opt_configs/opt-125m.json" > config.out 2>&1; status=$?; set -e
+[ "$status" = 2 ] && grep -qF "opt-125m.json:2: model_type: this is a Hugging Face config.json, not a deck: \`distzo plan\` takes it" config.out ||
+  fail "run of a config.json: status $status, $(head -c 300 config.out)"
+# A model file given as the deck (the tiny one, and the demo's of 3.7 MB, over a deck's
+# 1 MiB): said to be one, not a YAML escape error or a size.
 for cmd in run plan; do
-  set +e; "$DISTZO" "$cmd" model.h5 > binary.out 2>&1; status=$?; set -e
-  [ "$status" = 2 ] && grep -qF "model.h5: cannot read the deck: a binary file, not YAML text (an HDF5 file: a model, checkpoint or dataset?" binary.out ||
-    fail "$cmd of a model file as the deck: status $status, $(head -c 300 binary.out)"
+  for model in model.h5 "$TEST_DATA/../../inputs/demo/model.h5"; do
+    set +e; "$DISTZO" "$cmd" "$model" > binary.out 2>&1; status=$?; set -e
+    [ "$status" = 2 ] && grep -qF "model.h5: cannot read the deck: a binary file, not YAML text (an HDF5 file: a model, checkpoint or dataset?" binary.out ||
+      fail "$cmd of a model file ($model) as the deck: status $status, $(head -c 300 binary.out)"
+  done
 done
 { printf 'model: {path: model.h5}\ndata: {train: train.h5, micro_batch: 4}\noptim: {steps: 1, lr: 1.0e-3, schedule: '
   head -c 1000000 /dev/zero | tr '\0' y; printf '}\noutput: {dir: long}\n'; } > long_enum.yaml

@@ -179,9 +179,10 @@ def check(tool_file: str, *modules: str) -> None:
         raise ModuleNotFoundError(text, name=lack[0])
     if any(a in ("-h", "--help") for a in sys.argv[1:]):
         # Asked how to use it: the tool's own description (its module
-        # docstring), then what it needs; not an error.
+        # docstring), then what it needs; not an error, so not worded as one.
         doc = (sys.modules["__main__"].__doc__ or "").strip()
-        print((doc + "\n\n" if doc else "") + text)
+        needs = text.replace(": error: missing Python packages:", " needs Python packages not installed here:", 1)
+        print((doc + "\n\n" if doc else "") + needs)
         sys.exit(0)
     print(text, file=sys.stderr)
     sys.exit(2)

@@ -70,8 +70,9 @@ def _assert_help_and_pip_line(r, *packages):
     lines = [line.split() for line in r.stdout.splitlines() if "-m pip install" in line]
     assert len(lines) == 1, f"expected one pip line:\n{out}"
     _assert_pinned(lines[0], packages)
-    assert not r.stdout.lstrip().startswith("python3 -m pip") and "missing" in r.stdout, (
+    assert not r.stdout.lstrip().startswith("python3 -m pip") and "needs Python packages" in r.stdout, (
         f"expected the tool's description before the pip line:\n{out}")
+    assert "error: missing Python packages" not in r.stdout, f"--help is not an error:\n{out}"
 
 
 def test_make_real_model_checks_first():
