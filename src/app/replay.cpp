@@ -12,6 +12,7 @@
 #include "io/model_file.hpp"
 #include "runtime/parameter_store.hpp"
 #include "zo/engine.hpp"
+#include "zo/momentum.hpp"
 
 namespace distzo::app {
 
@@ -21,8 +22,8 @@ const char* const kUsage =
     "usage: distzo replay BASE.h5 SOURCE.h5 -o OUT.h5 [--steps N]\n"
     "  θ after step N (default: SOURCE's last) rebuilt from the base model BASE.h5 and the\n"
     "  seed log of the checkpoint SOURCE.h5, with no forward pass: every update is a\n"
-    "  function of (seed, step, g, lr, weight decay), whatever the estimator and the\n"
-    "  layout of the run (docs/perturbation.md). OUT.h5 is a checkpoint of step N with\n"
+    "  function of (seed, steps, g, lr, weight decay, momentum), whatever the estimator\n"
+    "  and the layout of the run (docs/perturbation.md). OUT.h5 is a checkpoint of step N with\n"
     "  SOURCE's training state up to it; at SOURCE's own step its digest must equal the\n"
     "  one SOURCE recorded, and replay fails otherwise.";
 
@@ -111,15 +112,16 @@ int replay(const std::vector<std::string>& args) {
   const Clock::time_point t0 = Clock::now();
   Clock::time_point last_line = t0;
   std::int64_t updates = 0;
+  // Every update as the trainer built it: from the log's last rows, with the
+  // run's momentum (plain SGD: the step's own row).
+  const zo::MomentumSpec momentum{deck.optim.momentum, deck.optim.history};
+  zo::GradientHistory history(momentum.history);
   for (std::int64_t i = 0; i < steps; ++i) {
     const io::SeedLogEntry& e = source.seed_log[static_cast<std::size_t>(i)];
+    history.push(e.step, e.g);
     if (e.g.empty()) continue;  // a skipped step changed nothing
-    PendingUpdate u;
-    u.active = true;
-    u.step = e.step;
-    u.lr = e.lr;
-    u.weight_decay = deck.optim.weight_decay;
-    u.g = e.g;
+    PendingUpdate u = zo::pending_update(momentum, history, e.step, e.lr, deck.optim.weight_decay,
+                                         source.queries);
     engine.flush(source.z, u);
     ++updates;
     if (Clock::now() - last_line > std::chrono::seconds(10)) {

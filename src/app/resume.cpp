@@ -16,14 +16,18 @@ ResumeChanges resume_changes(const io::Deck& saved_deck, const io::TrainingState
     if (before == now) return;
     const std::string change =
         key + ": " + before + " in the checkpoint, " + now + " in the deck" + what;
-    if (key == "optim.estimator" || key == "optim.queries") {
+    if (key == "optim.estimator" || key == "optim.queries" || key == "optim.momentum" ||
+        key == "optim.history") {
       // The seed log is one table for the whole run: a row of `queries`
-      // scalars a step, read with the run's estimator (by the resume that
-      // continues it and by replay), so neither can change within a run.
+      // scalars a step, read with the run's estimator and, for every
+      // update, h rows weighted by β (by the resume that continues it and by
+      // replay, which reads the checkpoint's deck), so none can change
+      // within a run.
       changes.refused.push_back(
           change +
           " (not even in checkpoint.allow_changes: the seed log holds one "
-          "estimator's row of scalars a step for the whole run; to go on "
+          "estimator's row of scalars a step for the whole run, and every update is rebuilt "
+          "from its rows with one momentum and history; to go on "
           "with another, start a new run whose model.path is the checkpoint)");
       return;
     }

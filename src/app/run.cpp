@@ -307,7 +307,7 @@ void run(const RunOptions& options, const runtime::Communicator& world) {
                describe_storage(store.placement()), blas_threads);
 
   const zo::TrainerConfig config = trainer_config(deck, inputs.eval != nullptr, inputs.state.z);
-  zo::TrainerState state = trainer_state(inputs.state);
+  zo::TrainerState state = trainer_state(inputs.state, config.momentum);
   const std::int64_t first_step = state.step;
   runtime::Watchdog watchdog(world, watchdog_settings);
   RunHooks hooks(inputs, engine, *batches, mesh, out, watchdog, options.faults);

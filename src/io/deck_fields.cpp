@@ -125,6 +125,21 @@ Field choice(const char* section, const char* key, Member<S, Enum> m,
   return f;
 }
 
+/// A number in [min, below): a fraction such as a momentum's β.
+template <class S>
+Field fraction(const char* section, const char* key, Member<S, double> m, double min, double below,
+               std::string meaning) {
+  Field f(section, key);
+  f.type = "number";
+  f.allowed = ">= " + format_double(min) + " and < " + format_double(below);
+  f.meaning = std::move(meaning);
+  f.read = [key, m, min, below](const SectionReader& r, Deck& d) {
+    r.read_double(key, m.of(d), min, false, below);
+  };
+  f.write = [m](const Deck& d) { return format_double(m.of(d)); };
+  return f;
+}
+
 /// A number > 0, or one of `words`, each standing for a value of its own.
 template <class S>
 Field number_or_word(const char* section, const char* key, Member<S, double> m,
@@ -272,6 +287,16 @@ const std::vector<Field>& fields() {
             "optim", "max_nonfinite", member(o, &O::max_nonfinite), 1,
             "this many consecutive non-finite losses abort the run (counted across a resume; no "
             "checkpoint is written during such a streak)"),
+        trajectory(fraction(
+            "optim", "momentum", member(o, &O::momentum), 0.0, 1.0,
+            "β of a momentum rebuilt from the seed log's last `optim.history` rows: the step "
+            "follows Σ_j c_j ĝ_{t−j} z_{t−j}, c_j ∝ β^j summing to 1 (no optimizer state; "
+            "docs/perturbation.md); 0 = the step's own row only (MeZO's SGD)")),
+        trajectory(allowing(
+            "1 when `momentum` is 0; 2 to 32 / `optim.queries` otherwise",
+            integer("optim", "history", member(o, &O::history), 1,
+                    "h: the log rows (steps) a momentum update uses; each regenerates its q z "
+                    "in the fused update, h x q at most 32"))),
 
         integer("eval", "interval", member(e, &EvalSection::interval), 0,
                 "steps between evaluations; 0 = only before training and at the end"),
@@ -286,8 +311,9 @@ const std::vector<Field>& fields() {
         key_list("checkpoint", "allow_changes", member(c, &CheckpointSection::allow_changes),
                  &resume_keys, "keys of the trajectory (below)",
                  "the keys a resume may change on purpose (each is logged); any other change "
-                 "from the checkpoint's deck is an error; `optim.estimator` and `optim.queries` "
-                 "never change within a run (the seed log's shape)"),
+                 "from the checkpoint's deck is an error; `optim.estimator`, `optim.queries`, "
+                 "`optim.momentum` and `optim.history` never change within a run (the seed "
+                 "log's shape and how its rows are read)"),
         path("checkpoint", "resume", member(c, &CheckpointSection::resume), false,
              "empty, `latest`, or an existing file",
              "empty = fresh start; a checkpoint file to continue from; `latest` = the newest "

@@ -111,11 +111,14 @@ void SectionReader::read_uint64(const char* key, std::uint64_t& out) const {
   out = value;
 }
 
-void SectionReader::read_double(const char* key, double& out, double min, bool exclusive) const {
+void SectionReader::read_double(const char* key, double& out, double min, bool exclusive,
+                                double below) const {
   const YAML::Node* v = find(key);
   if (!v) return;
-  const std::string allowed =
-      std::string("a number ") + (exclusive ? "> " : ">= ") + format_double(min);
+  const bool bounded = below < std::numeric_limits<double>::infinity();
+  const std::string allowed = std::string("a number ") + (exclusive ? "> " : ">= ") +
+                              format_double(min) +
+                              (bounded ? " and < " + format_double(below) : std::string());
   if (!is_plain_scalar_of(*v, real_form()))
     fail_value(key, "expected " + allowed + ", found " + describe(*v));
   std::string text = v->Scalar();
@@ -125,7 +128,7 @@ void SectionReader::read_double(const char* key, double& out, double min, bool e
   if (r.ec == std::errc::result_out_of_range)
     fail_value(key,
                "out of range: expected " + allowed + " that fits a double, found " + v->Scalar());
-  if (exclusive ? !(value > min) : !(value >= min))
+  if ((exclusive ? !(value > min) : !(value >= min)) || !(value < below))
     fail_value(key, "out of range: expected " + allowed + ", found " + v->Scalar());
   out = value;
 }
