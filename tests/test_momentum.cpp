@@ -67,7 +67,7 @@ TEST(Momentum, BetaZeroIsPlainSgdTermForTerm) {
   EXPECT_EQ(u.own_row(), (std::vector<double>{0.75, -1.5, 6.0}));
 }
 
-TEST(Momentum, TermsSpanTheLastRowsNewestFirstAndSkipZeroRows) {
+TEST(Momentum, TermsSpanTheLastRowsNewestFirstAndASkippedRowAddsNone) {
   const zo::MomentumSpec spec{0.5, 3};
   zo::GradientHistory history(3);
   history.push(0, {1.0, 2.0});
