@@ -44,6 +44,7 @@
 #include "io/hf_config.hpp"
 #include "io/model_file.hpp"
 #include "kernel_profile.hpp"
+#include "kernels/perturb_update.hpp"
 #include "model/init.hpp"
 #include "runtime/communicator.hpp"
 #include "runtime/mesh.hpp"
@@ -53,6 +54,7 @@
 #include "zo/engine.hpp"
 #include "zo/estimator.hpp"
 #include "zo/evaluation_plan.hpp"
+#include "zo/momentum.hpp"
 
 namespace {
 
@@ -64,7 +66,7 @@ using perf::Stats;
 
 const char* const kUsage =
     "usage: bench_step MODEL.h5|CONFIG.json [--batch B] [--seq T] [--reps N] [--queries q]\n"
-    "                  [--estimator spsa|one_sided]\n"
+    "                  [--estimator spsa|one_sided] [--momentum B --history H]\n"
     "                  [--warmup W] [--eps E] [--lr LR] [--weight-decay WD]\n"
     "                  [--distribution gaussian|rademacher] [--seed S] [--profile]\n"
     "                  [--placement resident|offload] [--resident-blocks K] [--prefetch N]\n"
@@ -75,7 +77,9 @@ const char* const kUsage =
     "  ZO steps/s of Engine::run_step (causal LM, pending update applied every step);\n"
     "  --gemm-paths N: then N pairs of steps, one per host GEMM path (library, tiled);\n"
     "  defaults: --batch 8 --seq 128 --reps 3 --queries 1 --warmup 1 --eps 1e-3 --lr 1e-6\n"
-    "            --estimator spsa --weight-decay 0 --distribution gaussian --seed 1\n"
+    "            --estimator spsa --momentum 0 --history 1 (a momentum over H steps\n"
+    "            starts after H − 1 rows of 1e-3: every update has H rows)\n"
+    "            --weight-decay 0 --distribution gaussian --seed 1\n"
     "            --placement resident\n"
     "            --resident-blocks 0 --prefetch 1 --mesh 1x1 --share auto --exchange auto\n"
     "            --storage fp32 --rounding stochastic --perturbed-weights together\n"
@@ -101,6 +105,7 @@ runtime::MeshLayout parse_mesh(const std::string& text) {
 struct StepSettings {
   int batch = 8, seq = 128, reps = 3, queries = 1;
   EstimatorKind estimator = EstimatorKind::spsa;
+  zo::MomentumSpec momentum;  // optim.momentum, optim.history
   int warmup = 1;  // untimed steps first, at least one: every timed step has an update pending
   double eps = 1e-3, lr = 1e-6, weight_decay = 0;
   Distribution distribution = Distribution::gaussian;
@@ -117,6 +122,14 @@ StepSettings settings_from_args(const app::Options& args) {
   DISTZO_INPUT_REQUIRE(estimator == "spsa" || estimator == "one_sided",
                        "--estimator must be spsa or one_sided, got '" << estimator << "'");
   s.estimator = estimator == "spsa" ? EstimatorKind::spsa : EstimatorKind::one_sided;
+  s.momentum.beta = args.number("--momentum", 0);
+  s.momentum.history = static_cast<int>(args.integer("--history", 1));
+  DISTZO_INPUT_REQUIRE(s.momentum.beta >= 0 && s.momentum.beta < 1 && s.momentum.history >= 1 &&
+                           (s.momentum.beta == 0) == (s.momentum.history == 1) &&
+                           s.momentum.terms(s.queries) <= kernels::kMaxQueries,
+                       "--momentum B in [0, 1) with --history H: H = 1 for B = 0, H >= 2 "
+                       "otherwise, H x q <= "
+                           << kernels::kMaxQueries);
   s.warmup = std::max(1, static_cast<int>(args.integer("--warmup", s.warmup)));
   s.eps = args.number("--eps", s.eps);
   s.lr = args.number("--lr", s.lr);
@@ -249,6 +262,8 @@ void print_result_line(const std::string& path, const StepSettings& settings,
       {"seq", std::to_string(settings.seq)},
       {"queries", std::to_string(settings.queries)},
       {"estimator", to_string(settings.estimator)},
+      {"momentum", fmt(settings.momentum.beta, 4)},
+      {"history", std::to_string(settings.momentum.history)},
       {"evaluations", std::to_string(step_evaluations(settings.estimator, settings.queries))},
       {"parameters", std::to_string(registry.total_elements())},
       {"distribution", to_string(settings.distribution)},
@@ -292,6 +307,8 @@ int run(int argc, char** argv) {
                                               "reps",
                                               "queries",
                                               "estimator",
+                                              "momentum",
+                                              "history",
                                               "warmup",
                                               "eps",
                                               "lr",
@@ -364,24 +381,33 @@ int run(int argc, char** argv) {
 
   const runtime::Communicator& comm = mesh.world();
   PendingUpdate pending;
+  // With a momentum over h steps the first step is step h − 1, after h − 1
+  // rows of 1e-3 (their z are regenerated like any row's), so every update,
+  // the first included, has h rows: the cost a long run pays every step.
+  zo::GradientHistory history(settings.momentum.history);
+  const int first = settings.momentum.history - 1;
+  for (int t = 0; t < first; ++t) history.push(t, std::vector<double>(q, 1e-3));
   out << "workload       : batch " << B << " x seq " << T << ", " << to_string(settings.estimator)
-      << " q = " << q << " (" << step_evaluations(settings.estimator, q)
-      << " forward passes per step), eps " << eps << ", lr " << lr << ", wd " << wd << ", z "
-      << to_string(settings.distribution) << "; " << warmup << " warm-up + " << reps
-      << " timed steps\n";
+      << " q = " << q << ", momentum " << settings.momentum.beta
+      << " over h = " << settings.momentum.history << " ("
+      << step_evaluations(settings.estimator, q) << " forward passes per step), eps " << eps
+      << ", lr " << lr << ", wd " << wd << ", z " << to_string(settings.distribution) << "; "
+      << warmup << " warm-up + " << reps << " timed steps\n";
 
   // One training step: run_step (applying the pending update on the way),
   // the estimate, and the update it leaves pending for the next step.
   const ZSpec z{settings.seed, settings.distribution, kDefaultZRecipe};
   auto step = [&](int s) {
-    const StepPerturbation p{z, s, eps};
+    const StepPerturbation p{z, first + s, eps};
     const auto t0 = Clock::now();
     const runtime::TransferBytes before = engine.streamer().total_bytes();
     const zo::LossTable local = engine.run_step(batch, p, pending);
     r.moved = {engine.streamer().total_bytes().to_device - before.to_device,
                engine.streamer().total_bytes().to_host - before.to_host};
     const zo::StepEstimate est = zo::combine_losses(comm, local, eps);
-    pending = PendingUpdate::after(p, est.g, lr, wd);
+    // As the trainer builds it (plain SGD: PendingUpdate::after's terms).
+    history.push(first + s, est.g);
+    pending = zo::pending_update(settings.momentum, history, first + s, lr, wd, q);
     const double t = seconds_since(t0);
     if (s == 0) r.first_loss = est.loss;
     r.last_loss = est.loss;

@@ -97,7 +97,8 @@ TEST(Checkpoint, TrainingStateRoundTrips) {
   EXPECT_EQ(r.pending.step, s.pending.step);
   EXPECT_EQ(r.pending.lr, s.pending.lr);
   EXPECT_EQ(r.pending.weight_decay, s.pending.weight_decay);
-  EXPECT_EQ(r.pending.g, s.pending.g);
+  EXPECT_EQ(r.pending.queries, s.pending.queries);
+  EXPECT_EQ(r.pending.terms, s.pending.terms);
   EXPECT_EQ(r.deck_yaml, s.deck_yaml);
   EXPECT_EQ(r.parameter_digest, s.parameter_digest);
   EXPECT_EQ(r.nonfinite_streak, s.nonfinite_streak);

@@ -127,6 +127,8 @@ TEST(Deck, FullDeckParsesEveryValue) {
   EXPECT_EQ(d.optim.z_recipe, 1);
   EXPECT_EQ(d.optim.seed, 18446744073709551615ull);
   EXPECT_EQ(d.optim.max_nonfinite, 9);
+  EXPECT_EQ(d.optim.momentum, 0.5);
+  EXPECT_EQ(d.optim.history, 16);
   EXPECT_EQ(d.eval.interval, 1000);
   EXPECT_EQ(d.eval.max_examples, 872);
   EXPECT_EQ(d.checkpoint.interval, 2000);
@@ -154,11 +156,11 @@ TEST(Deck, FullDeckParsesEveryValue) {
   EXPECT_EQ(d.origin.source, "full.yaml");
   EXPECT_EQ(d.origin.line("model"), 3);
   EXPECT_EQ(d.origin.line("optim.lr"), 13);
-  EXPECT_EQ(d.origin.line("parallel"), 36);
-  EXPECT_EQ(d.origin.line("parallel.perturbation"), 37);
-  EXPECT_EQ(d.origin.line("parallel.data"), 38);
-  EXPECT_EQ(d.origin.line("parallel.check_interval"), 39);
-  EXPECT_EQ(d.origin.where("parallel.data"), "full.yaml:38: parallel.data: ");
+  EXPECT_EQ(d.origin.line("parallel"), 38);
+  EXPECT_EQ(d.origin.line("parallel.perturbation"), 39);
+  EXPECT_EQ(d.origin.line("parallel.data"), 40);
+  EXPECT_EQ(d.origin.line("parallel.check_interval"), 41);
+  EXPECT_EQ(d.origin.where("parallel.data"), "full.yaml:40: parallel.data: ");
   for (const std::string& key : deck_keys()) EXPECT_TRUE(d.origin.written(key)) << key;
 }
 
@@ -343,20 +345,61 @@ TEST(Deck, DocsKeyTablesAreTheFieldTable) {
 TEST(Deck, TrajectoryKeysAreTheFieldTablesColumn) {
   // The keys a resume compares (docs/decks.md, "Resuming checks the deck"),
   // in deck order, "model" standing for the base model's digest.
-  EXPECT_EQ(
-      distzo::io::resume_keys(),
-      (std::vector<std::string>{
-          "model", "data.train", "data.micro_batch", "data.shuffle_seed", "optim.steps", "optim.lr",
-          "optim.schedule", "optim.warmup_steps", "optim.eps", "optim.weight_decay",
-          "optim.estimator", "optim.queries", "optim.distribution", "optim.seed", "parallel.data",
-          "precision.storage", "precision.rounding", "precision.gemm_inputs"}));
-  // allow_changes takes exactly these names.
-  for (const std::string& key : distzo::io::resume_keys())
+  EXPECT_EQ(distzo::io::resume_keys(), (std::vector<std::string>{"model",
+                                                                 "data.train",
+                                                                 "data.micro_batch",
+                                                                 "data.shuffle_seed",
+                                                                 "optim.steps",
+                                                                 "optim.lr",
+                                                                 "optim.schedule",
+                                                                 "optim.warmup_steps",
+                                                                 "optim.eps",
+                                                                 "optim.weight_decay",
+                                                                 "optim.estimator",
+                                                                 "optim.queries",
+                                                                 "optim.distribution",
+                                                                 "optim.seed",
+                                                                 "optim.momentum",
+                                                                 "optim.history",
+                                                                 "parallel.data",
+                                                                 "precision.storage",
+                                                                 "precision.rounding",
+                                                                 "precision.gemm_inputs"}));
+  // allow_changes takes exactly these names but the run-constant ones.
+  for (const std::string& key : distzo::io::changeable_keys())
     EXPECT_NO_THROW(
         parse_deck(deck_with("checkpoint:\n  allow_changes: [" + key + "]\n"), "d.yaml"))
         << key;
+  EXPECT_EQ(distzo::io::changeable_keys().size() + distzo::io::run_constant_keys().size(),
+            distzo::io::resume_keys().size());
   EXPECT_DECK_ERROR(deck_with("checkpoint:\n  allow_changes: [optim.z_recipe]\n"),
                     "deck.yaml:11: checkpoint.allow_changes: ", "optim.z_recipe");
+}
+
+TEST(Deck, MomentumAndHistory) {
+  const Deck plain = parse_deck(deck_with(""), "d.yaml");
+  EXPECT_EQ(plain.optim.momentum, 0.0);
+  EXPECT_EQ(plain.optim.history, 1);
+  const Deck m = parse_deck(deck_with("  queries: 4\n  momentum: 0.9\n  history: 8\n"), "d.yaml");
+  EXPECT_EQ(m.optim.momentum, 0.9);
+  EXPECT_EQ(m.optim.history, 8);  // 8 x 4 = 32 z streams: the kernel's limit, allowed
+  EXPECT_EQ(parse_deck(resolved_yaml(m), "r.yaml").optim.history, 8);
+  // Lines: steps 8, lr 9, the tail from 10.
+  EXPECT_DECK_ERROR(deck_with("  momentum: -0.1\n  history: 2\n"), "deck.yaml:10: optim.momentum: ",
+                    "out of range: expected a number >= 0 and < 1, found -0.1");
+  EXPECT_DECK_ERROR(deck_with("  momentum: 1\n  history: 2\n"), "deck.yaml:10: optim.momentum: ",
+                    "out of range: expected a number >= 0 and < 1, found 1");
+  EXPECT_DECK_ERROR(deck_with("  history: 2\n"), "deck.yaml:10: optim.history: ",
+                    "2 rows with optim.momentum 0 (the default): plain SGD uses only the step's "
+                    "own row");
+  EXPECT_DECK_ERROR(deck_with("  momentum: 0.5\n"), "deck.yaml:10: optim.momentum: ",
+                    "0.5 with optim.history 1 (the default) uses only the step's own row");
+  EXPECT_DECK_ERROR(deck_with("  queries: 5\n  momentum: 0.9\n  history: 7\n"),
+                    "deck.yaml:12: optim.history: ",
+                    "momentum 0.9 with history 7 and queries 5 needs 35 z streams a step; the "
+                    "fused kernel regenerates at most 32: lower optim.history to 6");
+  EXPECT_DECK_ERROR(deck_with("  queries: 20\n  momentum: 0.9\n  history: 2\n"),
+                    "deck.yaml:12: optim.history: ", "so optim.queries <= 16");
 }
 
 // ---------------------------------------------------------------------------
@@ -384,8 +427,8 @@ TEST(DeckError, UnknownKeySuggestsTheClosest) {
 }
 
 TEST(DeckError, UnknownKeyFarFromAllHasNoSuggestion) {
-  const std::string m = parse_error(deck_with("  momentum: 0.9\n"));
-  EXPECT_STARTS_WITH(m, "deck.yaml:10: optim.momentum: unknown key; allowed keys in optim: ");
+  const std::string m = parse_error(deck_with("  nesterov: true\n"));
+  EXPECT_STARTS_WITH(m, "deck.yaml:10: optim.nesterov: unknown key; allowed keys in optim: ");
   EXPECT_LACKS(m, "did you mean");
 }
 
@@ -493,6 +536,13 @@ TEST(DeckError, Placement) {
   EXPECT_DECK_ERROR(deck_with("checkpoint:\n  allow_changes: [optim.lrr]\n"),
                     "deck.yaml:11: checkpoint.allow_changes: ",
                     "\"optim.lrr\" is not a key a resume checks; allowed: model, data.train");
+  EXPECT_DECK_ERROR(deck_with("checkpoint:\n  allow_changes: [optim.lr, optim.queries]\n"),
+                    "deck.yaml:11: checkpoint.allow_changes: ",
+                    "optim.queries never changes within a run, even when checkpoint.allow_changes "
+                    "lists it: the seed log holds one estimator's row of q scalars a step");
+  EXPECT_EQ(distzo::io::run_constant_keys(),
+            (std::vector<std::string>{"optim.estimator", "optim.queries", "optim.momentum",
+                                      "optim.history"}));
   EXPECT_TRUE(parse_deck(deck_with("checkpoint:\n  allow_changes:\n"), "d.yaml")
                   .checkpoint.allow_changes.empty());
   EXPECT_DECK_ERROR(deck_with("checkpoint:\n  allow_changes: optim.lr\n"),

@@ -127,12 +127,8 @@ TEST(Engine, UpdateFollowsTheMezoRule) {
   zo::Engine ex(m.config, *m.store, zo::EvaluationPlan::make(2, 1, 0),
                 model::BatchShape{model::Task::classification, B, T, 2});
   const ZSpec z{99};
-  PendingUpdate u;
-  u.active = true;
-  u.step = 17;
-  u.lr = 0.05;
-  u.weight_decay = 0.1;
-  u.g = {1.5, -0.75};
+  const std::vector<double> g = {1.5, -0.75};
+  PendingUpdate u = PendingUpdate::after({z, 17, 0}, g, 0.05, 0.1);
   ex.flush(z, u);
   EXPECT_FALSE(u.active);
 
@@ -148,7 +144,7 @@ TEST(Engine, UpdateFollowsTheMezoRule) {
       double grad = 0;
       for (int q = 0; q < 2; ++q)
         grad +=
-            u.g[q] *
+            g[q] *
             PerturbationStream::make(99, 17, q, Distribution::gaussian, z.recipe).z(info.id, e) / 2;
       const double want = t0[e] - u.lr * (grad + wd * t0[e]);
       max_err = std::max(max_err, std::fabs(t1[e] - want));

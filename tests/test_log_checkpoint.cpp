@@ -197,7 +197,8 @@ TEST(LogCheckpoint, ThetaRebuiltMustReachTheRecordedDigest) {
   io::TrainingState log = state_after(5, "ours");
   {
     TinyTheta run(model);  // the run's θ after its 5 steps (no weight decay)
-    app::apply_seed_log(run.engine, log.z, log.seed_log, 0, 5, 0.0, [](std::int64_t) {});
+    app::apply_seed_log(run.engine, log.z, {}, log.queries, log.seed_log, 0, 5, 0.0,
+                        [](std::int64_t) {});
     log.parameter_digest = run.engine.parameter_digest();
   }
   const app::ResumeChoice choice{write_log(tmp.path, log), kModel, 0, log.base_model_digest};
@@ -206,7 +207,7 @@ TEST(LogCheckpoint, ThetaRebuiltMustReachTheRecordedDigest) {
   {
     TinyTheta theta(model);
     const std::string said = app::rebuild_at_log_step(
-        theta.engine, choice, io::read_training_state(choice.path), log.z, 0.0, print, 0);
+        theta.engine, choice, io::read_training_state(choice.path), log.z, {}, 0.0, print, 0);
     EXPECT_NE(said.find("the run's base model " + kModel +
                         ", then steps 1 to 5 of its seed log replayed (5 updates, 0 skipped)"),
               std::string::npos)
@@ -223,7 +224,7 @@ TEST(LogCheckpoint, ThetaRebuiltMustReachTheRecordedDigest) {
   EXPECT_ERROR_CONTAINS(
       "but " + choice.path + " recorded " + log.parameter_digest + ": not resumed",
       app::rebuild_at_log_step(theta.engine, choice, io::read_training_state(choice.path), log.z,
-                               0.0, print, 0));
+                               {}, 0.0, print, 0));
 }
 
 TEST(LogCheckpoint, RotationKeepsTheRunsNewestAndMovesAnotherRunsAside) {

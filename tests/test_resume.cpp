@@ -77,9 +77,29 @@ TEST(Resume, TheEstimatorAndItsQueriesAreFixedForTheRunEvenWhenAllowed) {
     EXPECT_TRUE(c.allowed.empty()) << changed;
     ASSERT_FALSE(c.refused.empty()) << changed;
     for (const std::string& r : c.refused)
-      EXPECT_NE(r.find("not even in checkpoint.allow_changes: the seed log"), std::string::npos)
+      EXPECT_NE(r.find("never changes within a run, even when checkpoint.allow_changes lists it"),
+                std::string::npos)
           << r;
   }
+}
+
+TEST(Resume, TheMomentumAndItsHistoryAreFixedForTheRunEvenWhenAllowed) {
+  // Every update is rebuilt from the seed log's last h rows with weights of
+  // β (by the resume that continues the run and by replay, from the
+  // checkpoint's deck): another β or h would rebuild other updates.
+  const io::Deck before = deck("  lr: 1e-3\n  momentum: 0.9\n  history: 4\n");
+  for (const char* changed : {"  lr: 1e-3\n  momentum: 0.8\n  history: 4\n",
+                              "  lr: 1e-3\n  momentum: 0.9\n  history: 3\n", "  lr: 1e-3\n"}) {
+    const app::ResumeChanges c = app::resume_changes(before, saved_state(), deck(changed),
+                                                     {"optim.momentum", "optim.history"}, kSame);
+    EXPECT_TRUE(c.allowed.empty()) << changed;
+    ASSERT_FALSE(c.refused.empty()) << changed;
+    for (const std::string& r : c.refused)
+      EXPECT_NE(r.find("never changes within a run, even when checkpoint.allow_changes lists it"),
+                std::string::npos)
+          << r;
+  }
+  EXPECT_TRUE(app::resume_changes(before, saved_state(), before, {}, kSame).refused.empty());
 }
 
 TEST(Resume, HowThetaIsStoredIsPartOfTheTrajectory) {

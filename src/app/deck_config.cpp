@@ -57,6 +57,7 @@ zo::TrainerConfig trainer_config(const io::Deck& deck, bool evaluate, const ZSpe
   c.eps = opt.eps;
   c.weight_decay = opt.weight_decay;
   c.queries = opt.queries;
+  c.momentum = {opt.momentum, opt.history};
   c.z = z;
   c.max_nonfinite = opt.max_nonfinite;
   c.eval_interval = deck.eval.interval;
@@ -67,11 +68,21 @@ zo::TrainerConfig trainer_config(const io::Deck& deck, bool evaluate, const ZSpe
   return c;
 }
 
-zo::TrainerState trainer_state(const io::TrainingState& saved) {
+zo::TrainerState trainer_state(const io::TrainingState& saved, const zo::MomentumSpec& momentum) {
   zo::TrainerState s;
   s.step = saved.step;
-  s.pending = saved.pending;
   s.nonfinite_streak = saved.nonfinite_streak;
+  // The rows the next updates use: the log's last h (a skipped step's is empty).
+  s.history = zo::GradientHistory(momentum.history);
+  const std::vector<io::SeedLogEntry>& log = saved.seed_log;
+  const std::size_t h = static_cast<std::size_t>(momentum.history);
+  for (std::size_t i = log.size() > h ? log.size() - h : 0; i < log.size(); ++i)
+    s.history.push(log[i].step, log[i].g);
+  // A pending update (files distzo writes have none) is its step's: rebuilt
+  // from the rows as the trainer would have built it.
+  if (saved.pending.active)
+    s.pending = zo::pending_update(momentum, s.history, saved.pending.step, saved.pending.lr,
+                                   saved.pending.weight_decay, saved.queries);
   return s;
 }
 

@@ -31,8 +31,9 @@ std::string ignored_placement_keys(const io::Deck& deck);
 zo::TrainerConfig trainer_config(const io::Deck& deck, bool evaluate, const ZSpec& z);
 
 /// Where the trainer continues from: a checkpoint's training state (a fresh
-/// run's is empty).
-zo::TrainerState trainer_state(const io::TrainingState& saved);
+/// run's is empty), with the last optim.history rows of its seed log for
+/// `momentum`'s updates.
+zo::TrainerState trainer_state(const io::TrainingState& saved, const zo::MomentumSpec& momentum);
 
 /// The reverse, into the training state a checkpoint records: the step, the
 /// non-finite streak and the pending update of `state`.

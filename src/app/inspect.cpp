@@ -139,17 +139,22 @@ std::string tokenizer_line(const io::ModelInfo& m, const std::string& path) {
 /// Where a checkpoint stands: its step, run and z, its recorded digest, and
 /// how θ was stored (`reader` null: a log-only checkpoint).
 std::string checkpoint_lines(const io::TrainingState& state, const io::ModelReader* reader) {
-  // The estimator is the deck's (a checkpoint from before it existed: spsa).
-  std::string estimator = "spsa";
+  // The estimator and momentum are the deck's (a checkpoint from before
+  // they existed: spsa, plain SGD).
+  std::string estimator = "spsa", momentum;
   try {
-    estimator = to_string(io::parse_deck(state.deck_yaml, "its deck").optim.estimator);
+    const io::Deck deck = io::parse_deck(state.deck_yaml, "its deck");
+    estimator = to_string(deck.optim.estimator);
+    if (deck.optim.momentum > 0)
+      momentum = " with momentum " + io::deck_value(deck, "optim.momentum") +
+                 " over h = " + std::to_string(deck.optim.history) + " steps";
   } catch (const Error&) {
     estimator = "(its deck does not parse)";
   }
   std::ostringstream os;
   os << "training      step " << state.step << " of run "
      << (state.run_id.empty() ? std::string("(not recorded)") : state.run_id) << "; seed "
-     << state.z.seed << ", " << estimator << " q = " << state.queries << ", "
+     << state.z.seed << ", " << estimator << " q = " << state.queries << momentum << ", "
      << to_string(state.z.distribution) << " z (recipe " << to_int(state.z.recipe)
      << "), batches at " << model::to_string(state.batch_width)
      << " width; its deck: h5dump -a /deck_yaml FILE\n"

@@ -128,7 +128,8 @@ ResumeChoice latest_log(const io::Deck& deck, const std::string& owner,
 }
 
 std::string rebuild_at_log_step(zo::Engine& engine, const ResumeChoice& choice,
-                                const io::TrainingState& log, const ZSpec& z, double weight_decay,
+                                const io::TrainingState& log, const ZSpec& z,
+                                const zo::MomentumSpec& momentum, double weight_decay,
                                 const std::function<void(const std::string&)>& print,
                                 double progress_seconds) {
   using Clock = std::chrono::steady_clock;
@@ -148,10 +149,11 @@ std::string rebuild_at_log_step(zo::Engine& engine, const ResumeChoice& choice,
       },
       progress_seconds);
   const Clock::time_point t0 = Clock::now();
-  const std::int64_t updates =
-      apply_seed_log(engine, z, log.seed_log, from, to, weight_decay, [&](std::int64_t row) {
-        meter.update(static_cast<double>(row + 1 - from), static_cast<double>(to - from));
-      });
+  const std::int64_t updates = apply_seed_log(engine, z, momentum, log.queries, log.seed_log, from,
+                                              to, weight_decay, [&](std::int64_t row) {
+                                                meter.update(static_cast<double>(row + 1 - from),
+                                                             static_cast<double>(to - from));
+                                              });
   const std::string digest = engine.parameter_digest();
   const double seconds = std::chrono::duration<double>(Clock::now() - t0).count();
   DISTZO_INPUT_REQUIRE(digest == log.parameter_digest,

@@ -17,6 +17,7 @@
 #include "io/checkpoint.hpp"
 #include "io/deck.hpp"
 #include "zo/engine.hpp"
+#include "zo/momentum.hpp"
 
 namespace distzo::app {
 
@@ -44,14 +45,15 @@ ResumeChoice latest_log(const io::Deck& deck, const std::string& owner,
 
 /// Brings θ, loaded from choice.theta_from, to the step of the log-only
 /// checkpoint choice.path, whose training state (as read from it) is `log`:
-/// its rows from choice.theta_step on, applied with the z and weight decay
-/// its run drew them with (`z`, `weight_decay`: the log's, not a resuming
-/// deck's), then θ's digest checked against the log's parameter_digest.
+/// its rows from choice.theta_step on, applied with the z, momentum and
+/// weight decay its run drew them with (`z`, `momentum`, `weight_decay`: the
+/// log's, not a resuming deck's), then θ's digest checked against the log's parameter_digest.
 /// Collective over the engine's ranks; `print` receives the progress lines
 /// of a long replay. Returns the run.log line saying where θ came from;
 /// throws distzo::Error, on every rank alike, when the digest differs.
 std::string rebuild_at_log_step(zo::Engine& engine, const ResumeChoice& choice,
-                                const io::TrainingState& log, const ZSpec& z, double weight_decay,
+                                const io::TrainingState& log, const ZSpec& z,
+                                const zo::MomentumSpec& momentum, double weight_decay,
                                 const std::function<void(const std::string&)>& print,
                                 double progress_seconds);
 

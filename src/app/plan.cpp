@@ -24,6 +24,7 @@
 #include "model/forward.hpp"
 #include "model/parameter_registry.hpp"
 #include "runtime/parameter_store.hpp"
+#include "zo/evaluation_plan.hpp"
 
 namespace distzo::app {
 
@@ -78,6 +79,34 @@ void check_plan_inputs(const PlanInputs& in) {
   if (in.batch.task == model::Task::classification && in.batch.candidates < 1)
     fail("a classification head needs at least one candidate word");
 }
+
+namespace {
+
+/// The z a step regenerates per element (never stored): the update's h × q
+/// terms over all of θ, and the perturbation's directions of the rank
+/// that draws the most.
+std::string describe_z_streams(const PlanInputs& in) {
+  const zo::EstimatorSpec spec = zo::EstimatorSpec::make(in.estimator, in.queries);
+  std::size_t drawn = 0;
+  for (int rank = 0; rank < in.perturbation; ++rank) {
+    std::vector<zo::Evaluation> perturbed;
+    for (const zo::Evaluation& e : zo::EvaluationPlan::make(spec, in.perturbation, rank).owned)
+      if (e.sign != 0) perturbed.push_back(e);  // the unperturbed θ draws no z
+    drawn = std::max(drawn, zo::queries_of(perturbed).size());
+  }
+  std::ostringstream os;
+  os << "z a step     " << in.history * in.queries
+     << " per element of θ for the update (h x q = " << in.history << " x " << in.queries << ": ";
+  if (in.momentum > 0)
+    os << "momentum " << in.momentum << " over the last " << in.history << " steps' directions";
+  else
+    os << "the step's own directions";
+  os << ") + " << drawn << " for the perturbation (per rank, at most), regenerated in the fused "
+     << "pass; none is stored\n";
+  return os.str();
+}
+
+}  // namespace
 
 MemoryPlan plan_memory(const PlanInputs& in) {
   check_plan_inputs(in);
@@ -197,7 +226,8 @@ std::string describe_plan(const PlanInputs& in, const MemoryPlan& p) {
      << ", micro-batch " << in.batch.micro_batch << " x " << in.batch.seq_len << " tokens, "
      << to_string(in.estimator) << " q = " << in.queries << ", P = " << in.perturbation << ": "
      << count(p.evaluations, "evaluation", "evaluations") << " per rank"
-     << (in.eval_set ? ", with an eval set" : "") << "\n\n"
+     << (in.eval_set ? ", with an eval set" : "") << "\n"
+     << describe_z_streams(in) << "\n"
      << "device memory per rank (predicted)\n"
      << "  weights      " << b(p.weights) << ": embeddings + head " << human_bytes(p.edge_arena)
      << ", " << p.device_blocks << " resident + " << count(p.slots, "slot", "slots") << " x "
@@ -265,6 +295,8 @@ PlanInputs plan_inputs(const io::Deck& deck, const model::ModelConfig& config,
   in.batch = train.batch_shape(deck.data.micro_batch);
   in.estimator = deck.optim.estimator;
   in.queries = deck.optim.queries;
+  in.momentum = deck.optim.momentum;
+  in.history = deck.optim.history;
   in.perturbation = deck.parallel.perturbation;
   in.eval_set = !deck.data.eval.empty();
   in.placement = placement_config(deck);

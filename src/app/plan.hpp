@@ -26,6 +26,8 @@ struct PlanInputs {
   model::BatchShape batch{model::Task::causal_lm, 1, 1, 0};  // B x T, K candidates
   EstimatorKind estimator = EstimatorKind::spsa;
   int queries = 1;        // q directions per step
+  double momentum = 0;    // optim.momentum β: 0 = plain SGD
+  int history = 1;        // optim.history h: an update regenerates h × q z
   int perturbation = 1;   // P: a rank owns evaluations() / P evaluations
   bool eval_set = false;  // a run with an eval set holds a second batch
 

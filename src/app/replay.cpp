@@ -14,6 +14,7 @@
 #include "io/model_file.hpp"
 #include "runtime/parameter_store.hpp"
 #include "zo/engine.hpp"
+#include "zo/momentum.hpp"
 
 namespace distzo::app {
 
@@ -23,8 +24,8 @@ const char* const kUsage =
     "usage: distzo replay BASE.h5 SOURCE.h5 -o OUT.h5 [--steps N]\n"
     "  θ after step N (default: SOURCE's last) rebuilt from the base model BASE.h5 and the\n"
     "  seed log of SOURCE.h5, a checkpoint (ckpt-STEP.h5) or a log-only one (log-STEP.h5),\n"
-    "  with no forward pass: every update is a function of (seed, step, g, lr, weight\n"
-    "  decay), whatever the estimator and the layout of the run\n"
+    "  with no forward pass: every update is a function of (seed, steps, g, lr, weight\n"
+    "  decay, momentum), whatever the estimator and the layout of the run\n"
     "  (docs/perturbation.md). OUT.h5 is a checkpoint of step N with\n"
     "  SOURCE's training state up to it; at SOURCE's own step its digest must equal the\n"
     "  one SOURCE recorded, and replay fails otherwise.";
@@ -132,8 +133,11 @@ int replay(const std::vector<std::string>& args) {
 
   const Clock::time_point t0 = Clock::now();
   Clock::time_point last_line = t0;
+  // Every update as the trainer built it: from the log's last rows, with the
+  // run's momentum (plain SGD: the step's own row).
   const std::int64_t updates = apply_seed_log(
-      engine, source.z, source.seed_log, 0, steps, deck.optim.weight_decay, [&](std::int64_t i) {
+      engine, source.z, {deck.optim.momentum, deck.optim.history}, source.queries, source.seed_log,
+      0, steps, deck.optim.weight_decay, [&](std::int64_t i) {
         if (Clock::now() - last_line > std::chrono::seconds(10)) {
           last_line = Clock::now();
           std::cout << "replay: step " << i + 1 << " of " << steps << "\n" << std::flush;

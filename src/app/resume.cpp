@@ -16,15 +16,9 @@ ResumeChanges resume_changes(const io::Deck& saved_deck, const io::TrainingState
     if (before == now) return;
     const std::string change =
         key + ": " + before + " in the checkpoint, " + now + " in the deck" + what;
-    if (key == "optim.estimator" || key == "optim.queries") {
-      // The seed log is one table for the whole run: a row of `queries`
-      // scalars a step, read with the run's estimator (by the resume that
-      // continues it and by replay), so neither can change within a run.
-      changes.refused.push_back(
-          change +
-          " (not even in checkpoint.allow_changes: the seed log holds one "
-          "estimator's row of scalars a step for the whole run; to go on "
-          "with another, start a new run whose model.path is the checkpoint)");
+    const auto& fixed = io::run_constant_keys();
+    if (std::find(fixed.begin(), fixed.end(), key) != fixed.end()) {
+      changes.refused.push_back(change + " (" + key + " " + io::kRunConstantWhy + ")");
       return;
     }
     const bool allow = std::find(allowed.begin(), allowed.end(), key) != allowed.end();

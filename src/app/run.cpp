@@ -133,8 +133,9 @@ void rebuild_theta(zo::Engine& engine, Inputs& inputs, const runtime::Communicat
   if (!inputs.choice.log_only()) return;
   collectively(world, [&] {
     inputs.notes.push_back(rebuild_at_log_step(
-        engine, inputs.choice, inputs.state, inputs.log_z, inputs.log_weight_decay,
-        [&](const std::string& line) { held.print(line); }, progress_seconds));
+        engine, inputs.choice, inputs.state, inputs.log_z, inputs.log_momentum,
+        inputs.log_weight_decay, [&](const std::string& line) { held.print(line); },
+        progress_seconds));
   });
 }
 
@@ -326,7 +327,7 @@ void run(const RunOptions& options, const runtime::Communicator& world) {
                describe_storage(store.placement()), blas_threads);
 
   const zo::TrainerConfig config = trainer_config(deck, inputs.eval != nullptr, inputs.state.z);
-  zo::TrainerState state = trainer_state(inputs.state);
+  zo::TrainerState state = trainer_state(inputs.state, config.momentum);
   const std::int64_t first_step = state.step;
   runtime::Watchdog watchdog(world, watchdog_settings);
   RunHooks hooks(inputs, engine, *batches, mesh, out, watchdog, options.faults);

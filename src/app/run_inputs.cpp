@@ -1,5 +1,7 @@
 #include "app/run_inputs.hpp"
 
+#include <algorithm>
+
 #include "app/resume.hpp"
 #include "app/run_directory.hpp"
 #include "app/step_diagnostics.hpp"
@@ -60,8 +62,12 @@ void check_resume(Inputs& in, const runtime::Communicator& world) {
   for (const std::string& change : changes.allowed)
     in.notes.push_back("resumed with " + change + " (checkpoint.allow_changes)");
   std::string list, storage_hint;
+  bool listable = false;  // some refused key may be listed in allow_changes
   for (const std::string& r : changes.refused) {
     list += "\n  " + r;
+    const auto& fixed = io::run_constant_keys();
+    listable |= std::none_of(fixed.begin(), fixed.end(),
+                             [&](const std::string& k) { return r.rfind(k + ":", 0) == 0; });
     if (r.rfind("precision.storage:", 0) == 0)
       storage_hint =
           "\n(precision.storage: with allow_changes: [precision.storage] θ is converted as it is "
@@ -69,12 +75,13 @@ void check_resume(Inputs& in, const runtime::Communicator& world) {
           "says so; leave precision.storage out of the deck to keep the checkpoint's storage)";
   }
   DISTZO_INPUT_REQUIRE(changes.refused.empty(),
-                       deck.origin.source
-                           << ": resuming " << in.resume
-                           << " with changes that alter the run it continues:" << list
-                           << "\nSet them back, or list the keys changed on purpose "
-                              "in checkpoint.allow_changes"
-                           << storage_hint);
+                       deck.origin.source << ": resuming " << in.resume
+                                          << " with changes that alter the run it continues:"
+                                          << list << "\nSet them back"
+                                          << (listable ? ", or list the keys changed on purpose in "
+                                                         "checkpoint.allow_changes"
+                                                       : "")
+                                          << storage_hint);
 }
 
 /// A log-only checkpoint resumed: θ is rebuilt with the z and weight decay
@@ -84,8 +91,9 @@ void check_resume(Inputs& in, const runtime::Communicator& world) {
 void check_log_resume(Inputs& in) {
   const io::Deck& deck = in.deck;
   in.log_z = in.state.z;
-  in.log_weight_decay =
-      io::parse_deck(in.state.deck_yaml, in.resume + " (its deck)").optim.weight_decay;
+  const io::Deck log_deck = io::parse_deck(in.state.deck_yaml, in.resume + " (its deck)");
+  in.log_momentum = {log_deck.optim.momentum, log_deck.optim.history};
+  in.log_weight_decay = log_deck.optim.weight_decay;
   const bool storage =
       deck.origin.written("precision.storage") && deck.precision.storage != in.state.storage;
   const bool rounding =

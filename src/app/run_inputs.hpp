@@ -17,6 +17,7 @@
 #include "model/batch_builder.hpp"
 #include "model/model_config.hpp"
 #include "runtime/communicator.hpp"
+#include "zo/momentum.hpp"
 
 namespace distzo::app {
 
@@ -33,6 +34,7 @@ struct Inputs {
   // rows with (app/log_checkpoints.hpp), whatever this deck says.
   ResumeChoice choice;
   ZSpec log_z;
+  zo::MomentumSpec log_momentum;
   double log_weight_decay = 0;
   io::TrainingState state;
   io::Dataset train;

@@ -143,18 +143,23 @@ std::string describe_run(const std::string& deck_path, const io::Deck& deck,
                          const std::string& resume) {
   const auto& opt = deck.optim;
   const int P = deck.parallel.perturbation, D = deck.parallel.data;
+  // A momentum run says so beside its estimator (plain SGD: nothing).
+  char momentum[64] = "";
+  if (opt.momentum > 0)
+    std::snprintf(momentum, sizeof(momentum), " with momentum %g over h=%d steps", opt.momentum,
+                  opt.history);
   char line[512];
   std::snprintf(line, sizeof(line),
                 "distzo run %s: %lld parameters, %d rank%s (P=%d x D=%d), global batch %d x %s%lld "
-                "tokens, %s, %s q=%d, %s z (recipe %d), eps=%g, lr=%g (%s)%s",
+                "tokens, %s, %s q=%d%s, %s z (recipe %d), eps=%g, lr=%g (%s)%s",
                 deck_path.c_str(), static_cast<long long>(parameters), ranks, ranks == 1 ? "" : "s",
                 P, D, deck.data.micro_batch * D,
                 deck.data.batch_width == model::BatchWidth::trimmed
                     ? "up to "  // each micro-batch at its longest example (data.batch_width)
                     : "",
                 static_cast<long long>(train.seq_len), io::to_string(train.task),
-                to_string(opt.estimator), opt.queries, to_string(opt.distribution), opt.z_recipe,
-                opt.eps, opt.lr, to_string(opt.schedule),
+                to_string(opt.estimator), opt.queries, momentum, to_string(opt.distribution),
+                opt.z_recipe, opt.eps, opt.lr, to_string(opt.schedule),
                 resume.empty() ? "" : (", resuming from " + resume).c_str());
   return line;
 }

@@ -13,17 +13,20 @@
 #include "core/perturbation.hpp"
 #include "io/checkpoint.hpp"
 #include "zo/engine.hpp"
+#include "zo/momentum.hpp"
 
 namespace distzo::app {
 
-/// Applies rows [from, to) of `log` to θ through `engine`, with the run's z
-/// `z` and decoupled weight decay `weight_decay`; a skipped row (no g)
-/// changes nothing. `after_row(i)` is called after row i. Returns the
-/// updates applied. Collective as Engine::flush (the ranks of a node that
-/// share θ each update their slices).
-std::int64_t apply_seed_log(zo::Engine& engine, const ZSpec& z,
-                            const std::vector<io::SeedLogEntry>& log, std::int64_t from,
-                            std::int64_t to, double weight_decay,
+/// Applies rows [from, to) of `log` (the whole log from step 0: a momentum
+/// reads the h − 1 rows before `from` too) to θ through `engine`, each as
+/// the run's pending update of its step (zo::pending_update: the run's z
+/// `z`, `momentum`, `queries` a row and decoupled weight decay
+/// `weight_decay`); a skipped row (no g) changes nothing. `after_row(i)` is
+/// called after row i. Returns the updates applied. Collective as
+/// Engine::flush (the ranks of a node that share θ each update their slices).
+std::int64_t apply_seed_log(zo::Engine& engine, const ZSpec& z, const zo::MomentumSpec& momentum,
+                            int queries, const std::vector<io::SeedLogEntry>& log,
+                            std::int64_t from, std::int64_t to, double weight_decay,
                             const std::function<void(std::int64_t row)>& after_row);
 
 }  // namespace distzo::app

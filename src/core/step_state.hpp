@@ -5,15 +5,17 @@
 //   ZSpec             which z a run draws: seed, distribution, recipe;
 //   StepPerturbation  the perturbation of one step: z_q = Z(ZSpec, step, q),
 //                     scaled by eps;
-//   PendingUpdate     the SGD update a finished step leaves, applied lazily:
-//                     to each tensor right before it is next perturbed
-//                     (fused), or to all by a flush. Scalars only: its z is
+//   PendingUpdate     the update a finished step leaves, applied lazily: to
+//                     each tensor right before it is next perturbed (fused),
+//                     or to all by a flush. A list of terms, each a z of an
+//                     earlier or this step times a scalar (plain SGD: the
+//                     step's q directions; with momentum, those of its last
+//                     h steps, zo/momentum.hpp). Scalars only: every z is
 //                     the run's ZSpec at its step (DESIGN.md invariant 8),
 //                     so the run's ZSpec is held once, by whoever runs the
 //                     steps, and handed to what applies the update.
 
 #include <cstdint>
-#include <utility>
 #include <vector>
 
 #include "core/perturbation.hpp"
@@ -40,24 +42,54 @@ struct StepPerturbation {
   PerturbationStream stream(int query) const { return z.stream(step, query); }
 };
 
+/// One z of a pending update: Z(the run's ZSpec, step, query), times
+/// lr · weight / q in the update.
+struct UpdateTerm {
+  std::int64_t step = 0;  // the step that drew this z
+  int query = 0;          // which of that step's q directions
+  double weight = 0;      // c_j · ĝ_{step, query}; plain SGD: ĝ itself (c_0 = 1)
+
+  bool operator==(const UpdateTerm& o) const {
+    return step == o.step && query == o.query && weight == o.weight;
+  }
+};
+
 struct PendingUpdate {
   bool active = false;
-  std::int64_t step = 0;  // the step whose z (the run's ZSpec) the update uses
+  std::int64_t step = 0;  // the step that leaves the update: its lr, its rounding words
   double lr = 0;          // learning rate of that step
   double weight_decay = 0;
-  std::vector<double> g;  // projected gradient per query
+  int queries = 1;                // q, the directions of a step: every weight is divided by it
+  std::vector<UpdateTerm> terms;  // in the order the kernel adds them (zo/momentum.hpp)
 
-  /// The update that the step of `perturbation` leaves, given its projected
-  /// gradients `g` (one per query) and that step's lr and weight decay.
-  static PendingUpdate after(const StepPerturbation& perturbation, std::vector<double> g, double lr,
-                             double weight_decay) {
+  /// θ ← θ − lr·(Σ_k weight_k · z_k / q + wd·θ), one z_k per term.
+  /// Plain SGD: the update that the step of `perturbation` leaves, given its
+  /// projected gradients `g` (one per query) and that step's lr and weight
+  /// decay — one term per query of the step itself.
+  static PendingUpdate after(const StepPerturbation& perturbation, const std::vector<double>& g,
+                             double lr, double weight_decay) {
     PendingUpdate u;
     u.active = true;
     u.step = perturbation.step;
     u.lr = lr;
     u.weight_decay = weight_decay;
-    u.g = std::move(g);
+    u.queries = static_cast<int>(g.size());
+    for (std::size_t i = 0; i < g.size(); ++i)
+      u.terms.push_back({perturbation.step, static_cast<int>(i), g[i]});
     return u;
+  }
+
+  /// The weights of the step's own terms, when the update is plain SGD
+  /// (every term of `step`, queries 0 .. q−1 in order): its ĝ, as a
+  /// checkpoint's pending_g records it; empty otherwise.
+  std::vector<double> own_row() const {
+    std::vector<double> g;
+    if (terms.size() != static_cast<std::size_t>(queries)) return g;
+    for (std::size_t i = 0; i < terms.size(); ++i) {
+      if (terms[i].step != step || terms[i].query != static_cast<int>(i)) return {};
+      g.push_back(terms[i].weight);
+    }
+    return g;
   }
 };
 

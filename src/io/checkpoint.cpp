@@ -80,8 +80,16 @@ void write_training_state(Hdf5File& file, const TrainingState& state) {
   file.write_int_attribute("pending_step", p.step);
   file.write_double_attribute("pending_lr", p.lr);
   file.write_double_attribute("pending_weight_decay", p.weight_decay);
-  if (!p.g.empty())
-    file.write_doubles("distzo/pending_g", {static_cast<std::int64_t>(p.g.size())}, p.g.data());
+  // A pending update is recorded as its step's own row (pending_g): the
+  // trainer flushes before every checkpoint, and one over several steps'
+  // rows (momentum) is rebuilt from the seed log (zo/momentum.hpp).
+  const std::vector<double> pending_g = p.own_row();
+  DISTZO_REQUIRE(!p.active || !pending_g.empty(),
+                 "checkpoint: a pending update over several steps' rows is not written; flush "
+                 "it first");
+  if (!pending_g.empty())
+    file.write_doubles("distzo/pending_g", {static_cast<std::int64_t>(pending_g.size())},
+                       pending_g.data());
 
   const auto n = static_cast<std::int64_t>(state.seed_log.size());
   std::vector<std::int64_t> steps;
@@ -243,7 +251,7 @@ void check_consistency(const TrainingState& s, const std::string& path) {
                             << log.size() << " step(s) (the file was altered or damaged)");
   if (s.pending.active) {
     DISTZO_INPUT_REQUIRE(!log.empty() && s.pending.step == log.back().step &&
-                             s.pending.lr == log.back().lr && s.pending.g == log.back().g,
+                             s.pending.lr == log.back().lr && s.pending.own_row() == log.back().g,
                          path << ": the pending update (step " << s.pending.step
                               << ") is not the seed log's last step (the file was altered or "
                                  "damaged)");
@@ -324,7 +332,13 @@ TrainingState read_training_state(const std::string& path) {
   s.pending.step = file.read_int_attribute("pending_step");
   s.pending.lr = file.read_double_attribute("pending_lr");
   s.pending.weight_decay = file.read_double_attribute("pending_weight_decay");
-  if (file.has_dataset("distzo/pending_g")) s.pending.g = file.read_doubles("distzo/pending_g");
+  if (file.has_dataset("distzo/pending_g")) {
+    const std::vector<double> g = file.read_doubles("distzo/pending_g");
+    const PendingUpdate own =
+        PendingUpdate::after({s.z, s.pending.step, 0}, g, s.pending.lr, s.pending.weight_decay);
+    s.pending.queries = own.queries;
+    s.pending.terms = own.terms;
+  }
 
   const std::vector<std::int64_t> steps = file.read_int64s("distzo/seed_log/step");
   const std::vector<double> lr = file.read_doubles("distzo/seed_log/lr");

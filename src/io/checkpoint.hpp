@@ -6,8 +6,9 @@
 //                    z_recipe (how Gaussian z is computed; 1 when absent),
 //                    deck_yaml (the resolved deck), parameter_digest (of θ
 //                    as written; core/digest.hpp), pending_* (the update not
-//                    yet applied to θ; distzo flushes before writing, so
-//                    pending_active is 0 in files it writes)
+//                    yet applied to θ, as its step's own row pending_g;
+//                    distzo flushes before writing, so pending_active is 0
+//                    in files it writes)
 //   distzo/seed_log/{step, lr, loss} (n,) and g (n, q): one row per completed
 //                    step, enough to replay θ from the initial model
 //

@@ -15,6 +15,7 @@
 #include "io/deck_fields.hpp"
 #include "io/deck_reader.hpp"
 #include "io/deck_text.hpp"
+#include "kernels/perturb_update.hpp"
 
 namespace distzo::io {
 
@@ -165,6 +166,38 @@ class DeckParser {
                                                    deck.parallel.perturbation, "optim.queries");
     if (!split.empty())
       fail(o.source, o.line("parallel.perturbation"), "parallel.perturbation", split);
+    check_momentum(deck);
+  }
+
+  /// optim.momentum β and optim.history h: h = 1 without momentum, h >= 2
+  /// with it, and h × q z streams within what the fused kernel regenerates.
+  static void check_momentum(const Deck& deck) {
+    const DeckOrigin& o = deck.origin;
+    const OptimSection& opt = deck.optim;
+    const std::string beta = format_double(opt.momentum), h = std::to_string(opt.history);
+    const int most = kernels::kMaxQueries / opt.queries;  // the largest h for q
+    if (opt.momentum == 0 && opt.history != 1)
+      fail(o.source, o.line("optim.history"), "optim.history",
+           h + " rows with optim.momentum 0" +
+               (o.written("optim.momentum") ? "" : " (the default)") +
+               ": plain SGD uses only the step's own row; set optim.momentum (e.g. 0.9) or leave "
+               "optim.history out");
+    if (opt.momentum > 0 && opt.history < 2)
+      fail(o.source, o.line("optim.momentum"), "optim.momentum",
+           beta + " with optim.history 1" + (o.written("optim.history") ? "" : " (the default)") +
+               " uses only the step's own row, which is plain SGD: set optim.history to the rows "
+               "the momentum spans, 2 to " +
+               std::to_string(most) + " with optim.queries " + std::to_string(opt.queries));
+    const std::int64_t streams = static_cast<std::int64_t>(opt.history) * opt.queries;
+    if (streams > kernels::kMaxQueries)
+      fail(o.source, o.line("optim.history"), "optim.history",
+           "momentum " + beta + " with history " + h + " and queries " +
+               std::to_string(opt.queries) + " needs " + std::to_string(streams) +
+               " z streams a step; the fused kernel regenerates at most " +
+               std::to_string(kernels::kMaxQueries) +
+               (most >= 2 ? ": lower optim.history to " + std::to_string(most)
+                          : ": a momentum needs history >= 2, so optim.queries <= " +
+                                std::to_string(kernels::kMaxQueries / 2)));
   }
 
   DeckOrigin origin_;
@@ -338,6 +371,32 @@ const std::vector<std::string>& resume_keys() {
   }();
   return keys;
 }
+
+const std::vector<std::string>& run_constant_keys() {
+  static const std::vector<std::string> keys = [] {
+    std::vector<std::string> names;
+    for (const Field& f : fields())
+      if (f.run_constant) names.push_back(f.resume_key);
+    return names;
+  }();
+  return keys;
+}
+
+const std::vector<std::string>& changeable_keys() {
+  static const std::vector<std::string> keys = [] {
+    std::vector<std::string> names;
+    for (const Field& f : fields())
+      if (!f.resume_key.empty() && !f.run_constant) names.push_back(f.resume_key);
+    return names;
+  }();
+  return keys;
+}
+
+const char* const kRunConstantWhy =
+    "never changes within a run, even when checkpoint.allow_changes lists it: the seed log holds "
+    "one estimator's row of q scalars a step for the whole run, and every update is rebuilt from "
+    "its rows with one momentum and history; to go on with another, start a new run whose "
+    "model.path is the checkpoint";
 
 std::string deck_value(const Deck& deck, const std::string& key) {
   for (const Field& f : fields())

@@ -61,6 +61,8 @@ struct OptimSection {
   int z_recipe = 2;        // the Gaussian's recipe (core/perturbation.hpp): 2, or 1 for old runs
   std::uint64_t seed = 0;  // run seed of z
   int max_nonfinite = 5;   // abort after this many consecutive non-finite losses
+  double momentum = 0.0;   // β in [0, 1): weight of the older log rows (zo/momentum.hpp)
+  int history = 1;         // h: log rows an update uses; 1 when momentum is 0, >= 2 otherwise
 };
 
 struct EvalSection {
@@ -157,6 +159,15 @@ struct Deck {
 /// for the digests of the base model and the training set). The field
 /// table's trajectory column (io/deck_fields.cpp), read once.
 const std::vector<std::string>& resume_keys();
+/// The trajectory keys no resume can change, not even one listed in
+/// checkpoint.allow_changes: how the seed log's rows are read (the
+/// estimator, its queries a row, the momentum and its history); the field
+/// table's run_constant column.
+const std::vector<std::string>& run_constant_keys();
+/// resume_keys() less run_constant_keys(): what checkpoint.allow_changes may list.
+const std::vector<std::string>& changeable_keys();
+/// Why (the end of a sentence that names such a key).
+extern const char* const kRunConstantWhy;
 
 /// The value of `section.key` as the resolved deck writes it.
 std::string deck_value(const Deck& deck, const std::string& key);

@@ -126,6 +126,21 @@ Field choice(const char* section, const char* key, Member<S, Enum> m,
   return f;
 }
 
+/// A number in [min, below): a fraction such as a momentum's β.
+template <class S>
+Field fraction(const char* section, const char* key, Member<S, double> m, double min, double below,
+               std::string meaning) {
+  Field f(section, key);
+  f.type = "number";
+  f.allowed = ">= " + format_double(min) + " and < " + format_double(below);
+  f.meaning = std::move(meaning);
+  f.read = [key, m, min, below](const SectionReader& r, Deck& d) {
+    r.read_double(key, m.of(d), min, false, below);
+  };
+  f.write = [m](const Deck& d) { return format_double(m.of(d)); };
+  return f;
+}
+
 /// A number > 0, or one of `words`, each standing for a value of its own.
 template <class S>
 Field number_or_word(const char* section, const char* key, Member<S, double> m,
@@ -179,6 +194,13 @@ Field allowing(std::string allowed, Field f) {
 /// something the value names (the base model's digest), else "section.key".
 Field trajectory(Field f, std::string name = "") {
   f.resume_key = name.empty() ? std::string(f.section) + "." + f.key : std::move(name);
+  return f;
+}
+
+/// `f` as a trajectory key fixed for a whole run (run_constant_keys()).
+Field run_constant(Field f) {
+  f = trajectory(std::move(f));
+  f.run_constant = true;
   return f;
 }
 
@@ -247,18 +269,19 @@ const std::vector<Field>& fields() {
         trajectory(number("optim", "eps", member(o, &O::eps), 0.0, true, "perturbation scale ε")),
         trajectory(number("optim", "weight_decay", member(o, &O::weight_decay), 0.0, false,
                           "decoupled weight decay λ")),
-        trajectory(choice("optim", "estimator", member(o, &O::estimator),
-                          {{"spsa", EstimatorKind::spsa}, {"one_sided", EstimatorKind::one_sided}},
-                          "how a step estimates the update from forward losses: `spsa` = MeZO's "
-                          "two-sided L(θ ± εz_q), 2q evaluations; `one_sided` = FZOO's L(θ) and N "
-                          "one-sided L(θ + εz_i), N + 1 evaluations, the step divided by the "
-                          "spread of the N losses (docs/perturbation.md)",
-                          {{"fzoo", "FZOO's estimator is \"one_sided\""},
-                           {"mezo", "MeZO's estimator is \"spsa\""}})),
-        trajectory(integer("optim", "queries", member(o, &O::queries), 1,
-                           "directions z per step: SPSA's q (2q forward evaluations) or "
-                           "one_sided's N (N + 1)",
-                           "", kernels::kMaxQueries)),
+        run_constant(
+            choice("optim", "estimator", member(o, &O::estimator),
+                   {{"spsa", EstimatorKind::spsa}, {"one_sided", EstimatorKind::one_sided}},
+                   "how a step estimates the update from forward losses: `spsa` = MeZO's "
+                   "two-sided L(θ ± εz_q), 2q evaluations; `one_sided` = FZOO's L(θ) and N "
+                   "one-sided L(θ + εz_i), N + 1 evaluations, the step divided by the "
+                   "spread of the N losses (docs/perturbation.md)",
+                   {{"fzoo", "FZOO's estimator is \"one_sided\""},
+                    {"mezo", "MeZO's estimator is \"spsa\""}})),
+        run_constant(integer("optim", "queries", member(o, &O::queries), 1,
+                             "directions z per step: SPSA's q (2q forward evaluations) or "
+                             "one_sided's N (N + 1)",
+                             "", kernels::kMaxQueries)),
         trajectory(
             choice("optim", "distribution", member(o, &O::distribution),
                    {{"gaussian", Distribution::gaussian}, {"rademacher", Distribution::rademacher}},
@@ -275,6 +298,16 @@ const std::vector<Field>& fields() {
             "optim", "max_nonfinite", member(o, &O::max_nonfinite), 1,
             "this many consecutive non-finite losses abort the run (counted across a resume; no "
             "checkpoint is written during such a streak)"),
+        run_constant(fraction(
+            "optim", "momentum", member(o, &O::momentum), 0.0, 1.0,
+            "β of a momentum rebuilt from the seed log's last `optim.history` rows: the step "
+            "follows Σ_j c_j ĝ_{t−j} z_{t−j}, c_j ∝ β^j summing to 1 (no optimizer state; "
+            "docs/perturbation.md); 0 = the step's own row only (MeZO's SGD)")),
+        run_constant(allowing(
+            "1 when `momentum` is 0; 2 to 32 / `optim.queries` otherwise",
+            integer("optim", "history", member(o, &O::history), 1,
+                    "h: the log rows (steps) a momentum update uses; each regenerates its q z "
+                    "in the fused update, h x q at most 32"))),
 
         integer("eval", "interval", member(e, &EvalSection::interval), 0,
                 "steps between evaluations; 0 = only before training and at the end"),
@@ -292,10 +325,11 @@ const std::vector<Field>& fields() {
                 "newest checkpoints of this run kept in `output.dir`, and as many log-only ones "
                 "(another run's are never deleted)"),
         key_list("checkpoint", "allow_changes", member(c, &CheckpointSection::allow_changes),
-                 &resume_keys, "keys of the trajectory (below)",
+                 &changeable_keys, "trajectory keys (below) but the four named here",
                  "the keys a resume may change on purpose (each is logged); any other change "
-                 "from the checkpoint's deck is an error; `optim.estimator` and `optim.queries` "
-                 "never change within a run (the seed log's shape)"),
+                 "from the checkpoint's deck is an error; `optim.estimator`, `optim.queries`, "
+                 "`optim.momentum` and `optim.history` never change within a run (how the seed "
+                 "log's rows are read)"),
         path("checkpoint", "resume", member(c, &CheckpointSection::resume), false,
              "empty, `latest`, or an existing file",
              "empty = fresh start; a checkpoint file (or log-only `log-STEP.h5`) to continue "

@@ -28,6 +28,9 @@ struct Field {
   /// trajectory (resume_keys(): "section.key", or "model" for the base
   /// model's digest); empty for every other key.
   std::string resume_key;
+  /// A trajectory key no resume can change, not even an allowed one: how
+  /// the seed log's rows are read (run_constant_keys()).
+  bool run_constant = false;
   std::function<void(const SectionReader&, Deck&)> read;
   /// The value as a YAML scalar that reads back exactly; two decks are equal
   /// when every field writes the same text.

@@ -111,11 +111,14 @@ void SectionReader::read_uint64(const char* key, std::uint64_t& out) const {
   out = value;
 }
 
-void SectionReader::read_double(const char* key, double& out, double min, bool exclusive) const {
+void SectionReader::read_double(const char* key, double& out, double min, bool exclusive,
+                                double below) const {
   const YAML::Node* v = find(key);
   if (!v) return;
-  const std::string allowed =
-      std::string("a number ") + (exclusive ? "> " : ">= ") + format_double(min);
+  const bool bounded = below < std::numeric_limits<double>::infinity();
+  const std::string allowed = std::string("a number ") + (exclusive ? "> " : ">= ") +
+                              format_double(min) +
+                              (bounded ? " and < " + format_double(below) : std::string());
   if (!is_plain_scalar_of(*v, real_form()))
     fail_value(key, "expected " + allowed + ", found " + describe(*v));
   std::string text = v->Scalar();
@@ -125,7 +128,7 @@ void SectionReader::read_double(const char* key, double& out, double min, bool e
   if (r.ec == std::errc::result_out_of_range)
     fail_value(key,
                "out of range: expected " + allowed + " that fits a double, found " + v->Scalar());
-  if (exclusive ? !(value > min) : !(value >= min))
+  if ((exclusive ? !(value > min) : !(value >= min)) || !(value < below))
     fail_value(key, "out of range: expected " + allowed + ", found " + v->Scalar());
   out = value;
 }
@@ -160,6 +163,9 @@ void SectionReader::read_name_list(const char* key, std::vector<std::string>& ou
     fail_value(key, "expected a list of keys ([optim.lr, ...]), found " + describe(*v));
   for (const YAML::Node& item : *v) {
     const std::string name = item.IsScalar() ? item.Scalar() : "";
+    if (std::find(run_constant_keys().begin(), run_constant_keys().end(), name) !=
+        run_constant_keys().end())
+      fail_value(key, name + " " + kRunConstantWhy);
     if (std::find(allowed.begin(), allowed.end(), name) == allowed.end()) {
       std::string all;
       for (const auto& a : allowed) all += (all.empty() ? "" : ", ") + a;

@@ -46,8 +46,9 @@ class SectionReader {
 
   void read_uint64(const char* key, std::uint64_t& out) const;
 
-  /// A number > min (`exclusive`) or >= min.
-  void read_double(const char* key, double& out, double min, bool exclusive) const;
+  /// A number > min (`exclusive`) or >= min, and < `below`.
+  void read_double(const char* key, double& out, double min, bool exclusive,
+                   double below = std::numeric_limits<double>::infinity()) const;
 
   /// One of the `words` (each standing for a value), or a number > 0.
   void read_number_or_word(const char* key, double& out,

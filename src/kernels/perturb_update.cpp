@@ -37,7 +37,7 @@ void check_rows(const RowSelection& rows, std::uint64_t first_element, std::size
 
 void check_terms(const UpdateTerms& update) {
   DISTZO_REQUIRE(update.count >= 0 && update.count <= kMaxQueries,
-                 "update: " << update.count << " query terms, at most " << kMaxQueries);
+                 "update: " << update.count << " z terms, at most " << kMaxQueries);
 }
 
 }  // namespace

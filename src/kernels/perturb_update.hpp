@@ -4,11 +4,13 @@
 //
 // For every element e of one parameter tensor (in one pass over memory):
 //
-//   θ_e ← θ_e − Σ_q a_q · z_q(e) − decay · θ_e      if an update is pending
+//   θ_e ← θ_e − Σ_k a_k · z_k(e) − decay · θ_e      if an update is pending
 //   w⁺_e = θ_e + ε·z(e),   w⁻_e = θ_e − ε·z(e),   w_e = θ_e    each only if requested
 //
-// where z_q are the previous step's perturbations (a_q = lr · g_q / q, decay =
-// lr · weight_decay or 0 for biases/norms) and z is this step's. θ itself is
+// where z_k are the pending update's terms — the previous step's q
+// perturbations (a_k = lr · g_k / q), or with momentum those of its last h
+// steps (zo/momentum.hpp), each regenerated from its own stream — decay =
+// lr · weight_decay or 0 for biases/norms, and z is this step's. θ itself is
 // never perturbed: w± go to scratch buffers and θ changes only by the update,
 // so "was θ restored before the update?" cannot arise. The same function runs
 // when an update is fused with the next perturbation and when `flush` applies
@@ -31,15 +33,16 @@
 
 namespace distzo::kernels {
 
-/// At most this many queries per step (the update terms are passed by value).
+/// At most this many z streams in a pending update (its terms are passed by
+/// value): q queries per step, and h × q with momentum over h steps.
 constexpr int kMaxQueries = 32;
 
 /// A pending SGD update as plain data that kernels take by value.
 struct UpdateTerms {
-  int count = 0;                                // number of queries q; 0 = no update
+  int count = 0;                                // number of terms; 0 = no update
   real decay = 0;                               // lr · weight_decay for this tensor
-  PerturbationStream stream[kMaxQueries] = {};  // z_q of the step being applied
-  real coefficient[kMaxQueries] = {};           // a_q = lr · g_q / q
+  PerturbationStream stream[kMaxQueries] = {};  // z_k: a (step, query) of the update
+  real coefficient[kMaxQueries] = {};           // a_k, added in order k = 0, 1, ...
   // How the updated θ is stored when it is stored in 2 bytes (fp32: exact).
   Rounding rounding = Rounding::nearest;
   RoundingStream rounding_stream = {};  // (seed, pending step): stochastic only

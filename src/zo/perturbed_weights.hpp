@@ -44,7 +44,7 @@ namespace distzo::zo {
 
 /// One call of the fused kernel as the perturbed weights enqueue it:
 /// elements [first, first + elements) of parameter `id`, each with z of
-/// `z_streams` streams (the pending update's queries when the update rides
+/// `z_streams` streams (the pending update's terms when the update rides
 /// along, and this evaluation's query).
 struct Materialisation {
   std::uint32_t id = 0;

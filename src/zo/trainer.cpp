@@ -28,6 +28,23 @@ std::string ranks_differing(const std::vector<std::uint64_t>& all, std::uint64_t
   return ranks;
 }
 
+/// Why a streak of optim.max_nonfinite skipped steps, the last `report`'s,
+/// stops the run, and what to change.
+std::string nonfinite_stop(const TrainerConfig& c, const StepReport& report) {
+  std::ostringstream os;
+  if (report.estimate.flat())
+    os << c.max_nonfinite << " consecutive steps could not be estimated (last: step " << report.step
+       << "): the one-sided losses L(θ + εz_i) of a step were all equal, so their spread σ "
+          "is 0 and g undefined; optim.eps = "
+       << c.eps
+       << " is too small to move the loss at float32's resolution of the weights: raise "
+          "it (FZOO and MeZO use 1e-3). Stopping (optim.max_nonfinite).";
+  else
+    os << c.max_nonfinite << " consecutive steps had a non-finite loss (last: step " << report.step
+       << "); lower optim.lr or optim.eps, or check the data. Stopping (optim.max_nonfinite).";
+  return os.str();
+}
+
 }  // namespace
 
 bool Trainer::maybe_checkpoint(TrainerState& state, int streak, const char* phase,
@@ -100,6 +117,9 @@ TrainSummary Trainer::run(TrainerState& state) {
     hooks_.evaluate(0, "start");
   }
 
+  DISTZO_REQUIRE(state.history.capacity() == c.momentum.history,
+                 "trainer: a history of " << state.history.capacity() << " rows for optim.history "
+                                          << c.momentum.history);
   int streak = state.nonfinite_streak;
   for (std::int64_t step = first_step; step < c.steps; ++step) {
     const Clock::time_point t0 = Clock::now();
@@ -121,9 +141,11 @@ TrainSummary Trainer::run(TrainerState& state) {
     report.tokens = static_cast<std::int64_t>(tokens);
     report.moved = {after.to_device - before.to_device, after.to_host - before.to_host};
     // g is identical on every rank, so every rank takes the same branch.
+    state.history.push(step, report.estimate.finite ? report.estimate.g : std::vector<double>());
     if (report.estimate.finite) {
       streak = 0;
-      pending = PendingUpdate::after(perturbation, report.estimate.g, report.lr, c.weight_decay);
+      pending =
+          pending_update(c.momentum, state.history, step, report.lr, c.weight_decay, c.queries);
     } else {
       ++streak;
       ++summary.skipped;
@@ -135,21 +157,8 @@ TrainSummary Trainer::run(TrainerState& state) {
     ++summary.steps_run;
     report.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
     hooks_.step_done(report);
-    if (streak >= c.max_nonfinite) {
-      std::ostringstream os;
-      if (report.estimate.flat())
-        os << c.max_nonfinite << " consecutive steps could not be estimated (last: step "
-           << step + 1
-           << "): the one-sided losses L(θ + εz_i) of a step were all equal, so their spread σ "
-              "is 0 and g undefined; optim.eps = "
-           << c.eps
-           << " is too small to move the loss at float32's resolution of the weights: raise "
-              "it (FZOO and MeZO use 1e-3). Stopping (optim.max_nonfinite).";
-      else
-        os << c.max_nonfinite << " consecutive steps had a non-finite loss (last: step " << step + 1
-           << "); lower optim.lr or optim.eps, or check the data. Stopping (optim.max_nonfinite).";
-      throw CollectiveError(os.str(), mesh_.world().rank() == 0);
-    }
+    if (streak >= c.max_nonfinite)
+      throw CollectiveError(nonfinite_stop(c, report), mesh_.world().rank() == 0);
 
     const std::int64_t done = step + 1;
     // Any rank asked to stop (its flag came with the step's losses): all stop

@@ -5,8 +5,10 @@
 // due. What the run writes and where (files, progress lines) is the hooks'
 // business; what happens when is the trainer's:
 //
-//   - a finite step becomes the pending update (applied lazily, fused with the
-//     next step's perturbation); a non-finite one is skipped, and
+//   - every step's row of scalars joins the history (a non-finite one as
+//     zeros); a finite step becomes the pending update, built from the
+//     history by zo/momentum.hpp (plain SGD: its own row) and applied lazily,
+//     fused with the next step's perturbation; a non-finite one is skipped, and
 //     max_nonfinite in a row stop every rank together (the count carries
 //     over a resume); no checkpoint is written while the latest steps are
 //     non-finite, and a run that ends in such a streak ends with an error;
@@ -33,6 +35,7 @@
 #include "zo/engine.hpp"
 #include "zo/estimator.hpp"
 #include "zo/lr_schedule.hpp"
+#include "zo/momentum.hpp"
 
 namespace distzo::zo {
 
@@ -42,6 +45,7 @@ struct TrainerConfig {
   double eps = 1e-3;
   double weight_decay = 0;
   int queries = 1;
+  MomentumSpec momentum;                 // optim.momentum, optim.history
   ZSpec z;                               // the run's z: every step's, and the pending update's
   int max_nonfinite = 5;                 // consecutive non-finite steps that stop the run
   std::int64_t eval_interval = 0;        // 0: before training and at the end only
@@ -58,6 +62,9 @@ struct TrainerState {
   std::int64_t step = 0;  // steps completed
   PendingUpdate pending;
   int nonfinite_streak = 0;  // consecutive non-finite steps up to `step`
+  // The seed log's last rows, up to `step` (capacity: optim.history); a
+  // resume rebuilds it from its checkpoint's log.
+  GradientHistory history;
 };
 
 /// One finished step, as the hooks see it.

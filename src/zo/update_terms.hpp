@@ -8,9 +8,11 @@
 
 namespace distzo::zo {
 
-/// θ ← θ − lr·(Σ_q g_q z_q / q + wd·θ), as the kernel's terms for one tensor
-/// (no decay on biases and LayerNorm weights, MeZO's rule), z_q being the
-/// run's `z` at the pending step; no terms when the update is not active.
+/// θ ← θ − lr·(Σ_k w_k z_k / q + wd·θ), as the kernel's terms for one tensor
+/// (no decay on biases and LayerNorm weights, MeZO's rule): one per pending
+/// term k, z_k the run's `z` at the term's (step, query), a_k = float(lr ·
+/// w_k / q) (plain SGD: w = g, the historical a_q = float(lr·g_q/q)); no
+/// terms when the update is not active.
 /// `rounding`: how θ' is stored when θ is stored in 2 bytes (the store's
 /// placement().rounding; float32 ignores it).
 kernels::UpdateTerms update_terms(const ZSpec& z, const PendingUpdate& pending,

@@ -45,10 +45,14 @@ declare -A expect=(
   [20-watchdog-zero]='bad_decks/20-watchdog-zero.yaml:11: parallel.watchdog: out of range: expected auto, off or a number > 0, found 0'
   [21-unknown-storage]='bad_decks/21-unknown-storage.yaml:12: precision.storage: unknown value "bf32" (did you mean "fp32"?); allowed: fp32, bf16, fp16'
   [22-unknown-rounding]='bad_decks/22-unknown-rounding.yaml:13: precision.rounding: unknown value "stochastik" (did you mean "stochastic"?); allowed: stochastic, nearest'
+  [24-momentum-one]='bad_decks/24-momentum-one.yaml:9: optim.momentum: out of range: expected a number >= 0 and < 1, found 1.0'
+  [25-history-times-queries]='bad_decks/25-history-times-queries.yaml:11: optim.history: momentum 0.9 with history 8 and queries 8 needs 64 z streams a step; the fused kernel regenerates at most 32: lower optim.history to 4'
+  [26-history-without-momentum]='bad_decks/26-history-without-momentum.yaml:9: optim.history: 4 rows with optim.momentum 0 (the default): plain SGD uses only the step'"'"'s own row; set optim.momentum (e.g. 0.9) or leave optim.history out'
+  [27-momentum-without-history]='bad_decks/27-momentum-without-history.yaml:9: optim.momentum: 0.9 with optim.history 1 (the default) uses only the step'"'"'s own row, which is plain SGD: set optim.history to the rows the momentum spans, 2 to 32 with optim.queries 1'
   [23-longer-than-sliding-window]='mistral_train.h5: sequences of 12 tokens exceed the model'"'"'s sliding window of 10 positions: distzo has no windowed attention'
   # Another spelling of a value, or a method's name from the literature: the value meant.
-  [24-estimator-by-paper-name]='bad_decks/24-estimator-by-paper-name.yaml:9: optim.estimator: unknown value "FZOO" (FZOO'"'"'s estimator is "one_sided"); allowed: spsa, one_sided'
-  [25-hyphenated-value]='bad_decks/25-hyphenated-value.yaml:12: placement.perturbed_weights: unknown value "one-at-a-time" (did you mean "one_at_a_time"?); allowed: together, one_at_a_time'
+  [28-estimator-by-paper-name]='bad_decks/28-estimator-by-paper-name.yaml:9: optim.estimator: unknown value "FZOO" (FZOO'"'"'s estimator is "one_sided"); allowed: spsa, one_sided'
+  [29-hyphenated-value]='bad_decks/29-hyphenated-value.yaml:12: placement.perturbed_weights: unknown value "one-at-a-time" (did you mean "one_at_a_time"?); allowed: together, one_at_a_time'
 )
 mkdir bad_decks
 cp "$HERE"/bad_decks/*.yaml bad_decks/

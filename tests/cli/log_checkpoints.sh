@@ -5,7 +5,7 @@
 # `resume: latest`, θ rebuilt from the run's base model or from a full
 # checkpoint plus the logged steps, and ends with the digest and metrics.csv
 # (columns 1-7) of a straight run — spsa and one_sided (N = 3), fp32 and
-# bf16 + stochastic rounding, 1 rank and P = 2 x D = 2, resumed at another
+# bf16 + stochastic rounding, with a momentum, 1 rank and P = 2 x D = 2, resumed at another
 # OPENBLAS_NUM_THREADS; an explicit `resume: DIR/log-STEP.h5`; inspect and
 # replay of a log file; its size. Refusals: another base model (and a missing
 # one), a log whose digest the replay does not reach, a change of storage, a
@@ -87,6 +87,21 @@ grep -q "θ rebuilt for one_k/log-000004.h5: one_k/ckpt-000003.h5 (step 3), then
   fail "run.log does not say where θ came from: $(grep -m1 rebuilt one_k/run.log)"
 like_ref one_k one "one_sided bf16 + SR, killed after 5, resumed from ckpt-3 + log-4 at 2 threads"
 pass "one_sided N=3 bf16 + SR: killed after step 5, resumed from log-000004.h5 (ckpt-000003.h5 + 1 logged step) at 2 threads == straight ($(cat one.digest))"
+# A momentum (β 0.9 over h = 3 rows): the logged step after ckpt-3 is rebuilt with the two rows
+# before it, which θ already holds.
+momentum() { sed -i 's|^optim:$|optim:\n  momentum: 0.9\n  history: 3|' "$1.yaml"; }
+setup mom 1 1 2 spsa 'checkpoint:' '  interval: 0'
+momentum mom
+launch mom 1 1
+final mom > mom.digest
+setup mom_k 1 1 2 spsa 'checkpoint:' '  interval: 3' '  log_interval: 2'
+momentum mom_k
+killed mom_k 5
+resume mom_k 1 2 log-000004.h5
+grep -q "θ rebuilt for mom_k/log-000004.h5: mom_k/ckpt-000003.h5 (step 3), then step 4 of its seed log replayed" mom_k/run.log ||
+  fail "run.log does not say where θ came from: $(grep -m1 rebuilt mom_k/run.log)"
+like_ref mom_k mom "spsa q=2 with momentum, killed after 5, resumed from ckpt-3 + log-4 at 2 threads"
+pass "spsa q=2, momentum 0.9 over 3 rows: killed after step 5, resumed from log-000004.h5 (ckpt-000003.h5 + 1 logged step, its momentum over rows 2-4) at 2 threads == straight ($(cat mom.digest))"
 
 # 2. P = 2 x D = 2: writing log files changes no digest; the final
 #    checkpoint removed, `latest` resumes from the newest log file.

@@ -2,6 +2,7 @@
 # distzo replay: θ rebuilt from the base model and a checkpoint's seed log,
 # bit for bit, for spsa and one_sided, fp32 and bf16 with stochastic
 # rounding, runs on 1 rank, P = 2 (a shared, sliced master) and P = 2 x D = 2,
+# plain and with a momentum over the log's last rows,
 # a resumed run, and --steps N against the run's own step-N checkpoint;
 # refusals: a base model that is not the run's, a model as SOURCE, N past
 # the log.
@@ -16,7 +17,7 @@ train() {
   local name=$1 ranks=$2 p=$3 d=$4 q=$5 estimator=$6
   shift 6
   QUERIES=$q demo_deck "$name" "$STEPS" "$p" "$d" 'checkpoint:' '  interval: 3' '  keep: 3' "$@"
-  sed -i "s|^optim:\$|optim:\\n  estimator: $estimator\\n  weight_decay: 0.01|" "$name.yaml"
+  sed -i "s|^optim:\$|optim:\\n  estimator: $estimator\\n  weight_decay: 0.01${OPTIM_LINES:-}|" "$name.yaml"
   local launch=()
   [ "$ranks" -gt 1 ] && launch=("$MPIEXEC" -n "$ranks")
   "${launch[@]}" "$DISTZO" run "$name.yaml" > "$name.log" 2>&1 || { cat "$name.log"; fail "$name failed"; }
@@ -43,6 +44,24 @@ for estimator in spsa one_sided; do
   done
   pass "$estimator: replay == the run for fp32, bf16 + SR, P=2 (shared master), P=2 x D=2 (bf16 + SR)"
 done
+
+# A momentum over the log's last 3 rows (optim.momentum, optim.history): each
+# update rebuilt from the rows by the trainer's own function, fp32 and bf16 +
+# SR, 1 rank and P=2 x D=2, both estimators.
+MOMENTUM='\n  momentum: 0.9\n  history: 3'
+OPTIM_LINES=$MOMENTUM train spsa_m_fp32 1 1 1 1 spsa
+OPTIM_LINES=$MOMENTUM MICRO_BATCH=8 train spsa_m_p2d2 4 2 2 1 spsa "${BF16_SR[@]}"
+OPTIM_LINES=$MOMENTUM train one_sided_m_bf16 1 1 1 3 one_sided "${BF16_SR[@]}"
+OPTIM_LINES=$MOMENTUM MICRO_BATCH=8 train one_sided_m_p2d2 4 2 2 3 one_sided
+for name in spsa_m_fp32 spsa_m_p2d2 one_sided_m_bf16 one_sided_m_p2d2; do
+  grep -q "with momentum 0.9 over h=3 steps" "$name.log" "$name/run.log" || fail "$name did not run with momentum: $(head -1 "$name/run.log")"
+  replayed "$name"
+  grep -q "the digest equals the one" "$name.replay.log" || fail "$name: $(cat "$name.replay.log")"
+done
+[ "$(digest spsa_m_fp32/ckpt-000006.h5)" != "$(digest spsa_fp32/ckpt-000006.h5)" ] || fail "momentum 0.9 gave the plain digest"
+replayed one_sided_m_bf16 --steps 3
+[ "$(digest one_sided_m_bf16.replay.h5)" = "$(digest one_sided_m_bf16/ckpt-000003.h5)" ] || fail "momentum --steps 3 differs from the step-3 checkpoint"
+pass "momentum 0.9 over h=3: replay == the run for spsa fp32 (1 rank) and bf16 + SR (P=2 x D=2), one_sided bf16 + SR (1 rank) and fp32 (P=2 x D=2), and --steps 3"
 
 # --steps 3 == the run's own step-3 checkpoint; OUT is a checkpoint of step 3.
 replayed spsa_bf16 --steps 3
