@@ -25,6 +25,7 @@
 #include "io/model_file.hpp"
 #include "support/expect_error.hpp"
 #include "support/hdf5_edit.hpp"
+#include "support/model_checkpoint.hpp"
 #include "support/tiny_model.hpp"
 #include "support/tokenizer_files.hpp"
 
@@ -36,16 +37,7 @@ using namespace distzo;
 std::string write_tiny_checkpoint(const io::TrainingState& state, const std::string& name) {
   const io::ModelReader model(std::string(DISTZO_TEST_DATA) + "/opt_tiny_preln.model.h5");
   const std::string path = "/tmp/distzo_test_checkpoint_" + std::to_string(getpid()) + "_" + name;
-  io::write_checkpoint(
-      path, model.info(),
-      [&](const io::TensorSink& sink) {
-        for (const auto& p : model.info().registry.parameters()) {
-          std::vector<real> data(static_cast<std::size_t>(p.numel()));
-          model.read(p.id, data.data());
-          sink(p.id, data.data());
-        }
-      },
-      state);
+  test_support::write_model_checkpoint(path, model, state);
   return path;
 }
 

@@ -23,6 +23,7 @@
 #include "model/batch.hpp"
 #include "runtime/parameter_store.hpp"
 #include "support/expect_error.hpp"
+#include "support/model_checkpoint.hpp"
 #include "zo/engine.hpp"
 
 namespace {
@@ -67,16 +68,7 @@ std::string write_full(const std::string& dir, io::TrainingState state) {
   const io::ModelReader model(kModel);
   state.parameter_digest = model.digest();
   const std::string path = dir + "/" + io::checkpoint_name(state.step);
-  io::write_checkpoint(
-      path, model.info(),
-      [&](const io::TensorSink& sink) {
-        for (const auto& p : model.info().registry.parameters()) {
-          std::vector<real> data(static_cast<std::size_t>(p.numel()));
-          model.read(p.id, data.data());
-          sink(p.id, data.data());
-        }
-      },
-      state);
+  test_support::write_model_checkpoint(path, model, state);
   return path;
 }
 

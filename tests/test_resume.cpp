@@ -66,40 +66,29 @@ TEST(Resume, KeysThatDoNotChangeTheTrajectoryMayChange) {
             std::vector<std::string>{"optim.eps: 0.001 in the checkpoint, 0.01 in the deck"});
 }
 
-TEST(Resume, TheEstimatorAndItsQueriesAreFixedForTheRunEvenWhenAllowed) {
+TEST(Resume, HowTheSeedLogIsReadIsFixedForTheRunEvenWhenAllowed) {
   // The seed log is one table of a row of `queries` scalars a step, read with
-  // the run's estimator: a change of either would make it unreadable.
-  const io::Deck before = deck("  lr: 1e-3\n");
-  for (const char* changed :
-       {"  lr: 1e-3\n  queries: 2\n", "  lr: 1e-3\n  estimator: one_sided\n  queries: 2\n"}) {
-    const app::ResumeChanges c = app::resume_changes(before, saved_state(), deck(changed),
-                                                     {"optim.queries", "optim.estimator"}, kSame);
-    EXPECT_TRUE(c.allowed.empty()) << changed;
-    ASSERT_FALSE(c.refused.empty()) << changed;
-    for (const std::string& r : c.refused)
-      EXPECT_NE(r.find("never changes within a run, even when checkpoint.allow_changes lists it"),
-                std::string::npos)
-          << r;
-  }
-}
-
-TEST(Resume, TheMomentumAndItsHistoryAreFixedForTheRunEvenWhenAllowed) {
-  // Every update is rebuilt from the seed log's last h rows with weights of
-  // β (by the resume that continues the run and by replay, from the
-  // checkpoint's deck): another β or h would rebuild other updates.
-  const io::Deck before = deck("  lr: 1e-3\n  momentum: 0.9\n  history: 4\n");
-  for (const char* changed : {"  lr: 1e-3\n  momentum: 0.8\n  history: 4\n",
-                              "  lr: 1e-3\n  momentum: 0.9\n  history: 3\n", "  lr: 1e-3\n"}) {
-    const app::ResumeChanges c = app::resume_changes(before, saved_state(), deck(changed),
-                                                     {"optim.momentum", "optim.history"}, kSame);
-    EXPECT_TRUE(c.allowed.empty()) << changed;
-    ASSERT_FALSE(c.refused.empty()) << changed;
-    for (const std::string& r : c.refused)
-      EXPECT_NE(r.find("never changes within a run, even when checkpoint.allow_changes lists it"),
-                std::string::npos)
-          << r;
-  }
-  EXPECT_TRUE(app::resume_changes(before, saved_state(), before, {}, kSame).refused.empty());
+  // the run's estimator, and every update is rebuilt from its last h rows
+  // with weights of β (by the resume that continues the run and by replay,
+  // from the checkpoint's deck): none of the four may change.
+  const auto expect_refused = [](const io::Deck& before, std::vector<const char*> changed) {
+    for (const char* optim : changed) {
+      const app::ResumeChanges c =
+          app::resume_changes(before, saved_state(), deck(optim), io::run_constant_keys(), kSame);
+      EXPECT_TRUE(c.allowed.empty()) << optim;
+      ASSERT_FALSE(c.refused.empty()) << optim;
+      for (const std::string& r : c.refused)
+        EXPECT_NE(r.find("never changes within a run, even when checkpoint.allow_changes lists it"),
+                  std::string::npos)
+            << r;
+    }
+    EXPECT_TRUE(app::resume_changes(before, saved_state(), before, {}, kSame).refused.empty());
+  };
+  expect_refused(deck("  lr: 1e-3\n"), {"  lr: 1e-3\n  queries: 2\n",
+                                        "  lr: 1e-3\n  estimator: one_sided\n  queries: 2\n"});
+  expect_refused(deck("  lr: 1e-3\n  momentum: 0.9\n  history: 4\n"),
+                 {"  lr: 1e-3\n  momentum: 0.8\n  history: 4\n",
+                  "  lr: 1e-3\n  momentum: 0.9\n  history: 3\n", "  lr: 1e-3\n"});
 }
 
 TEST(Resume, HowThetaIsStoredIsPartOfTheTrajectory) {

@@ -362,33 +362,32 @@ void check_mesh(const Deck& deck, int world_size) {
            " or choose P and D with P x D = " + std::to_string(world_size));
 }
 
+namespace {
+
+/// The resume keys of the fields `keep` takes, in deck order.
+std::vector<std::string> resume_keys_of(bool (*keep)(const Field&)) {
+  std::vector<std::string> names;
+  for (const Field& f : fields())
+    if (!f.resume_key.empty() && keep(f)) names.push_back(f.resume_key);
+  return names;
+}
+
+}  // namespace
+
 const std::vector<std::string>& resume_keys() {
-  static const std::vector<std::string> keys = [] {
-    std::vector<std::string> names;
-    for (const Field& f : fields())
-      if (!f.resume_key.empty()) names.push_back(f.resume_key);
-    return names;
-  }();
+  static const std::vector<std::string> keys = resume_keys_of([](const Field&) { return true; });
   return keys;
 }
 
 const std::vector<std::string>& run_constant_keys() {
-  static const std::vector<std::string> keys = [] {
-    std::vector<std::string> names;
-    for (const Field& f : fields())
-      if (f.run_constant) names.push_back(f.resume_key);
-    return names;
-  }();
+  static const std::vector<std::string> keys =
+      resume_keys_of([](const Field& f) { return f.run_constant; });
   return keys;
 }
 
 const std::vector<std::string>& changeable_keys() {
-  static const std::vector<std::string> keys = [] {
-    std::vector<std::string> names;
-    for (const Field& f : fields())
-      if (!f.resume_key.empty() && !f.run_constant) names.push_back(f.resume_key);
-    return names;
-  }();
+  static const std::vector<std::string> keys =
+      resume_keys_of([](const Field& f) { return !f.run_constant; });
   return keys;
 }
 

@@ -177,7 +177,9 @@ for c in bf16_torch.json bf16_dtype.json; do
   [ "$(plan_host "$c" fp32)" = "$(plan_host "$cfg" fp32)" ] || fail "plan $c --storage fp32 differs from fp32"
   [ "$("$DISTZO" plan "$c" --placement offload | sed -n 's/^host memory .* (\([0-9]*\) B) for θ.*/\1/p')" = "$(plan_host "$cfg" bf16)" ] ||
     fail "plan $c: θ not planned in bf16: $("$DISTZO" plan "$c" --placement offload | grep -m1 '^host memory')"
-  "$DISTZO" plan "$c" | grep -qF "θ is stored in bf16, as the config's dtype (bfloat16) says and as a run of the imported model stores it" || fail "plan $c: no note of the dtype"
+  "$DISTZO" plan "$c" > dtype.out  # (into a file: grep -q quitting early would SIGPIPE plan under pipefail)
+  grep -qF "θ is stored in bf16, as the config's dtype (bfloat16) says and as a run of the imported model stores it" dtype.out ||
+    fail "plan $c: no note of the dtype: $(head -n 3 dtype.out)"
 done
 "$DISTZO" plan --help | head -n 1 | grep -q '^usage: distzo plan DECK.yaml' || fail "plan --help: not plan's usage"
 pass "plan config.json: --device-gib finds the largest K that fits (5 of 16), exit 1 when nothing fits; bad options and sizes are errors"
