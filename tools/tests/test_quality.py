@@ -208,6 +208,16 @@ def test_quality_records():
         assert b.test_of("nyt", name) == (0.897, 0.26) and b.seconds("nyt", name) == 60.0
         assert b.record("nyt", name)["commands"] == [
             f"python3 tools/mezo_finetune.py out/quality/nyt/{name}/deck.yaml"]
+        # distzo built or copied outside the checkout, runs under another --out: the record says neither
+        elsewhere = os.path.join(tmp, "elsewhere-out")
+        d2 = _fake_run(elsewhere, "nyt", name, [(0, 0.48, 0.80)])
+        with open(os.path.join(d2, "run.json"), "w") as fh:
+            json.dump({"seconds": 1.0, "commands": [f"mpiexec -n 2 /opt/x/distzo run {elsewhere}/nyt/{name}/deck.yaml",
+                                                    f"/opt/x/distzo run {elsewhere}/nyt/{name}/test/deck.yaml"]}, fh)
+        qr.archive(d2, os.path.join(tmp, "records2", "nyt", name), elsewhere)
+        with open(os.path.join(tmp, "records2", "nyt", name, "run.json")) as fh:
+            assert json.load(fh)["commands"] == [f"mpiexec -n 2 build/distzo run out/quality/nyt/{name}/deck.yaml",
+                                                 f"build/distzo run out/quality/nyt/{name}/test/deck.yaml"]
 
         # A fresh clone has the records but no model or tasks: `list` and the table still work.
         no_model = os.path.join(tmp, "no-model")

@@ -473,14 +473,20 @@ def cpu_model() -> str:
     return "unknown"
 
 
-def portable(text: str) -> str:
-    """A record's text without this machine's paths: the checkout's relative to it, this Python as python3."""
-    return text.replace(sys.executable, "python3").replace(REPO + os.sep, "")
+def portable(text: str, out: str = "") -> str:
+    """A record's text without this machine's paths: this Python as python3, the runs' directory `out`
+    as the default out/quality, any distzo executable as the checkout's build/distzo (a copy elsewhere
+    is the same build), the checkout's other paths relative to it."""
+    text = text.replace(sys.executable, "python3")
+    if out:
+        text = text.replace(os.path.abspath(out) + os.sep, os.path.join("out", "quality") + os.sep)
+    text = re.sub(r'(^|[\s"])/[^\s"]*/distzo(?=\s)', r"\1build/distzo", text)
+    return text.replace(REPO + os.sep, "")
 
 
-def archive(run_dir: str, record_dir: str) -> list:
-    """Copy a made run's record files (RECORD_FILES it has) from run_dir to record_dir, their paths
-    portable; the copied names."""
+def archive(run_dir: str, record_dir: str, out: str = "") -> list:
+    """Copy a made run's record files (RECORD_FILES it has) from run_dir (under the runs' directory
+    `out`) to record_dir, their paths portable; the copied names."""
     copied = []
     for name in RECORD_FILES:
         src = os.path.join(run_dir, name)
@@ -489,7 +495,7 @@ def archive(run_dir: str, record_dir: str) -> list:
             with open(src, encoding="utf-8") as fh:
                 text = fh.read()
             with open(os.path.join(record_dir, name), "w", encoding="utf-8") as fh:
-                fh.write(portable(text))
+                fh.write(portable(text, out))
             copied.append(name)
     return copied
 
@@ -547,7 +553,7 @@ def make(paths: Paths, run: Run, distzo: str, python: str, dry_run: bool, record
     write_json(os.path.join(d, "run.json"), record)
     if os.path.exists(spent_path):
         os.remove(spent_path)
-    archive(d, os.path.join(records, run.task, run.name))
+    archive(d, os.path.join(records, run.task, run.name), paths.out)
     print(f"quality_runs: {run.key}: done in {record['seconds']:.0f} s (record in {records})", flush=True)
 
 
@@ -588,7 +594,7 @@ def main(argv=None) -> int:
         return 0
     if args.command == "archive":
         for r in here:
-            copied = archive(paths.run_dir(r), os.path.join(args.records, r.task, r.name))
+            copied = archive(paths.run_dir(r), os.path.join(args.records, r.task, r.name), paths.out)
             print(f"quality_runs: {r.key}: {', '.join(copied)} -> {os.path.join(args.records, r.task, r.name)}")
         print(f"quality_runs: {len(here)} records copied to {args.records}")
         return 0
