@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "app/seed_log_replay.hpp"
 #include "core/error.hpp"
 
 namespace distzo::app {
@@ -73,11 +74,8 @@ zo::TrainerState trainer_state(const io::TrainingState& saved, const zo::Momentu
   s.step = saved.step;
   s.nonfinite_streak = saved.nonfinite_streak;
   // The rows the next updates use: the log's last h (a skipped step's is empty).
-  s.history = zo::GradientHistory(momentum.history);
-  const std::vector<io::SeedLogEntry>& log = saved.seed_log;
-  const std::size_t h = static_cast<std::size_t>(momentum.history);
-  for (std::size_t i = log.size() > h ? log.size() - h : 0; i < log.size(); ++i)
-    s.history.push(log[i].step, log[i].g);
+  s.history =
+      history_before(saved.seed_log, static_cast<std::int64_t>(saved.seed_log.size()), momentum);
   // A pending update (files distzo writes have none) is its step's: rebuilt
   // from the rows as the trainer would have built it.
   if (saved.pending.active)

@@ -9,18 +9,12 @@
 #include "app/progress.hpp"
 #include "app/seed_log_replay.hpp"
 #include "core/error.hpp"
+#include "core/file_system.hpp"
 #include "io/model_file.hpp"
 
 namespace distzo::app {
 
 namespace {
-
-/// The directory of `path` ("." for a bare file name).
-std::string directory_of(const std::string& path) {
-  const std::size_t slash = path.rfind('/');
-  if (slash == std::string::npos) return ".";
-  return slash == 0 ? "/" : path.substr(0, slash);
-}
 
 /// Why the full checkpoint of state `full` is not where the run of the
 /// log-only checkpoint `log` stood at full.step ("" when it is): another

@@ -17,6 +17,11 @@
 
 namespace distzo::app {
 
+/// The rows of `log` before row `end` that an update may use: the last
+/// `momentum.history` of them, in a history of that capacity.
+zo::GradientHistory history_before(const std::vector<io::SeedLogEntry>& log, std::int64_t end,
+                                   const zo::MomentumSpec& momentum);
+
 /// Applies rows [from, to) of `log` (the whole log from step 0: a momentum
 /// reads the h − 1 rows before `from` too) to θ through `engine`, each as
 /// the run's pending update of its step (zo::pending_update: the run's z
