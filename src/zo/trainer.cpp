@@ -28,20 +28,29 @@ std::string ranks_differing(const std::vector<std::uint64_t>& all, std::uint64_t
   return ranks;
 }
 
+/// What to change after skipped steps, the last of which was `last`: a flat
+/// one-sided step (σ = 0) wants a larger ε, a non-finite loss a smaller lr or ε.
+std::string nonfinite_advice(const TrainerConfig& c, const StepEstimate& last) {
+  std::ostringstream os;
+  if (last.flat())
+    os << "the one-sided losses L(θ + εz_i) of a step were all equal, so their spread σ is 0 and "
+          "g undefined; optim.eps = "
+       << c.eps
+       << " is too small to move the loss at float32's resolution of the weights: raise it (FZOO "
+          "and MeZO use 1e-3)";
+  else
+    os << "lower optim.lr or optim.eps, or check the data";
+  return os.str();
+}
+
 /// Why a streak of optim.max_nonfinite skipped steps, the last `report`'s,
 /// stops the run, and what to change.
 std::string nonfinite_stop(const TrainerConfig& c, const StepReport& report) {
   std::ostringstream os;
-  if (report.estimate.flat())
-    os << c.max_nonfinite << " consecutive steps could not be estimated (last: step " << report.step
-       << "): the one-sided losses L(θ + εz_i) of a step were all equal, so their spread σ "
-          "is 0 and g undefined; optim.eps = "
-       << c.eps
-       << " is too small to move the loss at float32's resolution of the weights: raise "
-          "it (FZOO and MeZO use 1e-3). Stopping (optim.max_nonfinite).";
-  else
-    os << c.max_nonfinite << " consecutive steps had a non-finite loss (last: step " << report.step
-       << "); lower optim.lr or optim.eps, or check the data. Stopping (optim.max_nonfinite).";
+  os << c.max_nonfinite << " consecutive steps "
+     << (report.estimate.flat() ? "could not be estimated" : "had a non-finite loss")
+     << " (last: step " << report.step << "); " << nonfinite_advice(c, report.estimate)
+     << ". Stopping (optim.max_nonfinite).";
   return os.str();
 }
 
@@ -121,6 +130,7 @@ TrainSummary Trainer::run(TrainerState& state) {
                  "trainer: a history of " << state.history.capacity() << " rows for optim.history "
                                           << c.momentum.history);
   int streak = state.nonfinite_streak;
+  StepEstimate last;  // the last step's, for the advice if the run ends in a skipped streak
   for (std::int64_t step = first_step; step < c.steps; ++step) {
     const Clock::time_point t0 = Clock::now();
     heartbeat_.phase("the start of step", step + 1);
@@ -157,6 +167,7 @@ TrainSummary Trainer::run(TrainerState& state) {
     ++summary.steps_run;
     report.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
     hooks_.step_done(report);
+    last = report.estimate;
     if (streak >= c.max_nonfinite)
       throw CollectiveError(nonfinite_stop(c, report), mesh_.world().rank() == 0);
 
@@ -202,7 +213,8 @@ TrainSummary Trainer::run(TrainerState& state) {
     std::ostringstream os;
     os << "the run ended with " << streak << " non-finite step" << (streak == 1 ? "" : "s")
        << " in a row: no final checkpoint was written (the newest checkpoint is the last good "
-          "one); lower optim.lr or optim.eps, or check the data";
+          "one); "
+       << nonfinite_advice(c, last);
     throw CollectiveError(os.str(), mesh_.world().rank() == 0);
   }
   return summary;
