@@ -129,6 +129,7 @@ TEST(Deck, FullDeckParsesEveryValue) {
   EXPECT_EQ(d.optim.max_nonfinite, 9);
   EXPECT_EQ(d.optim.momentum, 0.5);
   EXPECT_EQ(d.optim.history, 16);
+  EXPECT_EQ(d.optim.perturbed_blocks, 6);
   EXPECT_EQ(d.eval.interval, 1000);
   EXPECT_EQ(d.eval.max_examples, 872);
   EXPECT_EQ(d.checkpoint.interval, 2000);
@@ -156,11 +157,11 @@ TEST(Deck, FullDeckParsesEveryValue) {
   EXPECT_EQ(d.origin.source, "full.yaml");
   EXPECT_EQ(d.origin.line("model"), 3);
   EXPECT_EQ(d.origin.line("optim.lr"), 13);
-  EXPECT_EQ(d.origin.line("parallel"), 38);
-  EXPECT_EQ(d.origin.line("parallel.perturbation"), 39);
-  EXPECT_EQ(d.origin.line("parallel.data"), 40);
-  EXPECT_EQ(d.origin.line("parallel.check_interval"), 41);
-  EXPECT_EQ(d.origin.where("parallel.data"), "full.yaml:40: parallel.data: ");
+  EXPECT_EQ(d.origin.line("parallel"), 39);
+  EXPECT_EQ(d.origin.line("parallel.perturbation"), 40);
+  EXPECT_EQ(d.origin.line("parallel.data"), 41);
+  EXPECT_EQ(d.origin.line("parallel.check_interval"), 42);
+  EXPECT_EQ(d.origin.where("parallel.data"), "full.yaml:41: parallel.data: ");
   for (const std::string& key : deck_keys()) EXPECT_TRUE(d.origin.written(key)) << key;
 }
 
@@ -361,6 +362,7 @@ TEST(Deck, TrajectoryKeysAreTheFieldTablesColumn) {
                                                                  "optim.seed",
                                                                  "optim.momentum",
                                                                  "optim.history",
+                                                                 "optim.perturbed_blocks",
                                                                  "parallel.data",
                                                                  "precision.storage",
                                                                  "precision.rounding",
@@ -542,7 +544,7 @@ TEST(DeckError, Placement) {
                     "lists it: the seed log holds one estimator's row of q scalars a step");
   EXPECT_EQ(distzo::io::run_constant_keys(),
             (std::vector<std::string>{"optim.estimator", "optim.queries", "optim.momentum",
-                                      "optim.history"}));
+                                      "optim.history", "optim.perturbed_blocks"}));
   EXPECT_TRUE(parse_deck(deck_with("checkpoint:\n  allow_changes:\n"), "d.yaml")
                   .checkpoint.allow_changes.empty());
   EXPECT_DECK_ERROR(deck_with("checkpoint:\n  allow_changes: optim.lr\n"),

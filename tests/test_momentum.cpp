@@ -12,6 +12,7 @@
 
 #include "core/error.hpp"
 #include "support/tiny_model.hpp"
+#include "support/update_reference.hpp"
 #include "zo/engine.hpp"
 #include "zo/momentum.hpp"
 #include "zo/update_terms.hpp"
@@ -19,12 +20,9 @@
 namespace {
 
 using namespace distzo;
-using distzo::test_support::make_batch;
 using distzo::test_support::tiny_config;
 using distzo::test_support::TinyModel;
 
-constexpr int B = 3, T = 7;
-const std::vector<int> kLengths = {7, 5, 3};
 const ZSpec kZ{2024, Distribution::gaussian, kDefaultZRecipe};
 
 TEST(Momentum, CoefficientsAreATruncatedEmaSummingToOne) {
@@ -108,96 +106,35 @@ std::vector<double> row_of(std::int64_t s, int q) {
   return g;
 }
 
-/// θ after `steps` updates by distzo: each step's pending update built by
-/// zo::pending_update and applied fused into the next step's perturbation
-/// (`fused`) or by a flush right away, then a final flush.
-std::vector<std::vector<float>> distzo_theta(const zo::MomentumSpec& spec, int q, int steps,
-                                             double lr, double wd, bool fused) {
-  TinyModel m(tiny_config());
-  zo::Engine ex(m.config, *m.store, zo::EvaluationPlan::make(q, 1, 0),
-                model::BatchShape{model::Task::causal_lm, B, T, 0});
-  const model::Batch batch = make_batch(model::Task::causal_lm, B, T, kLengths);
-  zo::GradientHistory history(spec.history);
-  PendingUpdate pending;
-  for (int s = 0; s < steps; ++s) {
-    const StepPerturbation p{kZ, s, 1e-3};
-    if (fused) ex.run_step(batch, p, pending);
-    const std::vector<double> g = row_of(s, q);
-    history.push(s, g);
-    if (!g.empty()) pending = zo::pending_update(spec, history, s, lr, wd, q);
-    if (!fused) ex.flush(kZ, pending);
-  }
-  ex.flush(kZ, pending);
-  return m.host_theta();
-}
-
 TEST(Momentum, EngineUpdateMatchesANaiveMomentumBufferInDouble) {
-  const zo::MomentumSpec spec{0.8, 3};
-  const int q = 2, steps = 7;
-  const double lr = 0.05, wd = 0.1;
+  // The reference (support/update_reference.hpp): per step the direction
+  // d_s = Σ_i ĝ_{s,i} z_{s,i} / q as a d-sized vector in double from
+  // materialised z; M_t = Σ_j c_j d_{t−j} (d of a skipped step = 0);
+  // θ ← θ − lr (M_t + wd θ).
+  const test_support::UpdateRun run{kZ, zo::MomentumSpec{0.8, 3}, 2, 7, 0.05, 0.1, row_of};
   TinyModel m(tiny_config());
   const std::vector<std::vector<float>> start = m.host_theta();
-
-  // The reference: per step, the direction d_s = Σ_i ĝ_{s,i} z_{s,i} / q as a
-  // d-sized vector in double from materialised z; the momentum buffer
-  // M_t = Σ_j c_j d_{t−j} (d of a skipped step = 0); θ ← θ − lr (M_t + wd θ).
-  std::vector<std::vector<double>> theta(start.size());
-  for (std::size_t id = 0; id < start.size(); ++id)
-    theta[id].assign(start[id].begin(), start[id].end());
-  std::vector<std::vector<std::vector<double>>> directions;  // [step][param][element]
-  for (int t = 0; t < steps; ++t) {
-    const std::vector<double> g = row_of(t, q);
-    std::vector<std::vector<double>> d(start.size());
-    for (const auto& info : m.registry.parameters()) {
-      d[info.id].assign(start[info.id].size(), 0.0);
-      for (int i = 0; i < static_cast<int>(g.size()); ++i) {
-        const PerturbationStream z = kZ.stream(t, i);
-        for (std::size_t e = 0; e < d[info.id].size(); ++e)
-          d[info.id][e] += g[static_cast<std::size_t>(i)] * double(z.z(info.id, e)) / q;
-      }
-    }
-    directions.push_back(std::move(d));
-    if (g.empty()) continue;  // a skipped step applies no update
-    const int rows = std::min(spec.history, t + 1);
-    double norm = 0;
-    for (int j = 0; j < rows; ++j) norm += (1 - spec.beta) * std::pow(spec.beta, j);
-    for (const auto& info : m.registry.parameters()) {
-      const double decay = info.weight_decay ? wd : 0.0;
-      for (std::size_t e = 0; e < theta[info.id].size(); ++e) {
-        double buffer = 0;
-        for (int j = 0; j < rows; ++j)
-          buffer += (1 - spec.beta) * std::pow(spec.beta, j) / norm *
-                    directions[static_cast<std::size_t>(t - j)][info.id][e];
-        theta[info.id][e] -= lr * (buffer + decay * theta[info.id][e]);
-      }
-    }
-  }
+  const std::vector<std::vector<double>> theta = test_support::naive_theta(m.registry, start, run);
 
   // distzo works in float32: each update rounds θ (|θ| <= ~1, ulp 6e-8) and
   // the h·q products of a_k·z (|a_k z| <= ~0.2), so 6 updates stay within
   // 2e-6 of the double reference; a coefficient off by one row's weight
   // moves θ by lr · Δc · ĝ · z ~ 1e-3.
-  const std::vector<std::vector<float>> fused = distzo_theta(spec, q, steps, lr, wd, true);
-  const std::vector<std::vector<float>> flushed = distzo_theta(spec, q, steps, lr, wd, false);
-  double max_err = 0, max_move = 0;
-  for (const auto& info : m.registry.parameters())
-    for (std::size_t e = 0; e < theta[info.id].size(); ++e) {
-      max_err = std::max(max_err, std::fabs(fused[info.id][e] - theta[info.id][e]));
-      max_move = std::max(max_move, std::fabs(theta[info.id][e] - start[info.id][e]));
-      ASSERT_EQ(fused[info.id][e], flushed[info.id][e])
-          << "fused and flushed updates differ at parameter " << info.id << ", element " << e;
-    }
-  EXPECT_LT(max_err, 2e-6) << "largest |θ_distzo − θ_naive| over " << steps << " steps";
-  EXPECT_GT(max_move, 1e-2) << "a degenerate test: the updates barely move θ";
+  const std::vector<std::vector<float>> fused = test_support::engine_theta(m.config, run, true);
+  const std::vector<std::vector<float>> flushed = test_support::engine_theta(m.config, run, false);
+  ASSERT_EQ(test_support::max_difference(fused, flushed), 0.0)
+      << "fused and flushed updates differ";
+  EXPECT_LT(test_support::max_difference(fused, theta), 2e-6)
+      << "largest |θ_distzo − θ_naive| over " << run.steps << " steps";
+  EXPECT_GT(test_support::max_difference(theta, start), 1e-2)
+      << "a degenerate test: the updates barely move θ";
 
   // Plain SGD from the same rows differs by far more than the tolerance.
-  const std::vector<std::vector<float>> sgd =
-      distzo_theta(zo::MomentumSpec{}, q, steps, lr, wd, true);
-  double sgd_gap = 0;
-  for (const auto& info : m.registry.parameters())
-    for (std::size_t e = 0; e < theta[info.id].size(); ++e)
-      sgd_gap = std::max(sgd_gap, std::fabs(sgd[info.id][e] - theta[info.id][e]));
-  EXPECT_GT(sgd_gap, 100 * 2e-6) << "momentum and plain SGD are indistinguishable here";
+  test_support::UpdateRun sgd = run;
+  sgd.momentum = zo::MomentumSpec{};
+  EXPECT_GT(test_support::max_difference(test_support::engine_theta(m.config, sgd, true), theta),
+            100 * 2e-6)
+      << "momentum and plain SGD are indistinguishable here";
 }
 
 }  // namespace

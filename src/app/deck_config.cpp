@@ -50,6 +50,16 @@ std::string ignored_placement_keys(const io::Deck& deck) {
   return "placement.resident_blocks, prefetch and slots apply to mode offload: ignored";
 }
 
+BlockChoice block_choice(const io::Deck& deck, int blocks) {
+  const int k = deck.optim.perturbed_blocks;
+  DISTZO_INPUT_REQUIRE(k < blocks || k == 0,
+                       deck.origin.where("optim.perturbed_blocks")
+                           << k << " blocks a step, but the model has " << blocks
+                           << " decoder blocks: choose fewer, or leave the key out (0) to "
+                              "perturb every block every step");
+  return BlockChoice{k, blocks};
+}
+
 zo::TrainerConfig trainer_config(const io::Deck& deck, bool evaluate, const ZSpec& z) {
   const auto& opt = deck.optim;
   zo::TrainerConfig c;

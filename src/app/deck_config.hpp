@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <string>
 
+#include "core/block_choice.hpp"
 #include "io/checkpoint.hpp"
 #include "io/deck.hpp"
 #include "runtime/placement.hpp"
@@ -24,6 +25,11 @@ runtime::PlacementConfig placement_config(const io::Deck& deck, int ranks_on_nod
 /// "placement.resident_blocks, prefetch and slots apply to mode offload:
 /// ignored" when the deck sets any of them with mode resident, else "".
 std::string ignored_placement_keys(const io::Deck& deck);
+
+/// optim.perturbed_blocks of a model of `blocks` decoder blocks: K of them
+/// each step, or every block. Throws distzo::Error naming the deck line
+/// unless K < `blocks` (K = `blocks` is every block: the key left out).
+BlockChoice block_choice(const io::Deck& deck, int blocks);
 
 /// optim.*, eval.interval, checkpoint.interval and parallel.check_interval;
 /// `evaluate`: the run has an eval set; `z`: the run's (Inputs::state.z:

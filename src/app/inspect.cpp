@@ -148,6 +148,11 @@ std::string checkpoint_lines(const io::TrainingState& state, const io::ModelRead
     if (deck.optim.momentum > 0)
       momentum = " with momentum " + io::deck_value(deck, "optim.momentum") +
                  " over h = " + std::to_string(deck.optim.history) + " steps";
+    if (deck.optim.perturbed_blocks > 0)
+      momentum += ", perturbing " + std::to_string(deck.optim.perturbed_blocks) + " of " +
+                  (reader ? std::to_string(reader->info().registry.num_blocks())
+                          : std::string("its model's")) +
+                  " blocks a step";
   } catch (const Error&) {
     estimator = "(its deck does not parse)";
   }

@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <climits>
+#include <cmath>
 #include <cstdint>
+#include <cstdio>
 #include <filesystem>
 #include <iostream>
 #include <limits>
@@ -34,6 +36,7 @@ const char* const kUsage =
     "usage: distzo plan DECK.yaml [--device-gib G]\n"
     "       distzo plan config.json [--batch B] [--seq T] [--task causal_lm|classification]\n"
     "                   [--candidates K] [--estimator spsa|one_sided] [--queries q]\n"
+    "                   [--momentum β [--history h]] [--perturbed-blocks K]\n"
     "                   [--perturbation P] [--eval]\n"
     "                   [--placement resident|offload] [--resident-blocks K] [--prefetch N] "
     "[--slots S]\n"
@@ -78,9 +81,28 @@ void check_plan_inputs(const PlanInputs& in) {
   if (!split.empty()) fail("--perturbation: " + split);
   if (in.batch.task == model::Task::classification && in.batch.candidates < 1)
     fail("a classification head needs at least one candidate word");
+  if (in.momentum < 0 || in.momentum >= 1) fail("momentum β must be in [0, 1)");
+  if (in.history < 1 || (in.momentum == 0) != (in.history == 1) ||
+      static_cast<std::int64_t>(in.history) * in.queries > kernels::kMaxQueries)
+    fail("history h = " + std::to_string(in.history) +
+         ": 1 without momentum, 2 or more with it, and h x q at most " +
+         std::to_string(kernels::kMaxQueries));
+  const int blocks = static_cast<int>(in.config.num_hidden_layers);
+  if (in.perturbed_blocks < 0 || (in.perturbed_blocks >= blocks && in.perturbed_blocks != 0))
+    fail("perturbed blocks K = " + std::to_string(in.perturbed_blocks) +
+         ": 0 (every block) or 1 to " + std::to_string(blocks - 1) + " of the model's " +
+         std::to_string(blocks) + " blocks");
 }
 
 namespace {
+
+/// The probability that a step's pending update reaches a given block:
+/// one of its h rows chose it (1 when every step perturbs every block).
+double update_reach(const PlanInputs& in) {
+  const int blocks = static_cast<int>(in.config.num_hidden_layers);
+  if (in.perturbed_blocks == 0 || blocks == 0) return 1.0;
+  return 1.0 - std::pow(1.0 - static_cast<double>(in.perturbed_blocks) / blocks, in.history);
+}
 
 /// The z a step regenerates per element (never stored): the update's h × q
 /// terms over all of θ, and the perturbation's directions of the rank
@@ -103,6 +125,26 @@ std::string describe_z_streams(const PlanInputs& in) {
     os << "the step's own directions";
   os << ") + " << drawn << " for the perturbation (per rank, at most), regenerated in the fused "
      << "pass; none is stored\n";
+  if (in.perturbed_blocks > 0) {
+    // Block-sparse: z is drawn on the edges and the step's K blocks only,
+    // and an update term reaches a block only if its step chose it.
+    const model::ParameterRegistry r = model::ParameterRegistry::for_model(in.config);
+    const int L = r.num_blocks();
+    const double total = static_cast<double>(r.total_elements());
+    double in_blocks = 0;
+    for (int k = 0; k < L; ++k)
+      for (std::uint32_t id : r.block_ids(k)) in_blocks += static_cast<double>(r[id].numel());
+    const double k_of_l = static_cast<double>(in.perturbed_blocks) / L;
+    const double drawn_share = (total - in_blocks + k_of_l * in_blocks) / total;
+    char line[400];
+    std::snprintf(line, sizeof(line),
+                  "block-sparse %d of %d blocks a step (optim.perturbed_blocks): this step's z "
+                  "on the edges and those blocks, %.0f %% of θ; an update term reaches a block "
+                  "with probability %.3g (K/L), the update with %.3g (1 - (1 - K/L)^h); a block "
+                  "it does not reach is not written back (offload)\n",
+                  in.perturbed_blocks, L, 100 * drawn_share, k_of_l, update_reach(in));
+    os << line;
+  }
   return os.str();
 }
 
@@ -187,11 +229,13 @@ MemoryPlan plan_memory(const PlanInputs& in) {
   p.activations = forward + hidden + head + sums + (in.eval_set ? 2 : 1) * batch;
 
   // θ of the streamed blocks lives in host memory, goes up once per step,
-  // and comes back once it was updated (every step after the first).
+  // and comes back once it was updated (every step after the first; with
+  // block-sparse steps, the blocks the update reaches: on average).
   const std::uint64_t streamed = u(L - p.device_blocks);
   p.host_master = streamed * p.block_arena;
   p.to_device_per_step = streamed * p.block_arena;
-  p.to_host_per_step = streamed * p.block_arena;
+  p.to_host_per_step = static_cast<std::uint64_t>(
+      std::llround(update_reach(in) * static_cast<double>(streamed * p.block_arena)));
   return p;
 }
 
@@ -297,6 +341,7 @@ PlanInputs plan_inputs(const io::Deck& deck, const model::ModelConfig& config,
   in.queries = deck.optim.queries;
   in.momentum = deck.optim.momentum;
   in.history = deck.optim.history;
+  in.perturbed_blocks = deck.optim.perturbed_blocks;
   in.perturbation = deck.parallel.perturbation;
   in.eval_set = !deck.data.eval.empty();
   in.placement = placement_config(deck);
@@ -360,6 +405,11 @@ PlanInputs inputs_from_config(const std::string& path, const Options& o,
     throw Error("plan: --estimator must be spsa or one_sided, got '" + estimator + "'");
   in.estimator = estimator == "spsa" ? EstimatorKind::spsa : EstimatorKind::one_sided;
   in.queries = static_cast<int>(std::min<std::int64_t>(o.integer("--queries", 1, 1), INT32_MAX));
+  in.momentum = o.number("--momentum", 0.0);
+  in.history = static_cast<int>(
+      std::min<std::int64_t>(o.integer("--history", in.momentum > 0 ? 2 : 1, 1), INT32_MAX));
+  in.perturbed_blocks =
+      static_cast<int>(std::min<std::int64_t>(o.integer("--perturbed-blocks", 0, 0), INT32_MAX));
   in.perturbation =
       static_cast<int>(std::min<std::int64_t>(o.integer("--perturbation", 1, 1), INT32_MAX));
   in.eval_set = o.flag("--eval");
@@ -416,6 +466,9 @@ int plan(const std::vector<std::string>& args) {
                    "--candidates",
                    "--estimator",
                    "--queries",
+                   "--momentum",
+                   "--history",
+                   "--perturbed-blocks",
                    "--perturbation",
                    "--placement",
                    "--resident-blocks",

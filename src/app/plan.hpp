@@ -25,11 +25,12 @@ struct PlanInputs {
   runtime::PlacementConfig placement;
   model::BatchShape batch{model::Task::causal_lm, 1, 1, 0};  // B x T, K candidates
   EstimatorKind estimator = EstimatorKind::spsa;
-  int queries = 1;        // q directions per step
-  double momentum = 0;    // optim.momentum β: 0 = plain SGD
-  int history = 1;        // optim.history h: an update regenerates h × q z
-  int perturbation = 1;   // P: a rank owns evaluations() / P evaluations
-  bool eval_set = false;  // a run with an eval set holds a second batch
+  int queries = 1;           // q directions per step
+  double momentum = 0;       // optim.momentum β: 0 = plain SGD
+  int history = 1;           // optim.history h: an update regenerates h × q z
+  int perturbed_blocks = 0;  // optim.perturbed_blocks K: blocks a step perturbs; 0 = all
+  int perturbation = 1;      // P: a rank owns evaluations() / P evaluations
+  bool eval_set = false;     // a run with an eval set holds a second batch
 
   /// Forward evaluations of a step: 2q (spsa), q + 1 (one_sided).
   int evaluations() const { return static_cast<int>(step_evaluations(estimator, queries)); }
@@ -43,7 +44,7 @@ struct MemoryPlan {
   std::uint64_t device_total() const { return weights + scratch + activations; }
   std::uint64_t host_master = 0;         // offloaded blocks' master copy
   std::uint64_t to_device_per_step = 0;  // uploads of a step (with an update pending)
-  std::uint64_t to_host_per_step = 0;    // write-backs of a step
+  std::uint64_t to_host_per_step = 0;    // write-backs of a step (on average when block-sparse)
   // The terms, for the printed breakdown.
   std::uint64_t edge_arena = 0, block_arena = 0;
   int device_blocks = 0, slots = 0, evaluations = 0;

@@ -6,6 +6,7 @@
 #include <iostream>
 #include <memory>
 
+#include "app/deck_config.hpp"
 #include "app/options.hpp"
 #include "app/seed_log_replay.hpp"
 #include "core/error.hpp"
@@ -135,9 +136,11 @@ int replay(const std::vector<std::string>& args) {
   Clock::time_point last_line = t0;
   // Every update as the trainer built it: from the log's last rows, with the
   // run's momentum (plain SGD: the step's own row).
+  ZSpec z = source.z;
+  z.blocks = block_choice(deck, registry.num_blocks());
   const std::int64_t updates = apply_seed_log(
-      engine, source.z, {deck.optim.momentum, deck.optim.history}, source.queries, source.seed_log,
-      0, steps, deck.optim.weight_decay, [&](std::int64_t i) {
+      engine, z, {deck.optim.momentum, deck.optim.history}, source.queries, source.seed_log, 0,
+      steps, deck.optim.weight_decay, [&](std::int64_t i) {
         if (Clock::now() - last_line > std::chrono::seconds(10)) {
           last_line = Clock::now();
           std::cout << "replay: step " << i + 1 << " of " << steps << "\n" << std::flush;

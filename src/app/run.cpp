@@ -146,7 +146,7 @@ void print_header(RunOutputs& out, const std::string& deck_path, const Inputs& i
                   const std::string& blas_threads) {
   const std::string& resume = inputs.resume;
   out.print(describe_run(deck_path, inputs.deck, inputs.model->info().registry.total_elements(),
-                         ranks, inputs.train, resume));
+                         ranks, inputs.train, inputs.state.z.blocks, resume));
   out.print("run id " + inputs.state.run_id +
             (resume.empty() ? " (new)" : " (continued from its checkpoint)"));
   for (const std::string& note : inputs.notes) out.print(note);

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "app/deck_config.hpp"
 #include "app/resume.hpp"
 #include "app/run_directory.hpp"
 #include "app/step_diagnostics.hpp"
@@ -93,6 +94,7 @@ void check_log_resume(Inputs& in) {
   in.log_z = in.state.z;
   const io::Deck log_deck = io::parse_deck(in.state.deck_yaml, in.resume + " (its deck)");
   in.log_momentum = {log_deck.optim.momentum, log_deck.optim.history};
+  in.log_z.blocks = block_choice(log_deck, in.model->info().registry.num_blocks());
   in.log_weight_decay = log_deck.optim.weight_decay;
   const bool storage =
       deck.origin.written("precision.storage") && deck.precision.storage != in.state.storage;
@@ -208,7 +210,8 @@ Inputs load_inputs(const std::string& deck_path, const runtime::Communicator& wo
   // resume may change them on purpose, checkpoint.allow_changes) with the
   // recipe of the run it continues. The trainer draws it; the checkpoints
   // record it.
-  in.state.z = {opt.seed, opt.distribution, recipe};
+  const int blocks = in.model->info().registry.num_blocks();
+  in.state.z = {opt.seed, opt.distribution, recipe, block_choice(deck, blocks)};
   resolve_storage(in);
   const model::ModelConfig& config = in.model->info().config;
   const std::int64_t vocab = config.vocab_size;

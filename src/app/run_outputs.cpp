@@ -140,14 +140,17 @@ ProgressMeter RunOutputs::meter(ProgressMeter::Format format) {
 
 std::string describe_run(const std::string& deck_path, const io::Deck& deck,
                          std::int64_t parameters, int ranks, const io::Dataset& train,
-                         const std::string& resume) {
+                         const BlockChoice& blocks, const std::string& resume) {
   const auto& opt = deck.optim;
   const int P = deck.parallel.perturbation, D = deck.parallel.data;
-  // A momentum run says so beside its estimator (plain SGD: nothing).
-  char momentum[64] = "";
+  // A momentum or block-sparse run says so beside its estimator (plain SGD: nothing).
+  char momentum[128] = "";
   if (opt.momentum > 0)
     std::snprintf(momentum, sizeof(momentum), " with momentum %g over h=%d steps", opt.momentum,
                   opt.history);
+  if (!blocks.dense())
+    std::snprintf(momentum + std::strlen(momentum), sizeof(momentum) - std::strlen(momentum),
+                  ", perturbing %d of %d blocks a step", blocks.chosen, blocks.blocks);
   char line[512];
   std::snprintf(line, sizeof(line),
                 "distzo run %s: %lld parameters, %d rank%s (P=%d x D=%d), global batch %d x %s%lld "

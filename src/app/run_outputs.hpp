@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "app/progress.hpp"
+#include "core/block_choice.hpp"
 #include "core/memory.hpp"
 #include "io/dataset.hpp"
 #include "io/deck.hpp"
@@ -91,10 +92,11 @@ class RunOutputs {
 // The lines of run.log, as rank 0 prints them.
 
 /// The first line: the deck, the model's size, the mesh, the batch and the
-/// estimator; `resume` is the checkpoint continued, or "".
+/// estimator (and `blocks`, when a step perturbs only some); `resume` is the
+/// checkpoint continued, or "".
 std::string describe_run(const std::string& deck_path, const io::Deck& deck,
                          std::int64_t parameters, int ranks, const io::Dataset& train,
-                         const std::string& resume);
+                         const BlockChoice& blocks, const std::string& resume);
 /// Where the L blocks live under `p`, for run.log and `distzo plan`:
 /// "resident, all 12 blocks in device memory", "offload, block 0 kept in
 /// device memory, 11 streamed from host memory through 3 device slots

@@ -2,7 +2,8 @@
 // The state of a ZO step as plain data, one type per fact: the trainer, the
 // engine, the benchmarks, the tests and the checkpoints all use these.
 //
-//   ZSpec             which z a run draws: seed, distribution, recipe;
+//   ZSpec             which z a run draws: seed, distribution, recipe, and
+//                     the blocks each step perturbs (core/block_choice.hpp);
 //   StepPerturbation  the perturbation of one step: z_q = Z(ZSpec, step, q),
 //                     scaled by eps;
 //   PendingUpdate     the update a finished step leaves, applied lazily: to
@@ -18,6 +19,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "core/block_choice.hpp"
 #include "core/perturbation.hpp"
 
 namespace distzo {
@@ -26,12 +28,22 @@ struct ZSpec {
   std::uint64_t seed = 0;  // the run's seed
   Distribution distribution = Distribution::gaussian;
   ZRecipe recipe = kDefaultZRecipe;  // how Gaussian z is computed
+  BlockChoice blocks;                // K of B blocks a step; dense by default
 
-  /// z of `query` at `step`: Z(seed, step, query, id, element).
+  ZSpec() = default;
+  ZSpec(std::uint64_t seed_, Distribution distribution_ = Distribution::gaussian,
+        ZRecipe recipe_ = kDefaultZRecipe, BlockChoice blocks_ = BlockChoice())
+      : seed(seed_), distribution(distribution_), recipe(recipe_), blocks(blocks_) {}
+
+  /// z of `query` at `step`: Z(seed, step, query, id, element) on the
+  /// parameters of the blocks `step` perturbs, 0 on the others.
   PerturbationStream stream(std::int64_t step, int query) const {
     return PerturbationStream::make(seed, static_cast<std::uint64_t>(step),
                                     static_cast<std::uint32_t>(query), distribution, recipe);
   }
+  /// Whether `step`'s z is drawn on the parameters of `block` (-1: outside
+  /// the blocks, always), or is 0 there.
+  bool perturbs(std::int64_t step, int block) const { return blocks.perturbs(seed, step, block); }
 };
 
 struct StepPerturbation {

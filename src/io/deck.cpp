@@ -394,7 +394,8 @@ const std::vector<std::string>& changeable_keys() {
 const char* const kRunConstantWhy =
     "never changes within a run, even when checkpoint.allow_changes lists it: the seed log holds "
     "one estimator's row of q scalars a step for the whole run, and every update is rebuilt from "
-    "its rows with one momentum and history; to go on with another, start a new run whose "
+    "its rows with one momentum, history and choice of perturbed blocks; to go on with another, "
+    "start a new run whose "
     "model.path is the checkpoint";
 
 std::string deck_value(const Deck& deck, const std::string& key) {

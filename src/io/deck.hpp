@@ -58,11 +58,12 @@ struct OptimSection {
   EstimatorKind estimator = EstimatorKind::spsa;
   int queries = 1;  // directions per step, >= 1: q (spsa: 2q evaluations), N (one_sided: N + 1)
   Distribution distribution = Distribution::gaussian;
-  int z_recipe = 2;        // the Gaussian's recipe (core/perturbation.hpp): 2, or 1 for old runs
-  std::uint64_t seed = 0;  // run seed of z
-  int max_nonfinite = 5;   // abort after this many consecutive non-finite losses
-  double momentum = 0.0;   // β in [0, 1): weight of the older log rows (zo/momentum.hpp)
-  int history = 1;         // h: log rows an update uses; 1 when momentum is 0, >= 2 otherwise
+  int z_recipe = 2;          // the Gaussian's recipe (core/perturbation.hpp): 2, or 1 for old runs
+  std::uint64_t seed = 0;    // run seed of z
+  int max_nonfinite = 5;     // abort after this many consecutive non-finite losses
+  double momentum = 0.0;     // β in [0, 1): weight of the older log rows (zo/momentum.hpp)
+  int history = 1;           // h: log rows an update uses; 1 when momentum is 0, >= 2 otherwise
+  int perturbed_blocks = 0;  // K: decoder blocks a step perturbs (core/block_choice.hpp); 0 = all
 };
 
 struct EvalSection {

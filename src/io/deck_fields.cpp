@@ -308,6 +308,13 @@ const std::vector<Field>& fields() {
             integer("optim", "history", member(o, &O::history), 1,
                     "h: the log rows (steps) a momentum update uses; each regenerates its q z "
                     "in the fused update, h x q at most 32"))),
+        run_constant(allowing(
+            "0, or 1 to the model's decoder blocks − 1",
+            integer("optim", "perturbed_blocks", member(o, &O::perturbed_blocks), 0,
+                    "K: decoder blocks each step perturbs, chosen afresh every step from "
+                    "(seed, step) (LeZO's layer-wise sparsity; docs/perturbation.md); z is 0 on "
+                    "the others, which get no w± pass and no update from that step; embeddings "
+                    "and head are perturbed every step; 0 = every block"))),
 
         integer("eval", "interval", member(e, &EvalSection::interval), 0,
                 "steps between evaluations; 0 = only before training and at the end"),
@@ -325,11 +332,11 @@ const std::vector<Field>& fields() {
                 "newest checkpoints of this run kept in `output.dir`, and as many log-only ones "
                 "(another run's are never deleted)"),
         key_list("checkpoint", "allow_changes", member(c, &CheckpointSection::allow_changes),
-                 &changeable_keys, "trajectory keys (below) but the four named here",
+                 &changeable_keys, "trajectory keys (below) but the five named here",
                  "the keys a resume may change on purpose (each is logged); any other change "
                  "from the checkpoint's deck is an error; `optim.estimator`, `optim.queries`, "
-                 "`optim.momentum` and `optim.history` never change within a run (how the seed "
-                 "log's rows are read)"),
+                 "`optim.momentum`, `optim.history` and `optim.perturbed_blocks` never change "
+                 "within a run (how the seed log's rows are read)"),
         path("checkpoint", "resume", member(c, &CheckpointSection::resume), false,
              "empty, `latest`, or an existing file",
              "empty = fresh start; a checkpoint file (or log-only `log-STEP.h5`) to continue "

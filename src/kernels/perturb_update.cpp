@@ -290,6 +290,19 @@ void update_and_perturb(const ExecSpace& space, const StoredVec& theta, std::uin
                         std::uint64_t first_element, const UpdateTerms& update,
                         const PerturbationStream& stream, real eps, const PerturbedOutputs& outs,
                         const RowSelection& rows) {
+  if (!outs.perturbed) {
+    // z = 0 on this tensor: the first output requested gets θ' as the
+    // update writes it, the others θ' read back (the same bits), and no z
+    // is evaluated.
+    UpdateTerms pending = update;
+    for (const StoredVec* out : {&outs.plus, &outs.minus, &outs.base}) {
+      if (out->empty()) continue;
+      update_and_perturb(space, theta, param_id, first_element, pending, stream, eps,
+                         PerturbedOutputs{StoredVec(), StoredVec(), *out}, rows);
+      pending.count = 0;
+    }
+    return apply_update(space, theta, param_id, first_element, pending);
+  }
   switch (theta.dtype()) {
     case StorageDtype::fp32:
       return fused_with_outputs<StorageDtype::fp32>(space, Fp32Theta{theta.as<real>()}, param_id,

@@ -65,6 +65,9 @@ struct PerturbedOutputs {
   StoredVec plus;   // w+ = θ' + ε·z
   StoredVec minus;  // w− = θ' − ε·z
   StoredVec base;   // w = θ' itself: a one-sided step's unperturbed evaluation (no z drawn)
+  // false: this step's z is 0 on the tensor (a block the step does not
+  // perturb, core/block_choice.hpp): every output is θ', no z is drawn.
+  bool perturbed = true;
 };
 
 /// Applies `update` (if count > 0) to θ and writes the requested outputs
@@ -76,7 +79,7 @@ struct PerturbedOutputs {
 /// (precision.gemm_inputs: storage): each w computed in float32, then
 /// rounded to nearest (ties to even) — half the bytes written and no random
 /// word (w is thrown away after the step). This step's z is drawn only if
-/// w+ or w− is requested. Enqueued on `space`.
+/// w+ or w− is requested and `out.perturbed`. Enqueued on `space`.
 void update_and_perturb(const ExecSpace& space, const StoredVec& theta, std::uint32_t param_id,
                         std::uint64_t first_element, const UpdateTerms& update,
                         const PerturbationStream& stream, real eps, const PerturbedOutputs& out,

@@ -39,7 +39,7 @@ class Engine::StepPass final : public WalkPass {
           e_.forward_.block(space, model::make_block_view(e_.registry_, w, k), k, batch_.mask,
                             e_.hidden_[i]);
         });
-    return pending_.active;
+    return updates_block(perturbation_.z, pending_, k);
   }
 
   void head(const ExecSpace& space, const runtime::ThetaTable& edges) override {
@@ -75,7 +75,7 @@ class Engine::FlushPass final : public WalkPass {
 
   bool block(const ExecSpace& space, int k, const runtime::ThetaTable& theta) override {
     update(space, theta, model::GroupRef::of_block(k));
-    return true;
+    return updates_block(z_, pending_, k);
   }
 
   void head(const ExecSpace&, const runtime::ThetaTable&) override {}

@@ -40,11 +40,13 @@ void PerturbedWeights::materialise(const ExecSpace& space, const StoredVec& thet
       with_update
           ? update_terms(perturbation.z, pending, registry_[id], store_.placement().rounding)
           : kernels::UpdateTerms();
-  const bool draws_z = !out.plus.empty() || !out.minus.empty();
+  kernels::PerturbedOutputs outputs = out;
+  outputs.perturbed = perturbation.z.perturbs(perturbation.step, registry_[id].block);
+  const bool draws_z = outputs.perturbed && (!out.plus.empty() || !out.minus.empty());
   if (observer_) observer_({id, first, theta.extent(), terms.count + (draws_z ? 1 : 0)});
   const kernels::RowSelection rows = id == embed_id_ ? embed_rows_ : kernels::RowSelection();
   kernels::update_and_perturb(space, theta, id, first, terms, perturbation.stream(query),
-                              static_cast<real>(perturbation.eps), out, rows);
+                              static_cast<real>(perturbation.eps), outputs, rows);
 }
 
 std::unique_ptr<PerturbedWeights> make_perturbed_weights(

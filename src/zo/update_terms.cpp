@@ -4,6 +4,13 @@
 
 namespace distzo::zo {
 
+bool updates_block(const ZSpec& z, const PendingUpdate& pending, int block) {
+  if (!pending.active) return false;
+  for (const UpdateTerm& t : pending.terms)
+    if (z.perturbs(t.step, block)) return true;
+  return false;
+}
+
 kernels::UpdateTerms update_terms(const ZSpec& z, const PendingUpdate& pending,
                                   const model::ParameterInfo& parameter, Rounding rounding) {
   kernels::UpdateTerms terms;
@@ -14,14 +21,18 @@ kernels::UpdateTerms update_terms(const ZSpec& z, const PendingUpdate& pending,
                  "pending update with " << count << " z terms of " << q
                                         << " queries a step (the kernel takes at most "
                                         << kernels::kMaxQueries << ")");
-  terms.count = count;
+  // A term whose step left this parameter's block unperturbed has z = 0
+  // here and is dropped; a parameter no term reaches is not updated at all,
+  // weight decay included (block-sparse steps, core/block_choice.hpp).
+  for (const UpdateTerm& t : pending.terms) {
+    if (!z.perturbs(t.step, parameter.block)) continue;
+    terms.stream[terms.count] = z.stream(t.step, t.query);
+    terms.coefficient[terms.count] = static_cast<real>(pending.lr * t.weight / q);
+    ++terms.count;
+  }
+  if (terms.count == 0) return terms;
   terms.decay =
       parameter.weight_decay ? static_cast<real>(pending.lr * pending.weight_decay) : real(0);
-  for (int k = 0; k < count; ++k) {
-    const UpdateTerm& t = pending.terms[static_cast<std::size_t>(k)];
-    terms.stream[k] = z.stream(t.step, t.query);
-    terms.coefficient[k] = static_cast<real>(pending.lr * t.weight / q);
-  }
   // The words that round a 2-byte θ', keyed by the step whose update this is.
   terms.rounding = rounding;
   terms.rounding_stream = RoundingStream::make(z.seed, pending.step);

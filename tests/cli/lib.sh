@@ -93,6 +93,20 @@ demo_resume() {
   digest resumed/ckpt-$(printf %06d "$STEPS").h5 > resumed.digest
 }
 
+# optim_lines NAME LINE...: the lines go right under NAME.yaml's `optim:`.
+optim_lines() {
+  local name=$1 text=""
+  shift
+  for line in "$@"; do text+="\\n$line"; done
+  sed -i "s|^optim:\$|optim:$text|" "$name.yaml"
+}
+# estimator_lines ESTIMATOR: the optim lines of the estimator (FZOO's z for one_sided).
+estimator_lines() {
+  if [ "$1" = one_sided ]; then printf '%s\n' '  estimator: one_sided' '  distribution: rademacher'; else printf '%s\n' '  estimator: spsa'; fi
+}
+# queries_of ESTIMATOR: the queries the estimator tests use (spsa q = 2, one_sided N = 3).
+queries_of() { [ "$1" = one_sided ] && echo 3 || echo 2; }
+
 # same A B WHAT: the runs A and B left equal digests, or fail naming both.
 same() {
   [ "$(cat "$1.digest")" = "$(cat "$2.digest")" ] ||

@@ -15,18 +15,6 @@ STEPS=6
 MICRO_BATCH=16
 MOMENTUM=('  momentum: 0.9' '  history: 4')
 
-# optim_lines NAME LINE...: the lines go right under NAME.yaml's `optim:`.
-optim_lines() {
-  local name=$1 text=""
-  shift
-  for line in "$@"; do text+="\\n$line"; done
-  sed -i "s|^optim:\$|optim:$text|" "$name.yaml"
-}
-# estimator_lines ESTIMATOR: the optim lines of the estimator (FZOO's z for one_sided).
-estimator_lines() {
-  if [ "$1" = one_sided ]; then printf '%s\n' '  estimator: one_sided' '  distribution: rademacher'; else printf '%s\n' '  estimator: spsa'; fi
-}
-queries_of() { [ "$1" = one_sided ] && echo 3 || echo 2; }
 
 # momentum_run NAME ESTIMATOR THREADS RANKS P D [extra lines]: a momentum run, digest in NAME.digest.
 momentum_run() {

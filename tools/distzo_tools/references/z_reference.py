@@ -23,6 +23,10 @@ values (the C++ works on the bits, so the two are independent derivations):
 
     python3 tools/z_reference.py --write-storage-kat tests/data/storage_rounding.kat
     python3 tools/z_reference.py --check-storage-kat tests/data/storage_rounding.kat
+
+The blocks a block-sparse step perturbs (src/core/block_choice.hpp):
+
+    python3 tools/z_reference.py --chosen-blocks SEED STEP K B
 """
 
 from __future__ import annotations
@@ -181,6 +185,22 @@ def z(seed, step, query, param_id, element, dist="gaussian", recipe=2):
         return -1.0 if w[lane] >> 31 else 1.0
     pair = (box_muller_v2 if recipe == 2 else box_muller_v1)(w[lane & 2], w[(lane & 2) + 1])
     return pair[lane & 1]
+
+
+SELECT_TAG = 0x5A53454C  # "ZSEL"
+
+
+def chosen_blocks(seed, step, k, blocks):
+    """S_t, the K of B decoder blocks step `step` perturbs (optim.perturbed_blocks;
+    src/core/block_choice.hpp): a partial Fisher-Yates shuffle, sorted; every block when K = 0."""
+    perm = list(range(blocks))
+    if k == 0:
+        return perm
+    for i in range(k):
+        w = philox4x32_10([step & MASK, step >> 32, i, SELECT_TAG], [seed & MASK, seed >> 32])[0]
+        j = i + ((w * (blocks - i)) >> 32)
+        perm[i], perm[j] = perm[j], perm[i]
+    return sorted(perm[:k])
 
 
 # --- the update of θ ---------------------------------------------------------------
@@ -535,8 +555,12 @@ def main():
     g.add_argument("--check-storage-kat", metavar="FILE")
     g.add_argument("--check-constants", action="store_true",
                    help="rederive the polynomial coefficients and compare")
+    g.add_argument("--chosen-blocks", nargs=4, type=int, metavar=("SEED", "STEP", "K", "B"),
+                   help="the blocks a step of a block-sparse run perturbs")
     args = ap.parse_args()
-    if args.write_kat:
+    if args.chosen_blocks:
+        print(" ".join(map(str, chosen_blocks(*args.chosen_blocks))))
+    elif args.write_kat:
         write_kat(args.write_kat)
     elif args.check_kat:
         check_kat(args.check_kat)
