@@ -304,6 +304,10 @@ def test_quality_estimators_logic():
     r = qt.estimator_run("movies", "torch-fzoo-n8-lr1e-3-s1-third")
     assert (r.family, r.queries, r.lr, r.third, r.reference) == ("torch-fzoo", 8, 1e-3, True, True)
     assert qt.estimator_run("movies", "distzo-lr1e-5-s1") is None
+    r = qt.estimator_run("movies", "lezo-k8-lr3e-5-s1-third")
+    assert (r.family, r.queries, r.lr, r.third, r.per_step, r.reference) == ("lezo", 8, 3e-5, True, 2, False)
+    assert r.label == "block-sparse MeZO-SGD (K = 8 blocks)"
+    assert qt.qr.parent_name("lezo-k8-lr3e-5-s1") == "lezo-k8-lr3e-5-s1-third"
     print("quality estimators: first reach, verdict: OK")
 
 

@@ -53,6 +53,9 @@ The plan, in the order `run` makes it (NAME under OUT/TASK/):
                          third of the budget of forward evaluations, over the
                          lr grid FZOO_LR_CANDIDATES; fzoo-nN-lrLR-s1: the
                          chosen lr (FZOO_LR) carried on to the whole budget
+  lezo-kK-lrLR-s1[-third] block-sparse MeZO-SGD (optim.perturbed_blocks K), a
+                         third of the budget over LEZO_LR_CANDIDATES, then the
+                         chosen lr (LEZO_LR) carried on to all of it
   torch-fzoo-nN-lrLR-s1-third
                          tools/mezo_finetune.py's FZOO on the same deck at the
                          chosen lr: the PyTorch reference beside distzo's curve
@@ -134,7 +137,8 @@ LONG_MEZO = ("amazon", "tweets", "nyt")
 # most a third of its evaluations), dev every EVAL_EVALUATIONS evaluations (MeZO's every 100 steps);
 # the chosen run is carried on from there to the whole budget (constant lr: the same run as a straight
 # one). FZOO_LR: the choice, per task, once its grid is made.
-BUDGET = 2 * STEPS
+SPSA_EVALUATIONS = 2  # MeZO-SGD (spsa, one query): L(θ + εz) and L(θ − εz) a step
+BUDGET = SPSA_EVALUATIONS * STEPS
 EVAL_EVALUATIONS = 200
 FZOO_N = 8
 # movies: 1e-4 and 3e-4 trailed MeZO-SGD at every equal evaluation count (dev loss and accuracy), and
@@ -145,6 +149,13 @@ FZOO_N = 8
 FZOO_LR_CANDIDATES = {"movies": (1e-4, 3e-4, 1e-3, 3e-3), "amazon": (1e-3, 3e-3), "tweets": (3e-4, 1e-3, 3e-3),
                       "nyt": (1e-3, 3e-3)}
 FZOO_LR = {"movies": 1e-3}
+# Block-sparse MeZO-SGD (optim.perturbed_blocks: LeZO's layer-wise sparsity): K = LEZO_K of SmolLM2's 30
+# decoder blocks perturbed and updated a step, two evaluations a step like MeZO-SGD; a smaller z reaches
+# fewer parameters, so its lr grid starts at MeZO's and goes up. Movies only until a run there says it
+# pays; LEZO_LR: the choice, once made.
+LEZO_K = 8
+LEZO_LR_CANDIDATES = {"movies": (1e-5, 3e-5)}
+LEZO_LR = {}
 
 
 def lr_tag(lr: float) -> str:
@@ -167,6 +178,7 @@ class Run:
     eps: float = EPS  # distzo: MeZO's ε
     estimator: str = "spsa"  # distzo: optim.estimator
     queries: int = 1  # distzo: optim.queries (one_sided: N)
+    perturbed_blocks: int = 0  # distzo: optim.perturbed_blocks (0: every block)
     parent_steps: int = STEPS  # the step of the parent's checkpoint a longer run carries on from
     minutes: float = 0.0  # the estimate `list` shows: measured on the 2-core AMD EPYC
 
@@ -191,7 +203,8 @@ def parent_name(name: str) -> str:
     m = re.fullmatch(r"(.+)-to\d+", name)
     if m:
         return m.group(1)
-    return name + "-third" if name.startswith("fzoo-") and not name.endswith("-third") else ""
+    return (name + "-third" if name.startswith(("fzoo-", "lezo-")) and not name.endswith("-third")
+            else "")
 
 
 def longer(run: Run) -> Run:
@@ -265,12 +278,25 @@ def torch_fzoo_run(task: str, lr: float, seed: int) -> Run:
                minutes=round(0.03 * steps * evaluations))  # PyTorch MeZO: 57 min for 2 000 evaluations
 
 
+def lezo_run(task: str, lr: float, seed: int, third: bool) -> Run:
+    """Block-sparse MeZO-SGD (K = LEZO_K blocks a step) at `lr`: a third of the budget, or all of it
+    (carried on from the third)."""
+    third_steps = BUDGET // 3 // SPSA_EVALUATIONS
+    steps = third_steps if third else BUDGET // SPSA_EVALUATIONS
+    name = f"lezo-k{LEZO_K}-lr{lr_tag(lr)}-s{seed}" + ("-third" if third else "")
+    minutes = 0.027 * steps * SPSA_EVALUATIONS
+    return Run(task, "distzo", name, PROMPTS[task][0], lr=lr, seed=seed, steps=steps, perturbed_blocks=LEZO_K,
+               parent_steps=third_steps, minutes=round(minutes if third else minutes * 2 / 3))
+
+
 def estimator_runs() -> list:
     """The estimators' grids, then each chosen lr carried on to the whole budget, then the PyTorch
-    reference at each chosen lr."""
+    reference at each chosen lr; then block-sparse MeZO-SGD's grid and choice."""
     runs = [fzoo_run(task, lr, 1, True) for task, lrs in FZOO_LR_CANDIDATES.items() for lr in lrs]
     runs += [fzoo_run(task, lr, 1, False) for task, lr in FZOO_LR.items()]
-    return runs + [torch_fzoo_run(task, lr, 1) for task, lr in FZOO_LR.items()]
+    runs += [torch_fzoo_run(task, lr, 1) for task, lr in FZOO_LR.items()]
+    runs += [lezo_run(task, lr, 1, True) for task, lrs in LEZO_LR_CANDIDATES.items() for lr in lrs]
+    return runs + [lezo_run(task, lr, 1, False) for task, lr in LEZO_LR.items()]
 
 
 def distzo_run(task: str, lr: float, seed: int, mode: str = "", eps: float = EPS) -> Run:
@@ -338,6 +364,9 @@ def distzo_deck(paths: Paths, run: Run, out_dir: str) -> dict:
         evaluations = run.queries + 1
         deck["optim"].update(estimator=run.estimator, queries=run.queries, distribution="rademacher")
         deck["eval"]["interval"] = EVAL_EVALUATIONS // evaluations
+        deck["checkpoint"]["interval"] = run.parent_steps
+    if run.perturbed_blocks:  # block-sparse: dev every 100 steps as MeZO's; checkpoints where the third ends
+        deck["optim"]["perturbed_blocks"] = run.perturbed_blocks
         deck["checkpoint"]["interval"] = run.parent_steps
     deck["output"]["dir"] = out_dir
     return merge(deck, MODES[run.mode][1]) if run.mode else deck

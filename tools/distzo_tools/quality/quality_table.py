@@ -403,9 +403,10 @@ def tables(res: Results, paths: qr.Paths) -> str:
 
 # an estimator run's name (quality_runs.fzoo_run): family, N, lr, seed, a third of the budget or all of it
 # (torch-fzoo: the PyTorch reference of FZOO, quality_runs.torch_fzoo_run: a comparison, never a choice)
-ESTIMATOR_NAME = re.compile(r"(fzoo|torch-fzoo)-n(\d+)-lr(\d(?:\.\d+)?e[-+]?\d+)-s(\d+)(-third)?")
-ESTIMATOR_LABEL = {"fzoo": "FZOO", "torch-fzoo": "FZOO in PyTorch"}
-SPSA_EVALUATIONS = 2  # MeZO-SGD (spsa, one query): L(θ + εz) and L(θ − εz) a step
+# (lezo: block-sparse MeZO-SGD, quality_runs.lezo_run: K blocks a step in place of N)
+ESTIMATOR_NAME = re.compile(r"(fzoo|torch-fzoo|lezo)-[nk](\d+)-lr(\d(?:\.\d+)?e[-+]?\d+)-s(\d+)(-third)?")
+ESTIMATOR_LABEL = {"fzoo": "FZOO", "torch-fzoo": "FZOO in PyTorch", "lezo": "block-sparse MeZO-SGD"}
+SPSA_EVALUATIONS = qr.SPSA_EVALUATIONS
 THIRD = qr.BUDGET / 3  # the goal: the target in at most this many forward evaluations
 NOT_MADE = "not made"
 
@@ -417,18 +418,20 @@ class EstimatorRun:
     task: str
     name: str
     family: str  # a key of ESTIMATOR_LABEL
-    queries: int  # N: directions a step
+    queries: int  # N: directions a step (lezo: K, the blocks a step perturbs)
     lr: float
     seed: int
     third: bool  # a third of the budget (the lr grid) or the whole budget (carried on from the third)
 
     @property
     def per_step(self) -> int:
-        """Forward evaluations a step: N one-sided ones and L(θ)."""
-        return self.queries + 1
+        """Forward evaluations a step: N one-sided ones and L(θ); block-sparse MeZO-SGD's two."""
+        return SPSA_EVALUATIONS if self.family == "lezo" else self.queries + 1
 
     @property
     def label(self) -> str:
+        if self.family == "lezo":
+            return f"{ESTIMATOR_LABEL[self.family]} (K = {self.queries} blocks)"
         return f"{ESTIMATOR_LABEL[self.family]} (N = {self.queries})"
 
     @property
@@ -597,7 +600,7 @@ def estimators_tables(res: Results) -> str:
         fzoo_lr = qr.FZOO_LR.get(task)
         grid = []
         for r in runs:
-            if r.third and r.seed == 1 and not r.reference:
+            if r.third and r.seed == 1 and r.family == "fzoo":
                 c = evaluation_curve(res, task, r.name, r.per_step)
                 grid.append((f"{r.lr:g}", c[-1][3] if c else None, c[-1][2] if c else None))
         chosen = DASH if fzoo_lr is None else f"{fzoo_lr:g}"
@@ -610,7 +613,7 @@ def estimators_tables(res: Results) -> str:
         if fzoo_lr is not None:
             for third in (False, True):
                 run = next((r for r in runs if r.lr == fzoo_lr and r.seed == 1 and r.third == third
-                            and not r.reference and res.done(task, r.name)), None)
+                            and r.family == "fzoo" and res.done(task, r.name)), None)
                 if run:
                     v, p, test = run_verdict[run.name]
                     c = evaluation_curve(res, task, run.name, run.per_step)
@@ -643,7 +646,8 @@ def estimators_tables(res: Results) -> str:
         "first reached it at | test accuracy at the budget: FZOO / MeZO-SGD "
         "| gap to first-order's test (points): MeZO-SGD → FZOO | verdict |\n"
         "|---|---|---|---|---|---|---|---|\n" + "\n".join(summary) + "\n\n"
-        "Every run (forward evaluations = steps × evaluations a step: MeZO-SGD 2, FZOO N + 1; an FZOO "
+        "Every run (forward evaluations = steps × evaluations a step: MeZO-SGD 2, FZOO N + 1, block-sparse "
+        "MeZO-SGD 2; an FZOO "
         f"run of a third of the budget makes {third_steps} steps, dev every "
         f"{qr.EVAL_EVALUATIONS // (qr.FZOO_N + 1)}; the whole-budget one carries it on to "
         f"{qr.BUDGET // (qr.FZOO_N + 1)}):\n\n"
@@ -914,6 +918,8 @@ def main(argv=None) -> int:
         replace_block(doc, "estimators-table", est)
         head = text.split("\n\nWhat each took")[0] + "\n"
         replace_block(os.path.join(REPO, "README.md"), "quality-readme", head)
+        # the estimators' goal and its verdict per task, without the table of every run
+        replace_block(os.path.join(REPO, "README.md"), "estimators-readme", est.split("\n\nEvery run")[0] + "\n")
         print("wrote docs/quality.md and README.md")
     return 0
 
