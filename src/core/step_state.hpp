@@ -31,8 +31,9 @@ struct ZSpec {
   BlockChoice blocks;                // K of B blocks a step; dense by default
 
   ZSpec() = default;
-  ZSpec(std::uint64_t seed_, Distribution distribution_ = Distribution::gaussian,
-        ZRecipe recipe_ = kDefaultZRecipe, BlockChoice blocks_ = BlockChoice())
+  explicit ZSpec(std::uint64_t seed_) : seed(seed_) {}
+  ZSpec(std::uint64_t seed_, Distribution distribution_, ZRecipe recipe_ = kDefaultZRecipe,
+        BlockChoice blocks_ = BlockChoice())
       : seed(seed_), distribution(distribution_), recipe(recipe_), blocks(blocks_) {}
 
   /// z of `query` at `step`: Z(seed, step, query, id, element) on the
