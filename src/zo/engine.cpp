@@ -13,6 +13,23 @@ namespace distzo::zo {
 // ---------------------------------------------------------------------------
 // The passes.
 
+namespace {
+
+/// The pending update alone, by the fused kernel with no outputs, on this
+/// rank's slice of `group` (with one slice: all of it).
+void apply_pending(const ExecSpace& space, const runtime::ParameterStore& store, const ZSpec& z,
+                   const PendingUpdate& pending, const runtime::ThetaTable& theta,
+                   model::GroupRef group) {
+  for (const runtime::SlicePiece& p : store.slices(group).pieces) {
+    const kernels::UpdateTerms terms =
+        update_terms(z, pending, store.registry()[p.id], store.placement().rounding);
+    kernels::apply_update(space, theta[p.id].piece(p.first_element, p.count), p.id, p.first_element,
+                          terms);
+  }
+}
+
+}  // namespace
+
 /// One ZO step: every owned (query, sign) evaluation of the batch on its
 /// perturbed weights, the pending update fused into their materialisation.
 class Engine::StepPass final : public WalkPass {
@@ -34,11 +51,23 @@ class Engine::StepPass final : public WalkPass {
   }
 
   bool block(const ExecSpace& space, int k, const runtime::ThetaTable& theta) override {
-    e_.weights_->perturb_block(
-        space, k, theta, pending_, perturbation_, [&](std::size_t i, const model::GroupTensors& w) {
-          e_.forward_.block(space, model::make_block_view(e_.registry_, w, k), k, batch_.mask,
-                            e_.hidden_[i]);
-        });
+    const auto forward = [&](std::size_t i, const model::GroupTensors& w) {
+      e_.forward_.block(space, model::make_block_view(e_.registry_, w, k), k, batch_.mask,
+                        e_.hidden_[i]);
+    };
+    if (!e_.store_.sliced() && !perturbation_.z.perturbs(perturbation_.step, k)) {
+      // A block this step does not perturb (z = 0: w± = θ'): updated in
+      // place, and every evaluation reads θ' itself, as an evaluation's
+      // forward does — no w± copies. (A sliced θ keeps materialising: the
+      // node's ranks read w± of the exchange, not each other's slices.)
+      if (pending_.active)
+        apply_pending(space, e_.store_, perturbation_.z, pending_, theta,
+                      model::GroupRef::of_block(k));
+      const model::GroupTensors w = e_.float_theta_.block(space, k, theta);
+      for (std::size_t i = 0; i < e_.plan_.owned.size(); ++i) forward(i, w);
+    } else {
+      e_.weights_->perturb_block(space, k, theta, pending_, perturbation_, forward);
+    }
     return updates_block(perturbation_.z, pending_, k);
   }
 
@@ -81,14 +110,8 @@ class Engine::FlushPass final : public WalkPass {
   void head(const ExecSpace&, const runtime::ThetaTable&) override {}
 
  private:
-  // The flush's one call of the kernel, for every storage of θ.
   void update(const ExecSpace& space, const runtime::ThetaTable& theta, model::GroupRef group) {
-    for (const runtime::SlicePiece& p : store_.slices(group).pieces) {
-      const kernels::UpdateTerms terms =
-          update_terms(z_, pending_, store_.registry()[p.id], store_.placement().rounding);
-      kernels::apply_update(space, theta[p.id].piece(p.first_element, p.count), p.id,
-                            p.first_element, terms);
-    }
+    apply_pending(space, store_, z_, pending_, theta, group);
   }
 
   const runtime::ParameterStore& store_;

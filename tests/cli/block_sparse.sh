@@ -5,8 +5,10 @@
 # OPENBLAS_NUM_THREADS=1 is the digest at 2 threads with P = 2 on each rank's
 # own θ, P = 2 on a node-shared sliced master, every block offloaded, and
 # P = 2 x D = 2 equals D = 2; bf16 with stochastic rounding agrees between
-# one rank and P = 2 offloaded; with a momentum too. K = 0 written out is the
-# run without the key, and K = 1 differs from it. 3 steps + resume + 3 == 6
+# one rank and P = 2 offloaded, also with bf16 GEMM inputs; with a momentum
+# too. (One rank's own θ reads an unperturbed block's θ' itself, a shared
+# master materialises w± = θ': the two agree bit for bit.) K = 0 written out
+# is the run without the key, and K = 1 differs from it. 3 steps + resume + 3 == 6
 # straight; distzo replay rebuilds θ bit for bit (fp32, bf16 + SR, momentum,
 # P2xD2); a log-only checkpoint resumes. run.log, inspect and plan name it;
 # K >= B and a resume that changes K are refused.
@@ -60,11 +62,14 @@ for est in spsa one_sided; do
   sparse_run ${est}_sr $est 1 1 1 1 "" "${BF16_SR[@]}"
   sparse_run ${est}_sr_p2 $est 2 2 2 1 "" "${BF16_SR[@]}" "${OFFLOAD[@]}"
   same ${est}_sr ${est}_sr_p2 "$est block-sparse, bf16 + SR: P=2 offloaded at 2 threads vs 1 rank"
+  sparse_run ${est}_words $est 1 1 1 1 "" "${BF16_SR[@]}" '  gemm_inputs: storage'
+  sparse_run ${est}_words_p2 $est 2 2 2 1 "" "${BF16_SR[@]}" '  gemm_inputs: storage' "${OFFLOAD[@]}"
+  same ${est}_words ${est}_words_p2 "$est block-sparse, bf16 GEMM inputs: P=2 offloaded at 2 threads vs 1 rank"
   sparse_run ${est}_m $est 1 1 1 1 momentum
   sparse_run ${est}_m_p2 $est 2 2 2 1 momentum "${OFFLOAD[@]}"
   same ${est}_m ${est}_m_p2 "$est block-sparse with momentum: P=2 offloaded at 2 threads vs 1 rank"
   differ ${est}_m ${est}_ref "$est block-sparse: the momentum changed nothing"
-  pass "$est K=1 of 2 blocks: 1 rank == P=2 (own θ, shared sliced master), offloaded, P2xD2 == D2, bf16+SR and momentum P=2 offloaded == 1 rank ($(cat ${est}_ref.digest))"
+  pass "$est K=1 of 2 blocks: 1 rank == P=2 (own θ, shared sliced master), offloaded, P2xD2 == D2, bf16+SR (fp32 and bf16 GEMM inputs) and momentum P=2 offloaded == 1 rank ($(cat ${est}_ref.digest))"
 
   for run in ref sr m; do replayed ${est}_$run; done
   replayed ${est}_p2d2
