@@ -40,21 +40,10 @@ fi
 step() {  # step ESTIMATOR Q [H]: "s_per_step update_ms" of one bench_step run (momentum over H steps)
   local momentum=()
   [ "${3:-1}" -gt 1 ] && momentum=(--momentum 0.9 --history "$3")
-  "$build/perf/bench_step" "$model" --batch "$batch" --seq "$seq" --reps "$reps" \
-    --estimator "$1" --queries "$2" "${momentum[@]}" --profile > "$work/out" 2>&1 || { cat "$work/out" >&2; return 1; }
-  local s ms
-  s=$(sed -n 's/.*"metric":"steps_per_s".*"s_per_step":"\([0-9.e+-]*\)".*/\1/p' "$work/out")
-  # the kernel's time: its host-thread region (large tensors) and its Kokkos kernel (small ones)
-  ms=$(sed -n 's/.*"metric":"profile","median":\([0-9.e+-]*\),.*"label":"\(\[region\] \)\{0,1\}distzo::update_and_perturb".*/\1/p' "$work/out" |
-    awk '{ t += $1 } END { if (NR) printf "%.4g\n", t }')
-  echo "$s ${ms:-?}"
+  step_time "$1" "$2" "${momentum[@]}"
 }
-median() { sort -g | awk '{ v[NR] = $1 } END { printf "%.4g (%.4g–%.4g)", (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2, v[1], v[NR] }'; }
-
 # history Q: the momentum's h for q directions (h × q <= 32), 1 when none fits.
 history() { local h=$((32 / $1)); [ "$h" -gt "$momentum_h" ] && h=$momentum_h; [ "$h" -ge 2 ] && echo "$h" || echo 1; }
-# ratio A B: the medians' ratio a / b.
-ratio() { awk -v a="${1%% *}" -v b="${2%% *}" 'BEGIN { printf "%.3f", a / b }'; }
 
 rows=""
 for e in ${EVALUATIONS:-4 10 18}; do
@@ -68,16 +57,16 @@ for e in ${EVALUATIONS:-4 10 18}; do
     step one_sided "$n" >> "$work/one"
     [ "$hn" -gt 1 ] && step one_sided "$n" "$hn" >> "$work/one_m"
   done
-  spsa=$(cut -d' ' -f1 "$work/spsa" | median) one=$(cut -d' ' -f1 "$work/one" | median)
-  spsa_ms=$(cut -d' ' -f2 "$work/spsa" | median) one_ms=$(cut -d' ' -f2 "$work/one" | median)
+  spsa=$(cut -d' ' -f1 "$work/spsa" | median_range) one=$(cut -d' ' -f1 "$work/one" | median_range)
+  spsa_ms=$(cut -d' ' -f2 "$work/spsa" | median_range) one_ms=$(cut -d' ' -f2 "$work/one" | median_range)
   rows+="| $e | spsa q = $q | $spsa | $spsa_ms | | |"$'\n'
   if [ "$hq" -gt 1 ]; then
-    m=$(cut -d' ' -f1 "$work/spsa_m" | median) m_ms=$(cut -d' ' -f2 "$work/spsa_m" | median)
+    m=$(cut -d' ' -f1 "$work/spsa_m" | median_range) m_ms=$(cut -d' ' -f2 "$work/spsa_m" | median_range)
     rows+="| $e | spsa q = $q, momentum h = $hq ($((hq * q)) + $q z) | $m | $m_ms | | $(ratio "$m" "$spsa") |"$'\n'
   fi
   rows+="| $e | one_sided N = $n | $one | $one_ms | $(ratio "$one" "$spsa") | |"$'\n'
   if [ "$hn" -gt 1 ]; then
-    m=$(cut -d' ' -f1 "$work/one_m" | median) m_ms=$(cut -d' ' -f2 "$work/one_m" | median)
+    m=$(cut -d' ' -f1 "$work/one_m" | median_range) m_ms=$(cut -d' ' -f2 "$work/one_m" | median_range)
     rows+="| $e | one_sided N = $n, momentum h = $hn ($((hn * n)) + $n z) | $m | $m_ms | | $(ratio "$m" "$one") |"$'\n'
   fi
 done

@@ -37,29 +37,11 @@ fi
 vocab=$("$build/distzo" inspect "$work/model.h5" | sed -n 's/.*, vocab \([0-9]*\),.*/\1/p')
 "$build/distzo" make-synthetic "$work/train.h5" --task causal_lm --examples 64 --seq-len 128 --vocab "$vocab" --seed 5 >/dev/null
 
-run() {  # run NAME RANKS THREADS P D MICRO_BATCH DISTRIBUTION SHARE: "median min max" tokens/s
-  local name=$1 ranks=$2 threads=$3 p=$4 d=$5 mb=$6 z=$7 share=$8
-  cat > "$work/$name.yaml" <<DECK
-model: { path: $work/model.h5 }
-data: { train: $work/train.h5, micro_batch: $mb }
-optim: { steps: $steps, lr: 1.0e-6, eps: 1.0e-3, distribution: $z }
-output: { dir: $work/$name, log_interval: 1 }
-parallel: { perturbation: $p, data: $d, check_interval: 0 }
-placement: { share_host_master: $share }
-DECK
-  OPENBLAS_NUM_THREADS=$threads OMP_NUM_THREADS=$threads \
-    mpiexec -n "$ranks" "$build/distzo" run "$work/$name.yaml" > "$work/$name.log" 2>&1 ||
-    { cat "$work/$name.log" >&2; return 1; }
-  # median tokens/s over steps 2..N (column 9 of metrics.csv)
-  awk -F, 'NR > 2 { print $9 }' "$work/$name/metrics.csv" | sort -g |
-    awk '{ v[NR] = $1 } END { m = (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2; printf "%.1f %.1f %.1f\n", m, v[1], v[NR] }'
-}
-
 # table DISTRIBUTION: the rows of one distribution's table.
 table_rows() {
   local z=$1 single single_min single_max
   echo "bench_mesh: $z z, 1 rank x 2 threads ..." >&2
-  read -r single single_min single_max < <(run "single_$z" 1 2 1 1 8 "$z" false)
+  read -r single single_min single_max < <(mesh_run "single_$z" 1 2 1 1 8 "$z" false)
   echo "| 1 rank | 1 x 2 | – | $single ($single_min–$single_max) | 1.00 | 1.00 |"
   local layout share ranks p d mb label tps tmin tmax
   for layout in P=2 D=2; do
@@ -67,7 +49,7 @@ table_rows() {
       if [ "$layout" = P=2 ]; then p=2 d=1 mb=8; else p=1 d=2 mb=4; fi
       label=$([ "$share" = true ] && echo "shared, sliced" || echo "replicated")
       echo "bench_mesh: $z z, $layout $label ..." >&2
-      read -r tps tmin tmax < <(run "${layout/=/}_${share}_$z" 2 1 "$p" "$d" "$mb" "$z" "$share")
+      read -r tps tmin tmax < <(mesh_run "${layout/=/}_${share}_$z" 2 1 "$p" "$d" "$mb" "$z" "$share")
       echo "| $layout | 2 x 1 | $label | $tps ($tmin–$tmax) | $(awk -v a="$tps" -v b="$single" 'BEGIN{printf "%.2f", a/b}') | $(awk -v a="$tps" -v b="$single" 'BEGIN{printf "%.2f", a/b/2}') |"
     done
   done

@@ -66,7 +66,8 @@ using perf::Stats;
 
 const char* const kUsage =
     "usage: bench_step MODEL.h5|CONFIG.json [--batch B] [--seq T] [--reps N] [--queries q]\n"
-    "                  [--estimator spsa|one_sided] [--momentum B --history H]\n"
+    "                  [--estimator spsa|one_sided] [--momentum B --history H] "
+    "[--perturbed-blocks K]\n"
     "                  [--warmup W] [--eps E] [--lr LR] [--weight-decay WD]\n"
     "                  [--distribution gaussian|rademacher] [--seed S] [--profile]\n"
     "                  [--placement resident|offload] [--resident-blocks K] [--prefetch N]\n"
@@ -106,6 +107,7 @@ struct StepSettings {
   int batch = 8, seq = 128, reps = 3, queries = 1;
   EstimatorKind estimator = EstimatorKind::spsa;
   zo::MomentumSpec momentum;  // optim.momentum, optim.history
+  int perturbed_blocks = 0;   // optim.perturbed_blocks: K blocks a step, 0 = every block
   int warmup = 1;  // untimed steps first, at least one: every timed step has an update pending
   double eps = 1e-3, lr = 1e-6, weight_decay = 0;
   Distribution distribution = Distribution::gaussian;
@@ -130,6 +132,7 @@ StepSettings settings_from_args(const app::Options& args) {
                        "--momentum B in [0, 1) with --history H: H = 1 for B = 0, H >= 2 "
                        "otherwise, H x q <= "
                            << kernels::kMaxQueries);
+  s.perturbed_blocks = static_cast<int>(args.integer("--perturbed-blocks", 0));
   s.warmup = std::max(1, static_cast<int>(args.integer("--warmup", s.warmup)));
   s.eps = args.number("--eps", s.eps);
   s.lr = args.number("--lr", s.lr);
@@ -264,6 +267,7 @@ void print_result_line(const std::string& path, const StepSettings& settings,
       {"estimator", to_string(settings.estimator)},
       {"momentum", fmt(settings.momentum.beta, 4)},
       {"history", std::to_string(settings.momentum.history)},
+      {"perturbed_blocks", std::to_string(settings.perturbed_blocks)},
       {"evaluations", std::to_string(step_evaluations(settings.estimator, settings.queries))},
       {"parameters", std::to_string(registry.total_elements())},
       {"distribution", to_string(settings.distribution)},
@@ -301,32 +305,15 @@ void print_profiles(const runtime::Communicator& world, double wall) {
 }
 
 int run(int argc, char** argv) {
-  const app::Options args = perf::parse_args("bench_step", argc, argv,
-                                             {"batch",
-                                              "seq",
-                                              "reps",
-                                              "queries",
-                                              "estimator",
-                                              "momentum",
-                                              "history",
-                                              "warmup",
-                                              "eps",
-                                              "lr",
-                                              "weight-decay",
-                                              "distribution",
-                                              "seed",
-                                              "placement",
-                                              "resident-blocks",
-                                              "prefetch",
-                                              "mesh",
-                                              "share",
-                                              "exchange",
-                                              "storage",
-                                              "rounding",
-                                              "gemm-paths",
-                                              "perturbed-weights",
-                                              "gemm-inputs"},
-                                             {"profile"}, kUsage);
+  const app::Options args = perf::parse_args(
+      "bench_step", argc, argv, {"batch",        "seq",      "reps",       "queries",
+                                 "estimator",    "momentum", "history",    "perturbed-blocks",
+                                 "warmup",       "eps",      "lr",         "weight-decay",
+                                 "distribution", "seed",     "placement",  "resident-blocks",
+                                 "prefetch",     "mesh",     "share",      "exchange",
+                                 "storage",      "rounding", "gemm-paths", "perturbed-weights",
+                                 "gemm-inputs"},
+      {"profile"}, kUsage);
   DISTZO_INPUT_REQUIRE(args.positional().size() == 1, "one MODEL.h5 or CONFIG.json expected\n\n"
                                                           << kUsage);
   const std::string path = args.positional()[0];
@@ -389,14 +376,21 @@ int run(int argc, char** argv) {
   for (int t = 0; t < first; ++t) history.push(t, std::vector<double>(q, 1e-3));
   out << "workload       : batch " << B << " x seq " << T << ", " << to_string(settings.estimator)
       << " q = " << q << ", momentum " << settings.momentum.beta
-      << " over h = " << settings.momentum.history << " ("
-      << step_evaluations(settings.estimator, q) << " forward passes per step), eps " << eps
-      << ", lr " << lr << ", wd " << wd << ", z " << to_string(settings.distribution) << "; "
-      << warmup << " warm-up + " << reps << " timed steps\n";
+      << " over h = " << settings.momentum.history << ", perturbing "
+      << (settings.perturbed_blocks ? std::to_string(settings.perturbed_blocks)
+                                    : std::string("every"))
+      << " block(s) a step (" << step_evaluations(settings.estimator, q)
+      << " forward passes per step), eps " << eps << ", lr " << lr << ", wd " << wd << ", z "
+      << to_string(settings.distribution) << "; " << warmup << " warm-up + " << reps
+      << " timed steps\n";
 
   // One training step: run_step (applying the pending update on the way),
   // the estimate, and the update it leaves pending for the next step.
-  const ZSpec z{settings.seed, settings.distribution, kDefaultZRecipe};
+  DISTZO_INPUT_REQUIRE(
+      settings.perturbed_blocks >= 0 && settings.perturbed_blocks < std::max(store.num_blocks(), 1),
+      "--perturbed-blocks " << settings.perturbed_blocks << ": 0 to " << store.num_blocks() - 1);
+  const ZSpec z{settings.seed, settings.distribution, kDefaultZRecipe,
+                BlockChoice{settings.perturbed_blocks, store.num_blocks()}};
   auto step = [&](int s) {
     const StepPerturbation p{z, first + s, eps};
     const auto t0 = Clock::now();
