@@ -29,13 +29,7 @@ trap 'rm -rf "$work"' EXIT
   { cmake -S "$root" -B "$build" >/dev/null && cmake --build "$build" --target distzo bench_step -j2; }
 load=$(start_load bench_mesh)
 
-if [ -n "${MODEL:-}" ]; then
-  ln -s "$(realpath "$MODEL")" "$work/model.h5"
-else
-  "$python" "$root/tools/make_random_opt.py" "$work/model.h5" --preset "${PRESET:-opt-125m}" >/dev/null
-fi
-vocab=$("$build/distzo" inspect "$work/model.h5" | sed -n 's/.*, vocab \([0-9]*\),.*/\1/p')
-"$build/distzo" make-synthetic "$work/train.h5" --task causal_lm --examples 64 --seq-len 128 --vocab "$vocab" --seed 5 >/dev/null
+mesh_inputs
 
 # table DISTRIBUTION: the rows of one distribution's table.
 table_rows() {

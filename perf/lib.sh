@@ -25,6 +25,20 @@ start_load() {
   echo "$load"
 }
 
+# mesh_inputs: $work/model.h5 ($MODEL, or a random ${PRESET:-opt-125m}-shaped OPT
+# made with $python) and $work/train.h5, 64 synthetic causal-LM sequences of
+# 128 tokens in its vocabulary: what mesh_run trains on.
+mesh_inputs() {
+  if [ -n "${MODEL:-}" ]; then
+    ln -s "$(realpath "$MODEL")" "$work/model.h5"
+  else
+    "$python" "$root/tools/make_random_opt.py" "$work/model.h5" --preset "${PRESET:-opt-125m}" >/dev/null
+  fi
+  local vocab
+  vocab=$("$build/distzo" inspect "$work/model.h5" | sed -n 's/.*, vocab \([0-9]*\),.*/\1/p')
+  "$build/distzo" make-synthetic "$work/train.h5" --task causal_lm --examples 64 --seq-len 128 --vocab "$vocab" --seed 5 >/dev/null
+}
+
 # mesh_run NAME RANKS THREADS P D MICRO_BATCH DISTRIBUTION SHARE [OPTIM]: `distzo run` of
 # $steps steps on $work/model.h5 and $work/train.h5 (the caller's) under mpiexec
 # at OPENBLAS_NUM_THREADS=THREADS; OPTIM: more optim keys in flow style
