@@ -200,6 +200,15 @@ TEST(KernelsAttention, ShapeErrorsThrow) {
 
 // ---------------------------------- rotary embedding and grouped-query heads (Llama)
 
+/// Plain RoPE's inverse frequencies 1 / theta^(2i/hd), in float, as a (1, hd/2) table.
+Mat plain_inverse(double theta, std::size_t hd) {
+  HostMat host("inverse", 1, hd / 2);
+  for (std::size_t i = 0; i < hd / 2; ++i)
+    host(0, i) = 1.0f / std::pow(static_cast<float>(theta),
+                                 static_cast<float>(2 * i) / static_cast<float>(hd));
+  return to_device(host);
+}
+
 TEST(KernelsRotary, MatchesRotateHalfDefinitionAtMaskPositions) {
   const int heads = 3;
   const std::size_t seq = 11, hd = 10, half = hd / 2;
@@ -214,7 +223,7 @@ TEST(KernelsRotary, MatchesRotateHalfDefinitionAtMaskPositions) {
   for (const double theta : {10000.0, 500000.0}) {
     SCOPED_TRACE(theta);
     Mat xr = to_device(x), cos("cos", batch * seq, half), sin("sin", batch * seq, half);
-    k::rotary_tables(space(), cos, sin, pos, theta);
+    k::rotary_tables(space(), cos, sin, pos, plain_inverse(theta, hd), 0, 1.0f);
     k::rotary_embedding(space(), xr, cos, sin, heads, static_cast<int>(seq));
     const HostMat got = to_host(xr);
     Ref want(x.extent(0), hd);
@@ -236,14 +245,52 @@ TEST(KernelsRotary, MatchesRotateHalfDefinitionAtMaskPositions) {
     EXPECT_TRUE(all_close(got, want, 10 * 3 * kFloatU * 2 + 8 * kFloatU, 0.0));
   }
   Mat cos("cos", batch * seq, half), sin("sin", batch * seq, half);
-  k::rotary_tables(space(), cos, sin, pos, 10000.0);
+  const Mat inverse = plain_inverse(10000.0, hd);
+  k::rotary_tables(space(), cos, sin, pos, inverse, 0, 1.0f);
   Mat bad("bad", batch * heads * seq, 9);
   EXPECT_THROW(k::rotary_embedding(space(), bad, cos, sin, heads, static_cast<int>(seq)), Error);
   Mat xr = to_device(x);
   EXPECT_THROW(k::rotary_embedding(space(), xr, cos, sin, heads + 1, static_cast<int>(seq)), Error);
-  EXPECT_THROW(k::rotary_tables(space(), cos, Mat("s", batch * seq, half + 1), pos, 10000.0),
-               Error);
-  EXPECT_THROW(k::rotary_tables(space(), cos, sin, pos, 1.0), Error);
+  EXPECT_THROW(
+      k::rotary_tables(space(), cos, Mat("s", batch * seq, half + 1), pos, inverse, 0, 1.0f),
+      Error);
+  EXPECT_THROW(k::rotary_tables(space(), cos, sin, pos, Mat("i", 1, half + 1), 0, 1.0f), Error);
+  EXPECT_THROW(k::rotary_tables(space(), cos, sin, pos, Mat("i", 3, half), 0, 1.0f), Error);
+}
+
+TEST(KernelsRotary, TwoSetsChooseByEachRowsLengthAndTheFactorScalesBothTables) {
+  // LongRoPE's short and long sets: rows of 4, 7 and 9 real tokens, long
+  // after 6 tokens, so rows 1 and 2 take the long set, row 0 the short one,
+  // whatever the others in its batch. Each table entry must equal the
+  // one-set table of its row's set, times the factor, to the bit.
+  const std::size_t seq = 9, half = 4;
+  const HostIntMat mask = int_mat(
+      {{1, 1, 1, 1, 0, 0, 0, 0, 0}, {0, 0, 1, 1, 1, 1, 1, 1, 1}, {1, 1, 1, 1, 1, 1, 1, 1, 1}});
+  const std::size_t batch = mask.extent(0), tokens = batch * seq;
+  IntMat pos("pos", batch, seq);
+  k::positions_from_mask(space(), pos, to_device(mask));
+  const HostMat both = random_host(2, half, 191, 0.01, 1.0);
+  HostMat set0("set0", 1, half), set1("set1", 1, half);
+  for (std::size_t i = 0; i < half; ++i) {
+    set0(0, i) = both(0, i);
+    set1(0, i) = both(1, i);
+  }
+  const float factor = 1.1875f;
+  Mat cos("cos", tokens, half), sin("sin", tokens, half);
+  k::rotary_tables(space(), cos, sin, pos, to_device(both), 6, factor);
+  Mat cos0("cos0", tokens, half), sin0("sin0", tokens, half);
+  Mat cos1("cos1", tokens, half), sin1("sin1", tokens, half);
+  k::rotary_tables(space(), cos0, sin0, pos, to_device(set0), 0, 1.0f);
+  k::rotary_tables(space(), cos1, sin1, pos, to_device(set1), 0, 1.0f);
+  const HostMat c = to_host(cos), s = to_host(sin);
+  const HostMat c0 = to_host(cos0), s0 = to_host(sin0), c1 = to_host(cos1), s1 = to_host(sin1);
+  for (std::size_t token = 0; token < tokens; ++token) {
+    const bool long_row = token / seq != 0;
+    for (std::size_t i = 0; i < half; ++i) {
+      EXPECT_EQ(c(token, i), (long_row ? c1 : c0)(token, i) * factor) << token << ", " << i;
+      EXPECT_EQ(s(token, i), (long_row ? s1 : s0)(token, i) * factor) << token << ", " << i;
+    }
+  }
 }
 
 TEST(KernelsAttention, GroupedQueryHeadsReadTheirSharedKeyValueHead) {

@@ -256,7 +256,7 @@ TEST(HfConfig, ReadsOptAndRefusesWhatDistzoDoesNotImplement) {
   EXPECT_NE(hf_config_error("{\"model_type\": ").find("not valid JSON"), std::string::npos);
 }
 
-TEST(HfConfig, ReadsLlamaWithEitherRopeFormAndRefusesRopeScaling) {
+TEST(HfConfig, ReadsLlamaWithEitherRopeForm) {
   // SmolLM2-135M's config.json (transformers 4 form: rope_theta at the top).
   const std::string smollm2 = R"({"model_type": "llama", "hidden_size": 576,
       "intermediate_size": 1536, "num_hidden_layers": 30, "num_attention_heads": 9,
@@ -287,11 +287,6 @@ TEST(HfConfig, ReadsLlamaWithEitherRopeFormAndRefusesRopeScaling) {
   EXPECT_EQ(io::parse_hf_config(io::hf_config_json(c), "back.json"), c);
   EXPECT_EQ(io::parse_hf_config(io::hf_config_json(v5), "back.json"), v5);
 
-  EXPECT_NE(
-      hf_config_error(
-          R"({"model_type": "llama", "rope_scaling": {"rope_type": "llama3", "factor": 8.0}})")
-          .find("rope_type 'llama3'"),
-      std::string::npos);
   EXPECT_NE(
       hf_config_error(
           R"({"model_type": "llama", "rope_parameters": {"rope_type": "default", "factor": 2.0}})")

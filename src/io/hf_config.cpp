@@ -67,42 +67,108 @@ class JsonConfig {
     return value == nullptr || value->is_null() ? nullptr : value;
   }
 
-  /// The rotary base: `rope_parameters` {"rope_type": "default", "rope_theta": b}
-  /// (transformers 5) or `rope_theta` (transformers 4); any other rope type,
-  /// and any rope scaling, is refused.
-  double rope_theta() const {
-    for (const char* key : {"rope_parameters", "rope_scaling"}) {
-      if (!present(key)) continue;
-      const double theta = default_rope(*node(key), key);
-      if (theta > 0) return theta;
-    }
-    return real("rope_theta", 10000.0);
+  /// The rotary embedding of a Llama-family config: its base into `theta`
+  /// (the flat `rope_theta` it was given, else 10000 unless the entry names
+  /// one) and its scaling. transformers 5 reads the entry from
+  /// `rope_scaling` when that is set (transformers 4's form), else from
+  /// `rope_parameters`.
+  model::RopeScaling rope(std::int64_t max_positions, double& theta) const {
+    theta = real("rope_theta", 10000.0);
+    for (const char* key : {"rope_scaling", "rope_parameters"})
+      if (const JsonValue* entry = node(key)) return rope_entry(*entry, key, max_positions, theta);
+    return {};
   }
 
-  /// A rope_parameters entry {"rope_type": "default", "rope_theta": b}: b
-  /// (0 if the entry names none). Any other rope type or any scaling
-  /// parameter is refused, naming `key`.
-  double default_rope(const JsonValue& rope, const std::string& key) const {
+  /// One rope_parameters entry (`key` names it in errors): its rope_type
+  /// (or transformers 4's `type`) and the parameters that type reads, with
+  /// transformers' defaults; its rope_theta, when it names one, into `theta`.
+  /// A key the type does not read is refused: it may change the angles.
+  model::RopeScaling rope_entry(const JsonValue& rope, const std::string& key,
+                                std::int64_t max_positions, double& theta) const {
     DISTZO_INPUT_REQUIRE(rope.is_object(), source_ << ": " << key << " must be a JSON object");
+    model::RopeScaling r;
     std::string type = "default";
-    for (const char* type_key : {"rope_type", "type"}) {
-      const JsonValue* value = rope.find(type_key);
-      if (value != nullptr && !value->is_null()) type = string(*value, key + "." + type_key);
-    }
-    DISTZO_INPUT_REQUIRE(type == "default",
+    for (const char* type_key : {"type", "rope_type"})  // rope_type wins
+      if (const JsonValue* value = rope.find(type_key); value != nullptr && !value->is_null())
+        type = string(*value, key + "." + type_key);
+    DISTZO_INPUT_REQUIRE(model::rope_type_from_name(type, r.type),
                          source_ << ": " << key << " has rope_type '" << type
-                                 << "': distzo implements only the default rotary embedding "
-                                    "(no scaling: not linear, dynamic, yarn, longrope or llama3)");
-    for (const auto& entry : rope.members()) {
-      const std::string& name = entry.first;
-      DISTZO_INPUT_REQUIRE(name == "rope_type" || name == "type" || name == "rope_theta",
-                           source_ << ": " << key << "." << name
-                                   << " is set: distzo implements only the default rotary "
-                                      "embedding, without scaling parameters");
+                                 << "': distzo implements default, linear, dynamic, llama3, yarn "
+                                    "and longrope");
+    using T = model::RopeType;
+    const auto reads = [&](const std::string& name) {
+      if (name == "rope_type" || name == "type" || name == "rope_theta") return true;
+      if (name == "factor") return r.type != T::plain;
+      if (name == "original_max_position_embeddings")
+        return r.type == T::llama3 || r.type == T::yarn || r.type == T::longrope;
+      if (name == "low_freq_factor" || name == "high_freq_factor") return r.type == T::llama3;
+      if (name == "attention_factor") return r.type == T::yarn || r.type == T::longrope;
+      if (name == "beta_fast" || name == "beta_slow" || name == "mscale" ||
+          name == "mscale_all_dim" || name == "truncate")
+        return r.type == T::yarn;
+      return (name == "short_factor" || name == "long_factor") && r.type == T::longrope;
+    };
+    for (const auto& [name, value] : rope.members()) {
+      const std::string where = key + "." + name;
+      if (value.is_null()) continue;
+      if (name == "partial_rotary_factor") {
+        DISTZO_INPUT_REQUIRE(number(value, where) == 1.0,
+                             source_ << ": " << where << " is " << value.describe()
+                                     << ": distzo rotates every channel of a head "
+                                        "(partial_rotary_factor 1)");
+        continue;
+      }
+      DISTZO_INPUT_REQUIRE(reads(name), source_ << ": " << where << " is set, but rope_type '"
+                                                << type << "' has no such parameter");
+      if (name == "rope_theta") theta = number(value, where);
+      if (name == "factor") r.factor = number(value, where);
+      if (name == "original_max_position_embeddings") {
+        const std::optional<std::int64_t> n = value.integer();
+        DISTZO_INPUT_REQUIRE(n.has_value(), source_ << ": " << where
+                                                    << " must be an integer, found "
+                                                    << value.describe());
+        r.original_max_position_embeddings = *n;
+      }
+      if (name == "low_freq_factor") r.low_freq_factor = number(value, where);
+      if (name == "high_freq_factor") r.high_freq_factor = number(value, where);
+      if (name == "attention_factor") r.attention_factor = number(value, where);
+      if (name == "beta_fast") r.beta_fast = number(value, where);
+      if (name == "beta_slow") r.beta_slow = number(value, where);
+      if (name == "mscale") r.mscale = number(value, where);
+      if (name == "mscale_all_dim") r.mscale_all_dim = number(value, where);
+      if (name == "truncate") {
+        const std::optional<bool> b = value.boolean();
+        DISTZO_INPUT_REQUIRE(b.has_value(), source_ << ": " << where
+                                                    << " must be true or false, found "
+                                                    << value.describe());
+        r.truncate = *b;
+      }
+      if (name == "short_factor" || name == "long_factor") {
+        DISTZO_INPUT_REQUIRE(value.is_array(), source_ << ": " << where
+                                                       << " must be a list of numbers, found "
+                                                       << value.describe());
+        std::vector<double>& list = name == "short_factor" ? r.short_factor : r.long_factor;
+        for (const JsonValue& x : value.elements()) list.push_back(number(x, where));
+      }
     }
-    const JsonValue* theta = rope.find("rope_theta");
-    if (theta != nullptr && !theta->is_null()) return number(*theta, key + ".rope_theta");
-    return 0;
+    // transformers' standardize_rope_params: the original context defaults
+    // to max_position_embeddings.
+    if ((r.type == T::llama3 || r.type == T::yarn || r.type == T::longrope) &&
+        r.original_max_position_embeddings == 0)
+      r.original_max_position_embeddings = max_positions;
+    return r;
+  }
+
+  /// A rope_parameters entry that must be plain RoPE (Gemma 3's): its
+  /// rope_theta (0 if it names none); a scaled one is refused, naming `key`.
+  double plain_rope(const JsonValue& rope, const std::string& key) const {
+    double theta = 0;
+    const model::RopeScaling r = rope_entry(rope, key, 0, theta);
+    DISTZO_INPUT_REQUIRE(!r.scaled(), source_ << ": " << key << " has rope_type '"
+                                              << model::rope_type_name(r.type)
+                                              << "': distzo scales no rotary embedding of Gemma "
+                                                 "3 (the text models, 270M and 1B, have none)");
+    return theta;
   }
 
  private:
@@ -146,7 +212,7 @@ model::ModelConfig parse_llama(const JsonConfig& j, const std::string& source,
   c.mlp_bias = j.boolean("mlp_bias", false);
   c.activation_function = j.text("hidden_act", "silu");
   c.rms_norm_eps = j.real("rms_norm_eps", 1e-6);
-  c.rope_theta = j.rope_theta();
+  c.rope_scaling = j.rope(c.max_position_embeddings, c.rope_theta);
   c.word_embed_proj_dim = c.hidden_size;
   DISTZO_INPUT_REQUIRE(j.integer("pretraining_tp", 1) == 1,
                        source << ": pretraining_tp is " << j.integer("pretraining_tp", 1)
@@ -220,7 +286,7 @@ model::ModelConfig parse_gemma3(const JsonConfig& j, const std::string& source) 
                                   << ": Gemma 3's rope_parameters has one entry per layer type, "
                                      "full_attention and sliding_attention");
       if (entry.is_null()) continue;
-      const double theta = j.default_rope(entry, "rope_parameters." + type);
+      const double theta = j.plain_rope(entry, "rope_parameters." + type);
       if (theta > 0) (type == "full_attention" ? c.rope_theta : c.rope_local_base_freq) = theta;
     }
   }
@@ -417,6 +483,48 @@ const ConfigFields& config_fields(model::Architecture a) {
   }
 }
 
+std::string rope_scaling_json(const model::RopeScaling& r) {
+  using T = model::RopeType;
+  std::ostringstream os;
+  os.precision(17);  // doubles parse back to the same value
+  os << "{\"rope_type\": \"" << model::rope_type_name(r.type) << "\"";
+  const auto number = [&](const char* key, double value) {
+    if (value != 0) os << ", \"" << key << "\": " << value;
+  };
+  const auto list = [&](const char* key, const std::vector<double>& values) {
+    os << ", \"" << key << "\": [";
+    for (std::size_t i = 0; i < values.size(); ++i) os << (i ? ", " : "") << values[i];
+    os << "]";
+  };
+  number("factor", r.factor);
+  if (r.type == T::llama3) {
+    number("low_freq_factor", r.low_freq_factor);
+    number("high_freq_factor", r.high_freq_factor);
+  }
+  if (r.type == T::yarn || r.type == T::longrope) number("attention_factor", r.attention_factor);
+  if (r.type == T::yarn) {
+    number("beta_fast", r.beta_fast);
+    number("beta_slow", r.beta_slow);
+    number("mscale", r.mscale);
+    number("mscale_all_dim", r.mscale_all_dim);
+    if (!r.truncate) os << ", \"truncate\": false";
+  }
+  if (r.type == T::longrope) {
+    list("short_factor", r.short_factor);
+    list("long_factor", r.long_factor);
+  }
+  if (r.original_max_position_embeddings != 0)
+    os << ", \"original_max_position_embeddings\": " << r.original_max_position_embeddings;
+  os << "}";
+  return os.str();
+}
+
+model::RopeScaling parse_rope_scaling(const std::string& json, const std::string& source) {
+  const JsonConfig j("{\"rope_scaling\": " + json + "}", source);
+  double theta = 0;
+  return j.rope(0, theta);
+}
+
 std::string hf_config_json(const model::ModelConfig& c) {
   const bool opt = c.architecture == model::Architecture::opt;
   const ConfigFields& fields = config_fields(c.architecture);
@@ -437,6 +545,8 @@ std::string hf_config_json(const model::ModelConfig& c) {
   for (const auto& [key, member] : fields.reals)
     os << "  \"" << key << "\": " << c.*member << ",\n";
   os << "  \"" << fields.activation_key << "\": \"" << c.activation_function << "\",\n";
+  if (c.rope_scaling.scaled())
+    os << "  \"rope_scaling\": " << rope_scaling_json(c.rope_scaling) << ",\n";
   if (opt) os << "  \"enable_bias\": true,\n";
   if (c.architecture == model::Architecture::gemma3) {
     // transformers 5 takes the flat rope keys and the pattern as

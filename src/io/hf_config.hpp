@@ -4,7 +4,8 @@
 // defaults and the same refusals as distzo_tools.formats.config_from_hf: keys
 // left out take OPTConfig's / LlamaConfig's / Gemma3TextConfig's defaults,
 // and the variants distzo does not
-// implement (rope scaling, other activations, ...) are errors naming the key.
+// implement (other activations, partial rotary embeddings, ...) are errors
+// naming the key.
 
 #include <cstdint>
 #include <string>
@@ -43,5 +44,13 @@ model::ModelConfig read_hf_config(const std::string& path);
 std::string hf_config_dtype(const std::string& path);
 /// The config.json of `config` (the keys its architecture needs; parses back to it).
 std::string hf_config_json(const model::ModelConfig& config);
+
+/// A scaled rotary embedding as a rope_parameters entry, one line of JSON
+/// with Hugging Face's keys (those it sets; no rope_theta): config.json's
+/// `rope_scaling` and the model file's `rope_scaling` attribute.
+std::string rope_scaling_json(const model::RopeScaling& scaling);
+/// The scaling of a rope_parameters entry's JSON text (what
+/// rope_scaling_json writes; `source` names it in errors).
+model::RopeScaling parse_rope_scaling(const std::string& json, const std::string& source);
 
 }  // namespace distzo::io

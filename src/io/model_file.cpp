@@ -16,6 +16,10 @@ namespace distzo::io {
 namespace {
 using model::Architecture;
 using model::ModelConfig;
+
+/// A scaled rotary embedding's rope_parameters entry, as JSON text (no
+/// attribute: plain RoPE, as in every file written before it existed).
+constexpr const char* kRopeScalingAttribute = "rope_scaling";
 }  // namespace
 
 std::vector<TokenizerFile> tokenizer_files(const std::string& json, const std::string& source) {
@@ -70,7 +74,13 @@ model::ModelConfig read_model_config(const Hdf5File& file) {
   for (const auto& [key, member] : fields.bools) c.*member = file.read_int_attribute(key) != 0;
   for (const auto& [key, member] : fields.reals) c.*member = file.read_double_attribute(key);
   c.activation_function = file.read_string_attribute(fields.activation_key);
-  if (c.architecture == Architecture::opt) model::complete_opt(c);
+  if (file.has_attribute(kRopeScalingAttribute))  // absent: plain RoPE
+    c.rope_scaling = parse_rope_scaling(file.read_string_attribute(kRopeScalingAttribute),
+                                        file.path() + ": attribute " + kRopeScalingAttribute);
+  if (c.architecture == Architecture::opt)
+    model::complete_opt(c);
+  else
+    c.word_embed_proj_dim = c.hidden_size;  // as the config.json readers set it
   try {
     c.validate();
   } catch (const Error& e) {
@@ -88,6 +98,8 @@ void write_model_config(Hdf5File& file, const model::ModelConfig& c,
   for (const auto& [key, member] : fields.bools) file.write_int_attribute(key, c.*member ? 1 : 0);
   for (const auto& [key, member] : fields.reals) file.write_double_attribute(key, c.*member);
   file.write_string_attribute(fields.activation_key, c.activation_function);
+  if (c.rope_scaling.scaled())
+    file.write_string_attribute(kRopeScalingAttribute, rope_scaling_json(c.rope_scaling));
   file.write_string_attribute("hf_config_json", hf_config_json);
 }
 

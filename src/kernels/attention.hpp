@@ -53,16 +53,18 @@ void split_heads(const ExecSpace& space, const Mat& out, const ConstMat& x, cons
                  int heads, int seq);
 
 /// Rotary position embeddings (Su et al., 2021) as transformers' Llama
-/// applies them (default rope type, rotate_half layout), in two kernels:
+/// applies them (rotate_half layout), in two kernels:
 ///
 /// rotary_tables, once per batch: for token b*T + t and frequency i < hd/2,
-///   angle = pos[b, t] * inv_freq_i,  inv_freq_i = 1 / theta^(2i / hd),
-///   cos[b*T + t, i] = cos(angle),  sin[b*T + t, i] = sin(angle),
-/// the frequencies, angles, sines and cosines in float as Hugging Face
-/// computes them.
-///   cos, sin: (B*T, hd/2)   pos: (B, T)   theta: the rotary base (rope_theta)
+///   angle = pos[b, t] * inverse[s_b, i],
+///   cos[b*T + t, i] = cos(angle) * factor,  sin[b*T + t, i] = sin(angle) * factor,
+/// in float as Hugging Face computes them. The inverse frequencies and the
+/// factor come from the config (model::rotary_frequencies); s_b = 0, or,
+/// with two sets (LongRoPE's short and long), 1 when row b is longer than
+/// `long_from` tokens (its largest position + 1).
+///   cos, sin: (B*T, hd/2)   pos: (B, T)   inverse: (1 or 2, hd/2)
 void rotary_tables(const ExecSpace& space, const Mat& cos, const Mat& sin, const ConstIntMat& pos,
-                   double theta);
+                   const ConstMat& inverse, std::int64_t long_from, float factor);
 
 /// rotary_embedding, on head-major q or k of every layer: channel pair
 /// (i, i + hd/2) of row (b*H + h)*T + t turns by the angle of token b*T + t,

@@ -187,30 +187,44 @@ void merge_heads(const ExecSpace& space, const Mat& out, const ConstMat& x, int 
 }
 
 void rotary_tables(const ExecSpace& space, const Mat& cos, const Mat& sin, const ConstIntMat& pos,
-                   double theta) {
-  const std::size_t tokens = pos.extent(0) * pos.extent(1), half = cos.extent(1);
+                   const ConstMat& inverse, std::int64_t long_from, float factor) {
+  const std::size_t rows = pos.extent(0), T = pos.extent(1), half = cos.extent(1);
   DISTZO_REQUIRE(
-      cos.extent(0) == tokens && sin.extent(0) == tokens && sin.extent(1) == half && half > 0,
+      cos.extent(0) == rows * T && sin.extent(0) == rows * T && sin.extent(1) == half && half > 0,
       "distzo::kernels::rotary_tables: cos is ("
           << cos.extent(0) << ", " << half << "), sin (" << sin.extent(0) << ", " << sin.extent(1)
-          << "), expected (B*T, hd/2) with B*T = " << tokens);
-  DISTZO_REQUIRE(theta > 1,
-                 "distzo::kernels::rotary_tables: the base must exceed 1, got " << theta);
+          << "), expected (B*T, hd/2) with B*T = " << rows * T);
+  DISTZO_REQUIRE((inverse.extent(0) == 1 || inverse.extent(0) == 2) && inverse.extent(1) == half,
+                 "distzo::kernels::rotary_tables: the inverse frequencies are ("
+                     << inverse.extent(0) << ", " << inverse.extent(1)
+                     << "), expected (1 or 2, hd/2 = " << half << ")");
+  if (rows * T == 0) return;
   const Mat c = cos, s = sin;
   const ConstIntMat p = pos;
-  const std::int64_t T = static_cast<std::int64_t>(pos.extent(1));
-  const float base = static_cast<float>(theta), dim = static_cast<float>(2 * half);
+  const ConstMat inv = inverse;
+  const bool two_sets = inverse.extent(0) == 2;
+  const std::int64_t seq = static_cast<std::int64_t>(T);
+  // One work item per (row, frequency): the row's set needs its longest
+  // position first. transformers: the angle is a float32 product, cos and
+  // sin are scaled by attention_scaling as a float32 product (exact for 1).
   Kokkos::parallel_for(
       "distzo::rotary_tables",
       MDRangePolicy2(space, {0, 0},
-                     {static_cast<std::int64_t>(tokens), static_cast<std::int64_t>(half)}),
-      KOKKOS_LAMBDA(const std::int64_t token, const std::int64_t i) {
-        // transformers: inv_freq = 1.0 / (base ** (arange(0, dim, 2).float() / dim)) in
-        // float32, then the angle as a float32 product.
-        const float inv_freq = 1.0f / math::pow(base, static_cast<float>(2 * i) / dim);
-        const float angle = static_cast<float>(p(token / T, token % T)) * inv_freq;
-        c(token, i) = math::cos(angle);
-        s(token, i) = math::sin(angle);
+                     {static_cast<std::int64_t>(rows), static_cast<std::int64_t>(half)}),
+      KOKKOS_LAMBDA(const std::int64_t b, const std::int64_t i) {
+        int set = 0;
+        if (two_sets) {
+          std::int64_t longest = 0;
+          for (std::int64_t t = 0; t < seq; ++t)
+            longest = p(b, t) > longest ? static_cast<std::int64_t>(p(b, t)) : longest;
+          set = longest + 1 > long_from ? 1 : 0;
+        }
+        const float inv_freq = inv(set, i);
+        for (std::int64_t t = 0; t < seq; ++t) {
+          const float angle = static_cast<float>(p(b, t)) * inv_freq;
+          c(b * seq + t, i) = math::cos(angle) * factor;
+          s(b * seq + t, i) = math::sin(angle) * factor;
+        }
       });
 }
 

@@ -18,6 +18,31 @@ Mat ForwardScratch::projected_as(std::size_t rows, std::size_t cols) const {
   return Mat(projected.data(), rows, cols);
 }
 
+namespace {
+
+/// The frequencies on the device, in a view labelled `label`.
+RotaryInverse rotary_inverse(const std::string& label, const RotaryFrequencies& frequencies) {
+  RotaryInverse out;
+  const auto sets = static_cast<std::size_t>(frequencies.sets);
+  out.inverse = Mat(label, sets, frequencies.inverse.size() / sets);
+  const auto host = Kokkos::create_mirror_view(out.inverse);
+  for (std::size_t set = 0; set < sets; ++set)
+    for (std::size_t i = 0; i < host.extent(1); ++i)
+      host(set, i) = frequencies.inverse[set * host.extent(1) + i];
+  Kokkos::deep_copy(out.inverse, host);
+  out.long_from = frequencies.long_from;
+  out.attention_factor = frequencies.attention_factor;
+  return out;
+}
+
+}  // namespace
+
+void rotary_tables(const ExecSpace& space, const Mat& cos, const Mat& sin,
+                   const ConstIntMat& positions, const RotaryInverse& rotary) {
+  kernels::rotary_tables(space, cos, sin, positions, rotary.inverse, rotary.long_from,
+                         rotary.attention_factor);
+}
+
 Mat attention_output(const ModelConfig& config, ForwardScratch& s, const ExecSpace& space,
                      const WeightView& w, ConstMat x, ConstIntMat mask, const Rotation& rotation) {
   using R = ParameterRole;
@@ -101,10 +126,18 @@ DecoderForward::DecoderForward(const ModelConfig& config, int batch, int seq_len
   if (arch_.rotary_bases >= 1) {
     s.rope_cos = Mat(label("forward.rope_cos"), N, hd / 2);
     s.rope_sin = Mat(label("forward.rope_sin"), N, hd / 2);
+    s.rope_inverse =
+        rotary_inverse(label("forward.rope_inverse"),
+                       rotary_frequencies(config.rope_scaling, config.rope_theta, config.head_dim,
+                                          config.max_position_embeddings));
   }
   if (arch_.rotary_bases >= 2) {
     s.rope_local_cos = Mat(label("forward.rope_local_cos"), N, hd / 2);
     s.rope_local_sin = Mat(label("forward.rope_local_sin"), N, hd / 2);
+    s.rope_local_inverse =
+        rotary_inverse(label("forward.rope_local_inverse"),
+                       rotary_frequencies(RopeScaling{}, config.rope_local_base_freq,
+                                          config.head_dim, config.max_position_embeddings));
   }
   if (gemm_inputs != StorageDtype::fp32)
     s.gemm_input = HalfVec(label("forward.gemm_input"), N * std::max({C, H * hd, F}));
@@ -150,6 +183,8 @@ void DecoderForward::set_seq_len(int seq_len) {
   s.rope_sin = prefix_rows(c.rope_sin, N);
   s.rope_local_cos = prefix_rows(c.rope_local_cos, N);
   s.rope_local_sin = prefix_rows(c.rope_local_sin, N);
+  s.rope_inverse = c.rope_inverse;
+  s.rope_local_inverse = c.rope_local_inverse;
   s.gemm_input = c.gemm_input;  // flat scratch: a GEMM uses its first rows * in words
 }
 
@@ -172,6 +207,8 @@ std::uint64_t DecoderForward::scratch_bytes(const ModelConfig& config, int batch
          f(N * Q) + f(N * std::max(C, Q))          // attended, projected
          + (arch.gated_mlp ? 2 : 1) * f(N * F)     // ffn (, gate)
          + u(arch.rotary_bases) * 2 * f(N * half)  // cos, sin (per base)
+         + (arch.rotary_bases >= 1 ? f(rotary_sets(config.rope_scaling) * half) : 0)  // inverse
+         + (arch.rotary_bases >= 2 ? f(half) : 0)  // frequencies: global (1 or 2 sets), local
          + (gemm_inputs != StorageDtype::fp32      // gemm_input
                 ? view_bytes(N * std::max({C, Q, F}), sizeof(std::uint16_t))
                 : 0);

@@ -24,6 +24,14 @@
 
 namespace distzo::model {
 
+/// The inverse frequencies of one rotary base (model::rotary_frequencies),
+/// on the device: what kernels::rotary_tables turns into a batch's tables.
+struct RotaryInverse {
+  Mat inverse;  // (sets, hd/2)
+  std::int64_t long_from = 0;
+  float attention_factor = 1.0f;
+};
+
 /// Activation scratch of one forward pass; N = B*T rows. The architecture
 /// functions use what they need.
 struct ForwardScratch {
@@ -40,6 +48,7 @@ struct ForwardScratch {
   Mat hidden_out;          // (N, E), OPT with E != C
   Mat rope_cos, rope_sin;  // (N, hd/2), rotary architectures: the angles of each token
   Mat rope_local_cos, rope_local_sin;  // (N, hd/2), Gemma 3's sliding layers (their own base)
+  RotaryInverse rope_inverse, rope_local_inverse;  // the config's, set once
   // precision.gemm_inputs: storage: a GEMM's input rounded to 2-byte words,
   // N * max(C, H*hd, F) >= N * E (kernels::linear); else empty.
   HalfVec gemm_input;
@@ -56,6 +65,10 @@ struct Rotation {
   ConstMat cos, sin;
   bool none() const { return cos.size() == 0; }
 };
+
+/// kernels::rotary_tables with a base's frequencies: a batch's cos and sin.
+void rotary_tables(const ExecSpace& space, const Mat& cos, const Mat& sin,
+                   const ConstIntMat& positions, const RotaryInverse& rotary);
 
 /// The attention sub-layer every architecture shares: o_proj(attention(q(x),
 /// k(x), v(x))) without o_proj's bias, each of q, k, v's biases added while

@@ -32,9 +32,8 @@ void gemma3_embed(const ModelConfig& config, ForwardScratch& s, const ExecSpace&
   const real scale = static_cast<real>(std::sqrt(static_cast<double>(config.hidden_size)));
   kernels::embedding_gather(space, h, tokens, edge.matrix(R::embed_tokens), scale);
   kernels::positions_from_mask(space, s.positions, mask);
-  kernels::rotary_tables(space, s.rope_cos, s.rope_sin, s.positions, config.rope_theta);
-  kernels::rotary_tables(space, s.rope_local_cos, s.rope_local_sin, s.positions,
-                         config.rope_local_base_freq);
+  rotary_tables(space, s.rope_cos, s.rope_sin, s.positions, s.rope_inverse);
+  rotary_tables(space, s.rope_local_cos, s.rope_local_sin, s.positions, s.rope_local_inverse);
 }
 
 void gemma3_block(const ModelConfig& config, ForwardScratch& s, const ExecSpace& space,

@@ -26,13 +26,13 @@ using R = ParameterRole;
 using G = ParameterGroup;
 using Shape = std::vector<std::int64_t>;
 
-void llama_embed(const ModelConfig& config, ForwardScratch& s, const ExecSpace& space,
+void llama_embed(const ModelConfig& /*config*/, ForwardScratch& s, const ExecSpace& space,
                  const WeightView& edge, ConstIntMat tokens, ConstIntMat mask, const Mat& h) {
   kernels::embedding_gather(space, h, tokens, edge.matrix(R::embed_tokens));
   // Every block rotates q and k by the angles of these positions: the
   // sines and cosines are computed once per batch.
   kernels::positions_from_mask(space, s.positions, mask);
-  kernels::rotary_tables(space, s.rope_cos, s.rope_sin, s.positions, config.rope_theta);
+  rotary_tables(space, s.rope_cos, s.rope_sin, s.positions, s.rope_inverse);
 }
 
 void llama_block(const ModelConfig& config, ForwardScratch& s, const ExecSpace& space,

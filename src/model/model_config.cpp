@@ -76,12 +76,16 @@ std::string describe(const ModelConfig& c, const std::string& line_break) {
     os << "RMSNorm (1 + w) (eps " << c.rms_norm_eps << ") around attention and MLP, GeGLU (tanh), "
        << "embeddings x sqrt(hidden), q/k RMSNorm, query scale " << c.query_pre_attn_scalar
        << "^-1/2" << line_break << full << " full-attention layer" << (full == 1 ? "" : "s")
-       << " (rotary base " << c.rope_theta << "), " << c.num_hidden_layers - full
-       << " sliding (rotary base " << c.rope_local_base_freq << ", window "
+       << " (rotary base " << c.rope_theta
+       << (c.rope_scaling.scaled() ? ", " + c.rope_scaling.describe() : std::string()) << "), "
+       << c.num_hidden_layers - full << " sliding (rotary base " << c.rope_local_base_freq
+       << ", window "
        << (c.sliding_window > 0 ? std::to_string(c.sliding_window) : std::string("none"))
        << "), sliding_window_pattern " << P;
   } else {
-    os << "RMSNorm (eps " << c.rms_norm_eps << "), rotary base " << c.rope_theta << ", SwiGLU"
+    os << "RMSNorm (eps " << c.rms_norm_eps << "), rotary base " << c.rope_theta
+       << (c.rope_scaling.scaled() ? " with " + c.rope_scaling.describe() : std::string())
+       << ", SwiGLU"
        << (c.attention_bias ? ", attention biases"
            : c.qkv_bias()   ? ", q/k/v biases"
                             : "")
@@ -102,9 +106,9 @@ bool ModelConfig::operator==(const ModelConfig& o) const {
          activation_function == o.activation_function &&
          word_embed_proj_dim == o.word_embed_proj_dim &&
          do_layer_norm_before == o.do_layer_norm_before && rms_norm_eps == o.rms_norm_eps &&
-         rope_theta == o.rope_theta && attention_bias == o.attention_bias &&
-         mlp_bias == o.mlp_bias && sliding_window == o.sliding_window &&
-         sliding_window_pattern == o.sliding_window_pattern &&
+         rope_theta == o.rope_theta && rope_scaling == o.rope_scaling &&
+         attention_bias == o.attention_bias && mlp_bias == o.mlp_bias &&
+         sliding_window == o.sliding_window && sliding_window_pattern == o.sliding_window_pattern &&
          rope_local_base_freq == o.rope_local_base_freq &&
          query_pre_attn_scalar == o.query_pre_attn_scalar;
 }
@@ -199,6 +203,7 @@ void ModelConfig::validate() const {
                        arch << " config: rms_norm_eps must be positive, got " << rms_norm_eps);
   DISTZO_INPUT_REQUIRE(std::isfinite(rope_theta) && rope_theta > 1,
                        arch << " config: rope_theta must be greater than 1, got " << rope_theta);
+  rope_scaling.validate(head_dim, std::string(arch) + " config: rope_scaling");
   DISTZO_INPUT_REQUIRE(sliding_window >= 0 && sliding_window <= std::numeric_limits<int>::max(),
                        arch << " config: sliding_window must be in [0, 2147483647] (0: none), got "
                             << sliding_window);

@@ -8,6 +8,8 @@
 #include <cstdint>
 #include <string>
 
+#include "model/rope.hpp"
+
 namespace distzo::model {
 
 /// OPT; the Llama family: Llama's block, and Qwen2 (q, k, v biases), Qwen3
@@ -45,8 +47,8 @@ struct ModelConfig {
 
   // Llama and Gemma 3.
   double rms_norm_eps = 1e-6;
-  double rope_theta = 10000.0;  // the rotary base (default rope type only);
-                                // Gemma 3: of its full-attention layers
+  double rope_theta = 10000.0;  // the rotary base; Gemma 3: of its full-attention layers
+  RopeScaling rope_scaling;     // of the rotary embedding with base rope_theta
   bool attention_bias = false;  // q, k, v and o projections
   bool mlp_bias = false;        // gate, up and down projections
   // Mistral and Gemma 3: a query attends to the keys of the last

@@ -52,11 +52,31 @@ inline model::ModelConfig tiny_llama_config() {
 /// and Llama's kin from it — Qwen2 (its q, k, v biases in place of
 /// attention_bias), Qwen3 (q/k RMSNorm, no biases), Mistral (a sliding
 /// window no test batch reaches) — and Gemma 3 (its own block) on the same
-/// shape.
+/// shape. The Llama family's rotary scalings ride along, so every loop over
+/// the architectures runs them too: Llama with llama3's, Qwen2 with YaRN,
+/// Qwen3 with LongRoPE past an original context of 4 tokens (test batches
+/// mix rows on both sides of it); Mistral and Gemma 3 stay plain.
 inline model::ModelConfig tiny_config_for(model::Architecture a) {
   if (a == model::Architecture::opt) return tiny_config();
   model::ModelConfig c = tiny_llama_config();
   c.architecture = a;
+  model::RopeScaling& rope = c.rope_scaling;
+  if (a == model::Architecture::llama) {
+    rope.type = model::RopeType::llama3;
+    rope.factor = 4;
+    rope.low_freq_factor = 1;
+    rope.high_freq_factor = 4;
+    rope.original_max_position_embeddings = 16;
+  } else if (a == model::Architecture::qwen2) {
+    rope.type = model::RopeType::yarn;
+    rope.factor = 4;
+    rope.original_max_position_embeddings = 8;
+  } else if (a == model::Architecture::qwen3) {
+    rope.type = model::RopeType::longrope;
+    rope.original_max_position_embeddings = 4;
+    rope.short_factor = {1, 1.5, 2};  // head_dim / 2 = 3
+    rope.long_factor = {1, 3, 9};
+  }
   if (a != model::Architecture::llama) c.attention_bias = false;
   if (a == model::Architecture::mistral) c.sliding_window = c.max_position_embeddings;
   if (a == model::Architecture::gemma3) {  // layer 0 sliding, layer 1 full: both rotary bases

@@ -389,7 +389,8 @@ def test_llama_rejections():
         torch.save(sd, os.path.join(bad, "pytorch_model.bin"))
         msgs.append(expect_error(bad, out, "missing: lm_head.weight"))
         for key, value, needle in (
-            ("rope_parameters", {"rope_type": "dynamic", "rope_theta": 1e4, "factor": 2.0}, "rope_type is 'dynamic'"),
+            ("rope_parameters", {"rope_type": "longrope", "rope_theta": 1e4, "factor": 2.0},
+             "short_factor must be a list"),
             ("hidden_act", "gelu", "hidden_act"),
             ("pretraining_tp", 4, "pretraining_tp"),
             ("model_type", "gemma2", "model_type is 'gemma2'"),

@@ -54,11 +54,14 @@ def test_llama_config():
 
     msgs = [
         expect_config_error(llama_hf(rope_parameters={"rope_type": "llama3", "rope_theta": 5e5, "factor": 8.0}),
-                             "rope_parameters.rope_type is 'llama3'"),
-        expect_config_error(llama_hf(rope_parameters={"rope_type": "yarn", "factor": 4.0}), "rope_type is 'yarn'"),
-        expect_config_error(llama_hf(rope_parameters=None, rope_theta=1e4, rope_scaling={"type": "linear", "factor": 2.0}),
-                             "rope_scaling"),
-        expect_config_error(llama_hf(rope_scaling={"rope_type": "default"}), "rope_scaling"),
+                             "low_freq_factor must be a positive number"),
+        expect_config_error(llama_hf(rope_parameters={"rope_type": "yarn", "factor": 4.0, "low_freq_factor": 1.0}),
+                             "rope_parameters.low_freq_factor is set, but rope_type 'yarn' has no such parameter"),
+        expect_config_error(llama_hf(rope_parameters=None, rope_theta=1e4,
+                                     rope_scaling={"type": "proportional", "factor": 2.0}),
+                             "rope_scaling has rope_type 'proportional'"),
+        expect_config_error(llama_hf(rope_scaling={"rope_type": "default", "partial_rotary_factor": 0.5}),
+                             "partial_rotary_factor is 0.5"),
         expect_config_error(llama_hf(hidden_act="gelu"), "hidden_act is 'gelu'"),
         expect_config_error(llama_hf(pretraining_tp=2), "pretraining_tp is 2"),
         expect_config_error(llama_hf(num_key_value_heads=3),
@@ -116,6 +119,48 @@ def test_llama_config():
         else:
             raise AssertionError("an unknown architecture was read")
     print("Llama config: OK")
+
+
+def test_rope_scaling():
+    """Each rope type is read in both transformers forms (transformers 5.25's
+    precedence: rope_scaling over rope_parameters), its original context
+    defaulted, kept in the model file's rope_scaling attribute (absent for
+    plain RoPE) and written back into a config.json transformers reads to the
+    same parameters."""
+    llama31 = {"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0,
+               "original_max_position_embeddings": 8192}
+    cfg = formats.config_from_hf(llama_hf(rope_parameters=None, rope_theta=5e5, rope_scaling=llama31,
+                                          max_position_embeddings=131072))
+    assert cfg.rope_scaling == llama31 and cfg.rope_theta == 5e5
+    # transformers 5's form, the base inside; YaRN without an original context takes max_position_embeddings.
+    cfg = formats.config_from_hf(llama_hf(rope_parameters={"rope_type": "yarn", "rope_theta": 1e6, "factor": 4.0},
+                                          max_position_embeddings=4096))
+    assert cfg.rope_scaling == {"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 4096}
+    assert cfg.rope_theta == 1e6
+    both = formats.config_from_hf(llama_hf(rope_theta=5e5, rope_scaling={"type": "linear", "factor": 2.0},
+                                           rope_parameters={"rope_type": "default", "rope_theta": 1e4}))
+    assert both.rope_scaling == {"rope_type": "linear", "factor": 2.0} and both.rope_theta == 5e5
+    longrope = {"rope_type": "longrope", "short_factor": [1.0, 1.5, 2.0, 3.0], "long_factor": [1.0, 2.0, 4.0, 8.0],
+                "original_max_position_embeddings": 16}
+    for scaling in (llama31, longrope, {"rope_type": "dynamic", "factor": 2.0}, None):
+        cfg = formats.config_from_hf(llama_hf(rope_parameters=None, rope_theta=1e4, rope_scaling=scaling,
+                                              max_position_embeddings=32768))
+        assert cfg.rope_scaling == scaling
+        tensors = {n: np.zeros(s, np.float32) for n, s in formats.expected_tensors(cfg).items()}
+        with tempfile.TemporaryDirectory() as tmp:
+            path = os.path.join(tmp, "m.h5")
+            formats.write_model(path, cfg, tensors)
+            with h5py.File(path, "r") as f:
+                assert ("rope_scaling" in f.attrs) == (scaling is not None)
+            back, _ = formats.read_model(path)
+            assert back == cfg and back.rope_scaling == scaling
+            back.hf_config_json = ""  # the config.json made from the attributes
+            again = formats.config_from_hf(formats.hf_config_dict(back))
+            assert again.rope_scaling == scaling and again.rope_theta == 1e4
+    expect_config_error(llama_hf(rope_parameters={"rope_type": "longrope", "short_factor": [1.0],
+                                                  "long_factor": [1.0]}),
+                        "short_factor must be a list of head_dim / 2 = 4 positive numbers")
+    print("rope scaling: OK")
 
 
 def test_gemma3_config():

@@ -208,11 +208,18 @@ class LlamaConfig(_RotaryAttention):
     rope_theta: float = 10000.0
     hidden_act: str = "silu"
     hf_config_json: str = field(default="", repr=False)
+    # The rotary scaling (formats/rope.py): a rope_parameters entry's keys
+    # without rope_theta, or None for plain RoPE; the file's optional
+    # `rope_scaling` attribute.
+    rope_scaling: dict | None = None
 
     def validate(self) -> None:
+        from distzo_tools.formats import rope  # rope.py raises this module's FormatError
+
         self._check_attention()
         if self.hidden_act != "silu":
             raise FormatError(f"hidden_act {self.hidden_act!r}: only 'silu' is supported")
+        rope.validate(self.rope_scaling, self.head_dim)
 
     @property
     def qkv_bias(self) -> bool:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 from typing import Mapping
 
+from distzo_tools.formats import rope
 from distzo_tools.formats.configs import (
     CONFIG_TYPES,
     GEMMA3_ACTIVATION,
@@ -157,35 +158,24 @@ def _opt_config_from_hf(hf: Mapping, hf_config_json: str) -> OptConfig:
     )
 
 
-def _llama_rope_theta(hf: Mapping) -> float:
-    """The RoPE base of a Llama config.json, in either transformers form.
+def _llama_rope(hf: Mapping, max_positions: int) -> tuple[float, dict | None]:
+    """(rope_theta, rope_scaling) of a Llama-family config.json, in either
+    transformers form (formats/rope.py says what each type reads).
 
     transformers 4 writes `rope_theta` and `rope_scaling` (null for plain
-    RoPE); transformers 5 writes `rope_parameters` {"rope_type": "default",
-    "rope_theta": ...}. When both name a base, rope_parameters wins, as in
-    transformers. Every scaled variant (linear, dynamic, yarn, llama3, ...)
-    changes the rotation angles and is refused.
+    RoPE); transformers 5 writes `rope_parameters` {"rope_type": ...,
+    "rope_theta": ..., and the type's parameters}. As in transformers 5.25,
+    the entry is `rope_scaling` when that is set, else `rope_parameters`,
+    and the base the entry names wins over the flat `rope_theta`.
     """
-    scaling = hf.get("rope_scaling")
-    if scaling is not None:
-        raise FormatError(
-            f"config.json rope_scaling is {json.dumps(scaling)}: distzo implements plain RoPE only "
-            "(rope_scaling null)"
-        )
     theta = hf.get("rope_theta")
-    params = hf.get("rope_parameters")
-    if params is not None:
-        if not isinstance(params, Mapping):
-            raise FormatError(f"config.json rope_parameters is {json.dumps(params)}: expected an object")
-        rope_type = params.get("rope_type", params.get("type", "default"))
-        if rope_type != "default":
-            raise FormatError(
-                f"config.json rope_parameters.rope_type is {rope_type!r}: distzo implements plain RoPE "
-                "only (rope_type 'default')"
-            )
-        if params.get("rope_theta") is not None:
-            theta = params["rope_theta"]
-    return LLAMA_DEFAULT_ROPE_THETA if theta is None else float(theta)
+    for key in ("rope_scaling", "rope_parameters"):
+        if hf.get(key) is not None:
+            scaling, entry_theta = rope.rope_entry(hf[key], key, max_positions)
+            if entry_theta is not None:
+                theta = entry_theta
+            return (LLAMA_DEFAULT_ROPE_THETA if theta is None else float(theta)), scaling
+    return (LLAMA_DEFAULT_ROPE_THETA if theta is None else float(theta)), None
 
 
 def _check_architectures(hf: Mapping, cls: type) -> None:
@@ -238,7 +228,7 @@ def _llama_config_from_hf(hf: Mapping, hf_config_json: str, cls: type = LlamaCon
         raise FormatError(
             f"config.json num_attention_heads {heads} is not divisible by num_key_value_heads {kv_heads}"
         )
-    rope_theta = _llama_rope_theta(hf)
+    rope_theta, rope_scaling = _llama_rope(hf, int(get("max_position_embeddings")))
     return cls(
         hidden_size=hidden,
         num_hidden_layers=int(get("num_hidden_layers")),
@@ -253,6 +243,7 @@ def _llama_config_from_hf(hf: Mapping, hf_config_json: str, cls: type = LlamaCon
         mlp_bias=bool(get("mlp_bias")),
         rms_norm_eps=float(get("rms_norm_eps")),
         rope_theta=rope_theta,
+        rope_scaling=rope_scaling,
         hidden_act=str(get("hidden_act")),
         hf_config_json=hf_config_json,
         **extra,
@@ -444,7 +435,7 @@ def hf_config_dict(cfg: ModelConfig) -> dict:
                     f"attribute {name} = {int(getattr(cfg, name))} disagrees with hf_config_json "
                     f"({int(getattr(checked, name))})"
                 )
-        for name in cfg.float_attrs + cfg.string_attrs:
+        for name in cfg.float_attrs + cfg.string_attrs + ("rope_scaling",) * isinstance(cfg, LlamaConfig):
             if getattr(checked, name) != getattr(cfg, name):
                 raise FormatError(
                     f"attribute {name} = {getattr(cfg, name)!r} disagrees with hf_config_json "
@@ -480,7 +471,8 @@ def hf_config_dict(cfg: ModelConfig) -> dict:
             "architectures": [cfg.hf_class],
             "hidden_act": cfg.hidden_act,
             "rms_norm_eps": float(cfg.rms_norm_eps),
-            "rope_parameters": {"rope_type": "default", "rope_theta": float(cfg.rope_theta)},
+            "rope_parameters": {"rope_type": "default", **(cfg.rope_scaling or {}),
+                                "rope_theta": float(cfg.rope_theta)},
             "pretraining_tp": 1,
             "dtype": "float32",
         }

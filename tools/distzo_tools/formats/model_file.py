@@ -27,13 +27,17 @@ import numpy as np
 from distzo_tools.formats.configs import (
     CONFIG_TYPES,
     FormatError,
+    LlamaConfig,
     ModelConfig,
     expected_tensors,
     supported_architectures,
 )
+from distzo_tools.formats import rope
 from distzo_tools.formats.tensors import Bf16Array, as_stored, bf16_h5_type, read_tensor
 
 FORMAT_VERSION = 1
+# A scaled rotary embedding's rope_parameters entry, as JSON (formats/rope.py).
+ROPE_SCALING_ATTR = "rope_scaling"
 
 # String attributes are written as fixed-length UTF-8 scalars (H5T_STRING of
 # the value's byte length, at least 1, null-padded, H5T_CSET_UTF8, scalar
@@ -64,6 +68,8 @@ def _write_config_attrs(f: h5py.File, cfg: ModelConfig, distzo_format: str) -> N
         f.attrs.create(name, np.float64(getattr(cfg, name)), dtype=np.float64)
     for name in cfg.string_attrs:
         write_string_attr(f.attrs, name, getattr(cfg, name))
+    if getattr(cfg, "rope_scaling", None) is not None:  # absent: plain RoPE
+        write_string_attr(f.attrs, ROPE_SCALING_ATTR, rope.to_json(cfg.rope_scaling))
     write_string_attr(f.attrs, "hf_config_json", cfg.hf_config_json)
 
 
@@ -306,6 +312,11 @@ def read_config(f: h5py.File) -> tuple[ModelConfig, str]:
         values[name] = value
     values.update({name: _read_float_attr(f.attrs, name) for name in cls.float_attrs})
     values.update({name: read_string_attr(f.attrs, name) for name in cls.string_attrs})
+    if ROPE_SCALING_ATTR in f.attrs:
+        if not issubclass(cls, LlamaConfig):
+            raise FormatError(f"attribute {ROPE_SCALING_ATTR}: distzo scales no rotary embedding of {arch!r}")
+        values["rope_scaling"] = rope.from_json(read_string_attr(f.attrs, ROPE_SCALING_ATTR),
+                                                f"attribute {ROPE_SCALING_ATTR}")
     cfg = cls(
         **values,
         hf_config_json=read_string_attr(f.attrs, "hf_config_json") if "hf_config_json" in f.attrs else "",

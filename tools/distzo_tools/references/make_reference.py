@@ -67,7 +67,7 @@ SPECIAL_IDS = {"opt": (1, 2), "llama": (0, 1), "qwen2": (0, 1), "qwen3": (0, 1),
                "gemma3_text": (0, 2)}
 
 # name -> (architecture, seed, config overrides). All: max_position_embeddings
-# 32; 2 layers (Gemma 3: 3).
+# 32 (the rope-scaled ones: their own); 2 layers (Gemma 3: 3).
 MODELS = {
     # OPT, 2 heads each.
     # pre-LN with final layer norm, like opt-125m / opt-1.3b / ...
@@ -108,6 +108,16 @@ MODELS = {
         dict(vocab_size=72, hidden_size=32, num_key_value_heads=2, head_dim=16, intermediate_size=48,
              tie_word_embeddings=True, attention_bias=True, mlp_bias=True),
     ),
+    # Llama 3.1's rope scaling ("llama3"), head_dim 16 with base 10000 and an original context of
+    # 64: frequency 0 is kept (wavelength 2π < 64/4), 1 and 2 blended, 3..7 divided by the factor
+    "llama_tiny_llama3": (
+        "llama",
+        2004,
+        dict(vocab_size=64, hidden_size=32, num_key_value_heads=2, head_dim=16, intermediate_size=40,
+             tie_word_embeddings=True, rope_theta=10000.0, rms_norm_eps=1e-5, max_position_embeddings=256,
+             rope_scaling={"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0,
+                           "original_max_position_embeddings": 64}),
+    ),
     # Llama's kin, 4 heads each.
     # Qwen2: biases on q, k and v only; GQA; untied head; Qwen's RoPE base
     "qwen2_tiny": (
@@ -123,6 +133,17 @@ MODELS = {
         dict(vocab_size=80, hidden_size=32, num_key_value_heads=2, head_dim=12, intermediate_size=40,
              tie_word_embeddings=True, rope_theta=1000000.0, rms_norm_eps=1e-6, attention_bias=False,
              use_sliding_window=False),
+    ),
+    # Qwen2.5's long-context YaRN (factor 4 over an original context of 256, transformers 4's
+    # "type" key): with head_dim 16 and base 10000 the ramp runs over frequencies 0..4, and
+    # cos and sin carry the attention factor 0.1 ln 4 + 1
+    "qwen2_tiny_yarn": (
+        "qwen2",
+        3004,
+        dict(vocab_size=64, hidden_size=32, num_key_value_heads=2, head_dim=16, intermediate_size=40,
+             tie_word_embeddings=False, rope_theta=10000.0, rms_norm_eps=1e-6, use_sliding_window=False,
+             max_position_embeddings=1024,
+             rope_scaling={"type": "yarn", "factor": 4.0, "original_max_position_embeddings": 256}),
     ),
     # Mistral: a sliding window as long as the batch (it hides nothing: distzo's case), MQA
     "mistral_tiny": (
@@ -203,7 +224,7 @@ def build_model(arch: str, seed: int, overrides: dict):
 
     config_class, model_class = hf_classes(arch)
     torch.manual_seed(seed)
-    config = config_class(**COMMON[arch], **overrides, attn_implementation="eager")
+    config = config_class(**{**COMMON[arch], **overrides}, attn_implementation="eager")
     model = model_class(config).to(torch.float32).eval()
     gen = torch.Generator().manual_seed(seed)
     tied = config.tie_word_embeddings
