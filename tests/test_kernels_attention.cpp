@@ -27,7 +27,7 @@ namespace k = distzo::kernels;
 /// Causal + key-padding attention from the definition, in double. Queries
 /// with no visible key give zeros (the kernel's documented convention).
 Ref attention_ref(const HostMat& q, const HostMat& kk, const HostMat& v, const HostIntMat& mask,
-                  int heads, double scale) {
+                  int heads, double scale, std::size_t window = 0) {
   const std::size_t batch = mask.extent(0), seq = mask.extent(1), channels = q.extent(1);
   const std::size_t hd = channels / heads;
   Ref out(batch * seq, channels);
@@ -37,7 +37,7 @@ Ref attention_ref(const HostMat& q, const HostMat& kk, const HostMat& v, const H
         std::vector<double> scores;
         std::vector<std::size_t> keys;
         for (std::size_t j = 0; j <= i; ++j) {
-          if (mask(b, j) == 0) continue;
+          if (mask(b, j) == 0 || (window > 0 && i - j >= window)) continue;
           double s = 0.0;
           for (std::size_t d = 0; d < hd; ++d)
             s += double(q(b * seq + i, h * hd + d)) * double(kk(b * seq + j, h * hd + d));
@@ -339,6 +339,60 @@ TEST(KernelsAttention, GroupedQueryHeadsReadTheirSharedKeyValueHead) {
       Error);  // 4 does not divide 6
 }
 
+TEST(KernelsAttention, SlidingWindowMatchesTheReferenceOnEveryPath) {
+  // A query sees itself and the window - 1 keys before it. Windows of at
+  // most T/2 take the chunked path (keys past the window never computed),
+  // larger ones the masked full scores, >= T plain causal attention to the
+  // bit; the naive kernel is checked too. GQA (6 over 2), padding on both
+  // sides, T = 17 so the last chunk is short.
+  const int heads = 6, kv_heads = 2;
+  const std::size_t seq = 17, hd = 8, group = heads / kv_heads;
+  HostIntMat mask("mask", 3, seq);
+  for (std::size_t t = 0; t < seq; ++t) {
+    mask(0, t) = 1;
+    mask(1, t) = t >= 4 ? 1 : 0;  // left-padded
+    mask(2, t) = t < 11 ? 1 : 0;  // right-padded
+  }
+  const std::size_t batch = mask.extent(0), rows = batch * seq;
+  const HostMat q = random_host(rows, heads * hd, 401);
+  const HostMat kk = random_host(rows, kv_heads * hd, 402);
+  const HostMat v = random_host(rows, kv_heads * hd, 403);
+  HostMat k_rep("k_rep", rows, heads * hd), v_rep("v_rep", rows, heads * hd);
+  for (std::size_t r = 0; r < rows; ++r)
+    for (std::size_t h = 0; h < std::size_t(heads); ++h)
+      for (std::size_t d = 0; d < hd; ++d) {
+        k_rep(r, h * hd + d) = kk(r, (h / group) * hd + d);
+        v_rep(r, h * hd + d) = v(r, (h / group) * hd + d);
+      }
+  const real scale = 1.0f / std::sqrt(real(hd));
+  Mat qh("qh", rows * heads, hd), kh("kh", rows * kv_heads, hd), vh("vh", rows * kv_heads, hd);
+  Vec scores("scores", k::attention_scores_floats(batch, heads, kv_heads, seq));
+  k::split_heads(space(), qh, to_device(q), ConstVec(), heads, static_cast<int>(seq));
+  k::split_heads(space(), kh, to_device(kk), ConstVec(), kv_heads, static_cast<int>(seq));
+  k::split_heads(space(), vh, to_device(v), ConstVec(), kv_heads, static_cast<int>(seq));
+  const auto heads_path = [&](std::int64_t window) {
+    Mat oh("oh", rows * heads, hd), out("out", rows, heads * hd);
+    k::attention_heads(space(), oh, qh, kh, vh, to_device(mask), heads, kv_heads, scale, scores,
+                       window);
+    k::merge_heads(space(), out, oh, heads, static_cast<int>(seq));
+    return to_host(out);
+  };
+  const HostMat causal = heads_path(0);
+  const double atol = 2.0 * dot_bound(hd + 1, scale * hd) + dot_bound(seq + 2, 1.0) + 4 * kFloatU;
+  for (const std::size_t window : {1, 2, 3, 5, 8, 9, 16, 17, 40}) {
+    SCOPED_TRACE(::testing::Message() << "window " << window);
+    const Ref ref = attention_ref(q, k_rep, v_rep, mask, heads, scale, window);
+    const HostMat got = heads_path(static_cast<std::int64_t>(window));
+    EXPECT_TRUE(all_close(got, ref, atol, 0.0));
+    Mat naive("naive", rows, heads * hd);
+    k::attention(space(), naive, to_device(q), to_device(k_rep), to_device(v_rep), to_device(mask),
+                 heads, scale, static_cast<int>(window));
+    EXPECT_TRUE(all_close(to_host(naive), ref, atol, 0.0));
+    if (window >= seq) EXPECT_TRUE(bit_equal(got, causal));
+    if (window < seq) EXPECT_FALSE(bit_equal(got, causal));  // the window hides something
+  }
+}
+
 TEST(KernelsAttention, PairsGiveTheSameBitsAtAnyThreadCountAndSlotCount) {
   // attention_heads computes its (batch row, key/value head) pairs as many at
   // a time as its scratch holds, on the host spread over the GEMM's threads:
@@ -359,22 +413,29 @@ TEST(KernelsAttention, PairsGiveTheSameBitsAtAnyThreadCountAndSlotCount) {
   const std::size_t pair = group * seq * seq;
   ASSERT_EQ(k::attention_scores_floats(batch, heads, kv_heads, seq),
             std::min(batch * kv_heads * pair, std::max(pair, k::attention_scores_budget)));
+  std::int64_t window = 0;
   const auto run = [&](int threads, std::size_t slots) {
     k::set_gemm_threads(threads, k::GemmPath::tiled);
     EXPECT_EQ(k::attention_slots(slots * pair + pair / 2, batch * kv_heads, group, seq), slots);
     Vec scores("scores", slots * pair + pair / 2);  // a partial slot stays unused
     Mat oh("oh", rows * heads, hd);
     Kokkos::deep_copy(oh, 321.0f);
-    k::attention_heads(space(), oh, qh, kh, vh, m, heads, kv_heads, scale, scores);
+    k::attention_heads(space(), oh, qh, kh, vh, m, heads, kv_heads, scale, scores, window);
     k::set_gemm_threads(1, k::GemmPath::tiled);
     return to_host(oh);
   };
-  const HostMat one = run(1, 1);
-  for (const int threads : {1, 2, 3})
-    for (const std::size_t slots : {std::size_t(1), std::size_t(3), batch * kv_heads}) {
-      SCOPED_TRACE(::testing::Message() << threads << " threads, " << slots << " slots");
-      EXPECT_TRUE(bit_equal(run(threads, slots), one));
-    }
+  // No window; a window of 30 (masked full scores); of 12 (chunked: 6
+  // chunks per pair, 48 tasks, as many at once as the scores hold).
+  for (const std::int64_t w : {std::int64_t(0), std::int64_t(30), std::int64_t(12)}) {
+    window = w;
+    const HostMat one = run(1, 1);
+    for (const int threads : {1, 2, 3})
+      for (const std::size_t slots : {std::size_t(1), std::size_t(3), batch * kv_heads}) {
+        SCOPED_TRACE(::testing::Message()
+                     << threads << " threads, " << slots << " slots, window " << w);
+        EXPECT_TRUE(bit_equal(run(threads, slots), one));
+      }
+  }
 }
 
 }  // namespace

@@ -355,13 +355,23 @@ TEST(HfConfig, ReadsLlamasKinAndRefusesWhatTheyDoNotShare) {
   EXPECT_NE(
       hf_config_error(R"({"model_type": "gemma2"})").find("distzo supports opt, llama, qwen2"),
       std::string::npos);
-  // A sequence longer than the window is refused before anything runs.
+  // Past the window: windowed attention, which the plan describes; past the
+  // positions: refused before anything runs.
   app::PlanInputs in;
   in.config = mistral;
   in.batch.seq_len = 128;
-  EXPECT_NO_THROW(app::plan_memory(in));
-  in.batch.seq_len = 129;
-  EXPECT_ERROR_CONTAINS("sliding window of 128 positions", app::plan_memory(in));
+  EXPECT_NE(
+      app::describe_plan(in, app::plan_memory(in)).find("the sliding window of 128 hides nothing"),
+      std::string::npos)
+      << app::describe_plan(in, app::plan_memory(in));
+  in.batch.seq_len = 256;
+  EXPECT_NE(app::describe_plan(in, app::plan_memory(in))
+                .find("2 of 2 layers within a sliding window of 128 keys, the "
+                      "keys past it skipped (scores 255 columns per query"),
+            std::string::npos)
+      << app::describe_plan(in, app::plan_memory(in));
+  in.batch.seq_len = static_cast<int>(mistral.max_position_embeddings) + 1;
+  EXPECT_ERROR_CONTAINS("positions", app::plan_memory(in));
 }
 
 TEST(HfConfig, ReadsGemma3InEitherFormAndRefusesWhatItDoesNotImplement) {
@@ -454,11 +464,15 @@ TEST(HfConfig, ReadsGemma3InEitherFormAndRefusesWhatItDoesNotImplement) {
                                 "c.json")
                 .sliding_window_pattern,
             3);
-  // The window bounds the sequence as for Mistral.
+  // Past the window, the sliding layers attend within it; the plan says how many.
   app::PlanInputs in;
   in.config = v4;
-  in.batch.seq_len = 513;
-  EXPECT_ERROR_CONTAINS("sliding window of 512 positions", app::plan_memory(in));
+  in.batch.seq_len = 600;
+  EXPECT_NE(app::describe_plan(in, app::plan_memory(in))
+                .find("15 of 18 layers within a sliding window of 512 keys, "
+                      "masked in the full scores"),
+            std::string::npos)
+      << app::describe_plan(in, app::plan_memory(in));
 }
 
 TEST(Inspect, AllocatesNothingInTheExecutionSpace) {

@@ -239,6 +239,36 @@ MemoryPlan plan_memory(const PlanInputs& in) {
   return p;
 }
 
+namespace {
+
+/// What attention costs per layer at T tokens: causal over every earlier
+/// key, or within a sliding window (the keys a query reads, and how many
+/// layers do) — windowed layers skip the keys past their window.
+std::string describe_attention(const model::ModelConfig& c, std::int64_t seq_len) {
+  std::int64_t windowed = 0, window = 0;
+  for (std::int64_t k = 0; k < c.num_hidden_layers; ++k)
+    if (c.attention_window(k) > 0 && c.attention_window(k) < seq_len) {
+      ++windowed;
+      window = c.attention_window(k);
+    }
+  std::ostringstream os;
+  os << "causal over up to " << seq_len << " keys per query";
+  if (windowed == 0) {
+    if (c.sliding_window > 0)
+      os << " (the sliding window of " << c.sliding_window << " hides nothing at this length)";
+    return os.str();
+  }
+  os << "; " << windowed << " of " << c.num_hidden_layers << " layers within a sliding window of "
+     << window << " keys"
+     << (2 * window <= seq_len
+             ? ", the keys past it skipped (scores " + std::to_string(2 * window - 1) +
+                   " columns per query, not " + std::to_string(seq_len) + ")"
+             : ", masked in the full scores (the window exceeds T/2)");
+  return os.str();
+}
+
+}  // namespace
+
 std::string describe_plan(const PlanInputs& in, const MemoryPlan& p) {
   const model::ModelConfig& c = in.config;
   const model::ParameterRegistry r = model::ParameterRegistry::for_model(c);
@@ -271,6 +301,7 @@ std::string describe_plan(const PlanInputs& in, const MemoryPlan& p) {
      << to_string(in.estimator) << " q = " << in.queries << ", P = " << in.perturbation << ": "
      << count(p.evaluations, "evaluation", "evaluations") << " per rank"
      << (in.eval_set ? ", with an eval set" : "") << "\n"
+     << "attention    " << describe_attention(c, in.batch.seq_len) << "\n"
      << describe_z_streams(in) << "\n"
      << "device memory per rank (predicted)\n"
      << "  weights      " << b(p.weights) << ": embeddings + head " << human_bytes(p.edge_arena)

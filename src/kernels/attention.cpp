@@ -7,7 +7,7 @@
 namespace distzo::kernels {
 
 void attention(const ExecSpace& space, const Mat& out, const ConstMat& q, const ConstMat& k,
-               const ConstMat& v, const ConstIntMat& mask, int heads, real scale) {
+               const ConstMat& v, const ConstIntMat& mask, int heads, real scale, int window) {
   const int batch = static_cast<int>(mask.extent(0));
   const int seq = static_cast<int>(mask.extent(1));
   const int channels = static_cast<int>(q.extent(1));
@@ -49,14 +49,16 @@ void attention(const ExecSpace& space, const Mat& out, const ConstMat& q, const 
         const int b = bh / heads;
         const int row_q = b * seq + i;
         const int col0 = h * head_dim;
-        const int n_keys = i + 1;  // causal: keys 0..i
+        // Causal, within the window: keys j0..i, p(j - j0) their scores.
+        const int j0 = window > 0 && i - window + 1 > 0 ? i - window + 1 : 0;
+        const int n_keys = i + 1 - j0;
         ScratchReal p(member.team_scratch(0), seq);
         ScratchReal acc(member.team_scratch(0), head_dim);
 
         int visible = 0;
         Kokkos::parallel_reduce(
             Kokkos::TeamThreadRange(member, n_keys),
-            [&](const int j, int& count) { count += m(b, j) != 0 ? 1 : 0; }, visible);
+            [&](const int j, int& count) { count += m(b, j0 + j) != 0 ? 1 : 0; }, visible);
         if (visible == 0) {
           // Every key up to i is padding; the branch is uniform over the team.
           Kokkos::parallel_for(Kokkos::TeamThreadRange(member, head_dim),
@@ -67,8 +69,8 @@ void attention(const ExecSpace& space, const Mat& out, const ConstMat& q, const 
         // Scores of the visible keys; masked slots are never read as scores.
         Kokkos::parallel_for(Kokkos::TeamThreadRange(member, n_keys), [&](const int j) {
           real dot = 0;
-          if (m(b, j) != 0) {
-            const int row_k = b * seq + j;
+          if (m(b, j0 + j) != 0) {
+            const int row_k = b * seq + j0 + j;
             for (int d = 0; d < head_dim; ++d) dot += qq(row_q, col0 + d) * kk(row_k, col0 + d);
           }
           p(j) = scale * dot;
@@ -79,13 +81,13 @@ void attention(const ExecSpace& space, const Mat& out, const ConstMat& q, const 
         Kokkos::parallel_reduce(
             Kokkos::TeamThreadRange(member, n_keys),
             [&](const int j, real& mx) {
-              if (m(b, j) != 0 && p(j) > mx) mx = p(j);
+              if (m(b, j0 + j) != 0 && p(j) > mx) mx = p(j);
             },
             Kokkos::Max<real>(row_max));
 
         // Unnormalised probabilities; masked keys get exactly 0.
         Kokkos::parallel_for(Kokkos::TeamThreadRange(member, n_keys), [&](const int j) {
-          p(j) = m(b, j) != 0 ? math::exp(p(j) - row_max) : real(0);
+          p(j) = m(b, j0 + j) != 0 ? math::exp(p(j) - row_max) : real(0);
         });
         member.team_barrier();
 
@@ -108,7 +110,7 @@ void attention(const ExecSpace& space, const Mat& out, const ConstMat& q, const 
           for (int d = d0; d < d1; ++d) acc(d) = 0;
           for (int j = 0; j < n_keys; ++j) {
             const real pj = p(j);
-            const int row_v = b * seq + j;
+            const int row_v = b * seq + j0 + j;
             for (int d = d0; d < d1; ++d) acc(d) += pj * vv(row_v, col0 + d);
           }
           for (int d = d0; d < d1; ++d) o(row_q, col0 + d) = acc(d) / denom;

@@ -42,8 +42,10 @@ namespace distzo::kernels {
 /// computed normally.
 /// out must not alias q, k or v. Softmax is max-subtracted (stable); scores
 /// and sums are float, as in torch's fp32 eager attention.
+/// With a `window` W > 0, key j is visible to query i only if i - j < W too
+/// (a sliding-window layer; 0: no window).
 void attention(const ExecSpace& space, const Mat& out, const ConstMat& q, const ConstMat& k,
-               const ConstMat& v, const ConstIntMat& mask, int heads, real scale);
+               const ConstMat& v, const ConstIntMat& mask, int heads, real scale, int window = 0);
 
 /// out (head-major) = x + b, reordered: out[(b*H + h)*T + t, d] =
 /// x[b*T + t, h*hd + d] + bias[h*hd + d]. The bias pass of the q, k and v
@@ -96,9 +98,17 @@ void merge_heads(const ExecSpace& space, const Mat& out, const ConstMat& x, int 
 /// exploited: BLAS has no GEMM with a triangular result.
 ///   out, q: (B*H*T, hd)  k, v: (B*KV*T, hd)  mask: (B, T)
 ///   scores: at least group*T*T floats
+///
+/// With a `window` W > 0 (sliding-window layers) a query i sees only the keys
+/// j with i - j < W (transformers' sliding_window_overlay). W >= T hides
+/// nothing and is plain causal attention, to the bit. 2W <= T: keys older
+/// than the window are skipped, not only masked — each pair's queries go in
+/// chunks of W positions against the at most 2W - 1 keys their windows
+/// reach, so scores cost T (2W - 1) per head, not T²; T/2 < W < T: the
+/// full scores with the window masked.
 void attention_heads(const ExecSpace& space, const Mat& out, const ConstMat& q, const ConstMat& k,
                      const ConstMat& v, const ConstIntMat& mask, int heads, int kv_heads,
-                     real scale, const Vec& scores);
+                     real scale, const Vec& scores, std::int64_t window = 0);
 
 /// Floats of attention_heads' scores for batches of up to (batch, seq): every
 /// (batch row, key/value head) pair at once when they fit in

@@ -47,31 +47,38 @@ struct HeadShape {
   }
 };
 
-/// One row of scores (query position i of batch row b, `seq` keys) becomes
-/// the softmax over the keys j <= i with mask(b, j) != 0, and exactly 0
-/// elsewhere (j > i too: the next GEMM multiplies every column); a row with
-/// no visible key becomes zeros. Sequential over j, so the host and every
-/// backend sum in the same order.
-KOKKOS_INLINE_FUNCTION void masked_softmax_row(real* s, std::int64_t i, std::int64_t seq,
+/// One row of scores, query position i of batch row b against the `cols`
+/// keys key0, key0 + 1, ..., becomes the softmax over the visible keys — j <=
+/// i, i - j < window (0: no window), mask(b, j) != 0 — and exactly 0
+/// elsewhere (later keys too: the next GEMM multiplies every column); a row
+/// with no visible key becomes zeros. Sequential over the keys, so the host
+/// and every backend sum in the same order. With key0 = 0 and no window the
+/// keys' order and the operations are those of plain causal attention.
+KOKKOS_INLINE_FUNCTION void masked_softmax_row(real* s, std::int64_t i, std::int64_t key0,
+                                               std::int64_t cols, std::int64_t window,
                                                const ConstIntMat& mask, std::int64_t b) {
+  // Columns [first, last] may be visible: not past i, not older than the window.
+  const std::int64_t first = window > 0 && i - window + 1 > key0 ? i - window + 1 - key0 : 0;
+  const std::int64_t last = i - key0 < cols - 1 ? i - key0 : cols - 1;
   real row_max = Kokkos::reduction_identity<real>::max();
   int visible = 0;
-  for (std::int64_t j = 0; j <= i; ++j) {
-    if (mask(b, j) == 0) continue;
+  for (std::int64_t j = first; j <= last; ++j) {
+    if (mask(b, key0 + j) == 0) continue;
     ++visible;
     if (s[j] > row_max) row_max = s[j];
   }
-  for (std::int64_t j = 0; j <= i; ++j) {
+  for (std::int64_t j = first; j <= last; ++j) {
     // fp::exp: a polynomial the host compiler vectorises (libm's expf is a
     // call per element), the same bits on every backend; no branch inside.
     const real e = fp::exp(s[j] - row_max);
-    s[j] = (visible != 0) & (mask(b, j) != 0) ? e : real(0);
+    s[j] = (visible != 0) & (mask(b, key0 + j) != 0) ? e : real(0);
   }
-  for (std::int64_t j = i + 1; j < seq; ++j) s[j] = real(0);  // the future: no exp
+  for (std::int64_t j = 0; j < first; ++j) s[j] = real(0);        // out of the window
+  for (std::int64_t j = last + 1; j < cols; ++j) s[j] = real(0);  // the future: no exp
   if (visible == 0) return;  // a row of zeros: the output row is zero
   real denom = 0;            // >= 1: the maximal key contributes exp(0)
-  for (std::int64_t j = 0; j <= i; ++j) denom += s[j];
-  for (std::int64_t j = 0; j <= i; ++j) s[j] /= denom;
+  for (std::int64_t j = first; j <= last; ++j) denom += s[j];
+  for (std::int64_t j = first; j <= last; ++j) s[j] /= denom;
 }
 
 /// The (batch row, key/value head) pairs of one attention_heads call.
@@ -82,6 +89,7 @@ struct HeadPairs {
   real scale;
   std::int64_t heads, kv_heads, group, seq, head_dim;
   real* scores;            // slots of group*T*T floats
+  std::int64_t window;     // keys a query sees at most (0: every earlier one)
   std::int64_t first = 0;  // the round's first pair
 
   std::int64_t batch_row(std::int64_t pair) const { return pair / kv_heads; }
@@ -108,7 +116,7 @@ void host_pair(const void* context, std::int64_t task) {
                   ldk, real(0), s, u(p.seq));
   const std::int64_t b = p.batch_row(pair);
   for (std::int64_t r = 0; r < rows; ++r)
-    masked_softmax_row(s + r * p.seq, r % p.seq, p.seq, p.mask, b);
+    masked_softmax_row(s + r * p.seq, r % p.seq, 0, p.seq, p.window, p.mask, b);
   host_tiled_gemm(false, false, u(rows), u(p.head_dim), u(p.seq), real(1), s, u(p.seq),
                   p.v.data() + u(p.kv_row(pair)) * ldv, ldv, real(0),
                   p.out.data() + u(p.q_row(pair)) * ldo, ldo);
@@ -131,18 +139,98 @@ void device_round(const ExecSpace& space, const HeadPairs& p, std::int64_t n) {
   }
   const ConstIntMat mask = p.mask;
   real* const scores = p.scores;
-  const std::int64_t first = p.first, kv = p.kv_heads;
+  const std::int64_t first = p.first, kv = p.kv_heads, window = p.window;
   Kokkos::parallel_for(
       "distzo::attention_heads::softmax", RangePolicy64(space, 0, n * rows),
       KOKKOS_LAMBDA(const std::int64_t row) {  // slot row / rows, its row row % rows
         const std::int64_t b = (first + row / rows) / kv;
-        masked_softmax_row(scores + row * T, row % rows % T, T, mask, b);
+        masked_softmax_row(scores + row * T, row % rows % T, 0, T, window, mask, b);
       });
   for (std::int64_t s = 0; s < n; ++s) {
     const std::int64_t pair = p.first + s;
     gemm(space, "N", "N", real(1), slot(s),
          Kokkos::subview(p.v, range(p.kv_row(pair), T), Kokkos::ALL), real(0),
          Kokkos::subview(p.out, range(p.q_row(pair), rows), Kokkos::ALL));
+  }
+}
+
+/// Windowed attention's work when the window is at most half the sequence:
+/// each (batch row, key/value head) pair's queries in chunks of `window`
+/// positions, each chunk against the keys its window reaches (at most
+/// 2 window - 1 of them), so keys older than the window are skipped, not
+/// only masked: scores cost T (2W - 1) per head rather than T².
+struct WindowChunks {
+  HeadPairs pairs;         // the operands; its `first` unused
+  std::int64_t chunks;     // per pair: ceil(T / window)
+  std::int64_t first = 0;  // the round's first task (pair * chunks + chunk)
+
+  std::int64_t chunk_rows() const { return pairs.window; }
+  std::int64_t max_keys() const { return 2 * pairs.window - 1; }
+  std::int64_t slot_floats() const { return pairs.group * chunk_rows() * max_keys(); }
+  real* slot(std::int64_t s) const { return pairs.scores + s * slot_floats(); }
+
+  /// Task `task`: its pair, first query t0, query count and key range [k0, k0 + keys).
+  struct Task {
+    std::int64_t pair, t0, rows, k0, keys;
+  };
+  Task task(std::int64_t index) const {
+    Task t;
+    t.pair = index / chunks;
+    t.t0 = index % chunks * chunk_rows();
+    t.rows = std::min(chunk_rows(), pairs.seq - t.t0);
+    t.k0 = std::max<std::int64_t>(0, t.t0 - pairs.window + 1);
+    t.keys = t.t0 + t.rows - t.k0;
+    return t;
+  }
+};
+
+/// Task `first + index` of a round on the host, in its own slot: for each
+/// query head of the pair, its chunk's scores, softmax and output.
+void host_window_task(const void* context, std::int64_t index) {
+  const WindowChunks& w = *static_cast<const WindowChunks*>(context);
+  const HeadPairs& p = w.pairs;
+  const WindowChunks::Task t = w.task(w.first + index);
+  const auto u = [](std::int64_t x) { return static_cast<std::size_t>(x); };
+  const std::size_t ldq = p.q.stride(0), ldk = p.k.stride(0), ldv = p.v.stride(0),
+                    ldo = p.out.stride(0);
+  const std::int64_t b = p.batch_row(t.pair);
+  real* s = w.slot(index);
+  for (std::int64_t head = 0; head < p.group; ++head) {
+    const std::int64_t q0 = p.q_row(t.pair) + head * p.seq + t.t0, k0 = p.kv_row(t.pair) + t.k0;
+    host_tiled_gemm(false, true, u(t.rows), u(t.keys), u(p.head_dim), p.scale,
+                    p.q.data() + u(q0) * ldq, ldq, p.k.data() + u(k0) * ldk, ldk, real(0), s,
+                    u(t.keys));
+    for (std::int64_t r = 0; r < t.rows; ++r)
+      masked_softmax_row(s + r * t.keys, t.t0 + r, t.k0, t.keys, p.window, p.mask, b);
+    host_tiled_gemm(false, false, u(t.rows), u(p.head_dim), u(t.keys), real(1), s, u(t.keys),
+                    p.v.data() + u(k0) * ldv, ldv, real(0), p.out.data() + u(q0) * ldo, ldo);
+  }
+}
+
+/// The same task on `space` through kernels::gemm and a softmax kernel.
+void device_window_task(const ExecSpace& space, const WindowChunks& w, std::int64_t index) {
+  const HeadPairs& p = w.pairs;
+  const WindowChunks::Task t = w.task(index);
+  const auto range = [](std::int64_t r0, std::int64_t count) {
+    return Kokkos::make_pair(static_cast<std::size_t>(r0), static_cast<std::size_t>(r0 + count));
+  };
+  const Mat s(w.slot(0), static_cast<std::size_t>(t.rows), static_cast<std::size_t>(t.keys));
+  const ConstIntMat mask = p.mask;
+  const std::int64_t b = p.batch_row(t.pair), t0 = t.t0, k0 = t.k0, keys = t.keys,
+                     window = p.window;
+  real* const scores = s.data();
+  for (std::int64_t head = 0; head < p.group; ++head) {
+    const std::int64_t q0 = p.q_row(t.pair) + head * p.seq + t.t0;
+    gemm(space, "N", "T", p.scale, Kokkos::subview(p.q, range(q0, t.rows), Kokkos::ALL),
+         Kokkos::subview(p.k, range(p.kv_row(t.pair) + t.k0, t.keys), Kokkos::ALL), real(0), s);
+    Kokkos::parallel_for(
+        "distzo::attention_heads::window_softmax", RangePolicy64(space, 0, t.rows),
+        KOKKOS_LAMBDA(const std::int64_t r) {
+          masked_softmax_row(scores + r * keys, t0 + r, k0, keys, window, mask, b);
+        });
+    gemm(space, "N", "N", real(1), s,
+         Kokkos::subview(p.v, range(p.kv_row(t.pair) + t.k0, t.keys), Kokkos::ALL), real(0),
+         Kokkos::subview(p.out, range(q0, t.rows), Kokkos::ALL));
   }
 }
 
@@ -272,7 +360,7 @@ std::size_t attention_scores_floats(std::size_t batch, int heads, int kv_heads, 
 
 void attention_heads(const ExecSpace& space, const Mat& out, const ConstMat& q, const ConstMat& k,
                      const ConstMat& v, const ConstIntMat& mask, int heads, int kv_heads,
-                     real scale, const Vec& scores) {
+                     real scale, const Vec& scores, std::int64_t window) {
   const std::size_t batch = mask.extent(0), seq = mask.extent(1), head_dim = q.extent(1);
   const bool grouped = heads > 0 && kv_heads > 0 && heads % kv_heads == 0;
   DISTZO_REQUIRE(grouped, "distzo::kernels::attention_heads: " << heads << " query heads and "
@@ -302,14 +390,35 @@ void attention_heads(const ExecSpace& space, const Mat& out, const ConstMat& q, 
                      << " x " << seq << " x " << seq);
   if (rows == 0 || head_dim == 0) return;
   const auto i64 = [](std::size_t x) { return static_cast<std::int64_t>(x); };
-  HeadPairs p{out,   q,        k,          v,        mask,          scale,
-              heads, kv_heads, i64(group), i64(seq), i64(head_dim), scores.data()};
+  // A window at least T hides nothing: plain causal attention, its bits.
+  const std::int64_t window_keys = window > 0 && window < i64(seq) ? window : 0;
+  HeadPairs p{out,        q,        k,          v,        mask,          scale,
+              heads,      kv_heads, i64(group), i64(seq), i64(head_dim), scores.data(),
+              window_keys};
   bool on_host_threads = false;
   if constexpr (Kokkos::SpaceAccessibility<ExecSpace, Kokkos::HostSpace>::accessible) {
     on_host_threads = host_tiled_gemm_available() && gemm_path() == GemmPath::tiled;
     // The tasks read and write host memory outside Kokkos: work queued on
     // `space` before must be done (free on the synchronous host backends).
     if (on_host_threads) fence(space, "distzo::kernels::attention_heads: inputs ready");
+  }
+  if (window_keys > 0 && 2 * window_keys <= i64(seq)) {
+    WindowChunks w{p, (i64(seq) + window_keys - 1) / window_keys};
+    const std::int64_t tasks = i64(pairs) * w.chunks;
+    const std::int64_t slots_at_once =
+        std::max<std::int64_t>(1, i64(scores.extent(0)) / w.slot_floats());
+    for (std::int64_t first = 0; first < tasks; first += slots_at_once) {
+      const std::int64_t n = std::min(slots_at_once, tasks - first);
+      w.first = first;
+      if (on_host_threads) {
+        Kokkos::Profiling::pushRegion("distzo::attention_heads[window host tasks]");
+        host_parallel_tasks(n, host_window_task, &w);
+        Kokkos::Profiling::popRegion();
+        continue;
+      }
+      for (std::int64_t task = first; task < first + n; ++task) device_window_task(space, w, task);
+    }
+    return;
   }
   for (std::int64_t first = 0; first < i64(pairs); first += i64(slots)) {
     const std::int64_t n = std::min(i64(slots), i64(pairs) - first);

@@ -44,7 +44,8 @@ void rotary_tables(const ExecSpace& space, const Mat& cos, const Mat& sin,
 }
 
 Mat attention_output(const ModelConfig& config, ForwardScratch& s, const ExecSpace& space,
-                     const WeightView& w, ConstMat x, ConstIntMat mask, const Rotation& rotation) {
+                     const WeightView& w, int layer, ConstMat x, ConstIntMat mask,
+                     const Rotation& rotation) {
   using R = ParameterRole;
   const int heads = static_cast<int>(config.num_attention_heads);
   const int kv_heads = static_cast<int>(config.num_key_value_heads);
@@ -72,7 +73,8 @@ Mat attention_output(const ModelConfig& config, ForwardScratch& s, const ExecSpa
     kernels::rotary_embedding(space, s.k, rotation.cos, rotation.sin, kv_heads, T);
   }
   const Mat heads_out = s.projected_as(s.q.extent(0), s.q.extent(1));
-  kernels::attention_heads(space, heads_out, s.q, s.k, s.v, mask, heads, kv_heads, scale, s.scores);
+  kernels::attention_heads(space, heads_out, s.q, s.k, s.v, mask, heads, kv_heads, scale, s.scores,
+                           config.attention_window(layer));
   kernels::merge_heads(space, s.attended, heads_out, heads, T);
   const Mat out = s.projected_as(N, static_cast<std::size_t>(config.hidden_size));
   kernels::linear(space, out, s.attended, w.matrix(R::out_weight), ConstVec(), s.gemm_input);
@@ -80,9 +82,9 @@ Mat attention_output(const ModelConfig& config, ForwardScratch& s, const ExecSpa
 }
 
 void self_attention(const ModelConfig& config, ForwardScratch& s, const ExecSpace& space,
-                    const WeightView& w, ConstMat x, ConstIntMat mask, const Mat& h,
+                    const WeightView& w, int layer, ConstMat x, ConstIntMat mask, const Mat& h,
                     const Rotation& rotation) {
-  const Mat out = attention_output(config, s, space, w, x, mask, rotation);
+  const Mat out = attention_output(config, s, space, w, layer, x, mask, rotation);
   kernels::add_bias_residual(space, h, out, w.vec(ParameterRole::out_bias));
 }
 

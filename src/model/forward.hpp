@@ -74,15 +74,17 @@ void rotary_tables(const ExecSpace& space, const Mat& cos, const Mat& sin,
 /// k(x), v(x))) without o_proj's bias, each of q, k, v's biases added while
 /// its output is reordered head-major; with qk_norm, each q and k head
 /// RMS-normed; q and k turned by `rotation`; grouped-query heads, causal and
-/// key-padding masks. Returns (N, C) in the scratch's `projected`, valid until
-/// the next projection.
+/// key-padding masks, and the sliding window of `layer` if it has one
+/// (ModelConfig::attention_window). Returns (N, C) in the scratch's
+/// `projected`, valid until the next projection.
 ///   x: (N, C), the normed (pre-norm) or raw (post-norm) input
 Mat attention_output(const ModelConfig& config, ForwardScratch& s, const ExecSpace& space,
-                     const WeightView& w, ConstMat x, ConstIntMat mask, const Rotation& rotation);
+                     const WeightView& w, int layer, ConstMat x, ConstIntMat mask,
+                     const Rotation& rotation);
 /// h += attention_output(...) + o_proj's bias: the residual sub-layer.
 ///   x, h: (N, C)
 void self_attention(const ModelConfig& config, ForwardScratch& s, const ExecSpace& space,
-                    const WeightView& w, ConstMat x, ConstIntMat mask, const Mat& h,
+                    const WeightView& w, int layer, ConstMat x, ConstIntMat mask, const Mat& h,
                     const Rotation& rotation);
 
 class DecoderForward {

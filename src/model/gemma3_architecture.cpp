@@ -5,9 +5,9 @@
 // embedding; scores scaled by query_pre_attn_scalar^-1/2; a GeGLU MLP with
 // tanh-approximated GELU; grouped-query attention; no biases. Layers come in
 // two kinds, interleaved by sliding_window_pattern: sliding-window layers
-// turn q and k with rope_local_base_freq, full-attention layers with
-// rope_theta. distzo's sequences never exceed the window, where the two
-// kinds see the same keys and differ only in their rotary base.
+// turn q and k with rope_local_base_freq and attend within the window
+// (ModelConfig::attention_window), full-attention layers turn them with
+// rope_theta and attend to every earlier key.
 #include <cmath>
 
 #include "kernels/activations.hpp"
@@ -47,7 +47,7 @@ void gemma3_block(const ModelConfig& config, ForwardScratch& s, const ExecSpace&
 
   // h += post_norm(o_proj(attention(rope(q), rope(k), v))) on input_norm(h).
   kernels::rmsnorm(space, s.normed, h, w.vec(R::attn_norm_weight), eps, one);
-  const Mat attended = attention_output(config, s, space, w, s.normed, mask, rotation);
+  const Mat attended = attention_output(config, s, space, w, layer, s.normed, mask, rotation);
   kernels::rmsnorm(space, attended, attended, w.vec(R::attn_post_norm_weight), eps, one);
   kernels::add_bias_residual(space, h, attended, ConstVec());
 

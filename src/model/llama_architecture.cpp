@@ -8,8 +8,8 @@
 // being config fields the list and the block read: Qwen2ForCausalLM (biases
 // on q, k and v, none on o: ModelConfig::qkv_bias), Qwen3ForCausalLM (an
 // RMSNorm over each head of q and k before the rotation: qk_norm, tensors
-// self_attn.q_norm / k_norm) and MistralForCausalLM (sliding_window, which
-// distzo's sequences never exceed).
+// self_attn.q_norm / k_norm) and MistralForCausalLM (sliding_window: every
+// layer attends within it, ModelConfig::attention_window).
 #include "kernels/activations.hpp"
 #include "kernels/attention.hpp"
 #include "kernels/embedding.hpp"
@@ -36,13 +36,13 @@ void llama_embed(const ModelConfig& /*config*/, ForwardScratch& s, const ExecSpa
 }
 
 void llama_block(const ModelConfig& config, ForwardScratch& s, const ExecSpace& space,
-                 const WeightView& w, int /*layer*/, ConstIntMat mask, const Mat& h) {
+                 const WeightView& w, int layer, ConstIntMat mask, const Mat& h) {
   const auto N = static_cast<std::size_t>(s.rows());
   const real eps = static_cast<real>(config.rms_norm_eps);
 
   // Self-attention: h += o_proj(attention(rope(q), rope(k), v)) on rmsnorm(h).
   kernels::rmsnorm(space, s.normed, h, w.vec(R::attn_norm_weight), eps);
-  self_attention(config, s, space, w, s.normed, mask, h, Rotation{s.rope_cos, s.rope_sin});
+  self_attention(config, s, space, w, layer, s.normed, mask, h, Rotation{s.rope_cos, s.rope_sin});
 
   // MLP: h += down_proj(silu(gate_proj(x)) * up_proj(x)), x = rmsnorm(h).
   kernels::rmsnorm(space, s.normed, h, w.vec(R::ffn_norm_weight), eps);

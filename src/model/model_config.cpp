@@ -118,21 +118,10 @@ double ModelConfig::attention_scale() const {
   return 1.0 / std::sqrt(static_cast<double>(head_dim));
 }
 
-std::int64_t ModelConfig::longest_sequence() const {
-  return sliding_window > 0 ? std::min(max_position_embeddings, sliding_window)
-                            : max_position_embeddings;
-}
-
 std::string ModelConfig::sequence_problem(std::int64_t seq_len) const {
-  const std::string sequences =
-      "sequences of " + std::to_string(seq_len) + " tokens exceed the model's ";
-  if (seq_len > max_position_embeddings)
-    return sequences + std::to_string(max_position_embeddings) + " positions";
-  if (sliding_window > 0 && seq_len > sliding_window)
-    return sequences + "sliding window of " + std::to_string(sliding_window) +
-           " positions: distzo has no windowed attention, so it runs sequences the window does "
-           "not cut";
-  return "";
+  if (seq_len <= max_position_embeddings) return "";
+  return "sequences of " + std::to_string(seq_len) + " tokens exceed the model's " +
+         std::to_string(max_position_embeddings) + " positions";
 }
 
 void ModelConfig::validate() const {

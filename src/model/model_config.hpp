@@ -53,8 +53,7 @@ struct ModelConfig {
   bool mlp_bias = false;        // gate, up and down projections
   // Mistral and Gemma 3: a query attends to the keys of the last
   // sliding_window positions (0 = no window; Gemma 3: in its sliding
-  // layers). distzo runs sequences of at most that many tokens, where the
-  // window hides nothing (DecoderForward checks).
+  // layers; attention_window says which layers).
   std::int64_t sliding_window = 0;
 
   // Gemma 3 only.
@@ -87,10 +86,18 @@ struct ModelConfig {
   /// The factor of the attention scores: head_dim^-1/2, Gemma 3's
   /// query_pre_attn_scalar^-1/2 (as transformers computes it, in double).
   double attention_scale() const;
-  /// Gemma 3: whether layer k attends within the sliding window (and turns
-  /// q and k with rope_local_base_freq) rather than globally.
+  /// Gemma 3: whether layer k is a sliding layer (it turns q and k with
+  /// rope_local_base_freq, and attends within the window) rather than a
+  /// global one.
   bool sliding_layer(std::int64_t k) const {
     return architecture == Architecture::gemma3 && (k + 1) % sliding_window_pattern != 0;
+  }
+  /// The keys a query of layer k sees at most (itself and the window - 1
+  /// before it): sliding_window in every Mistral layer and in Gemma 3's
+  /// sliding layers; 0 (every earlier key) elsewhere.
+  std::int64_t attention_window(std::int64_t k) const {
+    if (architecture == Architecture::mistral) return sliding_window;
+    return sliding_layer(k) ? sliding_window : 0;
   }
   bool has_projection() const {
     return architecture == Architecture::opt && word_embed_proj_dim != hidden_size;
@@ -98,14 +105,12 @@ struct ModelConfig {
   /// OPT: a final LayerNorm exists only for pre-LN models (as in Hugging
   /// Face); the others always end with RMSNorm.
   bool has_final_norm() const { return architecture != Architecture::opt || do_layer_norm_before; }
-  /// The longest sequence distzo runs on the model, in tokens: its
-  /// positions, or its sliding window when shorter.
-  std::int64_t longest_sequence() const;
-  /// "" when sequences of `seq_len` tokens fit the model, else what they
-  /// exceed: its positions, or its sliding window (distzo has no windowed
-  /// attention, so it runs only sequences the window does not cut). The one
-  /// statement of the rule; the dataset checks, `distzo plan` and the
-  /// forward pass each say where the length came from and what to change.
+  /// The longest sequence distzo runs on the model, in tokens: its positions.
+  std::int64_t longest_sequence() const { return max_position_embeddings; }
+  /// "" when sequences of `seq_len` tokens fit the model's positions, else
+  /// what they exceed. The one statement of the rule; the dataset checks,
+  /// `distzo plan` and the forward pass each say where the length came from
+  /// and what to change.
   std::string sequence_problem(std::int64_t seq_len) const;
 
   /// The same architecture: every field equal.

@@ -35,7 +35,7 @@ void opt_embed(const ModelConfig& config, ForwardScratch& s, const ExecSpace& sp
 }
 
 void opt_block(const ModelConfig& config, ForwardScratch& s, const ExecSpace& space,
-               const WeightView& w, int /*layer*/, ConstIntMat mask, const Mat& h) {
+               const WeightView& w, int layer, ConstIntMat mask, const Mat& h) {
   const bool pre_ln = config.do_layer_norm_before;
   const Mat projected = s.projected;  // (N, C): OPT has H*hd = C
 
@@ -46,7 +46,7 @@ void opt_block(const ModelConfig& config, ForwardScratch& s, const ExecSpace& sp
                        kLayerNormEps);
     attn_in = s.normed;
   }
-  self_attention(config, s, space, w, attn_in, mask, h, Rotation{});  // learned positions
+  self_attention(config, s, space, w, layer, attn_in, mask, h, Rotation{});  // learned positions
   if (!pre_ln) {
     kernels::layernorm(space, s.normed, h, w.vec(R::attn_norm_weight), w.vec(R::attn_norm_bias),
                        kLayerNormEps);

@@ -15,7 +15,7 @@ under_address_limit() {
 
 "$DISTZO" make-synthetic wide_vocab.h5 --task classification --examples 8 --seq-len 12 --vocab 500 --seed 3 >/dev/null
 ln -s "$TEST_DATA/mistral_tiny.model.h5" mistral.h5
-"$DISTZO" make-synthetic mistral_train.h5 --task classification --examples 8 --seq-len 12 --vocab 72 --seed 4 >/dev/null
+"$DISTZO" make-synthetic mistral_train.h5 --task classification --examples 8 --seq-len 40 --vocab 72 --seed 4 >/dev/null
 
 declare -A expect=(
   [01-unknown-key]='bad_decks/01-unknown-key.yaml:9: optim.lrr: unknown key (did you mean "lr"?)'
@@ -49,7 +49,7 @@ declare -A expect=(
   [25-history-times-queries]='bad_decks/25-history-times-queries.yaml:11: optim.history: momentum 0.9 with history 8 and queries 8 needs 64 z streams a step; the fused kernel regenerates at most 32: lower optim.history to 4'
   [26-history-without-momentum]='bad_decks/26-history-without-momentum.yaml:9: optim.history: 4 rows with optim.momentum 0 (the default): plain SGD uses only the step'"'"'s own row; set optim.momentum (e.g. 0.9) or leave optim.history out'
   [27-momentum-without-history]='bad_decks/27-momentum-without-history.yaml:9: optim.momentum: 0.9 with optim.history 1 (the default) uses only the step'"'"'s own row, which is plain SGD: set optim.history to the rows the momentum spans, 2 to 32 with optim.queries 1'
-  [23-longer-than-sliding-window]='mistral_train.h5: sequences of 12 tokens exceed the model'"'"'s sliding window of 10 positions: distzo has no windowed attention'
+  [23-longer-than-positions]='mistral_train.h5: sequences of 40 tokens exceed the model'"'"'s 32 positions'
   # Another spelling of a value, or a method's name from the literature: the value meant.
   [28-estimator-by-paper-name]='bad_decks/28-estimator-by-paper-name.yaml:9: optim.estimator: unknown value "FZOO" (FZOO'"'"'s estimator is "one_sided"); allowed: spsa, one_sided'
   [29-hyphenated-value]='bad_decks/29-hyphenated-value.yaml:12: placement.perturbed_weights: unknown value "one-at-a-time" (did you mean "one_at_a_time"?); allowed: together, one_at_a_time'
@@ -80,12 +80,12 @@ for deck_file in bad_decks/*.yaml; do
 done
 [ "$n" -ge 10 ] || fail "only $n malformed decks"
 # distzo plan checks the rules across keys in the run's words.
-for name in 09-p-does-not-divide-2q 23-longer-than-sliding-window; do
+for name in 09-p-does-not-divide-2q 23-longer-than-positions; do
   set +e; "$DISTZO" plan "bad_decks/$name.yaml" > "$name.plan" 2>&1; status=$?; set -e
   [ "$status" -ne 0 ] && grep -qF -- "${expect[$name]}" "$name.plan" ||
     fail "plan $name: expected '${expect[$name]}', got: $(cat "$name.plan")"
 done
-pass "distzo plan refuses a P that does not divide 2q and sequences longer than the sliding window, as the run does"
+pass "distzo plan refuses a P that does not divide 2q and sequences longer than the positions, as the run does"
 
 # The usage text is distzo's own, whatever the Kokkos version does with --help.
 "$DISTZO" --help > help.out

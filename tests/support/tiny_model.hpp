@@ -51,11 +51,11 @@ inline model::ModelConfig tiny_llama_config() {
 /// The tiny model of each architecture: OPT's pre-LN one, the Llama above,
 /// and Llama's kin from it — Qwen2 (its q, k, v biases in place of
 /// attention_bias), Qwen3 (q/k RMSNorm, no biases), Mistral (a sliding
-/// window no test batch reaches) — and Gemma 3 (its own block) on the same
-/// shape. The Llama family's rotary scalings ride along, so every loop over
-/// the architectures runs them too: Llama with llama3's, Qwen2 with YaRN,
-/// Qwen3 with LongRoPE past an original context of 4 tokens (test batches
-/// mix rows on both sides of it); Mistral and Gemma 3 stay plain.
+/// window) — and Gemma 3 (its own block) on the same shape. The Llama
+/// family's rotary scalings ride along, so every loop over the
+/// architectures runs them too: Llama with llama3's, Qwen2 with YaRN, Qwen3
+/// with LongRoPE past an original context of 4 tokens (test batches mix rows
+/// on both sides of it); Mistral and Gemma 3 stay plain.
 inline model::ModelConfig tiny_config_for(model::Architecture a) {
   if (a == model::Architecture::opt) return tiny_config();
   model::ModelConfig c = tiny_llama_config();
@@ -78,10 +78,12 @@ inline model::ModelConfig tiny_config_for(model::Architecture a) {
     rope.long_factor = {1, 3, 9};
   }
   if (a != model::Architecture::llama) c.attention_bias = false;
-  if (a == model::Architecture::mistral) c.sliding_window = c.max_position_embeddings;
+  // Windows shorter than the test batches: Mistral's of 3 (the chunked path
+  // once T >= 6), Gemma 3's of 5 (the masked path for T < 10).
+  if (a == model::Architecture::mistral) c.sliding_window = 3;
   if (a == model::Architecture::gemma3) {  // layer 0 sliding, layer 1 full: both rotary bases
     c.activation_function = "gelu_pytorch_tanh";
-    c.sliding_window = c.max_position_embeddings;
+    c.sliding_window = 5;
     c.sliding_window_pattern = 2;
     c.rope_theta = 1e6;
     c.rope_local_base_freq = 1e4;

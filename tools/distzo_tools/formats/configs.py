@@ -252,8 +252,8 @@ class Qwen3Config(LlamaConfig):
 @dataclass
 class MistralConfig(LlamaConfig):
     """MistralForCausalLM: Llama's block; a query sees the keys of the last
-    sliding_window positions (0: no window, HF's null). distzo runs sequences
-    of at most sliding_window tokens, where the window hides nothing."""
+    sliding_window positions, itself included (0: no window, HF's null), in
+    every layer."""
 
     architecture: ClassVar[str] = "mistral"
     hf_class: ClassVar[str] = "MistralForCausalLM"
@@ -279,8 +279,7 @@ class Gemma3Config(_RotaryAttention):
     Layer k attends fully and rotates with rope_theta when
     (k + 1) % sliding_window_pattern == 0; every other layer is a sliding one,
     rotating with rope_local_base_freq and seeing the last sliding_window keys
-    (0: no window, HF's null; distzo runs sequences of at most the window,
-    where it hides nothing). sliding_window_pattern = num_hidden_layers + 1
+    (0: no window, HF's null). sliding_window_pattern = num_hidden_layers + 1
     makes every layer a sliding one.
     """
 

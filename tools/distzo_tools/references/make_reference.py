@@ -152,6 +152,14 @@ MODELS = {
         dict(vocab_size=72, hidden_size=32, num_key_value_heads=1, head_dim=8, intermediate_size=48,
              tie_word_embeddings=False, sliding_window=SEQ, rms_norm_eps=1e-5),
     ),
+    # Mistral past its window: 4 keys on sequences of up to 10 (distzo's chunked path: keys past
+    # the window skipped), left- and right-padded rows
+    "mistral_tiny_window": (
+        "mistral",
+        3005,
+        dict(vocab_size=64, hidden_size=32, num_key_value_heads=2, head_dim=8, intermediate_size=40,
+             tie_word_embeddings=True, sliding_window=4, rms_norm_eps=1e-5),
+    ),
     # Gemma 3, 4 heads over 2 KV heads: a sliding, a full and a sliding layer (pattern 2), whose
     # distinct RoPE bases catch a swap; head_dim 12 (H * hd = 48 != 32) and query_pre_attn_scalar
     # 24 != head_dim, so a 1/sqrt(head_dim) score scale fails; the window as long as the batch
@@ -161,6 +169,18 @@ MODELS = {
         4001,
         dict(vocab_size=80, hidden_size=32, num_key_value_heads=2, head_dim=12, intermediate_size=40,
              tie_word_embeddings=True, sliding_window=SEQ, query_pre_attn_scalar=24,
+             layer_types=["sliding_attention", "full_attention", "sliding_attention"],
+             rope_parameters={"full_attention": {"rope_type": "default", "rope_theta": 1_000_000.0},
+                              "sliding_attention": {"rope_type": "default", "rope_theta": 10_000.0}},
+             rms_norm_eps=1e-6, hidden_activation="gelu_pytorch_tanh"),
+    ),
+    # Gemma 3 past its window: the sliding layers see 6 keys of up to 10 (distzo's masked path,
+    # the window over T/2), the full layer every key
+    "gemma3_tiny_window": (
+        "gemma3_text",
+        4002,
+        dict(vocab_size=64, hidden_size=32, num_key_value_heads=2, head_dim=12, intermediate_size=40,
+             tie_word_embeddings=True, sliding_window=6, query_pre_attn_scalar=24,
              layer_types=["sliding_attention", "full_attention", "sliding_attention"],
              rope_parameters={"full_attention": {"rope_type": "default", "rope_theta": 1_000_000.0},
                               "sliding_attention": {"rope_type": "default", "rope_theta": 10_000.0}},
