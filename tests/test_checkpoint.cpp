@@ -104,6 +104,26 @@ TEST(Checkpoint, TrainingStateRoundTrips) {
   }
 }
 
+/// A Qwen model with use_sliding_window keeps its window in two optional
+/// attributes; one without has neither (as every file before them).
+TEST(ModelFile, KeepsQwensSlidingWindowOnlyWhenItHasOne) {
+  const std::string path = "/tmp/distzo_test_checkpoint_" + std::to_string(getpid()) + "_qwen.h5";
+  for (const std::int64_t window : {std::int64_t(0), std::int64_t(5)}) {
+    model::ModelConfig c = test_support::tiny_config_for(model::Architecture::qwen2);
+    c.sliding_window = window;
+    c.max_window_layers = window > 0 ? 1 : 0;
+    {
+      io::Hdf5File file(path, io::Hdf5File::Mode::create);
+      file.write_string_attribute("distzo_format", "model");
+      io::write_model_config(file, c, "");
+    }
+    const io::Hdf5File file(path, io::Hdf5File::Mode::read);
+    EXPECT_EQ(file.has_attribute("max_window_layers"), window > 0);
+    EXPECT_EQ(io::read_model_config(file), c);
+  }
+  std::remove(path.c_str());
+}
+
 TEST(Checkpoint, RecordsTheDigestVersionAndKeepsTheDigest) {
   const std::string path = write_tiny_checkpoint(some_state(), "digest.h5");
   const io::ModelReader checkpoint(path);

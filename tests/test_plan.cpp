@@ -346,9 +346,29 @@ TEST(HfConfig, ReadsLlamasKinAndRefusesWhatTheyDoNotShare) {
   for (const model::ModelConfig& c : {qwen2, qwen3, mistral})
     EXPECT_EQ(io::parse_hf_config(io::hf_config_json(c), "back.json"), c);
 
-  EXPECT_NE(hf_config_error(R"({"model_type": "qwen2", "use_sliding_window": true})")
-                .find("use_sliding_window is true"),
+  // use_sliding_window: the layers from max_window_layers on attend within
+  // the window; layer_types, when given, says the same or is refused.
+  const std::string windowed = R"({"model_type": "qwen2", "num_hidden_layers": 4,
+      "use_sliding_window": true, "sliding_window": 256, "max_window_layers": 3)";
+  const model::ModelConfig qwen_window = io::parse_hf_config(windowed + "}", "c.json");
+  EXPECT_EQ(qwen_window.sliding_window, 256);
+  EXPECT_EQ(qwen_window.max_window_layers, 3);
+  for (std::int64_t k = 0; k < 4; ++k) EXPECT_EQ(qwen_window.attention_window(k), k < 3 ? 0 : 256);
+  EXPECT_EQ(io::parse_hf_config(windowed + R"(, "layer_types": ["full_attention",
+                "sliding_attention", "sliding_attention", "sliding_attention"]})",
+                                "c.json")
+                .max_window_layers,
+            1);
+  EXPECT_NE(hf_config_error(windowed + R"(, "layer_types": ["sliding_attention",
+                "full_attention", "sliding_attention", "sliding_attention"]})")
+                .find("layer 0 is sliding_attention before a full_attention one"),
             std::string::npos);
+  EXPECT_EQ(io::parse_hf_config(io::hf_config_json(qwen_window), "back.json"), qwen_window);
+  EXPECT_EQ(io::parse_hf_config(R"({"model_type": "qwen3", "num_hidden_layers": 4,
+                "use_sliding_window": true, "max_window_layers": 28})",
+                                "c.json")
+                .sliding_window,
+            0);  // no layer from 28 on in 4: full attention
   EXPECT_NE(hf_config_error(R"({"model_type": "qwen2", "attention_bias": true})")
                 .find("biases on q, k and v only"),
             std::string::npos);

@@ -229,11 +229,42 @@ model::ModelConfig parse_llama(const JsonConfig& j, const std::string& source,
     DISTZO_INPUT_REQUIRE(c.sliding_window >= 0, source << ": sliding_window " << c.sliding_window
                                                        << " must be null or >= 1");
   } else if (architecture != model::Architecture::llama) {
-    // Qwen2/Qwen3: the window applies only where use_sliding_window is true.
-    DISTZO_INPUT_REQUIRE(!j.boolean("use_sliding_window", false),
-                         source << ": use_sliding_window is true: distzo has no sliding-window "
-                                   "attention (Qwen2/Qwen3 checkpoints released with full "
-                                   "attention say false)");
+    // Qwen2Config/Qwen3Config: with use_sliding_window, the layers from
+    // max_window_layers (default 28) on attend within sliding_window (4096);
+    // layer_types, when given, must be that pattern (and says where it starts).
+    const bool sliding = j.boolean("use_sliding_window", false);
+    c.sliding_window = sliding ? j.integer("sliding_window", 4096) : 0;
+    c.max_window_layers = sliding ? j.integer("max_window_layers", 28) : 0;
+    DISTZO_INPUT_REQUIRE(!sliding || c.sliding_window >= 1,
+                         source << ": sliding_window " << c.sliding_window
+                                << " must be >= 1 with use_sliding_window");
+    if (const JsonValue* types = j.node("layer_types")) {
+      const std::int64_t L = c.num_hidden_layers;
+      DISTZO_INPUT_REQUIRE(
+          types->is_array() && static_cast<std::int64_t>(types->elements().size()) == L,
+          source << ": layer_types must be a list of num_hidden_layers (" << L << ") entries");
+      std::int64_t first_sliding = L;
+      for (std::int64_t k = L - 1; k >= 0; --k) {
+        const JsonValue& t = types->elements()[static_cast<std::size_t>(k)];
+        const std::string type = t.string().value_or(t.describe());
+        DISTZO_INPUT_REQUIRE(type == "full_attention" || type == "sliding_attention",
+                             source << ": layer_types holds '" << type
+                                    << "': Qwen's layers are full_attention or sliding_attention");
+        if (type == "sliding_attention" && first_sliding == k + 1) first_sliding = k;
+      }
+      for (std::int64_t k = 0; k < first_sliding; ++k)
+        DISTZO_INPUT_REQUIRE(types->elements()[static_cast<std::size_t>(k)].string() ==
+                                 std::optional<std::string>("full_attention"),
+                             source << ": layer_types: layer " << k
+                                    << " is sliding_attention before a full_attention one; Qwen's "
+                                       "sliding layers are the last ones (from max_window_layers)");
+      if (sliding) c.max_window_layers = first_sliding;
+    }
+    if (sliding) c.max_window_layers = std::min(c.max_window_layers, c.num_hidden_layers);
+    if (sliding && c.max_window_layers == c.num_hidden_layers) {
+      c.sliding_window = 0;  // no layer slides: plain causal attention
+      c.max_window_layers = 0;
+    }
   }
   return c;
 }
@@ -547,6 +578,10 @@ std::string hf_config_json(const model::ModelConfig& c) {
   os << "  \"" << fields.activation_key << "\": \"" << c.activation_function << "\",\n";
   if (c.rope_scaling.scaled())
     os << "  \"rope_scaling\": " << rope_scaling_json(c.rope_scaling) << ",\n";
+  if (c.architecture == model::Architecture::qwen2 || c.architecture == model::Architecture::qwen3)
+    os << "  \"use_sliding_window\": " << (c.sliding_window > 0 ? "true" : "false") << ",\n"
+       << "  \"sliding_window\": " << (c.sliding_window > 0 ? c.sliding_window : 4096) << ",\n"
+       << "  \"max_window_layers\": " << c.max_window_layers << ",\n";
   if (opt) os << "  \"enable_bias\": true,\n";
   if (c.architecture == model::Architecture::gemma3) {
     // transformers 5 takes the flat rope keys and the pattern as

@@ -20,6 +20,13 @@ using model::ModelConfig;
 /// A scaled rotary embedding's rope_parameters entry, as JSON text (no
 /// attribute: plain RoPE, as in every file written before it existed).
 constexpr const char* kRopeScalingAttribute = "rope_scaling";
+
+/// Qwen2 and Qwen3 keep `sliding_window` and `max_window_layers` only when
+/// use_sliding_window was true (absent: full attention, as in every file
+/// written before them).
+bool has_optional_window(Architecture a) {
+  return a == Architecture::qwen2 || a == Architecture::qwen3;
+}
 }  // namespace
 
 std::vector<TokenizerFile> tokenizer_files(const std::string& json, const std::string& source) {
@@ -74,6 +81,10 @@ model::ModelConfig read_model_config(const Hdf5File& file) {
   for (const auto& [key, member] : fields.bools) c.*member = file.read_int_attribute(key) != 0;
   for (const auto& [key, member] : fields.reals) c.*member = file.read_double_attribute(key);
   c.activation_function = file.read_string_attribute(fields.activation_key);
+  if (has_optional_window(c.architecture) && file.has_attribute("sliding_window")) {
+    c.sliding_window = file.read_int_attribute("sliding_window");
+    c.max_window_layers = file.read_int_attribute("max_window_layers");
+  }
   if (file.has_attribute(kRopeScalingAttribute))  // absent: plain RoPE
     c.rope_scaling = parse_rope_scaling(file.read_string_attribute(kRopeScalingAttribute),
                                         file.path() + ": attribute " + kRopeScalingAttribute);
@@ -98,6 +109,10 @@ void write_model_config(Hdf5File& file, const model::ModelConfig& c,
   for (const auto& [key, member] : fields.bools) file.write_int_attribute(key, c.*member ? 1 : 0);
   for (const auto& [key, member] : fields.reals) file.write_double_attribute(key, c.*member);
   file.write_string_attribute(fields.activation_key, c.activation_function);
+  if (has_optional_window(c.architecture) && c.sliding_window > 0) {
+    file.write_int_attribute("sliding_window", c.sliding_window);
+    file.write_int_attribute("max_window_layers", c.max_window_layers);
+  }
   if (c.rope_scaling.scaled())
     file.write_string_attribute(kRopeScalingAttribute, rope_scaling_json(c.rope_scaling));
   file.write_string_attribute("hf_config_json", hf_config_json);

@@ -90,7 +90,10 @@ std::string describe(const ModelConfig& c, const std::string& line_break) {
            : c.qkv_bias()   ? ", q/k/v biases"
                             : "")
        << (c.mlp_bias ? ", MLP biases" : "") << (c.qk_norm() ? ", q/k RMSNorm" : "");
-    if (c.sliding_window > 0) os << ", sliding window " << c.sliding_window;
+    if (c.sliding_window > 0) {
+      os << ", sliding window " << c.sliding_window;
+      if (c.max_window_layers > 0) os << " from layer " << c.max_window_layers;
+    }
   }
   os << ", lm_head " << (c.tie_word_embeddings ? "tied to embed_tokens" : "untied");
   return os.str();
@@ -196,9 +199,17 @@ void ModelConfig::validate() const {
   DISTZO_INPUT_REQUIRE(sliding_window >= 0 && sliding_window <= std::numeric_limits<int>::max(),
                        arch << " config: sliding_window must be in [0, 2147483647] (0: none), got "
                             << sliding_window);
-  DISTZO_INPUT_REQUIRE(sliding_window == 0 || architecture == Architecture::mistral || gemma3,
-                       arch << " config: sliding_window " << sliding_window
-                            << ": only Mistral and Gemma 3 models carry one here");
+  const bool qwen = architecture == Architecture::qwen2 || architecture == Architecture::qwen3;
+  DISTZO_INPUT_REQUIRE(
+      sliding_window == 0 || architecture == Architecture::mistral || gemma3 || qwen,
+      arch << " config: sliding_window " << sliding_window
+           << ": only Mistral, Gemma 3, Qwen2 and Qwen3 models carry one here");
+  DISTZO_INPUT_REQUIRE(
+      (qwen && sliding_window > 0) ? max_window_layers >= 0 && max_window_layers < num_hidden_layers
+                                   : max_window_layers == 0,
+      arch << " config: max_window_layers " << max_window_layers
+           << " must name a layer (0 to num_hidden_layers - 1) of a Qwen model with a sliding "
+              "window, else be 0");
   if (!gemma3) return;
   DISTZO_INPUT_REQUIRE(
       sliding_window_pattern >= 1 && sliding_window_pattern <= num_hidden_layers + 1,

@@ -51,10 +51,13 @@ struct ModelConfig {
   RopeScaling rope_scaling;     // of the rotary embedding with base rope_theta
   bool attention_bias = false;  // q, k, v and o projections
   bool mlp_bias = false;        // gate, up and down projections
-  // Mistral and Gemma 3: a query attends to the keys of the last
-  // sliding_window positions (0 = no window; Gemma 3: in its sliding
-  // layers; attention_window says which layers).
+  // Mistral, Gemma 3, Qwen2/Qwen3 with use_sliding_window: a query attends
+  // to the keys of the last sliding_window positions (0 = no window) in the
+  // layers attention_window names.
   std::int64_t sliding_window = 0;
+  // Qwen2/Qwen3: the first layer that attends within the window (HF's
+  // max_window_layers; 0 without use_sliding_window).
+  std::int64_t max_window_layers = 0;
 
   // Gemma 3 only.
   // Layer k is a full-attention layer iff (k + 1) % sliding_window_pattern
@@ -93,11 +96,19 @@ struct ModelConfig {
     return architecture == Architecture::gemma3 && (k + 1) % sliding_window_pattern != 0;
   }
   /// The keys a query of layer k sees at most (itself and the window - 1
-  /// before it): sliding_window in every Mistral layer and in Gemma 3's
-  /// sliding layers; 0 (every earlier key) elsewhere.
+  /// before it): sliding_window in every Mistral layer, in Gemma 3's
+  /// sliding layers and in Qwen's from max_window_layers on; 0 (every
+  /// earlier key) elsewhere.
   std::int64_t attention_window(std::int64_t k) const {
-    if (architecture == Architecture::mistral) return sliding_window;
-    return sliding_layer(k) ? sliding_window : 0;
+    switch (architecture) {
+      case Architecture::mistral:
+        return sliding_window;
+      case Architecture::qwen2:
+      case Architecture::qwen3:
+        return k >= max_window_layers ? sliding_window : 0;
+      default:
+        return sliding_layer(k) ? sliding_window : 0;
+    }
   }
   bool has_projection() const {
     return architecture == Architecture::opt && word_embed_proj_dim != hidden_size;

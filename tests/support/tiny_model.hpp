@@ -55,7 +55,8 @@ inline model::ModelConfig tiny_llama_config() {
 /// family's rotary scalings ride along, so every loop over the
 /// architectures runs them too: Llama with llama3's, Qwen2 with YaRN, Qwen3
 /// with LongRoPE past an original context of 4 tokens (test batches mix rows
-/// on both sides of it); Mistral and Gemma 3 stay plain.
+/// on both sides of it); Mistral and Gemma 3 stay plain. Qwen2 has a window
+/// from its second layer on, Mistral and Gemma 3 theirs (below).
 inline model::ModelConfig tiny_config_for(model::Architecture a) {
   if (a == model::Architecture::opt) return tiny_config();
   model::ModelConfig c = tiny_llama_config();
@@ -71,6 +72,8 @@ inline model::ModelConfig tiny_config_for(model::Architecture a) {
     rope.type = model::RopeType::yarn;
     rope.factor = 4;
     rope.original_max_position_embeddings = 8;
+    c.sliding_window = 3;  // use_sliding_window, from layer 1 on
+    c.max_window_layers = 1;
   } else if (a == model::Architecture::qwen3) {
     rope.type = model::RopeType::longrope;
     rope.original_max_position_embeddings = 4;

@@ -220,10 +220,16 @@ def test_llama_kin_round_trips():
     # No sliding_window key: MistralConfig's 4096; null: no window.
     assert formats.config_from_hf({"model_type": "mistral"}).sliding_window == 4096
     assert formats.config_from_hf({"model_type": "mistral", "sliding_window": None}).sliding_window == 0
+    # Qwen's use_sliding_window: the layers from max_window_layers on see the window.
+    windowed = formats.config_from_hf({"model_type": "qwen3", "num_hidden_layers": 4, "use_sliding_window": True,
+                                       "sliding_window": 64, "max_window_layers": 2})
+    assert (windowed.sliding_window, windowed.max_window_layers) == (64, 2)
+    assert formats.config_from_hf({"model_type": "qwen2", "num_hidden_layers": 4,
+                                   "use_sliding_window": True}).sliding_window == 0  # 28 >= 4 layers
     # What the kin do not share with Llama is refused, naming the key.
     for hf, needle in (
-        ({"model_type": "qwen2", "use_sliding_window": True}, "use_sliding_window is true"),
-        ({"model_type": "qwen3", "use_sliding_window": True}, "use_sliding_window is true"),
+        ({"model_type": "qwen2", "num_hidden_layers": 2, "use_sliding_window": True,
+          "layer_types": ["sliding_attention", "full_attention"]}, "layer 0 is sliding_attention before"),
         ({"model_type": "qwen2", "attention_bias": True}, "biases on q, k and v only"),
         ({"model_type": "mistral", "sliding_window": 0}, "sliding_window is 0"),
         ({"model_type": "qwen2", "architectures": ["LlamaForCausalLM"]}, "means Qwen2ForCausalLM"),

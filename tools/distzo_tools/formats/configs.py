@@ -228,7 +228,30 @@ class LlamaConfig(_RotaryAttention):
 
 
 @dataclass
-class Qwen2Config(LlamaConfig):
+class _QwenSlidingWindow:
+    """Qwen2Config's and Qwen3Config's use_sliding_window: the layers from
+    max_window_layers on see the last sliding_window keys (0: full attention
+    in every layer). The file keeps both as optional attributes, present only
+    with a window. (Listed first among a config's bases, so its defaulted
+    fields follow LlamaConfig's.)"""
+
+    sliding_window: int = 0
+    max_window_layers: int = 0
+
+    def validate(self) -> None:
+        super().validate()
+        if self.sliding_window < 0 or not (
+            0 <= self.max_window_layers < self.num_hidden_layers if self.sliding_window
+            else self.max_window_layers == 0
+        ):
+            raise FormatError(
+                f"sliding_window {self.sliding_window}, max_window_layers {self.max_window_layers}: the window "
+                "must start at a layer of the model (0: no window, max_window_layers 0)"
+            )
+
+
+@dataclass
+class Qwen2Config(_QwenSlidingWindow, LlamaConfig):
     """Qwen2ForCausalLM: Llama's block with biases on q, k and v (none on o)."""
 
     architecture: ClassVar[str] = "qwen2"
@@ -240,7 +263,7 @@ class Qwen2Config(LlamaConfig):
 
 
 @dataclass
-class Qwen3Config(LlamaConfig):
+class Qwen3Config(_QwenSlidingWindow, LlamaConfig):
     """Qwen3ForCausalLM: Llama's block with an RMSNorm (weights q_norm, k_norm
     of shape (hd)) over each head of q and k before the rotary embedding."""
 

@@ -64,6 +64,9 @@ _LLAMA_HF_DEFAULTS = {
 }
 # transformers' MistralConfig.sliding_window default
 MISTRAL_DEFAULT_SLIDING_WINDOW = 4096
+# transformers' Qwen2Config / Qwen3Config sliding_window and max_window_layers defaults
+QWEN_DEFAULT_SLIDING_WINDOW = 4096
+QWEN_DEFAULT_MAX_WINDOW_LAYERS = 28
 # transformers' RotaryEmbeddingConfigMixin.default_theta
 LLAMA_DEFAULT_ROPE_THETA = 10000.0
 
@@ -178,6 +181,40 @@ def _llama_rope(hf: Mapping, max_positions: int) -> tuple[float, dict | None]:
     return (LLAMA_DEFAULT_ROPE_THETA if theta is None else float(theta)), None
 
 
+def _qwen_sliding_window(hf: Mapping, num_layers: int) -> dict:
+    """sliding_window and max_window_layers of a Qwen2/Qwen3 config.json, as
+    Qwen2Config makes its layer_types: with use_sliding_window, the layers
+    from max_window_layers (default 28) on see the last sliding_window (4096)
+    keys. A layer_types list must be that pattern, and says where it starts.
+    No layer in the window: full attention (both 0)."""
+    sliding = bool(hf.get("use_sliding_window"))
+    window = (QWEN_DEFAULT_SLIDING_WINDOW if hf.get("sliding_window") is None else int(hf["sliding_window"])) if sliding else 0
+    first = (QWEN_DEFAULT_MAX_WINDOW_LAYERS if hf.get("max_window_layers") is None
+             else int(hf["max_window_layers"])) if sliding else 0
+    if sliding and window < 1:
+        raise FormatError(f"config.json sliding_window is {window}: must be >= 1 with use_sliding_window")
+    types = hf.get("layer_types")
+    if types is not None:
+        if not isinstance(types, list) or len(types) != num_layers:
+            raise FormatError(f"config.json layer_types must be a list of num_hidden_layers ({num_layers}) entries")
+        bad = [t for t in types if t not in ("full_attention", "sliding_attention")]
+        if bad:
+            raise FormatError(f"config.json layer_types holds {bad[0]!r}: Qwen's layers are full_attention or sliding_attention")
+        start = next((k for k in range(num_layers) if all(t == "sliding_attention" for t in types[k:])), num_layers)
+        if any(t == "sliding_attention" for t in types[:start]):
+            k = types.index("sliding_attention")
+            raise FormatError(
+                f"config.json layer_types: layer {k} is sliding_attention before a full_attention one; Qwen's "
+                "sliding layers are the last ones (from max_window_layers)"
+            )
+        if sliding:
+            first = start
+    first = min(first, num_layers)
+    if not sliding or first == num_layers:
+        return {"sliding_window": 0, "max_window_layers": 0}
+    return {"sliding_window": window, "max_window_layers": first}
+
+
 def _check_architectures(hf: Mapping, cls: type) -> None:
     """An `architectures` list, if any, must name the class distzo implements
     (not, say, a sequence-classification head on the same model_type)."""
@@ -207,11 +244,8 @@ def _llama_config_from_hf(hf: Mapping, hf_config_json: str, cls: type = LlamaCon
         if window is not None and int(window) < 1:
             raise FormatError(f"config.json sliding_window is {window}: must be null or >= 1")
         extra["sliding_window"] = 0 if window is None else int(window)
-    elif cls is not LlamaConfig and hf.get("use_sliding_window"):
-        raise FormatError(
-            "config.json use_sliding_window is true: distzo has no sliding-window attention "
-            "(Qwen2/Qwen3 checkpoints released with full attention say false)"
-        )
+    elif cls is not LlamaConfig:
+        extra.update(_qwen_sliding_window(hf, int(get("num_hidden_layers"))))
     if get("hidden_act") != "silu":
         raise FormatError(
             f"config.json hidden_act is {get('hidden_act')!r}: only 'silu' (the SwiGLU MLP) is supported"
@@ -435,7 +469,9 @@ def hf_config_dict(cfg: ModelConfig) -> dict:
                     f"attribute {name} = {int(getattr(cfg, name))} disagrees with hf_config_json "
                     f"({int(getattr(checked, name))})"
                 )
-        for name in cfg.float_attrs + cfg.string_attrs + ("rope_scaling",) * isinstance(cfg, LlamaConfig):
+        optional = ("rope_scaling",) * isinstance(cfg, LlamaConfig) + (
+            ("sliding_window", "max_window_layers") * isinstance(cfg, (Qwen2Config, Qwen3Config)))
+        for name in cfg.float_attrs + cfg.string_attrs + optional:
             if getattr(checked, name) != getattr(cfg, name):
                 raise FormatError(
                     f"attribute {name} = {getattr(cfg, name)!r} disagrees with hf_config_json "
@@ -490,7 +526,9 @@ def hf_config_dict(cfg: ModelConfig) -> dict:
             "dtype": "float32",
         }
     if isinstance(cfg, (Qwen2Config, Qwen3Config)):
-        base["use_sliding_window"] = False
+        base["use_sliding_window"] = cfg.sliding_window > 0
+        base["sliding_window"] = cfg.sliding_window or QWEN_DEFAULT_SLIDING_WINDOW
+        base["max_window_layers"] = cfg.max_window_layers
     for name in cfg.int_attrs:
         value = getattr(cfg, name)
         if name in cfg.flag_attrs:

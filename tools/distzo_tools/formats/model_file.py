@@ -29,6 +29,7 @@ from distzo_tools.formats.configs import (
     FormatError,
     LlamaConfig,
     ModelConfig,
+    _QwenSlidingWindow,
     expected_tensors,
     supported_architectures,
 )
@@ -38,6 +39,8 @@ from distzo_tools.formats.tensors import Bf16Array, as_stored, bf16_h5_type, rea
 FORMAT_VERSION = 1
 # A scaled rotary embedding's rope_parameters entry, as JSON (formats/rope.py).
 ROPE_SCALING_ATTR = "rope_scaling"
+# Qwen2's and Qwen3's sliding window (int64), present only when it has one.
+QWEN_WINDOW_ATTRS = ("sliding_window", "max_window_layers")
 
 # String attributes are written as fixed-length UTF-8 scalars (H5T_STRING of
 # the value's byte length, at least 1, null-padded, H5T_CSET_UTF8, scalar
@@ -68,6 +71,9 @@ def _write_config_attrs(f: h5py.File, cfg: ModelConfig, distzo_format: str) -> N
         f.attrs.create(name, np.float64(getattr(cfg, name)), dtype=np.float64)
     for name in cfg.string_attrs:
         write_string_attr(f.attrs, name, getattr(cfg, name))
+    if isinstance(cfg, _QwenSlidingWindow) and cfg.sliding_window:  # absent: no window
+        for name in QWEN_WINDOW_ATTRS:
+            f.attrs.create(name, np.int64(getattr(cfg, name)), dtype=np.int64)
     if getattr(cfg, "rope_scaling", None) is not None:  # absent: plain RoPE
         write_string_attr(f.attrs, ROPE_SCALING_ATTR, rope.to_json(cfg.rope_scaling))
     write_string_attr(f.attrs, "hf_config_json", cfg.hf_config_json)
@@ -312,6 +318,8 @@ def read_config(f: h5py.File) -> tuple[ModelConfig, str]:
         values[name] = value
     values.update({name: _read_float_attr(f.attrs, name) for name in cls.float_attrs})
     values.update({name: read_string_attr(f.attrs, name) for name in cls.string_attrs})
+    if issubclass(cls, _QwenSlidingWindow) and QWEN_WINDOW_ATTRS[0] in f.attrs:
+        values.update({name: _read_int_attr(f.attrs, name) for name in QWEN_WINDOW_ATTRS})
     if ROPE_SCALING_ATTR in f.attrs:
         if not issubclass(cls, LlamaConfig):
             raise FormatError(f"attribute {ROPE_SCALING_ATTR}: distzo scales no rotary embedding of {arch!r}")

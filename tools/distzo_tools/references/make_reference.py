@@ -152,6 +152,15 @@ MODELS = {
         dict(vocab_size=72, hidden_size=32, num_key_value_heads=1, head_dim=8, intermediate_size=48,
              tie_word_embeddings=False, sliding_window=SEQ, rms_norm_eps=1e-5),
     ),
+    # Qwen2 with use_sliding_window: layer 0 attends fully, layer 1 (from max_window_layers) within
+    # 4 keys (the chunked path)
+    "qwen2_tiny_window": (
+        "qwen2",
+        3006,
+        dict(vocab_size=64, hidden_size=32, num_key_value_heads=2, intermediate_size=40,
+             tie_word_embeddings=True, rope_theta=10000.0, rms_norm_eps=1e-6, use_sliding_window=True,
+             sliding_window=4, max_window_layers=1),
+    ),
     # Mistral past its window: 4 keys on sequences of up to 10 (distzo's chunked path: keys past
     # the window skipped), left- and right-padded rows
     "mistral_tiny_window": (
