@@ -394,6 +394,26 @@ TEST(HfConfig, ReadsLlamasKinAndRefusesWhatTheyDoNotShare) {
   EXPECT_ERROR_CONTAINS("positions", app::plan_memory(in));
 }
 
+TEST(HfConfig, ReadsOlmo2) {
+  // OLMo-2-0425-1B's config.json (the keys that shape it): the count is
+  // transformers' numel() of Olmo2ForCausalLM at that config.
+  const model::ModelConfig olmo2 = io::parse_hf_config(
+      R"({"model_type": "olmo2", "architectures": ["Olmo2ForCausalLM"], "hidden_size": 2048,
+          "intermediate_size": 8192, "num_hidden_layers": 16, "num_attention_heads": 16,
+          "num_key_value_heads": 16, "vocab_size": 100352, "max_position_embeddings": 4096,
+          "rms_norm_eps": 1e-06, "rope_theta": 500000, "attention_bias": false,
+          "tie_word_embeddings": false, "hidden_act": "silu"})",
+      "config.json");
+  EXPECT_TRUE(olmo2.norms_after_sublayers());
+  EXPECT_TRUE(olmo2.qk_norm_full_width());
+  EXPECT_EQ(model::ParameterRegistry::for_model(olmo2).total_elements(), 1484916736);
+  EXPECT_NE(model::describe(olmo2, "; ").find("norms after attention and MLP"), std::string::npos);
+  EXPECT_EQ(io::parse_hf_config(io::hf_config_json(olmo2), "back.json"), olmo2);
+  EXPECT_NE(hf_config_error(R"({"model_type": "olmo2", "attention_bias": true})")
+                .find("its bias would have to come before the norm"),
+            std::string::npos);
+}
+
 TEST(HfConfig, ReadsGemma3InEitherFormAndRefusesWhatItDoesNotImplement) {
   // Gemma 3 270M's config.json as released (transformers 4 form): the count
   // is transformers' numel() of the released model (tied head).

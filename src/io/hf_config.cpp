@@ -228,7 +228,8 @@ model::ModelConfig parse_llama(const JsonConfig& j, const std::string& source,
     c.sliding_window = j.has("sliding_window") ? j.integer("sliding_window", 0) : 4096;
     DISTZO_INPUT_REQUIRE(c.sliding_window >= 0, source << ": sliding_window " << c.sliding_window
                                                        << " must be null or >= 1");
-  } else if (architecture != model::Architecture::llama) {
+  } else if (architecture == model::Architecture::qwen2 ||
+             architecture == model::Architecture::qwen3) {
     // Qwen2Config/Qwen3Config: with use_sliding_window, the layers from
     // max_window_layers (default 28) on attend within sliding_window (4096);
     // layer_types, when given, must be that pattern (and says where it starts).
@@ -379,7 +380,7 @@ model::ModelConfig parse_hf_config(const std::string& json_text, const std::stri
                               << model::architecture_names()
                               << " (OPTForCausalLM; LlamaForCausalLM: Llama, SmolLM2, TinyLlama; "
                                  "Qwen2ForCausalLM; Qwen3ForCausalLM; MistralForCausalLM; "
-                                 "Gemma3ForCausalLM)");
+                                 "Gemma3ForCausalLM; Olmo2ForCausalLM)");
   if (architecture != model::Architecture::opt) {
     model::ModelConfig c = architecture == model::Architecture::gemma3
                                ? parse_gemma3(j, source)

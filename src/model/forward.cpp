@@ -56,14 +56,17 @@ Mat attention_output(const ModelConfig& config, ForwardScratch& s, const ExecSpa
   // head-major, then the attention output (head-major), then o_proj's.
   const Mat q_out = s.projected_as(N, static_cast<std::size_t>(config.q_width()));
   const Mat kv_out = s.projected_as(N, static_cast<std::size_t>(config.kv_width()));
+  const real eps = static_cast<real>(config.rms_norm_eps);
+  const bool full_width = config.qk_norm_full_width();  // OLMo 2: before the split
   kernels::linear(space, q_out, x, w.matrix(R::q_weight), ConstVec(), s.gemm_input);
+  if (full_width) kernels::rmsnorm(space, q_out, q_out, w.vec(R::q_norm_weight), eps);
   kernels::split_heads(space, s.q, q_out, w.vec(R::q_bias), heads, T);
   kernels::linear(space, kv_out, x, w.matrix(R::k_weight), ConstVec(), s.gemm_input);
+  if (full_width) kernels::rmsnorm(space, kv_out, kv_out, w.vec(R::k_norm_weight), eps);
   kernels::split_heads(space, s.k, kv_out, w.vec(R::k_bias), kv_heads, T);
   kernels::linear(space, kv_out, x, w.matrix(R::v_weight), ConstVec(), s.gemm_input);
   kernels::split_heads(space, s.v, kv_out, w.vec(R::v_bias), kv_heads, T);
-  if (config.qk_norm()) {  // Qwen3, Gemma 3: each head's hd channels, before the rotation
-    const real eps = static_cast<real>(config.rms_norm_eps);
+  if (config.qk_norm() && !full_width) {  // Qwen3, Gemma 3: each head's hd channels
     const real offset = config.norm_weight_offset();
     kernels::rmsnorm(space, s.q, s.q, w.vec(R::q_norm_weight), eps, offset);
     kernels::rmsnorm(space, s.k, s.k, w.vec(R::k_norm_weight), eps, offset);

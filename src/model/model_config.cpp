@@ -12,9 +12,9 @@
 namespace distzo::model {
 
 namespace {
-constexpr Architecture kArchitectures[] = {Architecture::opt,     Architecture::llama,
-                                           Architecture::qwen2,   Architecture::qwen3,
-                                           Architecture::mistral, Architecture::gemma3};
+constexpr Architecture kArchitectures[] = {
+    Architecture::opt,     Architecture::llama,  Architecture::qwen2, Architecture::qwen3,
+    Architecture::mistral, Architecture::gemma3, Architecture::olmo2};
 }  // namespace
 
 const char* architecture_name(Architecture a) {
@@ -31,6 +31,8 @@ const char* architecture_name(Architecture a) {
       return "mistral";
     case Architecture::gemma3:
       return "gemma3_text";
+    case Architecture::olmo2:
+      return "olmo2";
   }
   return "?";
 }
@@ -89,7 +91,11 @@ std::string describe(const ModelConfig& c, const std::string& line_break) {
        << (c.attention_bias ? ", attention biases"
            : c.qkv_bias()   ? ", q/k/v biases"
                             : "")
-       << (c.mlp_bias ? ", MLP biases" : "") << (c.qk_norm() ? ", q/k RMSNorm" : "");
+       << (c.mlp_bias ? ", MLP biases" : "")
+       << (c.qk_norm_full_width() ? ", q/k RMSNorm over the full width"
+           : c.qk_norm()          ? ", q/k RMSNorm"
+                                  : "")
+       << (c.norms_after_sublayers() ? ", norms after attention and MLP" : "");
     if (c.sliding_window > 0) {
       os << ", sliding window " << c.sliding_window;
       if (c.max_window_layers > 0) os << " from layer " << c.max_window_layers;
@@ -210,6 +216,11 @@ void ModelConfig::validate() const {
       arch << " config: max_window_layers " << max_window_layers
            << " must name a layer (0 to num_hidden_layers - 1) of a Qwen model with a sliding "
               "window, else be 0");
+  if (architecture == Architecture::olmo2)
+    DISTZO_INPUT_REQUIRE(!attention_bias && !mlp_bias,
+                         arch << " config: attention_bias / mlp_bias: OLMo 2 normalises o_proj's "
+                                 "output, so its bias would have to come before the norm; no "
+                                 "released OLMo 2 has biases, and distzo implements none");
   if (!gemma3) return;
   DISTZO_INPUT_REQUIRE(
       sliding_window_pattern >= 1 && sliding_window_pattern <= num_hidden_layers + 1,

@@ -13,16 +13,18 @@
 namespace distzo::model {
 
 /// OPT; the Llama family: Llama's block, and Qwen2 (q, k, v biases), Qwen3
-/// (per-head RMSNorm of q and k) and Mistral (a sliding window); Gemma 3's
-/// text models (a block of their own). Each is its own Hugging Face model_type.
-enum class Architecture { opt, llama, qwen2, qwen3, mistral, gemma3 };
+/// (per-head RMSNorm of q and k), Mistral (a sliding window) and OLMo 2
+/// (norms after attention and MLP, q/k RMSNorm over the full width); Gemma
+/// 3's text models (a block of their own). Each is its own Hugging Face
+/// model_type.
+enum class Architecture { opt, llama, qwen2, qwen3, mistral, gemma3, olmo2 };
 
-/// "opt", "llama", "qwen2", "qwen3", "mistral", "gemma3_text": the model
-/// file's `architecture` attribute and HF model_type.
+/// "opt", "llama", "qwen2", "qwen3", "mistral", "gemma3_text", "olmo2": the
+/// model file's `architecture` attribute and HF model_type.
 const char* architecture_name(Architecture a);
 /// The architecture whose name (HF model_type) is `name`; false if none.
 bool architecture_from_name(const std::string& name, Architecture& a);
-/// "opt, llama, qwen2, qwen3, mistral, gemma3_text": for messages.
+/// "opt, llama, qwen2, qwen3, mistral, gemma3_text, olmo2": for messages.
 std::string architecture_names();
 
 struct ModelConfig {
@@ -79,10 +81,19 @@ struct ModelConfig {
   /// always in Qwen2 (whose o_proj has none).
   bool qkv_bias() const { return attention_bias || architecture == Architecture::qwen2; }
   /// Qwen3, Gemma 3: RMSNorm over each head's hd channels of q and k,
-  /// before the rotary embedding (weights q_norm, k_norm of shape (hd)).
+  /// before the rotary embedding (weights q_norm, k_norm of shape (hd));
+  /// OLMo 2: over the whole projection (qk_norm_full_width).
   bool qk_norm() const {
-    return architecture == Architecture::qwen3 || architecture == Architecture::gemma3;
+    return architecture == Architecture::qwen3 || architecture == Architecture::gemma3 ||
+           architecture == Architecture::olmo2;
   }
+  /// OLMo 2: q and k RMS-normed over all H*hd (KV*hd) channels of the
+  /// projection, before they are split into heads (weights of that width).
+  bool qk_norm_full_width() const { return architecture == Architecture::olmo2; }
+  /// OLMo 2: each sub-layer reads h itself and its output is RMS-normed
+  /// before the residual add (post_attention_layernorm,
+  /// post_feedforward_layernorm); the others normalise the sub-layer's input.
+  bool norms_after_sublayers() const { return architecture == Architecture::olmo2; }
   /// What an RMSNorm adds to its weights: Gemma 3 scales by (1 + w), every
   /// other architecture by w.
   float norm_weight_offset() const { return architecture == Architecture::gemma3 ? 1.0f : 0.0f; }

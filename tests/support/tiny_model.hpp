@@ -99,7 +99,8 @@ inline model::ModelConfig tiny_config_for(model::Architecture a) {
 inline const std::vector<model::Architecture>& all_architectures() {
   static const std::vector<model::Architecture> all = {
       model::Architecture::opt,   model::Architecture::llama,   model::Architecture::qwen2,
-      model::Architecture::qwen3, model::Architecture::mistral, model::Architecture::gemma3};
+      model::Architecture::qwen3, model::Architecture::mistral, model::Architecture::gemma3,
+      model::Architecture::olmo2};
   return all;
 }
 

@@ -189,6 +189,7 @@ def test_llama_kin_round_trips():
         "qwen2": (transformers.Qwen2Config, transformers.Qwen2ForCausalLM, dict(use_sliding_window=False)),
         "qwen3": (transformers.Qwen3Config, transformers.Qwen3ForCausalLM, dict(head_dim=6, tie_word_embeddings=True)),
         "mistral": (transformers.MistralConfig, transformers.MistralForCausalLM, dict(head_dim=4, sliding_window=16)),
+        "olmo2": (transformers.Olmo2Config, transformers.Olmo2ForCausalLM, dict(tie_word_embeddings=True)),
     }
     for arch, (config_class, model_class, extra) in kin.items():
         torch.manual_seed(5)

@@ -190,6 +190,8 @@ class LlamaConfig(_RotaryAttention):
     # Qwen3 an RMSNorm over each head of q and k; Mistral a sliding window
     # (MistralConfig.sliding_window).
     qk_norm: ClassVar[bool] = False
+    qk_norm_full_width: ClassVar[bool] = False  # OLMo 2: q/k norms over the whole projection
+    norms_after_sublayers: ClassVar[bool] = False  # OLMo 2: norms after attention and MLP
     float_attrs: ClassVar[tuple[str, ...]] = LLAMA_FLOAT_ATTRS
     string_attrs: ClassVar[tuple[str, ...]] = ("hidden_act",)
 
@@ -270,6 +272,29 @@ class Qwen3Config(_QwenSlidingWindow, LlamaConfig):
     architecture: ClassVar[str] = "qwen3"
     hf_class: ClassVar[str] = "Qwen3ForCausalLM"
     qk_norm: ClassVar[bool] = True
+
+
+@dataclass
+class Olmo2Config(LlamaConfig):
+    """Olmo2ForCausalLM: Llama's tensors and SwiGLU MLP with the norms moved:
+    each sub-layer reads h itself and its output is RMS-normed before the
+    residual add (post_attention_layernorm, post_feedforward_layernorm; no
+    input_layernorm), and q and k are RMS-normed over the whole projection
+    (q_norm (H*hd), k_norm (KV*hd)) before the split into heads. No biases."""
+
+    architecture: ClassVar[str] = "olmo2"
+    hf_class: ClassVar[str] = "Olmo2ForCausalLM"
+    qk_norm: ClassVar[bool] = True
+    qk_norm_full_width: ClassVar[bool] = True
+    norms_after_sublayers: ClassVar[bool] = True
+
+    def validate(self) -> None:
+        super().validate()
+        if self.attention_bias or self.mlp_bias:
+            raise FormatError(
+                "attention_bias / mlp_bias = 1: OLMo 2 normalises o_proj's output, so its bias would have to "
+                "come before the norm; no released OLMo 2 has biases, and distzo implements none"
+            )
 
 
 @dataclass
@@ -369,7 +394,8 @@ ModelConfig = Union[OptConfig, LlamaConfig, Gemma3Config]
 
 # The config type of each `architecture` attribute value (= HF model_type).
 CONFIG_TYPES: dict[str, type] = {
-    c.architecture: c for c in (OptConfig, LlamaConfig, Qwen2Config, Qwen3Config, MistralConfig, Gemma3Config)
+    c.architecture: c
+    for c in (OptConfig, LlamaConfig, Qwen2Config, Qwen3Config, MistralConfig, Gemma3Config, Olmo2Config)
 }
 
 
@@ -437,14 +463,18 @@ def _llama_expected_tensors(cfg: LlamaConfig) -> dict[str, tuple[int, ...]]:
             if bias:
                 out[f"{lk}{name}.bias"] = (rows,)
         if cfg.qk_norm:
-            out[lk + "self_attn.q_norm.weight"] = (cfg.head_dim,)
-            out[lk + "self_attn.k_norm.weight"] = (cfg.head_dim,)
+            full = cfg.qk_norm_full_width
+            out[lk + "self_attn.q_norm.weight"] = (cfg.q_width if full else cfg.head_dim,)
+            out[lk + "self_attn.k_norm.weight"] = (cfg.kv_width if full else cfg.head_dim,)
         for name, rows, cols, bias in mlp:
             out[f"{lk}{name}.weight"] = (rows, cols)
             if bias:
                 out[f"{lk}{name}.bias"] = (rows,)
-        out[lk + "input_layernorm.weight"] = (c,)
+        if not cfg.norms_after_sublayers:
+            out[lk + "input_layernorm.weight"] = (c,)
         out[lk + "post_attention_layernorm.weight"] = (c,)
+        if cfg.norms_after_sublayers:
+            out[lk + "post_feedforward_layernorm.weight"] = (c,)
     out["model.norm.weight"] = (c,)
     if not cfg.tie_word_embeddings:
         out["lm_head.weight"] = (v, c)

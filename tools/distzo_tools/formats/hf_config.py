@@ -244,7 +244,7 @@ def _llama_config_from_hf(hf: Mapping, hf_config_json: str, cls: type = LlamaCon
         if window is not None and int(window) < 1:
             raise FormatError(f"config.json sliding_window is {window}: must be null or >= 1")
         extra["sliding_window"] = 0 if window is None else int(window)
-    elif cls is not LlamaConfig:
+    elif cls in (Qwen2Config, Qwen3Config):
         extra.update(_qwen_sliding_window(hf, int(get("num_hidden_layers"))))
     if get("hidden_act") != "silu":
         raise FormatError(

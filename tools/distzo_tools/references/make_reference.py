@@ -64,7 +64,7 @@ SEQ = 10
 # own; the fixtures pad with 0, an id every vocabulary has.
 # Gemma 3's tokenizer: <pad> 0, <eos> 1, <bos> 2.
 SPECIAL_IDS = {"opt": (1, 2), "llama": (0, 1), "qwen2": (0, 1), "qwen3": (0, 1), "mistral": (0, 1),
-               "gemma3_text": (0, 2)}
+               "gemma3_text": (0, 2), "olmo2": (0, 1)}
 
 # name -> (architecture, seed, config overrides). All: max_position_embeddings
 # 32 (the rope-scaled ones: their own); 2 layers (Gemma 3: 3).
@@ -161,6 +161,14 @@ MODELS = {
              tie_word_embeddings=True, rope_theta=10000.0, rms_norm_eps=1e-6, use_sliding_window=True,
              sliding_window=4, max_window_layers=1),
     ),
+    # OLMo 2: norms after attention and MLP, q/k norms over the whole projection (GQA: 32 and 16
+    # channels), an untied head
+    "olmo2_tiny": (
+        "olmo2",
+        3007,
+        dict(vocab_size=64, hidden_size=32, num_key_value_heads=2, intermediate_size=40,
+             tie_word_embeddings=False, rope_theta=500000.0, rms_norm_eps=1e-6),
+    ),
     # Mistral past its window: 4 keys on sequences of up to 10 (distzo's chunked path: keys past
     # the window skipped), left- and right-padded rows
     "mistral_tiny_window": (
@@ -217,7 +225,7 @@ COMMON = {
         eos_token_id=2,
     ),
 }
-COMMON.update({arch: COMMON["llama"] for arch in ("qwen2", "qwen3", "mistral")})
+COMMON.update({arch: COMMON["llama"] for arch in ("qwen2", "qwen3", "mistral", "olmo2")})
 COMMON["gemma3_text"] = dict(
     num_hidden_layers=3,
     num_attention_heads=4,
