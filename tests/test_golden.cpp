@@ -261,7 +261,7 @@ TEST(GoldenFixtures, PresentForEveryArchitecture) {
       << "expected GQA, untied and biased Llama fixtures in " << DISTZO_TEST_DATA;
   for (const model::Architecture a :
        {model::Architecture::qwen2, model::Architecture::qwen3, model::Architecture::mistral,
-        model::Architecture::gemma3, model::Architecture::olmo2})
+        model::Architecture::gemma3, model::Architecture::olmo2, model::Architecture::phi3})
     EXPECT_GE(count[a], 1) << "no " << model::architecture_name(a) << " fixture in "
                            << DISTZO_TEST_DATA << " (tools/make_reference.py writes one)";
 }

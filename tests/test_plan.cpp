@@ -414,6 +414,30 @@ TEST(HfConfig, ReadsOlmo2) {
             std::string::npos);
 }
 
+TEST(HfConfig, ReadsPhi3WithItsLongRope) {
+  // Phi-3-mini-128k-instruct's config.json (the keys that shape it; its 48
+  // factors abridged to constants): transformers' numel() at that config.
+  std::string factors = "1.0";
+  for (int i = 1; i < 48; ++i) factors += ", 1.0";
+  const std::string text = R"({"model_type": "phi3", "architectures": ["Phi3ForCausalLM"],
+      "hidden_size": 3072, "intermediate_size": 8192, "num_hidden_layers": 32,
+      "num_attention_heads": 32, "num_key_value_heads": 32, "vocab_size": 32064,
+      "max_position_embeddings": 131072, "original_max_position_embeddings": 4096,
+      "rms_norm_eps": 1e-05, "rope_theta": 10000.0, "sliding_window": 262144,
+      "tie_word_embeddings": false, "hidden_act": "silu",
+      "rope_scaling": {"type": "su", "short_factor": [)" +
+                           factors + R"(], "long_factor": [)" + factors + "]}}";
+  const model::ModelConfig phi3 = io::parse_hf_config(text, "config.json");
+  EXPECT_EQ(model::ParameterRegistry::for_model(phi3).total_elements(), 3821079552);
+  EXPECT_EQ(phi3.rope_scaling.type, model::RopeType::longrope);  // "su": Phi3Config's old name
+  EXPECT_EQ(phi3.rope_scaling.original_max_position_embeddings, 4096);  // Phi3Config's own key
+  EXPECT_EQ(phi3.attention_window(31), 262144);
+  EXPECT_EQ(io::parse_hf_config(io::hf_config_json(phi3), "back.json"), phi3);
+  EXPECT_NE(hf_config_error(R"({"model_type": "phi3", "partial_rotary_factor": 0.75})")
+                .find("Phi-4-mini's 0.75"),
+            std::string::npos);
+}
+
 TEST(HfConfig, ReadsGemma3InEitherFormAndRefusesWhatItDoesNotImplement) {
   // Gemma 3 270M's config.json as released (transformers 4 form): the count
   // is transformers' numel() of the released model (tied head).

@@ -79,6 +79,23 @@ class JsonConfig {
     return {};
   }
 
+  /// Phi3Config's reading of the same: its older rope types "su" and "yarn"
+  /// are LongRoPE, its own original_max_position_embeddings (default 4096)
+  /// is the entry's original context, and partial_rotary_factor must be 1.
+  model::RopeScaling phi3_rope(std::int64_t max_positions, double& theta) const {
+    DISTZO_INPUT_REQUIRE(real("partial_rotary_factor", 1.0) == 1.0,
+                         source_ << ": partial_rotary_factor is "
+                                 << real("partial_rotary_factor", 1.0)
+                                 << ": distzo rotates every channel of a head (Phi-4-mini's 0.75 "
+                                    "is not supported)");
+    longrope_aliases_ = true;
+    model::RopeScaling r = rope(max_positions, theta);
+    longrope_aliases_ = false;
+    if (r.original_max_position_embeddings != 0)
+      r.original_max_position_embeddings = integer("original_max_position_embeddings", 4096);
+    return r;
+  }
+
   /// One rope_parameters entry (`key` names it in errors): its rope_type
   /// (or transformers 4's `type`) and the parameters that type reads, with
   /// transformers' defaults; its rope_theta, when it names one, into `theta`.
@@ -91,6 +108,7 @@ class JsonConfig {
     for (const char* type_key : {"type", "rope_type"})  // rope_type wins
       if (const JsonValue* value = rope.find(type_key); value != nullptr && !value->is_null())
         type = string(*value, key + "." + type_key);
+    if (longrope_aliases_ && (type == "su" || type == "yarn")) type = "longrope";
     DISTZO_INPUT_REQUIRE(model::rope_type_from_name(type, r.type),
                          source_ << ": " << key << " has rope_type '" << type
                                  << "': distzo implements default, linear, dynamic, llama3, yarn "
@@ -188,6 +206,7 @@ class JsonConfig {
 
   std::string source_;
   JsonValue root_;
+  mutable bool longrope_aliases_ = false;  // phi3_rope: "su" and "yarn" name LongRoPE
 };
 
 /// LlamaConfig's keys and defaults (transformers' LlamaConfig), for the
@@ -212,7 +231,9 @@ model::ModelConfig parse_llama(const JsonConfig& j, const std::string& source,
   c.mlp_bias = j.boolean("mlp_bias", false);
   c.activation_function = j.text("hidden_act", "silu");
   c.rms_norm_eps = j.real("rms_norm_eps", 1e-6);
-  c.rope_scaling = j.rope(c.max_position_embeddings, c.rope_theta);
+  c.rope_scaling = architecture == model::Architecture::phi3
+                       ? j.phi3_rope(c.max_position_embeddings, c.rope_theta)
+                       : j.rope(c.max_position_embeddings, c.rope_theta);
   c.word_embed_proj_dim = c.hidden_size;
   DISTZO_INPUT_REQUIRE(j.integer("pretraining_tp", 1) == 1,
                        source << ": pretraining_tp is " << j.integer("pretraining_tp", 1)
@@ -222,7 +243,12 @@ model::ModelConfig parse_llama(const JsonConfig& j, const std::string& source,
     DISTZO_INPUT_REQUIRE(!j.boolean("attention_bias", false),
                          source << ": attention_bias is true: Qwen2 has biases on q, k and v only");
   }
-  if (architecture == model::Architecture::mistral) {
+  if (architecture == model::Architecture::phi3) {
+    // Phi3Config: sliding_window null (none, its default) or a window.
+    c.sliding_window = j.integer("sliding_window", 0);
+    DISTZO_INPUT_REQUIRE(c.sliding_window >= 0, source << ": sliding_window " << c.sliding_window
+                                                       << " must be null or >= 1");
+  } else if (architecture == model::Architecture::mistral) {
     // MistralConfig: sliding_window null (none) or a window length in
     // positions; a config without the key has MistralConfig's 4096.
     c.sliding_window = j.has("sliding_window") ? j.integer("sliding_window", 0) : 4096;
@@ -380,7 +406,7 @@ model::ModelConfig parse_hf_config(const std::string& json_text, const std::stri
                               << model::architecture_names()
                               << " (OPTForCausalLM; LlamaForCausalLM: Llama, SmolLM2, TinyLlama; "
                                  "Qwen2ForCausalLM; Qwen3ForCausalLM; MistralForCausalLM; "
-                                 "Gemma3ForCausalLM; Olmo2ForCausalLM)");
+                                 "Gemma3ForCausalLM; Olmo2ForCausalLM; Phi3ForCausalLM)");
   if (architecture != model::Architecture::opt) {
     model::ModelConfig c = architecture == model::Architecture::gemma3
                                ? parse_gemma3(j, source)
@@ -507,6 +533,7 @@ const ConfigFields& config_fields(model::Architecture a) {
     case model::Architecture::opt:
       return opt;
     case model::Architecture::mistral:
+    case model::Architecture::phi3:  // Mistral's keys: sliding_window
       return mistral;
     case model::Architecture::gemma3:
       return gemma3;
@@ -579,6 +606,10 @@ std::string hf_config_json(const model::ModelConfig& c) {
   os << "  \"" << fields.activation_key << "\": \"" << c.activation_function << "\",\n";
   if (c.rope_scaling.scaled())
     os << "  \"rope_scaling\": " << rope_scaling_json(c.rope_scaling) << ",\n";
+  if (c.architecture == model::Architecture::phi3 &&
+      c.rope_scaling.original_max_position_embeddings != 0)  // Phi3Config's own key wins
+    os << "  \"original_max_position_embeddings\": "
+       << c.rope_scaling.original_max_position_embeddings << ",\n";
   if (c.architecture == model::Architecture::qwen2 || c.architecture == model::Architecture::qwen3)
     os << "  \"use_sliding_window\": " << (c.sliding_window > 0 ? "true" : "false") << ",\n"
        << "  \"sliding_window\": " << (c.sliding_window > 0 ? c.sliding_window : 4096) << ",\n"

@@ -1,5 +1,6 @@
 #pragma once
-// A Hugging Face config.json of an OPT, Llama(-family) or Gemma 3 model,
+// A Hugging Face config.json of an OPT, Llama(-family: Qwen2, Qwen3, Mistral,
+// OLMo 2, Phi-3) or Gemma 3 model,
 // read without its weights (for `distzo plan` and `distzo make-model`). Same
 // defaults and the same refusals as distzo_tools.formats.config_from_hf: keys
 // left out take OPTConfig's / LlamaConfig's / Gemma3TextConfig's defaults,

@@ -11,6 +11,7 @@ const ArchitectureSpec& architecture_spec(Architecture a) {
     case Architecture::qwen3:
     case Architecture::mistral:
     case Architecture::olmo2:
+    case Architecture::phi3:
       return llama_family_architecture(a);
     case Architecture::gemma3:
       return gemma3_architecture();

@@ -4,7 +4,7 @@
 // config asks (attention_bias, mlp_bias), lm_head tied or its own. SmolLM2,
 // TinyLlama and the Llama 2/3 family have this block.
 //
-// Four more entries share its tensor list and block, their differences
+// Five more entries share its tensor list and block, their differences
 // being config fields the list and the block read: Qwen2ForCausalLM (biases
 // on q, k and v, none on o: ModelConfig::qkv_bias), Qwen3ForCausalLM (an
 // RMSNorm over each head of q and k before the rotation: qk_norm, tensors
@@ -12,7 +12,8 @@
 // layer attends within it, ModelConfig::attention_window) and
 // Olmo2ForCausalLM (norms after the sub-layers, not before:
 // norms_after_sublayers; q/k norms over the whole projection:
-// qk_norm_full_width).
+// qk_norm_full_width) and Phi3ForCausalLM (Llama's block; its fused tensors
+// are split at import; a sliding window in every layer).
 #include "kernels/activations.hpp"
 #include "kernels/attention.hpp"
 #include "kernels/embedding.hpp"
@@ -177,6 +178,9 @@ const ArchitectureSpec& llama_family_architecture(Architecture a) {
       llama_family(Architecture::mistral, "Mistral", "MistralForCausalLM");
   static const ArchitectureSpec olmo2 =
       llama_family(Architecture::olmo2, "OLMo 2", "Olmo2ForCausalLM");
+  // Phi-3's fused qkv_proj and gate_up_proj are split into Llama's tensors at
+  // import (tools/hf_to_h5.py) and fused again on the way back.
+  static const ArchitectureSpec phi3 = llama_family(Architecture::phi3, "Phi-3", "Phi3ForCausalLM");
   switch (a) {
     case Architecture::qwen2:
       return qwen2;
@@ -186,6 +190,8 @@ const ArchitectureSpec& llama_family_architecture(Architecture a) {
       return mistral;
     case Architecture::olmo2:
       return olmo2;
+    case Architecture::phi3:
+      return phi3;
     default:
       return llama;
   }

@@ -14,7 +14,7 @@ namespace distzo::model {
 namespace {
 constexpr Architecture kArchitectures[] = {
     Architecture::opt,     Architecture::llama,  Architecture::qwen2, Architecture::qwen3,
-    Architecture::mistral, Architecture::gemma3, Architecture::olmo2};
+    Architecture::mistral, Architecture::gemma3, Architecture::olmo2, Architecture::phi3};
 }  // namespace
 
 const char* architecture_name(Architecture a) {
@@ -33,6 +33,8 @@ const char* architecture_name(Architecture a) {
       return "gemma3_text";
     case Architecture::olmo2:
       return "olmo2";
+    case Architecture::phi3:
+      return "phi3";
   }
   return "?";
 }
@@ -207,15 +209,20 @@ void ModelConfig::validate() const {
                             << sliding_window);
   const bool qwen = architecture == Architecture::qwen2 || architecture == Architecture::qwen3;
   DISTZO_INPUT_REQUIRE(
-      sliding_window == 0 || architecture == Architecture::mistral || gemma3 || qwen,
+      sliding_window == 0 || architecture == Architecture::mistral ||
+          architecture == Architecture::phi3 || gemma3 || qwen,
       arch << " config: sliding_window " << sliding_window
-           << ": only Mistral, Gemma 3, Qwen2 and Qwen3 models carry one here");
+           << ": only Mistral, Phi-3, Gemma 3, Qwen2 and Qwen3 models carry one here");
   DISTZO_INPUT_REQUIRE(
       (qwen && sliding_window > 0) ? max_window_layers >= 0 && max_window_layers < num_hidden_layers
                                    : max_window_layers == 0,
       arch << " config: max_window_layers " << max_window_layers
            << " must name a layer (0 to num_hidden_layers - 1) of a Qwen model with a sliding "
               "window, else be 0");
+  if (architecture == Architecture::phi3)
+    DISTZO_INPUT_REQUIRE(!attention_bias && !mlp_bias,
+                         arch << " config: attention_bias / mlp_bias: Phi-3's projections have "
+                                 "no biases");
   if (architecture == Architecture::olmo2)
     DISTZO_INPUT_REQUIRE(!attention_bias && !mlp_bias,
                          arch << " config: attention_bias / mlp_bias: OLMo 2 normalises o_proj's "

@@ -13,18 +13,19 @@
 namespace distzo::model {
 
 /// OPT; the Llama family: Llama's block, and Qwen2 (q, k, v biases), Qwen3
-/// (per-head RMSNorm of q and k), Mistral (a sliding window) and OLMo 2
-/// (norms after attention and MLP, q/k RMSNorm over the full width); Gemma
-/// 3's text models (a block of their own). Each is its own Hugging Face
-/// model_type.
-enum class Architecture { opt, llama, qwen2, qwen3, mistral, gemma3, olmo2 };
+/// (per-head RMSNorm of q and k), Mistral (a sliding window), OLMo 2 (norms
+/// after attention and MLP, q/k RMSNorm over the full width) and Phi-3 (its
+/// fused qkv_proj and gate_up_proj split at import, a sliding window);
+/// Gemma 3's text models (a block of their own). Each is its own Hugging
+/// Face model_type.
+enum class Architecture { opt, llama, qwen2, qwen3, mistral, gemma3, olmo2, phi3 };
 
-/// "opt", "llama", "qwen2", "qwen3", "mistral", "gemma3_text", "olmo2": the
-/// model file's `architecture` attribute and HF model_type.
+/// "opt", "llama", "qwen2", "qwen3", "mistral", "gemma3_text", "olmo2",
+/// "phi3": the model file's `architecture` attribute and HF model_type.
 const char* architecture_name(Architecture a);
 /// The architecture whose name (HF model_type) is `name`; false if none.
 bool architecture_from_name(const std::string& name, Architecture& a);
-/// "opt, llama, qwen2, qwen3, mistral, gemma3_text, olmo2": for messages.
+/// "opt, llama, qwen2, qwen3, mistral, gemma3_text, olmo2, phi3": for messages.
 std::string architecture_names();
 
 struct ModelConfig {
@@ -107,12 +108,13 @@ struct ModelConfig {
     return architecture == Architecture::gemma3 && (k + 1) % sliding_window_pattern != 0;
   }
   /// The keys a query of layer k sees at most (itself and the window - 1
-  /// before it): sliding_window in every Mistral layer, in Gemma 3's
+  /// before it): sliding_window in every Mistral and Phi-3 layer, in Gemma 3's
   /// sliding layers and in Qwen's from max_window_layers on; 0 (every
   /// earlier key) elsewhere.
   std::int64_t attention_window(std::int64_t k) const {
     switch (architecture) {
       case Architecture::mistral:
+      case Architecture::phi3:
         return sliding_window;
       case Architecture::qwen2:
       case Architecture::qwen3:

@@ -185,7 +185,8 @@ TEST(SlicesMpi, ShardedStepEqualsOneRankBitForBit) {
     }
     for (const model::Architecture kin :
          {model::Architecture::qwen2, model::Architecture::qwen3, model::Architecture::mistral,
-          model::Architecture::gemma3, model::Architecture::olmo2}) {  // Llama's kin, Gemma 3
+          model::Architecture::gemma3, model::Architecture::olmo2,
+          model::Architecture::phi3}) {  // Llama's kin, Gemma 3
       run_case(*node, {causal, 2, PlacementMode::resident, 0, ExchangeKind::shared_memory, kin});
       run_case(*node, {classification, 1, PlacementMode::offload, 1, ExchangeKind::mpi, kin});
     }

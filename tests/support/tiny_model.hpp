@@ -84,6 +84,7 @@ inline model::ModelConfig tiny_config_for(model::Architecture a) {
   // Windows shorter than the test batches: Mistral's of 3 (the chunked path
   // once T >= 6), Gemma 3's of 5 (the masked path for T < 10).
   if (a == model::Architecture::mistral) c.sliding_window = 3;
+  if (a == model::Architecture::phi3) c.sliding_window = 4;  // the chunked path from T = 8
   if (a == model::Architecture::gemma3) {  // layer 0 sliding, layer 1 full: both rotary bases
     c.activation_function = "gelu_pytorch_tanh";
     c.sliding_window = 5;
@@ -100,7 +101,7 @@ inline const std::vector<model::Architecture>& all_architectures() {
   static const std::vector<model::Architecture> all = {
       model::Architecture::opt,   model::Architecture::llama,   model::Architecture::qwen2,
       model::Architecture::qwen3, model::Architecture::mistral, model::Architecture::gemma3,
-      model::Architecture::olmo2};
+      model::Architecture::olmo2, model::Architecture::phi3};
   return all;
 }
 

@@ -76,6 +76,61 @@ WEIGHT_FILES = (
 )
 
 
+# Phi-3's fused tensors and the Llama tensors they split into, row block by
+# row block (Phi3Attention: q, k, v; Phi3MLP: gate_up.chunk(2) = gate, up).
+PHI3_FUSED = {
+    "self_attn.qkv_proj.weight": ("self_attn.q_proj.weight", "self_attn.k_proj.weight", "self_attn.v_proj.weight"),
+    "mlp.gate_up_proj.weight": ("mlp.gate_proj.weight", "mlp.up_proj.weight"),
+}
+
+
+def _rows(array, start: int, stop: int):
+    """Rows [start, stop) of a float array or a Bf16Array, as its own array."""
+    if isinstance(array, formats.Bf16Array):
+        return formats.Bf16Array(array.words[start:stop])
+    return np.ascontiguousarray(array[start:stop])
+
+
+def _stacked(arrays: list):
+    """The arrays' rows one after the other (all float arrays of one dtype, or all Bf16Arrays)."""
+    if all(isinstance(a, formats.Bf16Array) for a in arrays):
+        return formats.Bf16Array(np.concatenate([a.words for a in arrays]))
+    return np.concatenate(arrays)
+
+
+def split_fused(cfg, name: str, array) -> list[tuple[str, object]]:
+    """Phi-3: a fused tensor as the Llama tensors distzo holds (q, k, v rows
+    of qkv_proj; gate, up rows of gate_up_proj); any other tensor as itself."""
+    for fused, parts in PHI3_FUSED.items():
+        if isinstance(cfg, formats.Phi3Config) and name.endswith(fused):
+            layer = name[: -len(fused)]
+            rows = ((cfg.q_width, cfg.kv_width, cfg.kv_width) if len(parts) == 3
+                    else (cfg.intermediate_size, cfg.intermediate_size))
+            if array.shape[0] != sum(rows):
+                raise FormatError(f"{name}: {array.shape[0]} rows, expected {' + '.join(map(str, rows))}")
+            out, start = [], 0
+            for part, count in zip(parts, rows):
+                out.append((layer + part, _rows(array, start, start + count)))
+                start += count
+            return out
+    return [(name, array)]
+
+
+def fuse_split(cfg, tensors: dict) -> dict:
+    """The way back of split_fused: Phi-3's fused tensors in the place of their parts."""
+    if not isinstance(cfg, formats.Phi3Config):
+        return tensors
+    out = {}
+    for name, array in tensors.items():
+        for fused, parts in PHI3_FUSED.items():
+            if name.endswith(parts[0]):
+                layer = name[: -len(parts[0])]
+                out[layer + fused] = _stacked([tensors[layer + p] for p in parts])
+        if not any(name.endswith(p) for parts in PHI3_FUSED.values() for p in parts):
+            out[name] = array
+    return out
+
+
 def canonical_name(key: str) -> str:
     """HF state-dict key -> distzo name (OPT's `decoder.*` -> `model.decoder.*`;
     the other architectures' keys never start with `decoder.`)."""
@@ -256,17 +311,17 @@ def hf_to_h5(hf_dir: str, out_path: str, verbose: bool = True, float32: bool = F
             if name == LM_HEAD and name not in expected:
                 lm_head = _to_numpy(tensor, float32)
                 continue
-            if name not in expected:
-                raise FormatError(
-                    f"{key}: not a parameter of {cfg.hf_class} with this config "
-                    f"(expected names like {next(iter(expected))})"
-                )
-            array = _to_numpy(tensor, float32)
-            if name == embed_name:
-                embed = array
-            dtype = str(array.dtype)
-            dtypes[dtype] = dtypes.get(dtype, 0) + 1
-            writer.add(name, array)
+            for name, array in split_fused(cfg, name, _to_numpy(tensor, float32)):
+                if name not in expected:
+                    raise FormatError(
+                        f"{key}: not a parameter of {cfg.hf_class} with this config "
+                        f"(expected names like {next(iter(expected))})"
+                    )
+                if name == embed_name:
+                    embed = array
+                dtype = str(array.dtype)
+                dtypes[dtype] = dtypes.get(dtype, 0) + 1
+                writer.add(name, array)
         if lm_head is not None:
             if embed is None:
                 raise FormatError(f"{embed_name} missing")
@@ -330,7 +385,7 @@ def h5_to_hf(h5_path: str, out_dir: str, verbose: bool = True, float32: bool = F
             raise FormatError(f"{out_dir} already holds {', '.join(stale)}, which this export would not replace: "
                               "transformers would load them with it; export into an empty directory")
     os.makedirs(out_dir, exist_ok=True)
-    state = tensors
+    state = fuse_split(cfg, tensors)
 
     # Each file is written next to its destination and renamed into place.
     def atomic(filename, write):

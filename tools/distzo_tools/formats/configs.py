@@ -311,6 +311,24 @@ class MistralConfig(LlamaConfig):
 
 
 @dataclass
+class Phi3Config(MistralConfig):
+    """Phi3ForCausalLM: Llama's block, its fused self_attn.qkv_proj (rows q,
+    then k, then v) and mlp.gate_up_proj (rows gate, then up) split into
+    Llama's tensors at import (tools/hf_to_h5.py) and fused again on export;
+    a sliding window in every layer as Mistral's (0: none, Phi3Config's
+    null default); LongRoPE with Phi3Config's own original context. No
+    biases."""
+
+    architecture: ClassVar[str] = "phi3"
+    hf_class: ClassVar[str] = "Phi3ForCausalLM"
+
+    def validate(self) -> None:
+        super().validate()
+        if self.attention_bias or self.mlp_bias:
+            raise FormatError("attention_bias / mlp_bias = 1: Phi-3's projections have no biases")
+
+
+@dataclass
 class Gemma3Config(_RotaryAttention):
     """The subset of a Hugging Face Gemma3TextConfig that defines the tensors
     and the forward of Gemma3ForCausalLM (model_type gemma3_text).
@@ -395,7 +413,8 @@ ModelConfig = Union[OptConfig, LlamaConfig, Gemma3Config]
 # The config type of each `architecture` attribute value (= HF model_type).
 CONFIG_TYPES: dict[str, type] = {
     c.architecture: c
-    for c in (OptConfig, LlamaConfig, Qwen2Config, Qwen3Config, MistralConfig, Gemma3Config, Olmo2Config)
+    for c in (OptConfig, LlamaConfig, Qwen2Config, Qwen3Config, MistralConfig, Gemma3Config, Olmo2Config,
+              Phi3Config)
 }
 
 

@@ -19,6 +19,7 @@ from distzo_tools.formats.configs import (
     LlamaConfig,
     MistralConfig,
     ModelConfig,
+    Phi3Config,
     OptConfig,
     Qwen2Config,
     Qwen3Config,
@@ -64,6 +65,8 @@ _LLAMA_HF_DEFAULTS = {
 }
 # transformers' MistralConfig.sliding_window default
 MISTRAL_DEFAULT_SLIDING_WINDOW = 4096
+# transformers' Phi3Config.original_max_position_embeddings default
+PHI3_DEFAULT_ORIGINAL_MAX_POSITIONS = 4096
 # transformers' Qwen2Config / Qwen3Config sliding_window and max_window_layers defaults
 QWEN_DEFAULT_SLIDING_WINDOW = 4096
 QWEN_DEFAULT_MAX_WINDOW_LAYERS = 28
@@ -161,7 +164,7 @@ def _opt_config_from_hf(hf: Mapping, hf_config_json: str) -> OptConfig:
     )
 
 
-def _llama_rope(hf: Mapping, max_positions: int) -> tuple[float, dict | None]:
+def _llama_rope(hf: Mapping, max_positions: int, phi3: bool = False) -> tuple[float, dict | None]:
     """(rope_theta, rope_scaling) of a Llama-family config.json, in either
     transformers form (formats/rope.py says what each type reads).
 
@@ -174,7 +177,14 @@ def _llama_rope(hf: Mapping, max_positions: int) -> tuple[float, dict | None]:
     theta = hf.get("rope_theta")
     for key in ("rope_scaling", "rope_parameters"):
         if hf.get(key) is not None:
-            scaling, entry_theta = rope.rope_entry(hf[key], key, max_positions)
+            entry = hf[key]
+            if phi3 and isinstance(entry, Mapping) and (entry.get("rope_type") or entry.get("type")) in ("su", "yarn"):
+                entry = {**entry, "rope_type": "longrope", "type": None}  # Phi3Config's older names
+            scaling, entry_theta = rope.rope_entry(entry, key, max_positions)
+            if phi3 and scaling is not None and "original_max_position_embeddings" in scaling:
+                # Phi3Config's own key (default 4096) wins over the entry's.
+                scaling["original_max_position_embeddings"] = int(
+                    hf.get("original_max_position_embeddings") or PHI3_DEFAULT_ORIGINAL_MAX_POSITIONS)
             if entry_theta is not None:
                 theta = entry_theta
             return (LLAMA_DEFAULT_ROPE_THETA if theta is None else float(theta)), scaling
@@ -238,7 +248,18 @@ def _llama_config_from_hf(hf: Mapping, hf_config_json: str, cls: type = LlamaCon
     extra = {}
     if cls is Qwen2Config and hf.get("attention_bias"):
         raise FormatError("config.json attention_bias is true: Qwen2 has biases on q, k and v only")
-    if cls is MistralConfig:
+    if cls is Phi3Config:
+        # Phi3Config: null (its default) or a window, in every layer.
+        window = hf.get("sliding_window")
+        if window is not None and int(window) < 1:
+            raise FormatError(f"config.json sliding_window is {window}: must be null or >= 1")
+        extra["sliding_window"] = 0 if window is None else int(window)
+        if hf.get("partial_rotary_factor", 1.0) != 1.0:
+            raise FormatError(
+                f"config.json partial_rotary_factor is {hf['partial_rotary_factor']}: distzo rotates every "
+                "channel of a head (Phi-4-mini's 0.75 is not supported)"
+            )
+    elif cls is MistralConfig:
         # null: no window; no key: MistralConfig's default, 4096 positions.
         window = hf.get("sliding_window") if "sliding_window" in hf else MISTRAL_DEFAULT_SLIDING_WINDOW
         if window is not None and int(window) < 1:
@@ -262,7 +283,7 @@ def _llama_config_from_hf(hf: Mapping, hf_config_json: str, cls: type = LlamaCon
         raise FormatError(
             f"config.json num_attention_heads {heads} is not divisible by num_key_value_heads {kv_heads}"
         )
-    rope_theta, rope_scaling = _llama_rope(hf, int(get("max_position_embeddings")))
+    rope_theta, rope_scaling = _llama_rope(hf, int(get("max_position_embeddings")), phi3=cls is Phi3Config)
     return cls(
         hidden_size=hidden,
         num_hidden_layers=int(get("num_hidden_layers")),
@@ -502,7 +523,14 @@ def hf_config_dict(cfg: ModelConfig) -> dict:
             "dtype": "float32",
         }
     elif isinstance(cfg, LlamaConfig):
+        extra_keys = {}
+        if isinstance(cfg, Phi3Config):
+            # Phi3Config's pad default (32000) may lie past a small vocabulary: the file keeps none.
+            extra_keys["pad_token_id"] = None
+            if cfg.rope_scaling and "original_max_position_embeddings" in cfg.rope_scaling:
+                extra_keys["original_max_position_embeddings"] = cfg.rope_scaling["original_max_position_embeddings"]
         base = {
+            **extra_keys,
             "model_type": cfg.architecture,
             "architectures": [cfg.hf_class],
             "hidden_act": cfg.hidden_act,

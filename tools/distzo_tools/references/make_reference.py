@@ -64,7 +64,7 @@ SEQ = 10
 # own; the fixtures pad with 0, an id every vocabulary has.
 # Gemma 3's tokenizer: <pad> 0, <eos> 1, <bos> 2.
 SPECIAL_IDS = {"opt": (1, 2), "llama": (0, 1), "qwen2": (0, 1), "qwen3": (0, 1), "mistral": (0, 1),
-               "gemma3_text": (0, 2), "olmo2": (0, 1)}
+               "gemma3_text": (0, 2), "olmo2": (0, 1), "phi3": (0, 1)}
 
 # name -> (architecture, seed, config overrides). All: max_position_embeddings
 # 32 (the rope-scaled ones: their own); 2 layers (Gemma 3: 3).
@@ -169,6 +169,26 @@ MODELS = {
         dict(vocab_size=64, hidden_size=32, num_key_value_heads=2, intermediate_size=40,
              tie_word_embeddings=False, rope_theta=500000.0, rms_norm_eps=1e-6),
     ),
+    # Phi-3: fused qkv_proj and gate_up_proj (split at import), GQA, a sliding window of 6 (the
+    # masked path), an untied head
+    "phi3_tiny": (
+        "phi3",
+        3008,
+        dict(vocab_size=64, hidden_size=32, num_key_value_heads=2, intermediate_size=40,
+             tie_word_embeddings=False, rope_theta=10000.0, rms_norm_eps=1e-5, sliding_window=6),
+    ),
+    # Phi-3's LongRoPE (transformers 4's "type" key, Phi3Config's own original context of 3, so
+    # every row of the batch is past it and transformers' per-call choice of the long factors
+    # is distzo's per-row one); the attention factor from max_position_embeddings / 3
+    "phi3_tiny_longrope": (
+        "phi3",
+        3009,
+        dict(vocab_size=64, hidden_size=32, num_key_value_heads=2, intermediate_size=40,
+             tie_word_embeddings=True, rope_theta=10000.0, rms_norm_eps=1e-5,
+             original_max_position_embeddings=3,
+             rope_scaling={"type": "longrope", "short_factor": [1.0, 1.25, 1.5, 2.0],
+                           "long_factor": [1.0, 2.0, 4.0, 8.0]}),
+    ),
     # Mistral past its window: 4 keys on sequences of up to 10 (distzo's chunked path: keys past
     # the window skipped), left- and right-padded rows
     "mistral_tiny_window": (
@@ -225,7 +245,7 @@ COMMON = {
         eos_token_id=2,
     ),
 }
-COMMON.update({arch: COMMON["llama"] for arch in ("qwen2", "qwen3", "mistral", "olmo2")})
+COMMON.update({arch: COMMON["llama"] for arch in ("qwen2", "qwen3", "mistral", "olmo2", "phi3")})
 COMMON["gemma3_text"] = dict(
     num_hidden_layers=3,
     num_attention_heads=4,

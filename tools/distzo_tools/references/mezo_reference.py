@@ -109,7 +109,9 @@ def load_model_h5(path: str, attn_implementation: str = "sdpa"):
     config = config_class.from_dict(formats.hf_config_dict(cfg))
     with torch.device("meta"):
         model = model_class._from_config(config, attn_implementation=attn_implementation, dtype=torch.float32)
-    state = {name: torch.from_numpy(array) for name, array in tensors.items()}
+    from distzo_tools.convert.hf_to_h5 import fuse_split  # Phi-3: its fused tensors again
+
+    state = {name: torch.from_numpy(array) for name, array in fuse_split(cfg, tensors).items()}
     result = model.load_state_dict(state, strict=False, assign=True)
     if result.unexpected_keys or set(result.missing_keys) - {"lm_head.weight"}:
         raise formats.FormatError(
