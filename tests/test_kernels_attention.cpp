@@ -56,6 +56,19 @@ Ref attention_ref(const HostMat& q, const HostMat& kk, const HostMat& v, const H
   return out;
 }
 
+/// Interleaved (rows, KV*hd) keys or values with each key/value head repeated
+/// for the heads / KV query heads that read it (transformers' repeat_kv):
+/// (rows, H*hd), what plain multi-head attention takes.
+HostMat repeat_kv(const HostMat& x, int heads, int kv_heads) {
+  const std::size_t rows = x.extent(0), hd = x.extent(1) / std::size_t(kv_heads);
+  const std::size_t group = std::size_t(heads / kv_heads);
+  HostMat out("repeated", rows, std::size_t(heads) * hd);
+  for (std::size_t r = 0; r < rows; ++r)
+    for (std::size_t h = 0; h < std::size_t(heads); ++h)
+      for (std::size_t d = 0; d < hd; ++d) out(r, h * hd + d) = x(r, (h / group) * hd + d);
+  return out;
+}
+
 /// A float result as a reference, to compare two kernel results.
 Ref as_ref(const HostMat& m) {
   Ref r(m.extent(0), m.extent(1));
@@ -298,20 +311,14 @@ TEST(KernelsAttention, GroupedQueryHeadsReadTheirSharedKeyValueHead) {
   // which the reference sees as k and v with each kv head repeated
   // (transformers' repeat_kv).
   const int heads = 6, kv_heads = 2;
-  const std::size_t seq = 9, hd = 8, group = heads / kv_heads;
+  const std::size_t seq = 9, hd = 8;
   const HostIntMat mask = int_mat(
       {{1, 1, 1, 1, 1, 1, 1, 1, 1}, {0, 0, 1, 1, 1, 1, 1, 1, 1}, {1, 1, 1, 1, 1, 0, 0, 0, 0}});
   const std::size_t batch = mask.extent(0), rows = batch * seq;
   const HostMat q = random_host(rows, heads * hd, 181);
   const HostMat kk = random_host(rows, kv_heads * hd, 182);
   const HostMat v = random_host(rows, kv_heads * hd, 183);
-  HostMat k_rep("k_rep", rows, heads * hd), v_rep("v_rep", rows, heads * hd);
-  for (std::size_t r = 0; r < rows; ++r)
-    for (std::size_t h = 0; h < std::size_t(heads); ++h)
-      for (std::size_t d = 0; d < hd; ++d) {
-        k_rep(r, h * hd + d) = kk(r, (h / group) * hd + d);
-        v_rep(r, h * hd + d) = v(r, (h / group) * hd + d);
-      }
+  const HostMat k_rep = repeat_kv(kk, heads, kv_heads), v_rep = repeat_kv(v, heads, kv_heads);
   const real scale = 1.0f / std::sqrt(real(hd));
   const Ref ref = attention_ref(q, k_rep, v_rep, mask, heads, scale);
 
@@ -346,7 +353,7 @@ TEST(KernelsAttention, SlidingWindowMatchesTheReferenceOnEveryPath) {
   // bit; the naive kernel is checked too. GQA (6 over 2), padding on both
   // sides, T = 17 so the last chunk is short.
   const int heads = 6, kv_heads = 2;
-  const std::size_t seq = 17, hd = 8, group = heads / kv_heads;
+  const std::size_t seq = 17, hd = 8;
   HostIntMat mask("mask", 3, seq);
   for (std::size_t t = 0; t < seq; ++t) {
     mask(0, t) = 1;
@@ -357,13 +364,7 @@ TEST(KernelsAttention, SlidingWindowMatchesTheReferenceOnEveryPath) {
   const HostMat q = random_host(rows, heads * hd, 401);
   const HostMat kk = random_host(rows, kv_heads * hd, 402);
   const HostMat v = random_host(rows, kv_heads * hd, 403);
-  HostMat k_rep("k_rep", rows, heads * hd), v_rep("v_rep", rows, heads * hd);
-  for (std::size_t r = 0; r < rows; ++r)
-    for (std::size_t h = 0; h < std::size_t(heads); ++h)
-      for (std::size_t d = 0; d < hd; ++d) {
-        k_rep(r, h * hd + d) = kk(r, (h / group) * hd + d);
-        v_rep(r, h * hd + d) = v(r, (h / group) * hd + d);
-      }
+  const HostMat k_rep = repeat_kv(kk, heads, kv_heads), v_rep = repeat_kv(v, heads, kv_heads);
   const real scale = 1.0f / std::sqrt(real(hd));
   Mat qh("qh", rows * heads, hd), kh("kh", rows * kv_heads, hd), vh("vh", rows * kv_heads, hd);
   Vec scores("scores", k::attention_scores_floats(batch, heads, kv_heads, seq));
@@ -388,8 +389,11 @@ TEST(KernelsAttention, SlidingWindowMatchesTheReferenceOnEveryPath) {
     k::attention(space(), naive, to_device(q), to_device(k_rep), to_device(v_rep), to_device(mask),
                  heads, scale, static_cast<int>(window));
     EXPECT_TRUE(all_close(to_host(naive), ref, atol, 0.0));
-    if (window >= seq) EXPECT_TRUE(bit_equal(got, causal));
-    if (window < seq) EXPECT_FALSE(bit_equal(got, causal));  // the window hides something
+    if (window >= seq) {
+      EXPECT_TRUE(bit_equal(got, causal));
+    } else {
+      EXPECT_FALSE(bit_equal(got, causal));  // the window hides something
+    }
   }
 }
 

@@ -35,6 +35,10 @@ against an independent reading of the file, not against itself.
    transformers'.
 
 --transformers-only runs 1 and 2 (for a machine without a distzo build).
+--long runs 3 and 4 on the Paris prompt and one prompt of about 740 tokens
+instead of the eight: past Gemma 3's 512-token sliding window, so its local
+layers attend within the window (distzo's windowed attention against
+transformers' sliding-window mask).
 The difference in 3 is rounding only: both sides compute in float32 from the
 same float32 weights. (The configs differ in one spelling: rms_norm_eps is
 1e-05 in MODEL.h5 and 9.99999974e-06, the GGUF's float32 widened, in
@@ -97,6 +101,10 @@ PROMPTS = (
     "divided by twice the step, says how steep the loss is along that direction. Repeating "
     "this with fresh random directions and",
 )
+# --long: one more prompt, past Gemma 3's 512-token sliding window (its local
+# layers attend within the window there, its global layers to every key):
+# an English paragraph of ~75 tokens (Gemma 3's tokenizer), ten times over.
+LONG_PROMPT = " ".join([PROMPTS[-1] + " so on."] * 10)
 REL_TOL = 1e-3  # max |distzo - transformers| <= REL_TOL * max |logit|
 TOP_K = 5  # " Paris" must be among transformers' TOP_K next tokens
 
@@ -124,9 +132,9 @@ def _pad_id(cfg) -> int:
     return 0
 
 
-def prompt_batch(tok, pad_id: int) -> tuple[np.ndarray, np.ndarray]:
-    """(input_ids, attention_mask), (B, T) int32, right-padded, for PROMPTS."""
-    rows = [tok.encode(p).ids for p in PROMPTS]
+def prompt_batch(tok, pad_id: int, prompts=PROMPTS) -> tuple[np.ndarray, np.ndarray]:
+    """(input_ids, attention_mask), (B, T) int32, right-padded, for `prompts`."""
+    rows = [tok.encode(p).ids for p in prompts]
     T = max(map(len, rows))
     ids = np.full((len(rows), T), pad_id, np.int32)
     mask = np.zeros((len(rows), T), np.int32)
@@ -220,7 +228,10 @@ def check(args) -> int:
     if bad:
         failures.append("tensors")
 
-    ids, mask = prompt_batch(tok, _pad_id(cfg))
+    # --long: the Paris prompt and the long one only (nine rows of 741 tokens
+    # over Gemma 3's 262144-token vocabulary would be 7 GB of logits a side).
+    prompts = (PARIS_PROMPT, LONG_PROMPT) if args.long else PROMPTS
+    ids, mask = prompt_batch(tok, _pad_id(cfg), prompts)
     lengths = mask.sum(1)
     t0 = time.perf_counter()
     ref = transformers_logits(model, ids, mask)
@@ -253,7 +264,7 @@ def check(args) -> int:
         print(f"distzo forward: {seconds:.2f} s (whole command)" + (f"; input.h5, output.h5 in {work}" if args.work else ""))
         print(f"{'#':>2} {'tokens':>6} {'max|logit|':>10} {'max|diff|':>10} {'diff/max':>9} "
               f"{'argmax agree':>12}  last-token next (transformers / distzo)")
-        for i, prompt in enumerate(PROMPTS):
+        for i, prompt in enumerate(prompts):
             L = int(lengths[i])
             r, g = ref[i, :L], got[i, :L]
             agree = float((r.argmax(-1) == g.argmax(-1)).mean())
@@ -340,6 +351,9 @@ def main(argv=None) -> int:
     c.add_argument("--distzo", default=os.environ.get("DISTZO", "build/distzo"),
                    help="distzo executable (default $DISTZO or build/distzo)")
     c.add_argument("--transformers-only", action="store_true", help="skip distzo: tensors and transformers only")
+    c.add_argument("--long", action="store_true",
+                   help="the Paris prompt and one of ~740 tokens (past Gemma 3's 512-token sliding window) "
+                        "in place of the eight prompts")
     c.add_argument("--work", metavar="DIR", help="keep input.h5 and output.h5 here (default: a temp dir, removed)")
     c.add_argument("--threads", type=int, default=2, help="torch threads (default %(default)s)")
     z = sub.add_parser("zero-shot", help="zero-shot accuracy on classification files, and forward time")

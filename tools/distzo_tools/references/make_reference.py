@@ -66,6 +66,16 @@ SEQ = 10
 SPECIAL_IDS = {"opt": (1, 2), "llama": (0, 1), "qwen2": (0, 1), "qwen3": (0, 1), "mistral": (0, 1),
                "gemma3_text": (0, 2), "olmo2": (0, 1), "phi3": (0, 1)}
 
+# Gemma 3's tiny shape (its fixtures add the vocabulary and the window): 4 heads over 2 KV heads,
+# a sliding, a full and a sliding layer, head_dim 12 and query_pre_attn_scalar 24, a tied head.
+GEMMA3_TINY = dict(
+    hidden_size=32, num_key_value_heads=2, head_dim=12, intermediate_size=40, tie_word_embeddings=True,
+    query_pre_attn_scalar=24, layer_types=["sliding_attention", "full_attention", "sliding_attention"],
+    rope_parameters={"full_attention": {"rope_type": "default", "rope_theta": 1_000_000.0},
+                     "sliding_attention": {"rope_type": "default", "rope_theta": 10_000.0}},
+    rms_norm_eps=1e-6, hidden_activation="gelu_pytorch_tanh",
+)
+
 # name -> (architecture, seed, config overrides). All: max_position_embeddings
 # 32 (the rope-scaled ones: their own); 2 layers (Gemma 3: 3).
 MODELS = {
@@ -201,28 +211,10 @@ MODELS = {
     # distinct RoPE bases catch a swap; head_dim 12 (H * hd = 48 != 32) and query_pre_attn_scalar
     # 24 != head_dim, so a 1/sqrt(head_dim) score scale fails; the window as long as the batch
     # (distzo's case); a tied head
-    "gemma3_tiny": (
-        "gemma3_text",
-        4001,
-        dict(vocab_size=80, hidden_size=32, num_key_value_heads=2, head_dim=12, intermediate_size=40,
-             tie_word_embeddings=True, sliding_window=SEQ, query_pre_attn_scalar=24,
-             layer_types=["sliding_attention", "full_attention", "sliding_attention"],
-             rope_parameters={"full_attention": {"rope_type": "default", "rope_theta": 1_000_000.0},
-                              "sliding_attention": {"rope_type": "default", "rope_theta": 10_000.0}},
-             rms_norm_eps=1e-6, hidden_activation="gelu_pytorch_tanh"),
-    ),
+    "gemma3_tiny": ("gemma3_text", 4001, dict(GEMMA3_TINY, vocab_size=80, sliding_window=SEQ)),
     # Gemma 3 past its window: the sliding layers see 6 keys of up to 10 (distzo's masked path,
     # the window over T/2), the full layer every key
-    "gemma3_tiny_window": (
-        "gemma3_text",
-        4002,
-        dict(vocab_size=64, hidden_size=32, num_key_value_heads=2, head_dim=12, intermediate_size=40,
-             tie_word_embeddings=True, sliding_window=6, query_pre_attn_scalar=24,
-             layer_types=["sliding_attention", "full_attention", "sliding_attention"],
-             rope_parameters={"full_attention": {"rope_type": "default", "rope_theta": 1_000_000.0},
-                              "sliding_attention": {"rope_type": "default", "rope_theta": 10_000.0}},
-             rms_norm_eps=1e-6, hidden_activation="gelu_pytorch_tanh"),
-    ),
+    "gemma3_tiny_window": ("gemma3_text", 4002, dict(GEMMA3_TINY, vocab_size=64, sliding_window=6)),
 }
 COMMON = {
     "opt": dict(
