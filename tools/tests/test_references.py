@@ -137,18 +137,75 @@ def llama_positions(mask):
     return np.where(mask == 1, np.cumsum(mask, 1) - 1, 1)
 
 
-def _rope_angles(mask, base, hd):
-    """(B, 1, T, hd/2) rotary angles p * base^(-2i/hd) at llama_positions."""
-    return llama_positions(mask)[:, None, :, None] * base ** (-np.arange(0, hd, 2) / hd)
+def _rope_frequencies(scaling, base, hd, max_positions):
+    """(short, long or None, long_from, attention factor): the inverse
+    frequencies of each rope type in float64, as transformers' rope init
+    functions state them (the float32 versions are distzo's, src/model/rope.cpp)."""
+    i = np.arange(0, hd, 2) / hd
+    plain = base ** -i
+    kind = (scaling or {}).get("rope_type", "default")
+    get = (scaling or {}).get
+    original = get("original_max_position_embeddings")
+    if kind == "default":
+        return plain, None, 0, 1.0
+    if kind == "linear":
+        return plain / get("factor"), None, 0, 1.0
+    if kind == "dynamic":
+        f = get("factor")
+        return (base * (f * max_positions / max_positions - (f - 1)) ** (hd / (hd - 2))) ** -i, None, 0, 1.0
+    if kind == "llama3":
+        f, low, high = get("factor"), get("low_freq_factor"), get("high_freq_factor")
+        wavelength = 2 * np.pi / plain
+        smooth = (original / wavelength - low) / (high - low)
+        out = np.where(wavelength > original / low, plain / f, plain)
+        medium = (wavelength >= original / high) & (wavelength <= original / low)
+        return np.where(medium, (1 - smooth) * plain / f + smooth * plain, out), None, 0, 1.0
+    if kind == "yarn":
+        f = get("factor") or max_positions / original
+        mscale = lambda s, m=1.0: 1.0 if s <= 1 else 0.1 * m * np.log(s) + 1.0  # noqa: E731
+        attention = get("attention_factor") or (
+            mscale(f, get("mscale")) / mscale(f, get("mscale_all_dim")) if get("mscale") and get("mscale_all_dim")
+            else mscale(f))
+        dim = lambda r: hd * np.log(original / (r * 2 * np.pi)) / (2 * np.log(base))  # noqa: E731
+        lo, hi = dim(get("beta_fast") or 32), dim(get("beta_slow") or 1)
+        if get("truncate", True):
+            lo, hi = np.floor(lo), np.ceil(hi)
+        lo, hi = max(lo, 0), min(hi, hd - 1)
+        ramp = np.clip((np.arange(hd // 2) - lo) / ((hi - lo) or 0.001), 0, 1)
+        return plain / f * ramp + plain * (1 - ramp), None, 0, attention
+    assert kind == "longrope", kind
+    f = get("factor") or max_positions / original
+    attention = get("attention_factor") or (1.0 if f <= 1 else np.sqrt(1 + np.log(f) / np.log(original)))
+    return (plain / np.array(get("short_factor")), plain / np.array(get("long_factor")), original, attention)
+
+
+def _rope_angles(mask, frequencies):
+    """(B, 1, T, hd/2) rotary angles p * inv_freq_i at llama_positions, each
+    row with its set of _rope_frequencies (LongRoPE's long one past its
+    original context), and the attention factor."""
+    short, long, long_from, attention = frequencies
+    p = llama_positions(mask)
+    rows = [long if long is not None and p[b].max() + 1 > long_from else short for b in range(len(p))]
+    return p[:, None, :, None] * np.stack(rows)[:, None, None, :], attention
 
 
 def _rotate_half(x, angle):
-    """x (B, heads, T, hd) rotated by `angle`: channel i pairs with i + hd/2
-    (transformers' rotate_half), not with its neighbour."""
+    """x (B, heads, T, hd) rotated by `angle` (with its attention factor):
+    channel i pairs with i + hd/2 (transformers' rotate_half), not with its
+    neighbour."""
+    angle, factor = angle
     hd = x.shape[-1]
-    cos, sin = np.cos(angle), np.sin(angle)
+    cos, sin = np.cos(angle) * factor, np.sin(angle) * factor
     x1, x2 = x[..., : hd // 2], x[..., hd // 2:]
     return np.concatenate([x1 * cos - x2 * sin, x2 * cos + x1 * sin], -1)
+
+
+def _allowed(mask, window=0):
+    """(B, Tq, Tk): causal key-padding visibility, within `window` keys (0: all)."""
+    T = mask.shape[1]
+    i, j = np.arange(T)[:, None], np.arange(T)[None, :]
+    causal = (j <= i) & ((i - j < window) if window else True)
+    return causal[None] & (mask[:, None, :] == 1) & (mask[:, :, None] == 1)
 
 
 def numpy_llama_forward(cfg, t, input_ids, mask):
@@ -157,8 +214,10 @@ def numpy_llama_forward(cfg, t, input_ids, mask):
     attention (query head h reads key/value head h // (H / KV)), SwiGLU MLP
     down(silu(gate(x)) * up(x)), final RMSNorm, lm_head or the tied embedding;
     Llama's kin: Qwen2's q/k/v biases (cfg.qkv_bias), Qwen3's RMSNorm of each
-    q and k head before the rotation (cfg.qk_norm), Mistral's window (every
-    fixture's T is within it: checked)."""
+    q and k head before the rotation (cfg.qk_norm), the sliding windows of
+    Mistral and Phi-3 (every layer) and of Qwen with use_sliding_window (from
+    max_window_layers on), OLMo 2's norms after the sub-layers and its q/k
+    norms over the whole projection; rotary scaling (rope_scaling)."""
     B, T = input_ids.shape
     nh, nkv, hd = cfg.num_attention_heads, cfg.num_key_value_heads, cfg.head_dim
     g = {k: v.astype(np.float64) for k, v in t.items()}
@@ -170,7 +229,7 @@ def numpy_llama_forward(cfg, t, input_ids, mask):
         out = v @ g[name + ".weight"].T
         return out + g[name + ".bias"] if bias else out
 
-    angle = _rope_angles(mask, cfg.rope_theta, hd)
+    angle = _rope_angles(mask, _rope_frequencies(cfg.rope_scaling, cfg.rope_theta, hd, cfg.max_position_embeddings))
 
     def rope(x):
         return _rotate_half(x, angle)
@@ -180,29 +239,34 @@ def numpy_llama_forward(cfg, t, input_ids, mask):
 
     x = g["model.embed_tokens.weight"][input_ids]
     hidden = [x]
-    causal = np.tril(np.ones((T, T), bool))
-    allowed = causal[None] & (mask[:, None, :] == 1) & (mask[:, :, None] == 1)
     window = getattr(cfg, "sliding_window", 0)
-    assert window == 0 or T <= window, f"T = {T} exceeds the sliding window {window}"
+    first_windowed = getattr(cfg, "max_window_layers", 0)  # Qwen; 0 for Mistral and Phi-3
+    after = cfg.norms_after_sublayers  # OLMo 2
 
     def head_norm(x, name):  # Qwen3: over each head's hd channels
-        return rms(x, g[name]) if cfg.qk_norm else x
+        return rms(x, g[name]) if cfg.qk_norm and not cfg.qk_norm_full_width else x
+
+    def full_norm(x, name):  # OLMo 2: over the whole projection
+        return rms(x, g[name]) if cfg.qk_norm_full_width else x
 
     for k in range(cfg.num_hidden_layers):
         p = f"model.layers.{k}."
-        h = rms(x, g[p + "input_layernorm.weight"])
-        q = heads(lin(h, p + "self_attn.q_proj", cfg.qkv_bias), nh)
-        kk = heads(lin(h, p + "self_attn.k_proj", cfg.qkv_bias), nkv)
+        allowed = _allowed(mask, window if k >= first_windowed else 0)
+        h = x if after else rms(x, g[p + "input_layernorm.weight"])
+        q = heads(full_norm(lin(h, p + "self_attn.q_proj", cfg.qkv_bias), p + "self_attn.q_norm.weight"), nh)
+        kk = heads(full_norm(lin(h, p + "self_attn.k_proj", cfg.qkv_bias), p + "self_attn.k_norm.weight"), nkv)
         q = rope(head_norm(q, p + "self_attn.q_norm.weight")) * hd**-0.5
         kk = rope(head_norm(kk, p + "self_attn.k_norm.weight"))
         v = heads(lin(h, p + "self_attn.v_proj", cfg.qkv_bias), nkv)
         group = nh // nkv
         kk, v = np.repeat(kk, group, axis=1), np.repeat(v, group, axis=1)  # head h -> kv head h // group
         a = _attend(q, kk, v, allowed).transpose(0, 2, 1, 3).reshape(B, T, nh * hd)
-        x = x + lin(a, p + "self_attn.o_proj", cfg.attention_bias)
-        h = rms(x, g[p + "post_attention_layernorm.weight"])
+        o = lin(a, p + "self_attn.o_proj", cfg.attention_bias)
+        x = x + (rms(o, g[p + "post_attention_layernorm.weight"]) if after else o)
+        h = x if after else rms(x, g[p + "post_attention_layernorm.weight"])
         gate = lin(h, p + "mlp.gate_proj", cfg.mlp_bias)
-        x = x + lin(gate / (1 + np.exp(-gate)) * lin(h, p + "mlp.up_proj", cfg.mlp_bias), p + "mlp.down_proj", cfg.mlp_bias)
+        m = lin(gate / (1 + np.exp(-gate)) * lin(h, p + "mlp.up_proj", cfg.mlp_bias), p + "mlp.down_proj", cfg.mlp_bias)
+        x = x + (rms(m, g[p + "post_feedforward_layernorm.weight"]) if after else m)
         hidden.append(x)
     layer_last = x
     x = rms(x, g["model.norm.weight"])
@@ -222,8 +286,8 @@ def numpy_gemma3_forward(cfg, t, input_ids, mask):
     rope_local_base_freq in the others; scores scaled by
     query_pre_attn_scalar^-1/2; grouped-query attention; the GeGLU MLP
     down(gelu_tanh(gate(x)) * up(x)); the final norm; the head embed_tokens
-    (unscaled) when tied, else lm_head. The sliding layers' window hides
-    nothing within every fixture's T (checked)."""
+    (unscaled) when tied, else lm_head. The sliding layers see the last
+    sliding_window keys."""
     B, T = input_ids.shape
     nh, nkv, hd = cfg.num_attention_heads, cfg.num_key_value_heads, cfg.head_dim
     g = {k: v.astype(np.float64) for k, v in t.items()}
@@ -240,17 +304,16 @@ def numpy_gemma3_forward(cfg, t, input_ids, mask):
     def gelu_tanh(x):  # transformers' gelu_pytorch_tanh
         return 0.5 * x * (1.0 + np.tanh(np.sqrt(2.0 / np.pi) * (x + 0.044715 * x**3)))
 
-    angles = {True: _rope_angles(mask, cfg.rope_theta, hd), False: _rope_angles(mask, cfg.rope_local_base_freq, hd)}
+    angles = {full: _rope_angles(mask, _rope_frequencies(None, base, hd, cfg.max_position_embeddings))
+              for full, base in ((True, cfg.rope_theta), (False, cfg.rope_local_base_freq))}
     # the float32 factor of transformers' embed_scale buffer
     x = g["model.embed_tokens.weight"][input_ids] * float(np.float32(np.sqrt(cfg.hidden_size)))
     hidden = [x]
-    causal = np.tril(np.ones((T, T), bool))
-    allowed = causal[None] & (mask[:, None, :] == 1) & (mask[:, :, None] == 1)
-    assert cfg.sliding_window == 0 or T <= cfg.sliding_window, f"T = {T} exceeds the sliding window"
     group = nh // nkv
     for k in range(cfg.num_hidden_layers):
         p = f"model.layers.{k}."
         angle = angles[cfg.is_full_attention(k)]
+        allowed = _allowed(mask, 0 if cfg.is_full_attention(k) else cfg.sliding_window)
         h = rms(x, g[p + "input_layernorm.weight"])
         q = heads(lin(h, p + "self_attn.q_proj"), nh)
         kk = heads(lin(h, p + "self_attn.k_proj"), nkv)
