@@ -69,12 +69,13 @@ StepPerturbation perturbation(std::int64_t step, double eps = 1e-2,
 class EngineTask : public ::testing::TestWithParam<model::Task> {};
 
 TEST_P(EngineTask, EstimateEqualsNaiveCentralDifference) {
-  // OPT pre-LN, OPT post-LN with project_in/out, Llama, Qwen2, Qwen3, Mistral, Gemma 3.
+  // OPT pre-LN, OPT post-LN with project_in/out, Llama, Qwen2, Qwen3, Mistral, Gemma 3,
+  // OLMo 2, Phi-3.
   for (const model::ModelConfig& config :
        {tiny_config(true, 0), tiny_config(false, 8), tiny_llama_config(),
         tiny_config_for(model::Architecture::qwen2), tiny_config_for(model::Architecture::qwen3),
-        tiny_config_for(model::Architecture::mistral),
-        tiny_config_for(model::Architecture::gemma3)}) {
+        tiny_config_for(model::Architecture::mistral), tiny_config_for(model::Architecture::gemma3),
+        tiny_config_for(model::Architecture::olmo2), tiny_config_for(model::Architecture::phi3)}) {
     SCOPED_TRACE(model::describe(config, " "));
     TinyModel m(config);
     const model::Batch batch = make_batch(GetParam(), B, T, kLengths);

@@ -387,7 +387,7 @@ TEST(HfConfig, ReadsLlamasKinAndRefusesWhatTheyDoNotShare) {
   in.batch.seq_len = 256;
   EXPECT_NE(app::describe_plan(in, app::plan_memory(in))
                 .find("2 of 2 layers within a sliding window of 128 keys, the "
-                      "keys past it skipped (scores 255 columns per query"),
+                      "keys past it skipped (each chunk of 128 queries scores the 255 keys"),
             std::string::npos)
       << app::describe_plan(in, app::plan_memory(in));
   in.batch.seq_len = static_cast<int>(mistral.max_position_embeddings) + 1;

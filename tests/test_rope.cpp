@@ -230,13 +230,14 @@ TEST(HfConfigRope, RefusesWhatWouldChangeTheAnglesUnseen) {
                      "high_freq_factor": 4.0, "beta_fast": 3})")
                 .find("rope_scaling.beta_fast is set, but rope_type 'llama3' has no such"),
             std::string::npos);
-  EXPECT_NE(with(R"({"rope_type": "llama3", "factor": 8.0})").find("low_freq_factor must be"),
+  EXPECT_NE(with(R"({"rope_type": "llama3", "factor": 8.0})")
+                .find("low_freq_factor is missing: give a positive number"),
             std::string::npos);
   EXPECT_NE(with(R"({"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 2.0,
                      "high_freq_factor": 2.0})")
                 .find("divides by their difference"),
             std::string::npos);
-  EXPECT_NE(with(R"({"rope_type": "linear"})").find("factor must be a positive number"),
+  EXPECT_NE(with(R"({"rope_type": "linear"})").find("factor is missing: give a positive number"),
             std::string::npos);
   EXPECT_NE(
       with(R"({"rope_type": "proportional", "factor": 2.0})").find("rope_type 'proportional'"),

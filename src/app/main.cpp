@@ -46,7 +46,7 @@ const char* const kUsage =
     "  distzo plan DECK.yaml             predicted device memory, host memory and bytes\n"
     "                                    moved per step, before submitting the job\n"
     "  distzo plan config.json [...]     the same for a Hugging Face config.json (OPT,\n"
-    "                                    Llama, Qwen2, Qwen3, Mistral, Gemma 3)\n"
+    "                                    Llama, Qwen2, Qwen3, Mistral, OLMo 2, Phi-3, Gemma 3)\n"
     "  distzo inspect FILE.h5            architecture, tensor table, parameter count\n"
     "                                    (a dataset file: task, sizes, label balance)\n"
     "  distzo inspect FILE.h5 --digest   one hex digest over all parameters (digest\n"

@@ -19,8 +19,8 @@ const char* const kUsage =
     "       distzo make-model OUT.h5 --layers L --hidden C --heads H --ffn F --vocab V\n"
     "                         [--positions P] [--proj E] [--post-ln] [--seed S] [--std X]\n"
     "  a model file with random weights (std: 0.02 by default): the architecture of\n"
-    "  config.json (OPT, Llama, Qwen2, Qwen3, Mistral, Gemma 3), or an OPT model of the shape\n"
-    "  given";
+    "  config.json (OPT, Llama, Qwen2, Qwen3, Mistral, OLMo 2, Phi-3, Gemma 3), or an OPT model\n"
+    "  of the shape given";
 }  // namespace
 
 const char* make_model_usage() { return kUsage; }
@@ -43,7 +43,7 @@ int make_model(const std::vector<std::string>& args) {
   } else {
     DISTZO_INPUT_REQUIRE(o.has("--layers"),
                          "make-model: give --config config.json (OPT, Llama, Qwen2, Qwen3, "
-                         "Mistral, Gemma 3), or the shape of "
+                         "Mistral, OLMo 2, Phi-3, Gemma 3), or the shape of "
                          "an OPT model (--layers L --hidden C --heads H --ffn F --vocab V)\n"
                              << kUsage);
     c.num_hidden_layers = o.required_integer("--layers", 1);

@@ -46,8 +46,9 @@ const char* const kUsage =
     "                   [--hbm-tbs 4.3] [--gemm-tflops 700]]\n"
     "  predicted device memory per rank by role, host memory for θ, and bytes moved per\n"
     "  step, for a deck or for a Hugging Face config.json of OPT, Llama, Qwen2, Qwen3,\n"
-    "  Mistral or Gemma 3 (defaults: batch 1, seq 2048 or the model's positions (or\n"
-    "  window), causal_lm, 2 candidates for classification, spsa, q 1, P 1, resident, K 0,\n"
+    "  Mistral, OLMo 2, Phi-3 or Gemma 3 (defaults: batch 1, seq 2048 or the model's\n"
+    "  positions if fewer), causal_lm, 2 candidates for classification, spsa, q 1, P 1, resident, "
+    "K 0,\n"
     "  prefetch 1, slots prefetch + 2, the config's dtype (torch_dtype) else fp32, together,\n"
     "  gemm inputs fp32). --device-gib G\n"
     "  also says whether the run fits a device of G GiB and the largest resident_blocks K\n"
@@ -261,8 +262,9 @@ std::string describe_attention(const model::ModelConfig& c, std::int64_t seq_len
   os << "; " << windowed << " of " << c.num_hidden_layers << " layers within a sliding window of "
      << window << " keys"
      << (2 * window <= seq_len
-             ? ", the keys past it skipped (scores " + std::to_string(2 * window - 1) +
-                   " columns per query, not " + std::to_string(seq_len) + ")"
+             ? ", the keys past it skipped (each chunk of " + std::to_string(window) +
+                   " queries scores the " + std::to_string(2 * window - 1) +
+                   " keys its windows reach, not " + std::to_string(seq_len) + ")"
              : ", masked in the full scores (the window exceeds T/2)");
   return os.str();
 }

@@ -138,6 +138,7 @@ bool RopeScaling::operator==(const RopeScaling& o) const {
 void RopeScaling::validate(std::int64_t head_dim, const std::string& what) const {
   const std::string of = what + " (rope_type " + rope_type_name(type) + "): ";
   const auto positive = [&](const char* key, double value) {
+    DISTZO_INPUT_REQUIRE(value != 0, of << key << " is missing: give a positive number");
     DISTZO_INPUT_REQUIRE(std::isfinite(value) && value > 0,
                          of << key << " must be a positive number, got " << value);
   };

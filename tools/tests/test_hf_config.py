@@ -54,7 +54,7 @@ def test_llama_config():
 
     msgs = [
         expect_config_error(llama_hf(rope_parameters={"rope_type": "llama3", "rope_theta": 5e5, "factor": 8.0}),
-                             "low_freq_factor must be a positive number"),
+                             "low_freq_factor is missing: give a positive number"),
         expect_config_error(llama_hf(rope_parameters={"rope_type": "yarn", "factor": 4.0, "low_freq_factor": 1.0}),
                              "rope_parameters.low_freq_factor is set, but rope_type 'yarn' has no such parameter"),
         expect_config_error(llama_hf(rope_parameters=None, rope_theta=1e4,

@@ -70,6 +70,13 @@ def _positive(value) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) and value > 0
 
 
+def _require_positive(where: str, scaling: dict, name: str) -> None:
+    if scaling.get(name) is None:
+        raise FormatError(f"{where}: {name} is missing: give a positive number")
+    if not _positive(scaling[name]):
+        raise FormatError(f"{where}: {name} must be a positive number, got {scaling[name]}")
+
+
 def validate(scaling: dict | None, head_dim: int) -> None:
     """The checks of distzo's RopeScaling::validate: what each type needs to
     give finite frequencies."""
@@ -78,8 +85,7 @@ def validate(scaling: dict | None, head_dim: int) -> None:
     rope_type = scaling["rope_type"]
     where = f"rope_scaling (rope_type {rope_type})"
     if rope_type != "longrope" or "factor" in scaling:
-        if not _positive(scaling.get("factor")):
-            raise FormatError(f"{where}: factor must be a positive number, got {scaling.get('factor')}")
+        _require_positive(where, scaling, "factor")
     if rope_type == "dynamic" and head_dim <= 2:
         raise FormatError(f"{where}: head_dim {head_dim} is too small: dynamic scaling raises the base to dim / (dim - 2)")
     if rope_type in ("linear", "dynamic"):
@@ -89,8 +95,7 @@ def validate(scaling: dict | None, head_dim: int) -> None:
         raise FormatError(f"{where}: original_max_position_embeddings must be a positive integer, got {original}")
     if rope_type == "llama3":
         for name in ("low_freq_factor", "high_freq_factor"):
-            if not _positive(scaling.get(name)):
-                raise FormatError(f"{where}: {name} must be a positive number, got {scaling.get(name)}")
+            _require_positive(where, scaling, name)
         if scaling["low_freq_factor"] == scaling["high_freq_factor"]:
             raise FormatError(f"{where}: high_freq_factor and low_freq_factor are equal: the blend divides by their difference")
         return
