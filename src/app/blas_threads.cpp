@@ -2,6 +2,7 @@
 
 #include <sched.h>
 
+#include <Kokkos_Core.hpp>
 #include <algorithm>
 #include <cctype>
 #include <cstdlib>
@@ -83,9 +84,9 @@ kernels::GemmPath env_path() {
   return kernels::GemmPath::library;
 }
 
-}  // namespace
-
-BlasThreads choose_blas_threads(int ranks_on_node) {
+/// distzo's share of the cores for one rank: OPENBLAS_NUM_THREADS, else the
+/// launcher's binding, else an equal share of the machine.
+BlasThreads share_of_cores(int ranks_on_node) {
   const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   cpu_set_t mask;
   const int allowed = sched_getaffinity(0, sizeof(mask), &mask) == 0 ? CPU_COUNT(&mask) : cores;
@@ -103,7 +104,52 @@ BlasThreads choose_blas_threads(int ranks_on_node) {
                    ? std::to_string(allowed) + " CPUs bound to this rank"
                    : std::to_string(cores) + " cores shared by " + std::to_string(ranks_on_node) +
                          " rank" + (ranks_on_node == 1 ? "" : "s") + " on this node";
-  if (from_env == 0) chosen.why += "; OPENBLAS_NUM_THREADS overrides";
+  return chosen;
+}
+
+/// Why Kokkos has the host threads it has: set by give_kokkos_host_threads.
+std::string g_kokkos_threads_why;
+
+/// The first of Kokkos' own thread settings that is set ("" for none), in
+/// the order Kokkos takes them: its argument, its variable, OpenMP's.
+std::string kokkos_thread_setting(int argc, char** argv) {
+  for (int i = 1; i < argc; ++i)
+    if (std::strncmp(argv[i], "--kokkos-num-threads", 20) == 0 ||
+        std::strncmp(argv[i], "--kokkos-threads", 16) == 0)
+      return argv[i];
+  for (const char* name : {"KOKKOS_NUM_THREADS", "OMP_NUM_THREADS"})
+    if (const char* v = std::getenv(name); v != nullptr && *v != '\0')
+      return std::string(name) + "=" + v;
+  return "";
+}
+
+}  // namespace
+
+void give_kokkos_host_threads(int ranks_on_node, int argc, char** argv) {
+  if (!kernels::kokkos_owns_host_threads()) return;
+  const std::string set = kokkos_thread_setting(argc, argv);
+  if (!set.empty()) {
+    g_kokkos_threads_why = set;
+    return;
+  }
+  const BlasThreads share = share_of_cores(ranks_on_node);
+  setenv("KOKKOS_NUM_THREADS", std::to_string(share.threads).c_str(), 1);
+  g_kokkos_threads_why = share.why + ", given to Kokkos as KOKKOS_NUM_THREADS; OMP_NUM_THREADS" +
+                         (share.why == "OPENBLAS_NUM_THREADS" ? "" : " or OPENBLAS_NUM_THREADS") +
+                         " overrides";
+}
+
+BlasThreads choose_blas_threads(int ranks_on_node) {
+  if (!kernels::kokkos_owns_host_threads()) {
+    BlasThreads chosen = share_of_cores(ranks_on_node);
+    if (chosen.why != "OPENBLAS_NUM_THREADS") chosen.why += "; OPENBLAS_NUM_THREADS overrides";
+    return chosen;
+  }
+  BlasThreads chosen;
+  chosen.threads = std::max(1, Kokkos::DefaultHostExecutionSpace().concurrency());
+  chosen.path = env_path();
+  chosen.why = std::string("Kokkos' ") + Kokkos::DefaultHostExecutionSpace::name() + " threads, " +
+               (g_kokkos_threads_why.empty() ? "as Kokkos chose them" : g_kokkos_threads_why);
   return chosen;
 }
 

@@ -16,6 +16,7 @@
 #include <thread>
 #include <vector>
 
+#include "app/blas_threads.hpp"
 #include "app/forward_logits.hpp"
 #include "app/inspect.hpp"
 #include "app/make_model.hpp"
@@ -173,14 +174,31 @@ int dispatch(const std::vector<std::string>& args) {
 /// value Kokkos cannot take (KOKKOS_NUM_THREADS=auto) is an input error
 /// naming them, not an exception escaping main.
 void start_kokkos(std::optional<Kokkos::ScopeGuard>& kokkos, int& argc, char** argv) {
+  // Kokkos 4 aborts the process on a variable it cannot read as an integer
+  // (Kokkos 3.4 throws): those it reads as integers are checked first.
+  std::string what;
+  for (const char* name :
+       {"KOKKOS_NUM_THREADS", "KOKKOS_DEVICE_ID", "KOKKOS_NUM_DEVICES", "KOKKOS_SKIP_DEVICE"}) {
+    const char* value = std::getenv(name);
+    if (value == nullptr) continue;
+    char* end = nullptr;
+    std::strtol(value, &end, 10);
+    if (end == value || *end != '\0') {
+      what = std::string("cannot convert environment variable '") + name + "=" + value +
+             "' to an integer";
+      break;
+    }
+  }
   try {
-    kokkos.emplace(argc, argv);
+    if (what.empty()) kokkos.emplace(argc, argv);
   } catch (const std::exception& e) {
     // Kokkos 3.4 says "Error: WHAT Raised by ...\nTraceback ...": the WHAT.
-    std::string what = e.what();
+    what = e.what();
     what = what.substr(0, what.find('\n'));
     if (what.rfind("Error: ", 0) == 0) what.erase(0, 7);
     what = what.substr(0, what.find(" Raised by"));
+  }
+  if (!what.empty()) {
     std::string set;
     for (const char* name : {"KOKKOS_NUM_THREADS", "KOKKOS_DEVICE_ID", "KOKKOS_NUM_DEVICES",
                              "KOKKOS_SKIP_DEVICE", "KOKKOS_DISABLE_WARNINGS", "KOKKOS_TOOLS_LIBS"})
@@ -193,6 +211,16 @@ void start_kokkos(std::optional<Kokkos::ScopeGuard>& kokkos, int& argc, char** a
                       << "; unset the variable, or give it a value Kokkos takes: "
                          "KOKKOS_NUM_THREADS a positive integer, KOKKOS_DEVICE_ID a device index)");
   }
+}
+
+/// The ranks of the job on this node (MPI started), which share its cores.
+int ranks_on_this_node() {
+  MPI_Comm node = MPI_COMM_NULL;
+  MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
+  int ranks = 1;
+  MPI_Comm_size(node, &ranks);
+  MPI_Comm_free(&node);
+  return ranks;
 }
 
 /// One message, one line, in one write: under mpiexec a line written in
@@ -252,6 +280,7 @@ int main(int argc, char** argv) {
     std::optional<Kokkos::ScopeGuard> kokkos;
     std::vector<std::string> args(argv + 1, argv + argc);
     try {
+      distzo::app::give_kokkos_host_threads(ranks_on_this_node(), argc, argv);
       start_kokkos(kokkos, argc, argv);
       // Only `run` is a parallel program; under mpiexec the other commands
       // run once, on rank 0 (two ranks writing one model file would race).

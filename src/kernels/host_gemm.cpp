@@ -2,6 +2,7 @@
 
 #include <KokkosKernels_config.h>
 
+#include <Kokkos_Core.hpp>
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -12,6 +13,7 @@
 #include <sstream>
 #include <system_error>
 #include <thread>
+#include <type_traits>
 #include <vector>
 
 #include "core/error.hpp"
@@ -164,6 +166,43 @@ int g_threads = 1;
 GemmPath g_path = GemmPath::tiled;
 std::once_flag g_blas_single;
 
+#if defined(KOKKOS_ENABLE_SERIAL)
+constexpr bool kKokkosHostIsSerial =
+    std::is_same<Kokkos::DefaultHostExecutionSpace, Kokkos::Serial>::value;
+#else
+constexpr bool kKokkosHostIsSerial = false;
+#endif
+
+/// Set on the thread that runs a task of run_tasks on Kokkos' threads: work
+/// that a task starts (a GEMM inside an attention task) runs on that thread
+/// alone. Kokkos' OpenMP backend holds a lock for the whole of a parallel_for,
+/// so a nested one would wait for itself.
+thread_local bool t_in_kokkos_task = false;
+
+/// fn(context, t) for every t < tasks: on Kokkos' host threads when they own
+/// the cores, else on the pool; on the caller alone for one task, one thread,
+/// inside a task, or while another host thread's GEMM holds the pool. Each
+/// task is the same call wherever it runs, so the bits are the same.
+void run_tasks(std::int64_t tasks, HostTaskFn fn, const void* context) {
+  if (tasks <= 0) return;
+  const bool alone = tasks == 1 || g_threads == 1 || t_in_kokkos_task;
+  if (!alone && !kKokkosHostIsSerial) {
+    Kokkos::parallel_for(
+        "distzo::kernels::host_tasks",
+        Kokkos::RangePolicy<Kokkos::DefaultHostExecutionSpace, Kokkos::IndexType<std::int64_t>>(
+            0, tasks),
+        [=](std::int64_t t) {
+          t_in_kokkos_task = true;
+          fn(context, t);
+          t_in_kokkos_task = false;
+        });
+    return;
+  }
+  if (alone || !pool().try_run(tasks, fn, context)) {
+    for (std::int64_t t = 0; t < tasks; ++t) fn(context, t);
+  }
+}
+
 /// The BLAS must not split a tile: OpenBLAS to one thread, once, before the
 /// first tile (set_gemm_threads does it again on every change).
 void blas_single_threaded() {
@@ -237,7 +276,9 @@ void set_gemm_threads(int threads, GemmPath path) {
   DISTZO_REQUIRE(threads >= 1 && threads <= 1024, "distzo::kernels::set_gemm_threads: "
                                                       << threads << " threads; expected 1 to 1024");
   const bool tiled = path == GemmPath::tiled;
-  if (pool().threads() != (tiled ? threads : 1)) pool().resize(tiled ? threads : 1);
+  // Under a parallel Kokkos host backend its threads take the tasks: distzo starts none.
+  const int workers = tiled && kKokkosHostIsSerial ? threads : 1;
+  if (pool().threads() != workers) pool().resize(workers);
   g_threads = threads;
   g_path = path;
   if (openblas_set_num_threads != nullptr) openblas_set_num_threads(tiled ? 1 : threads);
@@ -249,6 +290,8 @@ GemmPath gemm_path() { return g_path; }
 
 bool host_tiled_gemm_available() { return DISTZO_HOST_BLAS != 0; }
 
+bool kokkos_owns_host_threads() { return !kKokkosHostIsSerial; }
+
 std::string gemm_numerics() {
   std::ostringstream s;
   if (!host_tiled_gemm_available()) {
@@ -258,7 +301,8 @@ std::string gemm_numerics() {
     s << "GEMM: up to " << gemm_tile_pieces
       << " tiles per GEMM fixed by its shape, one single-threaded BLAS call each, on " << g_threads
       << " thread(s) per rank: the bits do not depend on threads, ranks per node or nodes "
-         "(they may on the CPU model and BLAS build)";
+         "(they may on the CPU model and BLAS build)"
+      << (kKokkosHostIsSerial ? "" : "; the threads are Kokkos' host threads");
   } else {
     s << "GEMM: library path, one BLAS call on the BLAS's own " << g_threads
       << " thread(s) per rank: the bits may change with the thread count, so digests need not "
@@ -268,10 +312,7 @@ std::string gemm_numerics() {
 }
 
 void host_parallel_tasks(std::int64_t tasks, HostTaskFn fn, const void* context) {
-  if (tasks <= 0) return;
-  if (tasks == 1 || pool().threads() == 1 || !pool().try_run(tasks, fn, context)) {
-    for (std::int64_t t = 0; t < tasks; ++t) fn(context, t);
-  }
+  run_tasks(tasks, fn, context);
 }
 
 void host_tiled_gemm(bool trans_a, bool trans_b, std::size_t m, std::size_t n, std::size_t k,
@@ -294,11 +335,7 @@ void host_tiled_gemm(bool trans_a, bool trans_b, std::size_t m, std::size_t n, s
   const auto row_tiles = static_cast<std::int64_t>((m + tile.rows - 1) / tile.rows);
   const auto col_tiles = static_cast<std::int64_t>((n + tile.cols - 1) / tile.cols);
   const Tiles g{tile, trans_a, trans_b, m, n, k, alpha, beta, a, lda, b, ldb, c, ldc, row_tiles};
-  const std::int64_t tiles = row_tiles * col_tiles;
-  const bool alone = tiles == 1 || pool().threads() == 1;
-  if (alone || !pool().try_run(tiles, compute_tile, &g)) {
-    for (std::int64_t t = 0; t < tiles; ++t) compute_tile(&g, t);
-  }
+  run_tasks(row_tiles * col_tiles, compute_tile, &g);
 }
 
 }  // namespace distzo::kernels

@@ -70,18 +70,25 @@ enum class GemmPath {
 };
 
 /// Sets the threads of the host GEMM (at least 1) and the path. With `tiled`,
-/// distzo's own pool runs `threads` threads (the caller's included) and the
-/// BLAS is made single-threaded; with `library`, the BLAS is given `threads`
-/// (OpenBLAS only: another BLAS keeps its own setting). Not thread-safe: call
-/// it between GEMMs, from the thread that runs them. Until it is called the
-/// host GEMM is tiled on 1 thread. When the system refuses a thread
-/// (std::system_error: no room for its stack) the pool keeps one and the
-/// setting is unchanged.
+/// the tiles and tasks go to `threads` threads (the caller's included) and the
+/// BLAS is made single-threaded: distzo's own pool of threads under a Serial
+/// Kokkos host backend, Kokkos' own threads (OpenMP, Threads) otherwise, so
+/// that one set of threads owns the host cores (kokkos_owns_host_threads); with `library`, the BLAS
+/// is given `threads` (OpenBLAS only: another BLAS keeps its own setting). Not thread-safe: call it
+/// between GEMMs, from the thread that runs them. Until it is called the host GEMM is tiled on 1
+/// thread. When the system refuses a thread (std::system_error: no room for its stack) the pool
+/// keeps one and the setting is unchanged.
 void set_gemm_threads(int threads, GemmPath path = GemmPath::tiled);
 
 /// The values last set (1 and tiled by default).
 int gemm_threads();
 GemmPath gemm_path();
+
+/// Whether Kokkos' host execution space runs threads of its own (OpenMP,
+/// Threads, HPX, not Serial): then distzo's host tasks and tiles run on them
+/// and distzo starts no thread of its own for them. Their number is Kokkos'
+/// (fixed when Kokkos starts: app/blas_threads.hpp chooses it).
+bool kokkos_owns_host_threads();
 
 /// Whether the tiled host path is compiled in (Kokkos Kernels with a host
 /// BLAS TPL). Without one, gemm uses the native Kokkos Kernels gemm on one
@@ -98,8 +105,10 @@ std::string gemm_numerics();
 /// head) pairs). A GEMM inside a task runs on its task's thread alone, with
 /// the same calls as on one thread, so tasks give the same bits at any thread
 /// count as long as each writes only its own outputs. Runs the tasks in order
-/// on the caller when there is one task, one thread, or another host thread's
-/// GEMM holds the pool. Host memory only; no Kokkos dispatch inside a task.
+/// on the caller when there is one task, one thread, inside a task, or while
+/// another host thread's GEMM holds the pool. Host memory only; no Kokkos
+/// dispatch inside a task (host_parallel_tasks and GEMMs inside one run on
+/// its thread alone).
 using HostTaskFn = void (*)(const void* context, std::int64_t task);
 void host_parallel_tasks(std::int64_t tasks, HostTaskFn fn, const void* context);
 

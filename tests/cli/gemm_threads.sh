@@ -2,7 +2,8 @@
 # The parameter digest does not depend on the GEMM's threads (DESIGN.md
 # invariant 6, kernels/host_gemm.hpp): on the demo model and on random OPT,
 # Llama, Qwen3 and Gemma 3 models with odd widths, a short run gives the same digest on one
-# rank at OPENBLAS_NUM_THREADS=1 and 2, and under mpiexec with P=2 at 1
+# rank at 1 and 2 GEMM threads (OPENBLAS_NUM_THREADS, or OMP_NUM_THREADS under
+# OpenMP Kokkos), and under mpiexec with P=2 at 1
 # thread per rank; D=2 at 1 and 2 threads per rank agree with each other.
 # Before the tiles, OpenBLAS's own threads gave different bits at 1 and 2
 # threads for widths such as 520 on this test's shapes (an AVX-512 EPYC,
@@ -49,10 +50,12 @@ run() {
   sed -i "s|path: model.h5|path: $model|; s|train: train.h5|train: $train|; s|eval: eval.h5|eval: $train|" "$name.yaml"
   local launch=()
   [ "$ranks" -gt 1 ] && launch=("$MPIEXEC" -n "$ranks")
-  OPENBLAS_NUM_THREADS=$threads "${launch[@]}" "$DISTZO" run "$name.yaml" > "$name.log" 2>&1 ||
-    { cat "$name.log"; fail "$name failed"; }
+  # OPENBLAS_NUM_THREADS sets distzo's threads under Serial Kokkos,
+  # OMP_NUM_THREADS Kokkos' own under OpenMP (app/blas_threads.hpp).
+  OPENBLAS_NUM_THREADS=$threads OMP_NUM_THREADS=$threads "${launch[@]}" "$DISTZO" run "$name.yaml" \
+    > "$name.log" 2>&1 || { cat "$name.log"; fail "$name failed"; }
   # The setting must have reached the GEMM, else the comparison is empty.
-  grep -q "GEMM threads: $threads per rank (OPENBLAS_NUM_THREADS)" "$name/run.log" ||
+  grep -q -E "GEMM threads: $threads per rank \((OPENBLAS_NUM_THREADS|Kokkos' .* threads, OMP_NUM_THREADS=$threads)\)" "$name/run.log" ||
     fail "$name: run.log does not say $threads GEMM threads: $(grep -i gemm "$name/run.log")"
   digest "$name/ckpt-$(printf %06d "$STEPS").h5" > "$name.digest"
 }
