@@ -8,6 +8,7 @@
 #include "app/format.hpp"
 #include "core/process_limits.hpp"
 #include "core/types.hpp"
+#include "kernels/host_gemm.hpp"
 
 namespace distzo::app {
 
@@ -30,6 +31,12 @@ std::string ulimit_setting(double bytes) {
 double advised_limit(double needed) {
   constexpr double kStep = 16.0 * 1024 * 1024;
   return std::ceil(needed / kStep) * kStep + kStep;
+}
+
+/// The variable that sets a rank's GEMM threads: OpenMP's under a parallel
+/// Kokkos host backend, whose threads they are (app/blas_threads.hpp).
+const char* fewer_threads_setting() {
+  return kernels::kokkos_owns_host_threads() ? "OMP_NUM_THREADS=1" : "OPENBLAS_NUM_THREADS=1";
 }
 
 /// What `threads` GEMM threads map once started: a BLAS work buffer each,
@@ -65,7 +72,7 @@ std::string address_space_shortfall(const MemoryPlan& plan, int gemm_threads, bo
     << ulimit_setting(advised_limit(needed))
     << " (the need rounded up, with 16 MiB to spare; or the batch system's memory request)";
   if (gemm_threads > 1)
-    s << ", or run fewer GEMM threads (OPENBLAS_NUM_THREADS=1 saves at least "
+    s << ", or run fewer GEMM threads (" << fewer_threads_setting() << " saves at least "
       << human_bytes(kBlasBufferBytesPerThread) << " per thread)";
   return s.str();
 }
@@ -80,8 +87,8 @@ std::string blas_buffers_shortfall(int gemm_threads) {
     << human_bytes(address_space_in_use()) << " mapped (the model and its buffers), the BLAS work "
     << "buffers and stacks of its " << gemm_threads << " GEMM thread(s) (" << human_bytes(threads)
     << ") and a margin of " << human_bytes(kMarginBytes) << " do not fit. Raise the limit to at "
-    << "least " << ulimit_setting(advised_limit(needed)) << ", or run fewer GEMM threads "
-    << "(OPENBLAS_NUM_THREADS=1)";
+    << "least " << ulimit_setting(advised_limit(needed)) << ", or run fewer GEMM threads ("
+    << fewer_threads_setting() << ")";
   return s.str();
 }
 

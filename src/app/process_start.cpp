@@ -169,9 +169,6 @@ void catch_blas_start_failure(int, char**, char**) {
   g_sigint_caught = sigaction(SIGINT, &caught, &g_sigint_before) == 0;
 }
 
-__attribute__((section(".preinit_array"),
-               used)) void (*g_pre_initialiser)(int, char**, char**) = &catch_blas_start_failure;
-
 /// Under a launcher, a rank whose MPI_Init fails does not get to say why:
 /// MPICH tells the launcher to abort the job (PMI), which kills every rank
 /// before anything else is printed. So a launched rank first starts MPI
@@ -218,6 +215,11 @@ const char* trial_start(int argc, char** argv) {
 }
 
 }  // namespace
+
+// Outside the unnamed namespace: nvcc warns (#177) of an internal variable
+// that nothing references, whatever its `used` attribute.
+__attribute__((section(".preinit_array"),
+               used)) void (*g_pre_initialiser)(int, char**, char**) = &catch_blas_start_failure;
 
 void hold_blas_to_one_thread(char** argv) {
   // Loading is over: SIGINT as the process received it.

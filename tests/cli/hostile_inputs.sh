@@ -43,11 +43,12 @@ expect_refusal kokkos_device "Kokkos could not start: .*KOKKOS_DEVICE_ID=zz" \
 # More GEMM threads than an address-space limit holds: the run's memory check
 # names the threads (64 of them need 64 BLAS buffers of 128 MiB, far above
 # the limit), where starting them once failed with "internal error:
-# Resource temporarily unavailable" (exit 3).
+# Resource temporarily unavailable" (exit 3). (OMP_NUM_THREADS: the count
+# under an OpenMP Kokkos, whose threads are the GEMM's.)
 if [[ "${ASAN_OPTIONS:-}" != *max_allocation_size_mb* ]]; then
   deck threads 2 threads
   expect_refusal threads64 "too small for this run: .* for its 64 GEMM thread(s)" \
-    bash -c 'ulimit -v $((2048 * 1024)) && OPENBLAS_NUM_THREADS=64 exec "$0" run threads.yaml' "$DISTZO"
+    bash -c 'ulimit -v $((2048 * 1024)) && OPENBLAS_NUM_THREADS=64 OMP_NUM_THREADS=64 exec "$0" run threads.yaml' "$DISTZO"
 fi
 
 # An output.dir this user may not write to: the cause is in the message.
