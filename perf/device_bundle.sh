@@ -68,6 +68,15 @@ done | sort -u | while read -r name path; do
   cp -L "$path" "$stage/lib/$name"
 done
 
+# The SmolLM2 quick deck's data (the demo template with SmolLM2's tokenizer,
+# tools/make_real_model.sh; under 1 MiB) when made here: the device check runs
+# the deck end to end on a random model of SmolLM2's shape (the real weights,
+# 0.5 GB, exceed the carry limit).
+data=$root/out/smollm2/data-demo-template
+if [ -f "$data/train.h5" ] && [ -f "$data/test.h5" ]; then
+  mkdir -p "$stage/smollm2" && cp "$data/train.h5" "$data/test.h5" "$stage/smollm2/"
+fi
+
 # Where the tests look for their fixtures (compiled in), so the device script
 # can point that path at the working tree it runs in.
 sed -n 's/^CMAKE_HOME_DIRECTORY:INTERNAL=//p' "$build/CMakeCache.txt" > "$stage/source_dir.txt"
