@@ -30,8 +30,9 @@
 #
 # --dry-run does what needs no GPU: unpacks the bundle, wraps its programs,
 # checks that every library they need resolves (the driver's libcuda aside),
-# that every file the steps read is there and that the steps' time limits fit
-# the budget, and prints each command it would run.
+# that every file the steps read is there, and prints each command it would
+# run with its time limit and what the limits add up to at worst (the budget
+# then cuts the last steps).
 set -uo pipefail
 dry=0
 if [ "${1:-}" = --dry-run ]; then dry=1; shift; fi
@@ -72,6 +73,8 @@ run() {
 }
 
 step "unpacking $bundle_dir/bundle.tar.xz"
+[ -f "$bundle_dir/bundle.tar.xz" ] ||
+  { note "FAIL: no bundle at $bundle_dir/bundle.tar.xz (make one with perf/device_bundle.sh)"; exit 1; }
 dz=/tmp/distzo-device
 rm -rf "$dz"
 mkdir -p "$dz"
@@ -111,7 +114,7 @@ for f in perf/opt_configs/opt-1.3b.json perf/opt_configs/opt-6.7b.json perf/smol
   [ -e "$root/$f" ] || { note "FAIL: $f is missing from the working tree"; exit 1; }
 done
 if [ "$dry" = 1 ]; then
-  note "dry run on $(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n 1): bundle unpacked, every program's libraries resolve (libcuda aside)"
+  note "dry run on $(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n 1): bundle unpacked, every program's libraries resolve (libcuda aside), every file the steps read is in the working tree"
 else
   nvidia-smi -L || { note "FAIL: nvidia-smi"; exit 1; }
   nvidia-smi --query-gpu=name,memory.total,driver_version,pcie.link.gen.current,pcie.link.width.current --format=csv
@@ -141,6 +144,7 @@ tally() {  # tally STATUS NAME LOG
   fi
 }
 # The test binaries get 200 s together; the benchmarks follow.
+echo "(the test binaries share 200 s; each is cut to 120 s at most)"
 tests_until=$(($(date +%s) + 200))
 planned_before_tests=$planned
 for t in "$dz"/tests/test_*; do
