@@ -29,7 +29,11 @@
 # every digest matched.
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
-prefix=${1:?usage: scripts/test-kokkos4.sh KOKKOS_PREFIX [BUILD_DIR]}
+if [ $# -lt 1 ] || [ "${1#-}" != "$1" ]; then
+  echo "usage: scripts/test-kokkos4.sh KOKKOS_PREFIX [BUILD_DIR] (see the top of the script)" >&2
+  exit 2
+fi
+prefix=$1
 build=${2:-$root/build-kokkos4}
 threads=${THREADS:-"2 3"}
 steps=${STEPS:-300}

@@ -127,6 +127,16 @@ std::string kokkos_thread_setting(int argc, char** argv) {
 
 void give_kokkos_host_threads(int ranks_on_node, int argc, char** argv) {
   if (!kernels::kokkos_owns_host_threads()) return;
+  // OpenMP takes a list ("4,2": nested levels); a value it cannot read it
+  // reports and ignores, and run.log would name it as the count's source.
+  if (const char* omp = std::getenv("OMP_NUM_THREADS"); omp != nullptr && *omp != '\0') {
+    char* end = nullptr;
+    const long n = std::strtol(omp, &end, 10);
+    DISTZO_INPUT_REQUIRE(n >= 1 && end != omp && (*end == '\0' || *end == ','),
+                         "OMP_NUM_THREADS=" << omp
+                                            << ": expected a positive thread count (Kokkos' "
+                                               "OpenMP threads per rank), or unset it");
+  }
   const std::string set = kokkos_thread_setting(argc, argv);
   if (!set.empty()) {
     g_kokkos_threads_why = set;
@@ -134,7 +144,9 @@ void give_kokkos_host_threads(int ranks_on_node, int argc, char** argv) {
   }
   const BlasThreads share = share_of_cores(ranks_on_node);
   setenv("KOKKOS_NUM_THREADS", std::to_string(share.threads).c_str(), 1);
-  g_kokkos_threads_why = share.why + ", given to Kokkos as KOKKOS_NUM_THREADS; OMP_NUM_THREADS" +
+  g_kokkos_threads_why = share.why +
+                         ", given to Kokkos as KOKKOS_NUM_THREADS; OMP_NUM_THREADS, "
+                         "--kokkos-num-threads" +
                          (share.why == "OPENBLAS_NUM_THREADS" ? "" : " or OPENBLAS_NUM_THREADS") +
                          " overrides";
 }

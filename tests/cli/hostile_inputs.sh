@@ -40,6 +40,16 @@ expect_refusal kokkos_threads "Kokkos could not start: .*KOKKOS_NUM_THREADS=auto
 expect_refusal kokkos_device "Kokkos could not start: .*KOKKOS_DEVICE_ID=zz" \
   env KOKKOS_DEVICE_ID=zz "$DISTZO" inspect model.h5
 
+# Under an OpenMP Kokkos OMP_NUM_THREADS is the thread count (run.log:
+# "Kokkos' OpenMP threads"): a value OpenMP cannot read is refused, where it
+# used to be ignored by OpenMP and named by run.log as the count's source.
+deck omp 2 omp
+if "$DISTZO" run omp.yaml > omp.log 2>&1 && grep -q "Kokkos' OpenMP threads" omp/run.log; then
+  rm -rf omp
+  expect_refusal omp_threads "OMP_NUM_THREADS=abc: expected a positive thread count" \
+    env OMP_NUM_THREADS=abc "$DISTZO" run omp.yaml
+fi
+
 # More GEMM threads than an address-space limit holds: the run's memory check
 # names the threads (64 of them need 64 BLAS buffers of 128 MiB, far above
 # the limit), where starting them once failed with "internal error:
