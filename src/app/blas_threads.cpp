@@ -11,6 +11,7 @@
 #include <system_error>
 #include <thread>
 
+#include "app/memory_limit.hpp"
 #include "core/error.hpp"
 #include "kernels/host_gemm.hpp"
 
@@ -138,11 +139,17 @@ void give_kokkos_host_threads(int ranks_on_node, int argc, char** argv) {
                                                "OpenMP threads per rank), or unset it");
   }
   const std::string set = kokkos_thread_setting(argc, argv);
+  const BlasThreads share = share_of_cores(ranks_on_node);
+  // The count Kokkos will start: the number in its setting ("N" or "N,M"
+  // after the '=' of `--kokkos-num-threads=N` or `NAME=N`), else the share.
+  const int threads =
+      set.empty() ? share.threads : std::max(1, std::atoi(set.substr(set.find('=') + 1).c_str()));
+  if (const std::string shortfall = kokkos_threads_shortfall(threads); !shortfall.empty())
+    DISTZO_INPUT_FAIL(shortfall);
   if (!set.empty()) {
     g_kokkos_threads_why = set;
     return;
   }
-  const BlasThreads share = share_of_cores(ranks_on_node);
   setenv("KOKKOS_NUM_THREADS", std::to_string(share.threads).c_str(), 1);
   g_kokkos_threads_why = share.why +
                          ", given to Kokkos as KOKKOS_NUM_THREADS; OMP_NUM_THREADS, "

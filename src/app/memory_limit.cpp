@@ -92,6 +92,21 @@ std::string blas_buffers_shortfall(int gemm_threads) {
   return s.str();
 }
 
+std::string kokkos_threads_shortfall(int threads) {
+  const std::optional<double> limit = address_space_limit();
+  const double stacks = (threads - 1) * thread_stack_bytes();
+  if (!limit || threads <= 1 || address_space_available(stacks + kMarginBytes)) return "";
+  const double needed = address_space_in_use() + stacks + kMarginBytes;
+  std::ostringstream s;
+  s << "the address-space limit of this process is " << ulimit_setting(*limit) << ": with "
+    << human_bytes(address_space_in_use()) << " mapped, the stacks of Kokkos' " << threads
+    << " OpenMP threads (" << human_bytes(stacks) << ") and a margin of "
+    << human_bytes(kMarginBytes) << " do not fit. Raise the limit to at least "
+    << ulimit_setting(advised_limit(needed)) << ", or run fewer threads ("
+    << fewer_threads_setting() << ")";
+  return s.str();
+}
+
 std::string reading_shortfall(const std::string& files, const std::string& more) {
   const std::optional<double> limit = address_space_limit();
   if (!limit || address_space_available(kMarginBytes)) return "";

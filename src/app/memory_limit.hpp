@@ -25,6 +25,12 @@ std::string address_space_shortfall(const MemoryPlan& plan, int gemm_threads, bo
 /// check of a command whose other buffers are allocated (`distzo forward`).
 std::string blas_buffers_shortfall(int gemm_threads);
 
+/// Nothing when the stacks of `threads` Kokkos host threads (all but the
+/// caller's) and the margin fit under the address-space limit, else the
+/// message: checked before an OpenMP Kokkos starts them, since OpenMP ends the
+/// process (exit 1, "Thread creation failed") when one does not start.
+std::string kokkos_threads_shortfall(int threads);
+
 /// Nothing when the process has no address-space limit or a margin (64
 /// MiB) of it is still unmapped, else the message: checked before a command
 /// reads its inputs (`files`, "the model and the datasets"), since HDF5 1.10
